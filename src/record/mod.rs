@@ -1,0 +1,10 @@
+//! What a run leaves behind: the transcript, the workspace diff, JUnit XML and summaries.
+
+pub mod diff;
+pub mod junit;
+pub mod report;
+pub mod summary;
+pub mod transcript;
+
+pub use report::{CheckReport, Denial, EndReason, RunReport, Status, TaskReport};
+pub use transcript::{Event, TranscriptReader, TranscriptWriter};

@@ -1,0 +1,157 @@
+//! The outcome of tasks and runs, as every report (JUnit, summaries, exit code) reads it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::Usage;
+
+/// A task's outcome: it did its work, it did not, or drover could not run it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Passed,
+    Failed,
+    Error,
+}
+
+impl Status {
+    /// The process exit code this outcome calls for (DESIGN.md: 0, 1, 3).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Passed => 0,
+            Status::Failed => 1,
+            Status::Error => 3,
+        }
+    }
+}
+
+/// Why a task's run ended: the `reason` of the transcript's `run_end` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The model ended its turn without asking for tools, and every check passed.
+    EndTurn,
+    MaxTurns,
+    Timeout,
+    Budget,
+    ChecksFailed,
+    /// The model's output was cut at its token limit and the task could not go on.
+    MaxTokens,
+    /// The model refused to continue.
+    Refusal,
+    ProviderError,
+    ReplayDrift,
+    InternalError,
+}
+
+impl EndReason {
+    /// The task status this reason implies.
+    pub fn status(self) -> Status {
+        match self {
+            EndReason::EndTurn => Status::Passed,
+            EndReason::ProviderError | EndReason::InternalError => Status::Error,
+            _ => Status::Failed,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::EndTurn => "end_turn",
+            EndReason::MaxTurns => "max_turns",
+            EndReason::Timeout => "timeout",
+            EndReason::Budget => "budget",
+            EndReason::ChecksFailed => "checks_failed",
+            EndReason::MaxTokens => "max_tokens",
+            EndReason::Refusal => "refusal",
+            EndReason::ProviderError => "provider_error",
+            EndReason::ReplayDrift => "replay_drift",
+            EndReason::InternalError => "internal_error",
+        }
+    }
+}
+
+/// One check command and how it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    pub name: String,
+    pub command: String,
+    /// None when the command was killed (timeout) or could not start.
+    pub exit_code: Option<i32>,
+    pub passed: bool,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    /// The last part of the merged stdout/stderr, for failure messages.
+    pub output_tail: String,
+}
+
+/// A tool call the policy denied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Denial {
+    pub tool_use_id: String,
+    pub tool: String,
+    pub input: Value,
+    pub rule: Option<String>,
+    pub reason: String,
+}
+
+/// Everything the reports say about one task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskReport {
+    pub name: String,
+    /// The spec file the task came from (its JUnit test suite).
+    pub spec_path: PathBuf,
+    pub status: Status,
+    pub reason: EndReason,
+    /// One sentence for people: what ended the task, with figures.
+    pub message: String,
+    pub provider: String,
+    pub model: String,
+    pub turns: u32,
+    pub usage: Usage,
+    /// None when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+    #[serde(with = "duration_ms")]
+    pub duration: Duration,
+    pub checks: Vec<CheckReport>,
+    pub denials: Vec<Denial>,
+    /// Workspace paths (relative, `/`-separated) the run added, changed or deleted.
+    pub files_changed: Vec<String>,
+    /// The last assistant text, for people reading the report.
+    pub final_text: String,
+    /// Where this task's transcript and diff are.
+    pub artifacts_dir: PathBuf,
+}
+
+/// All tasks of one `drover run` or `drover replay`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub tasks: Vec<TaskReport>,
+}
+
+impl RunReport {
+    /// The worst outcome of any task (passed when there are none).
+    pub fn status(&self) -> Status {
+        self.tasks
+            .iter()
+            .map(|task| task.status)
+            .max()
+            .unwrap_or(Status::Passed)
+    }
+}
+
+mod duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(deserializer)?))
+    }
+}

@@ -1,0 +1,221 @@
+//! The JSONL transcript: one event per line, written and flushed as it happens, so a run
+//! that is killed still leaves every event up to that moment.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::{ContentBlock, StopReason, Usage};
+
+/// One transcript event. The `type` names and the fields listed in DESIGN.md are a
+/// contract; fields are only ever added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    RunStart {
+        drover_version: String,
+        task: String,
+        spec_sha256: String,
+        provider: String,
+        model: String,
+        tools: Vec<String>,
+        /// The spec file as given (replay re-reads the spec from `spec_yaml`).
+        spec_path: String,
+        /// The spec's text, so a replay runs exactly the recorded task.
+        spec_yaml: String,
+        /// The workspace the task started from (before any isolation copy).
+        workspace: String,
+        /// Fingerprint of the starting workspace; replay compares it with its own.
+        workspace_sha256: String,
+    },
+    ModelResponse {
+        turn: u32,
+        content: Vec<ContentBlock>,
+        stop_reason: StopReason,
+        usage: Usage,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    Permission {
+        tool_use_id: String,
+        decision: Decision,
+        rule: Option<String>,
+        reason: String,
+    },
+    ToolResult {
+        tool_use_id: String,
+        is_error: bool,
+        content: String,
+    },
+    /// A replayed tool result differs from the recorded one.
+    ReplayDrift {
+        tool_use_id: String,
+        expected: String,
+        actual: String,
+    },
+    Check {
+        name: String,
+        command: String,
+        exit_code: Option<i32>,
+        passed: bool,
+        timed_out: bool,
+        duration_ms: u64,
+    },
+    RunEnd {
+        status: crate::record::Status,
+        reason: crate::record::EndReason,
+        /// What ended the run, in a sentence with figures.
+        message: String,
+        turns: u32,
+        usage: Usage,
+        cost_usd: Option<f64>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    Deny,
+}
+
+/// A transcript line: the event plus its timestamp.
+#[derive(Serialize, Deserialize)]
+struct Line {
+    #[serde(flatten)]
+    event: Event,
+    ts: String,
+}
+
+/// Why a transcript could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    #[error("cannot write transcript {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read transcript {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: not a transcript event: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+/// Appends events to a transcript file, one flushed line each.
+pub struct TranscriptWriter {
+    file: File,
+    path: PathBuf,
+}
+
+impl TranscriptWriter {
+    pub fn create(path: &Path) -> Result<Self, TranscriptError> {
+        let file = File::create(path).map_err(|source| TranscriptError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(TranscriptWriter {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Write one event as one line and flush it to the OS before returning.
+    pub fn write(&mut self, event: Event) -> Result<(), TranscriptError> {
+        let line = Line {
+            event,
+            ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        };
+        // Serializing our own enum of plain data cannot fail; fall back to an error
+        // event rather than losing the line if it ever did.
+        let mut text = serde_json::to_string(&line).unwrap_or_else(|e| {
+            format!(r#"{{"type":"internal_error","ts":"{}","message":"{e}"}}"#, line.ts)
+        });
+        text.push('\n');
+        self.file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(|source| TranscriptError::Write {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+/// Reads a whole transcript back into events.
+pub struct TranscriptReader;
+
+impl TranscriptReader {
+    pub fn read(path: &Path) -> Result<Vec<Event>, TranscriptError> {
+        let file = File::open(path).map_err(|source| TranscriptError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut events = Vec::new();
+        for (index, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(|source| TranscriptError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let parsed: Line = serde_json::from_str(&line).map_err(|e| TranscriptError::Parse {
+                path: path.to_path_buf(),
+                line: index + 1,
+                message: e.to_string(),
+            })?;
+            events.push(parsed.event);
+        }
+        Ok(events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_carries_type_and_ts_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut writer = TranscriptWriter::create(&path).unwrap();
+        let event = Event::ToolCall {
+            id: "toolu_1".into(),
+            name: "Read".into(),
+            input: serde_json::json!({"file_path": "a"}),
+        };
+        writer.write(event.clone()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let value: Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(value["type"], "tool_call");
+        assert!(value["ts"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(TranscriptReader::read(&path).unwrap(), vec![event]);
+    }
+
+    #[test]
+    fn a_bad_line_names_its_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, "{\"type\":\"nope\",\"ts\":\"x\"}\n").unwrap();
+        let error = TranscriptReader::read(&path).unwrap_err().to_string();
+        assert!(error.contains("t.jsonl:1:"), "{error}");
+    }
+}

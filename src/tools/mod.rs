@@ -1,0 +1,109 @@
+//! Built-in tools. Each tool lives in its own file; the [`registry`] offers them to the
+//! model, validates every input against the tool's JSON Schema and dispatches the call.
+//!
+//! A tool never prints and never panics on bad input: everything it has to say, errors
+//! included, goes back to the model as a [`ToolOutput`].
+
+pub mod bash;
+pub mod edit;
+pub mod glob;
+pub mod grep;
+pub mod read;
+pub mod registry;
+pub mod write;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::workspace::FileStateCache;
+
+pub use registry::Registry;
+
+/// What a tool call sees of the world.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The workspace root, canonical (symlinks resolved). Relative paths resolve against it.
+    pub workspace: PathBuf,
+    /// What this run has read, so Edit and Write can refuse blind or stale writes.
+    pub files: Arc<FileStateCache>,
+}
+
+impl ToolContext {
+    pub fn new(workspace: PathBuf) -> Self {
+        ToolContext {
+            workspace,
+            files: Arc::new(FileStateCache::default()),
+        }
+    }
+}
+
+/// The result of a call, exactly as the model will receive it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// What a call acts on, as the permission policy needs to see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// The call names no path or command (or names none yet: a default applies).
+    None,
+    /// A file or directory, as written in the input (not yet resolved).
+    Path(String),
+    /// A shell command line.
+    Command(String),
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls the tool by (Claude Code's names).
+    fn name(&self) -> &'static str;
+    /// Instructions for the model: what the tool does, its limits, mistakes to avoid.
+    fn description(&self) -> &'static str;
+    /// JSON Schema of the input; unknown fields are rejected.
+    fn input_schema(&self) -> Value;
+    /// Read-only calls may run concurrently with each other and are allowed by default
+    /// inside the workspace; anything else runs alone and needs an allow rule.
+    fn is_read_only(&self) -> bool;
+    /// What the policy must judge for this input (already schema-valid).
+    fn subject(&self, input: &Value) -> Subject;
+    /// Run the call. The input has already passed schema validation and the policy.
+    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput;
+}
+
+/// Every built-in tool, in the order they are offered to the model.
+pub fn builtin() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(read::ReadTool),
+        Arc::new(write::WriteTool),
+        Arc::new(edit::EditTool),
+        Arc::new(glob::GlobTool),
+        Arc::new(grep::GrepTool),
+        Arc::new(bash::BashTool),
+    ]
+}
+
+/// The string field `key` of an input object, if present.
+pub(crate) fn str_field<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+    input.get(key).and_then(Value::as_str)
+}

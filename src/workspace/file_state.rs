@@ -1,0 +1,3 @@
+//! PLACEHOLDER — to be implemented.
+#[derive(Debug, Default)]
+pub struct FileStateCache {}

@@ -1,0 +1,12 @@
+//! The workspace the agent works in: path resolution, what has been read (so writes are
+//! never blind or stale), atomic writes, and the baseline snapshot the diff is taken
+//! against.
+
+pub mod atomic;
+pub mod copy;
+pub mod file_state;
+pub mod paths;
+pub mod snapshot;
+
+pub use file_state::FileStateCache;
+pub use snapshot::Snapshot;
