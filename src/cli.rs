@@ -1,1 +1,134 @@
-//! PLACEHOLDER
+//! The command line (clap). The commands and flags are a contract (DESIGN.md).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "drover",
+    version,
+    about = "A headless runner for coding agents in CI"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run task specs (files, or directories of *.yaml) and write the artifacts.
+    Run(RunArgs),
+    /// Run a recorded transcript again, with no model and no network.
+    Replay(ReplayArgs),
+    /// Check task specs without running them.
+    Validate {
+        /// Spec files or directories.
+        #[arg(required = true, value_name = "SPEC|DIR")]
+        specs: Vec<PathBuf>,
+    },
+    /// List the tools offered to models.
+    Tools {
+        /// Print the Anthropic-format tool definitions (name, description, input_schema).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Permission policy commands.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Reports across runs.
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Spec files or directories.
+    #[arg(required = true, value_name = "SPEC|DIR")]
+    pub specs: Vec<PathBuf>,
+    /// Where to write the artifacts.
+    #[arg(long, default_value = "drover-artifacts", value_name = "DIR")]
+    pub artifacts: PathBuf,
+    /// How many tasks run at once.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
+    /// Run only shard K of N (1-based).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Override every spec's model provider.
+    #[arg(long, value_enum, value_name = "P")]
+    pub provider: Option<ProviderArg>,
+    /// Override every spec's model name.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Override every spec's limits.max_turns.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+    /// Override every spec's workspace.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A transcript.jsonl written by `drover run`.
+    pub transcript: PathBuf,
+    /// The starting workspace (default: the one recorded in the transcript). It is copied;
+    /// the replay never changes it.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Fail (exit 1) as soon as a tool result differs from the recording.
+    #[arg(long)]
+    pub strict: bool,
+    /// Where to write the artifacts.
+    #[arg(long, default_value = "drover-artifacts", value_name = "DIR")]
+    pub artifacts: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Decide one tool call with a spec's policy: prints JSON, exits 0 (allow) or 1 (deny).
+    Check {
+        #[arg(long, value_name = "SPEC")]
+        spec: PathBuf,
+        #[arg(long, value_name = "NAME")]
+        tool: String,
+        /// The tool input as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        input: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Combine the artifacts of sharded runs into one junit.xml and summary.
+    Merge {
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ProviderArg {
+    Anthropic,
+    Openai,
+    Script,
+    Replay,
+}
+
+impl From<ProviderArg> for crate::spec::Provider {
+    fn from(value: ProviderArg) -> Self {
+        match value {
+            ProviderArg::Anthropic => Self::Anthropic,
+            ProviderArg::Openai => Self::Openai,
+            ProviderArg::Script => Self::Script,
+            ProviderArg::Replay => Self::Replay,
+        }
+    }
+}

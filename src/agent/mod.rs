@@ -1,1 +1,326 @@
-//! PLACEHOLDER
+//! The agentic loop: model turn → tool calls → tool results → model turn …, until the
+//! model ends its turn or a limit ends the run. Every step is a transcript event,
+//! written before the loop moves on.
+
+mod dispatch;
+mod prompt;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+pub use dispatch::Call;
+pub use prompt::system_prompt;
+
+use crate::model::{
+    ContentBlock, Message, Model, ModelError, ModelRequest, Role, StopReason, Usage,
+};
+use crate::policy::Policy;
+use crate::record::transcript::{Decision, TranscriptError};
+use crate::record::{Denial, EndReason, Event, TranscriptWriter};
+use crate::tools::{Registry, ToolContext, ToolOutput};
+use dispatch::Prepared;
+
+/// The limits and inputs of one loop.
+pub struct AgentConfig {
+    pub system: String,
+    pub prompt: String,
+    pub max_turns: Option<u32>,
+    pub timeout: Option<Duration>,
+}
+
+/// Recorded tool results a replay is expected to reproduce, by tool_use id.
+#[derive(Debug, Default)]
+pub struct ReplayExpectations {
+    pub results: HashMap<String, (bool, String)>,
+    /// Under `--strict` the first difference ends the run with `replay_drift`.
+    pub strict: bool,
+}
+
+/// How the loop ended.
+#[derive(Debug, Clone)]
+pub struct LoopOutcome {
+    pub reason: EndReason,
+    pub message: String,
+    pub turns: u32,
+    pub usage: Usage,
+    pub final_text: String,
+    pub denials: Vec<Denial>,
+    /// Tool results that differed from the recording (replay only).
+    pub drifts: u32,
+}
+
+/// The loop's collaborators.
+pub struct Agent<'a> {
+    pub model: &'a mut dyn Model,
+    pub registry: &'a Registry,
+    pub policy: &'a Policy,
+    pub ctx: ToolContext,
+    pub transcript: &'a mut TranscriptWriter,
+    pub replay: Option<ReplayExpectations>,
+}
+
+/// Mutable state of one run of the loop.
+struct State {
+    messages: Vec<Message>,
+    turns: u32,
+    usage: Usage,
+    final_text: String,
+    denials: Vec<Denial>,
+    drifts: u32,
+}
+
+/// Why tool dispatch ended the run, with a message for people.
+type Stop = (EndReason, String);
+
+impl Agent<'_> {
+    /// Run the loop to its end. An error means the transcript could not be written: the
+    /// run cannot be trusted and the caller reports an internal error.
+    pub async fn run(&mut self, config: &AgentConfig) -> Result<LoopOutcome, TranscriptError> {
+        let deadline = config.timeout.map(|t| Instant::now() + t);
+        let mut state = State {
+            messages: vec![Message::user_text(config.prompt.clone())],
+            turns: 0,
+            usage: Usage::default(),
+            final_text: String::new(),
+            denials: Vec::new(),
+            drifts: 0,
+        };
+        let tools = self.registry.definitions();
+        let (reason, message) = loop {
+            if let Some(limit) = config.max_turns {
+                if state.turns >= limit {
+                    break (
+                        EndReason::MaxTurns,
+                        format!(
+                            "stopped after {} turns (limit {limit}) while the model still had tool calls to follow up",
+                            state.turns
+                        ),
+                    );
+                }
+            }
+            let request = ModelRequest {
+                system: &config.system,
+                messages: &state.messages,
+                tools: &tools,
+            };
+            let response = match within(deadline, self.model.respond(request)).await {
+                None => break timeout_stop(config, &state),
+                Some(Err(ModelError::ReplayExhausted { turn })) => {
+                    break (
+                        EndReason::ReplayDrift,
+                        format!(
+                            "the recording has no model response for turn {turn}: the replay took a different path"
+                        ),
+                    );
+                }
+                Some(Err(error)) => break (EndReason::ProviderError, error.to_string()),
+                Some(Ok(response)) => response,
+            };
+            state.turns += 1;
+            state.usage.add(&response.usage);
+            self.transcript.write(Event::ModelResponse {
+                turn: state.turns,
+                content: response.content.clone(),
+                stop_reason: response.stop_reason,
+                usage: response.usage,
+            })?;
+            let text = response.text();
+            if !text.is_empty() {
+                state.final_text = text;
+            }
+            let calls: Vec<Call> = response
+                .tool_calls()
+                .map(|(id, name, input)| Call {
+                    id: id.to_string(),
+                    name: name.to_string(),
+                    input: input.clone(),
+                })
+                .collect();
+            state.messages.push(Message {
+                role: Role::Assistant,
+                content: response.content.clone(),
+            });
+            match response.stop_reason {
+                StopReason::MaxTokens => {
+                    break (
+                        EndReason::MaxTokens,
+                        format!(
+                            "the model's output was cut at its token limit in turn {}; its tool calls were not run",
+                            state.turns
+                        ),
+                    );
+                }
+                StopReason::Refusal => {
+                    break (
+                        EndReason::Refusal,
+                        format!("the model refused to continue in turn {}", state.turns),
+                    );
+                }
+                _ => {}
+            }
+            if calls.is_empty() {
+                if response.stop_reason == StopReason::PauseTurn {
+                    continue;
+                }
+                break (
+                    EndReason::EndTurn,
+                    format!("the model ended its turn after {} turns", state.turns),
+                );
+            }
+            match self.dispatch(&calls, deadline, &mut state).await? {
+                Some((EndReason::Timeout, _)) => break timeout_stop(config, &state),
+                Some(stop) => break stop,
+                None => {}
+            }
+        };
+        Ok(LoopOutcome {
+            reason,
+            message,
+            turns: state.turns,
+            usage: state.usage,
+            final_text: state.final_text,
+            denials: state.denials,
+            drifts: state.drifts,
+        })
+    }
+
+    /// Run one turn's tool calls and append their results as the next user message.
+    async fn dispatch(
+        &mut self,
+        calls: &[Call],
+        deadline: Option<Instant>,
+        state: &mut State,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        let mut results: Vec<ContentBlock> = Vec::with_capacity(calls.len());
+        let mut stop = None;
+        for range in dispatch::batches(calls, self.registry) {
+            let mut prepared = Vec::new();
+            for call in &calls[range] {
+                self.transcript.write(Event::ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                })?;
+                let (outcome, verdict) = if stop.is_some() {
+                    (Prepared::Done(cancelled()), None)
+                } else {
+                    dispatch::prepare(call, self.registry, self.policy)
+                };
+                if let Some(verdict) = verdict {
+                    self.transcript.write(Event::Permission {
+                        tool_use_id: call.id.clone(),
+                        decision: if verdict.allowed {
+                            Decision::Allow
+                        } else {
+                            Decision::Deny
+                        },
+                        rule: verdict.rule.clone(),
+                        reason: verdict.reason.clone(),
+                    })?;
+                    if !verdict.allowed {
+                        state.denials.push(dispatch::denial(call, &verdict));
+                    }
+                }
+                prepared.push((call.clone(), outcome));
+            }
+            let batch: Vec<Call> = prepared.iter().map(|(call, _)| call.clone()).collect();
+            let executed = match within(deadline, dispatch::execute(prepared, &self.ctx)).await {
+                Some(executed) => executed,
+                None => {
+                    stop = Some((EndReason::Timeout, String::new()));
+                    batch.into_iter().map(|call| (call, cancelled())).collect()
+                }
+            };
+            for (call, output) in executed {
+                self.transcript.write(Event::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    is_error: output.is_error,
+                    content: output.content.clone(),
+                })?;
+                if let Some(drift) = self.check_replay(&call, &output, state)? {
+                    stop.get_or_insert(drift);
+                }
+                results.push(ContentBlock::ToolResult {
+                    tool_use_id: call.id,
+                    content: output.content,
+                    is_error: output.is_error,
+                });
+            }
+        }
+        state.messages.push(Message {
+            role: Role::User,
+            content: results,
+        });
+        Ok(stop)
+    }
+
+    /// Compare a replayed result with the recording.
+    fn check_replay(
+        &mut self,
+        call: &Call,
+        output: &ToolOutput,
+        state: &mut State,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        let Some(replay) = &self.replay else {
+            return Ok(None);
+        };
+        let expected = replay.results.get(&call.id);
+        let same = expected.is_some_and(|(is_error, content)| {
+            *is_error == output.is_error && *content == output.content
+        });
+        if same {
+            return Ok(None);
+        }
+        let strict = replay.strict;
+        let expected_text = expected.map_or_else(
+            || "(no recorded result)".to_string(),
+            |(_, content)| content.clone(),
+        );
+        self.transcript.write(Event::ReplayDrift {
+            tool_use_id: call.id.clone(),
+            expected: expected_text,
+            actual: output.content.clone(),
+        })?;
+        state.drifts += 1;
+        Ok(strict.then(|| {
+            (
+                EndReason::ReplayDrift,
+                format!(
+                    "the result of {} call {} differs from the recording (--strict)",
+                    call.name, call.id
+                ),
+            )
+        }))
+    }
+}
+
+/// Run `future` until `deadline`; None when the deadline came first.
+async fn within<F: std::future::Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, future).await.ok(),
+        None => Some(future.await),
+    }
+}
+
+fn timeout_stop(config: &AgentConfig, state: &State) -> (EndReason, String) {
+    let limit = config
+        .timeout
+        .map(|t| humantime::format_duration(t).to_string())
+        .unwrap_or_default();
+    (
+        EndReason::Timeout,
+        format!(
+            "stopped at the time limit ({limit}) after {} turns",
+            state.turns
+        ),
+    )
+}
+
+fn cancelled() -> ToolOutput {
+    ToolOutput::error("Cancelled: the run reached its time limit before this call finished.")
+}
+
+#[cfg(test)]
+mod tests;

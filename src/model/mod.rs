@@ -25,7 +25,9 @@ pub struct ModelRequest<'a> {
 pub enum ModelError {
     /// A replayed transcript has no more model responses although the loop asks for one:
     /// the replay no longer follows the recording.
-    #[error("the recorded transcript has no model response for turn {turn}: the replay drifted from the recording")]
+    #[error(
+        "the recorded transcript has no model response for turn {turn}: the replay drifted from the recording"
+    )]
     ReplayExhausted { turn: u32 },
     /// The provider failed in a way retries could not fix.
     #[error("provider error: {0}")]

@@ -1,1 +1,124 @@
-//! PLACEHOLDER
+//! The scripted model: plays the assistant turns written in the spec, one per request.
+//!
+//! It needs no network and no key, and it is deterministic (tool call ids derive from the
+//! turn and position), so scripted runs are reproducible byte for byte. When the script
+//! runs out, the model ends its turn, as a real model that has nothing more to do.
+
+use async_trait::async_trait;
+
+use super::{ContentBlock, Model, ModelError, ModelRequest, ModelResponse, StopReason, Usage};
+use crate::spec::ScriptTurn;
+
+pub struct ScriptModel {
+    name: String,
+    turns: std::vec::IntoIter<ScriptTurn>,
+    turn: u32,
+}
+
+impl ScriptModel {
+    pub fn new(name: Option<&str>, turns: Vec<ScriptTurn>) -> Self {
+        ScriptModel {
+            name: name.unwrap_or("script").to_string(),
+            turns: turns.into_iter(),
+            turn: 0,
+        }
+    }
+}
+
+#[async_trait]
+impl Model for ScriptModel {
+    fn provider(&self) -> &str {
+        "script"
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn respond(&mut self, _request: ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
+        self.turn += 1;
+        let Some(turn) = self.turns.next() else {
+            return Ok(ModelResponse {
+                content: Vec::new(),
+                stop_reason: StopReason::EndTurn,
+                usage: Usage::default(),
+            });
+        };
+        let mut content = Vec::new();
+        if let Some(text) = turn.text {
+            content.push(ContentBlock::Text { text });
+        }
+        for (index, call) in turn.tool_calls.into_iter().enumerate() {
+            content.push(ContentBlock::ToolUse {
+                id: format!("toolu_script_{:02}_{:02}", self.turn, index + 1),
+                name: call.name,
+                input: call.input,
+            });
+        }
+        let stop_reason = if content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolUse { .. }))
+        {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        };
+        Ok(ModelResponse {
+            content,
+            stop_reason,
+            usage: Usage::default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::ScriptToolCall;
+    use serde_json::json;
+
+    fn request() -> ModelRequest<'static> {
+        ModelRequest {
+            system: "",
+            messages: &[],
+            tools: &[],
+        }
+    }
+
+    #[tokio::test]
+    async fn plays_turns_in_order_then_ends() {
+        let turns = vec![
+            ScriptTurn {
+                text: Some("Looking.".into()),
+                tool_calls: vec![
+                    ScriptToolCall {
+                        name: "Read".into(),
+                        input: json!({"file_path": "a"}),
+                    },
+                    ScriptToolCall {
+                        name: "Glob".into(),
+                        input: json!({"pattern": "*"}),
+                    },
+                ],
+            },
+            ScriptTurn {
+                text: Some("Done.".into()),
+                tool_calls: vec![],
+            },
+        ];
+        let mut model = ScriptModel::new(None, turns);
+        let first = model.respond(request()).await.unwrap();
+        assert_eq!(first.stop_reason, StopReason::ToolUse);
+        let ids: Vec<_> = first
+            .tool_calls()
+            .map(|(id, _, _)| id.to_string())
+            .collect();
+        assert_eq!(ids, vec!["toolu_script_01_01", "toolu_script_01_02"]);
+        let second = model.respond(request()).await.unwrap();
+        assert_eq!(second.stop_reason, StopReason::EndTurn);
+        assert_eq!(second.text(), "Done.");
+        let after = model.respond(request()).await.unwrap();
+        assert_eq!(after.stop_reason, StopReason::EndTurn);
+        assert!(after.content.is_empty());
+    }
+}

@@ -1,1 +1,199 @@
-//! PLACEHOLDER
+//! The permission policy: every tool call is allowed or denied by the task's rules,
+//! never by asking a person.
+//!
+//! Deny beats allow whatever the order. No matching allow rule means deny, except that
+//! read-only tools are allowed on paths inside the workspace. Writes outside the
+//! workspace need an allow rule with an absolute pattern.
+
+pub mod command;
+mod path_pattern;
+mod rule;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use rule::{KNOWN_TOOLS, Rule, Specifier};
+
+use crate::spec::Permissions;
+use crate::tools::{Subject, Tool};
+use crate::workspace::paths;
+
+/// A decision with its grounds, as recorded in the transcript and told to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub allowed: bool,
+    /// The rule that decided, or None for a default.
+    pub rule: Option<String>,
+    pub reason: String,
+}
+
+impl Decision {
+    fn allow(rule: Option<&Rule>, reason: impl Into<String>) -> Self {
+        Decision {
+            allowed: true,
+            rule: rule.map(|r| r.text().to_string()),
+            reason: reason.into(),
+        }
+    }
+
+    fn deny(rule: Option<&Rule>, reason: impl Into<String>) -> Self {
+        Decision {
+            allowed: false,
+            rule: rule.map(|r| r.text().to_string()),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The rules of one task, bound to its workspace.
+pub struct Policy {
+    allow: Vec<Rule>,
+    deny: Vec<Rule>,
+    workspace: PathBuf,
+}
+
+/// A call's subject once resolved against the workspace.
+enum Target {
+    None,
+    Path {
+        absolute: PathBuf,
+        relative: Option<String>,
+    },
+    Command(String),
+}
+
+impl Policy {
+    /// `workspace` should be canonical; paths are compared after resolving symlinks.
+    pub fn new(permissions: &Permissions, workspace: &Path) -> Self {
+        Policy {
+            allow: permissions.allow.clone(),
+            deny: permissions.deny.clone(),
+            workspace: workspace.to_path_buf(),
+        }
+    }
+
+    /// A tool denied outright (`deny: [Bash]`) is not offered to the model at all.
+    pub fn denies_outright(&self, tool_name: &str) -> bool {
+        self.deny
+            .iter()
+            .any(|rule| rule.covers_whole_tool(tool_name))
+    }
+
+    /// Decide one call. `input` has already passed the tool's schema.
+    pub fn decide(&self, tool: &dyn Tool, input: &Value) -> Decision {
+        let name = tool.name();
+        let target = match self.resolve(tool.subject(input)) {
+            Ok(target) => target,
+            Err(reason) => return Decision::deny(None, reason),
+        };
+        let described = describe(name, &target);
+
+        for rule in self.deny.iter().filter(|rule| rule.governs(name)) {
+            if let Some(why) = self.deny_matches(rule, &target) {
+                return Decision::deny(
+                    Some(rule),
+                    format!("{described} is denied by rule {rule}{why}"),
+                );
+            }
+        }
+        for rule in self.allow.iter().filter(|rule| rule.governs(name)) {
+            if self.allow_matches(rule, tool, &target) {
+                return Decision::allow(
+                    Some(rule),
+                    format!("{described} is allowed by rule {rule}"),
+                );
+            }
+        }
+        let inside = match &target {
+            Target::Path { relative, .. } => relative.is_some(),
+            Target::None => true,
+            Target::Command(_) => false,
+        };
+        if tool.is_read_only() && inside {
+            return Decision::allow(
+                None,
+                format!("{described}: read-only tool inside the workspace (default)"),
+            );
+        }
+        let hint = match &target {
+            Target::Path { relative: None, .. } => format!(
+                "; the path is outside the workspace {}",
+                self.workspace.display()
+            ),
+            _ => format!(
+                "; add a rule such as {name} or {name}(…) to permissions.allow if the task needs it"
+            ),
+        };
+        Decision::deny(
+            None,
+            format!("{described} matches no allow rule (default deny){hint}"),
+        )
+    }
+
+    fn resolve(&self, subject: Subject) -> Result<Target, String> {
+        Ok(match subject {
+            Subject::None => Target::None,
+            Subject::Command(command) => Target::Command(command),
+            Subject::Path(raw) => {
+                let lexical = paths::resolve(&self.workspace, &raw).map_err(|e| e.to_string())?;
+                // Resolve symlinks so a link inside the workspace cannot point a rule
+                // check at one file and the tool at another.
+                let absolute = paths::canonicalize_for_write(&lexical).unwrap_or(lexical);
+                let relative = paths::relative_to(&self.workspace, &absolute);
+                Target::Path { absolute, relative }
+            }
+        })
+    }
+
+    /// Some(explanation) when a deny rule applies to the target.
+    fn deny_matches(&self, rule: &Rule, target: &Target) -> Option<String> {
+        match (rule.specifier(), target) {
+            (None, _) => Some(String::new()),
+            (Some(Specifier::Command(pattern)), Target::Command(command)) => {
+                if !command::is_plain(command) {
+                    Some(" (the command uses shell syntax, so drover cannot rule out that a part of it matches; split it into plain commands)".into())
+                } else if command::matches(pattern, command) {
+                    Some(String::new())
+                } else {
+                    None
+                }
+            }
+            (Some(Specifier::Path(pattern)), Target::Path { absolute, relative }) => {
+                path_pattern::matches(pattern, absolute, relative.as_deref()).then(String::new)
+            }
+            _ => None,
+        }
+    }
+
+    fn allow_matches(&self, rule: &Rule, tool: &dyn Tool, target: &Target) -> bool {
+        match (rule.specifier(), target) {
+            // A bare allow rule does not carry writes out of the workspace.
+            (None, Target::Path { relative: None, .. }) => tool.is_read_only(),
+            (None, _) => true,
+            (Some(Specifier::Command(pattern)), Target::Command(command)) => {
+                command::is_plain(command) && command::matches(pattern, command)
+            }
+            (Some(Specifier::Path(pattern)), Target::Path { absolute, relative }) => {
+                path_pattern::matches(pattern, absolute, relative.as_deref())
+            }
+            _ => false,
+        }
+    }
+}
+
+fn describe(tool: &str, target: &Target) -> String {
+    match target {
+        Target::None => tool.to_string(),
+        Target::Path { absolute, relative } => match relative {
+            Some(rel) if rel.is_empty() => format!("{tool}(.)"),
+            Some(rel) => format!("{tool}({rel})"),
+            None => format!("{tool}({})", absolute.display()),
+        },
+        Target::Command(command) => format!("{tool}({command})"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -31,6 +31,8 @@ pub enum Event {
         workspace: String,
         /// Fingerprint of the starting workspace; replay compares it with its own.
         workspace_sha256: String,
+        /// The turn limit in force (the spec's, or `--max-turns`).
+        max_turns: Option<u32>,
     },
     ModelResponse {
         turn: u32,
@@ -146,7 +148,10 @@ impl TranscriptWriter {
         // Serializing our own enum of plain data cannot fail; fall back to an error
         // event rather than losing the line if it ever did.
         let mut text = serde_json::to_string(&line).unwrap_or_else(|e| {
-            format!(r#"{{"type":"internal_error","ts":"{}","message":"{e}"}}"#, line.ts)
+            format!(
+                r#"{{"type":"internal_error","ts":"{}","message":"{e}"}}"#,
+                line.ts
+            )
         });
         text.push('\n');
         self.file

@@ -1,1 +1,11 @@
-//! PLACEHOLDER
+//! Task specs: YAML files loaded into typed structs, with every error naming
+//! `file:line:column` and saying what to write instead.
+
+mod load;
+mod types;
+
+pub use load::{LoadedSpec, SpecError, collect_spec_files, load, load_all, parse};
+pub use types::{
+    CheckSpec, Isolation, Limits, ModelSpec, Permissions, Provider, ScriptToolCall, ScriptTurn,
+    SpecDuration, SpecVersion, TaskName, TaskSpec,
+};

@@ -43,7 +43,7 @@ pub fn normalize(path: &Path) -> PathBuf {
         match component {
             Component::CurDir => {}
             Component::ParentDir => {
-                if !out.pop() {
+                if !out.pop() && !out.has_root() {
                     out.push(component);
                 }
             }
@@ -97,9 +97,18 @@ mod tests {
     #[test]
     fn relative_paths_resolve_against_the_workspace() {
         let ws = Path::new("/ws");
-        assert_eq!(resolve(ws, "src/lib.rs").unwrap(), PathBuf::from("/ws/src/lib.rs"));
-        assert_eq!(resolve(ws, "./src/../a.txt").unwrap(), PathBuf::from("/ws/a.txt"));
-        assert_eq!(resolve(ws, "/etc/passwd").unwrap(), PathBuf::from("/etc/passwd"));
+        assert_eq!(
+            resolve(ws, "src/lib.rs").unwrap(),
+            PathBuf::from("/ws/src/lib.rs")
+        );
+        assert_eq!(
+            resolve(ws, "./src/../a.txt").unwrap(),
+            PathBuf::from("/ws/a.txt")
+        );
+        assert_eq!(
+            resolve(ws, "/etc/passwd").unwrap(),
+            PathBuf::from("/etc/passwd")
+        );
         assert_eq!(resolve(ws, "../../x").unwrap(), PathBuf::from("/x"));
     }
 
@@ -112,7 +121,10 @@ mod tests {
     #[test]
     fn relative_to_uses_forward_slashes_and_rejects_outside() {
         let ws = Path::new("/ws");
-        assert_eq!(relative_to(ws, Path::new("/ws/a/b.rs")).as_deref(), Some("a/b.rs"));
+        assert_eq!(
+            relative_to(ws, Path::new("/ws/a/b.rs")).as_deref(),
+            Some("a/b.rs")
+        );
         assert_eq!(relative_to(ws, Path::new("/other")), None);
     }
 

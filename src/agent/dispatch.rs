@@ -1,0 +1,115 @@
+//! Running one assistant turn's tool calls: registry lookup, schema validation, the
+//! policy, then execution. Consecutive read-only calls run concurrently; a call that
+//! writes or executes runs alone, after everything before it and before everything
+//! after it. Results come back in call order whatever order they finished in.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::policy::Policy;
+use crate::record::Denial;
+use crate::tools::{Registry, Tool, ToolContext, ToolOutput};
+
+/// One tool call as the model made it.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+}
+
+/// What happened before execution: the call is ready to run, or already has its
+/// (error) result.
+pub enum Prepared {
+    Run(Arc<dyn Tool>),
+    Done(ToolOutput),
+}
+
+/// A permission decision about to be recorded.
+pub struct Verdict {
+    pub allowed: bool,
+    pub rule: Option<String>,
+    pub reason: String,
+}
+
+/// Look the call up, validate its input and ask the policy. Returns the outcome and,
+/// when the policy was asked, its verdict (for the transcript).
+pub fn prepare(call: &Call, registry: &Registry, policy: &Policy) -> (Prepared, Option<Verdict>) {
+    let Some(tool) = registry.get(&call.name) else {
+        let available = registry.names().join(", ");
+        return (
+            Prepared::Done(ToolOutput::error(format!(
+                "No such tool: {}. The available tools are: {available}.",
+                call.name
+            ))),
+            None,
+        );
+    };
+    if let Err(message) = registry.validate(&call.name, &call.input) {
+        return (Prepared::Done(ToolOutput::error(message)), None);
+    }
+    let decision = policy.decide(tool.as_ref(), &call.input);
+    let verdict = Verdict {
+        allowed: decision.allowed,
+        rule: decision.rule.clone(),
+        reason: decision.reason.clone(),
+    };
+    if decision.allowed {
+        (Prepared::Run(Arc::clone(tool)), Some(verdict))
+    } else {
+        let rule = decision
+            .rule
+            .as_deref()
+            .map_or("the default policy".to_string(), |r| format!("rule {r}"));
+        let message = format!(
+            "Permission denied by {rule}: {}. This task's policy does not allow this call; do not retry it unchanged, choose another way.",
+            decision.reason
+        );
+        (Prepared::Done(ToolOutput::error(message)), Some(verdict))
+    }
+}
+
+/// Split calls into batches: runs of read-only calls, and every other call alone.
+pub fn batches(calls: &[Call], registry: &Registry) -> Vec<std::ops::Range<usize>> {
+    let read_only = |call: &Call| registry.get(&call.name).is_some_and(|t| t.is_read_only());
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < calls.len() {
+        let mut end = start + 1;
+        if read_only(&calls[start]) {
+            while end < calls.len() && read_only(&calls[end]) {
+                end += 1;
+            }
+        }
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
+
+/// Execute a batch's prepared calls concurrently; results in call order.
+pub async fn execute(
+    prepared: Vec<(Call, Prepared)>,
+    ctx: &ToolContext,
+) -> Vec<(Call, ToolOutput)> {
+    let futures = prepared.into_iter().map(|(call, prepared)| async move {
+        let output = match prepared {
+            Prepared::Done(output) => output,
+            Prepared::Run(tool) => tool.call(call.input.clone(), ctx).await,
+        };
+        (call, output)
+    });
+    futures::future::join_all(futures).await
+}
+
+/// The denial record for the summary and JUnit.
+pub fn denial(call: &Call, verdict: &Verdict) -> Denial {
+    Denial {
+        tool_use_id: call.id.clone(),
+        tool: call.name.clone(),
+        input: call.input.clone(),
+        rule: verdict.rule.clone(),
+        reason: verdict.reason.clone(),
+    }
+}

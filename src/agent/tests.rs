@@ -1,0 +1,159 @@
+//! The loop with stand-in tools whose timing we control.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::model::script::ScriptModel;
+use crate::spec::{Permissions, ScriptToolCall, ScriptTurn};
+use crate::tools::{Subject, Tool};
+
+/// A tool that logs when it starts and ends, sleeping `millis` from its input between.
+struct Timed {
+    name: &'static str,
+    read_only: bool,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl Tool for Timed {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn description(&self) -> &'static str {
+        "test tool"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"tag": {"type": "string"}, "millis": {"type": "integer"}},
+               "required": ["tag"], "additionalProperties": false})
+    }
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+    fn subject(&self, _: &Value) -> Subject {
+        Subject::None
+    }
+    async fn call(&self, input: Value, _: &ToolContext) -> ToolOutput {
+        let tag = input["tag"].as_str().unwrap_or_default().to_string();
+        self.log.lock().unwrap().push(format!("start {tag}"));
+        tokio::time::sleep(Duration::from_millis(input["millis"].as_u64().unwrap_or(0))).await;
+        self.log.lock().unwrap().push(format!("end {tag}"));
+        ToolOutput::ok(format!("result {tag}"))
+    }
+}
+
+fn call(name: &str, tag: &str, millis: u64) -> ScriptToolCall {
+    ScriptToolCall {
+        name: name.into(),
+        input: json!({"tag": tag, "millis": millis}),
+    }
+}
+
+async fn run_turn(calls: Vec<ScriptToolCall>, allow: &[&str]) -> (Vec<String>, Vec<Value>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(Timed {
+            name: "Glob",
+            read_only: true,
+            log: log.clone(),
+        }),
+        Arc::new(Timed {
+            name: "Write",
+            read_only: false,
+            log: log.clone(),
+        }),
+    ];
+    let registry = Registry::new(tools).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let allow = allow
+        .iter()
+        .map(|r| crate::policy::Rule::try_from(r.to_string()).unwrap())
+        .collect();
+    let permissions = Permissions {
+        allow,
+        deny: vec![],
+    };
+    let policy = Policy::new(&permissions, dir.path());
+    let mut model = ScriptModel::new(
+        None,
+        vec![ScriptTurn {
+            text: None,
+            tool_calls: calls,
+        }],
+    );
+    let path = dir.path().join("t.jsonl");
+    let mut transcript = TranscriptWriter::create(&path).unwrap();
+    let mut agent = Agent {
+        model: &mut model,
+        registry: &registry,
+        policy: &policy,
+        ctx: ToolContext::new(dir.path().to_path_buf()),
+        transcript: &mut transcript,
+        replay: None,
+    };
+    let config = AgentConfig {
+        system: String::new(),
+        prompt: "p".into(),
+        max_turns: None,
+        timeout: None,
+    };
+    let outcome = agent.run(&config).await.unwrap();
+    assert_eq!(outcome.reason, EndReason::EndTurn);
+    let events: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let log = log.lock().unwrap().clone();
+    (log, events)
+}
+
+#[tokio::test]
+async fn consecutive_read_only_calls_overlap_and_results_keep_call_order() {
+    let (log, events) = run_turn(vec![call("Glob", "a", 150), call("Glob", "b", 10)], &[]).await;
+    // Both started before either ended: they ran concurrently; b finished first.
+    assert_eq!(log, vec!["start a", "start b", "end b", "end a"]);
+    let results: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, vec!["result a", "result b"]);
+}
+
+#[tokio::test]
+async fn a_call_that_writes_runs_alone_in_order() {
+    let (log, _) = run_turn(
+        vec![
+            call("Glob", "a", 50),
+            call("Write", "w", 10),
+            call("Glob", "b", 10),
+        ],
+        &["Write"],
+    )
+    .await;
+    assert_eq!(
+        log,
+        vec!["start a", "end a", "start w", "end w", "start b", "end b"]
+    );
+}
+
+#[tokio::test]
+async fn writes_are_denied_without_a_rule_and_the_model_is_told_why() {
+    let (log, events) = run_turn(vec![call("Write", "w", 0)], &[]).await;
+    // Write is not read-only and no rule allows it: it never ran.
+    assert!(log.is_empty(), "{log:?}");
+    let permission = events.iter().find(|e| e["type"] == "permission").unwrap();
+    assert_eq!(permission["decision"], "deny");
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied by the default policy")
+    );
+}

@@ -1,0 +1,223 @@
+//! What each CLI command does, returning its exit code. `main` only parses and calls.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::cli::{Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, RunArgs};
+use crate::exit;
+use crate::policy::Policy;
+use crate::run::{self, Overrides, ReplayOptions};
+use crate::spec::{self, LoadedSpec};
+use crate::tools::Registry;
+
+/// Run the parsed command line.
+pub async fn dispatch(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Run(args) => run_command(args).await,
+        Command::Replay(args) => replay_command(args).await,
+        Command::Validate { specs } => validate_command(&specs),
+        Command::Tools { json } => tools_command(json),
+        Command::Policy {
+            command: PolicyCommand::Check { spec, tool, input },
+        } => policy_check_command(&spec, &tool, &input),
+        Command::Report {
+            command: ReportCommand::Merge { .. },
+        } => not_yet("report merge", "combining sharded artifacts"),
+    }
+}
+
+fn not_yet(command: &str, what: &str) -> i32 {
+    eprintln!(
+        "drover: {command} ({what}) is not available in drover {} yet",
+        crate::VERSION
+    );
+    exit::BAD_INPUT
+}
+
+/// Load specs, printing every error; None when any failed.
+fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
+    let files = match spec::collect_spec_files(inputs) {
+        Ok(files) => files,
+        Err(error) => {
+            eprintln!("drover: {error}");
+            return None;
+        }
+    };
+    match spec::load_all(&files) {
+        Ok(specs) => Some(specs),
+        Err(errors) => {
+            for error in errors {
+                eprintln!("drover: {error}");
+            }
+            None
+        }
+    }
+}
+
+async fn run_command(args: RunArgs) -> i32 {
+    if args.shard.is_some() {
+        return not_yet("--shard", "splitting tasks across machines");
+    }
+    let Some(specs) = load_specs(&args.specs) else {
+        return exit::BAD_INPUT;
+    };
+    let overrides = Overrides {
+        provider: args.provider.map(Into::into),
+        model: args.model,
+        max_turns: args.max_turns,
+        workspace: args.workspace,
+    };
+    let jobs = usize::from(args.jobs);
+    let plans = match run::plan_tasks(specs, &overrides, jobs) {
+        Ok(plans) => plans,
+        Err(errors) => {
+            for error in errors {
+                eprintln!("drover: {error}");
+            }
+            return exit::BAD_INPUT;
+        }
+    };
+    let report = run::run_plans(plans, &args.artifacts, jobs).await;
+    finish_run(&report, &args.artifacts)
+}
+
+async fn replay_command(args: ReplayArgs) -> i32 {
+    let options = ReplayOptions {
+        transcript: args.transcript,
+        workspace: args.workspace,
+        strict: args.strict,
+        artifacts: args.artifacts,
+    };
+    let plan = match run::plan_replay(&options) {
+        Ok(plan) => plan,
+        Err(error) => {
+            eprintln!("drover: {error}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let report = run::run_plans(vec![plan], &options.artifacts, 1).await;
+    finish_run(&report, &options.artifacts)
+}
+
+fn finish_run(report: &crate::record::RunReport, artifacts: &Path) -> i32 {
+    if let Err(error) = run::write_reports(report, artifacts) {
+        eprintln!(
+            "drover: cannot write the reports in {}: {error}",
+            artifacts.display()
+        );
+        return exit::RUNNER_ERROR;
+    }
+    println!(
+        "drover: artifacts in {} (junit.xml, summary.json, summary.md, <task>/transcript.jsonl, <task>/diff.patch)",
+        artifacts.display()
+    );
+    report.status().exit_code()
+}
+
+fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {
+    let Some(specs) = load_specs(inputs) else {
+        return exit::BAD_INPUT;
+    };
+    for spec in &specs {
+        println!("ok: {} (task {})", spec.path.display(), spec.name());
+        let provider = spec.spec.model.value.provider;
+        if let Some(missing) = crate::run::missing_capability(spec, provider) {
+            println!("note: {missing}");
+        }
+    }
+    exit::PASSED
+}
+
+fn tools_command(json: bool) -> i32 {
+    let registry = match Registry::builtin() {
+        Ok(registry) => registry,
+        Err(error) => {
+            eprintln!("drover: internal error: {error}");
+            return exit::RUNNER_ERROR;
+        }
+    };
+    let definitions = registry.definitions();
+    if json {
+        match serde_json::to_string_pretty(&definitions) {
+            Ok(text) => println!("{text}"),
+            Err(error) => {
+                eprintln!("drover: internal error: {error}");
+                return exit::RUNNER_ERROR;
+            }
+        }
+    } else {
+        for definition in &definitions {
+            let read_only = registry
+                .get(&definition.name)
+                .is_some_and(|t| t.is_read_only());
+            let summary = definition.description.lines().next().unwrap_or_default();
+            let kind = if read_only {
+                "read-only"
+            } else {
+                "writes/executes"
+            };
+            println!("{:<10} {:<16} {summary}", definition.name, kind);
+        }
+    }
+    exit::PASSED
+}
+
+fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
+    let loaded = match spec::load(spec_path) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("drover: {error}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let input: Value = match serde_json::from_str(input) {
+        Ok(value) => value,
+        Err(error) => {
+            eprintln!("drover: --input is not valid JSON: {error}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let registry = match Registry::builtin() {
+        Ok(registry) => registry,
+        Err(error) => {
+            eprintln!("drover: internal error: {error}");
+            return exit::RUNNER_ERROR;
+        }
+    };
+    let Some(tool) = registry.get(tool_name) else {
+        eprintln!(
+            "drover: unknown tool {tool_name}; the tools are: {}",
+            registry.names().join(", ")
+        );
+        return exit::BAD_INPUT;
+    };
+    if let Err(message) = registry.validate(tool_name, &input) {
+        eprintln!("drover: {message}");
+        return exit::BAD_INPUT;
+    }
+    let workspace_dir = loaded.workspace_dir();
+    let workspace = workspace_dir.canonicalize().unwrap_or(workspace_dir);
+    let policy = Policy::new(&loaded.spec.permissions, &workspace);
+    let decision = if policy.denies_outright(tool_name) {
+        crate::policy::Decision {
+            allowed: false,
+            rule: Some(tool_name.to_string()),
+            reason: format!("{tool_name} is denied outright and not offered to the model"),
+        }
+    } else {
+        policy.decide(tool.as_ref(), &input)
+    };
+    let output = json!({
+        "tool": tool_name,
+        "decision": if decision.allowed { "allow" } else { "deny" },
+        "rule": decision.rule,
+        "reason": decision.reason,
+    });
+    println!("{output}");
+    if decision.allowed {
+        exit::PASSED
+    } else {
+        exit::FAILED
+    }
+}

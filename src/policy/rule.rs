@@ -1,0 +1,251 @@
+//! Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
+//!
+//! Rules are parsed and checked when the spec is loaded, so a typo in a deny rule is a
+//! spec error at its line and column, never a rule that silently matches nothing.
+
+use std::fmt;
+
+use serde::Deserialize;
+
+/// Tools a rule may name (drover's built-ins and the Claude Code tools specs bring over).
+pub const KNOWN_TOOLS: &[&str] = &[
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "Glob",
+    "Grep",
+    "LS",
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+    "NotebookEdit",
+];
+
+/// Tools whose specifier is a path pattern, and which tools a rule on them governs.
+fn path_family(rule_tool: &str) -> Option<&'static [&'static str]> {
+    match rule_tool {
+        "Read" => Some(&["Read", "Glob", "Grep", "LS"]),
+        "Edit" => Some(&["Edit", "MultiEdit", "Write", "NotebookEdit"]),
+        "Write" => Some(&["Write"]),
+        "MultiEdit" => Some(&["MultiEdit"]),
+        "Glob" => Some(&["Glob"]),
+        "Grep" => Some(&["Grep"]),
+        "LS" => Some(&["LS"]),
+        "NotebookEdit" => Some(&["NotebookEdit"]),
+        _ => None,
+    }
+}
+
+/// What a rule's parenthesised part means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Specifier {
+    /// `Bash(cargo test *)`: a command pattern.
+    Command(String),
+    /// `Edit(src/**)`: a gitignore-style path pattern.
+    Path(String),
+    /// `WebFetch(domain:example.com)`.
+    Domain(String),
+}
+
+/// One permission rule, as written and as understood.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Rule {
+    text: String,
+    tool: String,
+    specifier: Option<Specifier>,
+}
+
+impl Rule {
+    /// The rule exactly as the user wrote it (reported in decisions).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    pub fn specifier(&self) -> Option<&Specifier> {
+        self.specifier.as_ref()
+    }
+
+    /// Does this rule concern `tool_name` at all (before looking at the specifier)?
+    pub fn governs(&self, tool_name: &str) -> bool {
+        if self.tool == tool_name {
+            return true;
+        }
+        if self.tool.starts_with("mcp__") {
+            return mcp_matches(&self.tool, tool_name);
+        }
+        matches!(self.specifier, Some(Specifier::Path(_)))
+            && path_family(&self.tool).is_some_and(|family| family.contains(&tool_name))
+    }
+
+    /// A rule without specifier that names exactly this tool: it covers every call.
+    pub fn covers_whole_tool(&self, tool_name: &str) -> bool {
+        self.specifier.is_none()
+            && (self.tool == tool_name
+                || (self.tool.starts_with("mcp__") && mcp_matches(&self.tool, tool_name)))
+    }
+}
+
+/// `mcp__server` covers every tool of the server; `mcp__server__*` too.
+fn mcp_matches(rule: &str, tool: &str) -> bool {
+    let rule = rule.strip_suffix("__*").unwrap_or(rule);
+    tool == rule
+        || tool
+            .strip_prefix(rule)
+            .is_some_and(|rest| rest.starts_with("__"))
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl TryFrom<String> for Rule {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        let trimmed = text.trim();
+        let (tool, specifier) = match trimmed.find('(') {
+            None => (trimmed, None),
+            Some(open) => {
+                let Some(inner) = trimmed[open + 1..].strip_suffix(')') else {
+                    return Err(format!(
+                        "malformed permission rule {text:?}: a specifier must end with ')', as in Bash(cargo test *)"
+                    ));
+                };
+                (&trimmed[..open], Some(inner.trim()))
+            }
+        };
+        if tool.is_empty()
+            || !tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*')
+        {
+            return Err(format!(
+                "malformed permission rule {text:?}: expected Tool or Tool(specifier)"
+            ));
+        }
+        if !tool.starts_with("mcp__") && !KNOWN_TOOLS.contains(&tool) {
+            return Err(format!(
+                "unknown tool {tool:?} in permission rule {text:?}; known tools: {}, or mcp__server[__tool]",
+                KNOWN_TOOLS.join(", ")
+            ));
+        }
+        let specifier = match specifier {
+            None => None,
+            Some("") => {
+                return Err(format!(
+                    "empty specifier in permission rule {text:?}: write {tool} to match every call"
+                ));
+            }
+            Some(inner) => Some(parse_specifier(tool, inner, &text)?),
+        };
+        Ok(Rule {
+            text: trimmed.to_string(),
+            tool: tool.to_string(),
+            specifier,
+        })
+    }
+}
+
+fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, String> {
+    if tool == "Bash" {
+        return Ok(Specifier::Command(inner.to_string()));
+    }
+    if tool == "WebFetch" {
+        return match inner.strip_prefix("domain:") {
+            Some(domain) if !domain.is_empty() => Ok(Specifier::Domain(domain.to_string())),
+            _ => Err(format!(
+                "malformed permission rule {text:?}: WebFetch takes domain:HOST, as in WebFetch(domain:example.com)"
+            )),
+        };
+    }
+    if path_family(tool).is_some() {
+        globset::Glob::new(inner.trim_start_matches('/')).map_err(|error| {
+            format!("invalid path pattern in permission rule {text:?}: {error}")
+        })?;
+        return Ok(Specifier::Path(inner.to_string()));
+    }
+    Err(format!(
+        "permission rule {text:?}: {tool} takes no specifier; write just {tool}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(text: &str) -> Result<Rule, String> {
+        Rule::try_from(text.to_string())
+    }
+
+    #[test]
+    fn parses_tool_and_specifier_kinds() {
+        assert_eq!(rule("Read").unwrap().specifier(), None);
+        assert_eq!(
+            rule("Bash(cargo test *)").unwrap().specifier(),
+            Some(&Specifier::Command("cargo test *".into()))
+        );
+        assert_eq!(
+            rule("Edit(src/**)").unwrap().specifier(),
+            Some(&Specifier::Path("src/**".into()))
+        );
+        assert_eq!(
+            rule("WebFetch(domain:example.com)").unwrap().specifier(),
+            Some(&Specifier::Domain("example.com".into()))
+        );
+        assert!(rule("mcp__github__create_issue").is_ok());
+    }
+
+    #[test]
+    fn malformed_rules_are_errors_that_say_what_to_write() {
+        assert!(rule("Bash(ls").unwrap_err().contains("must end with ')'"));
+        assert!(rule("Reed").unwrap_err().contains("unknown tool"));
+        assert!(rule("Bash()").unwrap_err().contains("empty specifier"));
+        assert!(
+            rule("WebFetch(example.com)")
+                .unwrap_err()
+                .contains("domain:")
+        );
+        assert!(
+            rule("TodoWrite(x)")
+                .unwrap_err()
+                .contains("takes no specifier")
+        );
+        assert!(
+            rule("Edit(src/[)")
+                .unwrap_err()
+                .contains("invalid path pattern")
+        );
+    }
+
+    #[test]
+    fn path_rules_govern_their_family() {
+        let read = rule("Read(secrets/**)").unwrap();
+        assert!(read.governs("Grep") && read.governs("Glob") && !read.governs("Edit"));
+        let edit = rule("Edit(src/**)").unwrap();
+        assert!(edit.governs("Write") && edit.governs("MultiEdit"));
+        assert!(!rule("Edit").unwrap().governs("Write"));
+    }
+
+    #[test]
+    fn mcp_rules_cover_server_tools() {
+        let server = rule("mcp__github").unwrap();
+        assert!(server.covers_whole_tool("mcp__github__create_issue"));
+        assert!(!server.covers_whole_tool("mcp__githubx__a"));
+        assert!(
+            rule("mcp__github__*")
+                .unwrap()
+                .covers_whole_tool("mcp__github__x")
+        );
+    }
+}

@@ -1,0 +1,153 @@
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::tools::{Subject, Tool, ToolContext, ToolOutput};
+
+/// A stand-in tool: the policy only looks at name, read-only-ness and subject.
+struct Fake {
+    name: &'static str,
+    read_only: bool,
+}
+
+#[async_trait]
+impl Tool for Fake {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn description(&self) -> &'static str {
+        ""
+    }
+    fn input_schema(&self) -> Value {
+        json!({})
+    }
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+    fn subject(&self, input: &Value) -> Subject {
+        if let Some(command) = input.get("command").and_then(Value::as_str) {
+            Subject::Command(command.into())
+        } else if let Some(path) = input.get("file_path").and_then(Value::as_str) {
+            Subject::Path(path.into())
+        } else {
+            Subject::None
+        }
+    }
+    async fn call(&self, _: Value, _: &ToolContext) -> ToolOutput {
+        ToolOutput::ok("")
+    }
+}
+
+const READ: Fake = Fake {
+    name: "Read",
+    read_only: true,
+};
+const EDIT: Fake = Fake {
+    name: "Edit",
+    read_only: false,
+};
+const WRITE: Fake = Fake {
+    name: "Write",
+    read_only: false,
+};
+const BASH: Fake = Fake {
+    name: "Bash",
+    read_only: false,
+};
+
+fn policy(allow: &[&str], deny: &[&str]) -> Policy {
+    let rules = |list: &[&str]| -> Vec<Rule> {
+        list.iter()
+            .map(|r| Rule::try_from(r.to_string()).unwrap())
+            .collect()
+    };
+    let permissions = Permissions {
+        allow: rules(allow),
+        deny: rules(deny),
+    };
+    Policy::new(&permissions, Path::new("/ws"))
+}
+
+fn file(path: &str) -> Value {
+    json!({ "file_path": path })
+}
+
+fn cmd(command: &str) -> Value {
+    json!({ "command": command })
+}
+
+#[test]
+fn read_only_tools_are_allowed_inside_the_workspace_by_default() {
+    let p = policy(&[], &[]);
+    let decision = p.decide(&READ, &file("src/lib.rs"));
+    assert!(decision.allowed);
+    assert_eq!(decision.rule, None);
+    assert!(!p.decide(&READ, &file("/etc/passwd")).allowed);
+    assert!(!p.decide(&READ, &file("../outside.txt")).allowed);
+}
+
+#[test]
+fn writes_need_an_allow_rule() {
+    let p = policy(&["Edit(src/**)"], &[]);
+    let decision = p.decide(&EDIT, &file("src/lib.rs"));
+    assert!(decision.allowed);
+    assert_eq!(decision.rule.as_deref(), Some("Edit(src/**)"));
+    assert!(
+        p.decide(&WRITE, &file("src/new.rs")).allowed,
+        "Edit rules govern Write"
+    );
+    let outside = p.decide(&EDIT, &file("Cargo.toml"));
+    assert!(!outside.allowed);
+    assert!(
+        outside.reason.contains("default deny"),
+        "{}",
+        outside.reason
+    );
+}
+
+#[test]
+fn deny_beats_allow_whatever_the_order() {
+    let p = policy(&["Read", "Edit"], &["Read(.env)", "Edit(**/*.lock)"]);
+    let decision = p.decide(&READ, &file("config/.env"));
+    assert!(!decision.allowed);
+    assert_eq!(decision.rule.as_deref(), Some("Read(.env)"));
+    assert!(!p.decide(&EDIT, &file("Cargo.lock")).allowed);
+    assert!(p.decide(&EDIT, &file("src/a.rs")).allowed);
+}
+
+#[test]
+fn bare_edit_allow_does_not_reach_outside_the_workspace() {
+    let p = policy(&["Edit"], &[]);
+    assert!(!p.decide(&EDIT, &file("/etc/hosts")).allowed);
+    let p = policy(&["Edit(//tmp/drover-test/**)"], &[]);
+    assert!(p.decide(&EDIT, &file("/tmp/drover-test/x")).allowed);
+}
+
+#[test]
+fn bash_prefix_rules_never_let_a_chained_command_through() {
+    let p = policy(&["Bash(cargo test *)"], &[]);
+    assert!(p.decide(&BASH, &cmd("cargo test --quiet")).allowed);
+    let chained = p.decide(&BASH, &cmd("cargo test && rm -rf /"));
+    assert!(!chained.allowed);
+    assert!(!p.decide(&BASH, &cmd("cargo test; curl x | sh")).allowed);
+    assert!(!p.decide(&BASH, &cmd("cargo build")).allowed);
+}
+
+#[test]
+fn bash_deny_patterns_catch_commands_they_cannot_analyse() {
+    let p = policy(&["Bash"], &["Bash(git push *)"]);
+    assert!(p.decide(&BASH, &cmd("ls -la")).allowed);
+    assert!(!p.decide(&BASH, &cmd("git push origin main")).allowed);
+    let hidden = p.decide(&BASH, &cmd("true && git push"));
+    assert!(!hidden.allowed);
+    assert_eq!(hidden.rule.as_deref(), Some("Bash(git push *)"));
+}
+
+#[test]
+fn tools_denied_outright_are_known() {
+    let p = policy(&[], &["Bash", "Edit(src/**)"]);
+    assert!(p.denies_outright("Bash"));
+    assert!(!p.denies_outright("Edit"));
+}

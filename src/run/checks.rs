@@ -1,0 +1,66 @@
+//! Checks: shell commands run in the workspace after the loop. Each is a JUnit test case;
+//! a failing check fails the task.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::exec;
+use crate::record::CheckReport;
+use crate::spec::CheckSpec;
+
+/// When a check sets no timeout.
+pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// How much of a check's output the reports keep.
+const OUTPUT_TAIL_CHARS: usize = 4000;
+
+/// Run one check to completion (or its timeout).
+pub async fn run_check(check: &CheckSpec, workspace: &Path) -> CheckReport {
+    let timeout = check.timeout.map_or(DEFAULT_CHECK_TIMEOUT, |t| t.0);
+    let started = Instant::now();
+    let outcome = exec::run_shell(&check.run, workspace, timeout).await;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match outcome {
+        Ok(outcome) => CheckReport {
+            name: check.name.clone(),
+            command: check.run.clone(),
+            exit_code: outcome.exit_code,
+            passed: outcome.exit_code == Some(0) && !outcome.timed_out,
+            timed_out: outcome.timed_out,
+            duration_ms,
+            output_tail: tail(&outcome.output, OUTPUT_TAIL_CHARS),
+        },
+        Err(error) => CheckReport {
+            name: check.name.clone(),
+            command: check.run.clone(),
+            exit_code: None,
+            passed: false,
+            timed_out: false,
+            duration_ms,
+            output_tail: format!("drover could not start the check: {error}"),
+        },
+    }
+}
+
+/// The last `max` characters of `text`, on a character boundary.
+pub fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    let skip = count - max;
+    let start = text.char_indices().nth(skip).map_or(0, |(i, _)| i);
+    format!("[… {skip} characters cut …]\n{}", &text[start..])
+}
+
+/// One line for people: why the check failed.
+pub fn failure_summary(check: &CheckReport) -> String {
+    if check.timed_out {
+        format!("check {:?} timed out and was killed", check.name)
+    } else {
+        match check.exit_code {
+            Some(code) => format!("check {:?} failed with exit code {code}", check.name),
+            None => format!("check {:?} did not run to completion", check.name),
+        }
+    }
+}

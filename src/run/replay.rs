@@ -1,0 +1,94 @@
+//! `drover replay`: the recorded run again, from its recorded starting workspace, with
+//! the recorded model responses, through the same loop and tools.
+
+use std::path::{Path, PathBuf};
+
+use crate::agent::ReplayExpectations;
+use crate::record::{Event, TranscriptReader};
+use crate::spec;
+
+use super::task::{ModelSource, TaskPlan};
+
+pub struct ReplayOptions {
+    pub transcript: PathBuf,
+    pub workspace: Option<PathBuf>,
+    pub strict: bool,
+    pub artifacts: PathBuf,
+}
+
+/// Read the transcript and plan the replay. Errors are bad input (exit 2).
+pub fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
+    let events = TranscriptReader::read(&options.transcript).map_err(|e| e.to_string())?;
+    let Some(Event::RunStart {
+        spec_path,
+        spec_yaml,
+        workspace,
+        workspace_sha256,
+        task,
+        max_turns,
+        ..
+    }) = events.first().cloned()
+    else {
+        return Err(format!(
+            "{}: the transcript does not start with a run_start event; it cannot be replayed",
+            options.transcript.display()
+        ));
+    };
+    let output = options.artifacts.join(&task).join("transcript.jsonl");
+    if same_file(&output, &options.transcript) {
+        return Err(format!(
+            "replaying {} into {} would overwrite the transcript being replayed; pass --artifacts with another directory",
+            options.transcript.display(),
+            options.artifacts.display()
+        ));
+    }
+    let spec = spec::parse(Path::new(&spec_path), spec_yaml).map_err(|e| {
+        format!(
+            "the spec recorded in {} no longer loads: {e}",
+            options.transcript.display()
+        )
+    })?;
+    let results = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolResult {
+                tool_use_id,
+                is_error,
+                content,
+            } => Some((tool_use_id.clone(), (*is_error, content.clone()))),
+            _ => None,
+        })
+        .collect();
+    let origin = options
+        .workspace
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&workspace));
+    if !origin.is_dir() {
+        return Err(format!(
+            "the recorded workspace {} is not a directory here; pass --workspace DIR with a checkout of the run's starting state",
+            origin.display()
+        ));
+    }
+    Ok(TaskPlan {
+        max_turns,
+        spec,
+        model: ModelSource::Replay {
+            events,
+            expectations: Some(ReplayExpectations {
+                results,
+                strict: options.strict,
+            }),
+        },
+        origin,
+        // A replay never touches the workspace it restores from.
+        copy: true,
+        expected_fingerprint: Some(workspace_sha256),
+    })
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}

@@ -1,0 +1,261 @@
+//! One task from start to artifacts: workspace, baseline snapshot, the loop, the diff,
+//! the checks, and the `run_end` event. Whatever goes wrong, the task ends with a report
+//! and a transcript that says why.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::agent::{Agent, AgentConfig, ReplayExpectations, system_prompt};
+use crate::model::replay::ReplayModel;
+use crate::model::script::ScriptModel;
+use crate::model::{Model, Usage};
+use crate::policy::Policy;
+use crate::record::diff::unified_diff;
+use crate::record::transcript::TranscriptError;
+use crate::record::{EndReason, Event, TaskReport, TranscriptWriter};
+use crate::spec::{LoadedSpec, ScriptTurn};
+use crate::tools::{Registry, ToolContext};
+use crate::workspace::Snapshot;
+use crate::workspace::atomic::write_atomic;
+
+use super::checks::{failure_summary, run_check};
+use super::prepare::{PreparedWorkspace, in_place, scratch_copy};
+
+/// Where a task's assistant turns come from.
+pub enum ModelSource {
+    Script {
+        name: Option<String>,
+        turns: Vec<ScriptTurn>,
+    },
+    /// Recorded model responses; with expectations, tool results are compared too.
+    Replay {
+        events: Vec<Event>,
+        expectations: Option<ReplayExpectations>,
+    },
+}
+
+/// Everything needed to run one task, decided before any task starts.
+pub struct TaskPlan {
+    pub spec: LoadedSpec,
+    pub model: ModelSource,
+    pub max_turns: Option<u32>,
+    /// The workspace as the task starts from it.
+    pub origin: PathBuf,
+    /// Work in a scratch copy of `origin` rather than in place.
+    pub copy: bool,
+    /// A replay: the fingerprint the recorded run started from.
+    pub expected_fingerprint: Option<String>,
+}
+
+/// Run the task and write its transcript and diff under `artifacts/<name>/`.
+pub async fn run_task(plan: TaskPlan, artifacts: &Path) -> TaskReport {
+    let started = Instant::now();
+    let task_dir = artifacts.join(plan.spec.name());
+    let mut report = TaskReport {
+        name: plan.spec.name().to_string(),
+        spec_path: plan.spec.path.clone(),
+        status: EndReason::InternalError.status(),
+        reason: EndReason::InternalError,
+        message: String::new(),
+        provider: String::new(),
+        model: String::new(),
+        turns: 0,
+        usage: Usage::default(),
+        cost_usd: Some(0.0),
+        duration: Default::default(),
+        checks: Vec::new(),
+        denials: Vec::new(),
+        files_changed: Vec::new(),
+        final_text: String::new(),
+        artifacts_dir: task_dir.clone(),
+    };
+    if let Err(error) = execute(plan, &task_dir, &mut report).await {
+        report.reason = EndReason::InternalError;
+        report.status = EndReason::InternalError.status();
+        report.message = error;
+    }
+    report.duration = started.elapsed();
+    report
+}
+
+/// The task's steps; an Err is an internal error (drover could not do its job).
+async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Result<(), String> {
+    std::fs::create_dir_all(task_dir).map_err(|e| {
+        format!(
+            "cannot create artifact directory {}: {e}",
+            task_dir.display()
+        )
+    })?;
+    let mut transcript =
+        TranscriptWriter::create(&task_dir.join("transcript.jsonl")).map_err(|e| e.to_string())?;
+    let workspace = prepare(&plan).map_err(|e| {
+        format!(
+            "cannot prepare the workspace {}: {e}",
+            plan.origin.display()
+        )
+    })?;
+    let baseline = Snapshot::take(&workspace.dir)
+        .map_err(|e| format!("cannot snapshot the workspace: {e}"))?;
+    let fingerprint = baseline.fingerprint();
+
+    let mut model = build_model(&plan);
+    report.provider = model.provider().to_string();
+    report.model = model.name().to_string();
+    let policy = Policy::new(&plan.spec.spec.permissions, &workspace.dir);
+    let mut registry = Registry::builtin().map_err(|e| e.to_string())?;
+    registry.retain(|tool| !policy.denies_outright(tool.name()));
+
+    transcript
+        .write(Event::RunStart {
+            drover_version: crate::VERSION.to_string(),
+            task: report.name.clone(),
+            spec_sha256: plan.spec.sha256.clone(),
+            provider: report.provider.clone(),
+            model: report.model.clone(),
+            tools: registry.names(),
+            spec_path: absolute(&plan.spec.path),
+            spec_yaml: plan.spec.text.clone(),
+            workspace: absolute(&plan.origin),
+            workspace_sha256: fingerprint.clone(),
+            max_turns: plan.max_turns,
+        })
+        .map_err(|e| e.to_string())?;
+
+    if let Some(expected) = &plan.expected_fingerprint {
+        if *expected != fingerprint {
+            let message = format!(
+                "the workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}); pass --workspace with a checkout of the starting state",
+                plan.origin.display(),
+                short(&fingerprint),
+                short(expected)
+            );
+            let strict = matches!(&plan.model, ModelSource::Replay { expectations: Some(e), .. } if e.strict);
+            if strict {
+                return finish(&mut transcript, report, EndReason::ReplayDrift, message)
+                    .map_err(|e| e.to_string());
+            }
+            eprintln!("drover: warning: {}: {message}", report.name);
+        }
+    }
+
+    let limits = &plan.spec.spec.limits;
+    let config = AgentConfig {
+        system: system_prompt(&workspace.dir, plan.spec.spec.system.as_deref()),
+        prompt: plan.spec.spec.prompt.clone(),
+        max_turns: plan.max_turns,
+        timeout: limits.timeout.map(|t| t.0),
+    };
+    let expectations = match plan.model {
+        ModelSource::Replay { expectations, .. } => expectations,
+        ModelSource::Script { .. } => None,
+    };
+    let mut agent = Agent {
+        model: model.as_mut(),
+        registry: &registry,
+        policy: &policy,
+        ctx: ToolContext::new(workspace.dir.clone()),
+        transcript: &mut transcript,
+        replay: expectations,
+    };
+    let outcome = agent.run(&config).await.map_err(|e| e.to_string())?;
+    report.turns = outcome.turns;
+    report.usage = outcome.usage;
+    report.final_text = outcome.final_text.clone();
+    report.denials = outcome.denials.clone();
+
+    let after = Snapshot::take(&workspace.dir)
+        .map_err(|e| format!("cannot snapshot the workspace after the run: {e}"))?;
+    let patch = unified_diff(&baseline, &after);
+    write_atomic(&task_dir.join("diff.patch"), patch.as_bytes()).map_err(|e| {
+        format!(
+            "cannot write {}: {e}",
+            task_dir.join("diff.patch").display()
+        )
+    })?;
+    report.files_changed = baseline.changed_paths(&after);
+
+    let (mut reason, mut message) = (outcome.reason, outcome.message);
+    if runs_checks(reason) {
+        for check in &plan.spec.spec.checks {
+            let result = run_check(check, &workspace.dir).await;
+            transcript
+                .write(Event::Check {
+                    name: result.name.clone(),
+                    command: result.command.clone(),
+                    exit_code: result.exit_code,
+                    passed: result.passed,
+                    timed_out: result.timed_out,
+                    duration_ms: result.duration_ms,
+                })
+                .map_err(|e| e.to_string())?;
+            report.checks.push(result);
+        }
+        let failed: Vec<String> = report
+            .checks
+            .iter()
+            .filter(|c| !c.passed)
+            .map(failure_summary)
+            .collect();
+        if reason == EndReason::EndTurn && !failed.is_empty() {
+            reason = EndReason::ChecksFailed;
+            message = failed.join("; ");
+        }
+    }
+    finish(&mut transcript, report, reason, message).map_err(|e| e.to_string())
+}
+
+/// Checks say something useful after any loop that ran to a stop of its own; after a
+/// timeout or a runner error they would only add time.
+fn runs_checks(reason: EndReason) -> bool {
+    !matches!(
+        reason,
+        EndReason::Timeout | EndReason::ProviderError | EndReason::InternalError
+    )
+}
+
+fn finish(
+    transcript: &mut TranscriptWriter,
+    report: &mut TaskReport,
+    reason: EndReason,
+    message: String,
+) -> Result<(), TranscriptError> {
+    report.reason = reason;
+    report.status = reason.status();
+    report.message = message;
+    transcript.write(Event::RunEnd {
+        status: report.status,
+        reason,
+        message: report.message.clone(),
+        turns: report.turns,
+        usage: report.usage,
+        cost_usd: report.cost_usd,
+    })
+}
+
+fn prepare(plan: &TaskPlan) -> std::io::Result<PreparedWorkspace> {
+    if plan.copy {
+        scratch_copy(&plan.origin)
+    } else {
+        in_place(&plan.origin)
+    }
+}
+
+fn build_model(plan: &TaskPlan) -> Box<dyn Model> {
+    match &plan.model {
+        ModelSource::Script { name, turns } => {
+            Box::new(ScriptModel::new(name.as_deref(), turns.clone()))
+        }
+        ModelSource::Replay { events, .. } => Box::new(ReplayModel::from_events(events)),
+    }
+}
+
+fn absolute(path: &Path) -> String {
+    path.canonicalize()
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn short(fingerprint: &str) -> &str {
+    fingerprint.get(..12).unwrap_or(fingerprint)
+}

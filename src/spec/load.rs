@@ -1,0 +1,316 @@
+//! Reading spec files: YAML parsing with budgets, cross-field validation, and the checks
+//! that span a whole run (unique task names).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_saphyr::{Budget, Location, Options};
+use sha2::{Digest, Sha256};
+
+use super::types::{Provider, TaskSpec};
+
+/// A spec that parsed and validated, with what the runner needs to know about its file.
+#[derive(Debug, Clone)]
+pub struct LoadedSpec {
+    pub path: PathBuf,
+    /// The file's text, recorded in the transcript so a replay runs the same task.
+    pub text: String,
+    pub sha256: String,
+    pub spec: TaskSpec,
+}
+
+impl LoadedSpec {
+    /// The workspace directory: `workspace:` relative to the spec file, else the current
+    /// directory.
+    pub fn workspace_dir(&self) -> PathBuf {
+        match &self.spec.workspace {
+            Some(dir) => {
+                let base = self.path.parent().unwrap_or(Path::new("."));
+                base.join(dir)
+            }
+            None => PathBuf::from("."),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.spec.name.value.as_str()
+    }
+}
+
+/// A place in a spec file, printed `file:line:column`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    pub path: PathBuf,
+    pub line: u64,
+    pub column: u64,
+}
+
+impl Position {
+    fn at(path: &Path, location: Option<Location>) -> Self {
+        let (line, column) = location.map_or((1, 1), |l| (l.line().max(1), l.column().max(1)));
+        Position {
+            path: path.to_path_buf(),
+            line,
+            column,
+        }
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.path.display(), self.line, self.column)
+    }
+}
+
+/// Why specs could not be loaded. Every variant is bad input (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{}: cannot read spec: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{position}: {message}")]
+    Invalid { position: Position, message: String },
+    #[error(
+        "{second}: task name {name:?} is already used by {first}; task names must be unique within a run"
+    )]
+    DuplicateName {
+        name: String,
+        first: Position,
+        second: Position,
+    },
+    #[error("{}: no task specs (*.yaml, *.yml) found", path.display())]
+    NoSpecs { path: PathBuf },
+}
+
+/// Budgets for task specs: generous for real specs, tight enough that a YAML bomb is
+/// refused in milliseconds instead of expanding into gigabytes.
+fn options() -> Options {
+    let mut budget = Budget::default();
+    budget.max_aliases = 1_000;
+    budget.max_anchors = 1_000;
+    budget.max_nodes = 100_000;
+    budget.max_events = 200_000;
+    budget.max_depth = 64;
+    budget.max_documents = 1;
+    budget.max_total_scalar_bytes = 16 * 1024 * 1024;
+    let mut options = Options::default();
+    options.budget = Some(budget);
+    options
+}
+
+/// Load and validate one spec file.
+pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SpecError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, text)
+}
+
+/// Parse and validate spec text that came from `path` (errors name that path).
+pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
+    let spec: TaskSpec =
+        serde_saphyr::from_str_with_options(&text, options()).map_err(|error| {
+            let position = Position::at(path, error.location());
+            let mut message = plain_message(&error);
+            if let Some(key) = key_before(&text, &position) {
+                if !message.contains(&key) {
+                    message = format!("{key}: {message}");
+                }
+            }
+            SpecError::Invalid { position, message }
+        })?;
+    validate(path, &spec)?;
+    let sha256 = hex(&Sha256::digest(text.as_bytes()));
+    Ok(LoadedSpec {
+        path: path.to_path_buf(),
+        text,
+        sha256,
+        spec,
+    })
+}
+
+/// The parser's message without its own location prefix or source snippet (we print the
+/// position ourselves, in the `file:line:column` form editors understand).
+fn plain_message(error: &serde_saphyr::Error) -> String {
+    let rendered = error.without_snippet().to_string();
+    let first = rendered.lines().next().unwrap_or_default().trim();
+    // Drop a trailing " at line X column Y" the parser may add.
+    match first.rfind(" at line ") {
+        Some(index) => first[..index].to_string(),
+        None => first.to_string(),
+    }
+}
+
+/// The mapping key written just before `position` on its line (`max_turns: five` → the
+/// error at `five` is about `max_turns`), so value errors name their key.
+fn key_before(text: &str, position: &Position) -> Option<String> {
+    let line = text
+        .lines()
+        .nth(usize::try_from(position.line).ok()?.checked_sub(1)?)?;
+    let column = usize::try_from(position.column).ok()?.saturating_sub(1);
+    let before: String = line.chars().take(column).collect();
+    let before = before.trim_end().strip_suffix(':')?;
+    let key: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    (!key.is_empty()).then_some(key)
+}
+
+/// Checks that span several fields.
+fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
+    let model = &spec.model;
+    let at_model = || Position::at(path, Some(model.referenced));
+    let invalid = |message: String| SpecError::Invalid {
+        position: at_model(),
+        message,
+    };
+    match model.value.provider {
+        Provider::Script => match &model.value.script {
+            None => {
+                return Err(invalid(
+                    "provider script needs `script:`, a list of assistant turns (text and tool_calls)".into(),
+                ));
+            }
+            Some(turns) if turns.is_empty() => {
+                return Err(invalid(
+                    "`script:` is empty; give at least one assistant turn".into(),
+                ));
+            }
+            Some(_) => {}
+        },
+        Provider::Replay => {
+            if model.value.transcript.is_none() {
+                return Err(invalid(
+                    "provider replay needs `transcript:`, the path of a recorded transcript.jsonl"
+                        .into(),
+                ));
+            }
+        }
+        Provider::Anthropic | Provider::Openai => {}
+    }
+    if model.value.provider != Provider::Script && model.value.script.is_some() {
+        return Err(invalid(format!(
+            "`script:` is only read by provider script, not {}",
+            model.value.provider.as_str()
+        )));
+    }
+    if let Some(limit) = spec.limits.max_cost_usd {
+        if !(limit.is_finite() && limit > 0.0) {
+            return Err(SpecError::Invalid {
+                position: Position::at(path, None),
+                message: format!("limits.max_cost_usd must be a positive number, not {limit}"),
+            });
+        }
+    }
+    if spec.limits.max_turns == Some(0) {
+        return Err(SpecError::Invalid {
+            position: Position::at(path, None),
+            message: "limits.max_turns must be at least 1".into(),
+        });
+    }
+    let mut seen = HashMap::new();
+    for check in &spec.checks {
+        if seen.insert(check.name.as_str(), ()).is_some() {
+            return Err(SpecError::Invalid {
+                position: Position::at(path, None),
+                message: format!(
+                    "two checks are named {:?}; check names must be unique within a task",
+                    check.name
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Expand the CLI's SPEC|DIR arguments into spec files: a directory contributes its
+/// `*.yaml` and `*.yml` files, recursively, in path order.
+pub fn collect_spec_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, SpecError> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let mut found = Vec::new();
+            collect_dir(input, &mut found)?;
+            if found.is_empty() {
+                return Err(SpecError::NoSpecs {
+                    path: input.clone(),
+                });
+            }
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(input.clone());
+        }
+    }
+    Ok(files)
+}
+
+fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| SpecError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for entry in entries {
+        let entry = entry.map_err(|source| SpecError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = entry.path();
+        if path.is_dir() {
+            collect_dir(&path, found)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Load every spec and check what spans them: task names are unique within a run.
+/// All errors are returned, so a user fixes them in one pass.
+pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
+    let mut specs = Vec::new();
+    let mut errors = Vec::new();
+    for file in files {
+        match load(file) {
+            Ok(spec) => specs.push(spec),
+            Err(error) => errors.push(error),
+        }
+    }
+    let mut names: HashMap<String, Position> = HashMap::new();
+    for spec in &specs {
+        let position = Position::at(&spec.path, Some(spec.spec.name.referenced));
+        if let Some(first) = names.get(spec.name()) {
+            errors.push(SpecError::DuplicateName {
+                name: spec.name().to_string(),
+                first: first.clone(),
+                second: position,
+            });
+        } else {
+            names.insert(spec.name().to_string(), position);
+        }
+    }
+    if errors.is_empty() {
+        Ok(specs)
+    } else {
+        Err(errors)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests;

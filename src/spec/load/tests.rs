@@ -1,0 +1,136 @@
+use super::*;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const VALID: &str = "version: 1
+name: fix-add
+prompt: Fix it.
+workspace: ../repo
+isolation: copy
+model:
+  provider: script
+  script:
+    - text: Looking.
+      tool_calls:
+        - { name: Read, input: { file_path: src/lib.rs } }
+    - text: Done.
+permissions:
+  allow: [Read, \"Edit(src/**)\", \"Bash(cargo test *)\"]
+  deny: [\"Bash(git push *)\"]
+limits:
+  max_turns: 5
+  timeout: 2m
+  max_cost_usd: 1.5
+checks:
+  - name: tests
+    run: cargo test
+    timeout: 10m
+";
+
+#[test]
+fn a_full_spec_loads_into_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = load(&write(dir.path(), "a.yaml", VALID)).unwrap();
+    assert_eq!(spec.name(), "fix-add");
+    assert_eq!(spec.spec.model.value.script.as_ref().unwrap().len(), 2);
+    assert_eq!(spec.spec.limits.max_turns, Some(5));
+    assert_eq!(
+        spec.spec.limits.timeout.unwrap().0,
+        std::time::Duration::from_secs(120)
+    );
+    assert_eq!(spec.spec.permissions.allow.len(), 3);
+    assert_eq!(spec.workspace_dir(), dir.path().join("../repo"));
+    assert_eq!(spec.sha256.len(), 64);
+}
+
+fn error_of(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "bad.yaml", text);
+    load(&path).unwrap_err().to_string()
+}
+
+#[test]
+fn unknown_keys_are_errors_with_their_position() {
+    let text = VALID.replace("isolation: copy", "isolaton: copy");
+    let error = error_of(&text);
+    assert!(error.contains("bad.yaml:5:1"), "{error}");
+    assert!(error.contains("isolaton"), "{error}");
+}
+
+#[test]
+fn wrong_types_and_syntax_errors_name_line_and_column() {
+    let error = error_of(&VALID.replace("max_turns: 5", "max_turns: five"));
+    assert!(error.contains("bad.yaml:17:14: max_turns:"), "{error}");
+    let error = error_of("version: 1\nname: [unclosed\n");
+    assert!(error.contains("bad.yaml:"), "{error}");
+}
+
+#[test]
+fn bad_values_are_reported_where_they_are() {
+    let error = error_of(&VALID.replace("name: fix-add", "name: fix add"));
+    assert!(error.contains("bad.yaml:2:"), "{error}");
+    assert!(error.contains("invalid task name"), "{error}");
+    let error = error_of(&VALID.replace("\"Edit(src/**)\"", "\"Edt(src/**)\""));
+    assert!(error.contains("unknown tool"), "{error}");
+    let error = error_of(&VALID.replace("timeout: 2m", "timeout: soon"));
+    assert!(error.contains("invalid duration"), "{error}");
+    let error = error_of(&VALID.replace("version: 1", "version: 2"));
+    assert!(error.contains("bad.yaml:1:"), "{error}");
+}
+
+#[test]
+fn provider_fields_are_required_together() {
+    let text = "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n";
+    let error = error_of(text);
+    assert!(
+        error.contains("bad.yaml:5:") && error.contains("script"),
+        "{error}"
+    );
+    let text = "version: 1\nname: a\nprompt: p\nmodel:\n  provider: replay\n";
+    assert!(error_of(text).contains("transcript"));
+}
+
+#[test]
+fn a_yaml_bomb_is_refused_quickly() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let prev = format!("*a{}", i - 1);
+        let items = [prev.as_str(); 10].join(", ");
+        text.push_str(&format!("a{i}: &a{i} [{items}]\n"));
+    }
+    let started = std::time::Instant::now();
+    let error = error_of(&text);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(error.contains("bad.yaml:"), "{error}");
+}
+
+#[test]
+fn task_names_are_unique_within_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.yaml", VALID);
+    let b = write(dir.path(), "b.yaml", VALID);
+    let errors = load_all(&[a, b]).unwrap_err();
+    let message = errors[0].to_string();
+    assert!(
+        message.contains("b.yaml:2:") && message.contains("a.yaml:2:"),
+        "{message}"
+    );
+}
+
+#[test]
+fn directories_expand_to_their_yaml_files_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "b.yml", VALID);
+    write(dir.path(), "a.yaml", VALID);
+    write(dir.path(), "notes.txt", "");
+    let files = collect_spec_files(&[dir.path().to_path_buf()]).unwrap();
+    let names: Vec<_> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, vec!["a.yaml", "b.yml"]);
+}

@@ -1,0 +1,214 @@
+//! The task spec, version 1, as typed structs. Field names are the YAML keys.
+//!
+//! Values that need checking beyond their type (names, rules, durations) are newtypes
+//! deserialized with `try_from`, so a bad value is reported at its own line and column.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use crate::policy::Rule;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    pub version: SpecVersion,
+    pub name: Spanned<TaskName>,
+    pub prompt: String,
+    #[serde(default)]
+    pub system: Option<String>,
+    /// Relative to the spec file; default: the current directory.
+    #[serde(default)]
+    pub workspace: Option<String>,
+    #[serde(default)]
+    pub isolation: Isolation,
+    pub model: Spanned<ModelSpec>,
+    #[serde(default)]
+    pub permissions: Permissions,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub checks: Vec<CheckSpec>,
+}
+
+/// Only version 1 exists; anything else is refused rather than half-understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "u32")]
+pub struct SpecVersion;
+
+impl TryFrom<u32> for SpecVersion {
+    type Error = String;
+    fn try_from(value: u32) -> Result<Self, Self::Error> {
+        if value == 1 {
+            Ok(SpecVersion)
+        } else {
+            Err(format!(
+                "unsupported spec version {value}: this drover reads version 1"
+            ))
+        }
+    }
+}
+
+/// A task name: it names the artifact directory, so it is restricted to `[A-Za-z0-9._-]`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String")]
+pub struct TaskName(String);
+
+impl TaskName {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for TaskName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for TaskName {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if value.is_empty() {
+            Err("the task name is empty; use letters, digits, '.', '_' and '-'".into())
+        } else if !value.chars().all(valid_char) {
+            Err(format!(
+                "invalid task name {value:?}: use only letters, digits, '.', '_' and '-' (it names the artifact directory)"
+            ))
+        } else if value == "." || value == ".." {
+            Err(format!(
+                "invalid task name {value:?}: it cannot name a directory"
+            ))
+        } else {
+            Ok(TaskName(value))
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// Edit the workspace in place.
+    #[default]
+    None,
+    /// Work in a scratch copy of the workspace (tracked and untracked, not ignored, files).
+    Copy,
+    /// Work in a detached `git worktree` at HEAD.
+    Worktree,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    Anthropic,
+    Openai,
+    Script,
+    Replay,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::Openai => "openai",
+            Provider::Script => "script",
+            Provider::Replay => "replay",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub provider: Provider,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// provider: script — one entry per assistant turn.
+    #[serde(default)]
+    pub script: Option<Vec<ScriptTurn>>,
+    /// provider: replay — a recorded transcript, relative to the spec file.
+    #[serde(default)]
+    pub transcript: Option<String>,
+}
+
+/// One scripted assistant turn: optional text, then tool calls in order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptTurn {
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptToolCall>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptToolCall {
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub input: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Permissions {
+    #[serde(default)]
+    pub allow: Vec<Rule>,
+    #[serde(default)]
+    pub deny: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    #[serde(default)]
+    pub timeout: Option<SpecDuration>,
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpec {
+    pub name: String,
+    pub run: String,
+    #[serde(default)]
+    pub timeout: Option<SpecDuration>,
+}
+
+/// A duration written the human way: `90s`, `20m`, `1h 30m`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct SpecDuration(pub Duration);
+
+impl TryFrom<String> for SpecDuration {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        match humantime::parse_duration(value.trim()) {
+            Ok(duration) if !duration.is_zero() => Ok(SpecDuration(duration)),
+            Ok(_) => Err(format!(
+                "duration {value:?} is zero; give a positive duration such as 90s or 20m"
+            )),
+            Err(error) => Err(format!(
+                "invalid duration {value:?} ({error}); write e.g. 90s, 20m or 1h 30m"
+            )),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Helpers shared by the end-to-end tests: they run the real binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// The drover binary, with no stdin (it must never read it) and a clean environment
+/// for the variables that would change its behaviour.
+pub fn drover() -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::cargo_bin("drover").expect("binary built");
+    command.env_remove("GITHUB_ACTIONS");
+    command
+}
+
+/// The repository root (where tasks/ and fixtures/ are).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every line of a transcript, parsed; panics (fails the test) on a bad line.
+pub fn transcript(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).expect("transcript exists");
+    text.lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}")))
+        .collect()
+}
+
+/// The events of one type.
+pub fn events<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// Write a spec file into `dir` and return its path.
+pub fn write_spec(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write spec");
+    path
+}
+
+/// Copy a directory tree (files and directories only).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            if entry.file_name() != "target" {
+                copy_tree(&entry.path(), &target);
+            }
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! `drover run`, `validate`, `tools`, `policy check` and `replay`, end to end.
+
+mod common;
+
+use std::path::Path;
+
+use common::{drover, events, transcript, write_spec};
+use serde_json::Value;
+
+/// A temp dir with an empty workspace `ws/` and a spec `task.yaml` whose body follows
+/// the given header lines.
+fn task(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let spec = write_spec(dir.path(), "task.yaml", body);
+    (dir, spec)
+}
+
+fn run(spec: &Path, artifacts: &Path) -> assert_cmd::assert::Assert {
+    drover()
+        .arg("run")
+        .arg(spec)
+        .arg("--artifacts")
+        .arg(artifacts)
+        .assert()
+}
+
+#[test]
+fn spec_errors_exit_2_and_name_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "syntax.yaml",
+            "version: 1\nname: a\nprompt: [unclosed\n",
+            "syntax.yaml:",
+        ),
+        (
+            "unknown.yaml",
+            "version: 1\nname: a\nprompt: p\nmodle:\n  provider: script\n",
+            "unknown.yaml:4:1",
+        ),
+        (
+            "type.yaml",
+            "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n  script: [{text: hi}]\nlimits:\n  max_turns: lots\n",
+            "type.yaml:8:14",
+        ),
+    ];
+    for (file, text, position) in cases {
+        let spec = write_spec(dir.path(), file, text);
+        for command in ["validate", "run"] {
+            let output = drover().arg(command).arg(&spec).output().unwrap();
+            assert_eq!(output.status.code(), Some(2), "{command} {file}");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(stderr.contains(position), "{command} {file}: {stderr}");
+        }
+    }
+    let unknown = String::from_utf8(
+        drover()
+            .arg("validate")
+            .arg(dir.path().join("unknown.yaml"))
+            .output()
+            .unwrap()
+            .stderr,
+    )
+    .unwrap();
+    assert!(
+        unknown.contains("modle"),
+        "the unknown key is named: {unknown}"
+    );
+}
+
+#[test]
+fn a_failing_check_exits_1_and_junit_carries_the_failure() {
+    let (dir, spec) = task(
+        "version: 1\nname: failing-check\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - text: Nothing to do.\nchecks:\n  - name: file exists\n    run: echo looking for done.txt; test -f done.txt\n",
+    );
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(1);
+    let lines = transcript(&artifacts.join("failing-check/transcript.jsonl"));
+    let end = lines.last().unwrap();
+    assert_eq!(end["reason"], "checks_failed");
+    assert_eq!(end["status"], "failed");
+    let check = events(&lines, "check")[0];
+    assert_eq!(check["exit_code"], 1);
+    assert_eq!(check["passed"], false);
+    let junit = std::fs::read_to_string(artifacts.join("junit.xml")).unwrap();
+    assert!(junit.contains("<failure"), "{junit}");
+    assert!(junit.contains("file exists"), "{junit}");
+    assert!(
+        junit.contains("looking for done.txt"),
+        "the output reaches JUnit: {junit}"
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["tasks"][0]["reason"], "checks_failed");
+}
+
+#[test]
+fn a_script_longer_than_max_turns_stops_with_max_turns() {
+    let (dir, spec) = task(
+        "version: 1\nname: too-long\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Glob, input: { pattern: '*' } }]\n    - tool_calls: [{ name: Glob, input: { pattern: '*' } }]\n    - tool_calls: [{ name: Glob, input: { pattern: '*' } }]\n    - text: done\nlimits:\n  max_turns: 2\n",
+    );
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(1);
+    let lines = transcript(&artifacts.join("too-long/transcript.jsonl"));
+    let end = lines.last().unwrap();
+    assert_eq!(end["reason"], "max_turns");
+    assert_eq!(end["turns"], 2);
+    assert_eq!(
+        events(&lines, "model_response").len(),
+        2,
+        "never more turns than the limit"
+    );
+    let junit = std::fs::read_to_string(artifacts.join("junit.xml")).unwrap();
+    assert!(junit.contains("max_turns"), "{junit}");
+}
+
+#[test]
+fn bad_calls_reach_the_model_as_errors_and_the_run_goes_on() {
+    let (dir, spec) = task(
+        r#"version: 1
+name: bad-calls
+prompt: p
+workspace: ws
+model:
+  provider: script
+  script:
+    - text: three bad calls
+      tool_calls:
+        - { name: Read, input: { file_path: 42 } }
+        - { name: Teleport, input: { to: mars } }
+        - { name: Bash, input: { command: "touch hacked.txt" } }
+        - { name: Write, input: { file_path: ok.txt, content: "fine\n" } }
+    - text: done
+permissions:
+  allow: ["Write(ok.txt)"]
+"#,
+    );
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(0);
+    let lines = transcript(&artifacts.join("bad-calls/transcript.jsonl"));
+    let results = events(&lines, "tool_result");
+    assert_eq!(results.len(), 4);
+    let content = |i: usize| results[i]["content"].as_str().unwrap().to_string();
+    assert_eq!(results[0]["is_error"], true);
+    assert!(content(0).contains("file_path"), "{}", content(0));
+    assert_eq!(results[1]["is_error"], true);
+    assert!(
+        content(1).contains("No such tool: Teleport"),
+        "{}",
+        content(1)
+    );
+    assert_eq!(results[2]["is_error"], true);
+    assert!(content(2).contains("Permission denied"), "{}", content(2));
+    assert_eq!(results[3]["is_error"], false, "{}", content(3));
+    // The denial is recorded as a permission event and in the summary.
+    let denied: Vec<_> = events(&lines, "permission")
+        .into_iter()
+        .filter(|p| p["decision"] == "deny")
+        .collect();
+    assert_eq!(denied.len(), 1);
+    assert_eq!(denied[0]["tool_use_id"], results[2]["tool_use_id"]);
+    assert!(!dir.path().join("ws/hacked.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ws/ok.txt")).unwrap(),
+        "fine\n"
+    );
+    // The model saw the errors: the run went on to its second turn and ended normally.
+    assert_eq!(lines.last().unwrap()["reason"], "end_turn");
+    assert_eq!(lines.last().unwrap()["turns"], 2);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["tasks"][0]["denials"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_tool_denied_outright_is_not_offered() {
+    let (dir, spec) = task(
+        "version: 1\nname: no-bash\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: ls } }]\npermissions:\n  deny: [Bash]\n",
+    );
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(0);
+    let lines = transcript(&artifacts.join("no-bash/transcript.jsonl"));
+    let tools = lines[0]["tools"].as_array().unwrap();
+    assert!(!tools.iter().any(|t| t == "Bash"), "{tools:?}");
+    let result = events(&lines, "tool_result")[0];
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("No such tool: Bash")
+    );
+}
+
+#[test]
+fn the_run_timeout_ends_a_hanging_command() {
+    let (dir, spec) = task(
+        "version: 1\nname: slow\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: sleep 30 } }]\npermissions:\n  allow: [Bash]\nlimits:\n  timeout: 1s\n",
+    );
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(1);
+    let lines = transcript(&artifacts.join("slow/transcript.jsonl"));
+    assert_eq!(lines.last().unwrap()["reason"], "timeout");
+    let result = events(&lines, "tool_result")[0];
+    assert_eq!(result["is_error"], true);
+}
+
+#[test]
+fn unavailable_capabilities_are_refused_before_anything_runs() {
+    let (dir, spec) = task(
+        "version: 1\nname: real\nprompt: p\nworkspace: ws\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n",
+    );
+    let artifacts = dir.path().join("out");
+    let output = drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("provider anthropic is not available")
+    );
+    assert!(!artifacts.exists(), "nothing ran");
+}
+
+#[test]
+fn tools_json_lists_anthropic_format_definitions() {
+    let output = drover().args(["tools", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let tools: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for name in ["Read", "Write", "Edit", "Glob", "Grep", "Bash"] {
+        assert!(names.contains(&name), "{names:?}");
+    }
+    for tool in &tools {
+        assert!(!tool["description"].as_str().unwrap().is_empty());
+        assert_eq!(tool["input_schema"]["type"], "object", "{tool}");
+    }
+}
+
+#[test]
+fn policy_check_prints_the_decision_and_exits_0_or_1() {
+    let (dir, spec) = task(
+        "version: 1\nname: p\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script: [{text: hi}]\npermissions:\n  allow: [\"Bash(cargo test *)\"]\n",
+    );
+    let _keep = &dir;
+    let check = |command: &str| {
+        drover()
+            .args(["policy", "check", "--tool", "Bash", "--input"])
+            .arg(serde_json::json!({ "command": command }).to_string())
+            .arg("--spec")
+            .arg(&spec)
+            .output()
+            .unwrap()
+    };
+    let allowed = check("cargo test --quiet");
+    assert_eq!(allowed.status.code(), Some(0));
+    let decision: Value = serde_json::from_slice(&allowed.stdout).unwrap();
+    assert_eq!(decision["decision"], "allow");
+    assert_eq!(decision["rule"], "Bash(cargo test *)");
+    let denied = check("cargo test && rm -rf /");
+    assert_eq!(denied.status.code(), Some(1));
+    let decision: Value = serde_json::from_slice(&denied.stdout).unwrap();
+    assert_eq!(decision["decision"], "deny");
+}
+
+#[test]
+fn replay_strict_fails_when_a_result_differs() {
+    let (dir, spec) = task(
+        "version: 1\nname: drift\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: cat note.txt } }]\n    - text: done\npermissions:\n  allow: [\"Bash(cat *)\"]\n",
+    );
+    std::fs::write(dir.path().join("ws/note.txt"), "one\n").unwrap();
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(0);
+    let recorded = artifacts.join("drift/transcript.jsonl");
+    // The workspace changes after the run: the replay's result no longer matches.
+    std::fs::write(dir.path().join("ws/note.txt"), "two\n").unwrap();
+    let replayed = dir.path().join("replayed");
+    drover()
+        .arg("replay")
+        .arg(&recorded)
+        .arg("--artifacts")
+        .arg(&replayed)
+        .assert()
+        .code(0);
+    let strict = dir.path().join("strict");
+    drover()
+        .arg("replay")
+        .arg(&recorded)
+        .arg("--strict")
+        .arg("--artifacts")
+        .arg(&strict)
+        .assert()
+        .code(1);
+    let lines = transcript(&strict.join("drift/transcript.jsonl"));
+    assert_eq!(lines.last().unwrap()["reason"], "replay_drift");
+}
+
+#[test]
+fn replay_refuses_to_overwrite_its_own_transcript() {
+    let (dir, spec) = task(
+        "version: 1\nname: self\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script: [{text: hi}]\n",
+    );
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(0);
+    let output = drover()
+        .arg("replay")
+        .arg(artifacts.join("self/transcript.jsonl"))
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("overwrite"));
+}
+
+#[test]
+fn an_unreadable_transcript_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    std::fs::write(&path, "not json\n").unwrap();
+    let output = drover().arg("replay").arg(&path).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("t.jsonl:1"));
+}
