@@ -10,6 +10,7 @@ pub mod glob;
 pub mod grep;
 pub mod read;
 pub mod registry;
+mod text;
 pub mod write;
 
 use std::path::PathBuf;
