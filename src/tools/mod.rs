@@ -6,6 +6,7 @@
 
 pub mod bash;
 pub mod edit;
+mod edit_hints;
 pub mod glob;
 pub mod grep;
 pub mod read;
