@@ -9,6 +9,7 @@ pub mod edit;
 mod edit_hints;
 pub mod glob;
 pub mod grep;
+mod grep_search;
 pub mod read;
 pub mod registry;
 mod text;
