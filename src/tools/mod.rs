@@ -12,6 +12,8 @@ pub mod grep;
 mod grep_search;
 pub mod read;
 pub mod registry;
+#[cfg(test)]
+mod schema_tests;
 mod text;
 pub mod write;
 

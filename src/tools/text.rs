@@ -58,7 +58,7 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
 
 fn decode_utf16(bytes: &[u8], encoding: Encoding, unit: fn([u8; 2]) -> u16) -> Decoded {
     let units = bytes.chunks_exact(2).map(|c| unit([c[0], c[1]]));
-    let mut lossy = bytes.len() % 2 != 0;
+    let mut lossy = !bytes.len().is_multiple_of(2);
     let text = char::decode_utf16(units)
         .map(|r| {
             r.unwrap_or_else(|_| {
