@@ -1,6 +1,23 @@
-//! PLACEHOLDER — to be implemented.
+//! Running shell commands without a person in the loop: stdin closed, stdout and stderr
+//! merged in write order, memory bounded, and the whole process group killed on timeout,
+//! on exit and on cancellation, so no leftover child can hang drover.
+
+use std::io::Read;
 use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group};
+
+/// How much of the head and of the tail of the output is kept in memory.
+pub const KEEP_HEAD_BYTES: usize = 1 << 20;
+/// See [`KEEP_HEAD_BYTES`].
+pub const KEEP_TAIL_BYTES: usize = 1 << 20;
+
+/// How long to wait for the output pipe to close once the process group is dead. Only a
+/// process that left the group (e.g. via `setsid`) can hold it open longer.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// How a shell command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,8 +29,223 @@ pub struct ShellOutcome {
     pub output: String,
 }
 
+/// Kills the process group when dropped, unless disarmed: covers the future being
+/// dropped (a run timeout) as well as early returns.
+struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (the group is already gone) is the expected, harmless failure.
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Output retained with bounded memory: the first and the last bytes, and a count of
+/// what was dropped between them.
+#[derive(Debug, Default)]
+struct Capture {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    dropped: u64,
+}
+
+impl Capture {
+    fn push(&mut self, mut bytes: &[u8]) {
+        if self.head.len() < KEEP_HEAD_BYTES {
+            let take = bytes.len().min(KEEP_HEAD_BYTES - self.head.len());
+            self.head.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+        }
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(KEEP_TAIL_BYTES);
+        if excess > 0 {
+            self.tail.drain(..excess);
+            self.dropped += excess as u64;
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::from_utf8_lossy(&self.head).into_owned();
+        if self.dropped > 0 {
+            out.push_str(&format!(
+                "\n[... {} bytes of output omitted ...]\n",
+                self.dropped
+            ));
+        }
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        out.push_str(&String::from_utf8_lossy(&tail));
+        out
+    }
+}
+
+fn lock(capture: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Capture> {
+    // Each push leaves the capture consistent, so a poisoned lock is still usable.
+    capture.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Run `command` with `bash -c` in `cwd`, stdin closed, killed with its whole process
-/// group at `timeout`.
-pub async fn run_shell(_command: &str, _cwd: &Path, _timeout: Duration) -> std::io::Result<ShellOutcome> {
-    todo!()
+/// group at `timeout`. The child sees `DROVER=1`, so scripts can tell they run unattended.
+pub async fn run_shell(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+) -> std::io::Result<ShellOutcome> {
+    let (mut reader, writer) = std::io::pipe()?;
+    let writer_err = writer.try_clone()?;
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env("DROVER", "1")
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(writer_err)
+        .process_group(0)
+        .kill_on_drop(true);
+    let spawned = cmd.spawn();
+    // The command owns the parent's copies of the pipe's write end: drop them, or the
+    // reader never sees end-of-file.
+    drop(cmd);
+    let mut child = spawned?;
+    let guard = GroupGuard {
+        pgid: child.id().and_then(|id| Pid::from_raw(id as i32)),
+    };
+
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let sink = Arc::clone(&capture);
+    let reader_task = tokio::task::spawn_blocking(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => lock(&sink).push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+    });
+
+    let (exit_code, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(status) => (status?.code(), false),
+        Err(_) => (None, true),
+    };
+    // Whatever happened, nothing of the group may outlive the call.
+    guard.kill();
+    if timed_out {
+        let _ = child.kill().await;
+    }
+    let drained = tokio::time::timeout(DRAIN_GRACE, reader_task).await.is_ok();
+    let mut output = lock(&capture).render();
+    if !drained {
+        output.push_str(
+            "\n[output stream still held open by a process that left the process group; \
+             stopped reading]",
+        );
+    }
+    Ok(ShellOutcome {
+        exit_code,
+        timed_out,
+        output,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    async fn run(command: &str, timeout_ms: u64) -> ShellOutcome {
+        let dir = std::env::temp_dir();
+        run_shell(command, &dir, Duration::from_millis(timeout_ms))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn reports_exit_code_and_runs_in_cwd() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("marker"), "").unwrap();
+        let out = run_shell("ls; exit 3", dir.path(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(out.exit_code, Some(3));
+        assert!(!out.timed_out);
+        assert_eq!(out.output, "marker\n");
+        assert_eq!(run("true", 10_000).await.exit_code, Some(0));
+        assert_eq!(run("echo $DROVER", 10_000).await.output, "1\n");
+    }
+
+    #[tokio::test]
+    async fn stdout_and_stderr_are_merged_in_order() {
+        let out = run("echo a; echo b >&2; echo c", 10_000).await;
+        assert_eq!(out.output, "a\nb\nc\n");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_command_quickly() {
+        let start = Instant::now();
+        let out = run("echo started; sleep 30", 300).await;
+        assert!(out.timed_out);
+        assert_eq!(out.exit_code, None);
+        assert_eq!(out.output, "started\n");
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_backgrounded_grandchildren() {
+        let start = Instant::now();
+        let out = run("sleep 30 & wait", 300).await;
+        assert!(out.timed_out);
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn leftover_background_children_do_not_hang() {
+        let start = Instant::now();
+        let out = run("sleep 30 & echo done", 20_000).await;
+        assert!(!out.timed_out);
+        assert_eq!(out.exit_code, Some(0));
+        assert_eq!(out.output, "done\n");
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn stdin_is_closed() {
+        let start = Instant::now();
+        let out = run("cat; echo after", 20_000).await;
+        assert_eq!(out.exit_code, Some(0));
+        assert_eq!(out.output, "after\n");
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn huge_output_keeps_head_and_tail() {
+        let out = run(
+            "echo FIRST; head -c 5000000 /dev/zero | tr '\\0' x; echo; echo LAST",
+            60_000,
+        )
+        .await;
+        assert!(out.output.starts_with("FIRST\n"));
+        assert!(out.output.ends_with("LAST\n"));
+        assert!(out.output.contains("bytes of output omitted"));
+        assert!(out.output.len() < 3 * 1024 * 1024);
+    }
+
+    #[test]
+    fn capture_counts_dropped_bytes() {
+        let mut c = Capture::default();
+        c.push(&vec![b'a'; KEEP_HEAD_BYTES + KEEP_TAIL_BYTES + 10]);
+        assert_eq!(c.dropped, 10);
+        assert!(c.render().contains("10 bytes of output omitted"));
+    }
 }

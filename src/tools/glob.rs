@@ -1,29 +1,237 @@
-//! PLACEHOLDER — to be implemented.
+//! Glob: find files by name pattern, newest first, respecting .gitignore.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
 use async_trait::async_trait;
+use globset::GlobBuilder;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Subject, Tool, ToolContext, ToolOutput};
+use super::text::{display_path, parse_input};
+use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use crate::workspace::paths::{relative_to, resolve};
+
+/// Most paths returned by one call.
+pub const MAX_RESULTS: usize = 100;
 
 pub struct GlobTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    pattern: String,
+    path: Option<String>,
+}
+
+const DESCRIPTION: &str = "Finds files whose path matches a glob pattern, fast, in any size of codebase.
+
+Usage:
+- pattern is matched against each file's path relative to the search directory: `**/*.rs` finds Rust files at any depth, `src/*.ts` only directly in src/, `*.md` only at the top level. Brace sets work: `**/*.{ts,tsx}`.
+- path is the directory to search (default: the workspace root). Omit it rather than passing \"undefined\" or \"null\".
+- Results are paths relative to the search directory, most recently modified first, at most 100 (a note says when there are more: narrow the pattern).
+- Files ignored by .gitignore and the .git directory are skipped; hidden files are included.
+- To search file contents, use Grep. For open-ended searches needing several rounds, combine Glob and Grep calls.";
 
 #[async_trait]
 impl Tool for GlobTool {
     fn name(&self) -> &'static str {
         "Glob"
     }
+
     fn description(&self) -> &'static str {
-        "placeholder"
+        DESCRIPTION
     }
+
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "The glob pattern to match file paths against, e.g. \"**/*.rs\"."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "The directory to search in (default: the workspace root)."
+                }
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
     }
+
     fn is_read_only(&self) -> bool {
         true
     }
-    fn subject(&self, _input: &Value) -> Subject {
-        Subject::None
+
+    fn subject(&self, input: &Value) -> Subject {
+        Subject::Path(str_field(input, "path").unwrap_or(".").to_string())
     }
-    async fn call(&self, _input: Value, _ctx: &ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented")
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
+        let input: Input = match parse_input("Glob", input) {
+            Ok(input) => input,
+            Err(error) => return error,
+        };
+        let root = match resolve(&ctx.workspace, input.path.as_deref().unwrap_or(".")) {
+            Ok(root) => root,
+            Err(e) => return ToolOutput::error(format!("Invalid path: {e}")),
+        };
+        let shown = display_path(&ctx.workspace, &root);
+        match tokio::fs::metadata(&root).await {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return ToolOutput::error(format!(
+                    "{shown} is a file, not a directory. Give a directory as path (or Read the file)."
+                ));
+            }
+            Err(_) => {
+                return ToolOutput::error(format!(
+                    "Path does not exist: {shown} (the workspace root is {}).",
+                    ctx.workspace.display()
+                ));
+            }
+        }
+        // An absolute pattern under the root is taken relative to it.
+        let pattern = match relative_to(&root, Path::new(&input.pattern)) {
+            Some(rel) if Path::new(&input.pattern).is_absolute() && !rel.is_empty() => rel,
+            _ => input.pattern.clone(),
+        };
+        let matcher = match GlobBuilder::new(&pattern)
+            .literal_separator(true)
+            .empty_alternates(true)
+            .build()
+        {
+            Ok(glob) => glob.compile_matcher(),
+            Err(e) => return ToolOutput::error(format!("Invalid glob pattern: {e}")),
+        };
+        let walk_root = root.clone();
+        let found = tokio::task::spawn_blocking(move || find(&walk_root, &matcher)).await;
+        let mut found = match found {
+            Ok(found) => found,
+            Err(e) => return ToolOutput::error(format!("Glob failed: {e}")),
+        };
+        if found.is_empty() {
+            return ToolOutput::ok("No files found");
+        }
+        found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let total = found.len();
+        let mut lines: Vec<String> = found
+            .into_iter()
+            .take(MAX_RESULTS)
+            .map(|(path, _)| path)
+            .collect();
+        if total > MAX_RESULTS {
+            lines.push(format!(
+                "(Results are truncated: showing the first {MAX_RESULTS} of {total} files. Use a more specific pattern or path.)"
+            ));
+        }
+        ToolOutput::ok(lines.join("\n"))
+    }
+}
+
+/// Every file under `root` (ignore rules applied) whose relative path matches, with its
+/// modification time.
+fn find(root: &PathBuf, matcher: &globset::GlobMatcher) -> Vec<(String, SystemTime)> {
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|entry| entry.file_name() != ".git")
+        .build();
+    let mut found = Vec::new();
+    for entry in walker.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Some(rel) = relative_to(root, entry.path()) else {
+            continue;
+        };
+        if matcher.is_match(&rel) {
+            let mtime = entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            found.push((rel, mtime));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn touch(root: &Path, rel: &str, age_secs: u64) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, rel).unwrap();
+        let when = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 - age_secs);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+
+    async fn glob(ctx: &ToolContext, input: Value) -> ToolOutput {
+        GlobTool.call(input, ctx).await
+    }
+
+    #[tokio::test]
+    async fn newest_first_relative_to_root_and_gitignore_respected() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        touch(root, "src/old.rs", 300);
+        touch(root, "src/new.rs", 10);
+        touch(root, "src/b/mid.rs", 100);
+        touch(root, "target/gen.rs", 1);
+        touch(root, ".git/hook.rs", 1);
+        touch(root, ".hidden/h.rs", 200);
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        let ctx = ToolContext::new(root.canonicalize().unwrap());
+        let out = glob(&ctx, json!({"pattern": "**/*.rs"})).await;
+        assert_eq!(
+            out.content,
+            "src/new.rs\nsrc/b/mid.rs\n.hidden/h.rs\nsrc/old.rs"
+        );
+        let out = glob(&ctx, json!({"pattern": "*.rs", "path": "src"})).await;
+        assert_eq!(out.content, "new.rs\nold.rs");
+        let out = glob(&ctx, json!({"pattern": "src/{new,old}.rs"})).await;
+        assert_eq!(out.content, "src/new.rs\nsrc/old.rs");
+    }
+
+    #[tokio::test]
+    async fn empty_missing_and_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..105 {
+            touch(dir.path(), &format!("f{i:03}.txt"), 1000);
+        }
+        let ctx = ToolContext::new(dir.path().canonicalize().unwrap());
+        let out = glob(&ctx, json!({"pattern": "*.txt"})).await;
+        assert_eq!(out.content.lines().count(), 101);
+        assert!(out.content.starts_with("f000.txt\n"));
+        assert!(out.content.contains("showing the first 100 of 105"));
+        let out = glob(&ctx, json!({"pattern": "*.none"})).await;
+        assert_eq!(out, ToolOutput::ok("No files found"));
+        let out = glob(&ctx, json!({"pattern": "*", "path": "missing"})).await;
+        assert!(out.is_error && out.content.contains("does not exist"));
+        let out = glob(&ctx, json!({"pattern": "a[", "path": "."})).await;
+        assert!(out.is_error && out.content.contains("Invalid glob"));
+    }
+
+    #[test]
+    fn subject_defaults_to_the_workspace_root() {
+        assert_eq!(
+            GlobTool.subject(&json!({"pattern": "*"})),
+            Subject::Path(".".into())
+        );
+        assert_eq!(
+            GlobTool.subject(&json!({"pattern": "*", "path": "src"})),
+            Subject::Path("src".into())
+        );
     }
 }

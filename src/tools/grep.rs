@@ -1,29 +1,299 @@
-//! PLACEHOLDER — to be implemented.
+//! Grep: search file contents with ripgrep's regex syntax and ignore rules.
+
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Subject, Tool, ToolContext, ToolOutput};
+use super::grep_search::{FileHits, Line, Options, build_matcher, search};
+use super::text::{cut_chars, display_path, parse_input};
+use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use crate::workspace::paths::{relative_to, resolve};
+
+/// Entries returned when head_limit is not given.
+pub const DEFAULT_HEAD_LIMIT: usize = 250;
+/// Content-mode lines longer than this are cut.
+pub const MAX_LINE_CHARS: usize = 500;
 
 pub struct GrepTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    pattern: String,
+    path: Option<String>,
+    glob: Option<String>,
+    #[serde(rename = "type")]
+    file_type: Option<String>,
+    output_mode: Option<String>,
+    #[serde(rename = "-i", default)]
+    case_insensitive: bool,
+    #[serde(rename = "-n")]
+    line_numbers: Option<bool>,
+    #[serde(rename = "-A")]
+    after: Option<usize>,
+    #[serde(rename = "-B")]
+    before: Option<usize>,
+    #[serde(rename = "-C")]
+    context: Option<usize>,
+    head_limit: Option<usize>,
+    offset: Option<usize>,
+    #[serde(default)]
+    multiline: bool,
+}
+
+const DESCRIPTION: &str = "Searches file contents with a regular expression (ripgrep syntax), in-process and fast.
+
+Usage:
+- Always use Grep for content searches; do not run grep or rg through Bash.
+- pattern uses Rust/ripgrep regex syntax: escape literal braces and dots (`interface\\{\\}`, `foo\\.bar`). Invalid patterns are reported with the parser's message.
+- path: a directory (default: the workspace root) or a single file. Files ignored by .gitignore and the .git directory are skipped; hidden files are searched; binary files are skipped.
+- Filter files with glob (e.g. \"*.rs\", \"*.{ts,tsx}\"; several globs separated by spaces, `!` to exclude) or type (ripgrep file types: rust, py, js, go, java, ...). An unknown type is an error.
+- output_mode: \"files_with_matches\" (default) lists matching files; \"content\" shows matching lines as `path:line:text` (-n, default true; context lines use `-` instead of `:` and `--` separates groups); \"count\" shows `path:N` per file and a total.
+- -i: case-insensitive. -A/-B/-C: lines of context after/before/around each match (content mode only).
+- multiline: true lets `.` match newlines and patterns span lines (slower; only when needed).
+- head_limit caps the entries returned (lines, files or counts; default 250, 0 for no limit) and offset skips entries, for paging; the output says when results were cut. Content lines over 500 characters are cut.
+- Paths are shown relative to the searched directory.";
 
 #[async_trait]
 impl Tool for GrepTool {
     fn name(&self) -> &'static str {
         "Grep"
     }
+
     fn description(&self) -> &'static str {
-        "placeholder"
+        DESCRIPTION
     }
+
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        let count = |description: &str| json!({"type": "integer", "minimum": 0, "description": description});
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "The regular expression to search for."},
+                "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
+                "glob": {"type": "string", "description": "Glob filter for file names, e.g. \"*.js\" or \"*.{ts,tsx}\"."},
+                "type": {"type": "string", "description": "ripgrep file type to search, e.g. rust, py, js."},
+                "output_mode": {
+                    "type": "string",
+                    "enum": ["content", "files_with_matches", "count"],
+                    "description": "content: matching lines; files_with_matches (default): file paths; count: matches per file."
+                },
+                "-i": {"type": "boolean", "description": "Case-insensitive search."},
+                "-n": {"type": "boolean", "description": "Show line numbers in content mode (default true)."},
+                "-A": count("Lines of context after each match (content mode)."),
+                "-B": count("Lines of context before each match (content mode)."),
+                "-C": count("Lines of context before and after each match (content mode)."),
+                "head_limit": count("Return at most this many entries (default 250; 0 = no limit)."),
+                "offset": count("Skip this many entries first (default 0)."),
+                "multiline": {"type": "boolean", "description": "Let . match newlines and patterns span lines."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
     }
+
     fn is_read_only(&self) -> bool {
         true
     }
-    fn subject(&self, _input: &Value) -> Subject {
-        Subject::None
+
+    fn subject(&self, input: &Value) -> Subject {
+        Subject::Path(str_field(input, "path").unwrap_or(".").to_string())
     }
-    async fn call(&self, _input: Value, _ctx: &ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented")
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
+        let input: Input = match parse_input("Grep", input) {
+            Ok(input) => input,
+            Err(error) => return error,
+        };
+        let root = match resolve(&ctx.workspace, input.path.as_deref().unwrap_or(".")) {
+            Ok(root) => root,
+            Err(e) => return ToolOutput::error(format!("Invalid path: {e}")),
+        };
+        let shown_root = display_path(&ctx.workspace, &root);
+        let Ok(meta) = tokio::fs::metadata(&root).await else {
+            return ToolOutput::error(format!(
+                "Path does not exist: {shown_root} (the workspace root is {}).",
+                ctx.workspace.display()
+            ));
+        };
+        let mode = input.output_mode.as_deref().unwrap_or("files_with_matches");
+        if !matches!(mode, "content" | "files_with_matches" | "count") {
+            return ToolOutput::error(format!(
+                "Unknown output_mode {mode:?}: use content, files_with_matches or count."
+            ));
+        }
+        let opts = Options {
+            case_insensitive: input.case_insensitive,
+            multiline: input.multiline,
+            before: input.before.or(input.context).unwrap_or(0),
+            after: input.after.or(input.context).unwrap_or(0),
+            want_lines: mode == "content",
+            first_only: mode == "files_with_matches",
+        };
+        let matcher = match build_matcher(&input.pattern, &opts) {
+            Ok(matcher) => matcher,
+            Err(e) => return ToolOutput::error(format!("Invalid regex pattern: {e}")),
+        };
+        let types = match &input.file_type {
+            Some(name) => {
+                let mut builder = ignore::types::TypesBuilder::new();
+                builder.add_defaults();
+                builder.select(name);
+                match builder.build() {
+                    Ok(types) => Some(types),
+                    Err(e) => {
+                        return ToolOutput::error(format!(
+                            "Invalid type {name:?}: {e}. Use a ripgrep file type such as rust, py, js, ts, go, java, c, cpp, md, json, yaml."
+                        ));
+                    }
+                }
+            }
+            None => None,
+        };
+        let overrides = match &input.glob {
+            Some(globs) => {
+                let mut builder = ignore::overrides::OverrideBuilder::new(&root);
+                for glob in globs.split_whitespace() {
+                    if let Err(e) = builder.add(glob) {
+                        return ToolOutput::error(format!("Invalid glob {glob:?}: {e}"));
+                    }
+                }
+                match builder.build() {
+                    Ok(overrides) => Some(overrides),
+                    Err(e) => return ToolOutput::error(format!("Invalid glob: {e}")),
+                }
+            }
+            None => None,
+        };
+
+        let walk_root = root.clone();
+        let search_opts = opts.clone();
+        let hits = tokio::task::spawn_blocking(move || {
+            search(&walk_root, &matcher, &search_opts, types, overrides)
+        })
+        .await;
+        let hits = match hits {
+            Ok(hits) => hits,
+            Err(e) => return ToolOutput::error(format!("Search failed: {e}")),
+        };
+        if hits.is_empty() {
+            return ToolOutput::ok("No matches found");
+        }
+        let name = |hit: &FileHits| -> String {
+            if meta.is_dir() {
+                relative_to(&root, &hit.path).unwrap_or_else(|| hit.path.display().to_string())
+            } else {
+                display_path(&ctx.workspace, &hit.path)
+            }
+        };
+        let context = opts.before > 0 || opts.after > 0;
+        let numbers = input.line_numbers.unwrap_or(true);
+        let (entries, header, footer) = match mode {
+            "content" => (content_entries(&hits, name, numbers, context), None, None),
+            "count" => {
+                let total: u64 = hits.iter().map(|h| h.count).sum();
+                let entries = hits
+                    .iter()
+                    .map(|h| format!("{}:{}", name(h), h.count))
+                    .collect();
+                let footer = format!(
+                    "\nFound {total} total {} across {} {}.",
+                    plural(total as usize, "match", "matches"),
+                    hits.len(),
+                    plural(hits.len(), "file", "files")
+                );
+                (entries, None, Some(footer))
+            }
+            _ => {
+                let header = format!(
+                    "Found {} {}",
+                    hits.len(),
+                    plural(hits.len(), "file", "files")
+                );
+                (hits.iter().map(name).collect(), Some(header), None)
+            }
+        };
+        ToolOutput::ok(page(
+            entries,
+            input.offset.unwrap_or(0),
+            input.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT),
+            header,
+            footer,
+        ))
     }
 }
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
+/// Content-mode lines, ripgrep style.
+fn content_entries(
+    hits: &[FileHits],
+    name: impl Fn(&FileHits) -> String,
+    numbers: bool,
+    context: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, hit) in hits.iter().enumerate() {
+        let path = name(hit);
+        if context && i > 0 {
+            out.push("--".to_string());
+        }
+        for line in &hit.lines {
+            let (n, text, sep) = match line {
+                Line::Match(n, text) => (n, text, ':'),
+                Line::Context(n, text) => (n, text, '-'),
+                Line::Break => {
+                    out.push("--".to_string());
+                    continue;
+                }
+            };
+            let (shown, cut) = cut_chars(text, MAX_LINE_CHARS);
+            let note = if cut { " … [line truncated]" } else { "" };
+            if numbers {
+                out.push(format!("{path}{sep}{n}{sep}{shown}{note}"));
+            } else {
+                out.push(format!("{path}{sep}{shown}{note}"));
+            }
+        }
+    }
+    out
+}
+
+/// Apply offset and head_limit, saying what was cut.
+fn page(
+    entries: Vec<String>,
+    offset: usize,
+    limit: usize,
+    header: Option<String>,
+    footer: Option<String>,
+) -> String {
+    let total = entries.len();
+    if offset >= total {
+        return format!("No entries at offset {offset}: there are only {total}.");
+    }
+    let take = if limit == 0 { total } else { limit };
+    let shown: Vec<String> = entries.into_iter().skip(offset).take(take).collect();
+    let end = offset + shown.len();
+    let mut out = Vec::new();
+    out.extend(header);
+    out.extend(shown);
+    if end < total || offset > 0 {
+        let more = if end < total {
+            format!(" Use offset={end} to see more, or a narrower search.")
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "\n(Results limited: showing entries {}-{end} of {total}.{more})",
+            offset + 1
+        ));
+    }
+    out.extend(footer);
+    out.join("\n")
+}
+
+#[cfg(test)]
+#[path = "grep_tests.rs"]
+mod tests;

@@ -6,10 +6,15 @@
 
 pub mod bash;
 pub mod edit;
+mod edit_hints;
 pub mod glob;
 pub mod grep;
+mod grep_search;
 pub mod read;
 pub mod registry;
+#[cfg(test)]
+mod schema_tests;
+mod text;
 pub mod write;
 
 use std::path::PathBuf;

@@ -1,29 +1,264 @@
-//! PLACEHOLDER — to be implemented.
+//! Read: show a text file with numbered lines, and remember what was seen so Edit and
+//! Write can check they act on the current content.
+
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Subject, Tool, ToolContext, ToolOutput};
+use super::text::{decode, display_path, numbered_line, parse_input};
+use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use crate::workspace::paths::resolve;
+
+/// Lines shown when no limit is given.
+pub const DEFAULT_LIMIT: usize = 2000;
+/// Longer lines are cut, so one minified file cannot flood the context.
+pub const MAX_LINE_CHARS: usize = 2000;
 
 pub struct ReadTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    file_path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+const DESCRIPTION: &str = "Reads a text file from the workspace and shows it with line numbers.
+
+Usage:
+- file_path may be absolute or relative to the workspace root.
+- Output lines look like `N<TAB>content`, numbered from 1. The number and the tab are NOT part of the file: never copy them into Edit's old_string.
+- By default up to 2000 lines are shown from the start of the file. For long files, pass offset (the 1-based line to start at) and limit (how many lines) to read a window; the output tells you when more lines remain.
+- Lines longer than 2000 characters are cut.
+- You must Read a file before you Edit or overwrite it with Write; if it changes on disk afterwards, Read it again.
+- Windows line endings are shown without the carriage return; a UTF-8 byte-order mark is hidden; UTF-16 files with a byte-order mark are decoded.
+- Directories cannot be read: use Glob (or LS) to list them. Binary files are refused.
+- An empty file is reported as such rather than as an error.
+- Reading several files you will need is best done with several Read calls in one turn.";
 
 #[async_trait]
 impl Tool for ReadTool {
     fn name(&self) -> &'static str {
         "Read"
     }
+
     fn description(&self) -> &'static str {
-        "placeholder"
+        DESCRIPTION
     }
+
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "The file to read, absolute or relative to the workspace root."
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "The 1-based line number to start reading from. Only needed for files too long to read at once."
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "How many lines to read (default 2000)."
+                }
+            },
+            "required": ["file_path"],
+            "additionalProperties": false
+        })
     }
+
     fn is_read_only(&self) -> bool {
         true
     }
-    fn subject(&self, _input: &Value) -> Subject {
-        Subject::None
+
+    fn subject(&self, input: &Value) -> Subject {
+        match str_field(input, "file_path") {
+            Some(path) => Subject::Path(path.to_string()),
+            None => Subject::None,
+        }
     }
-    async fn call(&self, _input: Value, _ctx: &ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented")
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
+        let input: Input = match parse_input("Read", input) {
+            Ok(input) => input,
+            Err(error) => return error,
+        };
+        let path = match resolve(&ctx.workspace, &input.file_path) {
+            Ok(path) => path,
+            Err(e) => return ToolOutput::error(format!("Invalid file_path: {e}")),
+        };
+        let shown = display_path(&ctx.workspace, &path);
+        match tokio::fs::metadata(&path).await {
+            Ok(meta) if meta.is_dir() => {
+                return ToolOutput::error(format!(
+                    "{shown} is a directory, not a file. Use Glob (or LS) to list its contents, then Read the files you need."
+                ));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return ToolOutput::error(format!(
+                    "File does not exist. (path: {shown}; the workspace root is {})",
+                    ctx.workspace.display()
+                ));
+            }
+            Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
+        }
+        let bytes = match tokio::fs::read(&path).await {
+            Ok(bytes) => bytes,
+            Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
+        };
+        let Some(decoded) = decode(&bytes) else {
+            return ToolOutput::error(format!(
+                "{shown} is a binary file (it contains NUL bytes), so it cannot be shown as text. Inspect it with a suitable command instead if you must."
+            ));
+        };
+        if decoded.text.is_empty() {
+            ctx.files.record(&path, &bytes, true);
+            return ToolOutput::ok(format!(
+                "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
+            ));
+        }
+
+        let lines: Vec<&str> = decoded.text.split('\n').collect();
+        let total = lines.len();
+        let first = usize::try_from(input.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
+        let limit = input
+            .limit
+            .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        if first > total {
+            return ToolOutput::ok(format!(
+                "<system-reminder>The file {shown} has only {total} lines, fewer than offset {first}. Read it with a smaller offset.</system-reminder>"
+            ));
+        }
+        let last = first.saturating_add(limit.max(1) - 1).min(total);
+        ctx.files.record(&path, &bytes, first == 1 && last == total);
+
+        let mut out: Vec<String> = lines[first - 1..last]
+            .iter()
+            .enumerate()
+            .map(|(i, line)| numbered_line(first + i, line, MAX_LINE_CHARS))
+            .collect();
+        if last < total {
+            out.push(format!(
+                "\n(Showing lines {first}-{last} of {total}. {} more lines remain: call Read with offset={} to continue.)",
+                total - last,
+                last + 1
+            ));
+        }
+        if decoded.lossy {
+            out.push(
+                "\n(Note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}.)"
+                    .to_string(),
+            );
+        }
+        ToolOutput::ok(out.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::text::{Encoding, encode};
+
+    fn ctx(dir: &tempfile::TempDir) -> ToolContext {
+        ToolContext::new(dir.path().canonicalize().unwrap())
+    }
+
+    async fn read(ctx: &ToolContext, input: Value) -> ToolOutput {
+        ReadTool.call(input, ctx).await
+    }
+
+    #[tokio::test]
+    async fn numbers_lines_from_one_and_records_whole_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\r\ntwo\r\n").unwrap();
+        let ctx = ctx(&dir);
+        let out = read(&ctx, json!({"file_path": "a.txt"})).await;
+        assert!(!out.is_error);
+        assert_eq!(out.content, "1\tone\n2\ttwo\n3\t");
+        let state = ctx.files.get(&dir.path().join("a.txt")).unwrap();
+        assert!(state.whole);
+    }
+
+    #[tokio::test]
+    async fn offset_and_limit_show_a_window_with_a_continuation_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (1..=10).map(|i| format!("line{i}\n")).collect();
+        std::fs::write(dir.path().join("a.txt"), text).unwrap();
+        let ctx = ctx(&dir);
+        let out = read(&ctx, json!({"file_path": "a.txt", "offset": 3, "limit": 2})).await;
+        assert!(
+            out.content.starts_with("3\tline3\n4\tline4\n"),
+            "{}",
+            out.content
+        );
+        assert!(out.content.contains("offset=5"), "{}", out.content);
+        assert!(!ctx.files.get(&dir.path().join("a.txt")).unwrap().whole);
+    }
+
+    #[tokio::test]
+    async fn offset_past_end_and_empty_file_are_notices() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "x\ny").unwrap();
+        std::fs::write(dir.path().join("empty.txt"), "").unwrap();
+        let ctx = ctx(&dir);
+        let out = read(&ctx, json!({"file_path": "a.txt", "offset": 50})).await;
+        assert!(!out.is_error);
+        assert!(out.content.contains("only 2 lines"), "{}", out.content);
+        let out = read(&ctx, json!({"file_path": "empty.txt"})).await;
+        assert!(!out.is_error);
+        assert!(out.content.contains("exists but is empty"));
+        assert!(ctx.files.has_read(&dir.path().join("empty.txt")));
+    }
+
+    #[tokio::test]
+    async fn missing_directory_and_binary_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("bin"), b"\x7fELF\0\0\x01").unwrap();
+        let ctx = ctx(&dir);
+        let out = read(&ctx, json!({"file_path": "nope.txt"})).await;
+        assert!(out.is_error);
+        assert!(out.content.starts_with("File does not exist."));
+        assert!(out.content.contains(&ctx.workspace.display().to_string()));
+        let out = read(&ctx, json!({"file_path": "sub"})).await;
+        assert!(out.is_error && out.content.contains("directory"));
+        let out = read(&ctx, json!({"file_path": "bin"})).await;
+        assert!(out.is_error && out.content.contains("binary"));
+        let out = read(&ctx, json!({"file_path": 3})).await;
+        assert!(out.is_error);
+    }
+
+    #[tokio::test]
+    async fn long_lines_are_cut_and_encodings_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("long.txt"), "x".repeat(3000)).unwrap();
+        std::fs::write(
+            dir.path().join("u16.txt"),
+            encode("grüße\nzwei", Encoding::Utf16Le),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("bom.txt"), b"\xEF\xBB\xBFhi").unwrap();
+        let ctx = ctx(&dir);
+        let out = read(&ctx, json!({"file_path": "long.txt"})).await;
+        assert!(out.content.contains("line truncated: 3000 characters"));
+        assert!(out.content.len() < 2100);
+        let out = read(&ctx, json!({"file_path": "u16.txt"})).await;
+        assert_eq!(out.content, "1\tgrüße\n2\tzwei");
+        let out = read(&ctx, json!({"file_path": "bom.txt"})).await;
+        assert_eq!(out.content, "1\thi");
+    }
+
+    #[test]
+    fn schema_and_subject() {
+        let input = json!({"file_path": "src/lib.rs"});
+        assert_eq!(ReadTool.subject(&input), Subject::Path("src/lib.rs".into()));
+        let schema = ReadTool.input_schema();
+        assert_eq!(schema["additionalProperties"], json!(false));
+        assert!(ReadTool.is_read_only());
     }
 }

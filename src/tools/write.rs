@@ -1,29 +1,200 @@
-//! PLACEHOLDER — to be implemented.
+//! Write: create a file or replace one the run has read, atomically.
+
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Subject, Tool, ToolContext, ToolOutput};
+use super::text::{display_path, parse_input};
+use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use crate::workspace::atomic::write_atomic;
+use crate::workspace::paths::resolve;
 
 pub struct WriteTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    file_path: String,
+    content: String,
+}
+
+const DESCRIPTION: &str = "Writes a whole file to the workspace, creating it (and any missing parent directories) or replacing it.
+
+Usage:
+- file_path may be absolute or relative to the workspace root.
+- Overwriting an existing file requires that you Read it first in this conversation; otherwise the call fails. If the file changed on disk since you read it, Read it again.
+- The content replaces the entire file, exactly as given. Prefer Edit for changing part of an existing file: it is safer and shows what changed.
+- Do not create documentation or README files unless asked to.
+- The write is atomic and keeps the file's permission bits.";
 
 #[async_trait]
 impl Tool for WriteTool {
     fn name(&self) -> &'static str {
         "Write"
     }
+
     fn description(&self) -> &'static str {
-        "placeholder"
+        DESCRIPTION
     }
+
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "The file to write, absolute or relative to the workspace root."
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The complete new content of the file."
+                }
+            },
+            "required": ["file_path", "content"],
+            "additionalProperties": false
+        })
     }
+
     fn is_read_only(&self) -> bool {
-        true
+        false
     }
-    fn subject(&self, _input: &Value) -> Subject {
-        Subject::None
+
+    fn subject(&self, input: &Value) -> Subject {
+        match str_field(input, "file_path") {
+            Some(path) => Subject::Path(path.to_string()),
+            None => Subject::None,
+        }
     }
-    async fn call(&self, _input: Value, _ctx: &ToolContext) -> ToolOutput {
-        ToolOutput::error("not implemented")
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
+        let input: Input = match parse_input("Write", input) {
+            Ok(input) => input,
+            Err(error) => return error,
+        };
+        let path = match resolve(&ctx.workspace, &input.file_path) {
+            Ok(path) => path,
+            Err(e) => return ToolOutput::error(format!("Invalid file_path: {e}")),
+        };
+        let shown = display_path(&ctx.workspace, &path);
+        let existed = match tokio::fs::metadata(&path).await {
+            Ok(meta) if meta.is_dir() => {
+                return ToolOutput::error(format!(
+                    "{shown} is a directory; give the path of a file to write."
+                ));
+            }
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        if existed && let Err(message) = ctx.files.check_writable(&path) {
+            return ToolOutput::error(message);
+        }
+        let bytes = input.content.into_bytes();
+        let target = path.clone();
+        let to_write = bytes.clone();
+        let written = tokio::task::spawn_blocking(move || write_atomic(&target, &to_write)).await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return ToolOutput::error(format!("Could not write {shown}: {e}")),
+            Err(e) => return ToolOutput::error(format!("Could not write {shown}: {e}")),
+        }
+        ctx.files.record(&path, &bytes, true);
+        if existed {
+            ToolOutput::ok(format!("The file {shown} has been updated."))
+        } else {
+            ToolOutput::ok(format!("File created successfully at: {shown}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::read::ReadTool;
+
+    fn ctx(dir: &tempfile::TempDir) -> ToolContext {
+        ToolContext::new(dir.path().canonicalize().unwrap())
+    }
+
+    #[tokio::test]
+    async fn creates_files_with_parents_and_counts_them_as_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(&dir);
+        let input = json!({"file_path": "a/b/new.txt", "content": "hello\n"});
+        let out = WriteTool.call(input, &ctx).await;
+        assert_eq!(
+            out,
+            ToolOutput::ok("File created successfully at: a/b/new.txt")
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a/b/new.txt")).unwrap(),
+            "hello\n"
+        );
+        // Written by this run, so it may be overwritten without a Read.
+        let input = json!({"file_path": "a/b/new.txt", "content": "again"});
+        let out = WriteTool.call(input, &ctx).await;
+        assert_eq!(
+            out,
+            ToolOutput::ok("The file a/b/new.txt has been updated.")
+        );
+    }
+
+    #[tokio::test]
+    async fn refuses_to_overwrite_an_unread_file_until_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.txt"), "precious").unwrap();
+        let ctx = ctx(&dir);
+        let input = json!({"file_path": "x.txt", "content": "new"});
+        let out = WriteTool.call(input.clone(), &ctx).await;
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("has not been read yet"),
+            "{}",
+            out.content
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("x.txt")).unwrap(),
+            "precious"
+        );
+
+        ReadTool.call(json!({"file_path": "x.txt"}), &ctx).await;
+        let out = WriteTool.call(input, &ctx).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("x.txt")).unwrap(),
+            "new"
+        );
+    }
+
+    #[tokio::test]
+    async fn refuses_a_file_changed_since_it_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("x.txt");
+        std::fs::write(&file, "one").unwrap();
+        let ctx = ctx(&dir);
+        ReadTool.call(json!({"file_path": "x.txt"}), &ctx).await;
+        std::fs::write(&file, "changed by a person").unwrap();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let out = WriteTool
+            .call(json!({"file_path": "x.txt", "content": "mine"}), &ctx)
+            .await;
+        assert!(out.is_error);
+        assert!(out.content.contains("modified since it was read"));
+    }
+
+    #[tokio::test]
+    async fn a_directory_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(&dir);
+        let out = WriteTool
+            .call(json!({"file_path": ".", "content": "x"}), &ctx)
+            .await;
+        assert!(out.is_error);
+        assert!(!WriteTool.is_read_only());
     }
 }

@@ -1,3 +1,185 @@
-//! PLACEHOLDER — to be implemented.
+//! What this run has read, so Edit and Write never act blind or on a stale picture.
+//!
+//! A model that edits a file it has not read guesses at its content; a model that edits a
+//! file changed since it read it (by a person, a formatter, a build step) overwrites work it
+//! has never seen. Both are refused with a message telling the model to Read the file.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+
+use super::paths::canonicalize_for_write;
+
+/// The state of a file when this run last read or wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileState {
+    /// sha256 of the bytes on disk.
+    pub sha256: [u8; 32],
+    /// Modification time on disk, when the platform reports one.
+    pub mtime: Option<SystemTime>,
+    /// Whether the read covered the whole file (not just an offset/limit window).
+    pub whole: bool,
+}
+
+/// Per-path record of what the run has seen, shared by all tool calls of one run.
 #[derive(Debug, Default)]
-pub struct FileStateCache {}
+pub struct FileStateCache {
+    states: Mutex<HashMap<PathBuf, FileState>>,
+}
+
+/// sha256 of `bytes`, as stored in [`FileState`].
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// The key a path is stored under: canonical where it exists, so `a/../b` and symlinks
+/// to the same file share one entry.
+fn key(path: &Path) -> PathBuf {
+    canonicalize_for_write(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn mtime_of(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+impl FileStateCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, FileState>> {
+        // A panic while holding the lock cannot leave the map inconsistent (every
+        // mutation is a single insert/remove), so a poisoned lock is still usable.
+        self.states.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Remember that `content` is what `path` holds now (after a Read or a write by a
+    /// tool). The modification time is taken from disk.
+    pub fn record(&self, path: &Path, content: &[u8], whole: bool) {
+        let state = FileState {
+            sha256: sha256(content),
+            mtime: mtime_of(path),
+            whole,
+        };
+        self.lock().insert(key(path), state);
+    }
+
+    /// The recorded state of `path`, if the run has read or written it.
+    pub fn get(&self, path: &Path) -> Option<FileState> {
+        self.lock().get(&key(path)).cloned()
+    }
+
+    /// Whether the run has read (or itself written) `path`.
+    pub fn has_read(&self, path: &Path) -> bool {
+        self.get(path).is_some()
+    }
+
+    /// Forget `path` (e.g. after it was deleted).
+    pub fn forget(&self, path: &Path) {
+        self.lock().remove(&key(path));
+    }
+
+    /// May a tool overwrite `path` now? Errors are written for the model.
+    ///
+    /// A file that does not exist is always writable. An existing file must have been
+    /// read (or written) in this run, and must not have changed since: a changed mtime
+    /// alone is fine when the content is the same (e.g. `touch`).
+    pub fn check_writable(&self, path: &Path) -> Result<(), String> {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(());
+        };
+        let k = key(path);
+        let Some(state) = self.lock().get(&k).cloned() else {
+            return Err(format!(
+                "File has not been read yet. Read it first before writing to it: {}",
+                path.display()
+            ));
+        };
+        let mtime = meta.modified().ok();
+        if mtime == state.mtime && mtime.is_some() {
+            return Ok(());
+        }
+        let bytes = std::fs::read(path).map_err(|e| {
+            format!(
+                "Could not read {} to check it is unchanged: {e}",
+                path.display()
+            )
+        })?;
+        if sha256(&bytes) == state.sha256 {
+            // Same content, new mtime: remember the new mtime to skip hashing next time.
+            let mut states = self.lock();
+            if let Some(entry) = states.get_mut(&k) {
+                entry.mtime = mtime;
+            }
+            return Ok(());
+        }
+        Err(format!(
+            "File has been modified since it was read, either by the user or by a linter or \
+             formatter: {}. Read it again before attempting to write it.",
+            path.display()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unread_existing_file_is_refused_and_missing_file_is_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        let cache = FileStateCache::default();
+        assert!(cache.check_writable(&file).is_ok());
+        std::fs::write(&file, "x").unwrap();
+        let err = cache.check_writable(&file).unwrap_err();
+        assert!(err.contains("has not been read yet"), "{err}");
+        cache.record(&file, b"x", true);
+        assert!(cache.check_writable(&file).is_ok());
+        assert!(cache.get(&file).unwrap().whole);
+    }
+
+    #[test]
+    fn changed_content_is_stale_but_touch_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "one").unwrap();
+        let cache = FileStateCache::default();
+        cache.record(&file, b"one", true);
+
+        // Same content, different mtime: fine.
+        let later = SystemTime::now() + std::time::Duration::from_secs(10);
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert!(cache.check_writable(&file).is_ok());
+
+        // Different content and mtime: stale.
+        std::fs::write(&file, "two").unwrap();
+        let future = SystemTime::now() + std::time::Duration::from_secs(20);
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(future)
+            .unwrap();
+        let err = cache.check_writable(&file).unwrap_err();
+        assert!(err.contains("modified since it was read"), "{err}");
+        assert!(err.contains("Read it again"), "{err}");
+    }
+
+    #[test]
+    fn equivalent_paths_share_an_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "x").unwrap();
+        let cache = FileStateCache::default();
+        cache.record(&dir.path().join("sub/../a.txt"), b"x", false);
+        assert!(cache.has_read(&file));
+        cache.forget(&file);
+        assert!(!cache.has_read(&file));
+    }
+}

@@ -1,0 +1,198 @@
+//! The search behind Grep: ripgrep's libraries in-process (never a spawned `rg`), with
+//! ignore rules, file types and globs, collected and sorted for deterministic output.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use grep::regex::{RegexMatcher, RegexMatcherBuilder};
+use grep::searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
+};
+use ignore::WalkState;
+
+/// One line of content-mode output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    Match(u64, String),
+    Context(u64, String),
+    /// Non-adjacent groups of lines in one file.
+    Break,
+}
+
+/// What one file yielded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileHits {
+    pub path: PathBuf,
+    /// Matching lines (or match regions in multiline mode).
+    pub count: u64,
+    /// Filled only when lines were asked for.
+    pub lines: Vec<Line>,
+}
+
+/// How to search.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub case_insensitive: bool,
+    pub multiline: bool,
+    pub before: usize,
+    pub after: usize,
+    /// Collect lines (content mode); otherwise only counts.
+    pub want_lines: bool,
+    /// Stop at a file's first match (files_with_matches mode).
+    pub first_only: bool,
+}
+
+/// Compile `pattern` as ripgrep would: `^`/`$` anchor lines; `.` crosses newlines and
+/// matches may span lines only in multiline mode. The error is the regex parser's.
+pub fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatcher, String> {
+    let mut builder = RegexMatcherBuilder::new();
+    builder
+        .case_insensitive(opts.case_insensitive)
+        .multi_line(true)
+        // `$` before `\r\n`, like ripgrep's --crlf; in multiline mode crlf handling keeps
+        // `.` from crossing line ends, which multiline exists to allow.
+        .crlf(!opts.multiline);
+    if opts.multiline {
+        builder.dot_matches_new_line(true);
+    } else {
+        builder.line_terminator(Some(b'\n'));
+    }
+    builder.build(pattern).map_err(|e| e.to_string())
+}
+
+fn searcher(opts: &Options) -> Searcher {
+    let mut builder = SearcherBuilder::new();
+    builder
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(b'\0'))
+        .multi_line(opts.multiline);
+    if opts.want_lines {
+        builder
+            .before_context(opts.before)
+            .after_context(opts.after);
+    }
+    builder.build()
+}
+
+struct Collect<'a> {
+    hits: &'a mut FileHits,
+    opts: &'a Options,
+    binary: bool,
+}
+
+fn text(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+impl Sink for Collect<'_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        self.hits.count += 1;
+        if self.opts.want_lines {
+            let first = m.line_number().unwrap_or(0);
+            for (i, line) in m.lines().enumerate() {
+                self.hits
+                    .lines
+                    .push(Line::Match(first + i as u64, text(line)));
+            }
+        }
+        Ok(!self.opts.first_only)
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, io::Error> {
+        if self.opts.want_lines && !matches!(c.kind(), SinkContextKind::Other) {
+            let n = c.line_number().unwrap_or(0);
+            self.hits.lines.push(Line::Context(n, text(c.bytes())));
+        }
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, io::Error> {
+        if self.opts.want_lines {
+            self.hits.lines.push(Line::Break);
+        }
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _offset: u64) -> Result<bool, io::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// Search one file; None when it has no match, is binary or cannot be read.
+pub fn search_file(
+    matcher: &RegexMatcher,
+    searcher: &mut Searcher,
+    opts: &Options,
+    path: &Path,
+) -> Option<FileHits> {
+    let mut hits = FileHits {
+        path: path.to_path_buf(),
+        count: 0,
+        lines: Vec::new(),
+    };
+    let mut sink = Collect {
+        hits: &mut hits,
+        opts,
+        binary: false,
+    };
+    let searched = searcher.search_path(matcher, path, &mut sink);
+    let binary = sink.binary;
+    if searched.is_err() || binary || hits.count == 0 {
+        return None;
+    }
+    Some(hits)
+}
+
+/// Search `root` (a file, or a directory walked with ignore rules) and return the files
+/// with matches, sorted by path.
+pub fn search(
+    root: &Path,
+    matcher: &RegexMatcher,
+    opts: &Options,
+    types: Option<ignore::types::Types>,
+    overrides: Option<ignore::overrides::Override>,
+) -> Vec<FileHits> {
+    if root.is_file() {
+        let mut searcher = searcher(opts);
+        return search_file(matcher, &mut searcher, opts, root)
+            .into_iter()
+            .collect();
+    }
+    let mut walk = ignore::WalkBuilder::new(root);
+    walk.hidden(false)
+        .require_git(false)
+        .filter_entry(|entry| entry.file_name() != ".git");
+    if let Some(types) = types {
+        walk.types(types);
+    }
+    if let Some(overrides) = overrides {
+        walk.overrides(overrides);
+    }
+    let results: Arc<Mutex<Vec<FileHits>>> = Arc::default();
+    walk.build_parallel().run(|| {
+        let matcher = matcher.clone();
+        let mut searcher = searcher(opts);
+        let results = Arc::clone(&results);
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            if let Some(hits) = search_file(&matcher, &mut searcher, opts, entry.path()) {
+                results.lock().unwrap_or_else(|e| e.into_inner()).push(hits);
+            }
+            WalkState::Continue
+        })
+    });
+    let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|e| e.into_inner()));
+    results.sort_by(|a, b| a.path.cmp(&b.path));
+    results
+}
