@@ -146,10 +146,7 @@ impl TranscriptWriter {
         // Serializing our own enum of plain data cannot fail; fall back to an error
         // event rather than losing the line if it ever did.
         let mut text = serde_json::to_string(&line).unwrap_or_else(|e| {
-            format!(
-                r#"{{"type":"internal_error","ts":"{}","message":"{e}"}}"#,
-                line.ts
-            )
+            format!(r#"{{"type":"internal_error","ts":"{}","message":"{e}"}}"#, line.ts)
         });
         text.push('\n');
         self.file
