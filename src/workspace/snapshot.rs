@@ -142,7 +142,13 @@ pub(crate) struct WalkedEntry {
 pub(crate) fn walk(root: &Path) -> io::Result<Vec<WalkedEntry>> {
     let mut entries = Vec::new();
     for result in walker(root).build() {
-        let entry = result.map_err(|error| walk_error(root, error))?;
+        let entry = match result {
+            Ok(entry) => entry,
+            // A malformed line in an ignore file is not worth failing the run over: the
+            // walker still applies the rest of the file.
+            Err(error) if error.io_error().is_none() => continue,
+            Err(error) => return Err(walk_error(root, error)),
+        };
         if entry.depth() == 0 {
             continue;
         }
@@ -332,5 +338,29 @@ mod tests {
         }
         let error = Snapshot::take(dir.path()).unwrap_err();
         assert!(error.to_string().contains("locked.txt"), "{error}");
+    }
+
+    #[test]
+    fn a_malformed_ignore_line_does_not_stop_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), ".gitignore", "a[\n*.log\n");
+        write(dir.path(), "kept.txt", "k");
+        write(dir.path(), "noise.log", "n");
+        let snapshot = Snapshot::take(dir.path()).unwrap();
+        let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
+        assert_eq!(paths, [".gitignore", "kept.txt"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_root_reached_through_a_symlink_is_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("a.txt"), "a").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let snapshot = Snapshot::take(&link).unwrap();
+        assert_eq!(snapshot.files.keys().collect::<Vec<_>>(), ["a.txt"]);
     }
 }
