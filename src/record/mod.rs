@@ -1,5 +1,6 @@
 //! What a run leaves behind: the transcript, the workspace diff, JUnit XML and summaries.
 
+pub mod base85;
 pub mod diff;
 pub mod junit;
 pub mod report;

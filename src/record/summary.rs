@@ -1,8 +1,280 @@
-//! PLACEHOLDER — to be implemented.
-use crate::record::RunReport;
-pub fn summary_json(_report: &RunReport) -> String {
-    todo!()
+//! The run's outcome for machines (`summary.json`) and for people (`summary.md`, written
+//! to `$GITHUB_STEP_SUMMARY` by the Action): one place to see every task at a glance.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::record::junit::{check_failure, clean, status_str, tail};
+use crate::record::{RunReport, Status, TaskReport};
+
+/// Lines of check output shown per failed check in the Markdown summary.
+const OUTPUT_LINES: usize = 20;
+/// Bytes of check output considered before taking the last lines.
+const OUTPUT_BYTES: usize = 4000;
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    drover_version: &'static str,
+    status: &'static str,
+    exit_code: i32,
+    counts: Counts,
+    tasks: &'a [TaskReport],
 }
-pub fn summary_md(_report: &RunReport) -> String {
-    todo!()
+
+/// How many tasks ended in each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub passed: usize,
+    pub failed: usize,
+    pub error: usize,
+}
+
+impl Counts {
+    /// Count the tasks of a run by status.
+    pub fn of(report: &RunReport) -> Counts {
+        let mut counts = Counts::default();
+        for task in &report.tasks {
+            match task.status {
+                Status::Passed => counts.passed += 1,
+                Status::Failed => counts.failed += 1,
+                Status::Error => counts.error += 1,
+            }
+        }
+        counts
+    }
+}
+
+/// `summary.json`: the overall status and exit code (the worst task decides), counts,
+/// and every task report, pretty-printed with a trailing newline.
+pub fn summary_json(report: &RunReport) -> String {
+    let status = report.status();
+    let summary = Summary {
+        drover_version: crate::VERSION,
+        status: status_str(status),
+        exit_code: status.exit_code(),
+        counts: Counts::of(report),
+        tasks: &report.tasks,
+    };
+    match serde_json::to_string_pretty(&summary) {
+        Ok(mut json) => {
+            json.push('\n');
+            json
+        }
+        // Plain data serializes; should it ever not, still say the run did not pass.
+        Err(error) => format!(
+            "{{\n  \"drover_version\": {},\n  \"status\": \"error\",\n  \"exit_code\": 3,\n  \"error\": {}\n}}\n",
+            serde_json::Value::from(crate::VERSION),
+            serde_json::Value::from(error.to_string()),
+        ),
+    }
+}
+
+/// `summary.md`: a table with one row per task, then for each task that did not pass
+/// its message, failed checks with their last output lines, denials and changed files.
+pub fn summary_md(report: &RunReport) -> String {
+    let counts = Counts::of(report);
+    let mut out = format!(
+        "## drover: {} passed, {} failed, {} error\n\n",
+        counts.passed, counts.failed, counts.error
+    );
+    if report.tasks.is_empty() {
+        out.push_str("No tasks ran.\n");
+        return out;
+    }
+    out.push_str("| Task | Outcome | Reason | Turns | Tokens | Cost | Files changed | Denials |\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|\n");
+    for task in &report.tasks {
+        let _ = writeln!(
+            out,
+            "| {} | {} {} | {} | {} | {} | {} | {} | {} |",
+            cell(&task.name),
+            outcome_icon(task.status),
+            status_str(task.status),
+            task.reason.as_str(),
+            task.turns,
+            task.usage.total(),
+            cost(task.cost_usd),
+            task.files_changed.len(),
+            task.denials.len(),
+        );
+    }
+    for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
+        failed_section(&mut out, task);
+    }
+    out
+}
+
+fn failed_section(out: &mut String, task: &TaskReport) {
+    let _ = write!(
+        out,
+        "\n### {} {} — {}\n\n{}\n",
+        outcome_icon(task.status),
+        clean(&task.name),
+        task.reason.as_str(),
+        clean(&task.message),
+    );
+    let failed: Vec<_> = task.checks.iter().filter(|c| !c.passed).collect();
+    if !failed.is_empty() {
+        out.push_str("\n**Failed checks**\n");
+        for check in failed {
+            let _ = writeln!(
+                out,
+                "\n- {} (`{}`): {}",
+                clean(&check.name),
+                clean(&check.command).replace('`', "'"),
+                check_failure(check)
+            );
+            let lines = last_lines(&clean(&check.output_tail), OUTPUT_LINES);
+            if !lines.is_empty() {
+                let fence = fence_for(&lines);
+                let _ = write!(out, "\n  {fence}text\n");
+                for line in lines.lines() {
+                    let _ = writeln!(out, "  {line}");
+                }
+                let _ = writeln!(out, "  {fence}");
+            }
+        }
+    }
+    if !task.denials.is_empty() {
+        out.push_str("\n**Denied tool calls**\n\n");
+        for denial in &task.denials {
+            let rule = denial.rule.as_deref().unwrap_or("no allow rule matched");
+            let _ = writeln!(
+                out,
+                "- {}: {} ({})",
+                clean(&denial.tool),
+                clean(&denial.reason),
+                clean(rule)
+            );
+        }
+    }
+    if !task.files_changed.is_empty() {
+        out.push_str("\n**Files changed**\n\n");
+        for path in &task.files_changed {
+            let _ = writeln!(out, "- `{}`", clean(path).replace('`', "'"));
+        }
+    }
+}
+
+fn outcome_icon(status: Status) -> &'static str {
+    match status {
+        Status::Passed => "✅",
+        Status::Failed => "❌",
+        Status::Error => "⚠️",
+    }
+}
+
+fn cost(cost_usd: Option<f64>) -> String {
+    match cost_usd {
+        Some(cost) if cost.is_finite() => format!("${cost:.4}"),
+        _ => "n/a".to_string(),
+    }
+}
+
+/// A table cell: one line, with `|` escaped so it cannot split the row.
+fn cell(text: &str) -> String {
+    clean(text).replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// The last `count` lines of `text`, without trailing blank lines.
+fn last_lines(text: &str, count: usize) -> String {
+    let text = tail(text, OUTPUT_BYTES).trim_end();
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(count);
+    lines[start..].join("\n")
+}
+
+/// A code fence longer than any backtick run in `text`, so output cannot close it.
+fn fence_for(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat(longest.max(2) + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::junit::tests::sample_run;
+
+    #[test]
+    fn json_has_status_exit_code_counts_and_tasks() {
+        let json = summary_json(&sample_run());
+        assert!(json.ends_with("}\n"));
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["drover_version"], crate::VERSION);
+        assert_eq!(value["status"], "error");
+        assert_eq!(value["exit_code"], 3);
+        assert_eq!(
+            value["counts"],
+            serde_json::json!({"passed": 1, "failed": 2, "error": 1})
+        );
+        let tasks = value["tasks"].as_array().unwrap();
+        assert_eq!(tasks.len(), 4);
+        assert_eq!(tasks[1]["name"], "refactor");
+        assert_eq!(tasks[1]["reason"], "max_turns");
+        assert_eq!(tasks[1]["duration"], 31_952);
+        assert!(tasks[1]["cost_usd"].is_null());
+        // Task reports read back as they were written.
+        let back: Vec<TaskReport> = serde_json::from_value(value["tasks"].clone()).unwrap();
+        assert_eq!(back, sample_run().tasks);
+    }
+
+    #[test]
+    fn json_of_an_empty_run_passes() {
+        let value: serde_json::Value =
+            serde_json::from_str(&summary_json(&RunReport::default())).unwrap();
+        assert_eq!(value["status"], "passed");
+        assert_eq!(value["exit_code"], 0);
+    }
+
+    #[test]
+    fn markdown_table_has_a_row_per_task() {
+        let md = summary_md(&sample_run());
+        assert!(md.starts_with("## drover: 1 passed, 2 failed, 1 error\n"));
+        assert!(md.contains("| fix-add | ✅ passed | end_turn | 3 | 1545 | $0.0123 | 1 | 0 |"));
+        assert!(md.contains("| refactor | ❌ failed | max_turns | 3 | 1545 | n/a | 0 | 1 |"));
+        assert!(md.contains("| lint | ❌ failed | checks_failed | 3 | 1545 | $0.0123 | 2 | 0 |"));
+        assert!(md.contains("| offline | ⚠️ error | provider_error |"));
+    }
+
+    #[test]
+    fn markdown_explains_each_failed_task() {
+        let md = summary_md(&sample_run());
+        assert!(!md.contains("### ✅"), "passed tasks get no section");
+        assert!(md.contains(
+            "### ❌ refactor — max_turns\n\nmax_turns: stopped after 3 turns (limit 3)\n"
+        ));
+        assert!(md.contains("- Bash: denied by rule Bash(git push *) (Bash(git push *))"));
+        assert!(md.contains(
+            "- clippy (`run clippy`): exited with code 101\n\n  ```text\n  error: unused variable\n"
+        ));
+        assert!(md.contains("- slow (`run slow`): timed out"));
+        assert!(!md.contains("- fmt ("), "passed checks are not listed");
+        assert!(md.contains("**Files changed**\n\n- `a.rs`\n- `b/c.rs`\n"));
+        assert!(md.contains("### ⚠️ offline — provider_error\n\nprovider_error: connection refused after 3 retries\n"));
+        assert!(!md.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn table_cells_and_fences_cannot_be_broken_by_content() {
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+        assert_eq!(fence_for("no ticks"), "```");
+        assert_eq!(fence_for("has ``` inside"), "````");
+        let long: String = (1..=50).map(|i| format!("line {i}\n")).collect();
+        let last = last_lines(&long, 3);
+        assert_eq!(last, "line 48\nline 49\nline 50");
+        assert_eq!(
+            summary_md(&RunReport::default()),
+            "## drover: 0 passed, 0 failed, 0 error\n\nNo tasks ran.\n"
+        );
+    }
 }

@@ -1,6 +1,140 @@
-//! PLACEHOLDER — to be implemented.
+//! Copying a workspace for `isolation: copy`, so a task can edit freely without touching
+//! the original, and its diff is taken against exactly what was copied.
+
+use std::io;
 use std::path::Path;
-/// Copy the workspace's files (not ignored ones, not `.git/`) from `from` into `to`.
-pub fn copy_workspace(_from: &Path, _to: &Path) -> std::io::Result<()> {
-    todo!()
+
+use super::snapshot::{named, walk};
+
+/// Copy the workspace's files (not ignored ones, not `.git/`) from `from` into `to`:
+/// the same files [`Snapshot::take`](super::Snapshot::take) sees, with permission bits,
+/// and symlinks recreated as symlinks (their targets are not copied). `to` is created if
+/// missing and may already exist empty.
+pub fn copy_workspace(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(to).map_err(|e| named(to, e))?;
+    // The list is complete before anything is written, so a `to` inside `from` is not
+    // walked into while it fills up.
+    let entries = walk(from)?;
+    let to_canonical = to.canonicalize().map_err(|e| named(to, e))?;
+    let mut directories = Vec::new();
+    for entry in entries {
+        if entry
+            .path
+            .canonicalize()
+            .is_ok_and(|p| p.starts_with(&to_canonical))
+            && !entry.file_type.is_symlink()
+        {
+            continue;
+        }
+        let target = to.join(&entry.relative);
+        if entry.file_type.is_dir() {
+            std::fs::create_dir_all(&target).map_err(|e| named(&target, e))?;
+            directories.push((entry.path, target));
+        } else if entry.file_type.is_symlink() {
+            let link = std::fs::read_link(&entry.path).map_err(|e| named(&entry.path, e))?;
+            make_symlink(&link, &target).map_err(|e| named(&target, e))?;
+        } else if entry.file_type.is_file() {
+            // std::fs::copy carries the permission bits along.
+            std::fs::copy(&entry.path, &target).map_err(|e| named(&entry.path, e))?;
+        }
+    }
+    // Directory permissions last, innermost first: a read-only directory must still
+    // receive its files before it becomes read-only.
+    for (source, target) in directories.iter().rev() {
+        let permissions = std::fs::metadata(source)
+            .map_err(|e| named(source, e))?
+            .permissions();
+        std::fs::set_permissions(target, permissions).map_err(|e| named(target, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn make_symlink(link: &Path, at: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(link, at)
+}
+
+#[cfg(windows)]
+fn make_symlink(link: &Path, at: &Path) -> io::Result<()> {
+    std::os::windows::fs::symlink_file(link, at)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn make_symlink(_link: &Path, at: &Path) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("cannot create symlink {}", at.display()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::Snapshot;
+    use std::fs;
+
+    fn write(root: &Path, rel: &str, content: &str) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, content).unwrap();
+    }
+
+    #[test]
+    fn copy_has_the_same_snapshot_and_skips_git_and_ignored() {
+        let from = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        let root = from.path();
+        write(root, "src/lib.rs", "pub fn f() {}\n");
+        write(root, ".env.example", "KEY=\n");
+        write(root, ".gitignore", "/target\n");
+        write(root, "target/big.bin", "x");
+        write(root, ".git/HEAD", "ref: refs/heads/main\n");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            write(root, "bin/run", "#!/bin/sh\n");
+            fs::set_permissions(root.join("bin/run"), fs::Permissions::from_mode(0o755)).unwrap();
+            std::os::unix::fs::symlink("src/lib.rs", root.join("link.rs")).unwrap();
+            std::os::unix::fs::symlink("/does/not/exist", root.join("dangling")).unwrap();
+        }
+        copy_workspace(root, to.path()).unwrap();
+        let original = Snapshot::take(root).unwrap();
+        let copied = Snapshot::take(to.path()).unwrap();
+        assert_eq!(original, copied);
+        assert!(!to.path().join(".git").exists());
+        assert!(!to.path().join("target").exists());
+        #[cfg(unix)]
+        {
+            let meta = fs::symlink_metadata(to.path().join("link.rs")).unwrap();
+            assert!(meta.file_type().is_symlink());
+            assert_eq!(
+                fs::read_link(to.path().join("dangling")).unwrap(),
+                Path::new("/does/not/exist")
+            );
+        }
+    }
+
+    #[test]
+    fn creates_a_missing_destination() {
+        let from = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        write(from.path(), "a/b/c.txt", "deep\n");
+        let dest = to.path().join("fresh/copy");
+        copy_workspace(from.path(), &dest).unwrap();
+        assert_eq!(
+            fs::read_to_string(dest.join("a/b/c.txt")).unwrap(),
+            "deep\n"
+        );
+    }
+
+    #[test]
+    fn destination_inside_source_is_not_copied_into_itself() {
+        let from = tempfile::tempdir().unwrap();
+        write(from.path(), "a.txt", "a\n");
+        let dest = from.path().join("nested-copy");
+        fs::create_dir(&dest).unwrap();
+        copy_workspace(from.path(), &dest).unwrap();
+        assert_eq!(fs::read_to_string(dest.join("a.txt")).unwrap(), "a\n");
+        assert!(!dest.join("nested-copy").exists());
+    }
 }

@@ -1,7 +1,21 @@
-//! PLACEHOLDER — to be implemented.
-use std::collections::BTreeMap;
-use std::path::Path;
+//! The workspace's files at one moment, so a run can be diffed against its start and the
+//! files it changed can be named without asking git (the workspace need not be a repo).
 
+use std::collections::BTreeMap;
+use std::fs::{FileType, Metadata};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// Git's mode for a regular file without execute permission.
+pub const MODE_FILE: u32 = 0o100644;
+/// Git's mode for a regular file with an execute bit set.
+pub const MODE_EXECUTABLE: u32 = 0o100755;
+/// Git's mode for a symbolic link (its content is the link target).
+pub const MODE_SYMLINK: u32 = 0o120000;
+
+/// One file as git would store it: the diff and the fingerprint only care about these.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileEntry {
     /// Unix mode bits as git writes them: 0o100644, 0o100755 or 0o120000 (symlink).
@@ -10,6 +24,14 @@ pub struct FileEntry {
     pub content: Vec<u8>,
 }
 
+impl FileEntry {
+    /// Symlinks are diffed by their target text and cannot become regular files in place.
+    pub fn is_symlink(&self) -> bool {
+        self.mode == MODE_SYMLINK
+    }
+}
+
+/// Every file the agent could see, keyed by relative path, in sorted order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     /// Relative, `/`-separated path → entry.
@@ -17,15 +39,328 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn take(_root: &Path) -> std::io::Result<Snapshot> {
-        todo!()
+    /// Read every file under `root` that is not ignored (`.gitignore`, `.ignore`) and not
+    /// inside `.git`. Hidden files count: an agent can edit `.github/` too. Symlinks are
+    /// recorded, never followed, so a link out of the workspace cannot pull files in.
+    pub fn take(root: &Path) -> io::Result<Snapshot> {
+        let mut files = BTreeMap::new();
+        for entry in walk(root)? {
+            let file_entry = if entry.file_type.is_symlink() {
+                let target = std::fs::read_link(&entry.path).map_err(|e| named(&entry.path, e))?;
+                FileEntry {
+                    mode: MODE_SYMLINK,
+                    content: path_bytes(&target),
+                }
+            } else if entry.file_type.is_file() {
+                let content = std::fs::read(&entry.path).map_err(|e| named(&entry.path, e))?;
+                let metadata =
+                    std::fs::symlink_metadata(&entry.path).map_err(|e| named(&entry.path, e))?;
+                FileEntry {
+                    mode: if is_executable(&metadata) {
+                        MODE_EXECUTABLE
+                    } else {
+                        MODE_FILE
+                    },
+                    content,
+                }
+            } else {
+                continue;
+            };
+            files.insert(entry.relative, file_entry);
+        }
+        Ok(Snapshot { files })
     }
-    /// sha256 over paths, modes and contents.
+
+    /// A short identity of the whole tree: equal fingerprints mean equal snapshots, so a
+    /// replay can tell whether it starts from the same workspace as the recording.
     pub fn fingerprint(&self) -> String {
-        todo!()
+        let mut hasher = Sha256::new();
+        for (path, entry) in &self.files {
+            // Length prefixes keep (path, content) boundaries unambiguous.
+            hasher.update((path.len() as u64).to_be_bytes());
+            hasher.update(path.as_bytes());
+            hasher.update(entry.mode.to_be_bytes());
+            hasher.update((entry.content.len() as u64).to_be_bytes());
+            hasher.update(&entry.content);
+        }
+        hex(&hasher.finalize())
     }
-    /// Paths added, changed or deleted between `self` (before) and `after`, sorted.
-    pub fn changed_paths(&self, _after: &Snapshot) -> Vec<String> {
-        todo!()
+
+    /// Paths added, changed (content or mode) or deleted between `self` (before) and
+    /// `after`, sorted: what the reports list as "files changed".
+    pub fn changed_paths(&self, after: &Snapshot) -> Vec<String> {
+        let mut changed: Vec<String> = self
+            .files
+            .iter()
+            .filter(|(path, entry)| after.files.get(*path) != Some(entry))
+            .map(|(path, _)| path.clone())
+            .chain(
+                after
+                    .files
+                    .keys()
+                    .filter(|path| !self.files.contains_key(*path))
+                    .cloned(),
+            )
+            .collect();
+        changed.sort();
+        changed
+    }
+}
+
+/// The one walker configuration for "the workspace's files", shared by snapshots and
+/// copies so a copied workspace is exactly what the snapshot of the original sees.
+/// Ignore rules come only from files inside the workspace (not the user's global git
+/// config or parent directories), so the result does not depend on the machine.
+pub(crate) fn walker(root: &Path) -> ignore::WalkBuilder {
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .parents(false)
+        .ignore(true)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|entry| entry.depth() == 0 || entry.file_name() != ".git");
+    builder
+}
+
+/// One path the walker yielded below the root.
+pub(crate) struct WalkedEntry {
+    /// Absolute (or root-joined) path on disk.
+    pub path: PathBuf,
+    /// Relative to the root, `/`-separated.
+    pub relative: String,
+    /// Not followed: a symlink reports as a symlink.
+    pub file_type: FileType,
+}
+
+/// Everything [`walker`] yields below `root` (the root itself excluded), collected first
+/// so callers may write into the tree while using the list.
+pub(crate) fn walk(root: &Path) -> io::Result<Vec<WalkedEntry>> {
+    let mut entries = Vec::new();
+    for result in walker(root).build() {
+        let entry = match result {
+            Ok(entry) => entry,
+            // A malformed line in an ignore file is not worth failing the run over: the
+            // walker still applies the rest of the file.
+            Err(error) if error.io_error().is_none() => continue,
+            Err(error) => return Err(walk_error(root, error)),
+        };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let Some(file_type) = entry.file_type() else {
+            continue;
+        };
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        let relative = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        entries.push(WalkedEntry {
+            path: entry.path().to_path_buf(),
+            relative,
+            file_type,
+        });
+    }
+    Ok(entries)
+}
+
+fn walk_error(root: &Path, error: ignore::Error) -> io::Error {
+    let kind = error
+        .io_error()
+        .map(io::Error::kind)
+        .unwrap_or(io::ErrorKind::Other);
+    io::Error::new(
+        kind,
+        format!("reading workspace {}: {error}", root.display()),
+    )
+}
+
+/// An io error that says which file it is about.
+pub(crate) fn named(path: &Path, error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+}
+
+#[cfg(unix)]
+fn is_executable(metadata: &Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    metadata.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_metadata: &Metadata) -> bool {
+    false
+}
+
+#[cfg(unix)]
+fn path_bytes(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn path_bytes(path: &Path) -> Vec<u8> {
+    path.to_string_lossy().replace('\\', "/").into_bytes()
+}
+
+/// Lowercase hex, as sha256 sums are conventionally printed.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn write(root: &Path, rel: &str, content: &str) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, content).unwrap();
+    }
+
+    #[test]
+    fn sees_hidden_files_but_not_git_or_ignored_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "src/lib.rs", "fn x() {}\n");
+        write(root, ".github/workflows/ci.yml", "on: push\n");
+        write(root, ".git/config", "[core]\n");
+        write(root, ".gitignore", "target/\n*.log\n");
+        write(root, "target/debug/out", "bin");
+        write(root, "run.log", "noise");
+        write(root, ".ignore", "secret.txt\n");
+        write(root, "secret.txt", "x");
+        let snapshot = Snapshot::take(root).unwrap();
+        let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
+        assert_eq!(
+            paths,
+            [
+                ".github/workflows/ci.yml",
+                ".gitignore",
+                ".ignore",
+                "src/lib.rs"
+            ]
+        );
+        assert_eq!(snapshot.files["src/lib.rs"].content, b"fn x() {}\n");
+        assert_eq!(snapshot.files["src/lib.rs"].mode, MODE_FILE);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn records_executables_and_symlinks_without_following() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "run.sh", "#!/bin/sh\n");
+        fs::set_permissions(root.join("run.sh"), fs::Permissions::from_mode(0o744)).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("outside")).unwrap();
+        let snapshot = Snapshot::take(root).unwrap();
+        assert_eq!(snapshot.files["run.sh"].mode, MODE_EXECUTABLE);
+        let link = &snapshot.files["outside"];
+        assert_eq!(link.mode, MODE_SYMLINK);
+        assert_eq!(link.content, b"/etc");
+        assert_eq!(snapshot.files.len(), 2, "the link target is not walked");
+    }
+
+    #[test]
+    fn fingerprint_changes_with_content_and_is_stable() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.txt", "one\n");
+        let first = Snapshot::take(dir.path()).unwrap();
+        let again = Snapshot::take(dir.path()).unwrap();
+        assert_eq!(first.fingerprint(), again.fingerprint());
+        assert_eq!(first.fingerprint().len(), 64);
+        assert!(
+            first
+                .fingerprint()
+                .chars()
+                .all(|c| matches!(c, '0'..='9' | 'a'..='f'))
+        );
+        write(dir.path(), "a.txt", "two\n");
+        let changed = Snapshot::take(dir.path()).unwrap();
+        assert_ne!(first.fingerprint(), changed.fingerprint());
+        assert_eq!(
+            Snapshot::default().fingerprint(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn changed_paths_lists_added_modified_and_deleted_sorted() {
+        let entry = |content: &str, mode| FileEntry {
+            mode,
+            content: content.as_bytes().to_vec(),
+        };
+        let mut before = Snapshot::default();
+        before.files.insert("same".into(), entry("x", MODE_FILE));
+        before.files.insert("edited".into(), entry("x", MODE_FILE));
+        before.files.insert("chmod".into(), entry("x", MODE_FILE));
+        before.files.insert("gone".into(), entry("x", MODE_FILE));
+        let mut after = before.clone();
+        after.files.remove("gone");
+        after.files.insert("edited".into(), entry("y", MODE_FILE));
+        after
+            .files
+            .insert("chmod".into(), entry("x", MODE_EXECUTABLE));
+        after.files.insert("a/new".into(), entry("z", MODE_FILE));
+        assert_eq!(
+            before.changed_paths(&after),
+            ["a/new", "chmod", "edited", "gone"]
+        );
+        assert!(before.changed_paths(&before).is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn unreadable_file_is_an_error_naming_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "locked.txt", "x");
+        let path = dir.path().join("locked.txt");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
+        if fs::read(&path).is_ok() {
+            eprintln!("note: running as root, permissions are not enforced; skipping");
+            return;
+        }
+        let error = Snapshot::take(dir.path()).unwrap_err();
+        assert!(error.to_string().contains("locked.txt"), "{error}");
+    }
+
+    #[test]
+    fn a_malformed_ignore_line_does_not_stop_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), ".gitignore", "a[\n*.log\n");
+        write(dir.path(), "kept.txt", "k");
+        write(dir.path(), "noise.log", "n");
+        let snapshot = Snapshot::take(dir.path()).unwrap();
+        let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
+        assert_eq!(paths, [".gitignore", "kept.txt"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_root_reached_through_a_symlink_is_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("a.txt"), "a").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let snapshot = Snapshot::take(&link).unwrap();
+        assert_eq!(snapshot.files.keys().collect::<Vec<_>>(), ["a.txt"]);
     }
 }

@@ -1,0 +1,233 @@
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration as StdDuration;
+
+use serde_json::json;
+
+use super::*;
+use crate::model::Usage;
+use crate::record::{Denial, EndReason};
+
+pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> TaskReport {
+    TaskReport {
+        name: name.to_string(),
+        spec_path: PathBuf::from(spec),
+        status: reason.status(),
+        reason,
+        message: message.to_string(),
+        provider: "script".to_string(),
+        model: "scripted".to_string(),
+        turns: 3,
+        usage: Usage {
+            input_tokens: 1200,
+            output_tokens: 345,
+            ..Usage::default()
+        },
+        cost_usd: Some(0.01234),
+        duration: StdDuration::from_millis(31_952),
+        checks: Vec::new(),
+        denials: Vec::new(),
+        files_changed: Vec::new(),
+        final_text: String::new(),
+        artifacts_dir: PathBuf::from("drover-artifacts").join(name),
+    }
+}
+
+pub(crate) fn check(
+    name: &str,
+    exit_code: Option<i32>,
+    timed_out: bool,
+    tail: &str,
+) -> CheckReport {
+    CheckReport {
+        name: name.to_string(),
+        command: format!("run {name}"),
+        exit_code,
+        passed: exit_code == Some(0) && !timed_out,
+        timed_out,
+        duration_ms: 1_234,
+        output_tail: tail.to_string(),
+    }
+}
+
+/// Two spec files; one task passed with a passing check, one hit its turn limit, one
+/// failed a check (with colour codes and `]]>` in its output), one hit a provider error.
+pub(crate) fn sample_run() -> RunReport {
+    let mut passed = task(
+        "fix-add",
+        "tasks/calc.yaml",
+        EndReason::EndTurn,
+        "the model ended its turn; all checks passed",
+    );
+    passed
+        .checks
+        .push(check("tests pass", Some(0), false, "ok\n"));
+    passed.files_changed = vec!["src/lib.rs".to_string()];
+    passed.final_text = "Fixed the off-by-one in add().".to_string();
+
+    let mut limited = task(
+        "refactor",
+        "tasks/calc.yaml",
+        EndReason::MaxTurns,
+        "max_turns: stopped after 3 turns (limit 3)",
+    );
+    limited.denials.push(Denial {
+        tool_use_id: "toolu_1".to_string(),
+        tool: "Bash".to_string(),
+        input: json!({"command": "git push origin main"}),
+        rule: Some("Bash(git push *)".to_string()),
+        reason: "denied by rule Bash(git push *)".to_string(),
+    });
+    limited.final_text = format!("{}THE END", "x".repeat(5000));
+    limited.cost_usd = None;
+
+    let mut checks_failed = task(
+        "lint",
+        "tasks/lint.yaml",
+        EndReason::ChecksFailed,
+        "checks_failed: 2 of 3 checks failed",
+    );
+    checks_failed.checks.push(check("fmt", Some(0), false, ""));
+    checks_failed.checks.push(check(
+        "clippy",
+        Some(101),
+        false,
+        "\u{1b}[31merror\u{1b}[0m: unused variable\nwhat ]]> is this\u{7}\n",
+    ));
+    checks_failed
+        .checks
+        .push(check("slow", None, true, "still running\n"));
+    checks_failed.files_changed = vec!["a.rs".to_string(), "b/c.rs".to_string()];
+
+    let broken = task(
+        "offline",
+        "tasks/lint.yaml",
+        EndReason::ProviderError,
+        "provider_error: connection refused after 3 retries",
+    );
+    RunReport {
+        tasks: vec![passed, limited, checks_failed, broken],
+    }
+}
+
+fn validate_with_xmllint(xml: &str) -> bool {
+    let Ok(version) = Command::new("xmllint").arg("--version").output() else {
+        eprintln!("note: xmllint is not installed; skipping schema validation");
+        return false;
+    };
+    assert!(version.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("junit.xml");
+    std::fs::write(&file, xml).unwrap();
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/schemas/junit-10.xsd");
+    let schema = if schema.exists() {
+        schema
+    } else {
+        PathBuf::from("/work/shared/schemas/junit-10.xsd")
+    };
+    if !schema.exists() {
+        eprintln!("note: junit-10.xsd not found; skipping schema validation");
+        return false;
+    }
+    let output = Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&schema)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "schema validation failed: {}\n{xml}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    true
+}
+
+fn suite_tag<'a>(xml: &'a str, name: &str) -> &'a str {
+    let start = xml.find("<testsuite id=").unwrap();
+    let from_name = xml[start..]
+        .find(&format!("name=\"{name}\""))
+        .map(|i| start + i)
+        .unwrap();
+    let tag_start = xml[..from_name].rfind('<').unwrap();
+    let tag_end = tag_start + xml[tag_start..].find('>').unwrap();
+    &xml[tag_start..=tag_end]
+}
+
+#[test]
+fn output_validates_against_the_junit_schema() {
+    let xml = junit_xml(&sample_run());
+    validate_with_xmllint(&xml);
+    validate_with_xmllint(&junit_xml(&RunReport::default()));
+}
+
+#[test]
+fn one_suite_per_spec_with_right_counts() {
+    let xml = junit_xml(&sample_run());
+    assert_eq!(xml.matches("<testsuite ").count(), 2);
+    let calc = suite_tag(&xml, "tasks/calc.yaml");
+    assert!(calc.contains("tests=\"3\""), "{calc}");
+    assert!(calc.contains("failures=\"1\""), "{calc}");
+    assert!(calc.contains("errors=\"0\""), "{calc}");
+    let lint = suite_tag(&xml, "tasks/lint.yaml");
+    // lint: agent case (failure) + 3 checks (2 failed); offline: agent case (error).
+    assert!(lint.contains("tests=\"5\""), "{lint}");
+    assert!(lint.contains("failures=\"3\""), "{lint}");
+    assert!(lint.contains("errors=\"1\""), "{lint}");
+    // Suite times are sums printed with at most millisecond precision.
+    assert!(calc.contains("time=\"65.138\""), "{calc}");
+}
+
+#[test]
+fn failures_carry_reason_figures_and_check_output() {
+    let xml = junit_xml(&sample_run());
+    assert!(xml.contains(
+        "<testcase name=\"refactor\" time=\"31.952\" classname=\"refactor\"><failure type=\"max_turns\" message=\"max_turns: stopped after 3 turns (limit 3)\""
+    ));
+    assert!(xml.contains(
+        "<testcase name=\"fix-add: check tests pass\" time=\"1.234\" classname=\"fix-add\"/>"
+    ));
+    assert!(xml.contains("name=\"lint: check clippy\""));
+    assert!(xml.contains("message=\"exited with code 101\""));
+    assert!(xml.contains("message=\"timed out\""));
+    assert!(
+        xml.contains("error: unused variable"),
+        "colour codes are stripped"
+    );
+    assert!(!xml.contains('\u{1b}'));
+    assert!(!xml.contains('\u{7}'));
+    assert!(xml.contains("what ]]]]><![CDATA[> is this"));
+    assert!(xml.contains("<error type=\"provider_error\" message=\"provider_error: connection refused after 3 retries\""));
+}
+
+#[test]
+fn system_out_lists_denials_and_the_last_assistant_text() {
+    let xml = junit_xml(&sample_run());
+    assert!(xml.contains("Bash {\"command\":\"git push origin main\"} — rule: Bash(git push *) — denied by rule Bash(git push *)"));
+    assert!(xml.contains("THE END"));
+    assert!(
+        !xml.contains(&"x".repeat(2001)),
+        "only the tail of the final text"
+    );
+    assert!(xml.contains("Fixed the off-by-one in add()."));
+    assert!(xml.contains("cost: n/a"));
+    assert!(xml.contains("status: failed (max_turns)"));
+    assert!(xml.contains("max_turns: stopped after 3 turns (limit 3)\ntranscript and diff: drover-artifacts/refactor]]>"));
+    assert!(xml.contains("cost: $0.0123"));
+}
+
+#[test]
+fn time_fixing_leaves_cdata_alone() {
+    let xml = "<testsuite time=\"31.951999999999998\"><testcase name=\"a\" time=\"0.1\"/><![CDATA[<testcase time=\"1.23456\">]]></testsuite>";
+    assert_eq!(
+        fix_times(xml),
+        "<testsuite time=\"31.952\"><testcase name=\"a\" time=\"0.100\"/><![CDATA[<testcase time=\"1.23456\">]]></testsuite>"
+    );
+}
+
+#[test]
+fn tail_respects_char_boundaries() {
+    assert_eq!(tail("héllo", 4), "llo");
+    assert_eq!(tail("abc", 10), "abc");
+}
