@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod cli;
 pub mod commands;
+pub mod digest;
 pub mod exec;
 pub mod exit;
 pub mod model;

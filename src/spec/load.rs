@@ -6,7 +6,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_saphyr::{Budget, Location, Options};
-use sha2::{Digest, Sha256};
 
 use super::types::{Provider, TaskSpec};
 
@@ -124,7 +123,7 @@ pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
             SpecError::Invalid { position, message }
         })?;
     validate(path, &spec)?;
-    let sha256 = hex(&Sha256::digest(text.as_bytes()));
+    let sha256 = crate::digest::sha256_hex(text.as_bytes());
     Ok(LoadedSpec {
         path: path.to_path_buf(),
         text,
@@ -306,10 +305,6 @@ pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
     } else {
         Err(errors)
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -34,8 +34,10 @@ pub fn copy_workspace(from: &Path, to: &Path) -> io::Result<()> {
             let link = std::fs::read_link(&entry.path).map_err(|e| named(&entry.path, e))?;
             make_symlink(&link, &target).map_err(|e| named(&target, e))?;
         } else if entry.file_type.is_file() {
-            // std::fs::copy carries the permission bits along.
+            // std::fs::copy carries the permission bits along; the modification time is
+            // kept too, so tools that sort by it (Glob) see the same order in the copy.
             std::fs::copy(&entry.path, &target).map_err(|e| named(&entry.path, e))?;
+            keep_mtime(&entry.path, &target).map_err(|e| named(&target, e))?;
         }
     }
     // Directory permissions last, innermost first: a read-only directory must still
@@ -50,6 +52,12 @@ pub fn copy_workspace(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 #[cfg(unix)]
+fn keep_mtime(source: &Path, target: &Path) -> io::Result<()> {
+    let modified = std::fs::metadata(source)?.modified()?;
+    // Setting times needs ownership, not write access: read-only files work too.
+    std::fs::File::open(target)?.set_modified(modified)
+}
+
 fn make_symlink(link: &Path, at: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(link, at)
 }

@@ -83,7 +83,7 @@ impl Snapshot {
             hasher.update((entry.content.len() as u64).to_be_bytes());
             hasher.update(&entry.content);
         }
-        hex(&hasher.finalize())
+        crate::digest::hex(&hasher.finalize())
     }
 
     /// Paths added, changed (content or mode) or deleted between `self` (before) and
@@ -208,17 +208,6 @@ fn path_bytes(path: &Path) -> Vec<u8> {
 #[cfg(not(unix))]
 fn path_bytes(path: &Path) -> Vec<u8> {
     path.to_string_lossy().replace('\\', "/").into_bytes()
-}
-
-/// Lowercase hex, as sha256 sums are conventionally printed.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
-    }
-    out
 }
 
 #[cfg(test)]
