@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! The loop with stand-in tools whose timing we control.
 
 use std::sync::{Arc, Mutex};

@@ -130,9 +130,11 @@ fn literal(out: &mut String, content: &[u8]) {
     // invariant: writing into a Vec<u8> cannot fail, so neither can the encoder.
     encoder
         .write_all(content)
-        .expect("deflating into memory cannot fail");
+        .expect("invariant: deflating into memory cannot fail");
     // invariant: as above, finishing only flushes into the Vec.
-    let deflated = encoder.finish().expect("deflating into memory cannot fail");
+    let deflated = encoder
+        .finish()
+        .expect("invariant: deflating into memory cannot fail");
     let _ = writeln!(out, "literal {}", content.len());
     out.push_str(&base85::encode_lines(&deflated));
     out.push('\n');

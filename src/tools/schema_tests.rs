@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! The built-in tools' schemas compile and make the registry reject wrong inputs.
 
 use serde_json::json;

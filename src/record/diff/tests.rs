@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! Every case is checked the way users use the patch: `git apply --check` and `git apply`
 //! on an untouched copy of the before tree must produce exactly the after tree.
 

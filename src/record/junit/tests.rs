@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration as StdDuration;
