@@ -7,9 +7,8 @@ use serde_json::{Value, json};
 
 use super::edit_hints::{strip_line_number_prefixes, whitespace_insensitive_match};
 use super::text::{Encoding, decode, display_path, encode, numbered_snippet, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use super::{Subject, Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
 use crate::workspace::atomic::write_atomic;
-use crate::workspace::paths::resolve;
 
 /// Lines of context shown around an edit in the success message.
 const SNIPPET_CONTEXT: usize = 4;
@@ -79,10 +78,7 @@ impl Tool for EditTool {
     }
 
     fn subject(&self, input: &Value) -> Subject {
-        match str_field(input, "file_path") {
-            Some(path) => Subject::Path(path.to_string()),
-            None => Subject::None,
-        }
+        file_path_subject(input)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
@@ -90,9 +86,9 @@ impl Tool for EditTool {
             Ok(input) => input,
             Err(error) => return error,
         };
-        let path = match resolve(&ctx.workspace, &input.file_path) {
+        let path = match resolve_file_path(ctx, &input.file_path) {
             Ok(path) => path,
-            Err(e) => return ToolOutput::error(format!("Invalid file_path: {e}")),
+            Err(error) => return error,
         };
         let shown = display_path(&ctx.workspace, &path);
         if input.old_string == input.new_string {

@@ -108,6 +108,20 @@ pub fn builtin() -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// The policy subject of a tool whose input names one file in `file_path`.
+pub(crate) fn file_path_subject(input: &Value) -> Subject {
+    match str_field(input, "file_path") {
+        Some(path) => Subject::Path(path.to_string()),
+        None => Subject::None,
+    }
+}
+
+/// Resolve a `file_path` input against the workspace, or the error the model sees.
+pub(crate) fn resolve_file_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolOutput> {
+    crate::workspace::paths::resolve(&ctx.workspace, raw)
+        .map_err(|e| ToolOutput::error(format!("Invalid file_path: {e}")))
+}
+
 /// The string field `key` of an input object, if present.
 pub(crate) fn str_field<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
     input.get(key).and_then(Value::as_str)

@@ -6,8 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::text::{decode, display_path, numbered_line, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
-use crate::workspace::paths::resolve;
+use super::{Subject, Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
 
 /// Lines shown when no limit is given.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -76,10 +75,7 @@ impl Tool for ReadTool {
     }
 
     fn subject(&self, input: &Value) -> Subject {
-        match str_field(input, "file_path") {
-            Some(path) => Subject::Path(path.to_string()),
-            None => Subject::None,
-        }
+        file_path_subject(input)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
@@ -87,9 +83,9 @@ impl Tool for ReadTool {
             Ok(input) => input,
             Err(error) => return error,
         };
-        let path = match resolve(&ctx.workspace, &input.file_path) {
+        let path = match resolve_file_path(ctx, &input.file_path) {
             Ok(path) => path,
-            Err(e) => return ToolOutput::error(format!("Invalid file_path: {e}")),
+            Err(error) => return error,
         };
         let shown = display_path(&ctx.workspace, &path);
         match tokio::fs::metadata(&path).await {

@@ -5,9 +5,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::text::{display_path, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use super::{Subject, Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
 use crate::workspace::atomic::write_atomic;
-use crate::workspace::paths::resolve;
 
 pub struct WriteTool;
 
@@ -60,10 +59,7 @@ impl Tool for WriteTool {
     }
 
     fn subject(&self, input: &Value) -> Subject {
-        match str_field(input, "file_path") {
-            Some(path) => Subject::Path(path.to_string()),
-            None => Subject::None,
-        }
+        file_path_subject(input)
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
@@ -71,9 +67,9 @@ impl Tool for WriteTool {
             Ok(input) => input,
             Err(error) => return error,
         };
-        let path = match resolve(&ctx.workspace, &input.file_path) {
+        let path = match resolve_file_path(ctx, &input.file_path) {
             Ok(path) => path,
-            Err(e) => return ToolOutput::error(format!("Invalid file_path: {e}")),
+            Err(error) => return error,
         };
         let shown = display_path(&ctx.workspace, &path);
         let existed = match tokio::fs::metadata(&path).await {
