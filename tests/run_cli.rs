@@ -327,3 +327,81 @@ fn an_unreadable_transcript_is_bad_input() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("t.jsonl:1"));
 }
+
+#[test]
+fn standard_input_is_never_read() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let (dir, spec) = task(
+        "version: 1\nname: no-stdin\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: cat } }]\n    - text: done\npermissions:\n  allow: [\"Bash(cat)\"]\nchecks:\n  - name: reads nothing\n    run: cat\n",
+    );
+    // stdin is a pipe that stays open: anything reading it would wait forever.
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("out"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _open_stdin = child.stdin.take();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("drover waited for input");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_directory_of_specs_runs_every_task_and_the_worst_outcome_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks");
+    std::fs::create_dir(&tasks).unwrap();
+    let spec = |name: &str, check: &str| {
+        format!(
+            "version: 1\nname: {name}\nprompt: p\nisolation: copy\nmodel:\n  provider: script\n  script: [{{text: hi}}]\nchecks:\n  - name: c\n    run: {check}\n"
+        )
+    };
+    write_spec(&tasks, "a.yaml", &spec("good", "true"));
+    write_spec(&tasks, "b.yaml", &spec("bad", "false"));
+    let artifacts = dir.path().join("out");
+    drover()
+        .current_dir(dir.path())
+        .args(["run", "tasks", "--jobs", "2", "--artifacts"])
+        .arg(&artifacts)
+        .assert()
+        .code(1);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
+            .unwrap();
+    let statuses: Vec<(&str, &str)> = summary["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(statuses, vec![("good", "passed"), ("bad", "failed")]);
+
+    // The same name twice in one run is bad input, naming both places.
+    write_spec(&tasks, "c.yaml", &spec("good", "true"));
+    let output = drover()
+        .current_dir(dir.path())
+        .args(["validate", "tasks"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("c.yaml:2:") && stderr.contains("a.yaml:2:"),
+        "{stderr}"
+    );
+}

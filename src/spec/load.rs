@@ -202,6 +202,16 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
             model.value.provider.as_str()
         )));
     }
+    if let Some(temperature) = model.value.temperature {
+        if !(0.0..=2.0).contains(&temperature) {
+            return Err(invalid(format!(
+                "model.temperature must be between 0 and 2, not {temperature}"
+            )));
+        }
+    }
+    if model.value.max_tokens == Some(0) {
+        return Err(invalid("model.max_tokens must be at least 1".into()));
+    }
     if let Some(limit) = spec.limits.max_cost_usd {
         if !(limit.is_finite() && limit > 0.0) {
             return Err(SpecError::Invalid {

@@ -96,6 +96,14 @@ fn provider_fields_are_required_together() {
 }
 
 #[test]
+fn model_settings_are_range_checked() {
+    let text = "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n  temperature: 3\n  script: [{text: hi}]\n";
+    assert!(error_of(text).contains("temperature must be between 0 and 2"));
+    let text = "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n  max_tokens: 0\n  script: [{text: hi}]\n";
+    assert!(error_of(text).contains("max_tokens must be at least 1"));
+}
+
+#[test]
 fn a_yaml_bomb_is_refused_quickly() {
     let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for i in 1..12 {
