@@ -202,6 +202,26 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
             model.value.provider.as_str()
         )));
     }
+    if matches!(model.value.provider, Provider::Script | Provider::Replay) {
+        let m = &model.value;
+        let remote_only = [
+            ("base_url", m.base_url.is_some()),
+            ("api_key_env", m.api_key_env.is_some()),
+            ("max_tokens", m.max_tokens.is_some()),
+            ("temperature", m.temperature.is_some()),
+        ];
+        if let Some((field, _)) = remote_only.iter().find(|(_, set)| *set) {
+            return Err(invalid(format!(
+                "model.{field} is only read by providers anthropic and openai, not {}; remove it",
+                m.provider.as_str()
+            )));
+        }
+    }
+    if model.value.provider == Provider::Script && model.value.transcript.is_some() {
+        return Err(invalid(
+            "`transcript:` is only read by provider replay, not script".into(),
+        ));
+    }
     if let Some(temperature) = model.value.temperature {
         if !(0.0..=2.0).contains(&temperature) {
             return Err(invalid(format!(

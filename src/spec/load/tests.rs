@@ -97,10 +97,20 @@ fn provider_fields_are_required_together() {
 
 #[test]
 fn model_settings_are_range_checked() {
-    let text = "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n  temperature: 3\n  script: [{text: hi}]\n";
+    let text = "version: 1\nname: a\nprompt: p\nmodel:\n  provider: anthropic\n  temperature: 3\n";
     assert!(error_of(text).contains("temperature must be between 0 and 2"));
-    let text = "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n  max_tokens: 0\n  script: [{text: hi}]\n";
+    let text = "version: 1\nname: a\nprompt: p\nmodel:\n  provider: openai\n  max_tokens: 0\n";
     assert!(error_of(text).contains("max_tokens must be at least 1"));
+}
+
+#[test]
+fn settings_a_provider_would_ignore_are_errors() {
+    let text = "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n  base_url: http://127.0.0.1:1\n  script: [{text: hi}]\n";
+    let error = error_of(text);
+    assert!(
+        error.contains("bad.yaml:5:") && error.contains("model.base_url is only read"),
+        "{error}"
+    );
 }
 
 #[test]
