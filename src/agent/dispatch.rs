@@ -88,17 +88,26 @@ pub fn batches(calls: &[Call], registry: &Registry) -> Vec<std::ops::Range<usize
     out
 }
 
+/// A call's result and how long the tool took (zero when it never ran).
+pub struct Executed {
+    pub call: Call,
+    pub output: ToolOutput,
+    pub duration: std::time::Duration,
+}
+
 /// Execute a batch's prepared calls concurrently; results in call order.
-pub async fn execute(
-    prepared: Vec<(Call, Prepared)>,
-    ctx: &ToolContext,
-) -> Vec<(Call, ToolOutput)> {
+pub async fn execute(prepared: Vec<(Call, Prepared)>, ctx: &ToolContext) -> Vec<Executed> {
     let futures = prepared.into_iter().map(|(call, prepared)| async move {
+        let started = std::time::Instant::now();
         let output = match prepared {
             Prepared::Done(output) => output,
             Prepared::Run(tool) => tool.call(call.input.clone(), ctx).await,
         };
-        (call, output)
+        Executed {
+            call,
+            output,
+            duration: started.elapsed(),
+        }
     });
     futures::future::join_all(futures).await
 }

@@ -230,14 +230,27 @@ impl Agent<'_> {
                 Some(executed) => executed,
                 None => {
                     stop = Some((EndReason::Timeout, String::new()));
-                    batch.into_iter().map(|call| (call, cancelled())).collect()
+                    batch
+                        .into_iter()
+                        .map(|call| dispatch::Executed {
+                            call,
+                            output: cancelled(),
+                            duration: Duration::ZERO,
+                        })
+                        .collect()
                 }
             };
-            for (call, output) in executed {
+            for dispatch::Executed {
+                call,
+                output,
+                duration,
+            } in executed
+            {
                 self.transcript.write(Event::ToolResult {
                     tool_use_id: call.id.clone(),
                     is_error: output.is_error,
                     content: output.content.clone(),
+                    duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
                 })?;
                 if let Some(drift) = self.check_replay(&call, &output, state)? {
                     stop.get_or_insert(drift);

@@ -20,6 +20,10 @@ use crate::spec::Permissions;
 use crate::tools::{Subject, Tool};
 use crate::workspace::paths;
 
+/// Tools that only touch the run's own state (its plan, the shells it started), allowed
+/// unless a rule denies them.
+const RUN_STATE_TOOLS: &[&str] = &["TodoWrite", "BashOutput", "KillShell"];
+
 /// A decision with its grounds, as recorded in the transcript and told to the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
@@ -111,6 +115,12 @@ impl Policy {
             Target::None => true,
             Target::Command(_) => false,
         };
+        if RUN_STATE_TOOLS.contains(&name) {
+            return Decision::allow(
+                None,
+                format!("{described}: acts only on this run's own state (default)"),
+            );
+        }
         if tool.is_read_only() && inside {
             return Decision::allow(
                 None,

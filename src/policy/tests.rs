@@ -152,3 +152,18 @@ fn tools_denied_outright_are_known() {
     assert!(p.denies_outright("Bash"));
     assert!(!p.denies_outright("Edit"));
 }
+
+#[test]
+fn tools_that_touch_only_run_state_are_allowed_unless_denied() {
+    let todo = Fake {
+        name: "TodoWrite",
+        read_only: false,
+    };
+    let decision = policy(&[], &[]).decide(&todo, &json!({}));
+    assert!(decision.allowed, "{}", decision.reason);
+    assert!(
+        !policy(&[], &["TodoWrite"])
+            .decide(&todo, &json!({}))
+            .allowed
+    );
+}

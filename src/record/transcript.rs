@@ -55,6 +55,9 @@ pub enum Event {
         tool_use_id: String,
         is_error: bool,
         content: String,
+        /// How long the tool ran (0 when it never ran: invalid, denied, cancelled).
+        #[serde(default)]
+        duration_ms: u64,
     },
     /// A replayed tool result differs from the recorded one.
     ReplayDrift {

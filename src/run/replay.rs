@@ -55,6 +55,7 @@ pub fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
                 tool_use_id,
                 is_error,
                 content,
+                ..
             } => Some((tool_use_id.clone(), (*is_error, content.clone()))),
             _ => None,
         })
