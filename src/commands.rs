@@ -198,16 +198,14 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
     }
     let workspace_dir = loaded.workspace_dir();
     let workspace = workspace_dir.canonicalize().unwrap_or(workspace_dir);
-    let policy = Policy::new(&loaded.spec.permissions, &workspace);
-    let decision = if policy.denies_outright(tool_name) {
-        crate::policy::Decision {
-            allowed: false,
-            rule: Some(tool_name.to_string()),
-            reason: format!("{tool_name} is denied outright and not offered to the model"),
-        }
-    } else {
-        policy.decide(tool.as_ref(), &input)
-    };
+    let policy = Policy::new(
+        &loaded.spec.permissions,
+        &workspace,
+        &loaded.additional_directories(),
+    );
+    let decision = policy
+        .withholds(tool.as_ref())
+        .unwrap_or_else(|| policy.decide(tool.as_ref(), &input));
     let output = json!({
         "tool": tool_name,
         "decision": if decision.allowed { "allow" } else { "deny" },

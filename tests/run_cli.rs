@@ -405,3 +405,24 @@ fn a_directory_of_specs_runs_every_task_and_the_worst_outcome_wins() {
         "{stderr}"
     );
 }
+
+#[test]
+fn plan_mode_offers_only_read_only_tools() {
+    let (dir, spec) = task(
+        "version: 1\nname: plan\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: a.txt, content: x } }]\npermissions:\n  mode: plan\n  allow: [Write]\n",
+    );
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(0);
+    let lines = transcript(&artifacts.join("plan/transcript.jsonl"));
+    let tools: Vec<&str> = lines[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"Read") && !tools.contains(&"Write") && !tools.contains(&"Bash"),
+        "{tools:?}"
+    );
+    assert!(!dir.path().join("ws/a.txt").exists());
+}

@@ -75,9 +75,9 @@ async fn run_turn(calls: Vec<ScriptToolCall>, allow: &[&str]) -> (Vec<String>, V
         .collect();
     let permissions = Permissions {
         allow,
-        deny: vec![],
+        ..Permissions::default()
     };
-    let policy = Policy::new(&permissions, dir.path());
+    let policy = Policy::new(&permissions, dir.path(), &[]);
     let mut model = ScriptModel::new(
         None,
         vec![ScriptTurn {

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 pub use rule::{KNOWN_TOOLS, Rule, Specifier};
 
-use crate::spec::Permissions;
+use crate::spec::{PermissionMode, Permissions};
 use crate::tools::{Subject, Tool};
 use crate::workspace::paths;
 
@@ -56,6 +56,9 @@ pub struct Policy {
     allow: Vec<Rule>,
     deny: Vec<Rule>,
     workspace: PathBuf,
+    /// Canonical directories outside the workspace that tools may also touch.
+    additional: Vec<PathBuf>,
+    mode: PermissionMode,
 }
 
 /// A call's subject once resolved against the workspace.
@@ -63,26 +66,44 @@ enum Target {
     None,
     Path {
         absolute: PathBuf,
+        /// Relative to the workspace, when inside it.
         relative: Option<String>,
+        /// Inside the workspace or an additional directory.
+        confined: bool,
     },
     Command(String),
 }
 
 impl Policy {
-    /// `workspace` should be canonical; paths are compared after resolving symlinks.
-    pub fn new(permissions: &Permissions, workspace: &Path) -> Self {
+    /// `workspace` and `additional` should be canonical; paths are compared after
+    /// resolving symlinks.
+    pub fn new(permissions: &Permissions, workspace: &Path, additional: &[PathBuf]) -> Self {
         Policy {
             allow: permissions.allow.clone(),
             deny: permissions.deny.clone(),
             workspace: workspace.to_path_buf(),
+            additional: additional.to_vec(),
+            mode: permissions.mode,
         }
     }
 
-    /// A tool denied outright (`deny: [Bash]`) is not offered to the model at all.
-    pub fn denies_outright(&self, tool_name: &str) -> bool {
-        self.deny
-            .iter()
-            .any(|rule| rule.covers_whole_tool(tool_name))
+    /// Why `tool` is not offered to the model at all, or None when it is: a tool denied
+    /// outright (`deny: [Bash]`), or a tool that is not read-only in plan mode.
+    pub fn withholds(&self, tool: &dyn Tool) -> Option<Decision> {
+        let name = tool.name();
+        if let Some(rule) = self.deny.iter().find(|rule| rule.covers_whole_tool(name)) {
+            return Some(Decision::deny(
+                Some(rule),
+                format!("{name} is denied outright by rule {rule} and not offered to the model"),
+            ));
+        }
+        if self.mode == PermissionMode::Plan && !tool.is_read_only() {
+            return Some(Decision::deny(
+                None,
+                format!("{name} is not read-only, and permissions.mode is plan: it is not offered"),
+            ));
+        }
+        None
     }
 
     /// Decide one call. `input` has already passed the tool's schema.
@@ -111,7 +132,7 @@ impl Policy {
             }
         }
         let inside = match &target {
-            Target::Path { relative, .. } => relative.is_some(),
+            Target::Path { confined, .. } => *confined,
             Target::None => true,
             Target::Command(_) => false,
         };
@@ -128,8 +149,10 @@ impl Policy {
             );
         }
         let hint = match &target {
-            Target::Path { relative: None, .. } => format!(
-                "; the path is outside the workspace {}",
+            Target::Path {
+                confined: false, ..
+            } => format!(
+                "; the path is outside the workspace {} (and permissions.additional_directories)",
                 self.workspace.display()
             ),
             _ => format!(
@@ -152,7 +175,13 @@ impl Policy {
                 // check at one file and the tool at another.
                 let absolute = paths::canonicalize_for_write(&lexical).unwrap_or(lexical);
                 let relative = paths::relative_to(&self.workspace, &absolute);
-                Target::Path { absolute, relative }
+                let confined = relative.is_some()
+                    || self.additional.iter().any(|dir| absolute.starts_with(dir));
+                Target::Path {
+                    absolute,
+                    relative,
+                    confined,
+                }
             }
         })
     }
@@ -170,9 +199,12 @@ impl Policy {
                     None
                 }
             }
-            (Some(Specifier::Path(pattern)), Target::Path { absolute, relative }) => {
-                path_pattern::matches(pattern, absolute, relative.as_deref()).then(String::new)
-            }
+            (
+                Some(Specifier::Path(pattern)),
+                Target::Path {
+                    absolute, relative, ..
+                },
+            ) => path_pattern::matches(pattern, absolute, relative.as_deref()).then(String::new),
             _ => None,
         }
     }
@@ -180,14 +212,22 @@ impl Policy {
     fn allow_matches(&self, rule: &Rule, tool: &dyn Tool, target: &Target) -> bool {
         match (rule.specifier(), target) {
             // A bare allow rule does not carry writes out of the workspace.
-            (None, Target::Path { relative: None, .. }) => tool.is_read_only(),
+            (
+                None,
+                Target::Path {
+                    confined: false, ..
+                },
+            ) => tool.is_read_only(),
             (None, _) => true,
             (Some(Specifier::Command(pattern)), Target::Command(command)) => {
                 command::is_plain(command) && command::matches(pattern, command)
             }
-            (Some(Specifier::Path(pattern)), Target::Path { absolute, relative }) => {
-                path_pattern::matches(pattern, absolute, relative.as_deref())
-            }
+            (
+                Some(Specifier::Path(pattern)),
+                Target::Path {
+                    absolute, relative, ..
+                },
+            ) => path_pattern::matches(pattern, absolute, relative.as_deref()),
             _ => false,
         }
     }
@@ -196,7 +236,9 @@ impl Policy {
 fn describe(tool: &str, target: &Target) -> String {
     match target {
         Target::None => tool.to_string(),
-        Target::Path { absolute, relative } => match relative {
+        Target::Path {
+            absolute, relative, ..
+        } => match relative {
             Some(rel) if rel.is_empty() => format!("{tool}(.)"),
             Some(rel) => format!("{tool}({rel})"),
             None => format!("{tool}({})", absolute.display()),

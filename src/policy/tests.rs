@@ -67,8 +67,9 @@ fn policy(allow: &[&str], deny: &[&str]) -> Policy {
     let permissions = Permissions {
         allow: rules(allow),
         deny: rules(deny),
+        ..Permissions::default()
     };
-    Policy::new(&permissions, Path::new("/ws"))
+    Policy::new(&permissions, Path::new("/ws"), &[])
 }
 
 fn file(path: &str) -> Value {
@@ -147,10 +148,24 @@ fn bash_deny_patterns_catch_commands_they_cannot_analyse() {
 }
 
 #[test]
-fn tools_denied_outright_are_known() {
+fn tools_denied_outright_are_withheld() {
     let p = policy(&[], &["Bash", "Edit(src/**)"]);
-    assert!(p.denies_outright("Bash"));
-    assert!(!p.denies_outright("Edit"));
+    let withheld = p.withholds(&BASH).unwrap();
+    assert!(!withheld.allowed);
+    assert_eq!(withheld.rule.as_deref(), Some("Bash"));
+    assert_eq!(p.withholds(&EDIT), None);
+}
+
+#[test]
+fn plan_mode_offers_only_read_only_tools() {
+    let permissions = Permissions {
+        mode: PermissionMode::Plan,
+        ..Permissions::default()
+    };
+    let p = Policy::new(&permissions, Path::new("/ws"), &[]);
+    assert_eq!(p.withholds(&READ), None);
+    assert!(p.withholds(&EDIT).unwrap().reason.contains("plan"));
+    assert!(p.withholds(&BASH).is_some());
 }
 
 #[test]
@@ -166,4 +181,17 @@ fn tools_that_touch_only_run_state_are_allowed_unless_denied() {
             .decide(&todo, &json!({}))
             .allowed
     );
+}
+
+#[test]
+fn additional_directories_extend_the_read_only_default_and_bare_rules() {
+    let permissions = Permissions {
+        allow: vec![Rule::try_from("Edit".to_string()).unwrap()],
+        ..Permissions::default()
+    };
+    let extra = [std::path::PathBuf::from("/shared/data")];
+    let p = Policy::new(&permissions, Path::new("/ws"), &extra);
+    assert!(p.decide(&READ, &file("/shared/data/a.csv")).allowed);
+    assert!(p.decide(&EDIT, &file("/shared/data/a.csv")).allowed);
+    assert!(!p.decide(&READ, &file("/shared/other.csv")).allowed);
 }

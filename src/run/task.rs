@@ -101,9 +101,14 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
     let mut model = build_model(&plan);
     report.provider = model.provider().to_string();
     report.model = model.name().to_string();
-    let policy = Policy::new(&plan.spec.spec.permissions, &workspace.dir);
+    let permissions = &plan.spec.spec.permissions;
+    let policy = Policy::new(
+        permissions,
+        &workspace.dir,
+        &plan.spec.additional_directories(),
+    );
     let mut registry = Registry::builtin().map_err(|e| e.to_string())?;
-    registry.retain(|tool| !policy.denies_outright(tool.name()));
+    registry.retain(|tool| policy.withholds(tool).is_none());
 
     transcript
         .write(Event::RunStart {

@@ -32,6 +32,18 @@ impl LoadedSpec {
         }
     }
 
+    /// `permissions.additional_directories`, relative to the spec file, canonicalized.
+    /// A directory that does not exist is left out: nothing can be touched there.
+    pub fn additional_directories(&self) -> Vec<PathBuf> {
+        let base = self.path.parent().unwrap_or(Path::new("."));
+        self.spec
+            .permissions
+            .additional_directories
+            .iter()
+            .filter_map(|dir| base.join(dir).canonicalize().ok())
+            .collect()
+    }
+
     pub fn name(&self) -> &str {
         self.spec.name.value.as_str()
     }

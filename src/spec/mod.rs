@@ -6,6 +6,7 @@ mod types;
 
 pub use load::{LoadedSpec, SpecError, collect_spec_files, load, load_all, parse};
 pub use types::{
-    CheckSpec, Isolation, Limits, ModelSpec, Permissions, Provider, ScriptToolCall, ScriptTurn,
-    SpecDuration, SpecVersion, TaskName, TaskSpec,
+    CheckSpec, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode, Permissions, Provider,
+    SandboxSettings, SandboxSpec, ScriptToolCall, ScriptTurn, SpecDuration, SpecVersion, Switch,
+    TaskName, TaskSpec,
 };

@@ -29,6 +29,12 @@ pub struct TaskSpec {
     pub permissions: Permissions,
     #[serde(default)]
     pub limits: Limits,
+    /// The OS sandbox around shell commands: `off`, or settings.
+    #[serde(default)]
+    pub sandbox: Option<SandboxSpec>,
+    /// What of drover's environment reaches the commands the agent runs.
+    #[serde(default)]
+    pub env: EnvSpec,
     #[serde(default)]
     pub checks: Vec<CheckSpec>,
 }
@@ -171,6 +177,34 @@ pub struct Permissions {
     pub allow: Vec<Rule>,
     #[serde(default)]
     pub deny: Vec<Rule>,
+    /// `plan` offers only read-only tools: the model can look but not touch.
+    #[serde(default)]
+    pub mode: PermissionMode,
+    /// Directories outside the workspace that tools may touch (relative to the spec
+    /// file, or absolute).
+    #[serde(default)]
+    pub additional_directories: Vec<String>,
+    /// The guardrails (deleting `/`, `sudo`, fork bombs, …) that no allow rule lifts.
+    /// Only an explicit `off` disables them.
+    #[serde(default)]
+    pub guardrails: Switch,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionMode {
+    #[default]
+    Default,
+    Plan,
+}
+
+/// An explicit on/off setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Switch {
+    #[default]
+    On,
+    Off,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -182,6 +216,64 @@ pub struct Limits {
     pub timeout: Option<SpecDuration>,
     #[serde(default)]
     pub max_cost_usd: Option<f64>,
+}
+
+/// `sandbox: off`, `sandbox: on`, or `sandbox: { network: true }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxSpec {
+    Switch(Switch),
+    Settings(SandboxSettings),
+}
+
+impl<'de> Deserialize<'de> for SandboxSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SandboxSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("on, off, or a mapping such as { network: true }")
+            }
+            // YAML 1.1 readers turn on/off into booleans; accept both spellings.
+            fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<SandboxSpec, E> {
+                Ok(SandboxSpec::Switch(if value {
+                    Switch::On
+                } else {
+                    Switch::Off
+                }))
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<SandboxSpec, E> {
+                match value {
+                    "on" => Ok(SandboxSpec::Switch(Switch::On)),
+                    "off" => Ok(SandboxSpec::Switch(Switch::Off)),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<SandboxSpec, A::Error> {
+                SandboxSettings::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(SandboxSpec::Settings)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// Let commands use the network (default: off).
+    #[serde(default)]
+    pub network: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvSpec {
+    /// Variables passed to commands even though they look like secrets.
+    #[serde(default)]
+    pub pass: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
