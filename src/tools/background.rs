@@ -86,8 +86,10 @@ impl BackgroundShells {
     }
 
     /// Start `command` in `cwd` and return its id (`bash_1`, `bash_2`, … in start order).
-    /// Must be called inside a tokio runtime.
+    /// Outside a tokio runtime nothing is started and the error says why.
     pub fn start(&self, command: &str, cwd: &Path) -> Result<String, String> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|e| format!("background shells need the async runtime: {e}"))?;
         let mut inner = self.lock();
         if inner.shut_down {
             return Err("the run is ending; no new background shells can start".into());
@@ -102,7 +104,7 @@ impl BackgroundShells {
         let (done_tx, done) = watch::channel(false);
         let reader_task = pump(reader, Arc::clone(&output));
         let waiter_status = Arc::clone(&status);
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             let exit = child.wait().await;
             // The shell is gone: so is everything it left running.
             if let Some(pgid) = pgid {
@@ -220,6 +222,8 @@ impl BackgroundShells {
     }
 }
 
+/// Whatever path the run takes out (an error, a panic elsewhere, a cancelled future),
+/// the last clone of the context going away kills every group still running.
 impl Drop for BackgroundShells {
     fn drop(&mut self) {
         self.shutdown();
