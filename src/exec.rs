@@ -2,6 +2,7 @@
 //! merged in write order, memory bounded, and the whole process group killed on timeout,
 //! on exit and on cancellation, so no leftover child can hang drover.
 
+use std::ffi::OsStr;
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
@@ -14,6 +15,20 @@ use rustix::process::{Pid, Signal, kill_process_group};
 pub const KEEP_HEAD_BYTES: usize = 1 << 20;
 /// See [`KEEP_HEAD_BYTES`].
 pub const KEEP_TAIL_BYTES: usize = 1 << 20;
+
+/// The environment every shell command gets on top of drover's own: tools that would
+/// otherwise prompt, page or open an editor behave as in CI, and scripts can tell (via
+/// `DROVER=1`) that nobody is watching.
+pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
+    ("CI", "true"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_PAGER", "cat"),
+    ("PAGER", "cat"),
+    ("GIT_EDITOR", "true"),
+    ("EDITOR", "true"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("DROVER", "1"),
+];
 
 /// How long to wait for the output pipe to close once the process group is dead. Only a
 /// process that left the group (e.g. via `setsid`) can hold it open longer.
@@ -38,8 +53,7 @@ struct GroupGuard {
 impl GroupGuard {
     fn kill(&self) {
         if let Some(pgid) = self.pgid {
-            // ESRCH (the group is already gone) is the expected, harmless failure.
-            let _ = kill_process_group(pgid, Signal::KILL);
+            kill_group(pgid);
         }
     }
 }
@@ -53,14 +67,14 @@ impl Drop for GroupGuard {
 /// Output retained with bounded memory: the first and the last bytes, and a count of
 /// what was dropped between them.
 #[derive(Debug, Default)]
-struct Capture {
+pub(crate) struct Capture {
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     dropped: u64,
 }
 
 impl Capture {
-    fn push(&mut self, mut bytes: &[u8]) {
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
         if self.head.len() < KEEP_HEAD_BYTES {
             let take = bytes.len().min(KEEP_HEAD_BYTES - self.head.len());
             self.head.extend_from_slice(&bytes[..take]);
@@ -74,7 +88,29 @@ impl Capture {
         }
     }
 
-    fn render(&self) -> String {
+    /// Everything captured since the last take, rendered, leaving the capture empty.
+    /// Bytes of a character cut by a read boundary wait for the rest of it.
+    pub(crate) fn take(&mut self) -> String {
+        let mut bytes: Vec<u8> = self.head.drain(..).collect();
+        let dropped = std::mem::take(&mut self.dropped);
+        let mut tail: Vec<u8> = self.tail.drain(..).collect();
+        let last = if tail.is_empty() {
+            &mut bytes
+        } else {
+            &mut tail
+        };
+        let keep = incomplete_utf8_suffix(last);
+        let pending = last.split_off(last.len() - keep);
+        let mut out = String::from_utf8_lossy(&bytes).into_owned();
+        if dropped > 0 {
+            out.push_str(&format!("\n[... {dropped} bytes of output omitted ...]\n"));
+        }
+        out.push_str(&String::from_utf8_lossy(&tail));
+        self.head = pending;
+        out
+    }
+
+    pub(crate) fn render(&self) -> String {
         let mut out = String::from_utf8_lossy(&self.head).into_owned();
         if self.dropped > 0 {
             out.push_str(&format!(
@@ -88,25 +124,45 @@ impl Capture {
     }
 }
 
-fn lock(capture: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Capture> {
+/// How many bytes at the end of `bytes` start a UTF-8 character that is not complete yet.
+fn incomplete_utf8_suffix(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(3) {
+        let byte = bytes[bytes.len() - back];
+        if byte & 0b1100_0000 == 0b1000_0000 {
+            continue; // a continuation byte: look further back for the lead byte
+        }
+        let needed = match byte {
+            b if b & 0b1110_0000 == 0b1100_0000 => 2,
+            b if b & 0b1111_0000 == 0b1110_0000 => 3,
+            b if b & 0b1111_1000 == 0b1111_0000 => 4,
+            _ => return 0,
+        };
+        return if needed > back { back } else { 0 };
+    }
+    0
+}
+
+pub(crate) fn lock(capture: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Capture> {
     // Each push leaves the capture consistent, so a poisoned lock is still usable.
     capture.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Run `command` with `bash -c` in `cwd`, stdin closed, killed with its whole process
-/// group at `timeout`. The child sees `DROVER=1`, so scripts can tell they run unattended.
-pub async fn run_shell(
+/// Start `command` with `bash -c` in `cwd` in its own process group, stdin closed,
+/// stdout and stderr into one pipe, with [`NON_INTERACTIVE_ENV`]. Returns the child and
+/// the pipe's read end (the parent keeps no copy of the write end).
+pub(crate) fn spawn_shell(
     command: &str,
     cwd: &Path,
-    timeout: Duration,
-) -> std::io::Result<ShellOutcome> {
-    let (mut reader, writer) = std::io::pipe()?;
+    extra_env: &[(&str, &OsStr)],
+) -> std::io::Result<(tokio::process::Child, std::io::PipeReader)> {
+    let (reader, writer) = std::io::pipe()?;
     let writer_err = writer.try_clone()?;
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
-        .env("DROVER", "1")
+        .envs(NON_INTERACTIVE_ENV.iter().copied())
+        .envs(extra_env.iter().copied())
         .stdin(Stdio::null())
         .stdout(writer)
         .stderr(writer_err)
@@ -116,14 +172,29 @@ pub async fn run_shell(
     // The command owns the parent's copies of the pipe's write end: drop them, or the
     // reader never sees end-of-file.
     drop(cmd);
-    let mut child = spawned?;
-    let guard = GroupGuard {
-        pgid: child.id().and_then(|id| Pid::from_raw(id as i32)),
-    };
+    Ok((spawned?, reader))
+}
 
-    let capture = Arc::new(Mutex::new(Capture::default()));
-    let sink = Arc::clone(&capture);
-    let reader_task = tokio::task::spawn_blocking(move || {
+/// The process group a child leads (it was spawned with `process_group(0)`).
+pub(crate) fn group_of(child: &tokio::process::Child) -> Option<Pid> {
+    child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(Pid::from_raw)
+}
+
+/// Kill every process of group `pgid`. ESRCH (the group is already gone) is the
+/// expected, harmless failure.
+pub(crate) fn kill_group(pgid: Pid) {
+    let _ = kill_process_group(pgid, Signal::KILL);
+}
+
+/// Copy everything from `reader` into `sink` until end-of-file, on a blocking thread.
+pub(crate) fn pump(
+    mut reader: std::io::PipeReader,
+    sink: Arc<Mutex<Capture>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::task::spawn_blocking(move || {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match reader.read(&mut buf) {
@@ -133,7 +204,33 @@ pub async fn run_shell(
                 Err(_) => break,
             }
         }
-    });
+    })
+}
+
+/// Run `command` with `bash -c` in `cwd`, stdin closed, killed with its whole process
+/// group at `timeout`. The child sees [`NON_INTERACTIVE_ENV`] (`CI=true`, `DROVER=1`, …),
+/// so scripts can tell they run unattended and nothing waits for a person.
+pub async fn run_shell(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+) -> std::io::Result<ShellOutcome> {
+    run_shell_with_env(command, cwd, timeout, &[]).await
+}
+
+/// [`run_shell`] with more environment variables (set after [`NON_INTERACTIVE_ENV`]).
+pub async fn run_shell_with_env(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    extra_env: &[(&str, &OsStr)],
+) -> std::io::Result<ShellOutcome> {
+    let (mut child, reader) = spawn_shell(command, cwd, extra_env)?;
+    let guard = GroupGuard {
+        pgid: group_of(&child),
+    };
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let reader_task = pump(reader, Arc::clone(&capture));
 
     let (exit_code, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => (status?.code(), false),
@@ -183,6 +280,12 @@ mod tests {
         assert_eq!(out.output, "marker\n");
         assert_eq!(run("true", 10_000).await.exit_code, Some(0));
         assert_eq!(run("echo $DROVER", 10_000).await.output, "1\n");
+        assert_eq!(
+            run("echo $CI $GIT_TERMINAL_PROMPT $PAGER $GIT_EDITOR", 10_000)
+                .await
+                .output,
+            "true 0 cat true\n"
+        );
     }
 
     #[tokio::test]
@@ -247,5 +350,19 @@ mod tests {
         c.push(&vec![b'a'; KEEP_HEAD_BYTES + KEEP_TAIL_BYTES + 10]);
         assert_eq!(c.dropped, 10);
         assert!(c.render().contains("10 bytes of output omitted"));
+        assert!(c.take().contains("10 bytes of output omitted"));
+        assert_eq!(c.take(), "");
+    }
+
+    #[test]
+    fn take_returns_only_new_output_and_keeps_split_characters_whole() {
+        let mut c = Capture::default();
+        c.push(b"one\n");
+        assert_eq!(c.take(), "one\n");
+        let e_acute = "\u{e9}".as_bytes();
+        c.push(&[b'a', e_acute[0]]);
+        assert_eq!(c.take(), "a");
+        c.push(&[e_acute[1], b'b']);
+        assert_eq!(c.take(), "\u{e9}b");
     }
 }

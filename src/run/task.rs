@@ -162,7 +162,10 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
         transcript: &mut transcript,
         replay: expectations,
     };
-    let outcome = agent.run(&config).await.map_err(|e| e.to_string())?;
+    let outcome = agent.run(&config).await;
+    // Nothing the agent started in the background may outlive the loop or race the checks.
+    agent.ctx.shutdown();
+    let outcome = outcome.map_err(|e| e.to_string())?;
     report.turns = outcome.turns;
     report.usage = outcome.usage;
     report.final_text = outcome.final_text.clone();

@@ -6,9 +6,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::shell_state::{CwdChange, CwdProbe};
 use super::text::{cut_middle, parse_input};
 use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
-use crate::exec::run_shell;
+use crate::exec::{ShellOutcome, run_shell_with_env};
 
 /// Default timeout in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -30,16 +31,16 @@ struct Input {
     run_in_background: bool,
 }
 
-const DESCRIPTION: &str = "Runs a bash command in the workspace root and returns its output (stdout and stderr merged).
+const DESCRIPTION: &str = "Runs a bash command in the workspace and returns its output (stdout and stderr merged).
 
 Usage:
-- Each call starts a fresh `bash -c` in the workspace root: `cd` and environment variables do not carry over to the next call. Chain dependent steps with && in one command, or use paths relative to the workspace.
-- Nothing is interactive: standard input is closed, so commands that prompt (editors, pagers, `git rebase -i`, `npm init` without -y) fail instead of waiting. Pass non-interactive flags.
+- The working directory persists between calls: after `cd sub`, the next command starts in sub. It must stay inside the workspace: a command that ends outside it (e.g. `cd /`) is followed by a reset to the workspace root, and the result says so. Environment variables, shell functions and aliases do NOT persist: each call is a fresh `bash -c`. Chain dependent steps with && in one command.
+- Nothing is interactive: standard input is closed, and CI=true, GIT_TERMINAL_PROMPT=0, PAGER=cat, GIT_PAGER=cat, EDITOR=true, GIT_EDITOR=true, DEBIAN_FRONTEND=noninteractive and DROVER=1 are set. Commands that prompt (`git rebase -i`, `npm init` without -y) fail or take defaults instead of waiting. Pass non-interactive flags.
 - timeout is in milliseconds: default 120000 (2 minutes), maximum 600000 (10 minutes). On timeout the command and every process it started are killed.
-- Background processes do not survive the call: anything still running when the command exits is killed. run_in_background is not supported yet.
+- Processes a foreground command leaves running (`server &`) are killed when it exits. For servers, watchers or long builds, set run_in_background: true instead: the call returns at once with an id (bash_1, bash_2, ...); read new output and the status with BashOutput {bash_id}, stop it with KillShell {shell_id}. Background commands have no timeout, start in the current working directory, do not change it, and are killed when the run ends.
 - Output longer than 30000 characters is cut in the middle; filter it (grep, head, tail) when you expect a lot.
 - A non-zero exit status is reported as an error with the exit code.
-- Prefer the Read, Grep, Glob, Edit and Write tools over cat, grep, find, sed and echo redirection for files.
+- Prefer the Read, Grep, Glob, LS, Edit and Write tools over cat, grep, find, ls, sed and echo redirection for files.
 - Quote paths containing spaces. Give a short description of what the command does.";
 
 #[async_trait]
@@ -71,7 +72,7 @@ impl Tool for BashTool {
                 },
                 "run_in_background": {
                     "type": "boolean",
-                    "description": "Run the command in the background (not supported yet)."
+                    "description": "Start the command in the background and return its id at once; read it with BashOutput, stop it with KillShell."
                 }
             },
             "required": ["command"],
@@ -95,10 +96,12 @@ impl Tool for BashTool {
             Ok(input) => input,
             Err(error) => return error,
         };
+        if input.command.trim().is_empty() {
+            return ToolOutput::error("command is empty.");
+        }
+        let (cwd, moved_note) = ctx.shell.cwd();
         if input.run_in_background {
-            return ToolOutput::error(
-                "run_in_background is not supported yet (background shells with BashOutput and KillShell are planned). Run the command in the foreground with a suitable timeout instead, or make it finish on its own.",
-            );
+            return start_background(ctx, &input.command, &cwd, moved_note);
         }
         let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
         if timeout_ms > MAX_TIMEOUT_MS {
@@ -106,37 +109,82 @@ impl Tool for BashTool {
                 "timeout {timeout_ms} ms is larger than the maximum of {MAX_TIMEOUT_MS} ms (10 minutes)."
             ));
         }
-        if input.command.trim().is_empty() {
-            return ToolOutput::error("command is empty.");
-        }
-        let outcome = match run_shell(
+        let probe = match CwdProbe::new() {
+            Ok(probe) => probe,
+            Err(e) => return ToolOutput::error(format!("Could not run the command: {e}")),
+        };
+        let (key, value) = probe.env();
+        let outcome = match run_shell_with_env(
             &input.command,
-            &ctx.workspace,
+            &cwd,
             Duration::from_millis(timeout_ms.max(1)),
+            &[(key, value.as_os_str())],
         )
         .await
         {
             Ok(outcome) => outcome,
             Err(e) => return ToolOutput::error(format!("Could not run the command: {e}")),
         };
-        let output = cut_middle(outcome.output.trim_end_matches('\n'), MAX_OUTPUT_CHARS);
-        if outcome.timed_out {
-            let mut text = format!(
-                "Command timed out after {timeout_ms} ms and was killed, together with every process it started."
-            );
-            if !output.is_empty() {
-                text.push_str(&format!(" Output before it was killed:\n{output}"));
-            }
-            return ToolOutput::error(text);
+        let mut notes: Vec<String> = moved_note.into_iter().collect();
+        if let Some(CwdChange::Reset { outside }) =
+            probe.final_dir().map(|dir| ctx.shell.update(&dir))
+        {
+            notes.push(format!(
+                "The command ended in {}, outside the workspace, so the working directory was reset to the workspace root {}.",
+                outside.display(),
+                ctx.workspace.display()
+            ));
         }
-        match outcome.exit_code {
-            Some(0) if output.is_empty() => {
-                ToolOutput::ok("(the command succeeded with no output)")
-            }
-            Some(0) => ToolOutput::ok(output),
-            Some(code) => ToolOutput::error(format!("Exit code {code}\n{output}")),
-            None => ToolOutput::error(format!("The command was killed by a signal.\n{output}")),
+        with_notes(result(outcome, timeout_ms), &notes)
+    }
+}
+
+/// Start a background shell and tell the model how to follow it.
+fn start_background(
+    ctx: &ToolContext,
+    command: &str,
+    cwd: &std::path::Path,
+    note: Option<String>,
+) -> ToolOutput {
+    match ctx.background.start(command, cwd) {
+        Ok(id) => with_notes(
+            ToolOutput::ok(format!(
+                "Command running in the background with id {id} (in {}). Read its new output and status with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It is killed when the run ends.",
+                cwd.display()
+            )),
+            &note.into_iter().collect::<Vec<_>>(),
+        ),
+        Err(e) => ToolOutput::error(format!("Could not start the background command: {e}")),
+    }
+}
+
+/// `output` with each note appended as its own paragraph.
+fn with_notes(mut output: ToolOutput, notes: &[String]) -> ToolOutput {
+    for note in notes {
+        output.content.push_str("\n\n");
+        output.content.push_str(note);
+    }
+    output
+}
+
+/// The result the model sees for a finished (or timed-out) foreground command.
+fn result(outcome: ShellOutcome, timeout_ms: u64) -> ToolOutput {
+    let output = cut_middle(outcome.output.trim_end_matches('\n'), MAX_OUTPUT_CHARS);
+    if outcome.timed_out {
+        let mut text = format!(
+            "Command timed out after {timeout_ms} ms and was killed, together with every process it started."
+        );
+        if !output.is_empty() {
+            text.push_str(&format!(" Output before it was killed:\n{output}"));
         }
+        return ToolOutput::error(text);
+    }
+    match outcome.exit_code {
+        Some(0) if output.is_empty() => ToolOutput::ok("(the command succeeded with no output)"),
+        Some(0) => ToolOutput::ok(output),
+        Some(code) if output.is_empty() => ToolOutput::error(format!("Exit code {code}")),
+        Some(code) => ToolOutput::error(format!("Exit code {code}\n{output}")),
+        None => ToolOutput::error(format!("The command was killed by a signal.\n{output}")),
     }
 }
 
@@ -185,16 +233,92 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn background_is_refused_not_run() {
+    async fn the_non_interactive_environment_is_set() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = ctx(&dir);
         let out = bash(
-            &ctx,
-            json!({"command": "touch ran", "run_in_background": true}),
+            &ctx(&dir),
+            json!({"command": "echo $CI $GIT_TERMINAL_PROMPT $GIT_PAGER $EDITOR $DEBIAN_FRONTEND"}),
         )
         .await;
-        assert!(out.is_error && out.content.contains("not supported"));
-        assert!(!dir.path().join("ran").exists());
+        assert_eq!(out, ToolOutput::ok("true 0 cat true noninteractive"));
+    }
+
+    #[tokio::test]
+    async fn the_working_directory_persists_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/inner.txt"), "").unwrap();
+        let ctx = ctx(&dir);
+        let out = bash(&ctx, json!({"command": "cd sub"})).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(
+            bash(&ctx, json!({"command": "ls"})).await.content,
+            "inner.txt"
+        );
+        let out = bash(&ctx, json!({"command": "cd / && echo moved"})).await;
+        assert!(!out.is_error);
+        assert!(out.content.starts_with("moved\n\n"), "{}", out.content);
+        assert!(
+            out.content.contains("outside the workspace"),
+            "{}",
+            out.content
+        );
+        assert!(out.content.contains("reset to the workspace root"));
+        let root = ctx.workspace.display().to_string();
+        assert_eq!(bash(&ctx, json!({"command": "pwd -P"})).await.content, root);
+    }
+
+    #[tokio::test]
+    async fn environment_variables_do_not_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(&dir);
+        bash(&ctx, json!({"command": "export FOO=bar; cd ."})).await;
+        let out = bash(
+            &ctx,
+            json!({"command": "echo \"[${FOO:-unset}]${BASH_ENV:+ leaked}\""}),
+        )
+        .await;
+        assert_eq!(out, ToolOutput::ok("[unset]"));
+    }
+
+    #[tokio::test]
+    async fn exit_codes_survive_the_directory_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let ctx = ctx(&dir);
+        let out = bash(&ctx, json!({"command": "cd sub; exit 3"})).await;
+        assert_eq!(out, ToolOutput::error("Exit code 3"));
+        // Even a failing command's directory change is kept.
+        assert_eq!(
+            bash(&ctx, json!({"command": "basename $PWD"}))
+                .await
+                .content,
+            "sub"
+        );
+        let out = bash(&ctx, json!({"command": "false"})).await;
+        assert_eq!(out, ToolOutput::error("Exit code 1"));
+        let out = bash(&ctx, json!({"command": "echo ( oops"})).await;
+        assert!(out.is_error && out.content.starts_with("Exit code 2"));
+        assert!(!out.content.contains("pwd"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn background_commands_return_an_id_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(&dir);
+        let started = std::time::Instant::now();
+        let out = bash(
+            &ctx,
+            json!({"command": "sleep 30", "run_in_background": true}),
+        )
+        .await;
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.contains("id bash_1"), "{}", out.content);
+        assert!(out.content.contains("BashOutput"));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let out = bash(&ctx, json!({"command": "true", "run_in_background": true})).await;
+        assert!(out.content.contains("id bash_2"), "{}", out.content);
+        ctx.shutdown();
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 // Test-only module: its parent includes it under #[cfg(test)].
 use super::*;
 use crate::tools::read::ReadTool;
+use crate::tools::text::{Encoding, encode};
 
 fn setup(name: &str, content: &[u8]) -> (tempfile::TempDir, ToolContext) {
     let dir = tempfile::tempdir().unwrap();

@@ -4,17 +4,26 @@
 //! A tool never prints and never panics on bad input: everything it has to say, errors
 //! included, goes back to the model as a [`ToolOutput`].
 
+pub mod background;
 pub mod bash;
+pub mod bash_output;
 pub mod edit;
+mod edit_apply;
 mod edit_hints;
 pub mod glob;
 pub mod grep;
 mod grep_search;
+pub mod kill_shell;
+pub mod ls;
+pub mod multi_edit;
 pub mod read;
 pub mod registry;
 #[cfg(test)]
 mod schema_tests;
+pub mod shell_state;
 mod text;
+pub mod todo;
+pub mod todo_write;
 pub mod write;
 
 use std::path::PathBuf;
@@ -25,23 +34,47 @@ use serde_json::Value;
 
 use crate::workspace::FileStateCache;
 
+pub use background::BackgroundShells;
 pub use registry::Registry;
+pub use shell_state::ShellState;
+pub use todo::{Todo, TodoList, TodoStatus};
 
-/// What a tool call sees of the world.
+/// What a tool call sees of the world. Cloning shares the state: every call of one run
+/// sees the same files read, working directory, background shells and todo list.
 #[derive(Clone)]
 pub struct ToolContext {
     /// The workspace root, canonical (symlinks resolved). Relative paths resolve against it.
     pub workspace: PathBuf,
     /// What this run has read, so Edit and Write can refuse blind or stale writes.
     pub files: Arc<FileStateCache>,
+    /// Where the next Bash command starts (persists between calls, inside the workspace).
+    pub shell: Arc<ShellState>,
+    /// Commands started with `run_in_background`; killed when the run ends.
+    pub background: Arc<BackgroundShells>,
+    /// The model's todo list (TodoWrite), for the run to report.
+    pub todo_list: Arc<TodoList>,
 }
 
 impl ToolContext {
     pub fn new(workspace: PathBuf) -> Self {
         ToolContext {
+            shell: Arc::new(ShellState::new(workspace.clone())),
             workspace,
             files: Arc::new(FileStateCache::default()),
+            background: Arc::new(BackgroundShells::default()),
+            todo_list: Arc::new(TodoList::default()),
         }
+    }
+
+    /// The todo list as the model last wrote it (empty if it never used TodoWrite).
+    pub fn todos(&self) -> Vec<Todo> {
+        self.todo_list.get()
+    }
+
+    /// Kill every background shell still running and refuse new ones; the run calls it
+    /// when the agent loop ends so nothing outlives the loop.
+    pub fn shutdown(&self) {
+        self.background.shutdown();
     }
 }
 
@@ -102,9 +135,14 @@ pub fn builtin() -> Vec<Arc<dyn Tool>> {
         Arc::new(read::ReadTool),
         Arc::new(write::WriteTool),
         Arc::new(edit::EditTool),
+        Arc::new(multi_edit::MultiEditTool),
         Arc::new(glob::GlobTool),
         Arc::new(grep::GrepTool),
+        Arc::new(ls::LsTool),
         Arc::new(bash::BashTool),
+        Arc::new(bash_output::BashOutputTool),
+        Arc::new(kill_shell::KillShellTool),
+        Arc::new(todo_write::TodoWriteTool),
     ]
 }
 

@@ -10,7 +10,19 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
     let registry = Registry::builtin().unwrap();
     assert_eq!(
         registry.names(),
-        ["Read", "Write", "Edit", "Glob", "Grep", "Bash"]
+        [
+            "Read",
+            "Write",
+            "Edit",
+            "MultiEdit",
+            "Glob",
+            "Grep",
+            "LS",
+            "Bash",
+            "BashOutput",
+            "KillShell",
+            "TodoWrite"
+        ]
     );
     assert!(
         registry
@@ -49,6 +61,59 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
             .validate("Bash", &json!({"command": "ls", "timeout": 1.5}))
             .is_err()
     );
+    let valid = [
+        (
+            "MultiEdit",
+            json!({"file_path": "a", "edits": [{"old_string": "x", "new_string": "y", "replace_all": true}]}),
+        ),
+        ("LS", json!({"path": "src", "ignore": ["*.log"]})),
+        (
+            "Bash",
+            json!({"command": "npm start", "run_in_background": true}),
+        ),
+        ("BashOutput", json!({"bash_id": "bash_1"})),
+        ("KillShell", json!({"shell_id": "bash_1"})),
+        (
+            "TodoWrite",
+            json!({"todos": [{"content": "Fix", "status": "in_progress", "activeForm": "Fixing"}]}),
+        ),
+        ("TodoWrite", json!({"todos": []})),
+    ];
+    for (tool, input) in valid {
+        assert!(registry.validate(tool, &input).is_ok(), "{tool} {input}");
+    }
+    let invalid = [
+        ("MultiEdit", json!({"file_path": "a", "edits": []})),
+        ("MultiEdit", json!({"file_path": "a"})),
+        (
+            "MultiEdit",
+            json!({"file_path": "a", "edits": [{"old_string": "x"}]}),
+        ),
+        (
+            "MultiEdit",
+            json!({"file_path": "a", "edits": [{"old_string": "x", "new_string": "y", "bogus": 1}]}),
+        ),
+        ("LS", json!({})),
+        ("LS", json!({"path": "a", "ignore": "*.log"})),
+        ("BashOutput", json!({"bash_id": "bash_1", "filter": "x"})),
+        ("BashOutput", json!({})),
+        ("KillShell", json!({"bash_id": "bash_1"})),
+        (
+            "TodoWrite",
+            json!({"todos": [{"content": "Fix", "status": "doing", "activeForm": "Fixing"}]}),
+        ),
+        (
+            "TodoWrite",
+            json!({"todos": [{"content": "Fix", "status": "pending"}]}),
+        ),
+        (
+            "TodoWrite",
+            json!({"todos": [{"content": "Fix", "status": "pending", "activeForm": "F", "id": "1"}]}),
+        ),
+    ];
+    for (tool, input) in invalid {
+        assert!(registry.validate(tool, &input).is_err(), "{tool} {input}");
+    }
     for definition in registry.definitions() {
         assert!(definition.description.len() > 200, "{}", definition.name);
         assert_eq!(
