@@ -76,6 +76,14 @@ fn multi_edit_ls_todo_write_and_background_shells_work_end_to_end() {
     let is_error = |i: usize| results[i]["is_error"].as_bool().unwrap();
     assert_eq!(results.len(), 11, "{results:#?}");
 
+    // The final plan is in run_end and in the summary for people.
+    let todos = lines.last().unwrap()["todos"].as_array().unwrap().clone();
+    assert_eq!(todos.len(), 2);
+    assert_eq!(todos[0]["activeForm"], "Renaming the words");
+    let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
+    assert!(md.contains("### tools: todo list"), "{md}");
+    assert!(md.contains("Check the result"), "{md}");
+
     // TodoWrite
     assert!(!is_error(0), "{}", content(0));
     assert!(

@@ -7,5 +7,5 @@ pub mod report;
 pub mod summary;
 pub mod transcript;
 
-pub use report::{CheckReport, Denial, EndReason, RunReport, Status, TaskReport};
+pub use report::{CheckReport, Denial, EndReason, RunReport, Status, TaskReport, Todo, TodoStatus};
 pub use transcript::{Event, TranscriptReader, TranscriptWriter};

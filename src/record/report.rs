@@ -97,6 +97,27 @@ pub struct Denial {
     pub reason: String,
 }
 
+/// Where one todo stands.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// One item of the list, with Claude Code's field names so transcripts and summaries
+/// read the same as the model's input.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Todo {
+    /// What is to be done, imperative ("Run the tests").
+    pub content: String,
+    pub status: TodoStatus,
+    /// The same in the present continuous ("Running the tests"), shown while in progress.
+    #[serde(rename = "activeForm")]
+    pub active_form: String,
+}
+
 /// Everything the reports say about one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskReport {
@@ -121,6 +142,9 @@ pub struct TaskReport {
     pub files_changed: Vec<String>,
     /// The last assistant text, for people reading the report.
     pub final_text: String,
+    /// The model's plan as it last wrote it with TodoWrite.
+    #[serde(default)]
+    pub todos: Vec<Todo>,
     /// Where this task's transcript and diff are.
     pub artifacts_dir: PathBuf,
 }

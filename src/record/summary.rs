@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::record::junit::{check_failure, clean, status_str, tail};
-use crate::record::{RunReport, Status, TaskReport};
+use crate::record::{RunReport, Status, TaskReport, TodoStatus};
 
 /// Lines of check output shown per failed check in the Markdown summary.
 const OUTPUT_LINES: usize = 20;
@@ -102,7 +102,23 @@ pub fn summary_md(report: &RunReport) -> String {
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
         failed_section(&mut out, task);
     }
+    for task in report.tasks.iter().filter(|t| !t.todos.is_empty()) {
+        todo_section(&mut out, task);
+    }
     out
+}
+
+/// The model's plan as a checklist, so a reader sees what it meant to do and got done.
+fn todo_section(out: &mut String, task: &TaskReport) {
+    let _ = write!(out, "\n### {}: todo list\n\n", clean(&task.name));
+    for todo in &task.todos {
+        let text = clean(&todo.content);
+        let _ = match todo.status {
+            TodoStatus::Completed => writeln!(out, "- [x] {text}"),
+            TodoStatus::InProgress => writeln!(out, "- [ ] {text} (in progress)"),
+            TodoStatus::Pending => writeln!(out, "- [ ] {text}"),
+        };
+    }
 }
 
 fn failed_section(out: &mut String, task: &TaskReport) {
@@ -203,7 +219,8 @@ fn fence_for(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::junit::tests::sample_run;
+    use crate::record::EndReason;
+    use crate::record::junit::tests::{sample_run, task};
 
     #[test]
     fn json_has_status_exit_code_counts_and_tasks() {
@@ -275,6 +292,30 @@ mod tests {
         assert_eq!(
             summary_md(&RunReport::default()),
             "## drover: 0 passed, 0 failed, 0 error\n\nNo tasks ran.\n"
+        );
+    }
+
+    #[test]
+    fn markdown_shows_the_todo_list_as_a_checklist() {
+        let mut done = task("planned", "a.yaml", EndReason::EndTurn, "ok");
+        done.todos = vec![
+            crate::record::Todo {
+                content: "Find the bug".into(),
+                status: TodoStatus::Completed,
+                active_form: "Finding the bug".into(),
+            },
+            crate::record::Todo {
+                content: "Run the tests".into(),
+                status: TodoStatus::InProgress,
+                active_form: "Running the tests".into(),
+            },
+        ];
+        let md = summary_md(&RunReport { tasks: vec![done] });
+        assert!(
+            md.contains(
+                "### planned: todo list\n\n- [x] Find the bug\n- [ ] Run the tests (in progress)\n"
+            ),
+            "{md}"
         );
     }
 }

@@ -81,6 +81,9 @@ pub enum Event {
         turns: u32,
         usage: Usage,
         cost_usd: Option<f64>,
+        /// The model's plan as it last wrote it with TodoWrite (empty when it kept none).
+        #[serde(default)]
+        todos: Vec<crate::record::Todo>,
     },
 }
 

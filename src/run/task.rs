@@ -67,6 +67,7 @@ pub async fn run_task(plan: TaskPlan, artifacts: &Path) -> TaskReport {
         denials: Vec::new(),
         files_changed: Vec::new(),
         final_text: String::new(),
+        todos: Vec::new(),
         artifacts_dir: task_dir.clone(),
     };
     if let Err(error) = execute(plan, &task_dir, &mut report).await {
@@ -170,6 +171,7 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
     report.usage = outcome.usage;
     report.final_text = outcome.final_text.clone();
     report.denials = outcome.denials.clone();
+    report.todos = agent.ctx.todos();
 
     let after = Snapshot::take(&workspace.dir)
         .map_err(|e| format!("cannot snapshot the workspace after the run: {e}"))?;
@@ -237,6 +239,7 @@ fn finish(
         turns: report.turns,
         usage: report.usage,
         cost_usd: report.cost_usd,
+        todos: report.todos.clone(),
     })
 }
 

@@ -3,28 +3,7 @@
 
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-
-/// Where one todo stands.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    Pending,
-    InProgress,
-    Completed,
-}
-
-/// One item of the list, with Claude Code's field names so transcripts and summaries
-/// read the same as the model's input.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Todo {
-    /// What is to be done, imperative ("Run the tests").
-    pub content: String,
-    pub status: TodoStatus,
-    /// The same in the present continuous ("Running the tests"), shown while in progress.
-    #[serde(rename = "activeForm")]
-    pub active_form: String,
-}
+pub use crate::record::{Todo, TodoStatus};
 
 /// The current list; each TodoWrite replaces it whole.
 #[derive(Debug, Default)]
