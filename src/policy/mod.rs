@@ -6,6 +6,8 @@
 //! workspace need an allow rule with an absolute pattern.
 
 pub mod command;
+mod expand;
+pub mod guardrails;
 mod path_pattern;
 mod rule;
 

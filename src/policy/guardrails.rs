@@ -1,0 +1,203 @@
+//! Guardrails: commands no allow rule lifts, because no task needs them and one slip
+//! would be unrecoverable. Only `permissions.guardrails: off` disables them.
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::expand::expand_home;
+
+/// Where the guardrails judge paths from.
+pub struct GuardContext<'a> {
+    pub workspace: &'a Path,
+    pub home: Option<&'a Path>,
+}
+
+/// Why a command line trips a guardrail, or None. `commands` are the argv of every
+/// simple command in it (wrappers stripped); `line` is the command line as written.
+pub fn check(commands: &[Vec<String>], line: &str, ctx: &GuardContext<'_>) -> Option<String> {
+    if is_fork_bomb(line) {
+        return Some("a fork bomb".into());
+    }
+    let names: Vec<&str> = commands.iter().map(|argv| program(argv)).collect();
+    let downloads = names
+        .iter()
+        .any(|n| matches!(*n, "curl" | "wget" | "fetch"));
+    let shells = names.iter().any(|n| {
+        matches!(
+            *n,
+            "sh" | "bash"
+                | "zsh"
+                | "dash"
+                | "ksh"
+                | "fish"
+                | "python"
+                | "python3"
+                | "perl"
+                | "ruby"
+                | "node"
+        )
+    });
+    if downloads && shells && line.contains('|') {
+        return Some("piping a download into a shell or interpreter".into());
+    }
+    commands.iter().find_map(|argv| check_one(argv, ctx))
+}
+
+fn program(argv: &[String]) -> &str {
+    let first = argv.first().map(String::as_str).unwrap_or_default();
+    first.rsplit('/').next().unwrap_or(first)
+}
+
+fn check_one(argv: &[String], ctx: &GuardContext<'_>) -> Option<String> {
+    let name = program(argv);
+    let args = &argv[1.min(argv.len())..];
+    match name {
+        "sudo" | "su" | "doas" | "pkexec" | "runuser" => Some(format!(
+            "{name}: drover never runs commands as another user"
+        )),
+        "shutdown" | "reboot" | "halt" | "poweroff" => Some(format!("{name} of the machine")),
+        "init" | "telinit" if args.iter().any(|a| a == "0" || a == "6") => {
+            Some(format!("{name} to halt or reboot the machine"))
+        }
+        "systemctl"
+            if args.iter().any(|a| {
+                matches!(
+                    a.as_str(),
+                    "poweroff" | "reboot" | "halt" | "kexec" | "suspend"
+                )
+            }) =>
+        {
+            Some("systemctl halting or rebooting the machine".into())
+        }
+        _ if name.starts_with("mkfs") || name == "mke2fs" || name == "wipefs" => {
+            Some(format!("{name}: formatting a file system"))
+        }
+        "dd" => args
+            .iter()
+            .filter_map(|a| a.strip_prefix("of="))
+            .find(|target| is_device(target))
+            .map(|target| format!("dd writing to the device {target}")),
+        "rm" => check_rm(args, ctx),
+        "chmod" | "chown" | "chgrp" if is_recursive(args) => args
+            .iter()
+            .filter(|a| !a.starts_with('-'))
+            .find(|a| resolves_to_root(a, ctx))
+            .map(|target| format!("{name} -R of {target}")),
+        "find" if args.iter().any(|a| a == "-delete") && !has_find_filter(args) => args
+            .iter()
+            .take_while(|a| !a.starts_with('-'))
+            .find(|a| is_precious(a, ctx))
+            .map(|target| format!("find -delete over {target}")),
+        _ => None,
+    }
+}
+
+fn check_rm(args: &[String], ctx: &GuardContext<'_>) -> Option<String> {
+    let mut options_done = false;
+    for arg in args {
+        if !options_done && arg == "--" {
+            options_done = true;
+            continue;
+        }
+        if !options_done && arg.starts_with('-') && arg.len() > 1 {
+            continue;
+        }
+        if is_precious(arg, ctx) {
+            return Some(format!(
+                "rm of {arg}, which would delete the root, the home directory or the workspace"
+            ));
+        }
+    }
+    None
+}
+
+/// A `find` test that narrows what `-delete` removes (without one, everything goes).
+fn has_find_filter(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "-name"
+                | "-iname"
+                | "-path"
+                | "-ipath"
+                | "-wholename"
+                | "-regex"
+                | "-iregex"
+                | "-newer"
+                | "-mtime"
+                | "-mmin"
+                | "-atime"
+                | "-size"
+                | "-type"
+                | "-empty"
+                | "-user"
+                | "-group"
+                | "-perm"
+                | "-links"
+        )
+    })
+}
+
+fn is_recursive(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && a.contains('R'))
+    })
+}
+
+fn is_device(target: &str) -> bool {
+    target.starts_with("/dev/")
+        && !matches!(
+            target,
+            "/dev/null" | "/dev/zero" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
+        )
+}
+
+/// Resolve an argument as a path the way the shell would hand it to the command, as far
+/// as it can be known statically (`~`, `$HOME`, relative to the workspace).
+fn resolve(arg: &str, ctx: &GuardContext<'_>) -> Option<PathBuf> {
+    let trimmed = arg.trim_end_matches("/*").trim_end_matches('*');
+    let trimmed = if trimmed.is_empty() && arg.starts_with('/') {
+        "/"
+    } else {
+        trimmed
+    };
+    let expanded = expand_home(trimmed, ctx.home)?;
+    let path = if expanded.is_absolute() {
+        expanded
+    } else {
+        ctx.workspace.join(expanded)
+    };
+    Some(crate::workspace::paths::normalize(&path))
+}
+
+fn resolves_to_root(arg: &str, ctx: &GuardContext<'_>) -> bool {
+    resolve(arg, ctx).is_some_and(|p| p == Path::new("/"))
+}
+
+/// The root, the home directory, the workspace root, or an ancestor of the workspace.
+fn is_precious(arg: &str, ctx: &GuardContext<'_>) -> bool {
+    let Some(path) = resolve(arg, ctx) else {
+        return false;
+    };
+    path == Path::new("/")
+        || ctx.home.is_some_and(|home| path == home)
+        || ctx.workspace.starts_with(&path)
+}
+
+/// `:(){ :|:& };:` and its renamings: a function that pipes itself into itself in the
+/// background.
+fn is_fork_bomb(line: &str) -> bool {
+    static PATTERN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"([\w:.]+)\s*\(\)\s*\{[^}]*?([\w:.]+)\s*\|\s*([\w:.]+)\s*&")
+            .expect("invariant: a constant pattern that compiles")
+    });
+    PATTERN.captures_iter(line).any(|c| {
+        let (name, left, right) = (&c[1], &c[2], &c[3]);
+        name == left && name == right
+    })
+}
+
+#[cfg(test)]
+mod tests;
