@@ -125,7 +125,11 @@ impl Policy {
                 );
             }
         }
+        let git_internals = !tool.is_read_only() && touches_git_internals(&target);
         for rule in self.allow.iter().filter(|rule| rule.governs(name)) {
+            if git_internals && !names_git_dir(rule) {
+                continue;
+            }
             if self.allow_matches(rule, tool, &target) {
                 return Decision::allow(
                     Some(rule),
@@ -151,6 +155,7 @@ impl Policy {
             );
         }
         let hint = match &target {
+            _ if git_internals => "; writes into .git/ need an allow rule that names .git explicitly, e.g. Edit(.git/hooks/**)".to_string(),
             Target::Path {
                 confined: false, ..
             } => format!(
@@ -233,6 +238,18 @@ impl Policy {
             _ => false,
         }
     }
+}
+
+/// A path inside the workspace's `.git/` directory: git's own state, which an agent
+/// rewriting would corrupt history or plant hooks.
+fn touches_git_internals(target: &Target) -> bool {
+    matches!(target, Target::Path { relative: Some(rel), .. }
+        if rel == ".git" || rel.starts_with(".git/"))
+}
+
+/// An allow rule that names `.git` in its pattern: the user meant it.
+fn names_git_dir(rule: &Rule) -> bool {
+    matches!(rule.specifier(), Some(Specifier::Path(pattern)) if pattern.contains(".git"))
 }
 
 fn describe(tool: &str, target: &Target) -> String {

@@ -195,3 +195,40 @@ fn additional_directories_extend_the_read_only_default_and_bare_rules() {
     assert!(p.decide(&EDIT, &file("/shared/data/a.csv")).allowed);
     assert!(!p.decide(&READ, &file("/shared/other.csv")).allowed);
 }
+
+#[test]
+fn writes_into_git_internals_need_a_rule_that_names_them() {
+    let p = policy(&["Edit", "Edit(**)"], &[]);
+    let decision = p.decide(&WRITE, &file(".git/hooks/pre-commit"));
+    assert!(!decision.allowed);
+    assert!(decision.reason.contains(".git"), "{}", decision.reason);
+    assert!(
+        p.decide(&READ, &file(".git/config")).allowed,
+        "reading is fine"
+    );
+    assert!(p.decide(&WRITE, &file(".github/workflows/ci.yml")).allowed);
+    let p = policy(&["Edit(.git/hooks/**)"], &[]);
+    assert!(p.decide(&WRITE, &file(".git/hooks/pre-commit")).allowed);
+}
+
+#[test]
+fn symlinks_and_dot_dot_cannot_escape_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(dir.path().join("secret.txt"), "s").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), ws.join("link.txt")).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let permissions = Permissions {
+        allow: vec![Rule::try_from("Edit".to_string()).unwrap()],
+        ..Permissions::default()
+    };
+    let p = Policy::new(&permissions, &ws, &[]);
+    assert!(
+        !p.decide(&READ, &file("link.txt")).allowed,
+        "a link pointing out is outside"
+    );
+    assert!(!p.decide(&EDIT, &file("link.txt")).allowed);
+    assert!(!p.decide(&READ, &file("../secret.txt")).allowed);
+    assert!(!p.decide(&EDIT, &file("sub/../../secret.txt")).allowed);
+}
