@@ -30,17 +30,6 @@ pub fn scrub(
         .collect()
 }
 
-/// The names in drover's environment that [`scrub`] removes, for the run to report
-/// (names only, never values).
-pub fn scrubbed_names(pass: &[String]) -> Vec<String> {
-    let mut names: Vec<String> = std::env::vars_os()
-        .map(|(name, _)| name.to_string_lossy().into_owned())
-        .filter(|name| looks_secret(name) && !pass.contains(name))
-        .collect();
-    names.sort();
-    names
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
