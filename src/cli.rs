@@ -1,5 +1,6 @@
 //! The command line (clap). The commands and flags are a contract (DESIGN.md).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -43,6 +44,23 @@ pub enum Command {
         #[command(subcommand)]
         command: ReportCommand,
     },
+    /// Internal: apply a sandbox policy, then exec the command (drover runs itself).
+    #[command(name = "__sandbox-exec", hide = true)]
+    SandboxExec(SandboxExecArgs),
+}
+
+/// The sandbox launcher's arguments (see `policy::sandbox::launcher`).
+#[derive(Debug, Args)]
+pub struct SandboxExecArgs {
+    /// The policy as JSON.
+    #[arg(long, value_name = "JSON")]
+    pub policy: String,
+    /// Only check that the policy can be enforced: exit 0 if so, 125 if not.
+    #[arg(long)]
+    pub probe: bool,
+    /// The program and its arguments.
+    #[arg(last = true, value_name = "PROGRAM")]
+    pub command: Vec<OsString>,
 }
 
 #[derive(Debug, Args)]

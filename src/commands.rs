@@ -24,6 +24,10 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Report {
             command: ReportCommand::Merge { .. },
         } => not_yet("report merge", "combining sharded artifacts"),
+        // main runs the launcher before the async runtime starts; this is a fallback.
+        Command::SandboxExec(args) => {
+            crate::policy::sandbox::sandbox_exec_main(&args.policy, args.probe, &args.command)
+        }
     }
 }
 

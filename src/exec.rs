@@ -4,12 +4,15 @@
 
 use std::ffi::OsStr;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group};
+
+use crate::policy::sandbox::Launcher;
+use crate::policy::sandbox::env::scrub;
 
 /// How much of the head and of the tail of the output is kept in memory.
 pub const KEEP_HEAD_BYTES: usize = 1 << 20;
@@ -147,20 +150,67 @@ pub(crate) fn lock(capture: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Captur
     capture.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// How the agent's commands are started: the environment they get and the sandbox they
+/// run in. Shared by every Bash call of a task (foreground and background).
+#[derive(Debug, Clone, Default)]
+pub struct CommandEnv {
+    /// The sandbox launcher, or None to run commands unsandboxed (`sandbox: off`, tests).
+    pub sandbox: Option<Launcher>,
+    /// The task's private temporary directory, given to commands as `TMPDIR`.
+    pub tmpdir: Option<PathBuf>,
+    /// Secret-looking variables passed through anyway (`env.pass`).
+    pub pass: Vec<String>,
+}
+
+impl CommandEnv {
+    /// The directory a command may write scratch files to (the private `TMPDIR`).
+    pub fn tmpdir(&self) -> Option<&Path> {
+        self.tmpdir.as_deref()
+    }
+
+    /// `bash -c command`, launched through the sandbox when there is one, with drover's
+    /// environment scrubbed of secrets and `TMPDIR` pointing at the private directory.
+    fn bash(&self, command: &str) -> tokio::process::Command {
+        let mut cmd = match &self.sandbox {
+            Some(launcher) => {
+                let (program, args) = launcher.prefix();
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args).arg("bash");
+                cmd
+            }
+            None => tokio::process::Command::new("bash"),
+        };
+        cmd.arg("-c").arg(command);
+        cmd.env_clear().envs(scrub(std::env::vars_os(), &self.pass));
+        if let Some(tmpdir) = &self.tmpdir {
+            cmd.env("TMPDIR", tmpdir);
+        }
+        cmd
+    }
+}
+
 /// Start `command` with `bash -c` in `cwd` in its own process group, stdin closed,
-/// stdout and stderr into one pipe, with [`NON_INTERACTIVE_ENV`]. Returns the child and
-/// the pipe's read end (the parent keeps no copy of the write end).
+/// stdout and stderr into one pipe, with [`NON_INTERACTIVE_ENV`]. With `env`, the
+/// command is started the agent's way (scrubbed environment, sandbox); without, it gets
+/// drover's whole environment and no sandbox (checks: the user's own commands). Returns
+/// the child and the pipe's read end (the parent keeps no copy of the write end).
 pub(crate) fn spawn_shell(
     command: &str,
     cwd: &Path,
     extra_env: &[(&str, &OsStr)],
+    env: Option<&CommandEnv>,
 ) -> std::io::Result<(tokio::process::Child, std::io::PipeReader)> {
     let (reader, writer) = std::io::pipe()?;
     let writer_err = writer.try_clone()?;
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
+    let mut cmd = match env {
+        Some(env) => env.bash(command),
+        None => {
+            let mut cmd = tokio::process::Command::new("bash");
+            cmd.arg("-c").arg(command);
+            cmd
+        }
+    };
+    cmd.current_dir(cwd)
         .envs(NON_INTERACTIVE_ENV.iter().copied())
         .envs(extra_env.iter().copied())
         .stdin(Stdio::null())
@@ -209,23 +259,34 @@ pub(crate) fn pump(
 
 /// Run `command` with `bash -c` in `cwd`, stdin closed, killed with its whole process
 /// group at `timeout`. The child sees [`NON_INTERACTIVE_ENV`] (`CI=true`, `DROVER=1`, …),
-/// so scripts can tell they run unattended and nothing waits for a person.
+/// so scripts can tell they run unattended and nothing waits for a person. It also sees
+/// drover's whole environment and runs unsandboxed: this is for the user's own commands
+/// (checks), never the agent's (see [`run_shell_with_env`]).
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
     timeout: Duration,
 ) -> std::io::Result<ShellOutcome> {
-    run_shell_with_env(command, cwd, timeout, &[]).await
+    run_spawned(spawn_shell(command, cwd, &[], None)?, timeout).await
 }
 
-/// [`run_shell`] with more environment variables (set after [`NON_INTERACTIVE_ENV`]).
+/// [`run_shell`] the agent's way: started as `env` says (scrubbed environment, private
+/// `TMPDIR`, sandbox), with more environment variables (set after
+/// [`NON_INTERACTIVE_ENV`]).
 pub async fn run_shell_with_env(
     command: &str,
     cwd: &Path,
     timeout: Duration,
     extra_env: &[(&str, &OsStr)],
+    env: &CommandEnv,
 ) -> std::io::Result<ShellOutcome> {
-    let (mut child, reader) = spawn_shell(command, cwd, extra_env)?;
+    run_spawned(spawn_shell(command, cwd, extra_env, Some(env))?, timeout).await
+}
+
+async fn run_spawned(
+    (mut child, reader): (tokio::process::Child, std::io::PipeReader),
+    timeout: Duration,
+) -> std::io::Result<ShellOutcome> {
     let guard = GroupGuard {
         pgid: group_of(&child),
     };

@@ -4,6 +4,13 @@ use clap::Parser;
 
 fn main() {
     let cli = drover::cli::Cli::parse();
+    // The sandbox launcher must stay single-threaded (Landlock restricts one thread):
+    // it runs before the async runtime exists.
+    if let drover::cli::Command::SandboxExec(args) = &cli.command {
+        let code =
+            drover::policy::sandbox::sandbox_exec_main(&args.policy, args.probe, &args.command);
+        std::process::exit(code);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -14,6 +14,9 @@ fn demo_runs_passes_and_its_diff_applies_and_replays_identically() {
 
     drover()
         .current_dir(repo())
+        // The outer build's target directory is outside the task's sandbox: the demo's
+        // cargo builds in the workspace, as it would in CI.
+        .env_remove("CARGO_TARGET_DIR")
         .args(["run", "tasks/demo.yaml", "--artifacts"])
         .arg(&artifacts)
         .assert()
@@ -87,6 +90,7 @@ fn demo_runs_passes_and_its_diff_applies_and_replays_identically() {
     let replayed = out.path().join("replayed");
     drover()
         .current_dir(repo())
+        .env_remove("CARGO_TARGET_DIR")
         .arg("replay")
         .arg(artifacts.join("demo/transcript.jsonl"))
         .arg("--artifacts")

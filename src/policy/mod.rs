@@ -10,6 +10,7 @@ mod expand;
 pub mod guardrails;
 mod path_pattern;
 mod rule;
+pub mod sandbox;
 
 use std::path::{Path, PathBuf};
 

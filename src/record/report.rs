@@ -45,6 +45,9 @@ pub enum EndReason {
     ProviderError,
     ReplayDrift,
     InternalError,
+    /// The OS sandbox for shell commands cannot be enforced on this machine; the task
+    /// did not run rather than run unsandboxed (`sandbox: off` opts out explicitly).
+    SandboxUnavailable,
 }
 
 impl EndReason {
@@ -52,7 +55,9 @@ impl EndReason {
     pub fn status(self) -> Status {
         match self {
             EndReason::EndTurn => Status::Passed,
-            EndReason::ProviderError | EndReason::InternalError => Status::Error,
+            EndReason::ProviderError | EndReason::InternalError | EndReason::SandboxUnavailable => {
+                Status::Error
+            }
             _ => Status::Failed,
         }
     }
@@ -69,6 +74,7 @@ impl EndReason {
             EndReason::ProviderError => "provider_error",
             EndReason::ReplayDrift => "replay_drift",
             EndReason::InternalError => "internal_error",
+            EndReason::SandboxUnavailable => "sandbox_unavailable",
         }
     }
 }

@@ -33,6 +33,10 @@ pub enum Event {
         workspace_sha256: String,
         /// The turn limit in force (the spec's, or `--max-turns`).
         max_turns: Option<u32>,
+        /// The OS sandbox around shell commands: `{"enabled": false}`, or `enabled`,
+        /// `network`, `writable`, `read_denied`. Null in transcripts older than it.
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        sandbox: Value,
     },
     ModelResponse {
         turn: u32,

@@ -4,6 +4,7 @@
 mod checks;
 mod prepare;
 mod replay;
+mod sandbox;
 mod task;
 
 use std::collections::HashMap;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::spec::{Isolation, LoadedSpec, Provider, SandboxSpec, Switch};
+use crate::spec::{Isolation, LoadedSpec, Provider};
 use crate::workspace::copy::copy_workspace;
 
 /// The directory a task works in, kept alive as long as the task needs it.
@@ -47,22 +47,6 @@ pub fn missing_capability(spec: &LoadedSpec, provider: Provider) -> Option<Strin
             ));
         }
         Provider::Script | Provider::Replay => {}
-    }
-    let sandbox_asked = !matches!(
-        spec.spec.sandbox,
-        None | Some(SandboxSpec::Switch(Switch::Off))
-    );
-    if sandbox_asked {
-        return Some(format!(
-            "{place}: `sandbox:` settings are not available in drover {} yet (the OS sandbox for shell commands is still being built); remove the key or write sandbox: off",
-            crate::VERSION
-        ));
-    }
-    if !spec.spec.env.pass.is_empty() {
-        return Some(format!(
-            "{place}: `env.pass` is not available in drover {} yet (commands still see drover's whole environment; secret scrubbing is being built); remove the key",
-            crate::VERSION
-        ));
     }
     if spec.spec.isolation == Isolation::Worktree {
         return Some(format!(

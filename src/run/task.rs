@@ -20,6 +20,7 @@ use crate::workspace::atomic::write_atomic;
 
 use super::checks::{failure_summary, run_check};
 use super::prepare::{PreparedWorkspace, in_place, scratch_copy};
+use super::sandbox::task_commands;
 
 /// Where a task's assistant turns come from.
 pub enum ModelSource {
@@ -110,6 +111,8 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
     );
     let mut registry = Registry::builtin().map_err(|e| e.to_string())?;
     registry.retain(|tool| policy.withholds(tool).is_none());
+    let runs_commands = registry.names().iter().any(|name| name == "Bash");
+    let commands = task_commands(&plan.spec, &workspace.dir, runs_commands).await?;
 
     transcript
         .write(Event::RunStart {
@@ -124,8 +127,18 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
             workspace: absolute(&plan.origin),
             workspace_sha256: fingerprint.clone(),
             max_turns: plan.max_turns,
+            sandbox: commands.summary.clone(),
         })
         .map_err(|e| e.to_string())?;
+    if let Some(message) = commands.unavailable.clone() {
+        return finish(
+            &mut transcript,
+            report,
+            EndReason::SandboxUnavailable,
+            message,
+        )
+        .map_err(|e| e.to_string());
+    }
 
     if let Some(expected) = &plan.expected_fingerprint {
         if *expected != fingerprint {
@@ -159,7 +172,7 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
         model: model.as_mut(),
         registry: &registry,
         policy: &policy,
-        ctx: ToolContext::new(workspace.dir.clone()),
+        ctx: ToolContext::with_env(workspace.dir.clone(), commands.env.clone()),
         transcript: &mut transcript,
         replay: expectations,
     };

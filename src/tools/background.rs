@@ -15,7 +15,9 @@ use std::time::Duration;
 use rustix::process::Pid;
 use tokio::sync::watch;
 
-use crate::exec::{Capture, group_of, kill_group, lock as lock_capture, pump, spawn_shell};
+use crate::exec::{
+    Capture, CommandEnv, group_of, kill_group, lock as lock_capture, pump, spawn_shell,
+};
 
 /// How long to wait for the output pipe to close after the shell exits (only a process
 /// that left the group can hold it open), and for a killed shell to be reaped.
@@ -85,16 +87,17 @@ impl BackgroundShells {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Start `command` in `cwd` and return its id (`bash_1`, `bash_2`, … in start order).
-    /// Outside a tokio runtime nothing is started and the error says why.
-    pub fn start(&self, command: &str, cwd: &Path) -> Result<String, String> {
+    /// Start `command` in `cwd` as `env` says (environment, sandbox) and return its id
+    /// (`bash_1`, `bash_2`, … in start order). Outside a tokio runtime nothing is
+    /// started and the error says why.
+    pub fn start(&self, command: &str, cwd: &Path, env: &CommandEnv) -> Result<String, String> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|e| format!("background shells need the async runtime: {e}"))?;
         let mut inner = self.lock();
         if inner.shut_down {
             return Err("the run is ending; no new background shells can start".into());
         }
-        let (mut child, reader) = spawn_shell(command, cwd, &[])
+        let (mut child, reader) = spawn_shell(command, cwd, &[], Some(env))
             .map_err(|e| format!("could not start the command: {e}"))?;
         inner.next += 1;
         let id = format!("bash_{}", inner.next);

@@ -197,7 +197,9 @@ async fn shutdown_kills_and_refuses_new_shells() {
 #[test]
 fn starting_outside_a_runtime_is_an_error_not_a_panic() {
     let shells = BackgroundShells::default();
-    let err = shells.start("true", &std::env::temp_dir()).unwrap_err();
+    let err = shells
+        .start("true", &std::env::temp_dir(), &Default::default())
+        .unwrap_err();
     assert!(err.contains("runtime"), "{err}");
     assert!(shells.ids().is_empty());
 }

@@ -109,7 +109,7 @@ impl Tool for BashTool {
                 "timeout {timeout_ms} ms is larger than the maximum of {MAX_TIMEOUT_MS} ms (10 minutes)."
             ));
         }
-        let probe = match CwdProbe::new() {
+        let probe = match CwdProbe::new_in(ctx.env.tmpdir()) {
             Ok(probe) => probe,
             Err(e) => return ToolOutput::error(format!("Could not run the command: {e}")),
         };
@@ -119,6 +119,7 @@ impl Tool for BashTool {
             &cwd,
             Duration::from_millis(timeout_ms.max(1)),
             &[(key, value.as_os_str())],
+            &ctx.env,
         )
         .await
         {
@@ -146,7 +147,7 @@ fn start_background(
     cwd: &std::path::Path,
     note: Option<String>,
 ) -> ToolOutput {
-    match ctx.background.start(command, cwd) {
+    match ctx.background.start(command, cwd, &ctx.env) {
         Ok(id) => with_notes(
             ToolOutput::ok(format!(
                 "Command running in the background with id {id} (in {}). Read its new output and status with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It is killed when the run ends.",

@@ -32,6 +32,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::exec::CommandEnv;
 use crate::workspace::FileStateCache;
 
 pub use background::BackgroundShells;
@@ -53,11 +54,21 @@ pub struct ToolContext {
     pub background: Arc<BackgroundShells>,
     /// The model's todo list (TodoWrite), for the run to report.
     pub todo_list: Arc<TodoList>,
+    /// How shell commands start: scrubbed environment, private `TMPDIR`, sandbox.
+    pub env: Arc<CommandEnv>,
 }
 
 impl ToolContext {
+    /// A context whose commands run unsandboxed with a scrubbed environment (tests,
+    /// `sandbox: off`); see [`ToolContext::with_env`].
     pub fn new(workspace: PathBuf) -> Self {
+        Self::with_env(workspace, CommandEnv::default())
+    }
+
+    /// A context whose shell commands start as `env` says.
+    pub fn with_env(workspace: PathBuf, env: CommandEnv) -> Self {
         ToolContext {
+            env: Arc::new(env),
             shell: Arc::new(ShellState::new(workspace.clone())),
             workspace,
             files: Arc::new(FileStateCache::default()),

@@ -105,9 +105,24 @@ fn sh_quote(s: &[u8]) -> Vec<u8> {
 }
 
 impl CwdProbe {
-    /// Create the probe's files.
+    /// Create the probe's files in the system's temporary directory.
     pub fn new() -> std::io::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("drover-bash-").tempdir()?;
+        Self::new_in(None)
+    }
+
+    /// Create the probe's files in `dir` (default: the system's temporary directory). A
+    /// sandboxed command can write only to its private temporary directory, so the probe
+    /// must live there for the command's exit trap to record its directory.
+    pub fn new_in(dir: Option<&Path>) -> std::io::Result<Self> {
+        let builder = {
+            let mut builder = tempfile::Builder::new();
+            builder.prefix("drover-bash-");
+            builder
+        };
+        let dir = match dir {
+            Some(parent) => builder.tempdir_in(parent)?,
+            None => builder.tempdir()?,
+        };
         let cwd_file = dir.path().join(CWD_FILE);
         let mut trap = b"builtin pwd -P >| ".to_vec();
         trap.extend(sh_quote(cwd_file.as_os_str().as_bytes()));

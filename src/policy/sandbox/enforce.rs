@@ -1,0 +1,90 @@
+//! Applying a [`SandboxPolicy`] to the current process with Landlock (and a private
+//! network namespace when it can be had). Only ever called in the launcher, a fresh
+//! single-threaded process that `exec`s the command right after.
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
+};
+
+use super::SandboxPolicy;
+use super::read_grants::read_grants;
+
+/// The newest ABI this drover knows: rights of newer kernels are handled when present.
+const BEST_ABI: ABI = ABI::V9;
+/// Below this ABI a write-confinement would have holes (V3 adds truncation).
+const MIN_FS_ABI: ABI = ABI::V3;
+/// The ABI that can deny TCP bind and connect.
+const NET_ABI: ABI = ABI::V4;
+
+/// What was enforced, for the probe to report.
+#[derive(Debug)]
+pub struct Enforced {
+    pub abi: String,
+    pub private_network: bool,
+}
+
+/// Restrict the current thread (and what it `exec`s) to `policy`, or say why not. On
+/// error the process may be partly restricted and must not run the command.
+pub fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
+    let private_network = !policy.network && private_network_namespace();
+    let read = AccessFs::from_read(BEST_ABI);
+    let write = AccessFs::from_write(BEST_ABI);
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(BEST_ABI))
+        .map_err(|e| format!("cannot set up the Landlock ruleset: {e}"))?;
+    if !policy.network {
+        let tcp: BitFlags<AccessNet> = AccessNet::BindTcp | AccessNet::ConnectTcp;
+        ruleset = ruleset
+            .handle_access(tcp)
+            .map_err(|e| format!("cannot set up the Landlock network rules: {e}"))?;
+    }
+    let mut created = ruleset
+        .create()
+        .map_err(|e| format!("cannot create the Landlock ruleset: {e}"))?;
+    // Listing directories is allowed everywhere; reading and executing files everywhere
+    // but beneath the denied paths.
+    created = created
+        .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))
+        .and_then(|r| r.add_rules(path_beneath_rules(read_grants(&policy.read_denied), read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&policy.writable, read | write)))
+        .map_err(|e| format!("cannot add the Landlock rules: {e}"))?;
+    let status = created
+        .restrict_self()
+        .map_err(|e| format!("cannot apply the Landlock ruleset: {e}"))?;
+    let abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => effective_abi,
+        LandlockStatus::NotEnabled => {
+            return Err("Landlock is not enabled in this kernel (boot with lsm=…,landlock)".into());
+        }
+        LandlockStatus::NotImplemented => {
+            return Err("this kernel has no Landlock support (Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK)".into());
+        }
+    };
+    if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
+        return Err("the Landlock ruleset could not be enforced".into());
+    }
+    if abi < MIN_FS_ABI {
+        return Err(format!(
+            "the kernel's Landlock ABI {abi} is too old to confine writes (ABI {MIN_FS_ABI}, Linux 6.2, is needed)"
+        ));
+    }
+    if !policy.network && abi < NET_ABI && !private_network {
+        return Err(format!(
+            "the network cannot be cut: the kernel's Landlock ABI {abi} cannot deny TCP (ABI {NET_ABI}, Linux 6.7, is needed) and no private network namespace could be created; set sandbox: {{network: true}} to allow the network"
+        ));
+    }
+    Ok(Enforced {
+        abi: abi.to_string(),
+        private_network,
+    })
+}
+
+/// Move into a new, empty network namespace (no interface up, not even loopback): cuts
+/// UDP, raw sockets and abstract Unix sockets too. Needs CAP_SYS_ADMIN, so it usually
+/// works only when drover runs as root; Landlock's TCP rules are the fallback.
+fn private_network_namespace() -> bool {
+    // SAFETY: the launcher is single-threaded and NEWNET does not touch file descriptor
+    // tables, which is what makes unshare unsafe in general.
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }.is_ok()
+}

@@ -1,0 +1,75 @@
+//! The environment the agent's commands see: drover's own, minus anything that looks
+//! like a secret. A model-written command that prints `env` (or a script that uploads
+//! it) must not carry API keys and tokens out; a spec that needs one passes it by name
+//! with `env.pass`.
+
+use std::ffi::OsString;
+
+/// Does the variable's name look like it holds a secret? `*_API_KEY`, `*_TOKEN`,
+/// `*SECRET*`, `*PASSWORD*` (and bare `API_KEY`, `TOKEN`), case-insensitive.
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.ends_with("_API_KEY")
+        || upper.ends_with("_TOKEN")
+        || upper == "API_KEY"
+        || upper == "TOKEN"
+        || upper.contains("SECRET")
+        || upper.contains("PASSWORD")
+}
+
+/// `vars` without the secret-looking ones, except those named in `pass` (exact names).
+pub fn scrub(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    pass: &[String],
+) -> Vec<(OsString, OsString)> {
+    vars.into_iter()
+        .filter(|(name, _)| {
+            let name = name.to_string_lossy();
+            !looks_secret(&name) || pass.iter().any(|p| *p == name)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_looking_names() {
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "openai_api_key",
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "client_secret",
+            "DB_PASSWORD",
+            "PGPASSWORD",
+        ] {
+            assert!(looks_secret(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "TOKENIZERS_PARALLELISM",
+            "CARGO_HOME",
+            "KEYBOARD",
+        ] {
+            assert!(!looks_secret(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn scrub_removes_secrets_unless_passed() {
+        let vars = [
+            ("PATH", "/bin"),
+            ("FAKE_API_KEY", "k"),
+            ("NPM_TOKEN", "t"),
+            ("MY_SECRET", "s"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let kept = scrub(vars, &["NPM_TOKEN".to_string()]);
+        let names: Vec<_> = kept.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+        assert_eq!(names, vec!["PATH", "NPM_TOKEN"]);
+    }
+}

@@ -1,0 +1,164 @@
+//! The OS sandbox around the commands the agent runs (Bash, foreground and background).
+//!
+//! Rules judge a command line before it runs; they cannot see what the program does
+//! once it runs (a script opening `~/.ssh/id_rsa`). So every command, and everything it
+//! starts, runs under Landlock: writes only beneath [`SandboxPolicy::writable`], reads
+//! denied beneath [`SandboxPolicy::read_denied`], TCP (and, with a private network
+//! namespace, everything else) cut unless [`SandboxPolicy::network`].
+//!
+//! drover's own process is multi-threaded, and Landlock restricts one thread: so the
+//! policy is applied by a fresh single-threaded drover (`drover __sandbox-exec`, see
+//! [`launcher`]) that then `exec`s the command. When the kernel cannot enforce the
+//! policy, the launcher refuses to run the command at all.
+//!
+//! What Landlock cannot express: it grants access to file hierarchies, so a read denial
+//! can only name a fixed path. Deny rules with glob characters (`Read(**/*.pem)`) or
+//! relative to the workspace (`Read(.env)`) stay enforced by the permission rules only,
+//! for drover's own tools; a program run by Bash can still read those files.
+
+mod enforce;
+pub mod env;
+pub mod launcher;
+mod read_grants;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Rule, Specifier};
+
+pub use launcher::{Launcher, sandbox_exec_main};
+
+/// Device files every program expects to open for writing (`> /dev/null`, terminals).
+/// They are writable as files: nothing else under `/dev` is.
+pub const WRITABLE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// What a sandboxed command may do. Serialized as JSON on the launcher's command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    /// Files and directories (with everything beneath) the command may write, create
+    /// and delete in. Everything else is read-only.
+    pub writable: Vec<PathBuf>,
+    /// Files and directories (with everything beneath) the command may not read.
+    pub read_denied: Vec<PathBuf>,
+    /// Let the command use the network.
+    pub network: bool,
+}
+
+/// The inputs of a task's sandbox policy.
+pub struct TaskSandbox<'a> {
+    /// The workspace the task works in (canonical).
+    pub workspace: &'a Path,
+    /// `permissions.additional_directories` (canonical).
+    pub additional: &'a [PathBuf],
+    /// The task's private temporary directory (`TMPDIR`).
+    pub tmpdir: &'a Path,
+    /// The spec's deny rules; the Read ones with a fixed absolute path become denials.
+    pub deny: &'a [Rule],
+    /// `sandbox.network`.
+    pub network: bool,
+    /// The home directory `~/` patterns expand to (None: such patterns are left out).
+    pub home: Option<&'a Path>,
+}
+
+impl SandboxPolicy {
+    /// The policy of one task: writes in the workspace, the additional directories, the
+    /// private temporary directory and the usual device files; reads denied where a Read
+    /// deny rule names a fixed absolute path that is not inside a writable directory (a
+    /// command could move a file out of a writable directory and read it there).
+    pub fn for_task(task: &TaskSandbox<'_>) -> Self {
+        let mut writable = vec![task.workspace.to_path_buf()];
+        writable.extend(task.additional.iter().cloned());
+        writable.push(canonical_prefix(task.tmpdir));
+        writable.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
+        let mut read_denied: Vec<PathBuf> = Vec::new();
+        for path in task
+            .deny
+            .iter()
+            .filter_map(|rule| expressible_read_denial(rule, task.home))
+        {
+            let path = canonical_prefix(&path);
+            let inside_writable = writable.iter().any(|dir| path.starts_with(dir));
+            if path != Path::new("/") && !inside_writable && !read_denied.contains(&path) {
+                read_denied.push(path);
+            }
+        }
+        SandboxPolicy {
+            writable,
+            read_denied,
+            network: task.network,
+        }
+    }
+
+    /// What the `run_start` event records about the sandbox.
+    pub fn summary(&self) -> serde_json::Value {
+        serde_json::json!({
+            "enabled": true,
+            "network": self.network,
+            "writable": self.writable,
+            "read_denied": self.read_denied,
+        })
+    }
+}
+
+/// The absolute path a deny rule of the Read family names, when Landlock can express it:
+/// `Read(//abs/path)` or `Read(~/path)` with no glob characters (a trailing `/**` or `/`
+/// names the directory itself). None for every other rule.
+pub fn expressible_read_denial(rule: &Rule, home: Option<&Path>) -> Option<PathBuf> {
+    if rule.tool() != "Read" {
+        return None;
+    }
+    let Some(Specifier::Path(pattern)) = rule.specifier() else {
+        return None;
+    };
+    let trimmed = pattern.trim_end_matches("/**");
+    let trimmed = trimmed.trim_end_matches('/');
+    if trimmed.contains(['*', '?', '[', ']', '{', '}', '\\']) {
+        return None;
+    }
+    let path = if let Some(abs) = trimmed.strip_prefix("//") {
+        PathBuf::from(format!("/{abs}"))
+    } else if let Some(rest) = trimmed.strip_prefix("~/") {
+        home?.join(rest)
+    } else {
+        return None;
+    };
+    // `..` would make the path mean something else once symlinks are resolved.
+    if path.components().any(|c| c == Component::ParentDir) {
+        return None;
+    }
+    Some(path)
+}
+
+/// `path` with its longest existing prefix canonicalized (symlinks resolved), the rest
+/// appended as written: a denial of a file that does not exist yet still lands in the
+/// right directory.
+pub fn canonical_prefix(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut current = path.to_path_buf();
+    loop {
+        if let Ok(real) = current.canonicalize() {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (current.file_name(), current.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                current = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
