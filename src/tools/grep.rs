@@ -249,7 +249,13 @@ fn content_entries(
                     continue;
                 }
             };
-            let (shown, cut) = cut_chars(text, MAX_LINE_CHARS);
+            // A line of at most MAX_LINE_CHARS bytes has at most as many characters:
+            // skip counting them (most lines).
+            let (shown, cut) = if text.len() <= MAX_LINE_CHARS {
+                (text.as_str(), false)
+            } else {
+                cut_chars(text, MAX_LINE_CHARS)
+            };
             let note = if cut { " … [line truncated]" } else { "" };
             if numbers {
                 out.push(format!("{path}{sep}{n}{sep}{shown}{note}"));
