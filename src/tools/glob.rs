@@ -271,6 +271,30 @@ mod tests {
         assert!(out.is_error && out.content.contains("Invalid glob"));
     }
 
+    #[tokio::test]
+    async fn the_newest_hundred_of_many_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        // Names run against ages, so path order and mtime order disagree; two share an
+        // age, so the tie is broken by path.
+        for i in 0..150u64 {
+            touch(dir.path(), &format!("d{}/f{i:03}.rs", i % 7), 10 * i);
+        }
+        touch(dir.path(), "d0/tie.rs", 10 * 50);
+        let ctx = ToolContext::new(dir.path().canonicalize().unwrap());
+        let out = glob(&ctx, json!({"pattern": "**/*.rs"})).await;
+        let lines: Vec<&str> = out.content.lines().collect();
+        let mut expected: Vec<String> = (0..50).map(|i| format!("d{}/f{i:03}.rs", i % 7)).collect();
+        expected.push("d0/tie.rs".to_string());
+        expected.push("d1/f050.rs".to_string());
+        expected.extend((51..99).map(|i| format!("d{}/f{i:03}.rs", i % 7)));
+        assert_eq!(lines[..100], expected[..100]);
+        assert!(
+            lines[100].contains("showing the first 100 of 151"),
+            "{}",
+            lines[100]
+        );
+    }
+
     #[test]
     fn subject_defaults_to_the_workspace_root() {
         assert_eq!(
