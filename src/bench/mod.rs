@@ -60,6 +60,15 @@ pub fn run(args: &BenchArgs) -> i32 {
         "runs: {} per program and case (median), after one warm-up",
         args.runs
     );
+    // Other work on the machine skews wall times; say how busy it was.
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let load: Vec<&str> = load.split_whitespace().take(3).collect();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        println!(
+            "machine: {cores} cores, load average {} (figures are noisy when it nears the core count)",
+            load.join(" ")
+        );
+    }
     println!();
     println!(
         "{:<30} {:>10} {:>10} {:>7} {:>6}  {:<6} {:>15}",
@@ -129,49 +138,34 @@ fn measure(case: &Case, drover: &Path, reference: Option<&Path>, tree: &Path, ru
         "--workspace".into(),
         ".".into(),
     ];
-    // rg exits 1 when nothing matched, which is normal here; drover's 1 is an error result.
-    let ok = |run: &timing::Run| matches!(run.exit_code, Some(0 | 1));
-    let error_row = |who: &str, what: String| Row {
-        text: format!("{:<30} error: {who}: {what}", case.name),
-        failed: who == "drover",
-        missed: false,
-    };
+    let reference = reference.map(|program| (program, program.display().to_string()));
     let mut drover_times = Vec::with_capacity(runs);
     let mut reference_times = Vec::with_capacity(runs);
     let mut lines = (0, None);
     for round in 0..=runs {
-        let run = match timing::run_once(drover, &drover_args, tree) {
-            Ok(run) if run.exit_code == Some(0) => run,
-            Ok(run) if run.exit_code == Some(1) => {
-                let what = "an error result (run `drover tool` with this input to see it)";
-                return error_row("drover", what.to_string());
+        // Take turns going first, so neither side always runs on the other's heels.
+        for drover_turn in [round % 2 == 0, round % 2 == 1] {
+            if drover_turn {
+                // drover's exit 1 is an error result: the case itself is broken.
+                let run = match timed(drover, &drover_args, tree, &[0]) {
+                    Ok(run) => run,
+                    Err(what) => return error_row(case, "drover", what),
+                };
+                lines.0 = run.lines;
+                if round > 0 {
+                    drover_times.push(run.wall);
+                }
+            } else if let Some((program, name)) = &reference {
+                // rg exits 1 when nothing matched, which is normal here.
+                let run = match timed(program, &case.args, tree, &[0, 1]) {
+                    Ok(run) => run,
+                    Err(what) => return error_row(case, name, what),
+                };
+                lines.1 = Some(run.lines);
+                if round > 0 {
+                    reference_times.push(run.wall);
+                }
             }
-            Ok(run) => {
-                return error_row(
-                    "drover",
-                    format!("exit {:?}: {}", run.exit_code, run.stderr),
-                );
-            }
-            Err(error) => return error_row("drover", error.to_string()),
-        };
-        lines.0 = run.lines;
-        if round > 0 {
-            drover_times.push(run.wall);
-        }
-        let Some(program) = reference else { continue };
-        let run = match timing::run_once(program, &case.args, tree) {
-            Ok(run) if ok(&run) => run,
-            Ok(run) => {
-                return error_row(
-                    &program.display().to_string(),
-                    format!("exit {:?}: {}", run.exit_code, run.stderr),
-                );
-            }
-            Err(error) => return error_row(&program.display().to_string(), error.to_string()),
-        };
-        lines.1 = Some(run.lines);
-        if round > 0 {
-            reference_times.push(run.wall);
         }
     }
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
@@ -209,5 +203,32 @@ fn measure(case: &Case, drover: &Path, reference: Option<&Path>, tree: &Path, ru
         ),
         failed: false,
         missed: !pass,
+    }
+}
+
+/// One run of `program`, or what went wrong when it exits with a code not in `accept`.
+fn timed(
+    program: &Path,
+    args: &[String],
+    tree: &Path,
+    accept: &[i32],
+) -> Result<timing::Run, String> {
+    match timing::run_once(program, args, tree) {
+        Ok(run) if run.exit_code.is_some_and(|code| accept.contains(&code)) => Ok(run),
+        Ok(run) if run.stderr.is_empty() => Err(format!(
+            "exit {:?} (run it by hand to see its output)",
+            run.exit_code
+        )),
+        Ok(run) => Err(format!("exit {:?}: {}", run.exit_code, run.stderr)),
+        Err(error) => Err(format!("cannot run it: {error}")),
+    }
+}
+
+/// The row of a case that could not be measured; drover failing is a runner error.
+fn error_row(case: &Case, who: &str, what: String) -> Row {
+    Row {
+        text: format!("{:<30} error: {who}: {what}", case.name),
+        failed: who == "drover",
+        missed: false,
     }
 }
