@@ -269,8 +269,8 @@ fn content_entries(
         }
         for line in &hit.lines {
             let (n, text, sep) = match line {
-                Line::Match(n, text) => (n, text, ':'),
-                Line::Context(n, text) => (n, text, '-'),
+                Line::Match(n, range) => (n, hit.line_text(range), ':'),
+                Line::Context(n, range) => (n, hit.line_text(range), '-'),
                 Line::Break => {
                     out.push_str("--");
                     ends.push(out.len());
@@ -280,7 +280,7 @@ fn content_entries(
             // A line of at most MAX_LINE_CHARS bytes has at most as many characters:
             // skip counting them (most lines).
             let (shown, cut) = if text.len() <= MAX_LINE_CHARS {
-                (text.as_str(), false)
+                (text, false)
             } else {
                 cut_chars(text, MAX_LINE_CHARS)
             };

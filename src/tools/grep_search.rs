@@ -2,6 +2,7 @@
 //! ignore rules, file types and globs, collected and sorted for deterministic output.
 
 use std::io;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -11,11 +12,12 @@ use grep::searcher::{
 };
 use ignore::WalkState;
 
-/// One line of content-mode output.
+/// One line of content-mode output: its number and where its text is in
+/// [`FileHits::text`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Line {
-    Match(u64, String),
-    Context(u64, String),
+    Match(u64, Range<usize>),
+    Context(u64, Range<usize>),
     /// Non-adjacent groups of lines in one file.
     Break,
 }
@@ -28,6 +30,15 @@ pub struct FileHits {
     pub count: u64,
     /// Filled only when lines were asked for.
     pub lines: Vec<Line>,
+    /// The text of every line, one after another (one allocation per file, not per line).
+    pub text: String,
+}
+
+impl FileHits {
+    /// The text of a line of [`FileHits::lines`].
+    pub fn line_text(&self, range: &Range<usize>) -> &str {
+        self.text.get(range.clone()).unwrap_or_default()
+    }
 }
 
 /// How to search.
@@ -81,14 +92,18 @@ fn searcher(opts: &Options) -> Searcher {
 struct Collect<'a> {
     count: u64,
     lines: Vec<Line>,
+    text: String,
     opts: &'a Options,
     binary: bool,
 }
 
-fn text(bytes: &[u8]) -> String {
+/// Append a line without its line ending to `text` (invalid UTF-8 replaced); where it is.
+fn append(text: &mut String, bytes: &[u8]) -> Range<usize> {
     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-    String::from_utf8_lossy(bytes).into_owned()
+    let start = text.len();
+    text.push_str(&String::from_utf8_lossy(bytes));
+    start..text.len()
 }
 
 impl Sink for Collect<'_> {
@@ -99,7 +114,8 @@ impl Sink for Collect<'_> {
         if self.opts.want_lines {
             let first = m.line_number().unwrap_or(0);
             for (i, line) in m.lines().enumerate() {
-                self.lines.push(Line::Match(first + i as u64, text(line)));
+                let range = append(&mut self.text, line);
+                self.lines.push(Line::Match(first + i as u64, range));
             }
         }
         Ok(!self.opts.first_only)
@@ -108,7 +124,8 @@ impl Sink for Collect<'_> {
     fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, io::Error> {
         if self.opts.want_lines && !matches!(c.kind(), SinkContextKind::Other) {
             let n = c.line_number().unwrap_or(0);
-            self.lines.push(Line::Context(n, text(c.bytes())));
+            let range = append(&mut self.text, c.bytes());
+            self.lines.push(Line::Context(n, range));
         }
         Ok(true)
     }
@@ -136,6 +153,7 @@ pub fn search_file(
     let mut sink = Collect {
         count: 0,
         lines: Vec::new(),
+        text: String::new(),
         opts,
         binary: false,
     };
@@ -147,6 +165,7 @@ pub fn search_file(
         path: path.to_path_buf(),
         count: sink.count,
         lines: sink.lines,
+        text: sink.text,
     })
 }
 
