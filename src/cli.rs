@@ -47,6 +47,11 @@ pub enum Command {
     /// Internal: apply a sandbox policy, then exec the command (drover runs itself).
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(SandboxExecArgs),
+    /// Run one read-only tool call (schema-checked, no policy) and print its result: a
+    /// debugging and benchmark aid. Exits 0, or 1 when the result is an error.
+    Tool(ToolArgs),
+    /// Time Grep and Glob as whole processes against rg and fd on a large tree.
+    Bench(BenchArgs),
 }
 
 /// The sandbox launcher's arguments (see `policy::sandbox::launcher`).
@@ -61,6 +66,32 @@ pub struct SandboxExecArgs {
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolArgs {
+    /// The tool's name (read-only tools only: Read, Glob, Grep, ...).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The tool input as a JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub input: String,
+    /// The workspace relative paths resolve against (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The tree to search (default: ~/.cargo/registry/src).
+    #[arg(long, value_name = "DIR")]
+    pub tree: Option<PathBuf>,
+    /// Timed runs per case and program, after one warm-up; the median is reported.
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub runs: u16,
+    /// Exit 1 when a case misses its goal (default: report only).
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Args)]

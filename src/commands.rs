@@ -1,10 +1,11 @@
 //! What each CLI command does, returning its exit code. `main` only parses and calls.
 
+use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::cli::{Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, RunArgs};
+use crate::cli::{Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, RunArgs, ToolArgs};
 use crate::exit;
 use crate::policy::Policy;
 use crate::run::{self, Overrides, ReplayOptions};
@@ -28,6 +29,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::SandboxExec(args) => {
             crate::policy::sandbox::sandbox_exec_main(&args.policy, args.probe, &args.command)
         }
+        Command::Tool(args) => tool_command(args).await,
+        Command::Bench(args) => crate::bench::run(&args),
     }
 }
 
@@ -221,5 +224,76 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
         exit::PASSED
     } else {
         exit::FAILED
+    }
+}
+
+/// `drover tool`: one read-only call, validated like a model's call but with no policy,
+/// so a single tool can be timed or debugged as a whole process.
+async fn tool_command(args: ToolArgs) -> i32 {
+    let input: Value = match serde_json::from_str(&args.input) {
+        Ok(value) => value,
+        Err(error) => {
+            eprintln!("drover: --input is not valid JSON: {error}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let tools = crate::tools::builtin();
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    let names = names.join(", ");
+    let Some(tool) = tools.into_iter().find(|t| t.name() == args.name) else {
+        eprintln!("drover: unknown tool {}; the tools are: {names}", args.name);
+        return exit::BAD_INPUT;
+    };
+    if !tool.is_read_only() {
+        eprintln!(
+            "drover: {} is not read-only; `drover tool` runs read-only tools only (it applies no policy)",
+            args.name
+        );
+        return exit::BAD_INPUT;
+    }
+    // Only this tool's schema is compiled: the others would cost start-up time for nothing.
+    let registry = match Registry::new(vec![std::sync::Arc::clone(&tool)]) {
+        Ok(registry) => registry,
+        Err(error) => {
+            eprintln!("drover: internal error: {error}");
+            return exit::RUNNER_ERROR;
+        }
+    };
+    if let Err(message) = registry.validate(&args.name, &input) {
+        eprintln!("drover: {message}");
+        return exit::BAD_INPUT;
+    }
+    let workspace = args
+        .workspace
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    let workspace = match workspace.canonicalize() {
+        Ok(dir) if dir.is_dir() => dir,
+        _ => {
+            eprintln!(
+                "drover: the workspace {} is not a directory",
+                workspace.display()
+            );
+            return exit::BAD_INPUT;
+        }
+    };
+    let output = tool
+        .call(input, &crate::tools::ToolContext::new(workspace))
+        .await;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_all(output.content.as_bytes())
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush());
+    // A closed pipe (`drover tool … | head`) is the reader's choice, not a failure.
+    if let Err(error) = written
+        && error.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("drover: cannot write the result: {error}");
+        return exit::RUNNER_ERROR;
+    }
+    if output.is_error {
+        exit::FAILED
+    } else {
+        exit::PASSED
     }
 }

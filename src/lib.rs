@@ -5,6 +5,7 @@
 //! leaves a [`record`] behind. [`run`] schedules tasks and writes the artifacts.
 
 pub mod agent;
+pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod digest;

@@ -1,10 +1,12 @@
 //! Glob: find files by name pattern, newest first, respecting .gitignore.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use ignore::WalkState;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -98,12 +100,18 @@ impl Tool for GlobTool {
             Some(rel) if Path::new(&input.pattern).is_absolute() && !rel.is_empty() => rel,
             _ => input.pattern.clone(),
         };
-        let matcher = match GlobBuilder::new(&pattern)
+        let glob = match GlobBuilder::new(&pattern)
             .literal_separator(true)
             .empty_alternates(true)
             .build()
         {
-            Ok(glob) => glob.compile_matcher(),
+            Ok(glob) => glob,
+            Err(e) => return ToolOutput::error(format!("Invalid glob pattern: {e}")),
+        };
+        // A set, not a single matcher: a set picks a fast strategy (extension, suffix,
+        // literal) where the pattern allows, instead of always running a regex.
+        let matcher = match GlobSetBuilder::new().add(glob).build() {
+            Ok(set) => set,
             Err(e) => return ToolOutput::error(format!("Invalid glob pattern: {e}")),
         };
         let walk_root = root.clone();
@@ -115,12 +123,26 @@ impl Tool for GlobTool {
         if found.is_empty() {
             return ToolOutput::ok("No files found");
         }
-        found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let total = found.len();
+        let newest_first = |a: &Found, b: &Found| {
+            b.1.cmp(&a.1).then_with(|| {
+                a.0.as_os_str()
+                    .as_encoded_bytes()
+                    .cmp(b.0.as_os_str().as_encoded_bytes())
+            })
+        };
+        // Only the first MAX_RESULTS are shown: partition around them, sort just those.
+        if total > MAX_RESULTS {
+            found.select_nth_unstable_by(MAX_RESULTS, newest_first);
+            found.truncate(MAX_RESULTS);
+        }
+        found.sort_unstable_by(newest_first);
         let mut lines: Vec<String> = found
-            .into_iter()
-            .take(MAX_RESULTS)
-            .map(|(path, _)| path)
+            .iter()
+            .map(|(path, _)| {
+                let rel = path.strip_prefix(&root).unwrap_or(path);
+                rel.to_string_lossy().into_owned()
+            })
             .collect();
         if total > MAX_RESULTS {
             lines.push(format!(
@@ -131,32 +153,58 @@ impl Tool for GlobTool {
     }
 }
 
-/// Every file under `root` (ignore rules applied) whose relative path matches, with its
-/// modification time.
-fn find(root: &PathBuf, matcher: &globset::GlobMatcher) -> Vec<(String, SystemTime)> {
-    let walker = ignore::WalkBuilder::new(root)
+/// A matching file and its modification time.
+type Found = (PathBuf, SystemTime);
+
+/// One walker thread's finds, handed over once when the thread is done (on drop).
+struct Batch {
+    found: Vec<Found>,
+    shared: Arc<Mutex<Vec<Found>>>,
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.append(&mut self.found);
+    }
+}
+
+/// Every file under `root` (ignore rules applied) whose path relative to `root` matches,
+/// with its modification time. The walk runs on every core; only matches are stat'ed.
+fn find(root: &Path, matcher: &GlobSet) -> Vec<Found> {
+    let shared: Arc<Mutex<Vec<Found>>> = Arc::default();
+    ignore::WalkBuilder::new(root)
         .hidden(false)
         .require_git(false)
         .filter_entry(|entry| entry.file_name() != ".git")
-        .build();
-    let mut found = Vec::new();
-    for entry in walker.flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let Some(rel) = relative_to(root, entry.path()) else {
-            continue;
-        };
-        if matcher.is_match(&rel) {
-            let mtime = entry
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            found.push((rel, mtime));
-        }
-    }
-    found
+        .build_parallel()
+        .run(|| {
+            let mut batch = Batch {
+                found: Vec::new(),
+                shared: Arc::clone(&shared),
+            };
+            Box::new(move |entry| {
+                let Ok(entry) = entry else {
+                    return WalkState::Continue;
+                };
+                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    return WalkState::Continue;
+                }
+                let Ok(rel) = entry.path().strip_prefix(root) else {
+                    return WalkState::Continue;
+                };
+                if matcher.is_match(rel) {
+                    let mtime = entry
+                        .metadata()
+                        .ok()
+                        .and_then(|m| m.modified().ok())
+                        .unwrap_or(SystemTime::UNIX_EPOCH);
+                    batch.found.push((entry.into_path(), mtime));
+                }
+                WalkState::Continue
+            })
+        });
+    std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 #[cfg(test)]
@@ -221,6 +269,30 @@ mod tests {
         assert!(out.is_error && out.content.contains("does not exist"));
         let out = glob(&ctx, json!({"pattern": "a[", "path": "."})).await;
         assert!(out.is_error && out.content.contains("Invalid glob"));
+    }
+
+    #[tokio::test]
+    async fn the_newest_hundred_of_many_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        // Names run against ages, so path order and mtime order disagree; two share an
+        // age, so the tie is broken by path.
+        for i in 0..150u64 {
+            touch(dir.path(), &format!("d{}/f{i:03}.rs", i % 7), 10 * i);
+        }
+        touch(dir.path(), "d0/tie.rs", 10 * 50);
+        let ctx = ToolContext::new(dir.path().canonicalize().unwrap());
+        let out = glob(&ctx, json!({"pattern": "**/*.rs"})).await;
+        let lines: Vec<&str> = out.content.lines().collect();
+        let mut expected: Vec<String> = (0..50).map(|i| format!("d{}/f{i:03}.rs", i % 7)).collect();
+        expected.push("d0/tie.rs".to_string());
+        expected.push("d1/f050.rs".to_string());
+        expected.extend((51..99).map(|i| format!("d{}/f{i:03}.rs", i % 7)));
+        assert_eq!(lines[..100], expected[..100]);
+        assert!(
+            lines[100].contains("showing the first 100 of 151"),
+            "{}",
+            lines[100]
+        );
     }
 
     #[test]

@@ -188,8 +188,23 @@ impl Tool for GrepTool {
         };
         let context = opts.before > 0 || opts.after > 0;
         let numbers = input.line_numbers.unwrap_or(true);
+        // Content lines are written into one buffer and paged as slices of it: no String
+        // per line, which matters with tens of thousands of lines and head_limit 0.
+        let mut buffer = String::new();
         let (entries, header, footer) = match mode {
-            "content" => (content_entries(&hits, name, numbers, context), None, None),
+            "content" => {
+                let ends = content_entries(&mut buffer, &hits, name, numbers, context);
+                let mut start = 0;
+                let entries: Vec<&str> = ends
+                    .into_iter()
+                    .map(|end| {
+                        let line = &buffer[start..end];
+                        start = end;
+                        line
+                    })
+                    .collect();
+                (Entries::Borrowed(entries), None, None)
+            }
             "count" => {
                 let total: u64 = hits.iter().map(|h| h.count).sum();
                 let entries = hits
@@ -202,7 +217,7 @@ impl Tool for GrepTool {
                     hits.len(),
                     plural(hits.len(), "file", "files")
                 );
-                (entries, None, Some(footer))
+                (Entries::Owned(entries), None, Some(footer))
             }
             _ => {
                 let header = format!(
@@ -210,16 +225,18 @@ impl Tool for GrepTool {
                     hits.len(),
                     plural(hits.len(), "file", "files")
                 );
-                (hits.iter().map(name).collect(), Some(header), None)
+                (
+                    Entries::Owned(hits.iter().map(name).collect()),
+                    Some(header),
+                    None,
+                )
             }
         };
-        ToolOutput::ok(page(
-            entries,
-            input.offset.unwrap_or(0),
-            input.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT),
-            header,
-            footer,
-        ))
+        let content = match &entries {
+            Entries::Borrowed(entries) => page(entries, &input, header, footer),
+            Entries::Owned(entries) => page(entries, &input, header, footer),
+        };
+        ToolOutput::ok(content)
     }
 }
 
@@ -227,71 +244,109 @@ fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
     if n == 1 { one } else { many }
 }
 
-/// Content-mode lines, ripgrep style.
+/// Entries to page through: slices of one buffer, or strings of their own.
+enum Entries<'a> {
+    Borrowed(Vec<&'a str>),
+    Owned(Vec<String>),
+}
+
+/// Content-mode lines, ripgrep style, written one after another into `out`; returns where
+/// each line ends.
 fn content_entries(
+    out: &mut String,
     hits: &[FileHits],
     name: impl Fn(&FileHits) -> String,
     numbers: bool,
     context: bool,
-) -> Vec<String> {
-    let mut out = Vec::new();
+) -> Vec<usize> {
+    use std::fmt::Write;
+    let mut ends = Vec::new();
     for (i, hit) in hits.iter().enumerate() {
         let path = name(hit);
         if context && i > 0 {
-            out.push("--".to_string());
+            out.push_str("--");
+            ends.push(out.len());
         }
         for line in &hit.lines {
             let (n, text, sep) = match line {
-                Line::Match(n, text) => (n, text, ':'),
-                Line::Context(n, text) => (n, text, '-'),
+                Line::Match(n, range) => (n, hit.line_text(range), ':'),
+                Line::Context(n, range) => (n, hit.line_text(range), '-'),
                 Line::Break => {
-                    out.push("--".to_string());
+                    out.push_str("--");
+                    ends.push(out.len());
                     continue;
                 }
             };
-            let (shown, cut) = cut_chars(text, MAX_LINE_CHARS);
-            let note = if cut { " … [line truncated]" } else { "" };
-            if numbers {
-                out.push(format!("{path}{sep}{n}{sep}{shown}{note}"));
+            // A line of at most MAX_LINE_CHARS bytes has at most as many characters:
+            // skip counting them (most lines).
+            let (shown, cut) = if text.len() <= MAX_LINE_CHARS {
+                (text, false)
             } else {
-                out.push(format!("{path}{sep}{shown}{note}"));
+                cut_chars(text, MAX_LINE_CHARS)
+            };
+            out.push_str(&path);
+            out.push(sep);
+            if numbers {
+                // invariant: writing to a String cannot fail.
+                let _ = write!(out, "{n}{sep}");
             }
+            out.push_str(shown);
+            if cut {
+                out.push_str(" … [line truncated]");
+            }
+            ends.push(out.len());
         }
     }
-    out
+    ends
 }
 
 /// Apply offset and head_limit, saying what was cut.
-fn page(
-    entries: Vec<String>,
-    offset: usize,
-    limit: usize,
+fn page<S: AsRef<str>>(
+    entries: &[S],
+    input: &Input,
     header: Option<String>,
     footer: Option<String>,
 ) -> String {
+    let offset = input.offset.unwrap_or(0);
+    let limit = input.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT);
     let total = entries.len();
     if offset >= total {
         return format!("No entries at offset {offset}: there are only {total}.");
     }
     let take = if limit == 0 { total } else { limit };
-    let shown: Vec<String> = entries.into_iter().skip(offset).take(take).collect();
+    let shown = &entries[offset..offset.saturating_add(take).min(total)];
     let end = offset + shown.len();
-    let mut out = Vec::new();
-    out.extend(header);
-    out.extend(shown);
+    let size = shown.iter().map(|e| e.as_ref().len() + 1).sum::<usize>();
+    let mut out = String::with_capacity(size + 200);
+    let mut first = true;
+    let mut push = |line: &str| {
+        if !first {
+            out.push('\n');
+        }
+        first = false;
+        out.push_str(line);
+    };
+    if let Some(header) = &header {
+        push(header);
+    }
+    for entry in shown {
+        push(entry.as_ref());
+    }
     if end < total || offset > 0 {
         let more = if end < total {
             format!(" Use offset={end} to see more, or a narrower search.")
         } else {
             String::new()
         };
-        out.push(format!(
+        push(&format!(
             "\n(Results limited: showing entries {}-{end} of {total}.{more})",
             offset + 1
         ));
     }
-    out.extend(footer);
-    out.join("\n")
+    if let Some(footer) = &footer {
+        push(footer);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! ignore rules, file types and globs, collected and sorted for deterministic output.
 
 use std::io;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -11,11 +12,12 @@ use grep::searcher::{
 };
 use ignore::WalkState;
 
-/// One line of content-mode output.
+/// One line of content-mode output: its number and where its text is in
+/// [`FileHits::text`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Line {
-    Match(u64, String),
-    Context(u64, String),
+    Match(u64, Range<usize>),
+    Context(u64, Range<usize>),
     /// Non-adjacent groups of lines in one file.
     Break,
 }
@@ -28,6 +30,15 @@ pub struct FileHits {
     pub count: u64,
     /// Filled only when lines were asked for.
     pub lines: Vec<Line>,
+    /// The text of every line, one after another (one allocation per file, not per line).
+    pub text: String,
+}
+
+impl FileHits {
+    /// The text of a line of [`FileHits::lines`].
+    pub fn line_text(&self, range: &Range<usize>) -> &str {
+        self.text.get(range.clone()).unwrap_or_default()
+    }
 }
 
 /// How to search.
@@ -64,7 +75,8 @@ pub fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatcher, Stri
 fn searcher(opts: &Options) -> Searcher {
     let mut builder = SearcherBuilder::new();
     builder
-        .line_number(true)
+        // Counting lines costs a pass over every byte; only content mode shows them.
+        .line_number(opts.want_lines)
         .binary_detection(BinaryDetection::quit(b'\0'))
         .multi_line(opts.multiline);
     if opts.want_lines {
@@ -75,29 +87,35 @@ fn searcher(opts: &Options) -> Searcher {
     builder.build()
 }
 
+/// Receives one file's matches. Reused across files: nothing is allocated for a file
+/// without matches.
 struct Collect<'a> {
-    hits: &'a mut FileHits,
+    count: u64,
+    lines: Vec<Line>,
+    text: String,
     opts: &'a Options,
     binary: bool,
 }
 
-fn text(bytes: &[u8]) -> String {
+/// Append a line without its line ending to `text` (invalid UTF-8 replaced); where it is.
+fn append(text: &mut String, bytes: &[u8]) -> Range<usize> {
     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-    String::from_utf8_lossy(bytes).into_owned()
+    let start = text.len();
+    text.push_str(&String::from_utf8_lossy(bytes));
+    start..text.len()
 }
 
 impl Sink for Collect<'_> {
     type Error = io::Error;
 
     fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, io::Error> {
-        self.hits.count += 1;
+        self.count += 1;
         if self.opts.want_lines {
             let first = m.line_number().unwrap_or(0);
             for (i, line) in m.lines().enumerate() {
-                self.hits
-                    .lines
-                    .push(Line::Match(first + i as u64, text(line)));
+                let range = append(&mut self.text, line);
+                self.lines.push(Line::Match(first + i as u64, range));
             }
         }
         Ok(!self.opts.first_only)
@@ -106,14 +124,15 @@ impl Sink for Collect<'_> {
     fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, io::Error> {
         if self.opts.want_lines && !matches!(c.kind(), SinkContextKind::Other) {
             let n = c.line_number().unwrap_or(0);
-            self.hits.lines.push(Line::Context(n, text(c.bytes())));
+            let range = append(&mut self.text, c.bytes());
+            self.lines.push(Line::Context(n, range));
         }
         Ok(true)
     }
 
     fn context_break(&mut self, _: &Searcher) -> Result<bool, io::Error> {
         if self.opts.want_lines {
-            self.hits.lines.push(Line::Break);
+            self.lines.push(Line::Break);
         }
         Ok(true)
     }
@@ -131,26 +150,41 @@ pub fn search_file(
     opts: &Options,
     path: &Path,
 ) -> Option<FileHits> {
-    let mut hits = FileHits {
-        path: path.to_path_buf(),
+    let mut sink = Collect {
         count: 0,
         lines: Vec::new(),
-    };
-    let mut sink = Collect {
-        hits: &mut hits,
+        text: String::new(),
         opts,
         binary: false,
     };
     let searched = searcher.search_path(matcher, path, &mut sink);
-    let binary = sink.binary;
-    if searched.is_err() || binary || hits.count == 0 {
+    if searched.is_err() || sink.binary || sink.count == 0 {
         return None;
     }
-    Some(hits)
+    Some(FileHits {
+        path: path.to_path_buf(),
+        count: sink.count,
+        lines: sink.lines,
+        text: sink.text,
+    })
 }
 
-/// Search `root` (a file, or a directory walked with ignore rules) and return the files
-/// with matches, sorted by path.
+/// One walker thread's finds, handed over to the shared list once, when the thread is
+/// done (on drop), instead of taking the lock for every file.
+struct Batch {
+    found: Vec<FileHits>,
+    shared: Arc<Mutex<Vec<FileHits>>>,
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.append(&mut self.found);
+    }
+}
+
+/// Search `root` (a file, or a directory walked with ignore rules, on every core) and
+/// return the files with matches, sorted by path.
 pub fn search(
     root: &Path,
     matcher: &RegexMatcher,
@@ -174,11 +208,17 @@ pub fn search(
     if let Some(overrides) = overrides {
         walk.overrides(overrides);
     }
-    let results: Arc<Mutex<Vec<FileHits>>> = Arc::default();
+    let shared: Arc<Mutex<Vec<FileHits>>> = Arc::default();
+    // The parallel walker's default is one thread per core (at most 12), as ripgrep's.
     walk.build_parallel().run(|| {
+        // The compiled regex is shared (the clone is a handle); each thread keeps its
+        // own searcher and its own buffers.
         let matcher = matcher.clone();
         let mut searcher = searcher(opts);
-        let results = Arc::clone(&results);
+        let mut batch = Batch {
+            found: Vec::new(),
+            shared: Arc::clone(&shared),
+        };
         Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
@@ -187,12 +227,12 @@ pub fn search(
                 return WalkState::Continue;
             }
             if let Some(hits) = search_file(&matcher, &mut searcher, opts, entry.path()) {
-                results.lock().unwrap_or_else(|e| e.into_inner()).push(hits);
+                batch.found.push(hits);
             }
             WalkState::Continue
         })
     });
-    let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|e| e.into_inner()));
-    results.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut results = std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()));
+    results.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     results
 }

@@ -156,3 +156,42 @@ fn subject_defaults_to_workspace_root() {
     );
     assert!(GrepTool.is_read_only());
 }
+
+#[tokio::test]
+async fn many_files_from_the_parallel_walk_come_back_sorted_by_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut expected = Vec::new();
+    for i in 0..60 {
+        let rel = format!("d{}/f{i:02}.txt", i % 5);
+        std::fs::create_dir_all(dir.path().join(format!("d{}", i % 5))).unwrap();
+        let text = if i % 3 == 0 {
+            "hit\nmiss\nhit\n"
+        } else {
+            "miss\n"
+        };
+        std::fs::write(dir.path().join(&rel), text).unwrap();
+        if i % 3 == 0 {
+            expected.push(rel);
+        }
+    }
+    expected.sort();
+    let ctx = ToolContext::new(dir.path().canonicalize().unwrap());
+    let out = grep(&ctx, json!({"pattern": "hit", "head_limit": 0})).await;
+    let header = format!("Found {} files", expected.len());
+    assert_eq!(out.content, format!("{header}\n{}", expected.join("\n")));
+    let out = grep(
+        &ctx,
+        json!({"pattern": "hit", "output_mode": "count", "head_limit": 0}),
+    )
+    .await;
+    let counts: Vec<String> = expected.iter().map(|p| format!("{p}:2")).collect();
+    assert!(
+        out.content.starts_with(&counts.join("\n")),
+        "{}",
+        out.content
+    );
+    assert!(
+        out.content
+            .ends_with("Found 40 total matches across 20 files.")
+    );
+}

@@ -1,0 +1,239 @@
+//! `drover bench`: Grep and Glob timed as whole processes (`drover tool …`) against the
+//! programs people would otherwise reach for, `rg` and `fd`, on a large tree nobody here
+//! wrote. Speed goals are checked here, by printed figures, never by timed tests.
+
+mod cases;
+mod timing;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cli::BenchArgs;
+use crate::exit;
+use cases::{Case, Reference};
+
+/// Run every case and print the table. Exits 0 when it could measure (a missing reference
+/// program only skips its cases), 2 for a bad tree, 3 when drover itself failed, and with
+/// `--check` 1 when a goal was missed.
+pub fn run(args: &BenchArgs) -> i32 {
+    let tree = match args.tree.clone().or_else(default_tree) {
+        Some(tree) => tree,
+        None => {
+            eprintln!("drover: no --tree given and HOME is not set");
+            return exit::BAD_INPUT;
+        }
+    };
+    let tree = match tree.canonicalize() {
+        Ok(dir) if dir.is_dir() => dir,
+        _ => {
+            eprintln!(
+                "drover: the bench tree {} is not a directory (build something with cargo to fill ~/.cargo/registry/src, or pass --tree DIR)",
+                tree.display()
+            );
+            return exit::BAD_INPUT;
+        }
+    };
+    let drover = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!("drover: cannot find drover's own executable: {error}");
+            return exit::RUNNER_ERROR;
+        }
+    };
+    if cfg!(debug_assertions) {
+        println!("note: this drover is a debug build; build with --release for meaningful figures");
+    }
+    for line in cases::describe(&tree) {
+        println!("{line}");
+    }
+    let mut missing = Vec::new();
+    let ripgrep = find_reference(Reference::Ripgrep, &mut missing);
+    let fd = find_reference(Reference::Fd, &mut missing);
+    for reference in &missing {
+        println!(
+            "note: {} not found on PATH; its cases are not compared. Install it with `apt-get install {}` (or `apt-get install ripgrep fd-find`).",
+            reference.programs().join(" or "),
+            reference.package()
+        );
+    }
+    println!(
+        "runs: {} per program and case (median), after one warm-up",
+        args.runs
+    );
+    // Other work on the machine skews wall times; say how busy it was.
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let load: Vec<&str> = load.split_whitespace().take(3).collect();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        println!(
+            "machine: {cores} cores, load average {} (figures are noisy when it nears the core count)",
+            load.join(" ")
+        );
+    }
+    println!();
+    println!(
+        "{:<30} {:>10} {:>10} {:>7} {:>6}  {:<6} {:>9} {:>15}",
+        "case", "drover ms", "ref ms", "ratio", "goal", "result", "min ratio", "lines drover/ref"
+    );
+    let mut failed = false;
+    let mut missed = false;
+    for case in cases::all() {
+        let reference = match case.reference {
+            Reference::Ripgrep => ripgrep.as_deref(),
+            Reference::Fd => fd.as_deref(),
+        };
+        let row = measure(&case, &drover, reference, &tree, usize::from(args.runs));
+        failed |= row.failed;
+        missed |= row.missed;
+        println!("{}", row.text);
+    }
+    if failed {
+        exit::RUNNER_ERROR
+    } else if missed && args.check {
+        exit::FAILED
+    } else {
+        exit::PASSED
+    }
+}
+
+fn default_tree() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")?;
+    Some(PathBuf::from(home).join(".cargo/registry/src"))
+}
+
+fn find_reference(reference: Reference, missing: &mut Vec<Reference>) -> Option<PathBuf> {
+    let found = reference.programs().iter().find_map(|name| on_path(name));
+    if found.is_none() {
+        missing.push(reference);
+    }
+    found
+}
+
+/// The first executable file called `name` in a directory of PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// One printed row and what it means for the exit code.
+struct Row {
+    text: String,
+    failed: bool,
+    missed: bool,
+}
+
+/// Warm up, then alternate drover and reference runs so drift hits both alike.
+fn measure(case: &Case, drover: &Path, reference: Option<&Path>, tree: &Path, runs: usize) -> Row {
+    let drover_args: Vec<String> = vec![
+        "tool".into(),
+        case.tool.into(),
+        "--input".into(),
+        case.input.clone(),
+        "--workspace".into(),
+        ".".into(),
+    ];
+    let reference = reference.map(|program| (program, program.display().to_string()));
+    let mut drover_times = Vec::with_capacity(runs);
+    let mut reference_times = Vec::with_capacity(runs);
+    let mut lines = (0, None);
+    for round in 0..=runs {
+        // Take turns going first, so neither side always runs on the other's heels.
+        for drover_turn in [round % 2 == 0, round % 2 == 1] {
+            if drover_turn {
+                // drover's exit 1 is an error result: the case itself is broken.
+                let run = match timed(drover, &drover_args, tree, &[0]) {
+                    Ok(run) => run,
+                    Err(what) => return error_row(case, "drover", what),
+                };
+                lines.0 = run.lines;
+                if round > 0 {
+                    drover_times.push(run.wall);
+                }
+            } else if let Some((program, name)) = &reference {
+                // rg exits 1 when nothing matched, which is normal here.
+                let run = match timed(program, &case.args, tree, &[0, 1]) {
+                    Ok(run) => run,
+                    Err(what) => return error_row(case, name, what),
+                };
+                lines.1 = Some(run.lines);
+                if round > 0 {
+                    reference_times.push(run.wall);
+                }
+            }
+        }
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let drover_ms = timing::median(&mut drover_times).map(ms).unwrap_or(0.0);
+    let line_counts = match lines.1 {
+        Some(n) => format!("{}/{n}", lines.0),
+        None => format!("{}/-", lines.0),
+    };
+    let Some(reference_ms) = timing::median(&mut reference_times).map(ms) else {
+        return Row {
+            text: format!(
+                "{:<30} {drover_ms:>10.1} {:>10} {:>7} {:>6}  {:<6} {:>9} {line_counts:>15}",
+                case.name,
+                "-",
+                "-",
+                format!("≤{:.2}", case.goal),
+                "skip",
+                "-"
+            ),
+            failed: false,
+            missed: false,
+        };
+    };
+    let ratio = if reference_ms > 0.0 {
+        drover_ms / reference_ms
+    } else {
+        f64::INFINITY
+    };
+    let pass = ratio <= case.goal;
+    // Fastest against fastest: what each side costs with the least interference from
+    // other work on the machine (the goal is judged on the medians).
+    let fastest = |times: &[Duration]| times.iter().min().copied().map(ms).unwrap_or(0.0);
+    let min_ratio = fastest(&drover_times) / fastest(&reference_times).max(f64::MIN_POSITIVE);
+    Row {
+        text: format!(
+            "{:<30} {drover_ms:>10.1} {reference_ms:>10.1} {ratio:>7.2} {:>6}  {:<6} {min_ratio:>9.2} {line_counts:>15}",
+            case.name,
+            format!("≤{:.2}", case.goal),
+            if pass { "pass" } else { "MISS" }
+        ),
+        failed: false,
+        missed: !pass,
+    }
+}
+
+/// One run of `program`, or what went wrong when it exits with a code not in `accept`.
+fn timed(
+    program: &Path,
+    args: &[String],
+    tree: &Path,
+    accept: &[i32],
+) -> Result<timing::Run, String> {
+    match timing::run_once(program, args, tree) {
+        Ok(run) if run.exit_code.is_some_and(|code| accept.contains(&code)) => Ok(run),
+        Ok(run) if run.stderr.is_empty() => Err(format!(
+            "exit {:?} (run it by hand to see its output)",
+            run.exit_code
+        )),
+        Ok(run) => Err(format!("exit {:?}: {}", run.exit_code, run.stderr)),
+        Err(error) => Err(format!("cannot run it: {error}")),
+    }
+}
+
+/// The row of a case that could not be measured; drover failing is a runner error.
+fn error_row(case: &Case, who: &str, what: String) -> Row {
+    Row {
+        text: format!("{:<30} error: {who}: {what}", case.name),
+        failed: who == "drover",
+        missed: false,
+    }
+}

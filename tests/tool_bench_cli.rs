@@ -1,0 +1,129 @@
+//! `drover tool` (one read-only call as a process) and `drover bench`, end to end. These
+//! check behaviour only: the figures `bench` prints are never asserted.
+
+mod common;
+
+use common::drover;
+
+/// A small tree: two Rust files, one ignored by .gitignore.
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(root.join("target")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "fn add() {}\nunsafe fn raw() {}\n").unwrap();
+    std::fs::write(root.join("src/main.rs"), "fn main() { self.go(); }\n").unwrap();
+    std::fs::write(root.join("target/gen.rs"), "unsafe fn gen() {}\n").unwrap();
+    std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+    dir
+}
+
+#[test]
+fn tool_grep_prints_the_result_and_exits_0() {
+    let dir = tree();
+    let output = drover()
+        .args([
+            "tool",
+            "Grep",
+            "--input",
+            r#"{"pattern":"fn","output_mode":"content"}"#,
+        ])
+        .arg("--workspace")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        stdout,
+        "src/lib.rs:1:fn add() {}\nsrc/lib.rs:2:unsafe fn raw() {}\nsrc/main.rs:1:fn main() { self.go(); }\n"
+    );
+    // Relative to the current directory when --workspace is not given.
+    let output = drover()
+        .args(["tool", "Glob", "--input", r#"{"pattern":"**/*.rs"}"#])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let mut lines: Vec<_> = std::str::from_utf8(&output.stdout)
+        .unwrap()
+        .lines()
+        .collect();
+    lines.sort();
+    assert_eq!(lines, ["src/lib.rs", "src/main.rs"]);
+}
+
+#[test]
+fn tool_error_results_exit_1_and_bad_calls_exit_2() {
+    let dir = tree();
+    let run = |args: &[&str]| {
+        drover()
+            .args(args)
+            .arg("--workspace")
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    let output = run(&["tool", "Grep", "--input", r#"{"pattern":"fn ("}"#]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Invalid regex"));
+
+    let refused = run(&["tool", "Bash", "--input", r#"{"command":"touch x"}"#]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not read-only"));
+    assert!(!dir.path().join("x").exists());
+
+    for (args, says) in [
+        (["tool", "Nope", "--input", "{}"], "unknown tool"),
+        (["tool", "Grep", "--input", "{"], "not valid JSON"),
+        (
+            ["tool", "Grep", "--input", r#"{"pattern":1}"#],
+            "InputValidationError",
+        ),
+    ] {
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn bench_prints_a_table_and_exits_0_without_rg_or_fd() {
+    let dir = tree();
+    let output = drover()
+        .args(["bench", "--runs", "1", "--tree"])
+        .arg(dir.path())
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("apt-get install ripgrep fd-find"),
+        "{stdout}"
+    );
+    for row in [
+        "Grep literal files_with_matches",
+        "Grep literal content",
+        "Grep regex count",
+        "Glob **/*.rs",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|line| line.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row}: {stdout}"));
+        assert!(line.contains("skip"), "{line}");
+    }
+}
+
+#[test]
+fn bench_refuses_a_missing_tree() {
+    let dir = tree();
+    let output = drover()
+        .args(["bench", "--runs", "1", "--tree"])
+        .arg(dir.path().join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
