@@ -8,6 +8,7 @@
 pub mod command;
 mod path_pattern;
 mod rule;
+pub mod shell;
 
 use std::path::{Path, PathBuf};
 
