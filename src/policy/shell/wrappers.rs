@@ -74,6 +74,10 @@ fn step(words: &[Word]) -> Step {
     if !first.is_literal() {
         return Step::NotAWrapper;
     }
+    // `! ! rm x`: the parser takes the second `!` for a command name; bash negates again.
+    if first.source == "!" && words.len() > 1 {
+        return Step::Strip(1);
+    }
     let name = first.text.as_str();
     let options = match name {
         "timeout" => Options {

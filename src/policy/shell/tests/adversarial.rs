@@ -121,6 +121,8 @@ const DISGUISES: &[Case] = &[
     ),
     ("f() { rm x; }", &["rm x"], &[], false),
     ("exec", &["exec"], &[], false),
+    ("! ! rm x", &["rm x"], &[], false),
+    ("\"!\" x", &["! x"], &[], false),
 ];
 
 const BROKEN: &[Case] = &[

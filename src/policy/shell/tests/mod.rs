@@ -2,6 +2,7 @@
 //! specific opaque reasons, pattern matching, and robustness against hostile input.
 
 mod adversarial;
+mod robustness;
 
 mod table;
 
