@@ -70,15 +70,16 @@ pub enum Opaque {
     CommandSubstitution(String),
     /// `<(…)` or `>(…)`.
     ProcessSubstitution(String),
-    /// `eval …`: its arguments are run as shell code.
+    /// `eval …` or `trap CODE SIGNAL`: arguments run as shell code.
     Eval(String),
-    /// `source FILE` or `. FILE`: runs a script drover cannot see.
+    /// `source FILE`, `. FILE`, or a shell reading its script from standard input
+    /// (`curl … | sh`): runs a script drover cannot see.
     Source(String),
     /// A command name that is not a static literal (`$CMD args`, `${X}`, `"$(…)"`, a glob
     /// or brace expansion), or a `bash -c` script that is not one.
     DynamicCommand(String),
     /// A file written through a redirection or `tee` whose name is not a static
-    /// literal (`> $OUT`).
+    /// literal (`> $OUT`, `> *.log`).
     DynamicWrite(String),
     /// A wrapper (`env`, `timeout` …) with options drover does not follow (`env -C dir`).
     Wrapper(String),

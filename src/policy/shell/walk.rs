@@ -267,6 +267,10 @@ impl Walker<'_> {
                 return;
             }
             ShellScript::Unreadable(word) => self.flag(Opaque::DynamicCommand(excerpt(&word))),
+            ShellScript::FromStdin => {
+                let reason = format!("script read from standard input: {}", self.text(node));
+                self.flag(Opaque::Source(excerpt(&reason)));
+            }
             ShellScript::No => {}
         }
         let argv: Vec<String> = run.iter().map(|word| word.text.clone()).collect();
@@ -286,6 +290,13 @@ impl Walker<'_> {
                 }
             }
             "source" | "." => self.flag(Opaque::Source(excerpt(&source))),
+            // `trap 'rm x' EXIT` runs its first argument as shell code later.
+            "trap" if run.len() > 2 && !run[1].text.starts_with('-') => {
+                self.flag(Opaque::Eval(excerpt(&source)));
+                if run[1].is_literal() {
+                    analyse_into(&run[1].text, self.out, depth + 1, self.deadline);
+                }
+            }
             "tee" => self.tee(&run[1..]),
             _ => {}
         }
@@ -307,7 +318,8 @@ impl Walker<'_> {
     }
 
     fn write_target(&mut self, target: &Word) {
-        if target.shape == Shape::Dynamic {
+        // A glob or brace pattern names whatever files exist when it runs.
+        if target.shape != Shape::Literal {
             self.flag(Opaque::DynamicWrite(excerpt(&target.source)));
         } else if !NOT_FILES.contains(&target.text.as_str()) {
             self.out.writes.push(target.text.clone());

