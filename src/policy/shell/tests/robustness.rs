@@ -31,6 +31,22 @@ fn long_flat_scripts_are_not_deep() {
 }
 
 #[test]
+fn long_chains_of_every_operator_are_not_deep() {
+    for operator in ["|", "||", "&&", "&", ";", "|&", "\n"] {
+        let line = format!("{}z", format!("a {operator} ").repeat(3_000));
+        let analysis = analyse(&line);
+        assert_eq!(analysis.commands.len(), 3_001, "{operator}");
+        assert!(
+            analysis.is_transparent(),
+            "{operator}: {:?}",
+            analysis.opaque
+        );
+    }
+    let words = format!("echo {}", "x ".repeat(20_000));
+    assert_eq!(analyse(&words).commands[0].argv.len(), 20_001);
+}
+
+#[test]
 fn oversized_input_is_too_complex() {
     let line = "x".repeat(MAX_INPUT + 1);
     let analysis = analyse(&line);
