@@ -273,6 +273,12 @@ impl Walker<'_> {
             }
             ShellScript::No => {}
         }
+        if name.text.contains(char::is_whitespace) {
+            // `'git status'` runs a program named "git status", yet its text would match
+            // `Bash(git status)`.
+            let reason = format!("command name with spaces: {}", name.source);
+            self.flag(Opaque::DynamicCommand(excerpt(&reason)));
+        }
         let argv: Vec<String> = run.iter().map(|word| word.text.clone()).collect();
         let source = self.text(node).to_string();
         self.out.commands.push(SimpleCommand {

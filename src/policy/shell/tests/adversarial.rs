@@ -138,6 +138,8 @@ const DISGUISES: &[Case] = &[
     ("f() { rm x; }", &["rm x"], &[], false),
     ("exec", &["exec"], &[], false),
     ("! ! rm x", &["rm x"], &[], false),
+    ("'git status'", &["git status"], &[], true),
+    ("git\\ status", &["git status"], &[], true),
     ("\"!\" x", &["! x"], &[], false),
 ];
 
