@@ -11,6 +11,7 @@ pub mod guardrails;
 mod path_pattern;
 mod rule;
 pub mod sandbox;
+pub mod shell;
 
 use std::path::{Path, PathBuf};
 
