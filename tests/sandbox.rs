@@ -38,6 +38,13 @@ fn setup() -> Setup {
     }
 }
 
+/// Put `body` in a script in the workspace and return the command that runs it: the
+/// policy sees only `bash NAME`, so whatever the script does is the sandbox's to stop.
+fn script(setup: &Setup, name: &str, body: &str) -> String {
+    std::fs::write(setup.ws.join(name), format!("{body}\n")).unwrap();
+    format!("bash {name}")
+}
+
 /// A spec whose model runs each of `commands` as its own Bash call, then stops.
 fn spec(setup: &Setup, extra: &str, commands: &[String]) -> PathBuf {
     let mut script = String::new();
@@ -88,10 +95,22 @@ fn bash_is_confined_by_default() {
     let port = listener.local_addr().unwrap().port();
     let escaped = setup.outside.join("escaped.txt");
     let commands = [
-        format!("echo x > {}", escaped.display()),
+        script(
+            &setup,
+            "escape.sh",
+            &format!("echo x > {}", escaped.display()),
+        ),
         "echo inside > made.txt && cat made.txt".to_string(),
-        format!("cat {}", setup.secret.display()),
-        format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        script(
+            &setup,
+            "peek.sh",
+            &format!("cat {}", setup.secret.display()),
+        ),
+        script(
+            &setup,
+            "dial.sh",
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        ),
         "env".to_string(),
         "echo \"$TMPDIR\" && touch \"$TMPDIR/scratch\" && echo writable".to_string(),
     ];
@@ -105,6 +124,10 @@ fn bash_is_confined_by_default() {
     let (error, text) = &results[0];
     assert!(*error && text.contains("Permission denied"), "{text}");
     assert!(
+        !text.contains("Permission denied by"),
+        "the OS stopped it, not the rules: {text}"
+    );
+    assert!(
         !escaped.exists(),
         "the write outside the workspace was stopped"
     );
@@ -114,6 +137,7 @@ fn bash_is_confined_by_default() {
 
     let (error, text) = &results[2];
     assert!(*error && text.contains("Permission denied"), "{text}");
+    assert!(!text.contains("Permission denied by"), "{text}");
     assert!(!raw.contains(SECRET), "the denied file's content leaked");
 
     let (error, text) = &results[3];
@@ -144,9 +168,17 @@ fn the_spec_can_open_the_network_and_pass_a_secret() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let commands = [
-        format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        script(
+            &setup,
+            "dial.sh",
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        ),
         "echo \"key=$FAKE_API_KEY\"".to_string(),
-        format!("cat {}", setup.secret.display()),
+        script(
+            &setup,
+            "peek.sh",
+            &format!("cat {}", setup.secret.display()),
+        ),
     ];
     let extra = "sandbox: { network: true }\nenv:\n  pass: [FAKE_API_KEY]\n";
     let (lines, _) = run(&setup, &spec(&setup, extra, &commands));
@@ -161,7 +193,11 @@ fn the_spec_can_open_the_network_and_pass_a_secret() {
 fn sandbox_off_runs_commands_unsandboxed() {
     let setup = setup();
     let escaped = setup.outside.join("escaped.txt");
-    let commands = [format!("echo x > {} && echo wrote", escaped.display())];
+    let commands = [script(
+        &setup,
+        "escape.sh",
+        &format!("echo x > {} && echo wrote", escaped.display()),
+    )];
     let (lines, _) = run(&setup, &spec(&setup, "sandbox: off\n", &commands));
     assert_eq!(lines[0]["sandbox"], serde_json::json!({"enabled": false}));
     assert_eq!(results(&lines)[0], (false, "wrote".to_string()));

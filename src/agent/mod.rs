@@ -89,16 +89,16 @@ impl Agent<'_> {
         };
         let tools = self.registry.definitions();
         let (reason, message) = loop {
-            if let Some(limit) = config.max_turns {
-                if state.turns >= limit {
-                    break (
-                        EndReason::MaxTurns,
-                        format!(
-                            "stopped after {} turns (limit {limit}) while the model still had tool calls to follow up",
-                            state.turns
-                        ),
-                    );
-                }
+            if let Some(limit) = config.max_turns
+                && state.turns >= limit
+            {
+                break (
+                    EndReason::MaxTurns,
+                    format!(
+                        "stopped after {} turns (limit {limit}) while the model still had tool calls to follow up",
+                        state.turns
+                    ),
+                );
             }
             let request = ModelRequest {
                 system: &config.system,

@@ -28,6 +28,13 @@ pub fn expand_home(word: &str, home: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
+/// The home directory drover runs with.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

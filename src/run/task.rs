@@ -140,21 +140,22 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
         .map_err(|e| e.to_string());
     }
 
-    if let Some(expected) = &plan.expected_fingerprint {
-        if *expected != fingerprint {
-            let message = format!(
-                "the workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}); pass --workspace with a checkout of the starting state",
-                plan.origin.display(),
-                short(&fingerprint),
-                short(expected)
-            );
-            let strict = matches!(&plan.model, ModelSource::Replay { expectations: Some(e), .. } if e.strict);
-            if strict {
-                return finish(&mut transcript, report, EndReason::ReplayDrift, message)
-                    .map_err(|e| e.to_string());
-            }
-            eprintln!("drover: warning: {}: {message}", report.name);
+    if let Some(expected) = &plan.expected_fingerprint
+        && *expected != fingerprint
+    {
+        let message = format!(
+            "the workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}); pass --workspace with a checkout of the starting state",
+            plan.origin.display(),
+            short(&fingerprint),
+            short(expected)
+        );
+        let strict =
+            matches!(&plan.model, ModelSource::Replay { expectations: Some(e), .. } if e.strict);
+        if strict {
+            return finish(&mut transcript, report, EndReason::ReplayDrift, message)
+                .map_err(|e| e.to_string());
         }
+        eprintln!("drover: warning: {}: {message}", report.name);
     }
 
     let limits = &plan.spec.spec.limits;

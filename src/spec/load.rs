@@ -127,10 +127,10 @@ pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
         serde_saphyr::from_str_with_options(&text, options()).map_err(|error| {
             let position = Position::at(path, error.location());
             let mut message = plain_message(&error);
-            if let Some(key) = key_before(&text, &position) {
-                if !message.contains(&key) {
-                    message = format!("{key}: {message}");
-                }
+            if let Some(key) = key_before(&text, &position)
+                && !message.contains(&key)
+            {
+                message = format!("{key}: {message}");
             }
             SpecError::Invalid { position, message }
         })?;
@@ -234,23 +234,23 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
             "`transcript:` is only read by provider replay, not script".into(),
         ));
     }
-    if let Some(temperature) = model.value.temperature {
-        if !(0.0..=2.0).contains(&temperature) {
-            return Err(invalid(format!(
-                "model.temperature must be between 0 and 2, not {temperature}"
-            )));
-        }
+    if let Some(temperature) = model.value.temperature
+        && !(0.0..=2.0).contains(&temperature)
+    {
+        return Err(invalid(format!(
+            "model.temperature must be between 0 and 2, not {temperature}"
+        )));
     }
     if model.value.max_tokens == Some(0) {
         return Err(invalid("model.max_tokens must be at least 1".into()));
     }
-    if let Some(limit) = spec.limits.max_cost_usd {
-        if !(limit.is_finite() && limit > 0.0) {
-            return Err(SpecError::Invalid {
-                position: Position::at(path, None),
-                message: format!("limits.max_cost_usd must be a positive number, not {limit}"),
-            });
-        }
+    if let Some(limit) = spec.limits.max_cost_usd
+        && !(limit.is_finite() && limit > 0.0)
+    {
+        return Err(SpecError::Invalid {
+            position: Position::at(path, None),
+            message: format!("limits.max_cost_usd must be a positive number, not {limit}"),
+        });
     }
     if spec.limits.max_turns == Some(0) {
         return Err(SpecError::Invalid {

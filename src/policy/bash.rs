@@ -1,0 +1,259 @@
+//! Deciding shell commands. The command line is parsed (tree-sitter-bash) into the simple
+//! commands it would run; every one must be allowed and none denied. Guardrails come
+//! first and no rule lifts them. Redirections are writes; arguments that name files are
+//! checked against the Read (and, for commands that change files, Edit) deny rules; `cd`
+//! may not leave the workspace. What cannot be analysed statically is denied unless the
+//! policy allows `Bash` outright.
+
+use super::expand::{expand_home, home_dir};
+use super::guardrails::{self, GuardContext};
+use super::shell::{self, Analysis, SimpleCommand};
+use super::{Decision, Policy, Rule, Specifier};
+use crate::spec::Switch;
+
+/// Commands whose file arguments they change: Edit deny rules apply to those arguments.
+const MUTATING: &[&str] = &[
+    "rm", "rmdir", "mv", "cp", "touch", "truncate", "chmod", "chown", "chgrp", "ln", "tee",
+    "install", "shred", "unlink", "mkdir", "sed", "perl", "patch",
+];
+
+impl Policy {
+    /// Decide a `Bash` call (`name` is the tool, for messages) on `line`.
+    pub(super) fn decide_command(&self, name: &str, line: &str) -> Decision {
+        let analysis = shell::analyse(line);
+        let argvs: Vec<Vec<String>> = analysis.commands.iter().map(|c| c.argv.clone()).collect();
+        if self.guardrails == Switch::On {
+            let home = home_dir();
+            let ctx = GuardContext {
+                workspace: &self.workspace,
+                home: home.as_deref(),
+            };
+            if let Some(why) = guardrails::check(&argvs, line, &ctx) {
+                return Decision::deny(
+                    None,
+                    format!(
+                        "{name}({line}) trips a guardrail: {why}. No allow rule lifts the guardrails (permissions.guardrails: off does)"
+                    ),
+                );
+            }
+        }
+        if let Some(denial) = self.command_denial(name, &analysis) {
+            return denial;
+        }
+        let outright = self.allows_outright(name);
+        if !analysis.opaque.is_empty() && outright.is_none() {
+            let why: Vec<String> = analysis.opaque.iter().map(|o| o.to_string()).collect();
+            return Decision::deny(
+                None,
+                format!(
+                    "{name}({line}) cannot be analysed before it runs ({}); only a policy that allows Bash outright permits that. Write the command without it",
+                    why.join("; ")
+                ),
+            );
+        }
+        let mut rules: Vec<&Rule> = Vec::new();
+        for command in &analysis.commands {
+            if is_cd(command) {
+                // cd inside the workspace changes nothing; command_denial refused the rest.
+                continue;
+            }
+            let rule = outright.or_else(|| {
+                self.allow.iter().find(|rule| {
+                    rule.governs(name)
+                        && matches!(rule.specifier(), Some(Specifier::Command(p)) if shell::matches_pattern(p, command))
+                })
+            });
+            match rule {
+                Some(rule) => rules.push(rule),
+                None => {
+                    return Decision::deny(
+                        None,
+                        format!(
+                            "`{}` (in {name}({line})) matches no allow rule (default deny); every command in a command line must be allowed, e.g. by {name}({} *)",
+                            command.source,
+                            command.argv.first().map(String::as_str).unwrap_or_default()
+                        ),
+                    );
+                }
+            }
+        }
+        for write in &analysis.writes {
+            match self.redirect_decision(name, write, outright) {
+                Ok(Some(rule)) => rules.push(rule),
+                Ok(None) => {}
+                Err(denial) => return denial,
+            }
+        }
+        rules.dedup_by(|a, b| a.text() == b.text());
+        let names: Vec<&str> = rules.iter().map(|r| r.text()).collect();
+        let rule = (!names.is_empty()).then(|| names.join(", "));
+        Decision {
+            allowed: true,
+            rule: rule.clone(),
+            reason: match rule {
+                Some(rule) => format!("{name}({line}) is allowed by {rule}"),
+                None => format!("{name}({line}) runs nothing that needs permission"),
+            },
+        }
+    }
+
+    /// A bare `Bash` allow rule.
+    fn allows_outright(&self, name: &str) -> Option<&Rule> {
+        self.allow.iter().find(|rule| rule.covers_whole_tool(name))
+    }
+
+    /// The first part of the command line a deny rule, the Read/Edit deny rules or the
+    /// workspace boundary forbids.
+    fn command_denial(&self, name: &str, analysis: &Analysis) -> Option<Decision> {
+        for command in &analysis.commands {
+            for rule in self.deny.iter().filter(|rule| rule.governs(name)) {
+                if let Some(Specifier::Command(pattern)) = rule.specifier()
+                    && shell::matches_pattern(pattern, command)
+                {
+                    return Some(Decision::deny(
+                        Some(rule),
+                        format!("`{}` is denied by rule {rule}", command.source),
+                    ));
+                }
+            }
+            if !analysis.opaque.is_empty() && self.has_command_deny_rules(name) {
+                let rule = self
+                    .deny
+                    .iter()
+                    .find(|rule| rule.governs(name) && rule.specifier().is_some());
+                return Some(Decision::deny(
+                    rule,
+                    "the command line cannot be fully analysed, so drover cannot rule out that a part of it matches a deny rule".to_string(),
+                ));
+            }
+            if is_cd(command) {
+                let target = command.argv.get(1).map_or("~", String::as_str);
+                if !self.cd_stays_inside(target) {
+                    return Some(Decision::deny(
+                        None,
+                        format!(
+                            "`{}` leaves the workspace; commands run inside it",
+                            command.source
+                        ),
+                    ));
+                }
+            }
+            let program = command.argv.first().map(String::as_str).unwrap_or_default();
+            let mutating = MUTATING.contains(&program.rsplit('/').next().unwrap_or(program));
+            for arg in command.argv.iter().skip(1).filter(|a| !a.starts_with('-')) {
+                let Some(target) = self.static_path(arg) else {
+                    continue;
+                };
+                if let Some(rule) = self.path_denied_by("Read", &target) {
+                    return Some(Decision::deny(
+                        Some(rule),
+                        format!(
+                            "`{}` names {}, which rule {rule} denies reading",
+                            command.source,
+                            target.shown()
+                        ),
+                    ));
+                }
+                if mutating && let Some(rule) = self.path_denied_by("Edit", &target) {
+                    return Some(Decision::deny(
+                        Some(rule),
+                        format!(
+                            "`{}` changes {}, which rule {rule} denies",
+                            command.source,
+                            target.shown()
+                        ),
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    fn has_command_deny_rules(&self, name: &str) -> bool {
+        self.deny.iter().any(|rule| {
+            rule.governs(name) && matches!(rule.specifier(), Some(Specifier::Command(_)))
+        })
+    }
+
+    /// A redirection target is a write: confined to the workspace, subject to Edit deny
+    /// rules, and allowed by an Edit allow rule or by `Bash` allowed outright.
+    fn redirect_decision<'a>(
+        &'a self,
+        name: &str,
+        write: &str,
+        outright: Option<&'a Rule>,
+    ) -> Result<Option<&'a Rule>, Decision> {
+        let Some(target) = self.static_path(write) else {
+            return Err(Decision::deny(
+                None,
+                format!(
+                    "{name} would write to {write}, which cannot be resolved before the command runs"
+                ),
+            ));
+        };
+        if let Some(rule) = self.path_denied_by("Edit", &target) {
+            return Err(Decision::deny(
+                Some(rule),
+                format!(
+                    "{name} would write to {} (a redirection), which rule {rule} denies",
+                    target.shown()
+                ),
+            ));
+        }
+        if !target.confined {
+            return Err(Decision::deny(
+                None,
+                format!(
+                    "{name} would write to {} (a redirection), outside the workspace {}",
+                    target.shown(),
+                    self.workspace.display()
+                ),
+            ));
+        }
+        if let Some(rule) = self.path_allowed_by("Edit", false, &target) {
+            return Ok(Some(rule));
+        }
+        if target.in_git_internals() {
+            return Err(Decision::deny(
+                None,
+                format!(
+                    "{name} would write into {} (a redirection); writes into .git/ need a rule that names .git",
+                    target.shown()
+                ),
+            ));
+        }
+        match outright {
+            Some(rule) => Ok(Some(rule)),
+            None => Err(Decision::deny(
+                None,
+                format!(
+                    "{name} would write to {} (a redirection), and no Edit rule allows it; add e.g. Edit({}) to permissions.allow",
+                    target.shown(),
+                    target.shown()
+                ),
+            )),
+        }
+    }
+
+    /// `cd TARGET` ends inside the workspace (or an additional directory).
+    fn cd_stays_inside(&self, target: &str) -> bool {
+        if target == "-" {
+            return false;
+        }
+        self.static_path(target).is_some_and(|t| t.confined)
+    }
+
+    /// An argument resolved as a path, when it can be known before the command runs.
+    fn static_path(&self, word: &str) -> Option<super::path_decision::PathTarget> {
+        let home = home_dir();
+        let expanded = expand_home(word, home.as_deref())?;
+        self.resolve_path(&expanded.to_string_lossy()).ok()
+    }
+}
+
+fn is_cd(command: &SimpleCommand) -> bool {
+    command
+        .argv
+        .first()
+        .is_some_and(|p| p == "cd" || p == "pushd")
+}

@@ -1,0 +1,154 @@
+//! Deciding calls that name a path (or nothing): Read, Write, Edit, Glob, Grep, LS, and
+//! tools that touch only the run's own state. Shell commands reuse the same path checks
+//! for their arguments and redirections.
+
+use std::path::PathBuf;
+
+use super::{Decision, Policy, RUN_STATE_TOOLS, Rule, Specifier, path_pattern};
+use crate::workspace::paths;
+
+/// A path from a tool input, resolved as the tool will see it.
+pub(super) struct PathTarget {
+    /// Absolute, with `..` removed and symlinks resolved (for a new file, its parent's).
+    pub absolute: PathBuf,
+    /// Relative to the workspace, when inside it.
+    pub relative: Option<String>,
+    /// Inside the workspace or an additional directory.
+    pub confined: bool,
+}
+
+impl PathTarget {
+    /// How decisions name the path: relative inside the workspace, else absolute.
+    pub fn shown(&self) -> String {
+        match &self.relative {
+            Some(rel) if rel.is_empty() => ".".to_string(),
+            Some(rel) => rel.clone(),
+            None => self.absolute.display().to_string(),
+        }
+    }
+
+    /// Inside the workspace's `.git/`: git's own state, which an agent rewriting would
+    /// corrupt history or plant hooks with.
+    pub fn in_git_internals(&self) -> bool {
+        self.relative
+            .as_deref()
+            .is_some_and(|rel| rel == ".git" || rel.starts_with(".git/"))
+    }
+}
+
+impl Policy {
+    /// Resolve a path as written in a tool input (relative to the workspace, or absolute).
+    pub(super) fn resolve_path(&self, raw: &str) -> Result<PathTarget, String> {
+        let lexical = paths::resolve(&self.workspace, raw).map_err(|e| e.to_string())?;
+        // Resolve symlinks so a link inside the workspace cannot point a rule check at
+        // one file and the tool at another.
+        let absolute = paths::canonicalize_for_write(&lexical).unwrap_or(lexical);
+        let relative = paths::relative_to(&self.workspace, &absolute);
+        let confined =
+            relative.is_some() || self.additional.iter().any(|dir| absolute.starts_with(dir));
+        Ok(PathTarget {
+            absolute,
+            relative,
+            confined,
+        })
+    }
+
+    /// Decide a call of tool `name` on `raw` (None: the call names no path).
+    pub(super) fn decide_path(&self, name: &str, read_only: bool, raw: Option<&str>) -> Decision {
+        let target = match raw.map(|raw| self.resolve_path(raw)).transpose() {
+            Ok(target) => target,
+            Err(reason) => return Decision::deny(None, reason),
+        };
+        let described = match &target {
+            Some(target) => format!("{name}({})", target.shown()),
+            None => name.to_string(),
+        };
+        let denied = match &target {
+            Some(target) => self.path_denied_by(name, target),
+            None => self
+                .deny
+                .iter()
+                .find(|rule| rule.governs(name) && rule.specifier().is_none()),
+        };
+        if let Some(rule) = denied {
+            return Decision::deny(Some(rule), format!("{described} is denied by rule {rule}"));
+        }
+        let allowed = match &target {
+            Some(target) => self.path_allowed_by(name, read_only, target),
+            None => self
+                .allow
+                .iter()
+                .find(|rule| rule.governs(name) && rule.specifier().is_none()),
+        };
+        if let Some(rule) = allowed {
+            return Decision::allow(Some(rule), format!("{described} is allowed by rule {rule}"));
+        }
+        if RUN_STATE_TOOLS.contains(&name) {
+            return Decision::allow(
+                None,
+                format!("{described}: acts only on this run's own state (default)"),
+            );
+        }
+        if read_only && target.as_ref().is_none_or(|t| t.confined) {
+            return Decision::allow(
+                None,
+                format!("{described}: read-only tool inside the workspace (default)"),
+            );
+        }
+        let hint = match &target {
+            Some(t) if !read_only && t.in_git_internals() => "; writes into .git/ need an allow rule that names .git explicitly, e.g. Edit(.git/hooks/**)".to_string(),
+            Some(t) if !t.confined => format!(
+                "; the path is outside the workspace {} (and permissions.additional_directories)",
+                self.workspace.display()
+            ),
+            _ => format!(
+                "; add a rule such as {name} or {name}(…) to permissions.allow if the task needs it"
+            ),
+        };
+        Decision::deny(
+            None,
+            format!("{described} matches no allow rule (default deny){hint}"),
+        )
+    }
+
+    /// The first deny rule of `name`'s family that covers the path.
+    pub(super) fn path_denied_by(&self, name: &str, target: &PathTarget) -> Option<&Rule> {
+        self.deny
+            .iter()
+            .filter(|rule| rule.governs(name))
+            .find(|rule| match rule.specifier() {
+                None => true,
+                Some(Specifier::Path(pattern)) => {
+                    path_pattern::matches(pattern, &target.absolute, target.relative.as_deref())
+                }
+                Some(_) => false,
+            })
+    }
+
+    /// The first allow rule of `name`'s family that covers the path. A bare rule does not
+    /// carry writes out of the workspace, and writes into `.git/` need a rule naming it.
+    pub(super) fn path_allowed_by(
+        &self,
+        name: &str,
+        read_only: bool,
+        target: &PathTarget,
+    ) -> Option<&Rule> {
+        let git_internals = !read_only && target.in_git_internals();
+        self.allow
+            .iter()
+            .filter(|rule| rule.governs(name))
+            .filter(|rule| !git_internals || names_git_dir(rule))
+            .find(|rule| match rule.specifier() {
+                None => read_only || target.confined,
+                Some(Specifier::Path(pattern)) => {
+                    path_pattern::matches(pattern, &target.absolute, target.relative.as_deref())
+                }
+                Some(_) => false,
+            })
+    }
+}
+
+/// An allow rule that names `.git` in its pattern: the user meant it.
+fn names_git_dir(rule: &Rule) -> bool {
+    matches!(rule.specifier(), Some(Specifier::Path(pattern)) if pattern.contains(".git"))
+}
