@@ -426,3 +426,44 @@ fn plan_mode_offers_only_read_only_tools() {
     );
     assert!(!dir.path().join("ws/a.txt").exists());
 }
+
+#[test]
+fn searches_and_listings_skip_files_the_policy_denies_reading() {
+    let (dir, spec) = task(
+        "version: 1\nname: hidden\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - { name: Grep, input: { pattern: SECRET, output_mode: content } }\n        - { name: Glob, input: { pattern: '**/*' } }\n        - { name: LS, input: { path: . } }\n        - { name: Grep, input: { pattern: SECRET, path: keys } }\npermissions:\n  deny: [\"Read(.env)\", \"Read(keys/**)\"]\n",
+    );
+    let ws = dir.path().join("ws");
+    std::fs::write(ws.join(".env"), "SECRET=hunter2\n").unwrap();
+    std::fs::create_dir(ws.join("keys")).unwrap();
+    std::fs::write(ws.join("keys/id"), "SECRET key\n").unwrap();
+    std::fs::write(ws.join("notes.txt"), "no SECRET here\n").unwrap();
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(0);
+    let raw = std::fs::read_to_string(artifacts.join("hidden/transcript.jsonl")).unwrap();
+    assert!(
+        !raw.contains("hunter2"),
+        "a denied file's content leaked through Grep"
+    );
+    let lines = transcript(&artifacts.join("hidden/transcript.jsonl"));
+    let results = events(&lines, "tool_result");
+    let text = |i: usize| results[i]["content"].as_str().unwrap().to_string();
+    assert!(
+        text(0).contains("notes.txt") && !text(0).contains(".env"),
+        "{}",
+        text(0)
+    );
+    assert!(
+        text(1).contains("notes.txt") && !text(1).contains(".env") && !text(1).contains("keys/id"),
+        "{}",
+        text(1)
+    );
+    assert!(
+        text(2).contains("notes.txt") && !text(2).contains(".env"),
+        "{}",
+        text(2)
+    );
+    assert_eq!(
+        results[3]["is_error"], true,
+        "a search of a denied directory is denied"
+    );
+}

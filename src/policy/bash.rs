@@ -7,7 +7,7 @@
 
 use super::expand::{expand_home, home_dir};
 use super::guardrails::{self, GuardContext};
-use super::shell::{self, Analysis, SimpleCommand};
+use super::shell::{self, Analysis, Opaque, SimpleCommand};
 use super::{Decision, Policy, Rule, Specifier};
 use crate::spec::Switch;
 
@@ -40,6 +40,18 @@ impl Policy {
         if let Some(denial) = self.command_denial(name, &analysis) {
             return denial;
         }
+        if let Some(write) = analysis
+            .opaque
+            .iter()
+            .find(|o| matches!(o, Opaque::DynamicWrite(_)))
+        {
+            return Decision::deny(
+                None,
+                format!(
+                    "{name}({line}) writes to a file whose name is not known before it runs ({write}); redirections must name their file"
+                ),
+            );
+        }
         let outright = self.allows_outright(name);
         if !analysis.opaque.is_empty() && outright.is_none() {
             let why: Vec<String> = analysis.opaque.iter().map(|o| o.to_string()).collect();
@@ -60,7 +72,7 @@ impl Policy {
             let rule = outright.or_else(|| {
                 self.allow.iter().find(|rule| {
                     rule.governs(name)
-                        && matches!(rule.specifier(), Some(Specifier::Command(p)) if shell::matches_pattern(p, command))
+                        && matches!(rule.specifier(), Some(Specifier::Command(p)) if p.matches(&command.text))
                 })
             });
             match rule {
@@ -108,7 +120,7 @@ impl Policy {
         for command in &analysis.commands {
             for rule in self.deny.iter().filter(|rule| rule.governs(name)) {
                 if let Some(Specifier::Command(pattern)) = rule.specifier()
-                    && shell::matches_pattern(pattern, command)
+                    && pattern.matches(&command.text)
                 {
                     return Some(Decision::deny(
                         Some(rule),
@@ -116,7 +128,7 @@ impl Policy {
                     ));
                 }
             }
-            if !analysis.opaque.is_empty() && self.has_command_deny_rules(name) {
+            if analysis.opaque.iter().any(hides_commands) && self.has_command_deny_rules(name) {
                 let rule = self
                     .deny
                     .iter()
@@ -249,6 +261,15 @@ impl Policy {
         let expanded = expand_home(word, home.as_deref())?;
         self.resolve_path(&expanded.to_string_lossy()).ok()
     }
+}
+
+/// Opaque parts that may run commands the analysis could not list. (The commands inside
+/// `$(…)` and `<(…)` are listed, so deny rules still see them.)
+fn hides_commands(opaque: &Opaque) -> bool {
+    !matches!(
+        opaque,
+        Opaque::CommandSubstitution(_) | Opaque::ProcessSubstitution(_) | Opaque::DynamicWrite(_)
+    )
 }
 
 fn is_cd(command: &SimpleCommand) -> bool {

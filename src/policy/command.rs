@@ -3,31 +3,65 @@
 
 use regex::Regex;
 
-/// Does the simple `command` match the `Bash(...)` `pattern`? `*` matches any characters,
-/// a trailing ` *` also matches nothing (a word boundary: `ls *` matches `ls -la` and
-/// `ls`, not `lsof`), and the legacy `prefix:*` means `prefix *`.
-pub fn matches(pattern: &str, command: &str) -> bool {
-    let pattern = match pattern.strip_suffix(":*") {
-        Some(prefix) => format!("{prefix} *"),
-        None => pattern.to_string(),
-    };
-    let command = normalize_spaces(command);
-    let (body, word_tail) = match pattern.strip_suffix(" *") {
-        Some(body) => (body.to_string(), true),
-        None => (pattern.clone(), false),
-    };
-    let mut regex = String::from("^");
-    for (index, part) in body.split('*').enumerate() {
-        if index > 0 {
-            regex.push_str(".*");
+/// A `Bash(...)` pattern, compiled once when the rule is parsed: `*` matches any
+/// characters, a trailing ` *` also matches nothing (a word boundary: `ls *` matches
+/// `ls -la` and `ls`, not `lsof`), and the legacy `prefix:*` means `prefix *`.
+#[derive(Debug, Clone)]
+pub struct CommandPattern {
+    source: String,
+    regex: Regex,
+}
+
+impl PartialEq for CommandPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for CommandPattern {}
+
+impl CommandPattern {
+    pub fn new(pattern: &str) -> Result<Self, String> {
+        let expanded = match pattern.strip_suffix(":*") {
+            Some(prefix) => format!("{prefix} *"),
+            None => pattern.to_string(),
+        };
+        let (body, word_tail) = match expanded.strip_suffix(" *") {
+            Some(body) => (body, true),
+            None => (expanded.as_str(), false),
+        };
+        let mut regex = String::from("^");
+        for (index, part) in body.split('*').enumerate() {
+            if index > 0 {
+                regex.push_str(".*");
+            }
+            regex.push_str(&regex::escape(&normalize_spaces(part)));
         }
-        regex.push_str(&regex::escape(&normalize_spaces(part)));
+        if word_tail {
+            regex.push_str("(?: .*)?");
+        }
+        regex.push('$');
+        let regex = Regex::new(&regex).map_err(|e| format!("invalid command pattern: {e}"))?;
+        Ok(CommandPattern {
+            source: pattern.to_string(),
+            regex,
+        })
     }
-    if word_tail {
-        regex.push_str("(?: .*)?");
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
     }
-    regex.push('$');
-    Regex::new(&regex).is_ok_and(|re| re.is_match(&command))
+
+    /// Does the simple command (its words joined by single spaces) match?
+    pub fn matches(&self, command: &str) -> bool {
+        self.regex.is_match(&normalize_spaces(command))
+    }
+}
+
+/// One-off matching (tests, tools): compiles the pattern each time.
+pub fn matches(pattern: &str, command: &str) -> bool {
+    CommandPattern::new(pattern).is_ok_and(|p| p.matches(command))
 }
 
 fn normalize_spaces(text: &str) -> String {

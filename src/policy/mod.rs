@@ -7,7 +7,7 @@
 //! every command in them must be allowed (see `bash`); guardrails come before any rule.
 
 mod bash;
-mod command;
+pub mod command;
 mod expand;
 pub mod guardrails;
 mod path_decision;
@@ -111,5 +111,7 @@ impl Policy {
     }
 }
 
+#[cfg(test)]
+mod table_tests;
 #[cfg(test)]
 mod tests;

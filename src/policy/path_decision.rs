@@ -111,6 +111,29 @@ impl Policy {
         )
     }
 
+    /// A filter saying which files the Read deny rules hide, for tools that walk
+    /// directories (Grep, Glob, LS) to skip them.
+    pub fn hidden_filter(&self) -> std::sync::Arc<crate::tools::HiddenFilter> {
+        let rules: Vec<Rule> = self
+            .deny
+            .iter()
+            .filter(|rule| {
+                rule.governs("Read") && matches!(rule.specifier(), Some(Specifier::Path(_)))
+            })
+            .cloned()
+            .collect();
+        let workspace = self.workspace.clone();
+        std::sync::Arc::new(move |path: &std::path::Path| {
+            let relative = paths::relative_to(&workspace, path);
+            rules.iter().any(|rule| match rule.specifier() {
+                Some(Specifier::Path(pattern)) => {
+                    path_pattern::matches(pattern, path, relative.as_deref())
+                }
+                _ => false,
+            })
+        })
+    }
+
     /// The first deny rule of `name`'s family that covers the path.
     pub(super) fn path_denied_by(&self, name: &str, target: &PathTarget) -> Option<&Rule> {
         self.deny
@@ -120,6 +143,7 @@ impl Policy {
                 None => true,
                 Some(Specifier::Path(pattern)) => {
                     path_pattern::matches(pattern, &target.absolute, target.relative.as_deref())
+                        || covers_contents(pattern, target)
                 }
                 Some(_) => false,
             })
@@ -146,6 +170,25 @@ impl Policy {
                 Some(_) => false,
             })
     }
+}
+
+/// Does the pattern cover everything inside the target directory (`secrets/**` for a
+/// search of `secrets`)? Then searching or listing it is denied outright; partial
+/// coverage is handled by the tools skipping hidden files.
+fn covers_contents(pattern: &str, target: &PathTarget) -> bool {
+    if !target.absolute.is_dir() {
+        return false;
+    }
+    let probe = "drover-probe.any";
+    let absolute = target.absolute.join(probe);
+    let relative = target.relative.as_deref().map(|rel| {
+        if rel.is_empty() {
+            probe.to_string()
+        } else {
+            format!("{rel}/{probe}")
+        }
+    });
+    path_pattern::matches(pattern, &absolute, relative.as_deref())
 }
 
 /// An allow rule that names `.git` in its pattern: the user meant it.

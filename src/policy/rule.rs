@@ -43,8 +43,8 @@ fn path_family(rule_tool: &str) -> Option<&'static [&'static str]> {
 /// What a rule's parenthesised part means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Specifier {
-    /// `Bash(cargo test *)`: a command pattern.
-    Command(String),
+    /// `Bash(cargo test *)`: a command pattern, compiled.
+    Command(super::command::CommandPattern),
     /// `Edit(src/**)`: a gitignore-style path pattern.
     Path(String),
     /// `WebFetch(domain:example.com)`.
@@ -159,7 +159,9 @@ impl TryFrom<String> for Rule {
 
 fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, String> {
     if tool == "Bash" {
-        return Ok(Specifier::Command(inner.to_string()));
+        return super::command::CommandPattern::new(inner)
+            .map(Specifier::Command)
+            .map_err(|e| format!("permission rule {text:?}: {e}"));
     }
     if tool == "WebFetch" {
         return match inner.strip_prefix("domain:") {
@@ -191,10 +193,10 @@ mod tests {
     #[test]
     fn parses_tool_and_specifier_kinds() {
         assert_eq!(rule("Read").unwrap().specifier(), None);
-        assert_eq!(
-            rule("Bash(cargo test *)").unwrap().specifier(),
-            Some(&Specifier::Command("cargo test *".into()))
-        );
+        match rule("Bash(cargo test *)").unwrap().specifier() {
+            Some(Specifier::Command(pattern)) => assert_eq!(pattern.as_str(), "cargo test *"),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(
             rule("Edit(src/**)").unwrap().specifier(),
             Some(&Specifier::Path("src/**".into()))

@@ -173,7 +173,8 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
         model: model.as_mut(),
         registry: &registry,
         policy: &policy,
-        ctx: ToolContext::with_env(workspace.dir.clone(), commands.env.clone()),
+        ctx: ToolContext::with_env(workspace.dir.clone(), commands.env.clone())
+            .with_hidden(policy.hidden_filter()),
         transcript: &mut transcript,
         replay: expectations,
     };

@@ -115,7 +115,8 @@ impl Tool for GlobTool {
             Err(e) => return ToolOutput::error(format!("Invalid glob pattern: {e}")),
         };
         let walk_root = root.clone();
-        let found = tokio::task::spawn_blocking(move || find(&walk_root, &matcher)).await;
+        let hidden = std::sync::Arc::clone(&ctx.hidden);
+        let found = tokio::task::spawn_blocking(move || find(&walk_root, &matcher, hidden)).await;
         let mut found = match found {
             Ok(found) => found,
             Err(e) => return ToolOutput::error(format!("Glob failed: {e}")),
@@ -171,12 +172,12 @@ impl Drop for Batch {
 
 /// Every file under `root` (ignore rules applied) whose path relative to `root` matches,
 /// with its modification time. The walk runs on every core; only matches are stat'ed.
-fn find(root: &Path, matcher: &GlobSet) -> Vec<Found> {
+fn find(root: &Path, matcher: &GlobSet, hidden: Arc<crate::tools::HiddenFilter>) -> Vec<Found> {
     let shared: Arc<Mutex<Vec<Found>>> = Arc::default();
     ignore::WalkBuilder::new(root)
         .hidden(false)
         .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
+        .filter_entry(move |entry| entry.file_name() != ".git" && !hidden(entry.path()))
         .build_parallel()
         .run(|| {
             let mut batch = Batch {

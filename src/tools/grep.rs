@@ -167,9 +167,10 @@ impl Tool for GrepTool {
         };
 
         let walk_root = root.clone();
+        let hidden = std::sync::Arc::clone(&ctx.hidden);
         let search_opts = opts.clone();
         let hits = tokio::task::spawn_blocking(move || {
-            search(&walk_root, &matcher, &search_opts, types, overrides)
+            search(&walk_root, &matcher, &search_opts, types, overrides, hidden)
         })
         .await;
         let hits = match hits {

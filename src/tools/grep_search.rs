@@ -191,6 +191,7 @@ pub fn search(
     opts: &Options,
     types: Option<ignore::types::Types>,
     overrides: Option<ignore::overrides::Override>,
+    hidden: Arc<crate::tools::HiddenFilter>,
 ) -> Vec<FileHits> {
     if root.is_file() {
         let mut searcher = searcher(opts);
@@ -201,7 +202,7 @@ pub fn search(
     let mut walk = ignore::WalkBuilder::new(root);
     walk.hidden(false)
         .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git");
+        .filter_entry(move |entry| entry.file_name() != ".git" && !hidden(entry.path()));
     if let Some(types) = types {
         walk.types(types);
     }

@@ -104,7 +104,8 @@ impl Tool for LsTool {
             Err(e) => return ToolOutput::error(format!("Cannot list {shown}: {e}")),
         }
         let dir = path.clone();
-        let listed = tokio::task::spawn_blocking(move || list(&dir, &ignore)).await;
+        let hidden = std::sync::Arc::clone(&ctx.hidden);
+        let listed = tokio::task::spawn_blocking(move || list(&dir, &ignore, hidden)).await;
         let (entries, total) = match listed {
             Ok(Ok(listed)) => listed,
             Ok(Err(e)) => return ToolOutput::error(format!("Cannot list {shown}: {e}")),
@@ -143,13 +144,17 @@ fn ignore_set(patterns: &[String]) -> Result<GlobSet, ToolOutput> {
 
 /// The first [`MAX_ENTRIES`] entries of `dir`, rendered and sorted, and how many there
 /// were in all.
-fn list(dir: &Path, ignore: &GlobSet) -> std::io::Result<(Vec<String>, usize)> {
+fn list(
+    dir: &Path,
+    ignore: &GlobSet,
+    hidden: std::sync::Arc<crate::tools::HiddenFilter>,
+) -> std::io::Result<(Vec<String>, usize)> {
     let root: PathBuf = dir.canonicalize()?;
     let walker = ignore::WalkBuilder::new(&root)
         .max_depth(Some(1))
         .hidden(false)
         .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
+        .filter_entry(move |entry| entry.file_name() != ".git" && !hidden(entry.path()))
         .build();
     let mut entries: Vec<(String, String)> = Vec::new();
     for entry in walker.flatten() {

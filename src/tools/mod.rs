@@ -56,7 +56,13 @@ pub struct ToolContext {
     pub todo_list: Arc<TodoList>,
     /// How shell commands start: scrubbed environment, private `TMPDIR`, sandbox.
     pub env: Arc<CommandEnv>,
+    /// Files the policy denies reading: searches and listings (Grep, Glob, LS) skip them,
+    /// so a search of a directory cannot read around a `Read(.env)` deny rule.
+    pub hidden: Arc<HiddenFilter>,
 }
+
+/// Says whether an absolute path is hidden from the tools (see [`ToolContext::hidden`]).
+pub type HiddenFilter = dyn Fn(&std::path::Path) -> bool + Send + Sync;
 
 impl ToolContext {
     /// A context whose commands run unsandboxed with a scrubbed environment (tests,
@@ -74,7 +80,19 @@ impl ToolContext {
             files: Arc::new(FileStateCache::default()),
             background: Arc::new(BackgroundShells::default()),
             todo_list: Arc::new(TodoList::default()),
+            hidden: Arc::new(|_: &std::path::Path| false),
         }
+    }
+
+    /// The same context with `hidden` deciding which files searches and listings skip.
+    pub fn with_hidden(mut self, hidden: Arc<HiddenFilter>) -> Self {
+        self.hidden = hidden;
+        self
+    }
+
+    /// Is this absolute path hidden by the policy's read deny rules?
+    pub fn is_hidden(&self, path: &std::path::Path) -> bool {
+        (self.hidden)(path)
     }
 
     /// The todo list as the model last wrote it (empty if it never used TodoWrite).
