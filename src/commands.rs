@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::cli::{Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, RunArgs, ToolArgs};
 use crate::exit;
 use crate::policy::Policy;
+use crate::record::github::{GithubEnv, report_to_github};
 use crate::run::{self, Overrides, ReplayOptions};
 use crate::spec::{self, LoadedSpec};
 use crate::tools::Registry;
@@ -23,8 +24,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
             command: PolicyCommand::Check { spec, tool, input },
         } => policy_check_command(&spec, &tool, &input),
         Command::Report {
-            command: ReportCommand::Merge { .. },
-        } => not_yet("report merge", "combining sharded artifacts"),
+            command: ReportCommand::Merge { dirs, out },
+        } => merge_command(&dirs, &out),
         // main runs the launcher before the async runtime starts; this is a fallback.
         Command::SandboxExec(args) => {
             crate::policy::sandbox::sandbox_exec_main(&args.policy, args.probe, &args.command)
@@ -32,14 +33,6 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Tool(args) => tool_command(args).await,
         Command::Bench(args) => crate::bench::run(&args),
     }
-}
-
-fn not_yet(command: &str, what: &str) -> i32 {
-    eprintln!(
-        "drover: {command} ({what}) is not available in drover {} yet",
-        crate::VERSION
-    );
-    exit::BAD_INPUT
 }
 
 /// Load specs, printing every error; None when any failed.
@@ -63,9 +56,18 @@ fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
 }
 
 async fn run_command(args: RunArgs) -> i32 {
-    if args.shard.is_some() {
-        return not_yet("--shard", "splitting tasks across machines");
-    }
+    let shard = match args
+        .shard
+        .as_deref()
+        .map(|text| run::shard::Shard::parse(text, &|name| std::env::var(name).ok()))
+    {
+        Some(Err(error)) => {
+            eprintln!("drover: {error}");
+            return exit::BAD_INPUT;
+        }
+        Some(Ok(shard)) => Some(shard),
+        None => None,
+    };
     let Some(specs) = load_specs(&args.specs) else {
         return exit::BAD_INPUT;
     };
@@ -84,6 +86,16 @@ async fn run_command(args: RunArgs) -> i32 {
             }
             return exit::BAD_INPUT;
         }
+    };
+    // Every shard plans every task, so a bad spec fails all shards alike.
+    let plans = match shard {
+        Some(shard) => {
+            let total = plans.len();
+            let plans = shard.select(plans, |plan| plan.spec.name());
+            println!("drover: shard {shard}: {} of {total} tasks", plans.len());
+            plans
+        }
+        None => plans,
     };
     let report = run::run_plans(plans, &args.artifacts, jobs).await;
     finish_run(&report, &args.artifacts)
@@ -119,7 +131,24 @@ fn finish_run(report: &crate::record::RunReport, artifacts: &Path) -> i32 {
         "drover: artifacts in {} (junit.xml, summary.json, summary.md, <task>/transcript.jsonl, <task>/diff.patch)",
         artifacts.display()
     );
+    let github = GithubEnv::from_env();
+    if let Err(error) = report_to_github(report, &github, &mut std::io::stdout()) {
+        // The artifacts are written; a missing step summary does not change the outcome.
+        eprintln!("drover: warning: cannot write the GitHub step summary: {error}");
+    }
     report.status().exit_code()
+}
+
+/// `drover report merge`: one report from the artifacts of sharded runs; the exit code
+/// is the worst merged task's, as if the tasks had run in one `drover run`.
+fn merge_command(dirs: &[std::path::PathBuf], out: &Path) -> i32 {
+    match crate::record::merge::merge(dirs, out) {
+        Ok(report) => finish_run(&report, out),
+        Err(error) => {
+            eprintln!("drover: report merge: {error}");
+            exit::BAD_INPUT
+        }
+    }
 }
 
 fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {

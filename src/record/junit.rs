@@ -21,7 +21,9 @@ pub fn junit_xml(report: &RunReport) -> String {
         }
     }
     let mut junit = Report::new();
+    let mut suite_properties = Vec::with_capacity(suites.len());
     for (spec_path, tasks) in suites {
+        suite_properties.push(properties::suite_properties(&tasks));
         let name = clean(&spec_path.to_string_lossy());
         let mut suite = TestSuiteBuilder::new(&name);
         for task in tasks {
@@ -47,7 +49,7 @@ pub fn junit_xml(report: &RunReport) -> String {
                 .replace('<', "&lt;")
         );
     }
-    let mut xml = fix_times(&String::from_utf8_lossy(&out));
+    let mut xml = fix_times(&String::from_utf8_lossy(&out), &suite_properties);
     xml.push('\n');
     xml
 }
@@ -196,7 +198,10 @@ fn cdata(text: &str) -> String {
 /// junit-report prints times as raw f64 (`31.951999999999998`), which the JUnit schema's
 /// suite `time` pattern rejects; rewrite every `time` attribute of `testsuite` and
 /// `testcase` tags to milliseconds precision. CDATA sections are skipped untouched.
-fn fix_times(xml: &str) -> String {
+/// It cannot write `<properties>` either: the n-th entry of `suite_properties` goes right
+/// after the n-th `<testsuite>` opening tag (the schema allows properties on suites only).
+fn fix_times(xml: &str, suite_properties: &[String]) -> String {
+    let mut suites = suite_properties.iter();
     let mut out = String::with_capacity(xml.len());
     let mut rest = xml;
     while let Some(start) = rest.find('<') {
@@ -211,7 +216,13 @@ fn fix_times(xml: &str) -> String {
         }
         let end = rest.find('>').map_or(rest.len(), |i| i + 1);
         let tag = &rest[..end];
-        if tag.starts_with("<testsuite ") || tag.starts_with("<testcase ") {
+        if tag.starts_with("<testsuite ") {
+            out.push_str(&fix_time_attribute(tag));
+            let properties = suites.next();
+            if let Some(properties) = properties.filter(|_| !tag.ends_with("/>")) {
+                out.push_str(properties);
+            }
+        } else if tag.starts_with("<testcase ") {
             out.push_str(&fix_time_attribute(tag));
         } else {
             out.push_str(tag);
@@ -242,5 +253,6 @@ fn fix_time_attribute(tag: &str) -> String {
     }
 }
 
+mod properties;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -2,7 +2,9 @@
 
 pub mod base85;
 pub mod diff;
+pub mod github;
 pub mod junit;
+pub mod merge;
 pub mod report;
 pub mod summary;
 pub mod transcript;

@@ -5,6 +5,7 @@ mod checks;
 mod prepare;
 mod replay;
 mod sandbox;
+pub mod shard;
 mod task;
 
 use std::collections::HashMap;

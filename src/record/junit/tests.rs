@@ -223,8 +223,8 @@ fn system_out_lists_denials_and_the_last_assistant_text() {
 fn time_fixing_leaves_cdata_alone() {
     let xml = "<testsuite time=\"31.951999999999998\"><testcase name=\"a\" time=\"0.1\"/><![CDATA[<testcase time=\"1.23456\">]]></testsuite>";
     assert_eq!(
-        fix_times(xml),
-        "<testsuite time=\"31.952\"><testcase name=\"a\" time=\"0.100\"/><![CDATA[<testcase time=\"1.23456\">]]></testsuite>"
+        fix_times(xml, &["<properties/>".to_string()]),
+        "<testsuite time=\"31.952\"><properties/><testcase name=\"a\" time=\"0.100\"/><![CDATA[<testcase time=\"1.23456\">]]></testsuite>"
     );
 }
 
@@ -232,4 +232,90 @@ fn time_fixing_leaves_cdata_alone() {
 fn tail_respects_char_boundaries() {
     assert_eq!(tail("héllo", 4), "llo");
     assert_eq!(tail("abc", 10), "abc");
+}
+
+#[test]
+fn suites_carry_each_tasks_figures_as_properties() {
+    let mut run = sample_run();
+    run.tasks[0].usage.cache_read_input_tokens = 77;
+    run.tasks[0].model = "a\"b<c>".to_string();
+    let xml = junit_xml(&run);
+    validate_with_xmllint(&xml);
+    assert_eq!(xml.matches("<properties>").count(), 2);
+    let calc = &xml[xml.find("<testsuite id=\"0\"").unwrap()..];
+    assert!(calc.contains(
+        "<properties><property name=\"fix-add.status\" value=\"passed\"/><property name=\"fix-add.reason\" value=\"end_turn\"/><property name=\"fix-add.provider\" value=\"script\"/><property name=\"fix-add.model\" value=\"a&quot;b&lt;c&gt;\"/><property name=\"fix-add.turns\" value=\"3\"/><property name=\"fix-add.tokens.input\" value=\"1200\"/><property name=\"fix-add.tokens.output\" value=\"345\"/><property name=\"fix-add.tokens.cache_read\" value=\"77\"/><property name=\"fix-add.tokens.cache_creation\" value=\"0\"/><property name=\"fix-add.cost_usd\" value=\"0.012340\"/><property name=\"fix-add.duration_s\" value=\"31.952\"/>"
+    ), "{calc}");
+    assert!(xml.contains("<property name=\"refactor.cost_usd\" value=\"n/a\"/>"));
+    assert!(xml.contains("<property name=\"refactor.denials\" value=\"1\"/>"));
+    assert!(xml.contains("<property name=\"offline.reason\" value=\"provider_error\"/>"));
+}
+
+/// What Python's junitparser (used by GitHub test-report actions) reads from a file:
+/// per suite, the counts it reports and the counts of its test cases' results.
+fn read_with_junitparser(xml: &str) -> Option<serde_json::Value> {
+    const SCRIPT: &str = r#"
+import json, sys
+from junitparser import JUnitXml, Failure, Error
+xml = JUnitXml.fromfile(sys.argv[1])
+suites = []
+for suite in xml:
+    cases = list(suite)
+    results = [type(r).__name__ for case in cases for r in case.result]
+    suites.append({"name": suite.name, "tests": suite.tests, "failures": suite.failures,
+                   "errors": suite.errors, "cases": len(cases),
+                   "case_failures": results.count("Failure"), "case_errors": results.count("Error"),
+                   "properties": len(list(suite.properties()))})
+xml.update_statistics()
+print(json.dumps({"tests": xml.tests, "failures": xml.failures, "errors": xml.errors, "suites": suites}))
+"#;
+    let available = Command::new("python3")
+        .args(["-c", "import junitparser"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !available {
+        eprintln!(
+            "note: python3 with junitparser is not available (pip install junitparser); skipping the junitparser check"
+        );
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("junit.xml");
+    std::fs::write(&file, xml).unwrap();
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "junitparser failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(serde_json::from_slice(&output.stdout).unwrap())
+}
+
+#[test]
+fn junitparser_reads_the_right_counts() {
+    let Some(read) = read_with_junitparser(&junit_xml(&sample_run())) else {
+        return;
+    };
+    // calc: fix-add + its check + refactor (failure); lint: lint (failure) + 3 checks
+    // (2 failures) + offline (error).
+    assert_eq!(read["tests"], 8, "{read}");
+    assert_eq!(read["failures"], 4, "{read}");
+    assert_eq!(read["errors"], 1, "{read}");
+    let suites = read["suites"].as_array().unwrap();
+    assert_eq!(suites.len(), 2);
+    for suite in suites {
+        assert_eq!(suite["tests"], suite["cases"], "{suite}");
+        assert_eq!(suite["failures"], suite["case_failures"], "{suite}");
+        assert_eq!(suite["errors"], suite["case_errors"], "{suite}");
+    }
+    assert_eq!(suites[0]["name"], "tasks/calc.yaml");
+    assert_eq!(suites[0]["properties"], 26, "13 per task");
+    assert_eq!(suites[1]["case_errors"], 1);
+    let empty = read_with_junitparser(&junit_xml(&RunReport::default())).unwrap();
+    assert_eq!(empty["tests"], 0);
 }
