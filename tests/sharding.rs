@@ -1,0 +1,315 @@
+//! `--shard K/N`, `--shard auto`, `drover report merge` and the GitHub Actions reporting,
+//! end to end: shards of a run together equal the run, and their merge reads like it.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{drover, write_spec};
+use serde_json::Value;
+
+/// Tasks t1..t9 in one directory; t3 and t7 fail their check, the others pass theirs.
+fn specs() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let specs = dir.path().join("specs");
+    std::fs::create_dir(&specs).unwrap();
+    for i in 1..=9 {
+        let check = if i == 3 || i == 7 { "exit 1" } else { "true" };
+        write_spec(
+            &specs,
+            &format!("t{i}.yaml"),
+            &format!(
+                "version: 1\nname: t{i}\nprompt: p\nworkspace: ../ws\nmodel:\n  provider: script\n  script:\n    - text: Task {i} done.\nchecks:\n  - name: check {i}\n    run: \"{check}\"\n"
+            ),
+        );
+    }
+    dir
+}
+
+/// `drover run specs/ --artifacts OUT ARGS…`, returning the exit code and stdout.
+fn run(dir: &Path, out: &str, args: &[&str]) -> (i32, String) {
+    let output = drover()
+        .arg("run")
+        .arg(dir.join("specs"))
+        .arg("--artifacts")
+        .arg(dir.join(out))
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    (
+        output.status.code().unwrap_or(-1),
+        format!("{stdout}{stderr}"),
+    )
+}
+
+/// Task name → status from an artifacts directory's summary.json.
+fn statuses(artifacts: &Path) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(artifacts.join("summary.json")).unwrap();
+    let summary: Value = serde_json::from_str(&text).unwrap();
+    summary["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|task| {
+            (
+                task["name"].as_str().unwrap().to_string(),
+                task["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn merge(dirs: &[PathBuf], out: &Path) -> (i32, String) {
+    let output = drover()
+        .args(["report", "merge"])
+        .args(dirs)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn validate_with_xmllint(file: &Path) {
+    if Command::new("xmllint").arg("--version").output().is_err() {
+        eprintln!("note: xmllint is not installed; skipping schema validation");
+        return;
+    }
+    let schema = common::repo().join("../shared/schemas/junit-10.xsd");
+    let schema = if schema.exists() {
+        schema
+    } else {
+        PathBuf::from("/work/shared/schemas/junit-10.xsd")
+    };
+    if !schema.exists() {
+        eprintln!("note: junit-10.xsd not found; skipping schema validation");
+        return;
+    }
+    let output = Command::new("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(&schema)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn shards_together_equal_the_unsharded_run_and_merge_into_one_report() {
+    let dir = specs();
+    let (code, _) = run(dir.path(), "all", &[]);
+    assert_eq!(code, 1, "two tasks fail their check");
+    let all = statuses(&dir.path().join("all"));
+    assert_eq!(all.len(), 9);
+
+    let mut union = BTreeMap::new();
+    let mut shard_dirs = Vec::new();
+    for k in 1..=3 {
+        let out = format!("shard{k}");
+        let (code, stdout) = run(dir.path(), &out, &["--shard", &format!("{k}/3")]);
+        assert!(
+            stdout.contains(&format!("shard {k}/3: 3 of 9 tasks")),
+            "{stdout}"
+        );
+        let share = statuses(&dir.path().join(&out));
+        assert_eq!(share.len(), 3, "balanced: {share:?}");
+        let expected = if share.values().any(|s| s == "failed") {
+            1
+        } else {
+            0
+        };
+        assert_eq!(code, expected, "{share:?}");
+        for (name, status) in share {
+            assert!(
+                union.insert(name, status).is_none(),
+                "a task ran in two shards"
+            );
+        }
+        shard_dirs.push(dir.path().join(out));
+    }
+    assert_eq!(union, all, "the shards together ran every task once, alike");
+
+    let merged = dir.path().join("merged");
+    let (code, stderr) = merge(&shard_dirs, &merged);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(statuses(&merged), all);
+    let junit = merged.join("junit.xml");
+    validate_with_xmllint(&junit);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let unsharded = std::fs::read_to_string(dir.path().join("all/junit.xml")).unwrap();
+    assert_eq!(
+        xml.matches("<testcase ").count(),
+        18,
+        "9 agent runs and 9 checks"
+    );
+    assert_eq!(
+        xml.matches("<testcase ").count(),
+        unsharded.matches("<testcase ").count()
+    );
+    for i in 1..=9 {
+        assert_eq!(xml.matches(&format!("<testcase name=\"t{i}\"")).count(), 1);
+        let transcript = merged.join(format!("t{i}/transcript.jsonl"));
+        assert!(transcript.is_file(), "{}", transcript.display());
+    }
+    assert_eq!(
+        xml.matches("<failure ").count(),
+        4,
+        "t3, t7 and their checks"
+    );
+    let md = std::fs::read_to_string(merged.join("summary.md")).unwrap();
+    assert!(
+        md.starts_with("## drover: 7 passed, 2 failed, 0 error\n"),
+        "{md}"
+    );
+
+    // The same shard twice is refused; so is a directory that is not drover's.
+    let twice = [shard_dirs[0].clone(), shard_dirs[0].clone()];
+    let (code, stderr) = merge(&twice, &dir.path().join("twice"));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("is in both"), "{stderr}");
+    let (code, stderr) = merge(&[dir.path().join("specs")], &dir.path().join("bad"));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("summary.json"), "{stderr}");
+
+    // A shard whose task could not run (status error) makes the merge exit 3.
+    let summary_path = shard_dirs[1].join("summary.json");
+    let mut summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary_path).unwrap()).unwrap();
+    summary["tasks"][0]["status"] = "error".into();
+    summary["tasks"][0]["reason"] = "provider_error".into();
+    std::fs::write(&summary_path, summary.to_string()).unwrap();
+    let (code, stderr) = merge(&shard_dirs, &dir.path().join("with-error"));
+    assert_eq!(code, 3, "{stderr}");
+    let xml = std::fs::read_to_string(dir.path().join("with-error/junit.xml")).unwrap();
+    assert!(xml.contains("<error type=\"provider_error\""));
+}
+
+#[test]
+fn shard_auto_reads_the_indexed_job_variables() {
+    let dir = specs();
+    run(dir.path(), "explicit", &["--shard", "2/3"]);
+    let output = drover()
+        .arg("run")
+        .arg(dir.path().join("specs"))
+        .arg("--artifacts")
+        .arg(dir.path().join("auto"))
+        .args(["--shard", "auto"])
+        .env("JOB_COMPLETION_INDEX", "1")
+        .env("DROVER_SHARD_COUNT", "3")
+        .output()
+        .unwrap();
+    assert!(output.status.code() == Some(0) || output.status.code() == Some(1));
+    assert_eq!(
+        statuses(&dir.path().join("auto")),
+        statuses(&dir.path().join("explicit"))
+    );
+
+    let output = drover()
+        .arg("run")
+        .arg(dir.path().join("specs"))
+        .args(["--shard", "auto"])
+        .env("JOB_COMPLETION_INDEX", "1")
+        .env_remove("DROVER_SHARD_COUNT")
+        .env_remove("JOB_COMPLETIONS")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("set DROVER_SHARD_COUNT"), "{stderr}");
+}
+
+#[test]
+fn bad_shards_exit_2_and_an_empty_shard_passes_with_empty_reports() {
+    let dir = specs();
+    for bad in ["0/3", "4/3", "x"] {
+        let (code, output) = run(dir.path(), "bad", &["--shard", bad]);
+        assert_eq!(code, 2, "{bad}: {output}");
+        assert!(output.contains("expected K/N"), "{output}");
+    }
+    // 9 tasks over 10 shards: exactly one shard is empty.
+    let mut empty = 0;
+    for k in 1..=10 {
+        let out = format!("s{k}");
+        let (code, output) = run(dir.path(), &out, &["--shard", &format!("{k}/10")]);
+        let share = statuses(&dir.path().join(&out));
+        if share.is_empty() {
+            empty += 1;
+            assert_eq!(code, 0, "{output}");
+            let xml = std::fs::read_to_string(dir.path().join(&out).join("junit.xml")).unwrap();
+            assert!(!xml.contains("<testcase"));
+            validate_with_xmllint(&dir.path().join(&out).join("junit.xml"));
+        }
+    }
+    assert_eq!(empty, 1);
+
+    // A broken spec fails every shard, whichever shard its task would have gone to.
+    write_spec(
+        &dir.path().join("specs"),
+        "broken.yaml",
+        "version: 1\nname: [\n",
+    );
+    for k in 1..=3 {
+        let (code, _) = run(dir.path(), "broken", &["--shard", &format!("{k}/3")]);
+        assert_eq!(code, 2, "shard {k}");
+    }
+}
+
+#[test]
+fn on_github_actions_drover_annotates_and_appends_the_step_summary() {
+    let dir = specs();
+    let step_summary = dir.path().join("step-summary.md");
+    std::fs::write(&step_summary, "earlier step\n").unwrap();
+    let output = drover()
+        .arg("run")
+        .arg(dir.path().join("specs"))
+        .arg("--artifacts")
+        .arg(dir.path().join("gh"))
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &step_summary)
+        .env("GITHUB_WORKSPACE", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(
+            "::error file=specs/t3.yaml,title=drover%3A task t3 failed (checks_failed)::"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains(
+        "::error file=specs/t7.yaml,title=drover%3A task t7%3A check check 7 failed::$ exit 1%0Aexited with code 1"
+    ), "{stdout}");
+    assert_eq!(stdout.matches("::error ").count(), 4, "{stdout}");
+    let summary = std::fs::read_to_string(&step_summary).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("gh/summary.md")).unwrap();
+    assert_eq!(summary, format!("earlier step\n{md}"));
+
+    // Off GitHub Actions: no workflow commands, no step summary.
+    let output = drover()
+        .arg("run")
+        .arg(dir.path().join("specs"))
+        .arg("--artifacts")
+        .arg(dir.path().join("plain"))
+        .env("GITHUB_STEP_SUMMARY", &step_summary)
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("::error"));
+    assert_eq!(
+        std::fs::read_to_string(&step_summary).unwrap(),
+        format!("earlier step\n{md}")
+    );
+}
