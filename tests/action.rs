@@ -1,0 +1,227 @@
+//! The GitHub Action's metadata (action.yml) has the inputs, outputs and steps users rely
+//! on, keeps secrets out of command lines, and the docs show the example workflows exactly
+//! as they are in examples/workflows/ (which .ci/run lints with actionlint).
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Action {
+    name: String,
+    description: String,
+    #[allow(dead_code)]
+    author: Option<String>,
+    #[allow(dead_code)]
+    branding: Option<BTreeMap<String, String>>,
+    inputs: BTreeMap<String, Input>,
+    outputs: BTreeMap<String, Output>,
+    runs: Runs,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    description: String,
+    required: Option<bool>,
+    default: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Output {
+    description: String,
+    value: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Runs {
+    using: String,
+    steps: Vec<Step>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct Step {
+    name: Option<String>,
+    id: Option<String>,
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    uses: Option<String>,
+    with: Option<BTreeMap<String, String>>,
+    run: Option<String>,
+    shell: Option<String>,
+    env: Option<BTreeMap<String, String>>,
+}
+
+fn action() -> Action {
+    let text = std::fs::read_to_string(common::repo().join("action.yml")).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("action.yml: {e}"))
+}
+
+#[test]
+fn action_yml_has_the_documented_inputs_and_outputs() {
+    let action = action();
+    assert_eq!(action.name, "drover");
+    assert!(!action.description.is_empty());
+    let defaults = [
+        ("tasks", Some("")),
+        ("merge", Some("")),
+        ("version", Some("source")),
+        ("anthropic-api-key", Some("")),
+        ("openai-api-key", Some("")),
+        ("model", Some("")),
+        ("provider", Some("")),
+        ("jobs", Some("1")),
+        ("shard", Some("")),
+        ("artifacts", Some("drover-artifacts")),
+        ("upload-artifacts", Some("true")),
+        ("artifact-name", Some("")),
+        ("fail-on-task-failure", Some("true")),
+        ("args", Some("")),
+    ];
+    for (name, default) in defaults {
+        let input = action
+            .inputs
+            .get(name)
+            .unwrap_or_else(|| panic!("input {name}"));
+        assert!(!input.description.is_empty(), "{name}");
+        assert_eq!(input.default.as_deref(), default, "{name}");
+        assert_ne!(input.required, Some(true), "{name} has a default");
+    }
+    assert_eq!(
+        action.inputs.len(),
+        defaults.len(),
+        "{:?}",
+        action.inputs.keys()
+    );
+    for name in ["conclusion", "exit-code", "junit", "summary", "artifacts"] {
+        let output = action
+            .outputs
+            .get(name)
+            .unwrap_or_else(|| panic!("output {name}"));
+        assert!(!output.description.is_empty());
+        assert_eq!(output.value, format!("${{{{ steps.run.outputs.{name} }}}}"));
+    }
+}
+
+#[test]
+fn action_yml_is_a_composite_that_caches_runs_and_uploads() {
+    let action = action();
+    assert_eq!(action.runs.using, "composite");
+    let steps = &action.runs.steps;
+    for step in steps {
+        assert!(step.name.is_some(), "every step is named: {step:?}");
+        assert!(
+            step.uses.is_some() != step.run.is_some(),
+            "a step either uses an action or runs a script: {step:?}"
+        );
+        if step.run.is_some() {
+            assert_eq!(step.shell.as_deref(), Some("bash"), "{step:?}");
+        }
+        assert!(step.with.is_none() || step.uses.is_some(), "{step:?}");
+    }
+    let uses = |prefix: &str| {
+        steps
+            .iter()
+            .find(|s| s.uses.as_deref().is_some_and(|u| u.starts_with(prefix)))
+            .unwrap_or_else(|| panic!("a step uses {prefix}"))
+    };
+    let cache = uses("actions/cache@v4");
+    assert_eq!(cache.id.as_deref(), Some("cache"));
+    let upload = uses("actions/upload-artifact@v4");
+    assert_eq!(
+        upload.condition.as_deref(),
+        Some("always() && inputs.upload-artifacts == 'true'")
+    );
+    let with = upload.with.as_ref().unwrap();
+    assert_eq!(with["path"], "${{ inputs.artifacts }}");
+    let install = steps
+        .iter()
+        .find(|s| s.name.as_deref() == Some("Install drover"))
+        .unwrap();
+    assert!(
+        install
+            .run
+            .as_ref()
+            .unwrap()
+            .contains("cargo install --locked --path \"$GITHUB_ACTION_PATH\"")
+    );
+    assert_eq!(
+        install.condition.as_deref(),
+        Some("steps.cache.outputs.cache-hit != 'true'")
+    );
+    let run = steps
+        .iter()
+        .find(|s| s.id.as_deref() == Some("run"))
+        .unwrap();
+    let script = run.run.as_ref().unwrap();
+    for output in ["exit-code", "conclusion", "junit", "summary", "artifacts"] {
+        assert!(script.contains(&format!("echo \"{output}=")), "{output}");
+    }
+    // The step that runs drover never fails by itself: the upload must still happen.
+    assert!(
+        !script.contains("set -e"),
+        "the run step must not stop on drover's exit code"
+    );
+    let last = steps.last().unwrap();
+    assert!(last.run.as_ref().unwrap().contains("FAIL_ON_TASK_FAILURE"));
+}
+
+#[test]
+fn secrets_reach_drover_through_the_environment_only() {
+    let action = action();
+    for step in &action.runs.steps {
+        for text in step
+            .run
+            .iter()
+            .chain(step.with.iter().flat_map(|w| w.values()))
+        {
+            assert!(
+                !text.contains("api-key") && !text.contains("secrets."),
+                "a key in a command line or action input: {step:?}"
+            );
+        }
+    }
+    let run = action
+        .runs
+        .steps
+        .iter()
+        .find(|s| s.id.as_deref() == Some("run"))
+        .unwrap();
+    let env = run.env.as_ref().unwrap();
+    assert_eq!(
+        env["INPUT_ANTHROPIC_API_KEY"],
+        "${{ inputs.anthropic-api-key }}"
+    );
+    assert_eq!(env["INPUT_OPENAI_API_KEY"], "${{ inputs.openai-api-key }}");
+    let script = run.run.as_ref().unwrap();
+    assert!(script.contains("export ANTHROPIC_API_KEY=\"$INPUT_ANTHROPIC_API_KEY\""));
+    assert!(script.contains("::add-mask::$INPUT_ANTHROPIC_API_KEY"));
+    assert!(script.contains("unset INPUT_ANTHROPIC_API_KEY INPUT_OPENAI_API_KEY"));
+    assert!(!script.contains("set -x"), "tracing would print the keys");
+}
+
+/// Each example workflow appears in its doc verbatim, inside a ```yaml block.
+#[test]
+fn docs_include_the_example_workflows_verbatim() {
+    let repo = common::repo();
+    let cases = [
+        ("docs/scaling.md", "sharded.yml"),
+        ("docs/github-action.md", "pull-request.yml"),
+        ("docs/github-action.md", "nightly-refactor.yml"),
+    ];
+    for (doc, example) in cases {
+        let doc_text = std::fs::read_to_string(repo.join(doc)).unwrap();
+        let workflow =
+            std::fs::read_to_string(repo.join("examples/workflows").join(example)).unwrap();
+        assert!(
+            doc_text.contains(&format!("```yaml\n{workflow}```\n")),
+            "{doc} must contain examples/workflows/{example} verbatim in a ```yaml block; copy the file's content into the doc"
+        );
+    }
+}
