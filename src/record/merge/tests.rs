@@ -94,6 +94,6 @@ fn bad_inputs_are_refused_with_the_path() {
     assert!(error.contains("not a valid task name"), "{error}");
 
     let a = shard(root.path(), "a", Vec::new());
-    let error = merge(&[a.clone()], &a).unwrap_err();
+    let error = merge(std::slice::from_ref(&a), &a).unwrap_err();
     assert!(error.contains("is also an input"), "{error}");
 }
