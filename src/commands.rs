@@ -85,7 +85,7 @@ async fn run_command(args: RunArgs) -> i32 {
             return exit::BAD_INPUT;
         }
     };
-    let report = run::run_plans(plans, &args.artifacts, jobs).await;
+    let report = run::run_plans(plans, &args.artifacts, jobs, args.quiet).await;
     finish_run(&report, &args.artifacts)
 }
 
@@ -103,7 +103,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
             return exit::BAD_INPUT;
         }
     };
-    let report = run::run_plans(vec![plan], &options.artifacts, 1).await;
+    let report = run::run_plans(vec![plan], &options.artifacts, 1, args.quiet).await;
     finish_run(&report, &options.artifacts)
 }
 
