@@ -68,6 +68,17 @@ pub fn locate(workspace: &Path) -> Result<Repository, String> {
             toplevel.display()
         ));
     }
+    if !prefix.as_os_str().is_empty() {
+        let tree = format!("HEAD:{}", prefix.to_string_lossy());
+        let found = git(&toplevel, &["rev-parse", "--verify", "--quiet", &tree])
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if !found.status.success() {
+            return Err(format!(
+                "isolation: worktree checks out HEAD, and the workspace's directory {} is not in it (is it uncommitted?); commit it or use isolation: copy",
+                prefix.display()
+            ));
+        }
+    }
     Ok(Repository {
         toplevel,
         common_dir,
@@ -282,5 +293,14 @@ mod tests {
             .unwrap();
         let error = locate(plain.path()).unwrap_err();
         assert!(error.contains("no commit"), "{error}");
+    }
+
+    #[test]
+    fn a_workspace_directory_missing_from_head_is_an_error() {
+        let repo = repo();
+        std::fs::create_dir(repo.path().join("new")).unwrap();
+        let error = locate(&repo.path().join("new")).unwrap_err();
+        assert!(error.contains("not in it"), "{error}");
+        assert!(locate(&repo.path().join("sub")).is_ok());
     }
 }
