@@ -120,6 +120,9 @@ pub struct RunArgs {
     /// Override every spec's workspace.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// No progress on stderr: only each task's final line and errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +139,9 @@ pub struct ReplayArgs {
     /// Where to write the artifacts.
     #[arg(long, default_value = "drover-artifacts", value_name = "DIR")]
     pub artifacts: PathBuf,
+    /// No progress on stderr: only the final line and errors.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]

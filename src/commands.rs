@@ -92,12 +92,14 @@ async fn run_command(args: RunArgs) -> i32 {
         Some(shard) => {
             let total = plans.len();
             let plans = shard.select(plans, |plan| plan.spec.name());
-            println!("drover: shard {shard}: {} of {total} tasks", plans.len());
+            if !args.quiet {
+                println!("drover: shard {shard}: {} of {total} tasks", plans.len());
+            }
             plans
         }
         None => plans,
     };
-    let report = run::run_plans(plans, &args.artifacts, jobs).await;
+    let report = run::run_plans(plans, &args.artifacts, jobs, args.quiet).await;
     finish_run(&report, &args.artifacts)
 }
 
@@ -115,7 +117,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
             return exit::BAD_INPUT;
         }
     };
-    let report = run::run_plans(vec![plan], &options.artifacts, 1).await;
+    let report = run::run_plans(vec![plan], &options.artifacts, 1, args.quiet).await;
     finish_run(&report, &options.artifacts)
 }
 

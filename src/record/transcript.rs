@@ -127,10 +127,15 @@ pub enum TranscriptError {
     },
 }
 
+/// Called with every event once it is written: how progress output follows a run
+/// without the loop knowing anything about terminals.
+pub type EventObserver = Box<dyn FnMut(&Event) + Send>;
+
 /// Appends events to a transcript file, one flushed line each.
 pub struct TranscriptWriter {
     file: File,
     path: PathBuf,
+    observer: Option<EventObserver>,
 }
 
 impl TranscriptWriter {
@@ -142,7 +147,13 @@ impl TranscriptWriter {
         Ok(TranscriptWriter {
             file,
             path: path.to_path_buf(),
+            observer: None,
         })
+    }
+
+    /// Show every event written from now on to `observer` too.
+    pub fn observe(&mut self, observer: EventObserver) {
+        self.observer = Some(observer);
     }
 
     pub fn path(&self) -> &Path {
@@ -170,7 +181,11 @@ impl TranscriptWriter {
             .map_err(|source| TranscriptError::Write {
                 path: self.path.clone(),
                 source,
-            })
+            })?;
+        if let Some(observer) = &mut self.observer {
+            observer(&line.event);
+        }
+        Ok(())
     }
 }
 

@@ -2,24 +2,28 @@
 //! nothing half-runs), running them, and writing the run-wide reports.
 
 mod checks;
+mod conflicts;
+mod expect;
 mod prepare;
+pub mod progress;
 mod replay;
 mod sandbox;
 pub mod shard;
 mod task;
+mod worktree;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures::StreamExt;
 
 pub use prepare::missing_capability;
 pub use replay::{ReplayOptions, plan_replay};
-pub use task::{ModelSource, TaskPlan, run_task};
+pub use task::{ModelSource, TaskPlan, run_task, unfinished_report};
 
 use crate::record::junit::junit_xml;
 use crate::record::summary::{summary_json, summary_md};
-use crate::record::{RunReport, TranscriptReader};
+use crate::record::{RunReport, TaskReport, TranscriptReader};
 use crate::spec::{Isolation, LoadedSpec, Provider};
 use crate::workspace::atomic::write_atomic;
 
@@ -47,22 +51,9 @@ pub fn plan_tasks(
             Err(error) => errors.push(error),
         }
     }
+    errors.extend(conflicts::reserved_names(&plans));
     if jobs > 1 {
-        let mut in_place: HashMap<PathBuf, &str> = HashMap::new();
-        for plan in plans.iter().filter(|plan| !plan.copy) {
-            let key = plan
-                .origin
-                .canonicalize()
-                .unwrap_or_else(|_| plan.origin.clone());
-            if let Some(other) = in_place.insert(key, plan.spec.name()) {
-                errors.push(format!(
-                    "{}: tasks {other} and {} both edit the workspace {} in place (isolation: none) and would run concurrently with --jobs {jobs}; use isolation: copy or --jobs 1",
-                    plan.spec.path.display(),
-                    plan.spec.name(),
-                    plan.origin.display()
-                ));
-            }
-        }
+        errors.extend(conflicts::shared_workspaces(&plans, jobs));
     }
     if errors.is_empty() {
         Ok(plans)
@@ -119,9 +110,12 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
             origin.display()
         ));
     }
+    if spec.spec.isolation == Isolation::Worktree {
+        worktree::locate(&origin).map_err(|e| format!("{}: {e}", spec.path.display()))?;
+    }
     Ok(TaskPlan {
         max_turns: overrides.max_turns.or(spec.spec.limits.max_turns),
-        copy: spec.spec.isolation == Isolation::Copy,
+        isolation: spec.spec.isolation,
         spec,
         model,
         origin,
@@ -129,36 +123,47 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
     })
 }
 
-/// Run every plan, `jobs` at a time, reports in plan order.
-pub async fn run_plans(plans: Vec<TaskPlan>, artifacts: &Path, jobs: usize) -> RunReport {
-    let tasks = futures::stream::iter(plans)
-        .map(|plan| async move {
-            let report = run_task(plan, artifacts).await;
-            print_task_line(&report);
-            report
-        })
-        .buffered(jobs.max(1))
-        .collect()
-        .await;
-    RunReport { tasks }
-}
-
-fn print_task_line(report: &crate::record::TaskReport) {
-    println!(
-        "drover: {} {} ({}: {}) — {} turns, {} denied calls, {} files changed — {}",
-        report.name,
-        match report.status {
-            crate::record::Status::Passed => "passed",
-            crate::record::Status::Failed => "FAILED",
-            crate::record::Status::Error => "ERROR",
-        },
-        report.reason.as_str(),
-        report.message,
-        report.turns,
-        report.denials.len(),
-        report.files_changed.len(),
-        report.artifacts_dir.display()
-    );
+/// Run every plan, `jobs` at a time, reports in plan order. Each task runs on its own
+/// (a task that errors, even one that panics, ends with its own error report and the
+/// others go on); `quiet` leaves only the final per-task lines.
+pub async fn run_plans(
+    plans: Vec<TaskPlan>,
+    artifacts: &Path,
+    jobs: usize,
+    quiet: bool,
+) -> RunReport {
+    let style = progress::Style::detect(quiet);
+    let progress = progress::Progress::new(style, plans.len(), progress::colors_enabled());
+    let mut finished: Vec<(usize, TaskReport)> =
+        futures::stream::iter(plans.into_iter().enumerate())
+            .map(|(index, plan)| {
+                let progress = Arc::clone(&progress);
+                let artifacts = artifacts.to_path_buf();
+                async move {
+                    let mut fallback = unfinished_report(&plan, &artifacts);
+                    let observer = progress.observer(plan.spec.name());
+                    let handle =
+                        tokio::spawn(async move { run_task(plan, &artifacts, observer).await });
+                    let report = match handle.await {
+                        Ok(report) => report,
+                        Err(error) => {
+                            fallback.message = format!("the task's runner failed: {error}");
+                            fallback
+                        }
+                    };
+                    progress.task_finished(&report);
+                    (index, report)
+                }
+            })
+            // Unordered, so a slow task does not hold the slots of those finished after it.
+            .buffer_unordered(jobs.max(1))
+            .collect()
+            .await;
+    progress.finish();
+    finished.sort_by_key(|(index, _)| *index);
+    RunReport {
+        tasks: finished.into_iter().map(|(_, report)| report).collect(),
+    }
 }
 
 /// Write junit.xml, summary.json and summary.md into the artifacts directory.

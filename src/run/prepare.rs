@@ -1,12 +1,15 @@
 //! Preparing a task's workspace: where it is, whether drover can run it, and the
-//! scratch copy `isolation: copy` (and every replay) works in.
+//! scratch copy `isolation: copy` (and every replay) or the git worktree
+//! `isolation: worktree` works in.
 
 use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::spec::{Isolation, LoadedSpec, Provider};
+use crate::spec::{LoadedSpec, Provider};
 use crate::workspace::copy::copy_workspace;
+
+use super::worktree::Worktree;
 
 /// The directory a task works in, kept alive as long as the task needs it.
 pub struct PreparedWorkspace {
@@ -14,6 +17,8 @@ pub struct PreparedWorkspace {
     pub dir: PathBuf,
     /// The scratch copy, removed when dropped.
     _scratch: Option<TempDir>,
+    /// The git worktree, removed when dropped.
+    _worktree: Option<Worktree>,
 }
 
 /// Work in place.
@@ -21,6 +26,7 @@ pub fn in_place(origin: &Path) -> std::io::Result<PreparedWorkspace> {
     Ok(PreparedWorkspace {
         dir: origin.canonicalize()?,
         _scratch: None,
+        _worktree: None,
     })
 }
 
@@ -31,6 +37,18 @@ pub fn scratch_copy(origin: &Path) -> std::io::Result<PreparedWorkspace> {
     Ok(PreparedWorkspace {
         dir: scratch.path().canonicalize()?,
         _scratch: Some(scratch),
+        _worktree: None,
+    })
+}
+
+/// Work in a detached git worktree of `origin`'s repository at HEAD (in the same
+/// subdirectory `origin` is in), removed when the returned workspace is dropped.
+pub fn git_worktree(origin: &Path, label: &str) -> std::io::Result<PreparedWorkspace> {
+    let worktree = Worktree::add(origin, label)?;
+    Ok(PreparedWorkspace {
+        dir: worktree.dir.clone(),
+        _scratch: None,
+        _worktree: Some(worktree),
     })
 }
 
@@ -47,12 +65,6 @@ pub fn missing_capability(spec: &LoadedSpec, provider: Provider) -> Option<Strin
             ));
         }
         Provider::Script | Provider::Replay => {}
-    }
-    if spec.spec.isolation == Isolation::Worktree {
-        return Some(format!(
-            "{place}: isolation: worktree is not available in drover {} yet; use isolation: copy (a scratch copy of the workspace) or none",
-            crate::VERSION
-        ));
     }
     None
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::agent::ReplayExpectations;
 use crate::record::{Event, TranscriptReader};
-use crate::spec;
+use crate::spec::{self, Isolation};
 
 use super::task::{ModelSource, TaskPlan};
 
@@ -82,7 +82,7 @@ pub fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
         },
         origin,
         // A replay never touches the workspace it restores from.
-        copy: true,
+        isolation: Isolation::Copy,
         expected_fingerprint: Some(workspace_sha256),
     })
 }

@@ -11,15 +11,16 @@ use crate::model::script::ScriptModel;
 use crate::model::{Model, Usage};
 use crate::policy::Policy;
 use crate::record::diff::unified_diff;
-use crate::record::transcript::TranscriptError;
+use crate::record::transcript::{EventObserver, TranscriptError};
 use crate::record::{EndReason, Event, TaskReport, TranscriptWriter};
-use crate::spec::{LoadedSpec, ScriptTurn};
+use crate::spec::{Isolation, LoadedSpec, ScriptTurn};
 use crate::tools::{Registry, ToolContext};
 use crate::workspace::Snapshot;
 use crate::workspace::atomic::write_atomic;
 
 use super::checks::{failure_summary, run_check};
-use super::prepare::{PreparedWorkspace, in_place, scratch_copy};
+use super::expect;
+use super::prepare::{PreparedWorkspace, git_worktree, in_place, scratch_copy};
 use super::sandbox::task_commands;
 
 /// Where a task's assistant turns come from.
@@ -42,17 +43,35 @@ pub struct TaskPlan {
     pub max_turns: Option<u32>,
     /// The workspace as the task starts from it.
     pub origin: PathBuf,
-    /// Work in a scratch copy of `origin` rather than in place.
-    pub copy: bool,
+    /// In place, in a scratch copy of `origin`, or in a git worktree of its repository.
+    pub isolation: Isolation,
     /// A replay: the fingerprint the recorded run started from.
     pub expected_fingerprint: Option<String>,
 }
 
-/// Run the task and write its transcript and diff under `artifacts/<name>/`.
-pub async fn run_task(plan: TaskPlan, artifacts: &Path) -> TaskReport {
+/// Run the task and write its transcript and diff under `artifacts/<name>/`. Every
+/// transcript event is shown to `observer` too (progress output).
+pub async fn run_task(
+    plan: TaskPlan,
+    artifacts: &Path,
+    observer: Option<EventObserver>,
+) -> TaskReport {
     let started = Instant::now();
-    let task_dir = artifacts.join(plan.spec.name());
-    let mut report = TaskReport {
+    let mut report = unfinished_report(&plan, artifacts);
+    let task_dir = report.artifacts_dir.clone();
+    if let Err(error) = execute(plan, &task_dir, &mut report, observer).await {
+        report.reason = EndReason::InternalError;
+        report.status = EndReason::InternalError.status();
+        report.message = error;
+    }
+    report.duration = started.elapsed();
+    report
+}
+
+/// The report of a task that has not finished: an internal error until it says more.
+/// Also what is reported when running the task failed outright.
+pub fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
+    TaskReport {
         name: plan.spec.name().to_string(),
         spec_path: plan.spec.path.clone(),
         status: EndReason::InternalError.status(),
@@ -69,19 +88,17 @@ pub async fn run_task(plan: TaskPlan, artifacts: &Path) -> TaskReport {
         files_changed: Vec::new(),
         final_text: String::new(),
         todos: Vec::new(),
-        artifacts_dir: task_dir.clone(),
-    };
-    if let Err(error) = execute(plan, &task_dir, &mut report).await {
-        report.reason = EndReason::InternalError;
-        report.status = EndReason::InternalError.status();
-        report.message = error;
+        artifacts_dir: artifacts.join(plan.spec.name()),
     }
-    report.duration = started.elapsed();
-    report
 }
 
 /// The task's steps; an Err is an internal error (drover could not do its job).
-async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Result<(), String> {
+async fn execute(
+    plan: TaskPlan,
+    task_dir: &Path,
+    report: &mut TaskReport,
+    observer: Option<EventObserver>,
+) -> Result<(), String> {
     std::fs::create_dir_all(task_dir).map_err(|e| {
         format!(
             "cannot create artifact directory {}: {e}",
@@ -90,6 +107,9 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
     })?;
     let mut transcript =
         TranscriptWriter::create(&task_dir.join("transcript.jsonl")).map_err(|e| e.to_string())?;
+    if let Some(observer) = observer {
+        transcript.observe(observer);
+    }
     let workspace = prepare(&plan).map_err(|e| {
         format!(
             "cannot prepare the workspace {}: {e}",
@@ -215,12 +235,31 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
                 .map_err(|e| e.to_string())?;
             report.checks.push(result);
         }
-        let failed: Vec<String> = report
+        let mut failed: Vec<String> = report
             .checks
             .iter()
             .filter(|c| !c.passed)
             .map(failure_summary)
             .collect();
+        // Expectations are reported like checks and fail the task like them.
+        if let Some(expectations) = &plan.spec.spec.expect {
+            for result in expect::evaluate(expectations, &report.files_changed) {
+                transcript
+                    .write(Event::Check {
+                        name: result.name.clone(),
+                        command: result.command.clone(),
+                        exit_code: result.exit_code,
+                        passed: result.passed,
+                        timed_out: result.timed_out,
+                        duration_ms: result.duration_ms,
+                    })
+                    .map_err(|e| e.to_string())?;
+                if !result.passed {
+                    failed.push(expect::failure_summary(&result));
+                }
+                report.checks.push(result);
+            }
+        }
         if reason == EndReason::EndTurn && !failed.is_empty() {
             reason = EndReason::ChecksFailed;
             message = failed.join("; ");
@@ -259,10 +298,10 @@ fn finish(
 }
 
 fn prepare(plan: &TaskPlan) -> std::io::Result<PreparedWorkspace> {
-    if plan.copy {
-        scratch_copy(&plan.origin)
-    } else {
-        in_place(&plan.origin)
+    match plan.isolation {
+        Isolation::None => in_place(&plan.origin),
+        Isolation::Copy => scratch_copy(&plan.origin),
+        Isolation::Worktree => git_worktree(&plan.origin, plan.spec.name()),
     }
 }
 

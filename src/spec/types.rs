@@ -37,6 +37,9 @@ pub struct TaskSpec {
     pub env: EnvSpec,
     #[serde(default)]
     pub checks: Vec<CheckSpec>,
+    /// What the result must look like (files changed), checked after the checks.
+    #[serde(default)]
+    pub expect: Option<super::expect::Expectations>,
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.

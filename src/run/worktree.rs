@@ -1,0 +1,306 @@
+//! `isolation: worktree`: the task works in a detached `git worktree` of its workspace's
+//! repository at HEAD, removed again however the task ends.
+//!
+//! The worktree holds what is committed, not the original's uncommitted changes. Git
+//! takes locks in the shared repository while it adds or removes a worktree, so drover
+//! serializes those operations per repository (tasks run with `--jobs` would otherwise
+//! race for `.git/worktrees/`), and retries a few times when another process holds a lock.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+/// Where a workspace sits in its git repository.
+#[derive(Debug, Clone)]
+pub struct Repository {
+    /// The working tree's top directory.
+    pub toplevel: PathBuf,
+    /// The repository's shared `.git` directory (the same for all its worktrees): the
+    /// key its operations are serialized by.
+    pub common_dir: PathBuf,
+    /// The workspace relative to `toplevel` (empty when it is the top).
+    pub prefix: PathBuf,
+}
+
+/// Find the repository `workspace` belongs to and check it has a commit to check out.
+/// The message says what to do instead.
+pub fn locate(workspace: &Path) -> Result<Repository, String> {
+    let output = git(
+        workspace,
+        &["rev-parse", "--show-toplevel", "--git-common-dir"],
+    )
+    .map_err(|e| format!("isolation: worktree needs git, which cannot run: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "isolation: worktree needs the workspace {} to be inside a git repository ({}); use isolation: copy, or make it a repository (git init, git commit)",
+            workspace.display(),
+            stderr_line(&output)
+        ));
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut lines = text.lines();
+    let (Some(toplevel), Some(common_dir)) = (lines.next(), lines.next()) else {
+        return Err(format!(
+            "git rev-parse gave an unexpected answer in {}: {text:?}",
+            workspace.display()
+        ));
+    };
+    let canonical = |path: PathBuf| path.canonicalize().unwrap_or(path);
+    let toplevel = canonical(PathBuf::from(toplevel));
+    let common_dir = canonical(workspace.join(common_dir));
+    let workspace = canonical(workspace.to_path_buf());
+    let prefix = workspace
+        .strip_prefix(&toplevel)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let head = git(
+        &toplevel,
+        &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+    )
+    .map_err(|e| format!("cannot run git: {e}"))?;
+    if !head.status.success() {
+        return Err(format!(
+            "isolation: worktree checks out HEAD, but the repository {} has no commit yet; commit first or use isolation: copy",
+            toplevel.display()
+        ));
+    }
+    if !prefix.as_os_str().is_empty() {
+        let tree = format!("HEAD:{}", prefix.to_string_lossy());
+        let found = git(&toplevel, &["rev-parse", "--verify", "--quiet", &tree])
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if !found.status.success() {
+            return Err(format!(
+                "isolation: worktree checks out HEAD, and the workspace's directory {} is not in it (is it uncommitted?); commit it or use isolation: copy",
+                prefix.display()
+            ));
+        }
+    }
+    Ok(Repository {
+        toplevel,
+        common_dir,
+        prefix,
+    })
+}
+
+/// A detached worktree, removed (with `git worktree remove --force` and `git worktree
+/// prune`) when dropped: on success, failure, error or panic alike.
+pub struct Worktree {
+    repository: Repository,
+    /// The worktree's root, inside `_scratch`.
+    root: PathBuf,
+    /// The workspace inside the worktree (the same subdirectory as in the original).
+    pub dir: PathBuf,
+    /// The scratch directory holding the worktree; dropped after the worktree is removed.
+    _scratch: TempDir,
+}
+
+impl Worktree {
+    /// Add a detached worktree at HEAD of `workspace`'s repository. `label` names the
+    /// worktree's directory, so `git worktree list` says which task it belongs to.
+    pub fn add(workspace: &Path, label: &str) -> std::io::Result<Worktree> {
+        let repository = locate(workspace).map_err(std::io::Error::other)?;
+        let scratch = tempfile::Builder::new().prefix("drover-wt-").tempdir()?;
+        let root = scratch.path().join(label);
+        let root_arg = root.to_string_lossy().into_owned();
+        let output = serialized(&repository, || {
+            git(
+                &repository.toplevel,
+                &["worktree", "add", "--quiet", "--detach", &root_arg, "HEAD"],
+            )
+        })?;
+        if !output.status.success() {
+            return Err(std::io::Error::other(format!(
+                "git worktree add failed: {}",
+                stderr_line(&output)
+            )));
+        }
+        // Constructed before anything else can fail, so the worktree is always removed.
+        let mut worktree = Worktree {
+            dir: root.clone(),
+            root,
+            repository,
+            _scratch: scratch,
+        };
+        let dir = worktree.root.join(&worktree.repository.prefix);
+        if !dir.is_dir() {
+            return Err(std::io::Error::other(format!(
+                "the workspace's directory {} is not in the repository's HEAD (is it uncommitted?); commit it or use isolation: copy",
+                worktree.repository.prefix.display()
+            )));
+        }
+        worktree.dir = dir.canonicalize()?;
+        Ok(worktree)
+    }
+}
+
+impl Drop for Worktree {
+    fn drop(&mut self) {
+        let root = self.root.to_string_lossy().into_owned();
+        let repository = self.repository.clone();
+        let removed = serialized(&repository, || {
+            let removed = git(
+                &repository.toplevel,
+                &["worktree", "remove", "--force", &root],
+            );
+            // Whatever git managed, the files go, and prune forgets a worktree whose
+            // directory is gone.
+            let _ = std::fs::remove_dir_all(&self.root);
+            let _ = git(&repository.toplevel, &["worktree", "prune"]);
+            removed
+        });
+        if let Ok(output) = removed
+            && !output.status.success()
+        {
+            eprintln!(
+                "drover: warning: git worktree remove {root}: {}",
+                stderr_line(&output)
+            );
+        }
+    }
+}
+
+/// Run a git operation that changes the repository's worktree list, one at a time per
+/// repository in this process, retrying while another process holds one of git's locks.
+fn serialized(
+    repository: &Repository,
+    operation: impl Fn() -> std::io::Result<Output>,
+) -> std::io::Result<Output> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let lock = {
+        let mut locks = LOCKS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        Arc::clone(locks.entry(repository.common_dir.clone()).or_default())
+    };
+    let _guard = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut attempt = 0;
+    loop {
+        let output = operation()?;
+        attempt += 1;
+        let locked = String::from_utf8_lossy(&output.stderr).contains(".lock");
+        if output.status.success() || !locked || attempt >= 5 {
+            return Ok(output);
+        }
+        std::thread::sleep(Duration::from_millis(100 * attempt));
+    }
+}
+
+/// `git -C dir args…`, with no variable from the environment redirecting it to another
+/// repository.
+fn git(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_COMMON_DIR")
+        .stdin(std::process::Stdio::null())
+        .output()
+}
+
+fn stderr_line(output: &Output) -> String {
+    let text = String::from_utf8_lossy(&output.stderr);
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    line.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo() -> TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let status = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.com")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.com")
+                .output()
+                .unwrap();
+            assert!(status.status.success(), "{status:?}");
+        };
+        run(&["init", "--quiet"]);
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/a.txt"), "a\n").unwrap();
+        run(&["add", "."]);
+        run(&["commit", "--quiet", "-m", "one"]);
+        dir
+    }
+
+    fn worktrees(repo: &Path) -> usize {
+        let output = git(repo, &["worktree", "list", "--porcelain"]).unwrap();
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count()
+    }
+
+    #[test]
+    fn a_subdirectory_workspace_works_in_the_same_subdirectory_and_is_removed() {
+        let repo = repo();
+        std::fs::write(repo.path().join("sub/a.txt"), "uncommitted\n").unwrap();
+        let worktree = Worktree::add(&repo.path().join("sub"), "task").unwrap();
+        assert!(worktree.dir.ends_with("task/sub"), "{:?}", worktree.dir);
+        assert_eq!(
+            std::fs::read_to_string(worktree.dir.join("a.txt")).unwrap(),
+            "a\n",
+            "the worktree is HEAD, not the uncommitted state"
+        );
+        let root = worktree.root.clone();
+        assert_eq!(worktrees(repo.path()), 2);
+        drop(worktree);
+        assert!(!root.exists());
+        assert_eq!(worktrees(repo.path()), 1);
+    }
+
+    #[test]
+    fn concurrent_adds_on_one_repository_do_not_race() {
+        let repo = repo();
+        let path = repo.path().to_path_buf();
+        let handles: Vec<_> = (0..6)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || Worktree::add(&path, &format!("t{i}")).map(|_| ()))
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap().unwrap();
+        }
+        assert_eq!(worktrees(repo.path()), 1);
+    }
+
+    #[test]
+    fn outside_a_repository_or_before_the_first_commit_is_an_error() {
+        let plain = tempfile::tempdir().unwrap();
+        let error = locate(plain.path()).unwrap_err();
+        assert!(error.contains("git repository"), "{error}");
+        Command::new("git")
+            .arg("-C")
+            .arg(plain.path())
+            .args(["init", "--quiet"])
+            .output()
+            .unwrap();
+        let error = locate(plain.path()).unwrap_err();
+        assert!(error.contains("no commit"), "{error}");
+    }
+
+    #[test]
+    fn a_workspace_directory_missing_from_head_is_an_error() {
+        let repo = repo();
+        std::fs::create_dir(repo.path().join("new")).unwrap();
+        let error = locate(&repo.path().join("new")).unwrap_err();
+        assert!(error.contains("not in it"), "{error}");
+        assert!(locate(&repo.path().join("sub")).is_ok());
+    }
+}
