@@ -3,6 +3,7 @@
 //! written before the loop moves on.
 
 mod dispatch;
+mod limits;
 mod prompt;
 
 use std::collections::HashMap;
@@ -13,6 +14,7 @@ use tokio::time::Instant;
 pub use dispatch::Call;
 pub use prompt::system_prompt;
 
+use crate::model::pricing::{Pricing, cost};
 use crate::model::{
     ContentBlock, Message, Model, ModelError, ModelRequest, Role, StopReason, Usage,
 };
@@ -23,11 +25,18 @@ use crate::tools::{Registry, ToolContext, ToolOutput};
 use dispatch::Prepared;
 
 /// The limits and inputs of one loop.
+#[derive(Debug, Clone, Default)]
 pub struct AgentConfig {
     pub system: String,
     pub prompt: String,
     pub max_turns: Option<u32>,
     pub timeout: Option<Duration>,
+    /// Stop (reason `budget`) once the run's cost reaches this many USD.
+    pub max_cost_usd: Option<f64>,
+    /// Stop (reason `budget`) once the run's tokens, all four counts, reach this.
+    pub max_tokens: Option<u64>,
+    /// The model's prices; None when unknown (cost is then reported as null).
+    pub pricing: Option<Pricing>,
 }
 
 /// Recorded tool results a replay is expected to reproduce, by tool_use id.
@@ -45,6 +54,8 @@ pub struct LoopOutcome {
     pub message: String,
     pub turns: u32,
     pub usage: Usage,
+    /// What the run's tokens cost; None when the model's price is unknown.
+    pub cost_usd: Option<f64>,
     pub final_text: String,
     pub denials: Vec<Denial>,
     /// Tool results that differed from the recording (replay only).
@@ -78,7 +89,8 @@ impl Agent<'_> {
     /// Run the loop to its end. An error means the transcript could not be written: the
     /// run cannot be trusted and the caller reports an internal error.
     pub async fn run(&mut self, config: &AgentConfig) -> Result<LoopOutcome, TranscriptError> {
-        let deadline = config.timeout.map(|t| Instant::now() + t);
+        let started = Instant::now();
+        let deadline = config.timeout.map(|t| started + t);
         let mut state = State {
             messages: vec![Message::user_text(config.prompt.clone())],
             turns: 0,
@@ -88,17 +100,15 @@ impl Agent<'_> {
             drifts: 0,
         };
         let tools = self.registry.definitions();
+        let run_cost = |usage: &Usage| config.pricing.map(|pricing| cost(usage, &pricing));
         let (reason, message) = loop {
-            if let Some(limit) = config.max_turns
-                && state.turns >= limit
-            {
-                break (
-                    EndReason::MaxTurns,
-                    format!(
-                        "stopped after {} turns (limit {limit}) while the model still had tool calls to follow up",
-                        state.turns
-                    ),
-                );
+            let spent = limits::Spent {
+                turns: state.turns,
+                usage: &state.usage,
+                cost_usd: run_cost(&state.usage),
+            };
+            if let Some(stop) = limits::before_request(config, started, &spent) {
+                break stop;
             }
             let request = ModelRequest {
                 system: &config.system,
@@ -106,7 +116,7 @@ impl Agent<'_> {
                 tools: &tools,
             };
             let response = match within(deadline, self.model.respond(request)).await {
-                None => break timeout_stop(config, &state),
+                None => break limits::timeout(config, started, state.turns),
                 Some(Err(ModelError::ReplayExhausted { turn })) => {
                     break (
                         EndReason::ReplayDrift,
@@ -125,6 +135,7 @@ impl Agent<'_> {
                 content: response.content.clone(),
                 stop_reason: response.stop_reason,
                 usage: response.usage,
+                cost_usd: run_cost(&response.usage),
             })?;
             let text = response.text();
             if !text.is_empty() {
@@ -170,7 +181,9 @@ impl Agent<'_> {
                 );
             }
             match self.dispatch(&calls, deadline, &mut state).await? {
-                Some((EndReason::Timeout, _)) => break timeout_stop(config, &state),
+                Some((EndReason::Timeout, _)) => {
+                    break limits::timeout(config, started, state.turns);
+                }
                 Some(stop) => break stop,
                 None => {}
             }
@@ -180,6 +193,7 @@ impl Agent<'_> {
             message,
             turns: state.turns,
             usage: state.usage,
+            cost_usd: run_cost(&state.usage),
             final_text: state.final_text,
             denials: state.denials,
             drifts: state.drifts,
@@ -315,20 +329,6 @@ async fn within<F: std::future::Future>(deadline: Option<Instant>, future: F) ->
         Some(deadline) => tokio::time::timeout_at(deadline, future).await.ok(),
         None => Some(future.await),
     }
-}
-
-fn timeout_stop(config: &AgentConfig, state: &State) -> (EndReason, String) {
-    let limit = config
-        .timeout
-        .map(|t| humantime::format_duration(t).to_string())
-        .unwrap_or_default();
-    (
-        EndReason::Timeout,
-        format!(
-            "stopped at the time limit ({limit}) after {} turns",
-            state.turns
-        ),
-    )
 }
 
 fn cancelled() -> ToolOutput {

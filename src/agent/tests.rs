@@ -83,6 +83,7 @@ async fn run_turn(calls: Vec<ScriptToolCall>, allow: &[&str]) -> (Vec<String>, V
         vec![ScriptTurn {
             text: None,
             tool_calls: calls,
+            usage: None,
         }],
     );
     let path = dir.path().join("t.jsonl");
@@ -98,8 +99,7 @@ async fn run_turn(calls: Vec<ScriptToolCall>, allow: &[&str]) -> (Vec<String>, V
     let config = AgentConfig {
         system: String::new(),
         prompt: "p".into(),
-        max_turns: None,
-        timeout: None,
+        ..AgentConfig::default()
     };
     let outcome = agent.run(&config).await.unwrap();
     assert_eq!(outcome.reason, EndReason::EndTurn);

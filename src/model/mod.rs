@@ -6,6 +6,7 @@
 //! compared byte for byte.
 
 mod message;
+pub mod pricing;
 pub mod replay;
 pub mod script;
 

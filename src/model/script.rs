@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 
 use super::{ContentBlock, Model, ModelError, ModelRequest, ModelResponse, StopReason, Usage};
-use crate::spec::ScriptTurn;
+use crate::spec::{ScriptTurn, ScriptUsage};
 
 pub struct ScriptModel {
     name: String,
@@ -44,6 +44,7 @@ impl Model for ScriptModel {
                 usage: Usage::default(),
             });
         };
+        let usage = turn.usage.map(usage_of).unwrap_or_default();
         let mut content = Vec::new();
         if let Some(text) = turn.text {
             content.push(ContentBlock::Text { text });
@@ -66,8 +67,18 @@ impl Model for ScriptModel {
         Ok(ModelResponse {
             content,
             stop_reason,
-            usage: Usage::default(),
+            usage,
         })
+    }
+}
+
+/// The counts a scripted turn declares, as the loop sees a real model's.
+fn usage_of(usage: ScriptUsage) -> Usage {
+    Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        cache_read_input_tokens: usage.cache_read_input_tokens,
     }
 }
 
@@ -100,10 +111,17 @@ mod tests {
                         input: json!({"pattern": "*"}),
                     },
                 ],
+                usage: None,
             },
             ScriptTurn {
                 text: Some("Done.".into()),
                 tool_calls: vec![],
+                usage: Some(ScriptUsage {
+                    input_tokens: 1000,
+                    output_tokens: 200,
+                    cache_creation_input_tokens: 0,
+                    cache_read_input_tokens: 500,
+                }),
             },
         ];
         let mut model = ScriptModel::new(None, turns);
@@ -117,6 +135,9 @@ mod tests {
         let second = model.respond(request()).await.unwrap();
         assert_eq!(second.stop_reason, StopReason::EndTurn);
         assert_eq!(second.text(), "Done.");
+        assert_eq!(first.usage, Usage::default());
+        assert_eq!(second.usage.total(), 1700);
+        assert_eq!(second.usage.cache_read_input_tokens, 500);
         let after = model.respond(request()).await.unwrap();
         assert_eq!(after.stop_reason, StopReason::EndTurn);
         assert!(after.content.is_empty());

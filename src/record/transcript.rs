@@ -43,6 +43,9 @@ pub enum Event {
         content: Vec<ContentBlock>,
         stop_reason: StopReason,
         usage: Usage,
+        /// What this turn's tokens cost in USD; null when the model's price is unknown.
+        #[serde(default)]
+        cost_usd: Option<f64>,
     },
     ToolCall {
         id: String,

@@ -69,6 +69,21 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         return Err(missing);
     }
     let name = overrides.model.clone().or_else(|| model_spec.name.clone());
+    // The spec was checked for a priced budget as written; --provider/--model may change that.
+    if spec.spec.limits.max_cost_usd.is_some()
+        && crate::model::pricing::resolve(
+            provider.as_str(),
+            name.as_deref().unwrap_or_default(),
+            model_spec.pricing.as_ref(),
+        )
+        .is_none()
+    {
+        return Err(format!(
+            "{}: limits.max_cost_usd needs the model's price, but drover has no price for model {:?}; add model.pricing",
+            spec.path.display(),
+            name.unwrap_or_default()
+        ));
+    }
     let model = match provider {
         Provider::Script => {
             let Some(turns) = model_spec.script.clone() else {

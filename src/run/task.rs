@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::agent::{Agent, AgentConfig, ReplayExpectations, system_prompt};
+use crate::model::pricing;
 use crate::model::replay::ReplayModel;
 use crate::model::script::ScriptModel;
 use crate::model::{Model, Usage};
@@ -179,11 +180,26 @@ async fn execute(
     }
 
     let limits = &plan.spec.spec.limits;
+    let prices = pricing::resolve(
+        model.provider(),
+        model.name(),
+        plan.spec.spec.model.value.pricing.as_ref(),
+    );
+    if prices.is_none() {
+        eprintln!(
+            "drover: warning: {}: {}",
+            report.name,
+            unknown_price(&report.model)
+        );
+    }
     let config = AgentConfig {
         system: system_prompt(&workspace.dir, plan.spec.spec.system.as_deref()),
         prompt: plan.spec.spec.prompt.clone(),
         max_turns: plan.max_turns,
         timeout: limits.timeout.map(|t| t.0),
+        max_cost_usd: limits.max_cost_usd.as_ref().map(|limit| limit.value),
+        max_tokens: limits.max_tokens,
+        pricing: prices,
     };
     let expectations = match plan.model {
         ModelSource::Replay { expectations, .. } => expectations,
@@ -204,6 +220,7 @@ async fn execute(
     let outcome = outcome.map_err(|e| e.to_string())?;
     report.turns = outcome.turns;
     report.usage = outcome.usage;
+    report.cost_usd = outcome.cost_usd;
     report.final_text = outcome.final_text.clone();
     report.denials = outcome.denials.clone();
     report.todos = agent.ctx.todos();
@@ -265,7 +282,17 @@ async fn execute(
             message = failed.join("; ");
         }
     }
+    if report.cost_usd.is_none() {
+        message = format!("{message} ({})", unknown_price(&report.model));
+    }
     finish(&mut transcript, report, reason, message).map_err(|e| e.to_string())
+}
+
+/// The note for a model the pricing table does not know: its cost is null, not zero.
+fn unknown_price(model: &str) -> String {
+    format!(
+        "cost unknown: drover has no price for model {model:?}; set model.pricing to account for it"
+    )
 }
 
 /// Checks say something useful after any loop that ran to a stop of its own; after a

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde_saphyr::{Budget, Location, Options};
+use serde_saphyr::{Budget, Location, Options, Spanned};
 
-use super::types::{Provider, TaskSpec};
+use super::types::{ModelSpec, Provider, TaskSpec};
+use crate::model::pricing;
 
 /// A spec that parsed and validated, with what the runner needs to know about its file.
 #[derive(Debug, Clone)]
@@ -244,12 +245,13 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
     if model.value.max_tokens == Some(0) {
         return Err(invalid("model.max_tokens must be at least 1".into()));
     }
-    if let Some(limit) = spec.limits.max_cost_usd
-        && !(limit.is_finite() && limit > 0.0)
-    {
+    if let Some(limit) = &spec.limits.max_cost_usd {
+        budget_is_priced(path, &model.value, limit)?;
+    }
+    if spec.limits.max_tokens == Some(0) {
         return Err(SpecError::Invalid {
             position: Position::at(path, None),
-            message: format!("limits.max_cost_usd must be a positive number, not {limit}"),
+            message: "limits.max_tokens must be at least 1".into(),
         });
     }
     if spec.limits.max_turns == Some(0) {
@@ -269,6 +271,33 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
                 ),
             });
         }
+    }
+    Ok(())
+}
+
+/// `limits.max_cost_usd` is a positive amount, and the runner can price the model: a
+/// budget it cannot measure would never stop anything.
+fn budget_is_priced(path: &Path, model: &ModelSpec, limit: &Spanned<f64>) -> Result<(), SpecError> {
+    let invalid = |message: String| SpecError::Invalid {
+        position: Position::at(path, Some(limit.referenced)),
+        message,
+    };
+    if !(limit.value.is_finite() && limit.value > 0.0) {
+        return Err(invalid(format!(
+            "limits.max_cost_usd must be a positive number, not {}",
+            limit.value
+        )));
+    }
+    let name = model.name.as_deref().unwrap_or_default();
+    if pricing::resolve(model.provider.as_str(), name, model.pricing.as_ref()).is_none() {
+        let which = if name.is_empty() {
+            "no model.name is given".to_string()
+        } else {
+            format!("drover's pricing table has no price for model {name:?}")
+        };
+        return Err(invalid(format!(
+            "limits.max_cost_usd needs the model's price, but {which}; add model.pricing: {{ input: …, output: …, cache_write: …, cache_read: … }} (USD per million tokens)"
+        )));
     }
     Ok(())
 }

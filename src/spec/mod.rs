@@ -9,6 +9,6 @@ pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use load::{LoadedSpec, SpecError, collect_spec_files, load, load_all, parse};
 pub use types::{
     CheckSpec, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode, Permissions, Provider,
-    SandboxSettings, SandboxSpec, ScriptToolCall, ScriptTurn, SpecDuration, SpecVersion, Switch,
-    TaskName, TaskSpec,
+    SandboxSettings, SandboxSpec, ScriptToolCall, ScriptTurn, ScriptUsage, SpecDuration,
+    SpecVersion, Switch, TaskName, TaskSpec,
 };

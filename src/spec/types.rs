@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
+use crate::model::pricing::Pricing;
 use crate::policy::Rule;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -149,6 +150,10 @@ pub struct ModelSpec {
     /// provider: replay — a recorded transcript, relative to the spec file.
     #[serde(default)]
     pub transcript: Option<String>,
+    /// USD per million tokens, overriding the built-in table (required with
+    /// `limits.max_cost_usd` for a model the table does not know).
+    #[serde(default)]
+    pub pricing: Option<Pricing>,
 }
 
 /// One scripted assistant turn: optional text, then tool calls in order.
@@ -159,6 +164,23 @@ pub struct ScriptTurn {
     pub text: Option<String>,
     #[serde(default)]
     pub tool_calls: Vec<ScriptToolCall>,
+    /// The token counts this turn reports, so cost and limits can be tested offline.
+    #[serde(default)]
+    pub usage: Option<ScriptUsage>,
+}
+
+/// A scripted turn's token counts; the field names of the Anthropic `usage` object.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptUsage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -217,8 +239,12 @@ pub struct Limits {
     pub max_turns: Option<u32>,
     #[serde(default)]
     pub timeout: Option<SpecDuration>,
+    /// Spanned so that a budget the runner cannot price is reported at its place.
     #[serde(default)]
-    pub max_cost_usd: Option<f64>,
+    pub max_cost_usd: Option<Spanned<f64>>,
+    /// Total tokens of the run (input, output, cache writes and cache reads).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
 }
 
 /// `sandbox: off`, `sandbox: on`, or `sandbox: { network: true }`.

@@ -153,3 +153,75 @@ fn directories_expand_to_their_yaml_files_in_order() {
         .collect();
     assert_eq!(names, vec!["a.yaml", "b.yml"]);
 }
+
+const PRICED: &str = "version: 1
+name: budgeted
+prompt: p
+model:
+  provider: anthropic
+  name: MODEL
+limits:
+  max_turns: 5
+  max_cost_usd: 2.5
+";
+
+#[test]
+fn a_budget_for_an_unpriced_model_is_an_error_at_the_budget() {
+    let error = error_of(&PRICED.replace("MODEL", "my-private-model"));
+    assert!(error.contains("bad.yaml:9:17"), "{error}");
+    assert!(
+        error.contains("limits.max_cost_usd needs the model's price"),
+        "{error}"
+    );
+    assert!(error.contains("\"my-private-model\""), "{error}");
+    assert!(error.contains("model.pricing"), "{error}");
+    let error = error_of(&PRICED.replace("  name: MODEL\n", ""));
+    assert!(error.contains("bad.yaml:8:17"), "{error}");
+    assert!(error.contains("no model.name"), "{error}");
+}
+
+#[test]
+fn a_budget_is_fine_for_known_or_explicitly_priced_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let known = PRICED.replace("MODEL", "claude-sonnet-4-5-20250929");
+    let spec = load(&write(dir.path(), "a.yaml", &known)).unwrap();
+    assert_eq!(spec.spec.limits.max_cost_usd.unwrap().value, 2.5);
+    let priced = PRICED.replace(
+        "  name: MODEL\n",
+        "  name: my-private-model\n  pricing: { input: 1, output: 2, cache_write: 1.25, cache_read: 0.1 }\n",
+    );
+    let spec = load(&write(dir.path(), "b.yaml", &priced)).unwrap();
+    let pricing = spec.spec.model.value.pricing.unwrap();
+    assert_eq!((pricing.input, pricing.cache_read), (1.0, 0.1));
+    // Script models spend nothing: a budget needs no price.
+    assert!(load(&write(dir.path(), "c.yaml", VALID)).is_ok());
+}
+
+#[test]
+fn bad_budgets_and_prices_are_reported() {
+    let error = error_of(&VALID.replace("max_cost_usd: 1.5", "max_cost_usd: -1"));
+    assert!(error.contains("bad.yaml:19:17"), "{error}");
+    assert!(error.contains("positive"), "{error}");
+    let error = error_of(&VALID.replace("max_cost_usd: 1.5", "max_tokens: 0"));
+    assert!(
+        error.contains("limits.max_tokens must be at least 1"),
+        "{error}"
+    );
+    let error = error_of(&VALID.replace(
+        "  provider: script\n",
+        "  provider: script\n  pricing: { input: 1, output: -2 }\n",
+    ));
+    assert!(error.contains("bad.yaml:"), "{error}");
+    assert!(error.contains("model.pricing.output"), "{error}");
+    let error = error_of(&VALID.replace(
+        "  provider: script\n",
+        "  provider: script\n  pricing: { input: 1, output: 2, per_request: 1 }\n",
+    ));
+    assert!(error.contains("per_request"), "{error}");
+    let error = error_of(&VALID.replace(
+        "    - text: Done.\n",
+        "    - text: Done.\n      usage: { input_tokens: 10, tokens: 5 }\n",
+    ));
+    assert!(error.contains("tokens"), "{error}");
+    assert!(error.contains("bad.yaml:"), "{error}");
+}
