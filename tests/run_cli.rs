@@ -210,7 +210,7 @@ fn the_run_timeout_ends_a_hanging_command() {
 #[test]
 fn unavailable_capabilities_are_refused_before_anything_runs() {
     let (dir, spec) = task(
-        "version: 1\nname: real\nprompt: p\nworkspace: ws\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n",
+        "version: 1\nname: real\nprompt: p\nworkspace: ws\nisolation: worktree\nmodel:\n  provider: script\n  script: [{text: hi}]\n",
     );
     let artifacts = dir.path().join("out");
     let output = drover()
@@ -222,7 +222,7 @@ fn unavailable_capabilities_are_refused_before_anything_runs() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("provider anthropic is not available")
+        String::from_utf8_lossy(&output.stderr).contains("isolation: worktree is not available")
     );
     assert!(!artifacts.exists(), "nothing ran");
 }

@@ -4,6 +4,7 @@
 
 mod dispatch;
 mod prompt;
+mod respond;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -88,6 +89,7 @@ impl Agent<'_> {
             drifts: 0,
         };
         let tools = self.registry.definitions();
+        let mut notices = self.model.retry_notices();
         let (reason, message) = loop {
             if let Some(limit) = config.max_turns
                 && state.turns >= limit
@@ -105,7 +107,13 @@ impl Agent<'_> {
                 messages: &state.messages,
                 tools: &tools,
             };
-            let response = match within(deadline, self.model.respond(request)).await {
+            let answer = respond::respond_recorded(
+                &mut *self.model,
+                &mut notices,
+                &mut *self.transcript,
+                request,
+            );
+            let response = match within(deadline, answer).await.transpose()? {
                 None => break timeout_stop(config, &state),
                 Some(Err(ModelError::ReplayExhausted { turn })) => {
                     break (
@@ -114,6 +122,9 @@ impl Agent<'_> {
                             "the recording has no model response for turn {turn}: the replay took a different path"
                         ),
                     );
+                }
+                Some(Err(error @ ModelError::ContextExhausted(_))) => {
+                    break (EndReason::ContextExhausted, error.to_string());
                 }
                 Some(Err(error)) => break (EndReason::ProviderError, error.to_string()),
                 Some(Ok(response)) => response,

@@ -16,6 +16,7 @@ pub use prepare::missing_capability;
 pub use replay::{ReplayOptions, plan_replay};
 pub use task::{ModelSource, TaskPlan, run_task};
 
+use crate::model::remote::RemoteConfig;
 use crate::record::junit::junit_xml;
 use crate::record::summary::{summary_json, summary_md};
 use crate::record::{RunReport, TranscriptReader};
@@ -102,9 +103,12 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
                 expectations: None,
             }
         }
-        // invariant: missing_capability refused these above.
         Provider::Anthropic | Provider::Openai => {
-            return Err(format!("provider {} is not available", provider.as_str()));
+            // The key is read now, so a missing one stops the run before any task starts.
+            let config =
+                RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok())
+                    .map_err(|e| format!("{}: {e}", spec.path.display()))?;
+            ModelSource::Remote(Box::new(config))
         }
     };
     let origin = overrides

@@ -36,18 +36,8 @@ pub fn scratch_copy(origin: &Path) -> std::io::Result<PreparedWorkspace> {
 
 /// Capabilities a spec may name that this drover does not have yet. Refused before any
 /// task starts, naming what is missing: never run as a silent no-op.
-pub fn missing_capability(spec: &LoadedSpec, provider: Provider) -> Option<String> {
+pub fn missing_capability(spec: &LoadedSpec, _provider: Provider) -> Option<String> {
     let place = spec.path.display();
-    match provider {
-        Provider::Anthropic | Provider::Openai => {
-            return Some(format!(
-                "{place}: provider {} is not available in drover {} yet (the real model providers are still being built); use provider: script or provider: replay",
-                provider.as_str(),
-                crate::VERSION
-            ));
-        }
-        Provider::Script | Provider::Replay => {}
-    }
     if spec.spec.isolation == Isolation::Worktree {
         return Some(format!(
             "{place}: isolation: worktree is not available in drover {} yet; use isolation: copy (a scratch copy of the workspace) or none",

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::agent::{Agent, AgentConfig, ReplayExpectations, system_prompt};
+use crate::model::remote::RemoteConfig;
 use crate::model::replay::ReplayModel;
 use crate::model::script::ScriptModel;
 use crate::model::{Model, Usage};
@@ -33,6 +34,8 @@ pub enum ModelSource {
         events: Vec<Event>,
         expectations: Option<ReplayExpectations>,
     },
+    /// A real provider (anthropic, openai), its key already read.
+    Remote(Box<RemoteConfig>),
 }
 
 /// Everything needed to run one task, decided before any task starts.
@@ -167,7 +170,7 @@ async fn execute(plan: TaskPlan, task_dir: &Path, report: &mut TaskReport) -> Re
     };
     let expectations = match plan.model {
         ModelSource::Replay { expectations, .. } => expectations,
-        ModelSource::Script { .. } => None,
+        ModelSource::Script { .. } | ModelSource::Remote(_) => None,
     };
     let mut agent = Agent {
         model: model.as_mut(),
@@ -272,6 +275,7 @@ fn build_model(plan: &TaskPlan) -> Box<dyn Model> {
             Box::new(ScriptModel::new(name.as_deref(), turns.clone()))
         }
         ModelSource::Replay { events, .. } => Box::new(ReplayModel::from_events(events)),
+        ModelSource::Remote(config) => config.as_ref().clone().build(),
     }
 }
 
