@@ -131,10 +131,25 @@ fn run(spec: &Path, artifacts: &Path, key: Option<&str>) -> Output {
         .env_remove("ANTHROPIC_BASE_URL")
         .env_remove("OPENAI_BASE_URL")
         .env_remove(KEY_ENV);
+    no_proxy(&mut command);
     if let Some(key) = key {
         command.env(KEY_ENV, key);
     }
     command.output().unwrap()
+}
+
+/// The mock is on 127.0.0.1: no proxy from the environment may stand in between.
+fn no_proxy(command: &mut assert_cmd::Command) {
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        command.env_remove(var);
+    }
 }
 
 fn run_end(lines: &[Value]) -> &Value {
@@ -516,15 +531,17 @@ fn provider_and_model_flags_override_the_spec() {
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nsandbox: off\nmodel:\n  provider: script\n  script: [{text: hi}]\n",
     );
     let artifacts = dir.path().join("out");
-    let output = drover()
+    let mut command = drover();
+    command
         .args(["run", "--provider", "openai", "--model", "gpt-flag"])
         .arg(&spec)
         .arg("--artifacts")
         .arg(&artifacts)
         .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url))
         .env("OPENAI_API_KEY", KEY)
-        .output()
-        .unwrap();
+        .env_remove("ANTHROPIC_BASE_URL");
+    no_proxy(&mut command);
+    let output = command.output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let lines = transcript(&artifacts.join("t/transcript.jsonl"));
     assert_eq!(lines[0]["provider"], "openai");
