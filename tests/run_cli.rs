@@ -208,21 +208,31 @@ fn the_run_timeout_ends_a_hanging_command() {
 }
 
 #[test]
-fn unavailable_capabilities_are_refused_before_anything_runs() {
+fn a_task_that_cannot_run_stops_the_run_before_any_task_starts() {
+    // Two tasks: one fine, one asking for a worktree of a workspace that is not a git
+    // repository. Planning refuses the run as bad input, and neither task runs.
     let (dir, spec) = task(
-        "version: 1\nname: real\nprompt: p\nworkspace: ws\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n",
+        "version: 1\nname: fine\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script: [{text: hi}]\n",
+    );
+    let broken = write_spec(
+        dir.path(),
+        "broken.yaml",
+        "version: 1\nname: broken\nprompt: p\nworkspace: ws\nisolation: worktree\nmodel:\n  provider: script\n  script: [{text: hi}]\n",
     );
     let artifacts = dir.path().join("out");
     let output = drover()
         .arg("run")
         .arg(&spec)
+        .arg(&broken)
         .arg("--artifacts")
         .arg(&artifacts)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("provider anthropic is not available")
+        stderr.contains("broken.yaml") && stderr.contains("git"),
+        "{stderr}"
     );
     assert!(!artifacts.exists(), "nothing ran");
 }

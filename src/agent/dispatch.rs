@@ -46,6 +46,18 @@ pub fn prepare(call: &Call, registry: &Registry, policy: &Policy) -> (Prepared, 
             None,
         );
     };
+    // A provider keeps tool input JSON it could not parse as a string (see
+    // model::anthropic_stream::tool_input): tell the model, which can send it again.
+    if let Value::String(raw) = &call.input {
+        let shown: String = raw.chars().take(2000).collect();
+        return (
+            Prepared::Done(ToolOutput::error(format!(
+                "InputValidationError: the input to {} was not valid JSON (it may have been cut off): {shown}\nCall {} again with its input as one JSON object.",
+                call.name, call.name
+            ))),
+            None,
+        );
+    }
     if let Err(message) = registry.validate(&call.name, &call.input) {
         return (Prepared::Done(ToolOutput::error(message)), None);
     }

@@ -5,6 +5,7 @@
 mod dispatch;
 mod limits;
 mod prompt;
+mod respond;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -101,6 +102,7 @@ impl Agent<'_> {
         };
         let tools = self.registry.definitions();
         let run_cost = |usage: &Usage| config.pricing.map(|pricing| cost(usage, &pricing));
+        let mut notices = self.model.retry_notices();
         let (reason, message) = loop {
             let spent = limits::Spent {
                 turns: state.turns,
@@ -115,7 +117,13 @@ impl Agent<'_> {
                 messages: &state.messages,
                 tools: &tools,
             };
-            let response = match within(deadline, self.model.respond(request)).await {
+            let answer = respond::respond_recorded(
+                &mut *self.model,
+                &mut notices,
+                &mut *self.transcript,
+                request,
+            );
+            let response = match within(deadline, answer).await.transpose()? {
                 None => break limits::timeout(config, started, state.turns),
                 Some(Err(ModelError::ReplayExhausted { turn })) => {
                     break (
@@ -124,6 +132,9 @@ impl Agent<'_> {
                             "the recording has no model response for turn {turn}: the replay took a different path"
                         ),
                     );
+                }
+                Some(Err(error @ ModelError::ContextExhausted(_))) => {
+                    break (EndReason::ContextExhausted, error.to_string());
                 }
                 Some(Err(error)) => break (EndReason::ProviderError, error.to_string()),
                 Some(Ok(response)) => response,

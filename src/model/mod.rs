@@ -3,14 +3,24 @@
 //! The loop only sees [`Model`]; providers translate the conversation to their wire format.
 //! `script` plays the turns written in the spec, `replay` plays the model responses of a
 //! recorded transcript. Both are deterministic, so runs built on them can be replayed and
-//! compared byte for byte.
+//! compared byte for byte. `anthropic` and `openai` stream from the real APIs (or any
+//! server speaking their wire format) through a shared transport with retries.
 
+pub mod anthropic;
+mod anthropic_stream;
 mod message;
+pub mod openai;
+mod openai_stream;
 pub mod pricing;
+pub mod remote;
 pub mod replay;
+pub mod retry;
 pub mod script;
+pub mod sse;
+pub mod transport;
 
 pub use message::{ContentBlock, Message, ModelResponse, Role, StopReason, ToolDefinition, Usage};
+pub use transport::RetryNotice;
 
 use async_trait::async_trait;
 
@@ -33,6 +43,10 @@ pub enum ModelError {
     /// The provider failed in a way retries could not fix.
     #[error("provider error: {0}")]
     Provider(String),
+    /// The API refused the request because the conversation no longer fits the model's
+    /// context window; retrying the same conversation cannot help.
+    #[error("the conversation no longer fits the model's context window; the API said: {0}")]
+    ContextExhausted(String),
 }
 
 /// A source of assistant turns.
@@ -42,6 +56,11 @@ pub trait Model: Send {
     fn provider(&self) -> &str;
     /// The model name recorded in the transcript.
     fn name(&self) -> &str;
+    /// Where this model announces its retries (providers that retry hand the receiver
+    /// over once; the agent writes each notice to the transcript as it arrives).
+    fn retry_notices(&mut self) -> Option<tokio::sync::mpsc::UnboundedReceiver<RetryNotice>> {
+        None
+    }
     /// Produce the next assistant turn for the conversation so far.
     async fn respond(&mut self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError>;
 }

@@ -43,6 +43,8 @@ pub enum EndReason {
     /// The model refused to continue.
     Refusal,
     ProviderError,
+    /// The API refused the request: the conversation no longer fits the context window.
+    ContextExhausted,
     ReplayDrift,
     InternalError,
     /// The OS sandbox for shell commands cannot be enforced on this machine; the task
@@ -72,6 +74,7 @@ impl EndReason {
             EndReason::MaxTokens => "max_tokens",
             EndReason::Refusal => "refusal",
             EndReason::ProviderError => "provider_error",
+            EndReason::ContextExhausted => "context_exhausted",
             EndReason::ReplayDrift => "replay_drift",
             EndReason::InternalError => "internal_error",
             EndReason::SandboxUnavailable => "sandbox_unavailable",

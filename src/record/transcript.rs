@@ -47,6 +47,16 @@ pub enum Event {
         #[serde(default)]
         cost_usd: Option<f64>,
     },
+    /// A provider request failed transiently and is tried again after `delay_ms`.
+    Retry {
+        /// The attempt that failed, from 1.
+        attempt: u32,
+        reason: String,
+        /// The HTTP status, when the failure was one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        delay_ms: u64,
+    },
     ToolCall {
         id: String,
         name: String,

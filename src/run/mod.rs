@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
-pub use prepare::missing_capability;
 pub use replay::{ReplayOptions, plan_replay};
 pub use task::{ModelSource, TaskPlan, run_task, unfinished_report};
 
+use crate::model::remote::RemoteConfig;
 use crate::record::junit::junit_xml;
 use crate::record::summary::{summary_json, summary_md};
 use crate::record::{RunReport, TaskReport, TranscriptReader};
@@ -65,9 +65,6 @@ pub fn plan_tasks(
 fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String> {
     let model_spec = &spec.spec.model.value;
     let provider = overrides.provider.unwrap_or(model_spec.provider);
-    if let Some(missing) = prepare::missing_capability(&spec, provider) {
-        return Err(missing);
-    }
     let name = overrides.model.clone().or_else(|| model_spec.name.clone());
     // The spec was checked for a priced budget as written; --provider/--model may change that.
     if spec.spec.limits.max_cost_usd.is_some()
@@ -109,9 +106,12 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
                 expectations: None,
             }
         }
-        // invariant: missing_capability refused these above.
         Provider::Anthropic | Provider::Openai => {
-            return Err(format!("provider {} is not available", provider.as_str()));
+            // The key is read now, so a missing one stops the run before any task starts.
+            let config =
+                RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok())
+                    .map_err(|e| format!("{}: {e}", spec.path.display()))?;
+            ModelSource::Remote(Box::new(config))
         }
     };
     let origin = overrides

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::spec::{LoadedSpec, Provider};
 use crate::workspace::copy::copy_workspace;
 
 use super::worktree::Worktree;
@@ -50,21 +49,4 @@ pub fn git_worktree(origin: &Path, label: &str) -> std::io::Result<PreparedWorks
         _scratch: None,
         _worktree: Some(worktree),
     })
-}
-
-/// Capabilities a spec may name that this drover does not have yet. Refused before any
-/// task starts, naming what is missing: never run as a silent no-op.
-pub fn missing_capability(spec: &LoadedSpec, provider: Provider) -> Option<String> {
-    let place = spec.path.display();
-    match provider {
-        Provider::Anthropic | Provider::Openai => {
-            return Some(format!(
-                "{place}: provider {} is not available in drover {} yet (the real model providers are still being built); use provider: script or provider: replay",
-                provider.as_str(),
-                crate::VERSION
-            ));
-        }
-        Provider::Script | Provider::Replay => {}
-    }
-    None
 }

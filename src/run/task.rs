@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::agent::{Agent, AgentConfig, ReplayExpectations, system_prompt};
 use crate::model::pricing;
+use crate::model::remote::RemoteConfig;
 use crate::model::replay::ReplayModel;
 use crate::model::script::ScriptModel;
 use crate::model::{Model, Usage};
@@ -35,6 +36,8 @@ pub enum ModelSource {
         events: Vec<Event>,
         expectations: Option<ReplayExpectations>,
     },
+    /// A real provider (anthropic, openai), its key already read.
+    Remote(Box<RemoteConfig>),
 }
 
 /// Everything needed to run one task, decided before any task starts.
@@ -203,7 +206,7 @@ async fn execute(
     };
     let expectations = match plan.model {
         ModelSource::Replay { expectations, .. } => expectations,
-        ModelSource::Script { .. } => None,
+        ModelSource::Script { .. } | ModelSource::Remote(_) => None,
     };
     let mut agent = Agent {
         model: model.as_mut(),
@@ -338,6 +341,7 @@ fn build_model(plan: &TaskPlan) -> Box<dyn Model> {
             Box::new(ScriptModel::new(name.as_deref(), turns.clone()))
         }
         ModelSource::Replay { events, .. } => Box::new(ReplayModel::from_events(events)),
+        ModelSource::Remote(config) => config.as_ref().clone().build(),
     }
 }
 

@@ -222,6 +222,9 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
             ("api_key_env", m.api_key_env.is_some()),
             ("max_tokens", m.max_tokens.is_some()),
             ("temperature", m.temperature.is_some()),
+            ("path", m.path.is_some()),
+            ("retry", m.retry.is_some()),
+            ("timeouts", m.timeouts.is_some()),
         ];
         if let Some((field, _)) = remote_only.iter().find(|(_, set)| *set) {
             return Err(invalid(format!(

@@ -1,10 +1,12 @@
 //! Task specs: YAML files loaded into typed structs, with every error naming
 //! `file:line:column` and saying what to write instead.
 
+mod connection;
 mod expect;
 mod load;
 mod types;
 
+pub use connection::{RetrySpec, TimeoutsSpec};
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use load::{LoadedSpec, SpecError, collect_spec_files, load, load_all, parse};
 pub use types::{

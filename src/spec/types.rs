@@ -144,6 +144,16 @@ pub struct ModelSpec {
     pub max_tokens: Option<u32>,
     #[serde(default)]
     pub temperature: Option<f64>,
+    /// anthropic/openai: the endpoint path under `base_url` (default `/v1/messages`,
+    /// `/v1/chat/completions`), for gateways that mount the API elsewhere.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// anthropic/openai: retries with backoff (see docs/providers.md).
+    #[serde(default)]
+    pub retry: Option<super::RetrySpec>,
+    /// anthropic/openai: connect, first-byte and idle timeouts.
+    #[serde(default)]
+    pub timeouts: Option<super::TimeoutsSpec>,
     /// provider: script — one entry per assistant turn.
     #[serde(default)]
     pub script: Option<Vec<ScriptTurn>>,

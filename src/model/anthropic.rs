@@ -1,0 +1,225 @@
+//! The Anthropic Messages API, streamed: `POST {base_url}/v1/messages`.
+//!
+//! Prompt caching is set up the way Claude Code does it: a `cache_control` breakpoint on
+//! the system prompt, on the last tool definition and on the last block of the newest
+//! message, so every turn re-reads the whole previous conversation from the cache and
+//! pays full price only for what is new.
+
+use async_trait::async_trait;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::anthropic_stream::AnthropicStream;
+use super::remote::RemoteConfig;
+use super::transport::{RetryNotice, Transport};
+use super::{Message, Model, ModelError, ModelRequest, ModelResponse, ToolDefinition};
+
+/// The API version drover speaks.
+pub const API_VERSION: &str = "2023-06-01";
+
+pub struct AnthropicModel {
+    name: String,
+    max_tokens: u32,
+    temperature: Option<f64>,
+    transport: Transport,
+    notices: Option<UnboundedReceiver<RetryNotice>>,
+}
+
+impl AnthropicModel {
+    pub fn new(config: RemoteConfig) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+        if let Some(key) = &config.api_key
+            && let Ok(mut value) = HeaderValue::from_str(key.expose())
+        {
+            value.set_sensitive(true);
+            headers.insert("x-api-key", value);
+        }
+        let (transport, notices) = config.transport(headers);
+        AnthropicModel {
+            name: config.name,
+            max_tokens: config.max_tokens,
+            temperature: config.temperature,
+            transport,
+            notices: Some(notices),
+        }
+    }
+}
+
+#[async_trait]
+impl Model for AnthropicModel {
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn retry_notices(&mut self) -> Option<UnboundedReceiver<RetryNotice>> {
+        self.notices.take()
+    }
+
+    async fn respond(&mut self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
+        let body = request_body(&self.name, self.max_tokens, self.temperature, &request);
+        self.transport
+            .send(body.to_string().into_bytes(), AnthropicStream::new)
+            .await
+    }
+}
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// The request body, with its three cache breakpoints.
+pub fn request_body(
+    model: &str,
+    max_tokens: u32,
+    temperature: Option<f64>,
+    request: &ModelRequest<'_>,
+) -> Value {
+    let mut body = json!({
+        "model": model,
+        "max_tokens": max_tokens,
+        "stream": true,
+    });
+    if let Some(temperature) = temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if !request.system.is_empty() {
+        body["system"] = json!([{
+            "type": "text",
+            "text": request.system,
+            "cache_control": ephemeral(),
+        }]);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = tools(request.tools);
+    }
+    body["messages"] = messages(request.messages);
+    body
+}
+
+fn tools(definitions: &[ToolDefinition]) -> Value {
+    let mut tools: Vec<Value> = definitions
+        .iter()
+        .map(|tool| {
+            json!({
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.input_schema,
+            })
+        })
+        .collect();
+    if let Some(last) = tools.last_mut() {
+        last["cache_control"] = ephemeral();
+    }
+    Value::Array(tools)
+}
+
+/// The conversation in the API's shape. Empty text blocks (which the API refuses) are
+/// left out, a tool input that was not a JSON object is sent as `{}` (the model was told
+/// its input was invalid in the tool result), and the newest message's last block
+/// carries the cache breakpoint.
+fn messages(messages: &[Message]) -> Value {
+    let mut out: Vec<Value> = messages
+        .iter()
+        .map(|message| {
+            let mut blocks: Vec<Value> = message
+                .content
+                .iter()
+                .filter_map(|block| {
+                    let mut value = serde_json::to_value(block).ok()?;
+                    match value.get("type").and_then(Value::as_str) {
+                        Some("text") if value["text"].as_str().is_some_and(str::is_empty) => {
+                            return None;
+                        }
+                        Some("tool_use") if !value["input"].is_object() => {
+                            value["input"] = json!({});
+                        }
+                        _ => {}
+                    }
+                    Some(value)
+                })
+                .collect();
+            if blocks.is_empty() {
+                blocks.push(json!({"type": "text", "text": "(no content)"}));
+            }
+            json!({"role": message.role, "content": blocks})
+        })
+        .collect();
+    if let Some(last) = out
+        .last_mut()
+        .and_then(|m| m["content"].as_array_mut())
+        .and_then(|blocks| blocks.last_mut())
+    {
+        last["cache_control"] = ephemeral();
+    }
+    Value::Array(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ContentBlock, Role};
+
+    #[test]
+    fn the_body_carries_three_cache_breakpoints() {
+        let tools = vec![
+            ToolDefinition {
+                name: "Read".into(),
+                description: "read".into(),
+                input_schema: json!({"type": "object"}),
+            },
+            ToolDefinition {
+                name: "Write".into(),
+                description: "write".into(),
+                input_schema: json!({"type": "object"}),
+            },
+        ];
+        let messages = vec![
+            Message::user_text("fix it"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Text { text: "".into() },
+                    ContentBlock::ToolUse {
+                        id: "t1".into(),
+                        name: "Read".into(),
+                        input: json!("{\"file_pa"),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "t1".into(),
+                    content: "bad".into(),
+                    is_error: true,
+                }],
+            },
+        ];
+        let request = ModelRequest {
+            system: "be good",
+            messages: &messages,
+            tools: &tools,
+        };
+        let body = request_body("claude-x", 1000, Some(0.0), &request);
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["max_tokens"], 1000);
+        assert_eq!(body["temperature"], 0.0);
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");
+        let sent = body["messages"].as_array().unwrap();
+        assert!(sent[0]["content"][0].get("cache_control").is_none());
+        assert_eq!(sent[1]["content"].as_array().unwrap().len(), 1);
+        assert_eq!(sent[1]["content"][0]["input"], json!({}));
+        assert_eq!(sent[2]["content"][0]["type"], "tool_result");
+        assert_eq!(sent[2]["content"][0]["is_error"], true);
+        assert_eq!(sent[2]["content"][0]["cache_control"]["type"], "ephemeral");
+    }
+}

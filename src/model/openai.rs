@@ -1,0 +1,247 @@
+//! OpenAI-compatible chat completions, streamed: `POST {base_url}/v1/chat/completions`.
+//!
+//! The conversation is kept in Anthropic's shape; here it becomes OpenAI's: a system
+//! message, assistant messages with `tool_calls`, and one `role: tool` message per tool
+//! result. The same wire format is spoken by vLLM, llama.cpp's server, Ollama, OpenRouter
+//! and LiteLLM, so only widely accepted fields are sent (`max_tokens`, not the newer
+//! `max_completion_tokens`, which several of them ignore or refuse).
+
+use async_trait::async_trait;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::openai_stream::OpenAiStream;
+use super::remote::RemoteConfig;
+use super::transport::{RetryNotice, Transport};
+use super::{ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse, Role};
+
+pub struct OpenAiModel {
+    name: String,
+    max_tokens: u32,
+    temperature: Option<f64>,
+    transport: Transport,
+    notices: Option<UnboundedReceiver<RetryNotice>>,
+    turn: u32,
+}
+
+impl OpenAiModel {
+    pub fn new(config: RemoteConfig) -> Self {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = &config.api_key
+            && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+        {
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let (transport, notices) = config.transport(headers);
+        OpenAiModel {
+            name: config.name,
+            max_tokens: config.max_tokens,
+            temperature: config.temperature,
+            transport,
+            notices: Some(notices),
+            turn: 0,
+        }
+    }
+}
+
+#[async_trait]
+impl Model for OpenAiModel {
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn retry_notices(&mut self) -> Option<UnboundedReceiver<RetryNotice>> {
+        self.notices.take()
+    }
+
+    async fn respond(&mut self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
+        self.turn += 1;
+        let body = request_body(&self.name, self.max_tokens, self.temperature, &request);
+        let tag = self.turn.to_string();
+        self.transport
+            .send(body.to_string().into_bytes(), || {
+                OpenAiStream::new(tag.clone())
+            })
+            .await
+    }
+}
+
+/// The request body.
+pub fn request_body(
+    model: &str,
+    max_tokens: u32,
+    temperature: Option<f64>,
+    request: &ModelRequest<'_>,
+) -> Value {
+    let mut messages = Vec::new();
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    for message in request.messages {
+        translate(message, &mut messages);
+    }
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if let Some(temperature) = temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.input_schema,
+                    }
+                })
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+/// One conversation message as OpenAI messages. Tool results come first (they must
+/// directly follow the assistant message that made the calls), then any user text.
+fn translate(message: &Message, out: &mut Vec<Value>) {
+    let mut text = Vec::new();
+    let mut calls = Vec::new();
+    for block in &message.content {
+        match block {
+            ContentBlock::Text { text: t } if !t.is_empty() => text.push(t.as_str()),
+            ContentBlock::Text { .. } => {}
+            ContentBlock::ToolUse { id, name, input } => {
+                let arguments = match input {
+                    // Invalid JSON the model wrote goes back as it wrote it.
+                    Value::String(raw) => raw.clone(),
+                    other => other.to_string(),
+                };
+                calls.push(json!({
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }));
+            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                // OpenAI has no error flag on tool results; say it in the content.
+                let content = if *is_error && !content.starts_with("Error") {
+                    format!("Error: {content}")
+                } else {
+                    content.clone()
+                };
+                out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
+            }
+        }
+    }
+    let text = text.join("\n");
+    match message.role {
+        Role::User if !text.is_empty() => out.push(json!({"role": "user", "content": text})),
+        Role::User => {}
+        Role::Assistant => {
+            let mut assistant = json!({"role": "assistant", "content": text});
+            if !calls.is_empty() {
+                if text.is_empty() {
+                    assistant["content"] = Value::Null;
+                }
+                assistant["tool_calls"] = Value::Array(calls);
+            }
+            out.push(assistant);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ToolDefinition;
+
+    #[test]
+    fn translates_the_conversation_and_tools() {
+        let tools = vec![ToolDefinition {
+            name: "Read".into(),
+            description: "read a file".into(),
+            input_schema: json!({"type": "object", "properties": {"file_path": {"type": "string"}}}),
+        }];
+        let messages = vec![
+            Message::user_text("fix it"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Text {
+                        text: "Reading.".into(),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "call_1".into(),
+                        name: "Read".into(),
+                        input: json!({"file_path": "a"}),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "call_2".into(),
+                        name: "Read".into(),
+                        input: json!("{broken"),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "call_1".into(),
+                        content: "1\tx".into(),
+                        is_error: false,
+                    },
+                    ContentBlock::ToolResult {
+                        tool_use_id: "call_2".into(),
+                        content: "InputValidationError: bad".into(),
+                        is_error: true,
+                    },
+                ],
+            },
+        ];
+        let request = ModelRequest {
+            system: "sys",
+            messages: &messages,
+            tools: &tools,
+        };
+        let body = request_body("gpt-x", 500, None, &request);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["max_tokens"], 500);
+        assert!(body.get("temperature").is_none());
+        assert_eq!(body["tools"][0]["type"], "function");
+        assert_eq!(body["tools"][0]["function"]["name"], "Read");
+        assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
+        let sent = body["messages"].as_array().unwrap();
+        assert_eq!(sent.len(), 5);
+        assert_eq!(sent[0], json!({"role": "system", "content": "sys"}));
+        assert_eq!(sent[1], json!({"role": "user", "content": "fix it"}));
+        assert_eq!(sent[2]["content"], "Reading.");
+        assert_eq!(
+            sent[2]["tool_calls"][0]["function"]["arguments"],
+            "{\"file_path\":\"a\"}"
+        );
+        assert_eq!(sent[2]["tool_calls"][1]["function"]["arguments"], "{broken");
+        assert_eq!(sent[3]["role"], "tool");
+        assert_eq!(sent[3]["tool_call_id"], "call_1");
+        assert_eq!(sent[4]["content"], "Error: InputValidationError: bad");
+    }
+}

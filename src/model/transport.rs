@@ -1,0 +1,465 @@
+//! One streaming POST to a provider, with timeouts, retries and error classification.
+//!
+//! Both providers share this: they differ only in the request body and in how they
+//! decode the event stream (a [`Decoder`]). Everything that can fail transiently is
+//! retried here, every retry is announced as a [`RetryNotice`] (the agent writes it to
+//! the transcript), and every error that leaves is already worded for people, with the
+//! API key scrubbed from it.
+
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::retry::{RetryPolicy, retryable_status, server_delay};
+use super::sse::{SseEvent, SseParser};
+use super::{ModelError, ModelResponse};
+use crate::spec::TimeoutsSpec;
+
+/// A retry about to happen, for the transcript's `retry` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryNotice {
+    /// The attempt that failed, from 1.
+    pub attempt: u32,
+    pub reason: String,
+    /// The HTTP status, when the failure was one.
+    pub status: Option<u16>,
+    pub delay_ms: u64,
+}
+
+/// How one attempt failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// Worth another attempt (after `server_delay`, when the server named one).
+    Retry {
+        reason: String,
+        status: Option<u16>,
+        server_delay: Option<Duration>,
+    },
+    /// Retrying cannot help.
+    Fatal(ModelError),
+}
+
+impl Failure {
+    pub fn retry(reason: impl Into<String>) -> Self {
+        Failure::Retry {
+            reason: reason.into(),
+            status: None,
+            server_delay: None,
+        }
+    }
+}
+
+/// Turns a provider's event stream into one response.
+pub trait Decoder {
+    /// Take the next event; an error event or an unreadable one fails the attempt.
+    fn event(&mut self, event: SseEvent) -> Result<(), Failure>;
+    /// The stream has sent its final event: nothing more needs to be read.
+    fn complete(&self) -> bool;
+    /// The stream ended (`clean`: the server closed it normally rather than cutting it).
+    /// A response that did not reach its end is a retryable failure.
+    fn finish(self, clean: bool) -> Result<ModelResponse, Failure>;
+}
+
+/// Connect, first-byte and idle timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub first_byte: Duration,
+    pub idle: Duration,
+}
+
+impl From<TimeoutsSpec> for Timeouts {
+    fn from(spec: TimeoutsSpec) -> Self {
+        Timeouts {
+            connect: spec.connect.0,
+            first_byte: spec.first_byte.0,
+            idle: spec.idle.0,
+        }
+    }
+}
+
+/// An endpoint and everything needed to call it.
+pub struct Transport {
+    /// Err when the HTTP client could not be built (reported on the first request).
+    client: Result<reqwest::Client, String>,
+    url: String,
+    headers: HeaderMap,
+    /// The variable the key came from, to name in authentication errors.
+    key_env: Option<String>,
+    /// The key itself, only to scrub it from any text that leaves this module.
+    secret: Option<String>,
+    policy: RetryPolicy,
+    timeouts: Timeouts,
+    notices: Option<UnboundedSender<RetryNotice>>,
+}
+
+/// The most of an error response body we read and quote.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+impl Transport {
+    /// `headers` carry the authentication; mark the key's value sensitive before.
+    pub fn new(
+        url: String,
+        headers: HeaderMap,
+        key: Option<(String, String)>,
+        policy: RetryPolicy,
+        timeouts: Timeouts,
+        notices: Option<UnboundedSender<RetryNotice>>,
+    ) -> Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(timeouts.connect)
+            .user_agent(concat!("drover/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)));
+        let (key_env, secret) = match key {
+            Some((env, secret)) => (Some(env), Some(secret)),
+            None => (None, None),
+        };
+        Transport {
+            client,
+            url,
+            headers,
+            key_env,
+            secret,
+            policy,
+            timeouts,
+            notices,
+        }
+    }
+
+    /// POST `body` and decode the streamed answer, retrying what can be retried.
+    pub async fn send<D: Decoder>(
+        &self,
+        body: Vec<u8>,
+        decoder: impl Fn() -> D,
+    ) -> Result<ModelResponse, ModelError> {
+        let mut retry = 0;
+        loop {
+            let failure = match self.attempt(&body, decoder()).await {
+                Ok(response) => return Ok(response),
+                Err(failure) => failure,
+            };
+            match failure {
+                Failure::Fatal(error) => return Err(self.scrub_error(error)),
+                Failure::Retry {
+                    reason,
+                    status,
+                    server_delay,
+                } => {
+                    let reason = self.scrub(&reason);
+                    if retry >= self.policy.max_retries {
+                        return Err(ModelError::Provider(format!(
+                            "{reason} (gave up after {} attempts)",
+                            retry + 1
+                        )));
+                    }
+                    let delay = self.policy.delay(retry, server_delay);
+                    if let Some(notices) = &self.notices {
+                        // The receiver may be gone (nobody records): retrying still helps.
+                        let _ = notices.send(RetryNotice {
+                            attempt: retry + 1,
+                            reason,
+                            status,
+                            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        });
+                    }
+                    tokio::time::sleep(delay).await;
+                    retry += 1;
+                }
+            }
+        }
+    }
+
+    async fn attempt<D: Decoder>(
+        &self,
+        body: &[u8],
+        mut decoder: D,
+    ) -> Result<ModelResponse, Failure> {
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| Failure::Fatal(ModelError::Provider(e.clone())))?;
+        let request = client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(body.to_vec())
+            .send();
+        let response = match tokio::time::timeout(self.timeouts.first_byte, request).await {
+            Err(_) => {
+                return Err(Failure::retry(format!(
+                    "no response from {} within {} (model.timeouts.first_byte)",
+                    self.url,
+                    humantime::format_duration(self.timeouts.first_byte)
+                )));
+            }
+            Ok(Err(error)) => {
+                return Err(Failure::retry(format!(
+                    "cannot reach {}: {}",
+                    self.url,
+                    chain(&error)
+                )));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            };
+            let delay = server_delay(
+                header("retry-after-ms").as_deref(),
+                header("retry-after").as_deref(),
+                SystemTime::now(),
+            );
+            let text = self.error_body(response).await;
+            return Err(self.classify(status, &text, delay));
+        }
+        let mut stream = response.bytes_stream();
+        let mut parser = SseParser::new();
+        let clean = loop {
+            let next = tokio::time::timeout(self.timeouts.idle, stream.next()).await;
+            match next {
+                Err(_) => {
+                    return Err(Failure::retry(format!(
+                        "the response stream was silent for {} (model.timeouts.idle)",
+                        humantime::format_duration(self.timeouts.idle)
+                    )));
+                }
+                Ok(None) => break true,
+                Ok(Some(Err(error))) => {
+                    if decoder.complete() {
+                        break true;
+                    }
+                    return Err(Failure::retry(format!(
+                        "the response stream was cut: {}",
+                        chain(&error)
+                    )));
+                }
+                Ok(Some(Ok(bytes))) => {
+                    for event in parser.push(&bytes) {
+                        decoder.event(event)?;
+                    }
+                    if decoder.complete() {
+                        break true;
+                    }
+                }
+            }
+        };
+        parser.finish();
+        decoder.finish(clean)
+    }
+
+    /// Read (a bounded prefix of) an error response's body.
+    async fn error_body(&self, response: reqwest::Response) -> String {
+        let mut stream = response.bytes_stream();
+        let mut bytes = Vec::new();
+        while bytes.len() < MAX_ERROR_BODY {
+            match tokio::time::timeout(self.timeouts.idle, stream.next()).await {
+                Ok(Some(Ok(chunk))) => bytes.extend_from_slice(&chunk),
+                _ => break,
+            }
+        }
+        bytes.truncate(MAX_ERROR_BODY);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// What an HTTP error status means for the run.
+    fn classify(&self, status: u16, body: &str, delay: Option<Duration>) -> Failure {
+        let message = error_message(body);
+        if is_context_error(status, &message) {
+            return Failure::Fatal(ModelError::ContextExhausted(format!(
+                "HTTP {status}: {message}"
+            )));
+        }
+        if retryable_status(status) {
+            return Failure::Retry {
+                reason: format!("HTTP {status}: {message}"),
+                status: Some(status),
+                server_delay: delay,
+            };
+        }
+        let hint = match status {
+            401 | 403 => match &self.key_env {
+                Some(env) => format!(
+                    "the API did not accept the key; check the key in ${env} (model.api_key_env)"
+                ),
+                None => {
+                    "the server wants a key; set model.api_key_env to the variable that holds it"
+                        .to_string()
+                }
+            },
+            404 => format!(
+                "check model.base_url and model.path (the request went to {}) and model.name",
+                self.url
+            ),
+            _ => "the API refused the request itself, so it was not retried".to_string(),
+        };
+        Failure::Fatal(ModelError::Provider(format!(
+            "HTTP {status}: {message} — {hint}"
+        )))
+    }
+
+    fn scrub(&self, text: &str) -> String {
+        match &self.secret {
+            Some(secret) if !secret.is_empty() => text.replace(secret.as_str(), "[redacted]"),
+            _ => text.to_string(),
+        }
+    }
+
+    fn scrub_error(&self, error: ModelError) -> ModelError {
+        match error {
+            ModelError::Provider(text) => ModelError::Provider(self.scrub(&text)),
+            ModelError::ContextExhausted(text) => ModelError::ContextExhausted(self.scrub(&text)),
+            other => other,
+        }
+    }
+}
+
+/// An error and its causes, `outer: inner: …` (reqwest's own text omits the causes).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The human part of an error body: `error.message` (both providers use it, with
+/// `error.type` / `error.code` beside it), else the start of the body.
+pub fn error_message(body: &str) -> String {
+    if let Ok(value) = serde_json::from_str::<Value>(body) {
+        let error = value.get("error").unwrap_or(&value);
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .or_else(|| error.as_str());
+        let kind = error
+            .get("type")
+            .and_then(Value::as_str)
+            .or_else(|| error.get("code").and_then(Value::as_str));
+        match (kind, message) {
+            (Some(kind), Some(message)) => return format!("{kind}: {message}"),
+            (None, Some(message)) => return message.to_string(),
+            _ => {}
+        }
+    }
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
+        return "(empty response body)".to_string();
+    }
+    let mut end = trimmed.len().min(500);
+    while !trimmed.is_char_boundary(end) {
+        end -= 1;
+    }
+    trimmed[..end].to_string()
+}
+
+/// Does this refusal say the conversation no longer fits the model's context window?
+/// Anthropic: 400 `prompt is too long`; OpenAI: `context_length_exceeded`; vLLM and
+/// others: "maximum context length"; 413 is a request too large to accept at all.
+pub fn is_context_error(status: u16, message: &str) -> bool {
+    let lower = message.to_lowercase();
+    matches!(status, 400 | 413 | 422)
+        && [
+            "prompt is too long",
+            "context_length_exceeded",
+            "maximum context length",
+            "context length",
+            "context window",
+            "request_too_large",
+            "too many tokens",
+        ]
+        .iter()
+        .any(|marker| lower.contains(marker))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_from_both_providers() {
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#
+            ),
+            "invalid_request_error: prompt is too long: 210000 tokens > 200000 maximum"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#
+            ),
+            "invalid_request_error: This model's maximum context length is 128000 tokens."
+        );
+        assert_eq!(
+            error_message("<html>bad gateway</html>"),
+            "<html>bad gateway</html>"
+        );
+        assert_eq!(error_message(""), "(empty response body)");
+        assert_eq!(error_message(&"é".repeat(400)).len(), 500);
+    }
+
+    #[test]
+    fn context_errors() {
+        assert!(is_context_error(
+            400,
+            "invalid_request_error: prompt is too long: 1 > 0"
+        ));
+        assert!(is_context_error(
+            400,
+            "This model's maximum context length is 8192 tokens"
+        ));
+        assert!(is_context_error(413, "request_too_large: too big"));
+        assert!(!is_context_error(400, "invalid_request_error: bad tool"));
+        assert!(!is_context_error(500, "prompt is too long"));
+    }
+
+    #[test]
+    fn classify_statuses_and_scrub_the_key() {
+        let transport = Transport::new(
+            "http://127.0.0.1:9/v1/messages".into(),
+            HeaderMap::new(),
+            Some(("MY_KEY".into(), "sk-secret-123".into())),
+            RetryPolicy::default(),
+            TimeoutsSpec::default().into(),
+            None,
+        );
+        match transport.classify(
+            401,
+            r#"{"error":{"message":"invalid key sk-secret-123"}}"#,
+            None,
+        ) {
+            Failure::Fatal(error) => {
+                let text = transport.scrub_error(error).to_string();
+                assert!(text.contains("$MY_KEY"), "{text}");
+                assert!(!text.contains("sk-secret-123"), "{text}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            transport.classify(429, "", Some(Duration::from_secs(2))),
+            Failure::Retry {
+                status: Some(429),
+                server_delay: Some(_),
+                ..
+            }
+        ));
+        assert!(matches!(
+            transport.classify(400, "{}", None),
+            Failure::Fatal(ModelError::Provider(_))
+        ));
+    }
+}
