@@ -608,3 +608,56 @@ fn max_tokens_in_the_middle_of_a_tool_call_runs_nothing() {
     assert_eq!(run_end(&lines)["reason"], "max_tokens");
     assert!(!dir.path().join("ws/out.txt").exists());
 }
+
+#[test]
+fn real_model_costs_come_from_the_price_table_and_budgets_stop_the_run() {
+    // Priced by the built-in table: claude-sonnet-4-5 at $3 / $15 / $3.75 / $0.30 per
+    // million input / output / cache-write / cache-read tokens.
+    let server = MockServer::start(vec![
+        Reply::sse(&anthropic_read_turn()),
+        Reply::sse(&anthropic_final_turn()),
+    ]);
+    let (dir, spec) = task("anthropic", &server.base_url, "");
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("name: test-model", "name: claude-sonnet-4-5");
+    std::fs::write(&spec, text).unwrap();
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    let end = run_end(&lines);
+    let usage = &end["usage"];
+    let tokens = |key: &str| usage[key].as_u64().unwrap() as f64;
+    let expected = (tokens("input_tokens") * 3.0
+        + tokens("output_tokens") * 15.0
+        + tokens("cache_creation_input_tokens") * 3.75
+        + tokens("cache_read_input_tokens") * 0.30)
+        / 1_000_000.0;
+    let cost = end["cost_usd"].as_f64().unwrap();
+    assert!((cost - expected).abs() < 1e-9, "{cost} vs {expected}");
+    assert!(expected > 0.0);
+
+    // The same conversation with a budget smaller than the first turn's cost: the run
+    // stops with reason budget before a second request reaches the server.
+    let server = MockServer::start(vec![
+        Reply::sse(&anthropic_read_turn()),
+        Reply::sse(&anthropic_final_turn()),
+    ]);
+    let (dir, spec) = task("anthropic", &server.base_url, "");
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("name: test-model", "name: claude-sonnet-4-5")
+        + "limits:\n  max_cost_usd: 0.000001\n";
+    std::fs::write(&spec, text).unwrap();
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    assert_eq!(run_end(&lines)["reason"], "budget");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no request after the budget was spent"
+    );
+}
