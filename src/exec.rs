@@ -160,6 +160,8 @@ pub struct CommandEnv {
     pub tmpdir: Option<PathBuf>,
     /// Secret-looking variables passed through anyway (`env.pass`).
     pub pass: Vec<String>,
+    /// Variables never passed, whatever their names (the model's API key variable).
+    pub withheld: Vec<String>,
 }
 
 impl CommandEnv {
@@ -181,7 +183,8 @@ impl CommandEnv {
             None => tokio::process::Command::new("bash"),
         };
         cmd.arg("-c").arg(command);
-        cmd.env_clear().envs(scrub(std::env::vars_os(), &self.pass));
+        cmd.env_clear()
+            .envs(scrub(std::env::vars_os(), &self.pass, &self.withheld));
         if let Some(tmpdir) = &self.tmpdir {
             cmd.env("TMPDIR", tmpdir);
         }

@@ -52,6 +52,15 @@ pub async fn task_commands(
         sandbox: None,
         tmpdir: Some(tmp_path.clone()),
         pass: spec.spec.env.pass.clone(),
+        withheld: spec
+            .spec
+            .model
+            .value
+            .api_key_env
+            .iter()
+            .filter(|name| name.as_str() != "none")
+            .cloned()
+            .collect(),
     };
     let Some(network) = sandbox_network(spec) else {
         return Ok(TaskCommands {
