@@ -99,7 +99,14 @@ async fn run_command(args: RunArgs) -> i32 {
         }
         None => plans,
     };
-    let report = run::run_plans(plans, &args.artifacts, jobs, args.quiet).await;
+    let report = run::run_plans(
+        plans,
+        &args.artifacts,
+        jobs,
+        args.quiet,
+        run::interrupt::install(),
+    )
+    .await;
     finish_run(&report, &args.artifacts)
 }
 
@@ -117,7 +124,14 @@ async fn replay_command(args: ReplayArgs) -> i32 {
             return exit::BAD_INPUT;
         }
     };
-    let report = run::run_plans(vec![plan], &options.artifacts, 1, args.quiet).await;
+    let report = run::run_plans(
+        vec![plan],
+        &options.artifacts,
+        1,
+        args.quiet,
+        run::interrupt::install(),
+    )
+    .await;
     finish_run(&report, &options.artifacts)
 }
 

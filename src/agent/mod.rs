@@ -38,6 +38,9 @@ pub struct AgentConfig {
     pub max_tokens: Option<u64>,
     /// The model's prices; None when unknown (cost is then reported as null).
     pub pricing: Option<Pricing>,
+    /// Becomes true when drover is interrupted (SIGINT/SIGTERM): the loop stops at once,
+    /// cancelling the request or tools in flight, and ends with reason `interrupted`.
+    pub interrupt: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// Recorded tool results a replay is expected to reproduce, by tool_use id.
@@ -103,7 +106,11 @@ impl Agent<'_> {
         let tools = self.registry.definitions();
         let run_cost = |usage: &Usage| config.pricing.map(|pricing| cost(usage, &pricing));
         let mut notices = self.model.retry_notices();
+        let mut interrupt = config.interrupt.clone();
         let (reason, message) = loop {
+            if interrupt.as_ref().is_some_and(|i| *i.borrow()) {
+                break interrupted(state.turns);
+            }
             let spent = limits::Spent {
                 turns: state.turns,
                 usage: &state.usage,
@@ -123,9 +130,13 @@ impl Agent<'_> {
                 &mut *self.transcript,
                 request,
             );
-            let response = match within(deadline, answer).await.transpose()? {
-                None => break limits::timeout(config, started, state.turns),
-                Some(Err(ModelError::ReplayExhausted { turn })) => {
+            let response = match bounded(deadline, interrupt.as_mut(), answer).await {
+                Bounded::TimedOut => break limits::timeout(config, started, state.turns),
+                Bounded::Interrupted => break interrupted(state.turns),
+                Bounded::Done(answer) => answer,
+            };
+            let response = match response? {
+                Err(ModelError::ReplayExhausted { turn }) => {
                     break (
                         EndReason::ReplayDrift,
                         format!(
@@ -133,11 +144,11 @@ impl Agent<'_> {
                         ),
                     );
                 }
-                Some(Err(error @ ModelError::ContextExhausted(_))) => {
+                Err(error @ ModelError::ContextExhausted(_)) => {
                     break (EndReason::ContextExhausted, error.to_string());
                 }
-                Some(Err(error)) => break (EndReason::ProviderError, error.to_string()),
-                Some(Ok(response)) => response,
+                Err(error) => break (EndReason::ProviderError, error.to_string()),
+                Ok(response) => response,
             };
             state.turns += 1;
             state.usage.add(&response.usage);
@@ -191,10 +202,14 @@ impl Agent<'_> {
                     format!("the model ended its turn after {} turns", state.turns),
                 );
             }
-            match self.dispatch(&calls, deadline, &mut state).await? {
+            match self
+                .dispatch(&calls, deadline, interrupt.as_mut(), &mut state)
+                .await?
+            {
                 Some((EndReason::Timeout, _)) => {
                     break limits::timeout(config, started, state.turns);
                 }
+                Some((EndReason::Interrupted, _)) => break interrupted(state.turns),
                 Some(stop) => break stop,
                 None => {}
             }
@@ -216,6 +231,7 @@ impl Agent<'_> {
         &mut self,
         calls: &[Call],
         deadline: Option<Instant>,
+        mut interrupt: Option<&mut tokio::sync::watch::Receiver<bool>>,
         state: &mut State,
     ) -> Result<Option<Stop>, TranscriptError> {
         let mut results: Vec<ContentBlock> = Vec::with_capacity(calls.len());
@@ -229,7 +245,12 @@ impl Agent<'_> {
                     input: call.input.clone(),
                 })?;
                 let (outcome, verdict) = if stop.is_some() {
-                    (Prepared::Done(cancelled()), None)
+                    (
+                        Prepared::Done(cancelled(
+                            stop.as_ref().map_or(EndReason::Timeout, |(r, _)| *r),
+                        )),
+                        None,
+                    )
                 } else {
                     dispatch::prepare(call, self.registry, self.policy)
                 };
@@ -251,15 +272,22 @@ impl Agent<'_> {
                 prepared.push((call.clone(), outcome));
             }
             let batch: Vec<Call> = prepared.iter().map(|(call, _)| call.clone()).collect();
-            let executed = match within(deadline, dispatch::execute(prepared, &self.ctx)).await {
-                Some(executed) => executed,
-                None => {
-                    stop = Some((EndReason::Timeout, String::new()));
+            let execution = dispatch::execute(prepared, &self.ctx);
+            let (executed, why) = match bounded(deadline, interrupt.as_deref_mut(), execution).await
+            {
+                Bounded::Done(executed) => (executed, None),
+                Bounded::TimedOut => (Vec::new(), Some(EndReason::Timeout)),
+                Bounded::Interrupted => (Vec::new(), Some(EndReason::Interrupted)),
+            };
+            let executed = match why {
+                None => executed,
+                Some(reason) => {
+                    stop = Some((reason, String::new()));
                     batch
                         .into_iter()
                         .map(|call| dispatch::Executed {
                             call,
-                            output: cancelled(),
+                            output: cancelled(reason),
                             duration: Duration::ZERO,
                         })
                         .collect()
@@ -335,15 +363,61 @@ impl Agent<'_> {
 }
 
 /// Run `future` until `deadline`; None when the deadline came first.
-async fn within<F: std::future::Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
-    match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, future).await.ok(),
-        None => Some(future.await),
+/// How a bounded wait ended.
+enum Bounded<T> {
+    Done(T),
+    TimedOut,
+    Interrupted,
+}
+
+/// Run `future` until it finishes, the deadline passes, or drover is interrupted.
+async fn bounded<F: std::future::Future>(
+    deadline: Option<Instant>,
+    interrupt: Option<&mut tokio::sync::watch::Receiver<bool>>,
+    future: F,
+) -> Bounded<F::Output> {
+    let timed = async {
+        match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, future).await.ok(),
+            None => Some(future.await),
+        }
+    };
+    let interrupted = async {
+        match interrupt {
+            // wait_for returns at once when the flag is already set; an error means the
+            // sender is gone, which can no longer interrupt: wait forever then.
+            Some(receiver) => {
+                if receiver.wait_for(|set| *set).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        outcome = timed => match outcome {
+            Some(output) => Bounded::Done(output),
+            None => Bounded::TimedOut,
+        },
+        () = interrupted => Bounded::Interrupted,
     }
 }
 
-fn cancelled() -> ToolOutput {
-    ToolOutput::error("Cancelled: the run reached its time limit before this call finished.")
+fn interrupted(turns: u32) -> (EndReason, String) {
+    (
+        EndReason::Interrupted,
+        format!(
+            "drover was interrupted (SIGINT or SIGTERM) after {turns} turns; the work was cut short"
+        ),
+    )
+}
+
+fn cancelled(reason: EndReason) -> ToolOutput {
+    ToolOutput::error(if reason == EndReason::Interrupted {
+        "Cancelled: drover was interrupted before this call finished."
+    } else {
+        "Cancelled: the run reached its time limit before this call finished."
+    })
 }
 
 #[cfg(test)]

@@ -50,6 +50,9 @@ pub enum EndReason {
     /// The OS sandbox for shell commands cannot be enforced on this machine; the task
     /// did not run rather than run unsandboxed (`sandbox: off` opts out explicitly).
     SandboxUnavailable,
+    /// drover was interrupted (SIGINT/SIGTERM, e.g. a cancelled CI job): the task was cut
+    /// short or never started.
+    Interrupted,
 }
 
 impl EndReason {
@@ -57,9 +60,10 @@ impl EndReason {
     pub fn status(self) -> Status {
         match self {
             EndReason::EndTurn => Status::Passed,
-            EndReason::ProviderError | EndReason::InternalError | EndReason::SandboxUnavailable => {
-                Status::Error
-            }
+            EndReason::ProviderError
+            | EndReason::InternalError
+            | EndReason::SandboxUnavailable
+            | EndReason::Interrupted => Status::Error,
             _ => Status::Failed,
         }
     }
@@ -78,6 +82,7 @@ impl EndReason {
             EndReason::ReplayDrift => "replay_drift",
             EndReason::InternalError => "internal_error",
             EndReason::SandboxUnavailable => "sandbox_unavailable",
+            EndReason::Interrupted => "interrupted",
         }
     }
 }

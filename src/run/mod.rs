@@ -4,6 +4,7 @@
 mod checks;
 mod conflicts;
 mod expect;
+pub mod interrupt;
 mod prepare;
 pub mod progress;
 mod replay;
@@ -23,7 +24,7 @@ pub use task::{ModelSource, TaskPlan, run_task, unfinished_report};
 use crate::model::remote::RemoteConfig;
 use crate::record::junit::junit_xml;
 use crate::record::summary::{summary_json, summary_md};
-use crate::record::{RunReport, TaskReport, TranscriptReader};
+use crate::record::{EndReason, RunReport, TaskReport, TranscriptReader};
 use crate::spec::{Isolation, LoadedSpec, Provider};
 use crate::workspace::atomic::write_atomic;
 
@@ -146,6 +147,7 @@ pub async fn run_plans(
     artifacts: &Path,
     jobs: usize,
     quiet: bool,
+    interrupt: Option<task::Interrupt>,
 ) -> RunReport {
     let style = progress::Style::detect(quiet);
     let progress = progress::Progress::new(style, plans.len(), progress::colors_enabled());
@@ -154,11 +156,21 @@ pub async fn run_plans(
             .map(|(index, plan)| {
                 let progress = Arc::clone(&progress);
                 let artifacts = artifacts.to_path_buf();
+                let interrupt = interrupt.clone();
                 async move {
                     let mut fallback = unfinished_report(&plan, &artifacts);
+                    if interrupt.as_ref().is_some_and(|i| *i.borrow()) {
+                        // Interrupted before this task's turn came: it never starts.
+                        fallback.reason = EndReason::Interrupted;
+                        fallback.status = EndReason::Interrupted.status();
+                        fallback.message = "not started: drover was interrupted".to_string();
+                        progress.task_finished(&fallback);
+                        return (index, fallback);
+                    }
                     let observer = progress.observer(plan.spec.name());
-                    let handle =
-                        tokio::spawn(async move { run_task(plan, &artifacts, observer).await });
+                    let handle = tokio::spawn(async move {
+                        run_task(plan, &artifacts, observer, interrupt).await
+                    });
                     let report = match handle.await {
                         Ok(report) => report,
                         Err(error) => {

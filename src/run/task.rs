@@ -59,11 +59,12 @@ pub async fn run_task(
     plan: TaskPlan,
     artifacts: &Path,
     observer: Option<EventObserver>,
+    interrupt: Option<Interrupt>,
 ) -> TaskReport {
     let started = Instant::now();
     let mut report = unfinished_report(&plan, artifacts);
     let task_dir = report.artifacts_dir.clone();
-    if let Err(error) = execute(plan, &task_dir, &mut report, observer).await {
+    if let Err(error) = execute(plan, &task_dir, &mut report, observer, interrupt).await {
         report.reason = EndReason::InternalError;
         report.status = EndReason::InternalError.status();
         report.message = error;
@@ -96,12 +97,16 @@ pub fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
     }
 }
 
+/// Becomes true when drover is interrupted (see `run::interrupt`).
+pub type Interrupt = tokio::sync::watch::Receiver<bool>;
+
 /// The task's steps; an Err is an internal error (drover could not do its job).
 async fn execute(
     plan: TaskPlan,
     task_dir: &Path,
     report: &mut TaskReport,
     observer: Option<EventObserver>,
+    interrupt: Option<Interrupt>,
 ) -> Result<(), String> {
     std::fs::create_dir_all(task_dir).map_err(|e| {
         format!(
@@ -203,6 +208,7 @@ async fn execute(
         max_cost_usd: limits.max_cost_usd.as_ref().map(|limit| limit.value),
         max_tokens: limits.max_tokens,
         pricing: prices,
+        interrupt,
     };
     let expectations = match plan.model {
         ModelSource::Replay { expectations, .. } => expectations,
@@ -303,7 +309,10 @@ fn unknown_price(model: &str) -> String {
 fn runs_checks(reason: EndReason) -> bool {
     !matches!(
         reason,
-        EndReason::Timeout | EndReason::ProviderError | EndReason::InternalError
+        EndReason::Timeout
+            | EndReason::ProviderError
+            | EndReason::InternalError
+            | EndReason::Interrupted
     )
 }
 

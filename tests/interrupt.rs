@@ -1,0 +1,100 @@
+//! A cancelled CI job sends SIGTERM: drover stops its tasks at once and still leaves a
+//! complete transcript, diff and reports, with a truthful exit code.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{events, transcript, write_spec};
+use serde_json::Value;
+
+#[test]
+fn sigterm_ends_every_task_with_a_complete_record_and_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let spec = |name: &str| {
+        format!(
+            "version: 1\nname: {name}\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - {{ name: Write, input: {{ file_path: started.txt, content: x }} }}\n        - {{ name: Bash, input: {{ command: sleep 60 }} }}\n    - text: never reached\npermissions:\n  allow: [Bash, Write]\nchecks:\n  - name: never runs\n    run: 'true'\n"
+        )
+    };
+    write_spec(dir.path(), "a.yaml", &spec("first"));
+    write_spec(dir.path(), "b.yaml", &spec("second"));
+    let artifacts = dir.path().join("out");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
+        .arg("run")
+        .arg(dir.path().join("a.yaml"))
+        .arg(dir.path().join("b.yaml"))
+        .arg("--quiet")
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first task's Bash call is running.
+    let recorded = artifacts.join("first/transcript.jsonl");
+    let started = Instant::now();
+    while !std::fs::read_to_string(&recorded).is_ok_and(|t| t.contains("\"name\":\"Bash\"")) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the task never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if started.elapsed() > Duration::from_secs(50) {
+            child.kill().unwrap();
+            panic!("drover did not stop after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(3), "an interrupted run is not a success");
+
+    let lines = transcript(&recorded);
+    let end = lines.last().unwrap();
+    assert_eq!(end["type"], "run_end");
+    assert_eq!(end["reason"], "interrupted");
+    let results = events(&lines, "tool_result");
+    assert_eq!(results.len(), 2, "every call has its result");
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted")
+    );
+    assert!(
+        events(&lines, "check").is_empty(),
+        "checks do not run after an interrupt"
+    );
+    let diff = std::fs::read_to_string(artifacts.join("first/diff.patch")).unwrap();
+    assert!(
+        diff.contains("started.txt"),
+        "the diff of the work done is kept"
+    );
+
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
+            .unwrap();
+    let tasks = summary["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2);
+    assert_eq!(tasks[0]["reason"], "interrupted");
+    assert_eq!(tasks[1]["reason"], "interrupted");
+    assert!(
+        tasks[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not started")
+    );
+    assert!(artifacts.join("junit.xml").is_file());
+}
