@@ -477,3 +477,32 @@ fn searches_and_listings_skip_files_the_policy_denies_reading() {
         "a search of a denied directory is denied"
     );
 }
+
+#[test]
+fn the_policy_judges_paths_where_the_shell_really_is() {
+    let (dir, spec) = task(
+        "version: 1\nname: cwd\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: cd sub } }]\n    - tool_calls: [{ name: Bash, input: { command: cat ../.env } }]\n    - tool_calls: [{ name: Bash, input: { command: cat ../notes.txt } }]\n    - text: done\npermissions:\n  allow: [\"Bash(cat *)\"]\n  deny: [\"Read(.env)\"]\n",
+    );
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(ws.join("sub")).unwrap();
+    std::fs::write(ws.join(".env"), "SECRET=hunter2\n").unwrap();
+    std::fs::write(ws.join("notes.txt"), "hello\n").unwrap();
+    let artifacts = dir.path().join("out");
+    run(&spec, &artifacts).code(0);
+    let raw = std::fs::read_to_string(artifacts.join("cwd/transcript.jsonl")).unwrap();
+    assert!(
+        !raw.contains("hunter2"),
+        "cd then a relative path read around the deny rule"
+    );
+    let lines = transcript(&artifacts.join("cwd/transcript.jsonl"));
+    let results = events(&lines, "tool_result");
+    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert_eq!(results[1]["is_error"], true, "{}", results[1]);
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Read(.env)")
+    );
+    assert_eq!(results[2]["content"], "hello");
+}

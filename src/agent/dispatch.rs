@@ -35,7 +35,12 @@ pub struct Verdict {
 
 /// Look the call up, validate its input and ask the policy. Returns the outcome and,
 /// when the policy was asked, its verdict (for the transcript).
-pub fn prepare(call: &Call, registry: &Registry, policy: &Policy) -> (Prepared, Option<Verdict>) {
+pub fn prepare(
+    call: &Call,
+    registry: &Registry,
+    policy: &Policy,
+    cwd: &std::path::Path,
+) -> (Prepared, Option<Verdict>) {
     let Some(tool) = registry.get(&call.name) else {
         let available = registry.names().join(", ");
         return (
@@ -61,7 +66,7 @@ pub fn prepare(call: &Call, registry: &Registry, policy: &Policy) -> (Prepared, 
     if let Err(message) = registry.validate(&call.name, &call.input) {
         return (Prepared::Done(ToolOutput::error(message)), None);
     }
-    let decision = policy.decide(tool.as_ref(), &call.input);
+    let decision = policy.decide_in(tool.as_ref(), &call.input, cwd);
     let verdict = Verdict {
         allowed: decision.allowed,
         rule: decision.rule.clone(),

@@ -252,7 +252,7 @@ impl Agent<'_> {
                         None,
                     )
                 } else {
-                    dispatch::prepare(call, self.registry, self.policy)
+                    dispatch::prepare(call, self.registry, self.policy, &self.ctx.shell.current())
                 };
                 if let Some(verdict) = verdict {
                     self.transcript.write(Event::Permission {

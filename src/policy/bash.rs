@@ -5,6 +5,8 @@
 //! may not leave the workspace. What cannot be analysed statically is denied unless the
 //! policy allows `Bash` outright.
 
+use std::path::Path;
+
 use super::expand::{expand_home, home_dir};
 use super::guardrails::{self, GuardContext};
 use super::shell::{self, Analysis, Opaque, SimpleCommand};
@@ -19,13 +21,14 @@ const MUTATING: &[&str] = &[
 
 impl Policy {
     /// Decide a `Bash` call (`name` is the tool, for messages) on `line`.
-    pub(super) fn decide_command(&self, name: &str, line: &str) -> Decision {
+    pub(super) fn decide_command(&self, name: &str, line: &str, cwd: &Path) -> Decision {
         let analysis = shell::analyse(line);
         let argvs: Vec<Vec<String>> = analysis.commands.iter().map(|c| c.argv.clone()).collect();
         if self.guardrails == Switch::On {
             let home = home_dir();
             let ctx = GuardContext {
                 workspace: &self.workspace,
+                cwd,
                 home: home.as_deref(),
             };
             if let Some(why) = guardrails::check(&argvs, line, &ctx) {
@@ -37,7 +40,7 @@ impl Policy {
                 );
             }
         }
-        if let Some(denial) = self.command_denial(name, &analysis) {
+        if let Some(denial) = self.command_denial(name, &analysis, cwd) {
             return denial;
         }
         if let Some(write) = analysis
@@ -90,7 +93,7 @@ impl Policy {
             }
         }
         for write in &analysis.writes {
-            match self.redirect_decision(name, write, outright) {
+            match self.redirect_decision(name, write, outright, cwd) {
                 Ok(Some(rule)) => rules.push(rule),
                 Ok(None) => {}
                 Err(denial) => return denial,
@@ -116,7 +119,7 @@ impl Policy {
 
     /// The first part of the command line a deny rule, the Read/Edit deny rules or the
     /// workspace boundary forbids.
-    fn command_denial(&self, name: &str, analysis: &Analysis) -> Option<Decision> {
+    fn command_denial(&self, name: &str, analysis: &Analysis, cwd: &Path) -> Option<Decision> {
         for command in &analysis.commands {
             for rule in self.deny.iter().filter(|rule| rule.governs(name)) {
                 if let Some(Specifier::Command(pattern)) = rule.specifier()
@@ -140,7 +143,7 @@ impl Policy {
             }
             if is_cd(command) {
                 let target = command.argv.get(1).map_or("~", String::as_str);
-                if !self.cd_stays_inside(target) {
+                if !self.cd_stays_inside(target, cwd) {
                     return Some(Decision::deny(
                         None,
                         format!(
@@ -153,7 +156,7 @@ impl Policy {
             let program = command.argv.first().map(String::as_str).unwrap_or_default();
             let mutating = MUTATING.contains(&program.rsplit('/').next().unwrap_or(program));
             for arg in command.argv.iter().skip(1).filter(|a| !a.starts_with('-')) {
-                let Some(target) = self.static_path(arg) else {
+                let Some(target) = self.static_path(arg, cwd) else {
                     continue;
                 };
                 if let Some(rule) = self.path_denied_by("Read", &target) {
@@ -194,8 +197,9 @@ impl Policy {
         name: &str,
         write: &str,
         outright: Option<&'a Rule>,
+        cwd: &Path,
     ) -> Result<Option<&'a Rule>, Decision> {
-        let Some(target) = self.static_path(write) else {
+        let Some(target) = self.static_path(write, cwd) else {
             return Err(Decision::deny(
                 None,
                 format!(
@@ -248,18 +252,19 @@ impl Policy {
     }
 
     /// `cd TARGET` ends inside the workspace (or an additional directory).
-    fn cd_stays_inside(&self, target: &str) -> bool {
+    fn cd_stays_inside(&self, target: &str, cwd: &Path) -> bool {
         if target == "-" {
             return false;
         }
-        self.static_path(target).is_some_and(|t| t.confined)
+        self.static_path(target, cwd).is_some_and(|t| t.confined)
     }
 
     /// An argument resolved as a path, when it can be known before the command runs.
-    fn static_path(&self, word: &str) -> Option<super::path_decision::PathTarget> {
+    fn static_path(&self, word: &str, cwd: &Path) -> Option<super::path_decision::PathTarget> {
         let home = home_dir();
         let expanded = expand_home(word, home.as_deref())?;
-        self.resolve_path(&expanded.to_string_lossy()).ok()
+        self.resolve_path_from(cwd, &expanded.to_string_lossy())
+            .ok()
     }
 }
 

@@ -11,6 +11,8 @@ use super::expand::expand_home;
 /// Where the guardrails judge paths from.
 pub struct GuardContext<'a> {
     pub workspace: &'a Path,
+    /// Where the command runs: relative arguments resolve against it.
+    pub cwd: &'a Path,
     pub home: Option<&'a Path>,
 }
 
@@ -167,7 +169,7 @@ fn resolve(arg: &str, ctx: &GuardContext<'_>) -> Option<PathBuf> {
     let path = if expanded.is_absolute() {
         expanded
     } else {
-        ctx.workspace.join(expanded)
+        ctx.cwd.join(expanded)
     };
     Some(crate::workspace::paths::normalize(&path))
 }

@@ -103,8 +103,14 @@ impl Policy {
 
     /// Decide one call. `input` has already passed the tool's schema.
     pub fn decide(&self, tool: &dyn Tool, input: &Value) -> Decision {
+        self.decide_in(tool, input, &self.workspace.clone())
+    }
+
+    /// Decide one call whose shell command (if any) runs in `cwd`: a command's relative
+    /// paths and `cd` targets are resolved where the command will really run.
+    pub fn decide_in(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> Decision {
         match tool.subject(input) {
-            Subject::Command(line) => self.decide_command(tool.name(), &line),
+            Subject::Command(line) => self.decide_command(tool.name(), &line, cwd),
             Subject::Path(raw) => self.decide_path(tool.name(), tool.is_read_only(), Some(&raw)),
             Subject::None => self.decide_path(tool.name(), tool.is_read_only(), None),
         }

@@ -39,7 +39,16 @@ impl PathTarget {
 impl Policy {
     /// Resolve a path as written in a tool input (relative to the workspace, or absolute).
     pub(super) fn resolve_path(&self, raw: &str) -> Result<PathTarget, String> {
-        let lexical = paths::resolve(&self.workspace, raw).map_err(|e| e.to_string())?;
+        self.resolve_path_from(&self.workspace, raw)
+    }
+
+    /// Resolve a path relative to `base` (a shell's working directory), or absolute.
+    pub(super) fn resolve_path_from(
+        &self,
+        base: &std::path::Path,
+        raw: &str,
+    ) -> Result<PathTarget, String> {
+        let lexical = paths::resolve(base, raw).map_err(|e| e.to_string())?;
         // Resolve symlinks so a link inside the workspace cannot point a rule check at
         // one file and the tool at another.
         let absolute = paths::canonicalize_for_write(&lexical).unwrap_or(lexical);

@@ -403,3 +403,33 @@ fn the_table_is_large() {
     assert!(rows >= 150, "only {rows} cases");
     let _ = Path::new("/");
 }
+
+#[test]
+fn shell_paths_resolve_where_the_shell_is() {
+    // The Bash tool keeps its working directory between calls: after `cd sub`, relative
+    // paths in the next command are relative to sub/.
+    let fx = fixture();
+    let registry = Registry::builtin().unwrap();
+    let bash_tool = registry.get("Bash").unwrap();
+    let sub = fx.workspace.join("sub");
+    let rows: &[(&str, &str, bool)] = &[
+        ("ci", "cd ..", true),
+        ("ci", "cd ../..", false),
+        ("ci", "cat ../.env", false),
+        ("ci", "cat ../src/lib.rs", true),
+        ("ci", "cargo test > ../src/out.log", true),
+        ("ci", "cargo test > ../out.log", false),
+        ("open", "rm -rf ..", false),
+        ("open", "rm -rf ../src", true),
+        ("open", "cp ../.env x", false),
+    ];
+    let mut failures = Vec::new();
+    for (name, command, expected) in rows {
+        let input = json!({ "command": command });
+        let decision = policy(name, &fx).decide_in(bash_tool.as_ref(), &input, &sub);
+        if decision.allowed != *expected {
+            failures.push(format!("[{name}] {command}: {}", decision.reason));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

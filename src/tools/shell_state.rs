@@ -38,6 +38,12 @@ impl ShellState {
         self.cwd.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The directory the shell is in now, as recorded (for the policy, which resolves a
+    /// command's relative paths where the command will run).
+    pub fn current(&self) -> PathBuf {
+        self.lock().clone()
+    }
+
     /// The directory the next command starts in. A directory deleted since the last
     /// command is replaced by the workspace root (with the reason), so the command can run.
     pub fn cwd(&self) -> (PathBuf, Option<String>) {

@@ -10,6 +10,7 @@ fn trips(commands: &[&str]) -> Option<String> {
     let line = commands.join(" | ");
     let ctx = GuardContext {
         workspace: Path::new("/work/repo"),
+        cwd: Path::new("/work/repo"),
         home: Some(Path::new("/home/u")),
     };
     check(&list, &line, &ctx)
@@ -100,6 +101,7 @@ fn downloads_piped_into_a_shell_are_stopped() {
 fn fork_bombs_are_stopped_by_any_name() {
     let ctx = GuardContext {
         workspace: Path::new("/w"),
+        cwd: Path::new("/w"),
         home: None,
     };
     assert!(check(&[], ":(){ :|:& };:", &ctx).is_some());
