@@ -93,12 +93,20 @@ impl Policy {
             }
         }
         for write in &analysis.writes {
-            match self.redirect_decision(name, write, outright, cwd) {
-                Ok(Some(rule)) => rules.push(rule),
-                Ok(None) => {}
-                Err(denial) => return denial,
+            for dir in self.possible_dirs(&analysis, cwd) {
+                match self.redirect_decision(name, write, outright, &dir) {
+                    Ok(Some(rule)) => rules.push(rule),
+                    Ok(None) => {}
+                    Err(denial) => return denial,
+                }
             }
         }
+        if let Some(rule) = outright
+            && !analysis.opaque.is_empty()
+        {
+            rules.push(rule);
+        }
+        rules.sort_by(|a, b| a.text().cmp(b.text()));
         rules.dedup_by(|a, b| a.text() == b.text());
         let names: Vec<&str> = rules.iter().map(|r| r.text()).collect();
         let rule = (!names.is_empty()).then(|| names.join(", "));
@@ -131,16 +139,30 @@ impl Policy {
                     ));
                 }
             }
-            if analysis.opaque.iter().any(hides_commands) && self.has_command_deny_rules(name) {
-                let rule = self
-                    .deny
-                    .iter()
-                    .find(|rule| rule.governs(name) && rule.specifier().is_some());
-                return Some(Decision::deny(
-                    rule,
-                    "the command line cannot be fully analysed, so drover cannot rule out that a part of it matches a deny rule".to_string(),
-                ));
-            }
+        }
+        // A part drover cannot see might be what a deny rule forbids: deny rather than
+        // guess, whatever else the line holds (even when it lists no command at all).
+        if let Some(hidden) = analysis.opaque.iter().find(|o| hides_commands(o))
+            && self.has_command_deny_rules(name)
+        {
+            let rules: Vec<&str> = self
+                .deny
+                .iter()
+                .filter(|rule| {
+                    rule.governs(name) && matches!(rule.specifier(), Some(Specifier::Command(_)))
+                })
+                .map(Rule::text)
+                .collect();
+            return Some(Decision::deny(
+                None,
+                format!(
+                    "the command line holds a part drover cannot analyse ({hidden}), so it cannot rule out what the deny rules {} forbid; write the command without it",
+                    rules.join(", ")
+                ),
+            ));
+        }
+        let dirs = self.possible_dirs(analysis, cwd);
+        for command in &analysis.commands {
             if is_cd(command) {
                 let target = command.argv.get(1).map_or("~", String::as_str);
                 if !self.cd_stays_inside(target, cwd) {
@@ -152,36 +174,78 @@ impl Policy {
                         ),
                     ));
                 }
+                continue;
             }
             let program = command.argv.first().map(String::as_str).unwrap_or_default();
             let mutating = MUTATING.contains(&program.rsplit('/').next().unwrap_or(program));
             for arg in command.argv.iter().skip(1).filter(|a| !a.starts_with('-')) {
-                let Some(target) = self.static_path(arg, cwd) else {
-                    continue;
-                };
-                if let Some(rule) = self.path_denied_by("Read", &target) {
-                    return Some(Decision::deny(
-                        Some(rule),
-                        format!(
-                            "`{}` names {}, which rule {rule} denies reading",
-                            command.source,
-                            target.shown()
-                        ),
-                    ));
-                }
-                if mutating && let Some(rule) = self.path_denied_by("Edit", &target) {
-                    return Some(Decision::deny(
-                        Some(rule),
-                        format!(
-                            "`{}` changes {}, which rule {rule} denies",
-                            command.source,
-                            target.shown()
-                        ),
-                    ));
+                for target in self.arg_targets(arg, &dirs) {
+                    if let Some(rule) = self.path_denied_by("Read", &target) {
+                        return Some(Decision::deny(
+                            Some(rule),
+                            format!(
+                                "`{}` names {}, which rule {rule} denies reading",
+                                command.source,
+                                target.shown()
+                            ),
+                        ));
+                    }
+                    if mutating && let Some(rule) = self.path_denied_by("Edit", &target) {
+                        return Some(Decision::deny(
+                            Some(rule),
+                            format!(
+                                "`{}` changes {}, which rule {rule} denies",
+                                command.source,
+                                target.shown()
+                            ),
+                        ));
+                    }
                 }
             }
         }
         None
+    }
+
+    /// Every directory a command of this line may run in: where the shell is, and each
+    /// static `cd` target in the line (a `cd` that is not static is refused on its own).
+    /// Relative paths are judged from all of them, so `cd secrets && echo x > key` is
+    /// judged as a write to `secrets/key`.
+    fn possible_dirs(&self, analysis: &Analysis, cwd: &Path) -> Vec<std::path::PathBuf> {
+        let mut dirs = vec![cwd.to_path_buf()];
+        for command in analysis.commands.iter().filter(|c| is_cd(c)) {
+            let target = command.argv.get(1).map_or("~", String::as_str);
+            for base in dirs.clone() {
+                if let Some(resolved) = self.static_path(target, &base)
+                    && !dirs.contains(&resolved.absolute)
+                {
+                    dirs.push(resolved.absolute);
+                }
+            }
+        }
+        dirs
+    }
+
+    /// The files an argument may name, from each possible directory. A glob (`.e*`,
+    /// `secrets/*`) is expanded against the file system, as the shell would.
+    fn arg_targets(
+        &self,
+        arg: &str,
+        dirs: &[std::path::PathBuf],
+    ) -> Vec<super::path_decision::PathTarget> {
+        let mut targets = Vec::new();
+        for dir in dirs {
+            if arg.contains(['*', '?', '[']) {
+                for path in expand_glob(arg, dir) {
+                    if let Ok(target) = self.resolve_path_from(dir, &path.to_string_lossy()) {
+                        targets.push(target);
+                    }
+                }
+            }
+            if let Some(target) = self.static_path(arg, dir) {
+                targets.push(target);
+            }
+        }
+        targets
     }
 
     fn has_command_deny_rules(&self, name: &str) -> bool {
@@ -275,6 +339,53 @@ fn hides_commands(opaque: &Opaque) -> bool {
         opaque,
         Opaque::CommandSubstitution(_) | Opaque::ProcessSubstitution(_) | Opaque::DynamicWrite(_)
     )
+}
+
+/// Expand a shell glob relative to `dir` as the shell would (hidden files only when the
+/// pattern names them), bounded so a huge tree cannot stall the decision.
+fn expand_glob(pattern: &str, dir: &Path) -> Vec<std::path::PathBuf> {
+    const MAX_ENTRIES: usize = 20_000;
+    let Ok(glob) = globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+    else {
+        return Vec::new();
+    };
+    let matcher = glob.compile_matcher();
+    let absolute = pattern.starts_with('/');
+    let root = if absolute { Path::new("/") } else { dir };
+    let depth = if pattern.contains("**") {
+        usize::MAX
+    } else {
+        pattern.trim_start_matches('/').split('/').count()
+    };
+    let names_hidden = pattern.split('/').any(|part| part.starts_with('.'));
+    let mut found = Vec::new();
+    let walk = walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .max_depth(depth)
+        .follow_links(false);
+    for entry in walk.into_iter().filter_map(Result::ok).take(MAX_ENTRIES) {
+        let candidate = if absolute {
+            entry.path().to_path_buf()
+        } else {
+            match entry.path().strip_prefix(dir) {
+                Ok(rel) => rel.to_path_buf(),
+                Err(_) => continue,
+            }
+        };
+        let hidden = candidate
+            .components()
+            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+        if hidden && !names_hidden {
+            // The shell's `*` does not match dotfiles unless the pattern names them.
+            continue;
+        }
+        if matcher.is_match(&candidate) {
+            found.push(candidate);
+        }
+    }
+    found
 }
 
 fn is_cd(command: &SimpleCommand) -> bool {

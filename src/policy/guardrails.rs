@@ -41,8 +41,10 @@ pub fn check(commands: &[Vec<String>], line: &str, ctx: &GuardContext<'_>) -> Op
                 | "node"
         )
     });
-    if downloads && shells && line.contains('|') {
-        return Some("piping a download into a shell or interpreter".into());
+    if downloads && shells {
+        return Some(
+            "running a download with a shell or interpreter (piped, or saved and run)".into(),
+        );
     }
     commands.iter().find_map(|argv| check_one(argv, ctx))
 }
@@ -82,6 +84,10 @@ fn check_one(argv: &[String], ctx: &GuardContext<'_>) -> Option<String> {
             .find(|target| is_device(target))
             .map(|target| format!("dd writing to the device {target}")),
         "rm" => check_rm(args, ctx),
+        "shred" => args
+            .iter()
+            .find(|a| is_device(a))
+            .map(|target| format!("shred of the device {target}")),
         "chmod" | "chown" | "chgrp" if is_recursive(args) => args
             .iter()
             .filter(|a| !a.starts_with('-'))
@@ -109,6 +115,14 @@ fn check_rm(args: &[String], ctx: &GuardContext<'_>) -> Option<String> {
         if is_precious(arg, ctx) {
             return Some(format!(
                 "rm of {arg}, which would delete the root, the home directory or the workspace"
+            ));
+        }
+        if is_recursive_rm(args)
+            && (arg.contains('$') || arg.contains('`'))
+            && resolve(arg, ctx).is_none()
+        {
+            return Some(format!(
+                "rm -r of {arg}, a target not known before the command runs (it could be the root, the home directory or the workspace)"
             ));
         }
     }
@@ -142,6 +156,14 @@ fn has_find_filter(args: &[String]) -> bool {
     })
 }
 
+/// `rm -r`, `-R`, `-rf`, `--recursive`.
+fn is_recursive_rm(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        a == "--recursive"
+            || (a.starts_with('-') && !a.starts_with("--") && (a.contains('r') || a.contains('R')))
+    })
+}
+
 fn is_recursive(args: &[String]) -> bool {
     args.iter().any(|a| {
         a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && a.contains('R'))
@@ -165,6 +187,17 @@ fn resolve(arg: &str, ctx: &GuardContext<'_>) -> Option<PathBuf> {
     } else {
         trimmed
     };
+    // `$PWD` is where the command runs.
+    for prefix in ["$PWD", "${PWD}"] {
+        if let Some(rest) = trimmed.strip_prefix(prefix)
+            && (rest.is_empty() || rest.starts_with('/'))
+            && !rest.contains('$')
+        {
+            return Some(crate::workspace::paths::normalize(
+                &ctx.cwd.join(rest.trim_start_matches('/')),
+            ));
+        }
+    }
     let expanded = expand_home(trimmed, ctx.home)?;
     let path = if expanded.is_absolute() {
         expanded
@@ -180,6 +213,13 @@ fn resolves_to_root(arg: &str, ctx: &GuardContext<'_>) -> bool {
 
 /// The root, the home directory, the workspace root, or an ancestor of the workspace.
 fn is_precious(arg: &str, ctx: &GuardContext<'_>) -> bool {
+    // `~user` is another user's home directory.
+    if let Some(user) = arg.strip_prefix('~') {
+        let name = user.trim_end_matches(['/', '*', '.']);
+        if !name.is_empty() && !name.contains('/') {
+            return true;
+        }
+    }
     let Some(path) = resolve(arg, ctx) else {
         return false;
     };

@@ -86,7 +86,16 @@ impl Policy {
     /// outright (`deny: [Bash]`), or a tool that is not read-only in plan mode.
     pub fn withholds(&self, tool: &dyn Tool) -> Option<Decision> {
         let name = tool.name();
-        if let Some(rule) = self.deny.iter().find(|rule| rule.covers_whole_tool(name)) {
+        // The shells' companions go with Bash: without it they have nothing to act on.
+        let governing = match name {
+            "BashOutput" | "KillShell" => "Bash",
+            other => other,
+        };
+        if let Some(rule) = self
+            .deny
+            .iter()
+            .find(|rule| rule.covers_whole_tool(governing))
+        {
             return Some(Decision::deny(
                 Some(rule),
                 format!("{name} is denied outright by rule {rule} and not offered to the model"),

@@ -32,7 +32,7 @@ impl PathTarget {
     pub fn in_git_internals(&self) -> bool {
         self.relative
             .as_deref()
-            .is_some_and(|rel| rel == ".git" || rel.starts_with(".git/"))
+            .is_some_and(|rel| rel.split('/').any(|part| part == ".git"))
     }
 }
 
@@ -172,7 +172,8 @@ impl Policy {
             .filter(|rule| rule.governs(name))
             .filter(|rule| !git_internals || names_git_dir(rule))
             .find(|rule| match rule.specifier() {
-                None => read_only || target.confined,
+                // A bare rule is not explicit about paths: it never reaches outside.
+                None => target.confined,
                 Some(Specifier::Path(pattern)) => {
                     path_pattern::matches(pattern, &target.absolute, target.relative.as_deref())
                 }

@@ -75,6 +75,8 @@ impl Rule {
     }
 
     /// Does this rule concern `tool_name` at all (before looking at the specifier)?
+    /// `Edit` rules govern Edit, MultiEdit and Write; `Read` rules govern Read, Glob, Grep
+    /// and LS — bare or with a path.
     pub fn governs(&self, tool_name: &str) -> bool {
         if self.tool == tool_name {
             return true;
@@ -82,15 +84,13 @@ impl Rule {
         if self.tool.starts_with("mcp__") {
             return mcp_matches(&self.tool, tool_name);
         }
-        matches!(self.specifier, Some(Specifier::Path(_)))
+        matches!(self.specifier, None | Some(Specifier::Path(_)))
             && path_family(&self.tool).is_some_and(|family| family.contains(&tool_name))
     }
 
-    /// A rule without specifier that names exactly this tool: it covers every call.
+    /// A rule without specifier that governs this tool: it covers every call.
     pub fn covers_whole_tool(&self, tool_name: &str) -> bool {
-        self.specifier.is_none()
-            && (self.tool == tool_name
-                || (self.tool.starts_with("mcp__") && mcp_matches(&self.tool, tool_name)))
+        self.specifier.is_none() && self.governs(tool_name)
     }
 }
 
@@ -236,7 +236,9 @@ mod tests {
         assert!(read.governs("Grep") && read.governs("Glob") && !read.governs("Edit"));
         let edit = rule("Edit(src/**)").unwrap();
         assert!(edit.governs("Write") && edit.governs("MultiEdit"));
-        assert!(!rule("Edit").unwrap().governs("Write"));
+        let bare = rule("Edit").unwrap();
+        assert!(bare.governs("Write") && bare.covers_whole_tool("MultiEdit"));
+        assert!(!rule("Write").unwrap().governs("Edit"));
     }
 
     #[test]

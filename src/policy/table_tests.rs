@@ -200,6 +200,9 @@ fn file_tools() {
         ("ci", file("Edit", "src/../../outside/x.rs"), false),
         ("ci", file("Write", "/tmp/x.rs"), false),
         ("ci", file("Edit", ".git/config"), false),
+        // A bare Read rule is not explicit about paths: it does not reach outside.
+        ("ci", file("Read", "/etc/passwd"), false),
+        ("ci", file("Read", "$OUT/secret.txt"), false),
         ("open", file("Edit", "README.md"), true),
         ("open", file("Write", "sub/new.txt"), true),
         ("open", file("Edit", "config/app.toml"), false),
@@ -333,6 +336,23 @@ fn shell_commands_with_bash_allowed_outright() {
         ("open", bash("cd $OUT && ls"), false),
         ("open", bash("cargo test && cd ../ && ls"), false),
         ("open", bash("ls -la"), true),
+        // A variable in command position hides what runs: a deny rule might match it.
+        ("open", bash("g=git; $g push x"), false),
+        ("open", bash("$CMD"), false),
+        // Relative paths after a cd are judged from where the cd leads.
+        ("open", bash("cd config && echo hi > app.toml"), false),
+        ("open", bash("cd config && rm app.toml"), false),
+        ("open", bash("cd .git/hooks && echo x > pre-commit"), false),
+        ("open", bash("cd sub && echo x > notes.txt"), true),
+        // Nested .git directories are git's too.
+        ("open", bash("echo x > src/.git/config"), false),
+        ("open", file("Write", "src/.git/config"), false),
+        // Globs are expanded as the shell would before judging the files they name.
+        ("open", bash("cat .e*"), false),
+        ("open", bash("cat .en[v]"), false),
+        ("open", bash("cat ?env"), true),
+        ("open", bash("cat src/*.rs"), true),
+        ("open", bash("cat */.env"), false),
     ]);
 }
 

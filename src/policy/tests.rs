@@ -232,3 +232,34 @@ fn symlinks_and_dot_dot_cannot_escape_the_workspace() {
     assert!(!p.decide(&READ, &file("../secret.txt")).allowed);
     assert!(!p.decide(&EDIT, &file("sub/../../secret.txt")).allowed);
 }
+
+#[test]
+fn a_bare_edit_rule_governs_write_and_multi_edit_too() {
+    let p = policy(&["Write", "Edit(src/**)"], &["Edit"]);
+    assert!(!p.decide(&WRITE, &file("src/a.rs")).allowed);
+    let multi = Fake {
+        name: "MultiEdit",
+        read_only: false,
+    };
+    assert!(
+        p.withholds(&multi).is_some(),
+        "denied outright, so not offered"
+    );
+    assert!(p.withholds(&WRITE).is_some());
+    let p = policy(&["Edit"], &[]);
+    assert!(p.decide(&WRITE, &file("new.txt")).allowed);
+}
+
+#[test]
+fn bash_companions_go_with_bash() {
+    let p = policy(&[], &["Bash"]);
+    let output = Fake {
+        name: "BashOutput",
+        read_only: false,
+    };
+    let kill = Fake {
+        name: "KillShell",
+        read_only: false,
+    };
+    assert!(p.withholds(&output).is_some() && p.withholds(&kill).is_some());
+}

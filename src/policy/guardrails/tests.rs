@@ -35,6 +35,11 @@ fn deleting_root_home_or_workspace_is_stopped() {
         "/bin/rm -rf /",
         "find / -delete",
         "find ~ -delete",
+        "rm -rf $PWD",
+        "rm -rf ${PWD}/",
+        "rm -rf ~root",
+        "rm -rf $TARGET",
+        "rm -r \"$X\"",
     ] {
         assert!(trips(&[command]).is_some(), "{command}");
     }
@@ -49,6 +54,8 @@ fn ordinary_deletions_pass() {
         "rm -rf /tmp/scratch",
         "rm -rf ~/.cache/thing",
         "find . -name '*.o' -delete",
+        "rm -rf $PWD/build",
+        "rm $X",
     ] {
         assert_eq!(trips(&[command]), None, "{command}");
     }
@@ -72,6 +79,7 @@ fn machine_level_commands_are_stopped() {
         "chmod -R 777 /",
         "chown -R nobody /",
         "chmod --recursive 700 /*",
+        "shred /dev/sda",
     ] {
         assert!(trips(&[command]).is_some(), "{command}");
     }
