@@ -93,7 +93,7 @@ async fn run_command(args: RunArgs) -> i32 {
             let total = plans.len();
             let plans = shard.select(plans, |plan| plan.spec.name());
             if !args.quiet {
-                println!("drover: shard {shard}: {} of {total} tasks", plans.len());
+                crate::say!("drover: shard {shard}: {} of {total} tasks", plans.len());
             }
             plans
         }
@@ -143,12 +143,12 @@ fn finish_run(report: &crate::record::RunReport, artifacts: &Path) -> i32 {
         );
         return exit::RUNNER_ERROR;
     }
-    println!(
+    crate::say!(
         "drover: artifacts in {} (junit.xml, summary.json, summary.md, <task>/transcript.jsonl, <task>/diff.patch)",
         artifacts.display()
     );
     let github = GithubEnv::from_env();
-    if let Err(error) = report_to_github(report, &github, &mut std::io::stdout()) {
+    if let Err(error) = report_to_github(report, &github, &mut crate::output::Stdout) {
         // The artifacts are written; a missing step summary does not change the outcome.
         eprintln!("drover: warning: cannot write the GitHub step summary: {error}");
     }
@@ -172,7 +172,7 @@ fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {
         return exit::BAD_INPUT;
     };
     for spec in &specs {
-        println!("ok: {} (task {})", spec.path.display(), spec.name());
+        crate::say!("ok: {} (task {})", spec.path.display(), spec.name());
     }
     exit::PASSED
 }
@@ -188,7 +188,7 @@ fn tools_command(json: bool) -> i32 {
     let definitions = registry.definitions();
     if json {
         match serde_json::to_string_pretty(&definitions) {
-            Ok(text) => println!("{text}"),
+            Ok(text) => crate::say!("{text}"),
             Err(error) => {
                 eprintln!("drover: internal error: {error}");
                 return exit::RUNNER_ERROR;
@@ -205,7 +205,7 @@ fn tools_command(json: bool) -> i32 {
             } else {
                 "writes/executes"
             };
-            println!("{:<10} {:<16} {summary}", definition.name, kind);
+            crate::say!("{:<10} {:<16} {summary}", definition.name, kind);
         }
     }
     exit::PASSED
@@ -260,7 +260,7 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
         "rule": decision.rule,
         "reason": decision.reason,
     });
-    println!("{output}");
+    crate::say!("{output}");
     if decision.allowed {
         exit::PASSED
     } else {

@@ -12,6 +12,7 @@ pub mod digest;
 pub mod exec;
 pub mod exit;
 pub mod model;
+pub mod output;
 pub mod policy;
 pub mod record;
 pub mod run;

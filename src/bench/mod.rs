@@ -41,22 +41,24 @@ pub fn run(args: &BenchArgs) -> i32 {
         }
     };
     if cfg!(debug_assertions) {
-        println!("note: this drover is a debug build; build with --release for meaningful figures");
+        crate::say!(
+            "note: this drover is a debug build; build with --release for meaningful figures"
+        );
     }
     for line in cases::describe(&tree) {
-        println!("{line}");
+        crate::say!("{line}");
     }
     let mut missing = Vec::new();
     let ripgrep = find_reference(Reference::Ripgrep, &mut missing);
     let fd = find_reference(Reference::Fd, &mut missing);
     for reference in &missing {
-        println!(
+        crate::say!(
             "note: {} not found on PATH; its cases are not compared. Install it with `apt-get install {}` (or `apt-get install ripgrep fd-find`).",
             reference.programs().join(" or "),
             reference.package()
         );
     }
-    println!(
+    crate::say!(
         "runs: {} per program and case (median), after one warm-up",
         args.runs
     );
@@ -64,15 +66,22 @@ pub fn run(args: &BenchArgs) -> i32 {
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
         let load: Vec<&str> = load.split_whitespace().take(3).collect();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        println!(
+        crate::say!(
             "machine: {cores} cores, load average {} (figures are noisy when it nears the core count)",
             load.join(" ")
         );
     }
-    println!();
-    println!(
+    crate::say!();
+    crate::say!(
         "{:<30} {:>10} {:>10} {:>7} {:>6}  {:<6} {:>9} {:>15}",
-        "case", "drover ms", "ref ms", "ratio", "goal", "result", "min ratio", "lines drover/ref"
+        "case",
+        "drover ms",
+        "ref ms",
+        "ratio",
+        "goal",
+        "result",
+        "min ratio",
+        "lines drover/ref"
     );
     let mut failed = false;
     let mut missed = false;
@@ -84,7 +93,7 @@ pub fn run(args: &BenchArgs) -> i32 {
         let row = measure(&case, &drover, reference, &tree, usize::from(args.runs));
         failed |= row.failed;
         missed |= row.missed;
-        println!("{}", row.text);
+        crate::say!("{}", row.text);
     }
     if failed {
         exit::RUNNER_ERROR

@@ -136,6 +136,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         model,
         origin,
         expected_fingerprint: None,
+        excluded: Vec::new(),
     })
 }
 

@@ -29,10 +29,11 @@ pub fn in_place(origin: &Path) -> std::io::Result<PreparedWorkspace> {
     })
 }
 
-/// Work in a scratch copy of `origin`'s files (not ignored ones, not `.git/`).
-pub fn scratch_copy(origin: &Path) -> std::io::Result<PreparedWorkspace> {
+/// Work in a scratch copy of `origin`'s files (not ignored ones, not `.git/`, not build
+/// trees, not the `excluded` directories).
+pub fn scratch_copy(origin: &Path, excluded: &[PathBuf]) -> std::io::Result<PreparedWorkspace> {
     let scratch = tempfile::Builder::new().prefix("drover-ws-").tempdir()?;
-    copy_workspace(origin, scratch.path())?;
+    copy_workspace(origin, scratch.path(), excluded)?;
     Ok(PreparedWorkspace {
         dir: scratch.path().canonicalize()?,
         _scratch: Some(scratch),

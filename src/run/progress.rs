@@ -122,13 +122,13 @@ impl Progress {
                     bars.multi.remove(&bar);
                 }
                 bars.overall.inc(1);
-                bars.multi.suspend(|| println!("{}", final_line(report)));
+                bars.multi.suspend(|| crate::say!("{}", final_line(report)));
             }
             None => {
                 if self.style == Style::Lines {
                     self.line(&report.name, &finished_text(report));
                 }
-                println!("{}", final_line(report));
+                crate::say!("{}", final_line(report));
             }
         }
     }

@@ -84,6 +84,25 @@ pub fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
         // A replay never touches the workspace it restores from.
         isolation: Isolation::Copy,
         expected_fingerprint: Some(workspace_sha256),
+        excluded: recorded_artifacts(&options.transcript, &task)
+            .into_iter()
+            .collect(),
+    })
+}
+
+/// The artifacts directory the transcript was recorded into (`DIR/<task>/transcript.jsonl`
+/// → `DIR`): the recorded run left it out of its workspace snapshot, so the restored
+/// copy leaves it out too and the fingerprints can agree.
+fn recorded_artifacts(transcript: &Path, task: &str) -> Option<PathBuf> {
+    let task_dir = transcript.parent()?;
+    if task_dir.file_name()? != task {
+        return None;
+    }
+    let dir = task_dir.parent()?;
+    Some(if dir.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        dir.to_path_buf()
     })
 }
 

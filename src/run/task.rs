@@ -51,6 +51,10 @@ pub struct TaskPlan {
     pub isolation: Isolation,
     /// A replay: the fingerprint the recorded run started from.
     pub expected_fingerprint: Option<String>,
+    /// Directories that are never part of the workspace's files (copies, snapshots,
+    /// diffs) when they lie inside it, besides this run's artifacts directory: a
+    /// replay's recorded artifacts.
+    pub excluded: Vec<PathBuf>,
 }
 
 /// Run the task and write its transcript and diff under `artifacts/<name>/`. Every
@@ -64,7 +68,8 @@ pub async fn run_task(
     let started = Instant::now();
     let mut report = unfinished_report(&plan, artifacts);
     let task_dir = report.artifacts_dir.clone();
-    if let Err(error) = execute(plan, &task_dir, &mut report, observer, interrupt).await {
+    if let Err(error) = execute(plan, artifacts, &task_dir, &mut report, observer, interrupt).await
+    {
         report.reason = EndReason::InternalError;
         report.status = EndReason::InternalError.status();
         report.message = error;
@@ -103,6 +108,7 @@ pub type Interrupt = tokio::sync::watch::Receiver<bool>;
 /// The task's steps; an Err is an internal error (drover could not do its job).
 async fn execute(
     plan: TaskPlan,
+    artifacts: &Path,
     task_dir: &Path,
     report: &mut TaskReport,
     observer: Option<EventObserver>,
@@ -119,13 +125,18 @@ async fn execute(
     if let Some(observer) = observer {
         transcript.observe(observer);
     }
-    let workspace = prepare(&plan).map_err(|e| {
+    // drover's own artifacts (this task's transcript, other tasks', earlier runs') are not
+    // the agent's work: a copy, the snapshots and the diff leave them out when they lie
+    // inside the workspace (the default: `drover-artifacts/` in the current directory).
+    let mut excluded = plan.excluded.clone();
+    excluded.push(artifacts.to_path_buf());
+    let workspace = prepare(&plan, &excluded).map_err(|e| {
         format!(
             "cannot prepare the workspace {}: {e}",
             plan.origin.display()
         )
     })?;
-    let baseline = Snapshot::take(&workspace.dir)
+    let baseline = Snapshot::take_excluding(&workspace.dir, &excluded)
         .map_err(|e| format!("cannot snapshot the workspace: {e}"))?;
     let fingerprint = baseline.fingerprint();
 
@@ -234,7 +245,7 @@ async fn execute(
     report.denials = outcome.denials.clone();
     report.todos = agent.ctx.todos();
 
-    let after = Snapshot::take(&workspace.dir)
+    let after = Snapshot::take_excluding(&workspace.dir, &excluded)
         .map_err(|e| format!("cannot snapshot the workspace after the run: {e}"))?;
     let patch = unified_diff(&baseline, &after);
     write_atomic(&task_dir.join("diff.patch"), patch.as_bytes()).map_err(|e| {
@@ -336,10 +347,10 @@ fn finish(
     })
 }
 
-fn prepare(plan: &TaskPlan) -> std::io::Result<PreparedWorkspace> {
+fn prepare(plan: &TaskPlan, excluded: &[PathBuf]) -> std::io::Result<PreparedWorkspace> {
     match plan.isolation {
         Isolation::None => in_place(&plan.origin),
-        Isolation::Copy => scratch_copy(&plan.origin),
+        Isolation::Copy => scratch_copy(&plan.origin, excluded),
         Isolation::Worktree => git_worktree(&plan.origin, plan.spec.name()),
     }
 }

@@ -97,17 +97,24 @@ pub enum SpecError {
     NoSpecs { path: PathBuf },
 }
 
+const MAX_ALIASES: usize = 1_000;
+const MAX_ANCHORS: usize = 1_000;
+const MAX_NODES: usize = 100_000;
+const MAX_EVENTS: usize = 200_000;
+const MAX_DEPTH: usize = 64;
+const MAX_SCALAR_BYTES: usize = 16 * 1024 * 1024;
+
 /// Budgets for task specs: generous for real specs, tight enough that a YAML bomb is
 /// refused in milliseconds instead of expanding into gigabytes.
 fn options() -> Options {
     let mut budget = Budget::default();
-    budget.max_aliases = 1_000;
-    budget.max_anchors = 1_000;
-    budget.max_nodes = 100_000;
-    budget.max_events = 200_000;
-    budget.max_depth = 64;
+    budget.max_aliases = MAX_ALIASES;
+    budget.max_anchors = MAX_ANCHORS;
+    budget.max_nodes = MAX_NODES;
+    budget.max_events = MAX_EVENTS;
+    budget.max_depth = MAX_DEPTH;
     budget.max_documents = 1;
-    budget.max_total_scalar_bytes = 16 * 1024 * 1024;
+    budget.max_total_scalar_bytes = MAX_SCALAR_BYTES;
     let mut options = Options::default();
     options.budget = Some(budget);
     options
@@ -127,12 +134,14 @@ pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
     let spec: TaskSpec =
         serde_saphyr::from_str_with_options(&text, options()).map_err(|error| {
             let position = Position::at(path, error.location());
-            let mut message = plain_message(&error);
-            if let Some(key) = key_before(&text, &position)
-                && !message.contains(&key)
-            {
-                message = format!("{key}: {message}");
-            }
+            // Budget and duplicate-key messages say what is wrong in their own words.
+            let message = own_message(&error).unwrap_or_else(|| {
+                let message = plain_message(&error);
+                match key_before(&text, &position) {
+                    Some(key) if !message.contains(&key) => format!("{key}: {message}"),
+                    _ => message,
+                }
+            });
             SpecError::Invalid { position, message }
         })?;
     validate(path, &spec)?;
@@ -143,6 +152,58 @@ pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
         sha256,
         spec,
     })
+}
+
+/// drover's wording for parser errors whose own message names library internals (a
+/// budget breach's Rust variant, the parser option that would allow duplicate keys).
+fn own_message(error: &serde_saphyr::Error) -> Option<String> {
+    use serde_saphyr::Error;
+    let mut error = error;
+    while let Error::AliasError { error: inner, .. } | Error::WithSnippet { error: inner, .. } =
+        error
+    {
+        error = inner;
+    }
+    match error {
+        Error::Budget { breach, .. } => Some(budget_message(breach)),
+        Error::DuplicateMappingKey { key: Some(key), .. } => {
+            Some(format!("key `{key}` appears twice in the same mapping"))
+        }
+        Error::DuplicateMappingKey { key: None, .. } => {
+            Some("a key appears twice in the same mapping".to_string())
+        }
+        _ => None,
+    }
+}
+
+fn budget_message(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach;
+    const WHY: &str = "drover caps specs so a YAML bomb cannot hang it";
+    match breach {
+        BudgetBreach::Nodes { .. } => {
+            format!("the YAML expands to more than {MAX_NODES} nodes (aliases?); {WHY}")
+        }
+        BudgetBreach::Events { .. } => {
+            format!("the YAML expands to more than {MAX_EVENTS} parser events (aliases?); {WHY}")
+        }
+        BudgetBreach::Aliases { .. } => {
+            format!("the YAML uses more than {MAX_ALIASES} aliases (*name); {WHY}")
+        }
+        BudgetBreach::Anchors { .. } => {
+            format!("the YAML defines more than {MAX_ANCHORS} anchors (&name); {WHY}")
+        }
+        BudgetBreach::Depth { .. } => {
+            format!("the YAML nests deeper than {MAX_DEPTH} levels; {WHY}")
+        }
+        BudgetBreach::Documents { .. } => {
+            "the file holds more than one YAML document (`---`); a spec is one document".to_string()
+        }
+        BudgetBreach::ScalarBytes { .. } => format!(
+            "the YAML's strings add up to more than {} MiB; {WHY}",
+            MAX_SCALAR_BYTES / (1024 * 1024)
+        ),
+        _ => format!("the YAML is too large or uses too many aliases; {WHY}"),
+    }
 }
 
 /// The parser's message without its own location prefix or source snippet (we print the

@@ -159,10 +159,13 @@ pub(super) async fn load(
     if let Err(message) = ctx.files.check_writable(path) {
         return Err(ToolOutput::error(message));
     }
-    let Some(decoded) = decode(&bytes) else {
-        return Err(ToolOutput::error(format!(
-            "{shown} is a binary file; {tool} only changes text files."
-        )));
+    let decoded = match decode(&bytes) {
+        Ok(decoded) => decoded,
+        Err(not_text) => {
+            return Err(ToolOutput::error(format!(
+                "{shown} is {not_text}; {tool} only changes text files."
+            )));
+        }
     };
     if decoded.lossy {
         return Err(ToolOutput::error(format!(

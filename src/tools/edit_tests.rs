@@ -80,6 +80,27 @@ async fn keeps_utf16() {
 }
 
 #[tokio::test]
+async fn utf16_with_an_odd_trailing_byte_is_refused_not_truncated() {
+    let mut bytes = encode("a\nb", Encoding::Utf16Le);
+    bytes.push(0x41);
+    let (dir, ctx) = setup("u.txt", &bytes);
+    let out = ReadTool.call(json!({"file_path": "u.txt"}), &ctx).await;
+    assert!(out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("odd number of bytes"),
+        "{}",
+        out.content
+    );
+    let out = edit(
+        &ctx,
+        json!({"file_path": "u.txt", "old_string": "b", "new_string": "c"}),
+    )
+    .await;
+    assert!(out.is_error, "{}", out.content);
+    assert_eq!(contents(&dir, "u.txt"), bytes, "the file is untouched");
+}
+
+#[tokio::test]
 async fn refuses_unread_and_stale_files() {
     let (dir, ctx) = setup("a.txt", b"alpha");
     let input = json!({"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"});

@@ -55,8 +55,19 @@ pub struct Options {
 }
 
 /// Compile `pattern` as ripgrep would: `^`/`$` anchor lines; `.` crosses newlines and
-/// matches may span lines only in multiline mode. The error is the regex parser's.
+/// matches may span lines only in multiline mode. The error is the regex parser's, about
+/// the pattern exactly as written: the matcher builder parses it wrapped as `(?:…)`,
+/// which would show in its messages (and would accept an unbalanced `a)(b`).
 pub fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatcher, String> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .case_insensitive(opts.case_insensitive)
+        .multi_line(true)
+        .crlf(!opts.multiline)
+        .dot_matches_new_line(opts.multiline)
+        .build()
+        .parse(pattern)
+        .map_err(|e| e.to_string())?;
     let mut builder = RegexMatcherBuilder::new();
     builder
         .case_insensitive(opts.case_insensitive)

@@ -138,6 +138,21 @@ async fn errors_for_bad_regex_type_and_path() {
         out.content
     );
     assert!(out.content.contains("unclosed group"), "{}", out.content);
+    // The message quotes the pattern as the model wrote it, not drover's wrapping of it.
+    let out = grep(&ctx, json!({"pattern": "("})).await;
+    assert!(out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("\n    (\n    ^\n") && !out.content.contains("(?:"),
+        "{}",
+        out.content
+    );
+    // Balanced only inside the wrapping: still invalid as written.
+    let out = grep(&ctx, json!({"pattern": "a)(b"})).await;
+    assert!(
+        out.is_error && out.content.contains("a)(b"),
+        "{}",
+        out.content
+    );
     let out = grep(&ctx, json!({"pattern": "x", "type": "nosuchtype"})).await;
     assert!(out.is_error && out.content.contains("nosuchtype"));
     let out = grep(&ctx, json!({"pattern": "x", "path": "missing"})).await;

@@ -107,10 +107,13 @@ impl Tool for ReadTool {
             Ok(bytes) => bytes,
             Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
         };
-        let Some(decoded) = decode(&bytes) else {
-            return ToolOutput::error(format!(
-                "{shown} is a binary file (it contains NUL bytes), so it cannot be shown as text. Inspect it with a suitable command instead if you must."
-            ));
+        let decoded = match decode(&bytes) {
+            Ok(decoded) => decoded,
+            Err(not_text) => {
+                return ToolOutput::error(format!(
+                    "{shown} is {not_text}, so it cannot be shown as text. Inspect it with a suitable command instead if you must."
+                ));
+            }
         };
         if decoded.text.is_empty() {
             ctx.files.record(&path, &bytes, true);

@@ -29,36 +29,65 @@ pub struct Decoded {
     pub lossy: bool,
 }
 
-/// Decode `bytes` as a text file: UTF-16 with a BOM, UTF-8 (BOM stripped), or None for a
-/// binary file (a NUL byte in the first [`BINARY_SNIFF_BYTES`]).
-pub fn decode(bytes: &[u8]) -> Option<Decoded> {
+/// Why a file's bytes are not text the file tools can show or change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotText {
+    /// A NUL byte in the first [`BINARY_SNIFF_BYTES`].
+    Binary,
+    /// A UTF-16 byte-order mark, then an odd number of bytes: the last byte is half a
+    /// code unit, and decoding would drop it (an edit would then delete it).
+    OddUtf16,
+}
+
+impl std::fmt::Display for NotText {
+    /// Completes "`<path>` is …".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotText::Binary => "a binary file (it contains NUL bytes)",
+            NotText::OddUtf16 => {
+                "not valid UTF-16 text (it starts with a UTF-16 byte-order mark but has an odd number of bytes), so it is treated like a binary file"
+            }
+        })
+    }
+}
+
+/// Decode `bytes` as a text file: UTF-16 with a BOM, UTF-8 (BOM stripped), or why not.
+pub fn decode(bytes: &[u8]) -> Result<Decoded, NotText> {
     if let Some(rest) = bytes.strip_prefix(&[0xFF, 0xFE]) {
-        return Some(decode_utf16(rest, Encoding::Utf16Le, u16::from_le_bytes));
+        return decode_utf16(rest, Encoding::Utf16Le, u16::from_le_bytes);
     }
     if let Some(rest) = bytes.strip_prefix(&[0xFE, 0xFF]) {
-        return Some(decode_utf16(rest, Encoding::Utf16Be, u16::from_be_bytes));
+        return decode_utf16(rest, Encoding::Utf16Be, u16::from_be_bytes);
     }
     let (rest, bom) = match bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
         Some(rest) => (rest, true),
         None => (bytes, false),
     };
     if rest[..rest.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
-        return None;
+        return Err(NotText::Binary);
     }
     let (text, lossy) = match std::str::from_utf8(rest) {
         Ok(text) => (text.to_string(), false),
         Err(_) => (String::from_utf8_lossy(rest).into_owned(), true),
     };
-    Some(Decoded {
+    Ok(Decoded {
         text,
         encoding: Encoding::Utf8 { bom },
         lossy,
     })
 }
 
-fn decode_utf16(bytes: &[u8], encoding: Encoding, unit: fn([u8; 2]) -> u16) -> Decoded {
-    let units = bytes.chunks_exact(2).map(|c| unit([c[0], c[1]]));
-    let mut lossy = !bytes.len().is_multiple_of(2);
+fn decode_utf16(
+    bytes: &[u8],
+    encoding: Encoding,
+    unit: fn([u8; 2]) -> u16,
+) -> Result<Decoded, NotText> {
+    let (units, rest) = bytes.as_chunks::<2>();
+    if !rest.is_empty() {
+        return Err(NotText::OddUtf16);
+    }
+    let units = units.iter().map(|&pair| unit(pair));
+    let mut lossy = false;
     let text = char::decode_utf16(units)
         .map(|r| {
             r.unwrap_or_else(|_| {
@@ -67,11 +96,11 @@ fn decode_utf16(bytes: &[u8], encoding: Encoding, unit: fn([u8; 2]) -> u16) -> D
             })
         })
         .collect();
-    Decoded {
+    Ok(Decoded {
         text,
         encoding,
         lossy,
-    }
+    })
 }
 
 /// Encode `text` back into `encoding`, BOM included.
@@ -181,6 +210,18 @@ mod tests {
     }
 
     #[test]
+    fn utf16_with_an_odd_trailing_byte_is_not_text() {
+        for enc in [Encoding::Utf16Le, Encoding::Utf16Be] {
+            let mut bytes = encode("hi", enc);
+            bytes.push(b'!');
+            assert_eq!(decode(&bytes), Err(NotText::OddUtf16));
+        }
+        // A lone BOM byte pair is an empty file; a BOM and one byte is not text.
+        assert_eq!(decode(b"\xFF\xFE").unwrap().text, "");
+        assert_eq!(decode(b"\xFF\xFEx"), Err(NotText::OddUtf16));
+    }
+
+    #[test]
     fn utf8_bom_is_stripped_and_kept_for_writing() {
         let decoded = decode(b"\xEF\xBB\xBFabc").unwrap();
         assert_eq!(decoded.text, "abc");
@@ -189,7 +230,7 @@ mod tests {
 
     #[test]
     fn nul_means_binary_and_invalid_utf8_is_lossy() {
-        assert!(decode(b"ab\0cd").is_none());
+        assert_eq!(decode(b"ab\0cd"), Err(NotText::Binary));
         assert!(decode(b"ab\xFFcd").unwrap().lossy);
     }
 

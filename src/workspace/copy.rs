@@ -2,19 +2,20 @@
 //! the original, and its diff is taken against exactly what was copied.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::snapshot::{named, walk};
 
-/// Copy the workspace's files (not ignored ones, not `.git/`) from `from` into `to`:
-/// the same files [`Snapshot::take`](super::Snapshot::take) sees, with permission bits,
-/// and symlinks recreated as symlinks (their targets are not copied). `to` is created if
-/// missing and may already exist empty.
-pub fn copy_workspace(from: &Path, to: &Path) -> io::Result<()> {
+/// Copy the workspace's files (not ignored ones, not `.git/`, not build trees, not the
+/// `excluded` directories) from `from` into `to`: the same files
+/// [`Snapshot::take_excluding`](super::Snapshot::take_excluding) sees, with permission
+/// bits, and symlinks recreated as symlinks (their targets are not copied). `to` is
+/// created if missing and may already exist empty.
+pub fn copy_workspace(from: &Path, to: &Path, excluded: &[PathBuf]) -> io::Result<()> {
     std::fs::create_dir_all(to).map_err(|e| named(to, e))?;
     // The list is complete before anything is written, so a `to` inside `from` is not
     // walked into while it fills up.
-    let entries = walk(from)?;
+    let entries = walk(from, excluded)?;
     let to_canonical = to.canonicalize().map_err(|e| named(to, e))?;
     let mut directories = Vec::new();
     for entry in entries {
@@ -105,7 +106,7 @@ mod tests {
             std::os::unix::fs::symlink("src/lib.rs", root.join("link.rs")).unwrap();
             std::os::unix::fs::symlink("/does/not/exist", root.join("dangling")).unwrap();
         }
-        copy_workspace(root, to.path()).unwrap();
+        copy_workspace(root, to.path(), &[]).unwrap();
         let original = Snapshot::take(root).unwrap();
         let copied = Snapshot::take(to.path()).unwrap();
         assert_eq!(original, copied);
@@ -123,12 +124,33 @@ mod tests {
     }
 
     #[test]
+    fn build_trees_and_excluded_directories_are_not_copied() {
+        let from = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        let root = from.path();
+        write(root, "src/lib.rs", "pub fn f() {}\n");
+        write(
+            root,
+            "target/CACHEDIR.TAG",
+            "Signature: 8a477f597d28d172789f06886806bc55\n",
+        );
+        write(root, "target/x", "x");
+        write(root, "node_modules/m/i.js", "js");
+        write(root, "drover-artifacts/t/transcript.jsonl", "{}");
+        copy_workspace(root, to.path(), &[root.join("drover-artifacts")]).unwrap();
+        assert!(to.path().join("src/lib.rs").exists());
+        for skipped in ["target", "node_modules", "drover-artifacts"] {
+            assert!(!to.path().join(skipped).exists(), "{skipped} was copied");
+        }
+    }
+
+    #[test]
     fn creates_a_missing_destination() {
         let from = tempfile::tempdir().unwrap();
         let to = tempfile::tempdir().unwrap();
         write(from.path(), "a/b/c.txt", "deep\n");
         let dest = to.path().join("fresh/copy");
-        copy_workspace(from.path(), &dest).unwrap();
+        copy_workspace(from.path(), &dest, &[]).unwrap();
         assert_eq!(
             fs::read_to_string(dest.join("a/b/c.txt")).unwrap(),
             "deep\n"
@@ -141,7 +163,7 @@ mod tests {
         write(from.path(), "a.txt", "a\n");
         let dest = from.path().join("nested-copy");
         fs::create_dir(&dest).unwrap();
-        copy_workspace(from.path(), &dest).unwrap();
+        copy_workspace(from.path(), &dest, &[]).unwrap();
         assert_eq!(fs::read_to_string(dest.join("a.txt")).unwrap(), "a\n");
         assert!(!dest.join("nested-copy").exists());
     }

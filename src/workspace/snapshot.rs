@@ -39,12 +39,19 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Read every file under `root` that is not ignored (`.gitignore`, `.ignore`) and not
-    /// inside `.git`. Hidden files count: an agent can edit `.github/` too. Symlinks are
-    /// recorded, never followed, so a link out of the workspace cannot pull files in.
+    /// Read every file under `root` that is not ignored (`.gitignore`, `.ignore`), not
+    /// inside `.git` and not in a build tree (see [`walker`]). Hidden files count: an agent
+    /// can edit `.github/` too. Symlinks are recorded, never followed, so a link out of the
+    /// workspace cannot pull files in.
     pub fn take(root: &Path) -> io::Result<Snapshot> {
+        Snapshot::take_excluding(root, &[])
+    }
+
+    /// [`Snapshot::take`], leaving out the directories in `excluded` that lie below `root`
+    /// (drover's own artifacts directory: its transcripts are not the agent's work).
+    pub fn take_excluding(root: &Path, excluded: &[PathBuf]) -> io::Result<Snapshot> {
         let mut files = BTreeMap::new();
-        for entry in walk(root)? {
+        for entry in walk(root, excluded)? {
             let file_entry = if entry.file_type.is_symlink() {
                 let target = std::fs::read_link(&entry.path).map_err(|e| named(&entry.path, e))?;
                 FileEntry {
@@ -107,11 +114,20 @@ impl Snapshot {
     }
 }
 
+/// The signature a `CACHEDIR.TAG` file starts with (the Cache Directory Tagging
+/// standard, <https://bford.info/cachedir/>); cargo writes one into `target/`.
+const CACHEDIR_SIGNATURE: &[u8] = b"Signature: 8a477f597d28d172789f06886806bc55";
+
 /// The one walker configuration for "the workspace's files", shared by snapshots and
 /// copies so a copied workspace is exactly what the snapshot of the original sees.
 /// Ignore rules come only from files inside the workspace (not the user's global git
 /// config or parent directories), so the result does not depend on the machine.
-pub(crate) fn walker(root: &Path) -> ignore::WalkBuilder {
+/// Skipped whatever the ignore files say: `.git/`, build trees (directories named
+/// `node_modules`, and directories tagged with a `CACHEDIR.TAG` file, like cargo's
+/// `target/`), and the directories in `excluded` that lie below `root`.
+pub(crate) fn walker(root: &Path, excluded: &[PathBuf]) -> ignore::WalkBuilder {
+    let excluded = excluded_below(root, excluded);
+    let root_path = root.to_path_buf();
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -123,8 +139,53 @@ pub(crate) fn walker(root: &Path) -> ignore::WalkBuilder {
         .require_git(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|entry| entry.depth() == 0 || entry.file_name() != ".git");
+        .filter_entry(move |entry| {
+            if entry.depth() == 0 {
+                return true;
+            }
+            if entry.file_name() == ".git" {
+                return false;
+            }
+            if !entry.file_type().is_some_and(|t| t.is_dir()) {
+                return true;
+            }
+            let is_excluded = entry
+                .path()
+                .strip_prefix(&root_path)
+                .is_ok_and(|rel| excluded.iter().any(|e| e == rel));
+            !is_excluded && !is_build_tree(entry.path())
+        });
     builder
+}
+
+/// `excluded` directories that lie strictly below `root`, relative to it (both
+/// canonicalized, so a symlinked or relative spelling still matches). A directory that
+/// does not exist (yet) has nothing to leave out.
+fn excluded_below(root: &Path, excluded: &[PathBuf]) -> Vec<PathBuf> {
+    let Ok(root) = root.canonicalize() else {
+        return Vec::new();
+    };
+    excluded
+        .iter()
+        .filter_map(|dir| dir.canonicalize().ok())
+        .filter_map(|dir| {
+            let rel = dir.strip_prefix(&root).ok()?;
+            (!rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
+        })
+        .collect()
+}
+
+/// A directory no workspace snapshot or copy should hold: `node_modules`, or one tagged
+/// as a cache (`CACHEDIR.TAG` starting with the standard's signature).
+fn is_build_tree(dir: &Path) -> bool {
+    if dir.file_name().is_some_and(|name| name == "node_modules") {
+        return true;
+    }
+    let Ok(mut tag) = std::fs::File::open(dir.join("CACHEDIR.TAG")) else {
+        return false;
+    };
+    let mut start = [0u8; CACHEDIR_SIGNATURE.len()];
+    io::Read::read_exact(&mut tag, &mut start).is_ok() && start == CACHEDIR_SIGNATURE
 }
 
 /// One path the walker yielded below the root.
@@ -139,9 +200,9 @@ pub(crate) struct WalkedEntry {
 
 /// Everything [`walker`] yields below `root` (the root itself excluded), collected first
 /// so callers may write into the tree while using the list.
-pub(crate) fn walk(root: &Path) -> io::Result<Vec<WalkedEntry>> {
+pub(crate) fn walk(root: &Path, excluded: &[PathBuf]) -> io::Result<Vec<WalkedEntry>> {
     let mut entries = Vec::new();
-    for result in walker(root).build() {
+    for result in walker(root, excluded).build() {
         let entry = match result {
             Ok(entry) => entry,
             // A malformed line in an ignore file is not worth failing the run over: the
@@ -338,6 +399,53 @@ mod tests {
         let snapshot = Snapshot::take(dir.path()).unwrap();
         let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
         assert_eq!(paths, [".gitignore", "kept.txt"]);
+    }
+
+    #[test]
+    fn build_trees_are_skipped_without_any_ignore_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "src/lib.rs", "x");
+        write(
+            root,
+            "target/CACHEDIR.TAG",
+            "Signature: 8a477f597d28d172789f06886806bc55\n# cargo\n",
+        );
+        write(root, "target/debug/out", "bin");
+        write(root, "web/node_modules/m/i.js", "js");
+        write(root, "node_modules/top.js", "js");
+        // Not a cache tag: the standard requires the signature.
+        write(root, "notes/CACHEDIR.TAG", "just a name\n");
+        let snapshot = Snapshot::take(root).unwrap();
+        let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
+        assert_eq!(paths, ["notes/CACHEDIR.TAG", "src/lib.rs"]);
+    }
+
+    #[test]
+    fn excluded_directories_below_the_root_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "a.txt", "a");
+        write(root, "drover-artifacts/t/transcript.jsonl", "{}");
+        write(root, "sub/drover-artifacts/kept.txt", "k");
+        write(root, "outside-not-excluded/b.txt", "b");
+        // Spelled through `..`: compared canonically.
+        let excluded = root.join("sub/../drover-artifacts");
+        let elsewhere = tempfile::tempdir().unwrap();
+        let snapshot = Snapshot::take_excluding(
+            root,
+            &[excluded, elsewhere.path().to_path_buf(), root.to_path_buf()],
+        )
+        .unwrap();
+        let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
+        assert_eq!(
+            paths,
+            [
+                "a.txt",
+                "outside-not-excluded/b.txt",
+                "sub/drover-artifacts/kept.txt"
+            ]
+        );
     }
 
     #[cfg(unix)]

@@ -117,7 +117,7 @@ pub fn sandbox_exec_main(policy_json: &str, probe: bool, command: &[OsString]) -
         }
     };
     if probe {
-        println!(
+        crate::say!(
             "drover sandbox: enforced (Landlock ABI {}, network {}{})",
             enforced.abi,
             if policy.network { "allowed" } else { "cut" },

@@ -115,16 +115,54 @@ fn settings_a_provider_would_ignore_are_errors() {
 
 #[test]
 fn a_yaml_bomb_is_refused_quickly() {
-    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    // Inside a tool call's input (any JSON), so the keys are not refused first.
+    let mut text = String::from(
+        "version: 1\nname: bomb\nprompt: p\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - name: Read\n          input:\n            a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+    );
     for i in 1..12 {
         let prev = format!("*a{}", i - 1);
         let items = [prev.as_str(); 10].join(", ");
-        text.push_str(&format!("a{i}: &a{i} [{items}]\n"));
+        text.push_str(&format!("            a{i}: &a{i} [{items}]\n"));
     }
     let started = std::time::Instant::now();
     let error = error_of(&text);
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
     assert!(error.contains("bad.yaml:"), "{error}");
+    assert!(
+        error.contains(
+            "the YAML expands to more than 100000 nodes (aliases?); drover caps specs so a YAML bomb cannot hang it"
+        ),
+        "{error}"
+    );
+    assert!(
+        !error.contains("budget breached") && !error.contains("Nodes {"),
+        "{error}"
+    );
+}
+
+#[test]
+fn budget_errors_keep_their_position_and_plain_words() {
+    let mut text = String::from(
+        "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - name: Read\n          input:\n            deep: ",
+    );
+    text.push_str(&"[".repeat(80));
+    text.push_str(&"]".repeat(80));
+    text.push('\n');
+    let error = error_of(&text);
+    assert!(error.contains("bad.yaml:10:"), "{error}");
+    assert!(error.contains("nests deeper than 64 levels"), "{error}");
+    assert!(!error.contains("Depth {"), "{error}");
+}
+
+#[test]
+fn a_duplicate_key_is_named_in_plain_words_at_its_position() {
+    let error = error_of("version: 1\nname: a\nprompt: p\nname: b\n");
+    assert!(error.contains("bad.yaml:4:"), "{error}");
+    assert!(
+        error.ends_with("key `name` appears twice in the same mapping"),
+        "{error}"
+    );
+    assert!(!error.contains("DuplicateKeyPolicy"), "{error}");
 }
 
 #[test]

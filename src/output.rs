@@ -1,0 +1,47 @@
+//! Printing to standard output without panicking when nobody reads it any more.
+//!
+//! `println!` panics when stdout is a closed pipe (`drover run … | head -1`), which
+//! would turn the run's exit code into 101. drover's stdout lines are information, never
+//! the outcome: the exit code is, so a line nobody can read is dropped.
+
+use std::fmt;
+use std::io::Write;
+
+/// Write one line to stdout, ignoring write errors (a closed pipe above all).
+pub fn say(args: fmt::Arguments<'_>) {
+    // Ignored on purpose: the reader went away (BrokenPipe) or stdout is unusable; either
+    // way the run's outcome is its exit code, not this line.
+    let _ = writeln!(std::io::stdout().lock(), "{args}");
+}
+
+/// `println!` that never panics: see [`say`].
+#[macro_export]
+macro_rules! say {
+    () => {
+        $crate::output::say(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::say(format_args!($($arg)*))
+    };
+}
+
+/// Stdout as a writer for code that takes `&mut dyn Write`: what a closed pipe cannot
+/// take is dropped, like [`say`]'s lines, so writing on (a step summary after the
+/// annotations) is not cut short. Other errors are returned.
+pub struct Stdout;
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match std::io::stdout().lock().write(buf) {
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(buf.len()),
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match std::io::stdout().lock().flush() {
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other,
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! What a run's snapshots, copies and diffs hold (never drover's own artifacts, never
+//! build trees), and that a closed stdout never changes the exit code.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{drover, events, transcript, write_spec};
+use serde_json::Value;
+
+const CACHEDIR_TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n# made by cargo\n";
+
+fn summary(artifacts: &Path) -> Value {
+    let text = std::fs::read_to_string(artifacts.join("summary.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn default_artifacts_inside_the_workspace_are_not_in_the_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    // No `workspace:`: the workspace is the current directory, and so is the default
+    // artifacts directory's parent.
+    write_spec(
+        dir.path(),
+        "t.yaml",
+        "version: 1\nname: w\nprompt: p\nmodel:\n  provider: script\n  script:\n    - text: done\n",
+    );
+    drover()
+        .current_dir(dir.path())
+        .args(["run", "t.yaml"])
+        .assert()
+        .code(0);
+    let artifacts = dir.path().join("drover-artifacts");
+    let patch = std::fs::read_to_string(artifacts.join("w/diff.patch")).unwrap();
+    assert_eq!(patch, "", "the diff holds drover's own files");
+    let summary = summary(&artifacts);
+    assert_eq!(
+        summary["tasks"][0]["files_changed"],
+        serde_json::json!([]),
+        "{summary}"
+    );
+
+    // The replay restores the recorded workspace without the recorded artifacts (and
+    // without its own), so it starts from the same fingerprint and --strict passes.
+    let replay = drover()
+        .current_dir(dir.path())
+        .args([
+            "replay",
+            "drover-artifacts/w/transcript.jsonl",
+            "--artifacts",
+            "replayed",
+            "--strict",
+        ])
+        .assert();
+    let output = replay.get_output().clone();
+    replay.code(0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("fingerprint"), "{stderr}");
+    let replayed = std::fs::read_to_string(dir.path().join("replayed/w/diff.patch")).unwrap();
+    assert_eq!(replayed, "");
+}
+
+#[test]
+fn a_copy_never_holds_build_trees_and_the_diff_never_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    for (rel, content) in [
+        ("src.txt", "source\n"),
+        ("target/CACHEDIR.TAG", CACHEDIR_TAG),
+        ("target/x", "built\n"),
+        ("node_modules/m/i.js", "module\n"),
+    ] {
+        let path = ws.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    // No .gitignore anywhere: only the walker's own rules keep the trees out.
+    let command = "find . -print | sort; mkdir -p node_modules/n target && echo x > node_modules/n/j.js && printf 'Signature: 8a477f597d28d172789f06886806bc55' > target/CACHEDIR.TAG && echo y > target/y && echo k > kept.txt";
+    let spec = write_spec(
+        dir.path(),
+        "t.yaml",
+        &format!(
+            "version: 1\nname: c\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: {command:?} }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\n"
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .assert()
+        .code(0);
+    let recorded = transcript(&artifacts.join("c/transcript.jsonl"));
+    let results = events(&recorded, "tool_result");
+    let listing = results[0]["content"].as_str().unwrap();
+    assert!(listing.contains("./src.txt"), "{listing}");
+    assert!(
+        !listing.contains("target") && !listing.contains("node_modules"),
+        "the copy holds a build tree:\n{listing}"
+    );
+    let patch = std::fs::read_to_string(artifacts.join("c/diff.patch")).unwrap();
+    assert!(patch.contains("kept.txt"), "{patch}");
+    assert!(
+        !patch.contains("target/") && !patch.contains("node_modules/"),
+        "{patch}"
+    );
+    let summary = summary(&artifacts);
+    assert_eq!(
+        summary["tasks"][0]["files_changed"],
+        serde_json::json!(["kept.txt"]),
+        "{summary}"
+    );
+    // The original is untouched.
+    assert!(ws.join("target/x").exists() && !ws.join("kept.txt").exists());
+}
+
+#[test]
+fn a_closed_stdout_keeps_the_runs_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    // A failing check: the run's code is 1, distinct from both success and a panic (101).
+    let spec = write_spec(
+        dir.path(),
+        "t.yaml",
+        "version: 1\nname: p\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - text: done\nchecks:\n  - name: fails\n    run: \"false\"\n",
+    );
+    for quiet in [true, false] {
+        let mut command = Command::new(assert_cmd::cargo::cargo_bin("drover"));
+        command
+            .arg("run")
+            .arg(&spec)
+            .arg("--artifacts")
+            .arg(dir.path().join("out"))
+            .env_remove("GITHUB_ACTIONS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if quiet {
+            command.arg("-q");
+        }
+        let mut child = command.spawn().unwrap();
+        // Close the only reading end before drover writes anything: every line it
+        // prints then meets a broken pipe.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "quiet {quiet}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
