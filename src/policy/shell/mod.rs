@@ -4,9 +4,12 @@
 //! [`analyse`] parses the line with tree-sitter-bash and lists every simple command that
 //! would run (through `&&`, `|`, `;`, subshells, groups, `if`/`for`/`while`/`case`,
 //! functions, `bash -c '…'` …) after stripping wrappers such as `timeout 5` or `env A=1`,
-//! every file written through a redirection or `tee`, and every reason why part of the
-//! line cannot be known before it runs (`$(…)`, `eval`, `source`, `$CMD args`, syntax
-//! errors). The caller decides what an opaque part means; the analyser never guesses.
+//! together with the commands that `xargs CMD`, `find -exec CMD ;` and `busybox APPLET`
+//! run (listed after the outer command, which stays listed), every file written through
+//! a redirection, `tee` or `find -fprint`, and every reason why part of the line cannot
+//! be known before it runs (`$(…)`, `eval`, `source`, `$CMD args`, syntax errors, an
+//! assignment such as `LD_PRELOAD=…` or `export PATH=…` that changes what runs). The
+//! caller decides what an opaque part means; the analyser never guesses.
 //!
 //! It never panics and is bounded: lines over [`MAX_INPUT`] bytes, nesting deeper than
 //! [`MAX_DEPTH`] and parses slower than [`PARSE_TIME_LIMIT`] are reported as opaque.
@@ -81,8 +84,14 @@ pub enum Opaque {
     /// A file written through a redirection or `tee` whose name is not a static
     /// literal (`> $OUT`, `> *.log`).
     DynamicWrite(String),
-    /// A wrapper (`env`, `timeout` …) with options drover does not follow (`env -C dir`).
+    /// A wrapper (`env`, `timeout`, `xargs` …) with options drover does not follow
+    /// (`env -C dir`).
     Wrapper(String),
+    /// An assignment to a variable that makes commands run other code or find programs
+    /// and files elsewhere (`LD_PRELOAD=x cmd`, `PATH=.:$PATH cmd`, `GIT_PAGER=… git`,
+    /// `export PATH=…`, `env RUSTC_WRAPPER=… cargo`), or an alias definition; carries
+    /// the variable's name.
+    DangerousAssignment(String),
     /// The line does not parse as bash.
     ParseError(String),
     /// Too long, too deeply nested or too slow to parse.
@@ -99,6 +108,7 @@ impl fmt::Display for Opaque {
             Opaque::DynamicCommand(t) => ("command not known statically", t),
             Opaque::DynamicWrite(t) => ("write target not known statically", t),
             Opaque::Wrapper(t) => ("wrapper options not understood", t),
+            Opaque::DangerousAssignment(t) => ("assignment that changes what runs", t),
             Opaque::ParseError(t) => ("syntax error", t),
             Opaque::TooComplex(t) => ("too complex", t),
         };

@@ -113,13 +113,28 @@ impl Walker<'_> {
         excerpt(self.text(node))
     }
 
+    /// Is `depth` too deep to follow? Reported once.
+    fn beyond_depth(&mut self, depth: usize) -> bool {
+        if depth <= MAX_DEPTH {
+            return false;
+        }
+        if !self.too_deep {
+            self.too_deep = true;
+            let reason = format!("nested more than {MAX_DEPTH} levels deep");
+            self.flag(Opaque::TooComplex(reason));
+        }
+        true
+    }
+
+    /// An assignment to `name`, which runs or affects the commands after it.
+    fn assigns(&mut self, name: &str) {
+        if wrappers::changes_what_runs(name) {
+            self.flag(Opaque::DangerousAssignment(excerpt(name)));
+        }
+    }
+
     fn visit(&mut self, node: Node, depth: usize) {
-        if depth > MAX_DEPTH {
-            if !self.too_deep {
-                self.too_deep = true;
-                let reason = format!("nested more than {MAX_DEPTH} levels deep");
-                self.flag(Opaque::TooComplex(reason));
-            }
+        if self.beyond_depth(depth) {
             return;
         }
         if node.is_missing() {
@@ -138,6 +153,20 @@ impl Walker<'_> {
             "redirected_statement" => self.redirected(node, depth),
             "declaration_command" | "unset_command" => self.declaration(node, depth),
             "list" => self.list(node, depth),
+            "variable_assignment" => {
+                // `PATH=x cmd`, `PATH=x; cmd`, `export PATH=x`, `for ((PATH=0; …))`.
+                let name = node
+                    .child_by_field_name("name")
+                    .map(|name| match name.kind() {
+                        "subscript" => name.child_by_field_name("name").unwrap_or(name),
+                        _ => name,
+                    });
+                if let Some(name) = name {
+                    let name = self.text(name).to_string();
+                    self.assigns(&name);
+                }
+                self.children(node, depth);
+            }
             "file_redirect" => self.file_redirect(node, depth),
             "command_substitution" => {
                 let excerpt = self.excerpt(node);
@@ -238,15 +267,23 @@ impl Walker<'_> {
             .iter()
             .map(|word| words::convert(*word, self.src))
             .collect();
-        self.simple_command(&all, node, depth);
+        let source = self.text(node).to_string();
+        self.simple_command(&all, &source, depth);
         self.children(node, depth);
     }
 
-    /// Record one simple command given its words (assignments already left out).
-    fn simple_command(&mut self, all: &[Word], node: Node, depth: usize) {
+    /// Record one simple command given its words (assignments already left out) and its
+    /// source text, and the commands it runs.
+    fn simple_command(&mut self, all: &[Word], source: &str, depth: usize) {
+        if self.beyond_depth(depth) {
+            return;
+        }
         let stripped = wrappers::strip(all);
         if let Some(problem) = stripped.problem {
             self.flag(Opaque::Wrapper(problem));
+        }
+        for name in &stripped.assigned {
+            self.assigns(name);
         }
         let run = &all[stripped.start..];
         let Some(name) = run.first() else {
@@ -268,10 +305,10 @@ impl Walker<'_> {
             }
             ShellScript::Unreadable(word) => self.flag(Opaque::DynamicCommand(excerpt(&word))),
             ShellScript::FromStdin => {
-                let reason = format!("script read from standard input: {}", self.text(node));
+                let reason = format!("script read from standard input: {source}");
                 self.flag(Opaque::Source(excerpt(&reason)));
             }
-            ShellScript::No => {}
+            ShellScript::No | ShellScript::MissingScript => {}
         }
         if name.text.contains(char::is_whitespace) {
             // `'git status'` runs a program named "git status", yet its text would match
@@ -280,31 +317,157 @@ impl Walker<'_> {
             self.flag(Opaque::DynamicCommand(excerpt(&reason)));
         }
         let argv: Vec<String> = run.iter().map(|word| word.text.clone()).collect();
-        let source = self.text(node).to_string();
         self.out.commands.push(SimpleCommand {
             text: argv.join(" "),
             argv,
-            source: source.clone(),
+            source: source.to_string(),
         });
         match name.text.as_str() {
             "eval" => {
-                self.flag(Opaque::Eval(excerpt(&source)));
+                self.flag(Opaque::Eval(excerpt(source)));
                 // List what a static eval would run, so that deny rules see it.
                 if run[1..].iter().all(Word::is_literal) {
                     let code: Vec<&str> = run[1..].iter().map(|w| w.text.as_str()).collect();
                     analyse_into(&code.join(" "), self.out, depth + 1, self.deadline);
                 }
             }
-            "source" | "." => self.flag(Opaque::Source(excerpt(&source))),
+            "source" | "." => self.flag(Opaque::Source(excerpt(source))),
             // `trap 'rm x' EXIT` runs its first argument as shell code later.
             "trap" if run.len() > 2 && !run[1].text.starts_with('-') => {
-                self.flag(Opaque::Eval(excerpt(&source)));
+                self.flag(Opaque::Eval(excerpt(source)));
                 if run[1].is_literal() {
                     analyse_into(&run[1].text, self.out, depth + 1, self.deadline);
                 }
             }
             "tee" => self.tee(&run[1..]),
+            // `builtin export PATH=x`, `command declare …`: the grammar's own
+            // declaration nodes are handled in `declaration`.
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                self.declared(&name.text, &run[1..]);
+            }
+            "read" | "mapfile" | "readarray" | "getopts" | "let" => self.sets_variables(&run[1..]),
+            "printf" => {
+                let target = run
+                    .iter()
+                    .position(|w| w.text == "-v")
+                    .and_then(|i| run.get(i + 1));
+                if let Some(target) = target {
+                    self.sets_variables(std::slice::from_ref(target));
+                }
+            }
+            "alias" => {
+                for arg in &run[1..] {
+                    if !arg.is_literal() || arg.text.contains('=') {
+                        let alias = arg.text.split('=').next().unwrap_or_default();
+                        self.flag(Opaque::DangerousAssignment(excerpt(&format!(
+                            "alias {alias}"
+                        ))));
+                    }
+                }
+            }
             _ => {}
+        }
+        self.inner_commands(run, depth);
+    }
+
+    /// The commands `xargs`, `find -exec` and `busybox` run: listed as well as the outer
+    /// command, so that rules and guardrails judge both.
+    fn inner_commands(&mut self, run: &[Word], depth: usize) {
+        let runs = wrappers::runs(run);
+        if let Some(why) = runs.unknown {
+            self.flag(Opaque::Wrapper(why));
+        }
+        if let Some(why) = runs.dynamic {
+            self.flag(Opaque::DynamicCommand(excerpt(&why)));
+        }
+        for index in runs.writes {
+            if let Some(target) = run.get(index) {
+                self.write_target(target);
+            }
+        }
+        for inner in runs.commands {
+            let Some(words) = run.get(inner.words.clone()) else {
+                continue;
+            };
+            let sources: Vec<&str> = words.iter().map(|w| w.source.as_str()).collect();
+            let source = sources.join(" ");
+            self.input_as_code(words, &inner, &source);
+            self.simple_command(words, &source, depth + 1);
+        }
+    }
+
+    /// `find -exec sh -c 'echo {}' ;`, `xargs -I % sh -c 'echo %'`: input (file names,
+    /// lines) substituted into a shell script runs as code; so does `xargs sh -c`, whose
+    /// script is the first word of input.
+    fn input_as_code(&mut self, words: &[Word], inner: &wrappers::Inner, source: &str) {
+        let start = wrappers::strip(words).start;
+        let shell = words.get(start..).unwrap_or_default();
+        match wrappers::shell_script(shell) {
+            ShellScript::Script(index) => {
+                let script = shell
+                    .get(index)
+                    .map(|w| w.text.as_str())
+                    .unwrap_or_default();
+                if let Some(placeholder) = &inner.placeholder
+                    && script.contains(placeholder.as_str())
+                {
+                    let reason = format!("input substituted into a shell script: {source}");
+                    self.flag(Opaque::Eval(excerpt(&reason)));
+                }
+            }
+            ShellScript::MissingScript if inner.appended => {
+                let reason = format!("script read from input: {source}");
+                self.flag(Opaque::Source(excerpt(&reason)));
+            }
+            _ => {}
+        }
+    }
+
+    /// The arguments of `export`/`declare`/`typeset`/`local`/`readonly` (`name` is the
+    /// builtin): flag assignments that change what runs, names not known statically
+    /// (`export "$X"`), and namerefs (`declare -n r=PATH; r=x`).
+    fn declared(&mut self, name: &str, args: &[Word]) {
+        let mut options_done = false;
+        for arg in args {
+            if !arg.is_literal() {
+                let reason = format!("{name} {}", arg.source);
+                self.flag(Opaque::DangerousAssignment(excerpt(&reason)));
+                continue;
+            }
+            let text = arg.text.as_str();
+            if !options_done && (text.starts_with('-') || text.starts_with('+')) {
+                options_done = text == "--";
+                if name != "export" && text.starts_with('-') && text.contains('n') {
+                    let reason = format!("{name} {text} (a name reference)");
+                    self.flag(Opaque::DangerousAssignment(reason));
+                }
+                continue;
+            }
+            options_done = true;
+            if let Some((variable, _)) = text.split_once('=') {
+                let variable = variable.trim_end_matches('+');
+                let variable = variable.split('[').next().unwrap_or(variable);
+                self.assigns(variable);
+            }
+        }
+    }
+
+    /// Arguments naming variables that `read`, `mapfile`, `getopts`, `let` or
+    /// `printf -v` set: the name is the leading identifier of each argument.
+    fn sets_variables(&mut self, args: &[Word]) {
+        for arg in args {
+            if !arg.is_literal() && arg.text.starts_with('$') {
+                self.flag(Opaque::DangerousAssignment(excerpt(&arg.source)));
+                continue;
+            }
+            let end = arg
+                .text
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(arg.text.len());
+            let variable = &arg.text[..end];
+            if !variable.is_empty() {
+                self.assigns(variable);
+            }
         }
     }
 
@@ -333,15 +496,29 @@ impl Walker<'_> {
     }
 
     /// `export A=1`, `local x`, `unset y`: builtins the grammar gives their own nodes.
+    /// Assignments (`variable_assignment` children) are judged when visited; arguments
+    /// that assign without being parsed as one (`export "PATH=x"`) are judged here.
     fn declaration(&mut self, node: Node, depth: usize) {
         let mut argv = Vec::new();
+        let mut args = Vec::new();
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             if child.is_named() {
-                argv.push(words::convert(child, self.src).text);
+                let word = words::convert(child, self.src);
+                argv.push(word.text.clone());
+                // Assignments are judged when visited; a bare name assigns nothing.
+                if !matches!(child.kind(), "variable_assignment" | "variable_name") {
+                    args.push(word);
+                }
             } else if argv.is_empty() {
                 argv.push(self.text(child).to_string());
             }
+        }
+        if node.kind() == "declaration_command"
+            && let Some(builtin) = argv.first()
+        {
+            let builtin = builtin.clone();
+            self.declared(&builtin, &args);
         }
         if !argv.is_empty() {
             let source = self.text(node).to_string();

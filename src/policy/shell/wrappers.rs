@@ -1,9 +1,16 @@
 //! Commands that only run another command: `timeout 5 rm x` runs `rm x`, so rules must
 //! judge `rm x`. Also finds the script of `bash -c '…'` and friends.
 //!
+//! Commands that run other commands given as their arguments (`xargs rm`, `find -exec rm
+//! {} ;`, `busybox rm`) are not stripped: [`runs`] finds what they run, and both must be
+//! allowed. [`changes_what_runs`] names the environment variables whose assignment makes
+//! a command run other code.
+//!
 //! Every wrapper's options are parsed strictly: an option we do not know (or a word we
 //! cannot read statically where an option may stand) stops the stripping and is
 //! reported, because guessing wrong would let `nice --weird rm x` pass as `nice`.
+
+use std::ops::Range;
 
 use super::words::Word;
 
@@ -13,26 +20,28 @@ pub(super) struct Stripped {
     pub start: usize,
     /// A wrapper whose options could not be followed, with the reason.
     pub problem: Option<String>,
+    /// Variables assigned by `env NAME=value`, in order.
+    pub assigned: Vec<String>,
 }
 
 /// Strip `timeout`, `time`, `nice`, `nohup`, `stdbuf`, `env`, `command`, `exec`,
 /// `builtin` and `coproc`, repeatedly.
 pub(super) fn strip(words: &[Word]) -> Stripped {
-    let mut start = 0;
+    let mut stripped = Stripped {
+        start: 0,
+        problem: None,
+        assigned: Vec::new(),
+    };
     loop {
-        match step(&words[start..]) {
-            Step::NotAWrapper => {
-                return Stripped {
-                    start,
-                    problem: None,
-                };
+        match step(words.get(stripped.start..).unwrap_or_default()) {
+            Step::NotAWrapper => return stripped,
+            Step::Strip(count, assigned) => {
+                stripped.start += count;
+                stripped.assigned.extend(assigned);
             }
-            Step::Strip(count) => start += count,
             Step::Unknown(why) => {
-                return Stripped {
-                    start,
-                    problem: Some(why),
-                };
+                stripped.problem = Some(why);
+                return stripped;
             }
         }
     }
@@ -41,8 +50,9 @@ pub(super) fn strip(words: &[Word]) -> Stripped {
 enum Step {
     /// The first word is not a wrapper, or a wrapper with nothing left to run.
     NotAWrapper,
-    /// Drop this many words (always at least one, and fewer than all).
-    Strip(usize),
+    /// Drop this many words (always at least one, and fewer than all), which assign these
+    /// variables.
+    Strip(usize, Vec<String>),
     Unknown(String),
 }
 
@@ -52,9 +62,13 @@ struct Options {
     flags: &'static str,
     /// Short options taking an argument (attached or in the next word).
     with_arg: &'static str,
+    /// Short options taking an optional argument, attached only (`xargs -i{}`).
+    attached: &'static str,
     long_flags: &'static [&'static str],
     /// Long options taking an argument (`--x=v` or `--x v`).
     long_with_arg: &'static [&'static str],
+    /// Long options taking an optional argument, only as `--x=v`.
+    long_optional: &'static [&'static str],
     /// `nice -5`: a dash followed by digits is an option.
     numeric: bool,
 }
@@ -62,8 +76,38 @@ struct Options {
 const NONE: Options = Options {
     flags: "",
     with_arg: "",
+    attached: "",
     long_flags: &[],
     long_with_arg: &[],
+    long_optional: &[],
+    numeric: false,
+};
+
+/// GNU, BSD and busybox xargs.
+const XARGS: Options = Options {
+    flags: "0oprtx",
+    with_arg: "adEILnPsJRS",
+    attached: "eil",
+    long_flags: &[
+        "--null",
+        "--open-tty",
+        "--interactive",
+        "--no-run-if-empty",
+        "--verbose",
+        "--exit",
+        "--show-limits",
+        "--help",
+        "--version",
+    ],
+    long_with_arg: &[
+        "--arg-file",
+        "--delimiter",
+        "--max-args",
+        "--max-procs",
+        "--max-chars",
+        "--process-slot-var",
+    ],
+    long_optional: &["--replace", "--eof", "--max-lines"],
     numeric: false,
 };
 
@@ -76,9 +120,11 @@ fn step(words: &[Word]) -> Step {
     }
     // `! ! rm x`: the parser takes the second `!` for a command name; bash negates again.
     if first.source == "!" && words.len() > 1 {
-        return Step::Strip(1);
+        return Step::Strip(1, Vec::new());
     }
-    let name = first.text.as_str();
+    let Some(name) = standard_program(&first.text) else {
+        return Step::NotAWrapper;
+    };
     let options = match name {
         "timeout" => Options {
             flags: "v",
@@ -129,20 +175,22 @@ fn step(words: &[Word]) -> Step {
         Ok(index) => index,
         Err(why) => return Step::Unknown(format!("{name}: {why}")),
     };
+    let mut assigned = Vec::new();
     match name {
         "timeout" => index += 1, // the duration
         "env" => {
-            while words
-                .get(index)
-                .is_some_and(|w| w.is_literal() && is_assignment(&w.text))
+            while let Some(word) = words.get(index)
+                && word.is_literal()
+                && let Some(variable) = assignment_name(&word.text)
             {
+                assigned.push(variable.to_string());
                 index += 1;
             }
         }
         _ => {}
     }
     match words.get(index) {
-        Some(_) => Step::Strip(index),
+        Some(_) => Step::Strip(index, assigned),
         // Nothing left to run: the wrapper is the command (`env`, `exec >log`, `nice`).
         None => Step::NotAWrapper,
     }
@@ -150,6 +198,19 @@ fn step(words: &[Word]) -> Step {
 
 /// Index of the first word after the options (which start at index 1).
 fn skip_options(words: &[Word], options: &Options) -> Result<usize, String> {
+    parse_options(words, options, &mut Vec::new())
+}
+
+/// An option given with a value (`-I {}`, `--replace=R`), or with none where the value
+/// is optional (`-i`, `--replace`).
+type OptionValue = (String, Option<String>);
+
+/// [`skip_options`], also collecting the options that take a value into `values`.
+fn parse_options(
+    words: &[Word],
+    options: &Options,
+    values: &mut Vec<OptionValue>,
+) -> Result<usize, String> {
     let mut index = 1;
     while let Some(word) = words.get(index) {
         if !word.is_literal() {
@@ -171,15 +232,20 @@ fn skip_options(words: &[Word], options: &Options) -> Result<usize, String> {
             return Ok(index);
         }
         if let Some(long) = text.strip_prefix("--") {
-            let (key, has_value) = match long.split_once('=') {
-                Some((key, _)) => (key, true),
-                None => (long, false),
+            let (key, value) = match long.split_once('=') {
+                Some((key, value)) => (key, Some(value.to_string())),
+                None => (long, None),
             };
             let key = format!("--{key}");
-            if options.long_flags.contains(&key.as_str()) && !has_value {
+            if options.long_flags.contains(&key.as_str()) && value.is_none() {
+                index += 1;
+            } else if options.long_optional.contains(&key.as_str()) {
+                values.push((key, value));
                 index += 1;
             } else if options.long_with_arg.contains(&key.as_str()) {
-                index += if has_value { 1 } else { 2 };
+                let next = words.get(index + 1).map(|w| w.text.clone());
+                index += if value.is_some() { 1 } else { 2 };
+                values.push((key, value.or(next)));
             } else {
                 return Err(format!("unknown option `{text}`"));
             }
@@ -195,9 +261,21 @@ fn skip_options(words: &[Word], options: &Options) -> Result<usize, String> {
             if options.flags.contains(c) {
                 continue;
             }
+            let rest = &cluster[offset + c.len_utf8()..];
             if options.with_arg.contains(c) {
                 // The rest of the cluster is the argument, or else the next word.
-                consumed_next = offset + c.len_utf8() == cluster.len();
+                consumed_next = rest.is_empty();
+                let value = match consumed_next {
+                    true => words.get(index + 1).map(|w| w.text.clone()),
+                    false => Some(rest.to_string()),
+                };
+                values.push((format!("-{c}"), value));
+                break;
+            }
+            if options.attached.contains(c) {
+                // The rest of the cluster, if any, is the argument.
+                let value = (!rest.is_empty()).then(|| rest.to_string());
+                values.push((format!("-{c}"), value));
                 break;
             }
             return Err(format!("unknown option `-{c}`"));
@@ -207,19 +285,226 @@ fn skip_options(words: &[Word], options: &Options) -> Result<usize, String> {
     Ok(index)
 }
 
-/// `NAME=value` as `env` reads it: a name that is not empty, then `=`.
-fn is_assignment(text: &str) -> bool {
+/// The name in `NAME=value` as `env` reads it: a name that is not empty, then `=`.
+fn assignment_name(text: &str) -> Option<&str> {
     text.split_once('=')
-        .is_some_and(|(name, _)| !name.is_empty() && !name.starts_with('-'))
+        .map(|(name, _)| name)
+        .filter(|name| !name.is_empty() && !name.starts_with('-'))
+}
+
+/// The name of a program that is a well-known wrapper wherever it is found: a bare name
+/// (looked up in `PATH`) or a path in a system directory (`/usr/bin/env`). `./timeout` is
+/// some local script, not `timeout`.
+fn standard_program(text: &str) -> Option<&str> {
+    const SYSTEM_DIRS: &[&str] = &[
+        "/bin/",
+        "/usr/bin/",
+        "/usr/local/bin/",
+        "/sbin/",
+        "/usr/sbin/",
+    ];
+    if !text.contains('/') {
+        return Some(text);
+    }
+    SYSTEM_DIRS
+        .iter()
+        .find_map(|dir| text.strip_prefix(dir))
+        .filter(|name| !name.is_empty() && !name.contains('/'))
+}
+
+/// Does assigning the variable `name` (`NAME=v cmd`, `export NAME=v`, `env NAME=v cmd`)
+/// let the command run code other than its own, or change where it finds programs, files
+/// or configuration? (`LD_PRELOAD`, `PATH`, `GIT_PAGER`, `RUSTC_WRAPPER`, `HOME` …)
+pub(super) fn changes_what_runs(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "ENV",
+        "PATH",
+        "CDPATH",
+        "IFS",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "SHELL",
+        "ZDOTDIR",
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "EDITOR",
+        "VISUAL",
+        "BROWSER",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "RUSTC",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTDOC",
+        "RUSTFLAGS",
+        "RUSTDOCFLAGS",
+        "CC",
+        "CXX",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "MAKEFILES",
+        "PERLLIB",
+        "GOFLAGS",
+        "GCONV_PATH",
+        "OPENSSL_CONF",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+    ];
+    const PREFIXES: &[&str] = &[
+        "LD_", // LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT …
+        "DYLD_",
+        "BASH_", // BASH_ENV, BASH_FUNC_name%% …
+        "GIT_",
+        "PYTHON",
+        "PERL5",
+        "RUBY",
+        "CARGO_",
+        "NPM_CONFIG_",
+        "npm_config_",
+    ];
+    const SUFFIXES: &[&str] = &["PAGER", "ASKPASS"];
+    NAMES.contains(&name)
+        || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+        || SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+}
+
+/// What a command runs besides itself, found in its arguments.
+#[derive(Debug, Default)]
+pub(super) struct Runs {
+    /// Each command it runs (`xargs rm -f` runs `rm -f`).
+    pub commands: Vec<Inner>,
+    /// Words naming files it writes (`find -fprint FILE`).
+    pub writes: Vec<usize>,
+    /// Options that could not be followed.
+    pub unknown: Option<String>,
+    /// A word not known statically where it may change what runs.
+    pub dynamic: Option<String>,
+}
+
+/// A command run by another one, which fills in some of its arguments when it runs.
+#[derive(Debug)]
+pub(super) struct Inner {
+    /// Its words.
+    pub words: Range<usize>,
+    /// Replaced in its words by input when it runs (`{}` for `find -exec`, `R` for
+    /// `xargs -I R`).
+    pub placeholder: Option<String>,
+    /// Input is appended to its words (`xargs CMD`).
+    pub appended: bool,
+}
+
+/// The commands `xargs [OPTIONS] CMD ARGS…`, `find … -exec CMD ARGS… ;` (and `-execdir`,
+/// `-ok`, `-okdir`, `{} +`) and `busybox APPLET ARGS…` run.
+pub(super) fn runs(words: &[Word]) -> Runs {
+    let mut runs = Runs::default();
+    let Some(first) = words.first().filter(|w| w.is_literal()) else {
+        return runs;
+    };
+    // The outer command stays listed, so a local `./xargs` is judged as itself as well.
+    let name = first.text.rsplit('/').next().unwrap_or_default();
+    match name {
+        "xargs" => {
+            let mut values = Vec::new();
+            match parse_options(words, &XARGS, &mut values) {
+                // With no command, xargs runs `echo`.
+                Ok(start) if start < words.len() => {
+                    let placeholder =
+                        values
+                            .into_iter()
+                            .rev()
+                            .find_map(|(key, value)| match key.as_str() {
+                                "-I" | "-J" => Some(value.unwrap_or_default()),
+                                "-i" | "--replace" => Some(value.unwrap_or_else(|| "{}".into())),
+                                _ => None,
+                            });
+                    runs.commands.push(Inner {
+                        words: start..words.len(),
+                        appended: placeholder.is_none(),
+                        placeholder,
+                    });
+                }
+                Ok(_) => {}
+                Err(why) => runs.unknown = Some(format!("xargs: {why}")),
+            }
+        }
+        "find" => find(words, &mut runs),
+        "busybox" => match words.get(1) {
+            // `busybox --list`, `busybox --install DIR`
+            Some(applet) if applet.is_literal() && applet.text.starts_with('-') => {}
+            Some(_) => runs.commands.push(Inner {
+                words: 1..words.len(),
+                placeholder: None,
+                appended: false,
+            }),
+            None => {}
+        },
+        _ => {}
+    }
+    runs
+}
+
+/// `find`'s actions that run commands or write files. Any word not known statically may
+/// expand to `-exec` or end one early (`;`), so it is reported.
+fn find(words: &[Word], runs: &mut Runs) {
+    let dynamic = |runs: &mut Runs, word: &Word| {
+        if !word.is_literal() && runs.dynamic.is_none() {
+            runs.dynamic = Some(format!("find argument `{}`", word.source));
+        }
+    };
+    let mut index = 1;
+    while let Some(word) = words.get(index) {
+        dynamic(runs, word);
+        index += 1;
+        match word.text.as_str() {
+            _ if !word.is_literal() => {}
+            "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                let start = index;
+                let mut end = words.len();
+                while let Some(arg) = words.get(index) {
+                    dynamic(runs, arg);
+                    index += 1;
+                    let placeholder_before =
+                        index >= 2 && words.get(index - 2).is_some_and(|w| w.text == "{}");
+                    if arg.is_literal()
+                        && (arg.text == ";" || arg.text == "+" && placeholder_before)
+                    {
+                        end = index - 1;
+                        break;
+                    }
+                }
+                if start < end {
+                    runs.commands.push(Inner {
+                        words: start..end,
+                        placeholder: Some("{}".into()),
+                        appended: false,
+                    });
+                }
+            }
+            "-fprint" | "-fprint0" | "-fls" | "-fprintf" => {
+                if index < words.len() {
+                    runs.writes.push(index);
+                }
+                index += if word.text == "-fprintf" { 2 } else { 1 };
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Shells whose `-c` script drover analyses in place of the shell command itself.
-const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash"];
+const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "hush"];
 
 /// What a command that may be a shell invocation runs.
 pub(super) enum ShellScript {
     /// Not a `SHELL -c SCRIPT` invocation.
     No,
+    /// `SHELL -c` with no script after it (an error, unless something appends one:
+    /// `xargs sh -c`).
+    MissingScript,
     /// The index of the script word.
     Script(usize),
     /// A shell with `-c` whose options could not be read statically.
@@ -272,7 +557,7 @@ pub(super) fn shell_script(words: &[Word]) -> ShellScript {
     }
     match (has_c, index < words.len()) {
         (true, true) => ShellScript::Script(index),
-        (true, false) => ShellScript::No,
+        (true, false) => ShellScript::MissingScript,
         (false, operand) if has_s || !operand => ShellScript::FromStdin,
         (false, _) => ShellScript::No, // `bash script.sh` runs a file, like `./script.sh`
     }

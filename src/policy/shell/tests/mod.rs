@@ -2,6 +2,8 @@
 //! specific opaque reasons, pattern matching, and robustness against hostile input.
 
 mod adversarial;
+mod assignments;
+mod inner;
 mod robustness;
 
 mod table;
