@@ -105,8 +105,9 @@ pub struct RunArgs {
     /// How many tasks run at once.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
-    /// Run only shard K of N (1-based).
-    #[arg(long, value_name = "K/N")]
+    /// Run only shard K of N (1-based), or `auto`: the shard of a Kubernetes Indexed
+    /// Job's pod (JOB_COMPLETION_INDEX, with DROVER_SHARD_COUNT or JOB_COMPLETIONS).
+    #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
     /// Override every spec's model provider.
     #[arg(long, value_enum, value_name = "P")]

@@ -99,7 +99,7 @@ async fn run_command(args: RunArgs) -> i32 {
         }
         None => plans,
     };
-    let report = run::run_plans(
+    let mut report = run::run_plans(
         plans,
         &args.artifacts,
         jobs,
@@ -107,7 +107,12 @@ async fn run_command(args: RunArgs) -> i32 {
         run::interrupt::install(),
     )
     .await;
-    finish_run(&report, &args.artifacts)
+    // summary.json says which shard this was, so `report merge` can tell one is missing.
+    report.shard = shard.map(|shard| crate::record::ShardId {
+        index: shard.index,
+        count: shard.count,
+    });
+    finish_run(&report, &args.artifacts, true)
 }
 
 async fn replay_command(args: ReplayArgs) -> i32 {
@@ -132,10 +137,12 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         run::interrupt::install(),
     )
     .await;
-    finish_run(&report, &options.artifacts)
+    finish_run(&report, &options.artifacts, true)
 }
 
-fn finish_run(report: &crate::record::RunReport, artifacts: &Path) -> i32 {
+/// Write the reports, say where they are, and tell GitHub (annotations only when
+/// `annotate`). Returns the run's exit code.
+fn finish_run(report: &crate::record::RunReport, artifacts: &Path, annotate: bool) -> i32 {
     if let Err(error) = run::write_reports(report, artifacts) {
         eprintln!(
             "drover: cannot write the reports in {}: {error}",
@@ -148,7 +155,7 @@ fn finish_run(report: &crate::record::RunReport, artifacts: &Path) -> i32 {
         artifacts.display()
     );
     let github = GithubEnv::from_env();
-    if let Err(error) = report_to_github(report, &github, &mut crate::output::Stdout) {
+    if let Err(error) = report_to_github(report, &github, annotate, &mut crate::output::Stdout) {
         // The artifacts are written; a missing step summary does not change the outcome.
         eprintln!("drover: warning: cannot write the GitHub step summary: {error}");
     }
@@ -159,7 +166,8 @@ fn finish_run(report: &crate::record::RunReport, artifacts: &Path) -> i32 {
 /// is the worst merged task's, as if the tasks had run in one `drover run`.
 fn merge_command(dirs: &[std::path::PathBuf], out: &Path) -> i32 {
     match crate::record::merge::merge(dirs, out) {
-        Ok(report) => finish_run(&report, out),
+        // The shard jobs annotated their own tasks: the merge writes the step summary only.
+        Ok(report) => finish_run(&report, out, false),
         Err(error) => {
             eprintln!("drover: report merge: {error}");
             exit::BAD_INPUT

@@ -193,26 +193,18 @@ impl CommandEnv {
 }
 
 /// Start `command` with `bash -c` in `cwd` in its own process group, stdin closed,
-/// stdout and stderr into one pipe, with [`NON_INTERACTIVE_ENV`]. With `env`, the
-/// command is started the agent's way (scrubbed environment, sandbox); without, it gets
-/// drover's whole environment and no sandbox (checks: the user's own commands). Returns
-/// the child and the pipe's read end (the parent keeps no copy of the write end).
+/// stdout and stderr into one pipe, with [`NON_INTERACTIVE_ENV`], as `env` says
+/// (scrubbed environment; the sandbox and private `TMPDIR` when it has them). Returns the
+/// child and the pipe's read end (the parent keeps no copy of the write end).
 pub(crate) fn spawn_shell(
     command: &str,
     cwd: &Path,
     extra_env: &[(&str, &OsStr)],
-    env: Option<&CommandEnv>,
+    env: &CommandEnv,
 ) -> std::io::Result<(tokio::process::Child, std::io::PipeReader)> {
     let (reader, writer) = std::io::pipe()?;
     let writer_err = writer.try_clone()?;
-    let mut cmd = match env {
-        Some(env) => env.bash(command),
-        None => {
-            let mut cmd = tokio::process::Command::new("bash");
-            cmd.arg("-c").arg(command);
-            cmd
-        }
-    };
+    let mut cmd = env.bash(command);
     cmd.current_dir(cwd)
         .envs(NON_INTERACTIVE_ENV.iter().copied())
         .envs(extra_env.iter().copied())
@@ -262,15 +254,18 @@ pub(crate) fn pump(
 
 /// Run `command` with `bash -c` in `cwd`, stdin closed, killed with its whole process
 /// group at `timeout`. The child sees [`NON_INTERACTIVE_ENV`] (`CI=true`, `DROVER=1`, …),
-/// so scripts can tell they run unattended and nothing waits for a person. It also sees
-/// drover's whole environment and runs unsandboxed: this is for the user's own commands
-/// (checks), never the agent's (see [`run_shell_with_env`]).
+/// so scripts can tell they run unattended and nothing waits for a person, on top of
+/// drover's environment scrubbed as `env` says (secret-looking variables removed unless
+/// passed, the model key's variable always). Checks run this way with an `env` that has
+/// no sandbox and no private `TMPDIR`: they are the user's commands, but they run code
+/// the agent wrote (`cargo test`), which has no business with drover's keys.
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
     timeout: Duration,
+    env: &CommandEnv,
 ) -> std::io::Result<ShellOutcome> {
-    run_spawned(spawn_shell(command, cwd, &[], None)?, timeout).await
+    run_spawned(spawn_shell(command, cwd, &[], env)?, timeout).await
 }
 
 /// [`run_shell`] the agent's way: started as `env` says (scrubbed environment, private
@@ -283,7 +278,7 @@ pub async fn run_shell_with_env(
     extra_env: &[(&str, &OsStr)],
     env: &CommandEnv,
 ) -> std::io::Result<ShellOutcome> {
-    run_spawned(spawn_shell(command, cwd, extra_env, Some(env))?, timeout).await
+    run_spawned(spawn_shell(command, cwd, extra_env, env)?, timeout).await
 }
 
 async fn run_spawned(
@@ -327,18 +322,28 @@ mod tests {
 
     async fn run(command: &str, timeout_ms: u64) -> ShellOutcome {
         let dir = std::env::temp_dir();
-        run_shell(command, &dir, Duration::from_millis(timeout_ms))
-            .await
-            .unwrap()
+        run_shell(
+            command,
+            &dir,
+            Duration::from_millis(timeout_ms),
+            &CommandEnv::default(),
+        )
+        .await
+        .unwrap()
     }
 
     #[tokio::test]
     async fn reports_exit_code_and_runs_in_cwd() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("marker"), "").unwrap();
-        let out = run_shell("ls; exit 3", dir.path(), Duration::from_secs(10))
-            .await
-            .unwrap();
+        let out = run_shell(
+            "ls; exit 3",
+            dir.path(),
+            Duration::from_secs(10),
+            &CommandEnv::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!(out.exit_code, Some(3));
         assert!(!out.timed_out);
         assert_eq!(out.output, "marker\n");
@@ -350,6 +355,20 @@ mod tests {
                 .output,
             "true 0 cat true\n"
         );
+    }
+
+    #[tokio::test]
+    async fn the_environment_is_scrubbed_as_the_command_env_says() {
+        // HOME stands in for the model key's variable: withheld whatever its name.
+        let env = CommandEnv {
+            withheld: vec!["HOME".to_string()],
+            ..CommandEnv::default()
+        };
+        let dir = std::env::temp_dir();
+        let out = run_shell("echo \"home=$HOME\"", &dir, Duration::from_secs(10), &env)
+            .await
+            .unwrap();
+        assert_eq!(out.output, "home=\n");
     }
 
     #[tokio::test]

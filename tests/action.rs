@@ -206,22 +206,50 @@ fn secrets_reach_drover_through_the_environment_only() {
     assert!(!script.contains("set -x"), "tracing would print the keys");
 }
 
-/// Each example workflow appears in its doc verbatim, inside a ```yaml block.
+/// Each example workflow and Kubernetes manifest appears in its doc verbatim, inside a
+/// ```yaml block.
 #[test]
 fn docs_include_the_example_workflows_verbatim() {
     let repo = common::repo();
     let cases = [
-        ("docs/scaling.md", "sharded.yml"),
-        ("docs/github-action.md", "pull-request.yml"),
-        ("docs/github-action.md", "nightly-refactor.yml"),
+        ("docs/scaling.md", "examples/workflows/sharded.yml"),
+        (
+            "docs/github-action.md",
+            "examples/workflows/pull-request.yml",
+        ),
+        (
+            "docs/github-action.md",
+            "examples/workflows/nightly-refactor.yml",
+        ),
+        ("docs/scaling.md", "examples/kubernetes/shards.yaml"),
+        ("docs/scaling.md", "examples/kubernetes/merge.yaml"),
     ];
     for (doc, example) in cases {
         let doc_text = std::fs::read_to_string(repo.join(doc)).unwrap();
-        let workflow =
-            std::fs::read_to_string(repo.join("examples/workflows").join(example)).unwrap();
+        let workflow = std::fs::read_to_string(repo.join(example)).unwrap();
         assert!(
             doc_text.contains(&format!("```yaml\n{workflow}```\n")),
-            "{doc} must contain examples/workflows/{example} verbatim in a ```yaml block; copy the file's content into the doc"
+            "{doc} must contain {example} verbatim in a ```yaml block; copy the file's content into the doc"
         );
     }
+}
+
+/// The shard Job and the merge Job are separate files: applied together, the merge would
+/// start before any shard had finished.
+#[test]
+fn the_kubernetes_merge_is_applied_after_the_shards() {
+    let repo = common::repo();
+    let shards = std::fs::read_to_string(repo.join("examples/kubernetes/shards.yaml")).unwrap();
+    let merge = std::fs::read_to_string(repo.join("examples/kubernetes/merge.yaml")).unwrap();
+    assert!(shards.contains("completionMode: Indexed"));
+    assert!(shards.contains("--shard auto"));
+    assert!(
+        !shards.contains("report merge"),
+        "the merge Job belongs in merge.yaml"
+    );
+    assert!(merge.contains("drover report merge"));
+    assert!(!merge.contains("completionMode"));
+    assert!(merge.contains("kubectl wait --for=condition=complete job/drover-shards"));
+    let doc = std::fs::read_to_string(repo.join("docs/scaling.md")).unwrap();
+    assert!(doc.contains("kubectl wait --for=condition=complete job/drover-shards"));
 }

@@ -175,6 +175,46 @@ fn shards_together_equal_the_unsharded_run_and_merge_into_one_report() {
         "{md}"
     );
 
+    // Each shard's summary says which shard it was; the whole run and the merge say null.
+    for (k, shard_dir) in shard_dirs.iter().enumerate() {
+        let summary: Value =
+            serde_json::from_str(&std::fs::read_to_string(shard_dir.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            summary["shard"],
+            serde_json::json!({"index": k + 1, "count": 3})
+        );
+    }
+    let names = |dir: &Path| -> Vec<String> {
+        let summary: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
+                .unwrap();
+        assert!(summary["shard"].is_null());
+        summary["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|task| task["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(&merged),
+        names(&dir.path().join("all")),
+        "merged tasks are listed as the unsharded run lists them"
+    );
+
+    // A missing shard is named; a non-empty --out is refused.
+    let (code, stderr) = merge(
+        &[shard_dirs[0].clone(), shard_dirs[2].clone()],
+        &dir.path().join("partial"),
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("shard 2/3 is missing"), "{stderr}");
+    assert!(!dir.path().join("partial").exists());
+    let (code, stderr) = merge(&shard_dirs, &merged);
+    assert_eq!(code, 2, "merging again into the same --out");
+    assert!(stderr.contains("is not empty"), "{stderr}");
+
     // The same shard twice is refused; so is a directory that is not drover's.
     let twice = [shard_dirs[0].clone(), shard_dirs[0].clone()];
     let (code, stderr) = merge(&twice, &dir.path().join("twice"));
@@ -298,6 +338,34 @@ fn on_github_actions_drover_annotates_and_appends_the_step_summary() {
     let md = std::fs::read_to_string(dir.path().join("gh/summary.md")).unwrap();
     assert_eq!(summary, format!("earlier step\n{md}"));
 
+    // `report merge` on GitHub writes the step summary but no annotations: the shard
+    // jobs already annotated their tasks.
+    let mut shard_dirs = Vec::new();
+    for k in 1..=2 {
+        let out = format!("gh-shard{k}");
+        run(dir.path(), &out, &["--shard", &format!("{k}/2")]);
+        shard_dirs.push(dir.path().join(out));
+    }
+    let merge_summary = dir.path().join("merge-step-summary.md");
+    let output = drover()
+        .args(["report", "merge"])
+        .args(&shard_dirs)
+        .arg("--out")
+        .arg(dir.path().join("gh-merged"))
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &merge_summary)
+        .env("GITHUB_WORKSPACE", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        !stdout.contains("::error") && !stdout.contains("::warning"),
+        "{stdout}"
+    );
+    let merged_md = std::fs::read_to_string(dir.path().join("gh-merged/summary.md")).unwrap();
+    assert_eq!(std::fs::read_to_string(&merge_summary).unwrap(), merged_md);
+
     // Off GitHub Actions: no workflow commands, no step summary.
     let output = drover()
         .arg("run")
@@ -312,4 +380,12 @@ fn on_github_actions_drover_annotates_and_appends_the_step_summary() {
         std::fs::read_to_string(&step_summary).unwrap(),
         format!("earlier step\n{md}")
     );
+}
+
+#[test]
+fn shard_help_mentions_auto() {
+    let output = drover().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("--shard <K/N|auto>"), "{help}");
+    assert!(help.contains("JOB_COMPLETION_INDEX"), "{help}");
 }

@@ -21,7 +21,7 @@ use crate::model::{
 };
 use crate::policy::Policy;
 use crate::record::transcript::{Decision, TranscriptError};
-use crate::record::{Denial, EndReason, Event, TranscriptWriter};
+use crate::record::{Denial, EndReason, Event, Redactor, TranscriptWriter};
 use crate::tools::{Registry, ToolContext, ToolOutput};
 use dispatch::Prepared;
 
@@ -74,6 +74,8 @@ pub struct Agent<'a> {
     pub ctx: ToolContext,
     pub transcript: &'a mut TranscriptWriter,
     pub replay: Option<ReplayExpectations>,
+    /// Secret values taken out of every tool result before it is recorded or sent.
+    pub redactor: &'a Redactor,
 }
 
 /// Mutable state of one run of the loop.
@@ -299,6 +301,13 @@ impl Agent<'_> {
                 duration,
             } in executed
             {
+                // A command can print drover's own environment (`/proc/$PPID/environ`) or
+                // a key file: what the transcript records and the model reads is the
+                // same text, with every secret value replaced.
+                let output = ToolOutput {
+                    content: self.redactor.redact_owned(output.content),
+                    is_error: output.is_error,
+                };
                 self.transcript.write(Event::ToolResult {
                     tool_use_id: call.id.clone(),
                     is_error: output.is_error,

@@ -88,6 +88,7 @@ async fn run_turn(calls: Vec<ScriptToolCall>, allow: &[&str]) -> (Vec<String>, V
     );
     let path = dir.path().join("t.jsonl");
     let mut transcript = TranscriptWriter::create(&path).unwrap();
+    let redactor = Redactor::default();
     let mut agent = Agent {
         model: &mut model,
         registry: &registry,
@@ -95,6 +96,7 @@ async fn run_turn(calls: Vec<ScriptToolCall>, allow: &[&str]) -> (Vec<String>, V
         ctx: ToolContext::new(dir.path().to_path_buf()),
         transcript: &mut transcript,
         replay: None,
+        redactor: &redactor,
     };
     let config = AgentConfig {
         system: String::new(),

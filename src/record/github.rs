@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::record::junit::{check_failure, tail};
+use crate::record::junit::{check_failure, clean, tail};
 use crate::record::summary::summary_md;
 use crate::record::{RunReport, Status, TaskReport};
 
@@ -42,20 +42,25 @@ impl GithubEnv {
     }
 }
 
-/// Report a finished run to GitHub: annotations on `out` (stdout in practice) and the
-/// Markdown summary appended to the step summary. Does nothing outside GitHub Actions.
+/// Report a finished run to GitHub: annotations on `out` (stdout in practice) when
+/// `annotate`, and the Markdown summary appended to the step summary. Does nothing
+/// outside GitHub Actions. `report merge` does not annotate: the shard jobs that ran the
+/// tasks already did, and GitHub would show every annotation twice.
 pub fn report_to_github(
     report: &RunReport,
     env: &GithubEnv,
+    annotate: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     if !env.actions {
         return Ok(());
     }
-    for line in annotations(report, env.workspace.as_deref()) {
-        writeln!(out, "{line}")?;
+    if annotate {
+        for line in annotations(report, env.workspace.as_deref()) {
+            writeln!(out, "{line}")?;
+        }
+        out.flush()?;
     }
-    out.flush()?;
     if let Some(path) = &env.step_summary {
         append_step_summary(path, &summary_md(report))?;
     }
@@ -155,13 +160,15 @@ fn annotation_path(spec: &Path, workspace: Option<&Path>) -> String {
     relative.to_string_lossy().replace('\\', "/")
 }
 
-/// One workflow command: `::error file=F,title=T::MESSAGE`.
+/// One workflow command: `::error file=F,title=T::MESSAGE`. Terminal escape sequences
+/// and other control characters (check output is full of them) are taken out first: the
+/// annotation would show them as garbage, and a stray escape could confuse the log viewer.
 fn command(kind: &str, file: &str, title: &str, message: &str) -> String {
     format!(
         "::{kind} file={},title={}::{}",
-        escape_property(file),
-        escape_property(title),
-        escape_data(message)
+        escape_property(&clean(file)),
+        escape_property(&clean(title)),
+        escape_data(&clean(message))
     )
 }
 

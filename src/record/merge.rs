@@ -2,23 +2,29 @@
 //! directory) combined into one, so a sharded run reads like one run — one junit.xml,
 //! one summary — and every task's transcript and diff sit side by side.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::record::{RunReport, TaskReport};
+use crate::record::{RunReport, ShardId, TaskReport};
 
 /// The part of `summary.json` a merge needs (other fields are recomputed).
 #[derive(Deserialize)]
 struct SummaryFile {
     tasks: Vec<TaskReport>,
+    /// Which shard the run was; absent in summaries older than it and null for a run
+    /// without `--shard`.
+    #[serde(default)]
+    shard: Option<ShardId>,
 }
 
-/// Read every directory's `summary.json`, refuse task names seen twice, and copy (hard
-/// link where possible) each task's artifact directory into `out`. The returned report
-/// has the tasks of all inputs in input order, with `artifacts_dir` pointing into `out`.
-/// Errors are bad input (exit 2) and say which directory and what to do.
+/// Read every directory's `summary.json`, refuse task names seen twice and incomplete
+/// sets of shards, and copy (hard link where possible) each task's artifact directory
+/// into `out`, which must not exist or be empty. The returned report has the tasks in the
+/// order one unsharded run would list them (by spec path, then name), with
+/// `artifacts_dir` pointing into `out`. Errors are bad input (exit 2) and say which
+/// directory and what to do.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, String> {
     let out_key = out.canonicalize().ok();
     let mut inputs = Vec::new();
@@ -31,9 +37,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, String> {
         }
         inputs.push((dir, read_summary(dir)?));
     }
+    check_out_is_empty(out)?;
     let mut seen: HashMap<&str, &Path> = HashMap::new();
-    for (dir, tasks) in &inputs {
-        for task in tasks {
+    for (dir, summary) in &inputs {
+        for task in &summary.tasks {
             if let Some(first) = seen.insert(task.name.as_str(), dir.as_path()) {
                 return Err(format!(
                     "task {:?} is in both {} and {}; each task must come from one shard (were the same shards merged twice, or different --shard counts used?)",
@@ -44,11 +51,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, String> {
             }
         }
     }
+    check_shards(&inputs)?;
     std::fs::create_dir_all(out)
         .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
     let mut merged = RunReport::default();
-    for (dir, tasks) in inputs {
-        for mut task in tasks {
+    for (dir, summary) in inputs {
+        for mut task in summary.tasks {
             let from = dir.join(&task.name);
             let to = out.join(&task.name);
             if from.is_dir() {
@@ -70,11 +78,99 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, String> {
             merged.tasks.push(task);
         }
     }
+    // An unsharded run lists its tasks in spec path order (one task per spec; the sort
+    // is stable, so tasks of one spec keep their order).
+    merged.tasks.sort_by(|a, b| {
+        a.spec_path
+            .cmp(&b.spec_path)
+            .then_with(|| a.name.cmp(&b.name))
+    });
     Ok(merged)
 }
 
-/// The task reports of one shard's artifacts directory.
-fn read_summary(dir: &Path) -> Result<Vec<TaskReport>, String> {
+/// `--out` must be new or empty: task directories left there by an earlier merge (or
+/// anything else) would sit beside the merged ones as if they belonged to this run.
+fn check_out_is_empty(out: &Path) -> Result<(), String> {
+    match std::fs::read_dir(out) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(format!(
+                    "--out {} is not empty; merge into a new or empty directory (remove what an earlier merge left there)",
+                    out.display()
+                ));
+            }
+            Ok(())
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(format!(
+            "--out {} cannot be used: {error}; merge into a new or empty directory",
+            out.display()
+        )),
+    }
+}
+
+/// When the inputs are shards (their summaries name `--shard K/N`), they must be all N
+/// shards of one N, each once: a shard missing from the merge would otherwise go unnoticed,
+/// its tasks simply absent from the report. Inputs that are all whole runs are not checked.
+fn check_shards(inputs: &[(&PathBuf, SummaryFile)]) -> Result<(), String> {
+    let sharded: Vec<(&Path, ShardId)> = inputs
+        .iter()
+        .filter_map(|(dir, summary)| summary.shard.map(|shard| (dir.as_path(), shard)))
+        .collect();
+    let Some(&(first_dir, first)) = sharded.first() else {
+        return Ok(());
+    };
+    if let Some((dir, _)) = inputs.iter().find(|(_, summary)| summary.shard.is_none()) {
+        return Err(format!(
+            "{} is a whole run (no --shard) but {} is shard {}/{}; merge either the shards of one run or whole runs",
+            dir.display(),
+            first_dir.display(),
+            first.index,
+            first.count
+        ));
+    }
+    if let Some((dir, other)) = sharded.iter().find(|(_, s)| s.count != first.count) {
+        return Err(format!(
+            "the inputs are shards of different counts: {} is shard {}/{}, {} is shard {}/{}; merge the shards of one run",
+            first_dir.display(),
+            first.index,
+            first.count,
+            dir.display(),
+            other.index,
+            other.count
+        ));
+    }
+    let mut by_index: BTreeMap<usize, &Path> = BTreeMap::new();
+    for (dir, shard) in &sharded {
+        if let Some(earlier) = by_index.insert(shard.index, dir) {
+            return Err(format!(
+                "shard {}/{} is in both {} and {}; each shard must be merged once",
+                shard.index,
+                shard.count,
+                earlier.display(),
+                dir.display()
+            ));
+        }
+    }
+    let missing: Vec<String> = (1..=first.count)
+        .filter(|index| !by_index.contains_key(index))
+        .map(|index| format!("{index}/{}", first.count))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "shard{} {} {} missing: the inputs hold {} of the {} shards; pass every shard's artifacts directory (did a shard job fail before uploading?)",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            if missing.len() == 1 { "is" } else { "are" },
+            by_index.len(),
+            first.count
+        ));
+    }
+    Ok(())
+}
+
+/// The summary of one shard's artifacts directory.
+fn read_summary(dir: &Path) -> Result<SummaryFile, String> {
     let path = dir.join("summary.json");
     let text = std::fs::read_to_string(&path).map_err(|error| {
         format!(
@@ -92,7 +188,7 @@ fn read_summary(dir: &Path) -> Result<Vec<TaskReport>, String> {
             task.name
         ));
     }
-    Ok(summary.tasks)
+    Ok(summary)
 }
 
 /// Task names as specs allow them (`[A-Za-z0-9._-]`, not `.`/`..`): safe as one path part.

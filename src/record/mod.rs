@@ -5,9 +5,13 @@ pub mod diff;
 pub mod github;
 pub mod junit;
 pub mod merge;
+pub mod redact;
 pub mod report;
 pub mod summary;
 pub mod transcript;
 
-pub use report::{CheckReport, Denial, EndReason, RunReport, Status, TaskReport, Todo, TodoStatus};
+pub use redact::Redactor;
+pub use report::{
+    CheckReport, Denial, EndReason, RunReport, ShardId, Status, TaskReport, Todo, TodoStatus,
+};
 pub use transcript::{Event, TranscriptReader, TranscriptWriter};

@@ -167,6 +167,16 @@ pub struct TaskReport {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
     pub tasks: Vec<TaskReport>,
+    /// The shard this run was (`--shard K/N`); None for a whole run or a merge.
+    #[serde(default)]
+    pub shard: Option<ShardId>,
+}
+
+/// Which shard of how many a run was: `index` is 1-based, as `--shard K/N` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ShardId {
+    pub index: usize,
+    pub count: usize,
 }
 
 impl RunReport {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::record::junit::{check_failure, clean, status_str, tail};
-use crate::record::{RunReport, Status, TaskReport, TodoStatus};
+use crate::record::{RunReport, ShardId, Status, TaskReport, TodoStatus};
 
 /// Lines of check output shown per failed check in the Markdown summary.
 const OUTPUT_LINES: usize = 20;
@@ -19,6 +19,9 @@ struct Summary<'a> {
     status: &'static str,
     exit_code: i32,
     counts: Counts,
+    /// `{"index": K, "count": N}` for a `--shard K/N` run, null otherwise: `report merge`
+    /// checks that no shard is missing.
+    shard: Option<ShardId>,
     tasks: &'a [TaskReport],
 }
 
@@ -54,6 +57,7 @@ pub fn summary_json(report: &RunReport) -> String {
         status: status_str(status),
         exit_code: status.exit_code(),
         counts: Counts::of(report),
+        shard: report.shard,
         tasks: &report.tasks,
     };
     match serde_json::to_string_pretty(&summary) {
@@ -251,6 +255,17 @@ mod tests {
             serde_json::from_str(&summary_json(&RunReport::default())).unwrap();
         assert_eq!(value["status"], "passed");
         assert_eq!(value["exit_code"], 0);
+        assert!(value["shard"].is_null());
+    }
+
+    #[test]
+    fn json_names_the_shard_of_a_sharded_run() {
+        let run = RunReport {
+            shard: Some(ShardId { index: 2, count: 4 }),
+            ..sample_run()
+        };
+        let value: serde_json::Value = serde_json::from_str(&summary_json(&run)).unwrap();
+        assert_eq!(value["shard"], serde_json::json!({"index": 2, "count": 4}));
     }
 
     #[test]
@@ -310,7 +325,10 @@ mod tests {
                 active_form: "Running the tests".into(),
             },
         ];
-        let md = summary_md(&RunReport { tasks: vec![done] });
+        let md = summary_md(&RunReport {
+            tasks: vec![done],
+            ..RunReport::default()
+        });
         assert!(
             md.contains(
                 "### planned: todo list\n\n- [x] Find the bug\n- [ ] Run the tests (in progress)\n"

@@ -4,12 +4,14 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{ContentBlock, StopReason, Usage};
+use crate::record::Redactor;
 
 /// One transcript event. The `type` names and the fields listed in DESIGN.md are a
 /// contract; fields are only ever added.
@@ -149,6 +151,8 @@ pub struct TranscriptWriter {
     file: File,
     path: PathBuf,
     observer: Option<EventObserver>,
+    /// Secret values replaced in every line before it is written.
+    redactor: Option<Arc<Redactor>>,
 }
 
 impl TranscriptWriter {
@@ -161,7 +165,14 @@ impl TranscriptWriter {
             file,
             path: path.to_path_buf(),
             observer: None,
+            redactor: None,
         })
+    }
+
+    /// Redact every line written from now on with `redactor`: the last pass that keeps
+    /// secret values out of the transcript whatever event carries them.
+    pub fn redact_with(&mut self, redactor: Arc<Redactor>) {
+        self.redactor = Some(redactor);
     }
 
     /// Show every event written from now on to `observer` too.
@@ -173,9 +184,10 @@ impl TranscriptWriter {
         &self.path
     }
 
-    /// Write one event as one line and flush it to the OS before returning.
+    /// Write one event as one line, secret values redacted, and flush it to the OS before
+    /// returning.
     pub fn write(&mut self, event: Event) -> Result<(), TranscriptError> {
-        let line = Line {
+        let mut line = Line {
             event,
             ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
         };
@@ -187,6 +199,15 @@ impl TranscriptWriter {
                 line.ts
             )
         });
+        if let Some(redactor) = &self.redactor
+            && let Some((redacted, event)) = redact_line(redactor, &text, &line)
+        {
+            text = redacted;
+            // Progress output shows the redacted event too.
+            if let Some(event) = event {
+                line.event = event;
+            }
+        }
         text.push('\n');
         self.file
             .write_all(text.as_bytes())
@@ -200,6 +221,26 @@ impl TranscriptWriter {
         }
         Ok(())
     }
+}
+
+/// A transcript line with its secret values redacted, and the event it now holds; None
+/// when the line held none. The line's text is redacted as it is; should that ever leave
+/// it invalid JSON (a value matching across an escape sequence), the event's strings are
+/// redacted one by one instead.
+fn redact_line(redactor: &Redactor, text: &str, line: &Line) -> Option<(String, Option<Event>)> {
+    let std::borrow::Cow::Owned(redacted) = redactor.redact(text) else {
+        return None;
+    };
+    if let Ok(parsed) = serde_json::from_str::<Line>(&redacted) {
+        return Some((redacted, Some(parsed.event)));
+    }
+    let mut value = serde_json::to_value(line).ok()?;
+    redactor.redact_json(&mut value);
+    let event = serde_json::from_value::<Line>(value.clone())
+        .ok()
+        .map(|line| line.event);
+    let text = serde_json::to_string(&value).ok()?;
+    Some((text, event))
 }
 
 /// Reads a whole transcript back into events.
@@ -260,5 +301,77 @@ mod tests {
         std::fs::write(&path, "{\"type\":\"nope\",\"ts\":\"x\"}\n").unwrap();
         let error = TranscriptReader::read(&path).unwrap_err().to_string();
         assert!(error.contains("t.jsonl:1:"), "{error}");
+    }
+
+    #[test]
+    fn every_line_is_redacted_before_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut writer = TranscriptWriter::create(&path).unwrap();
+        let secret = "sk-test-0123456789";
+        let escaped_secret = "tab\there\\and\"quote\"";
+        writer.redact_with(Arc::new(Redactor::new([
+            secret.to_string(),
+            escaped_secret.to_string(),
+        ])));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        writer.observe(Box::new(move |event| {
+            log.lock().unwrap().push(event.clone())
+        }));
+        writer
+            .write(Event::ToolCall {
+                id: "toolu_1".into(),
+                name: "Bash".into(),
+                input: serde_json::json!({"command": format!("echo {secret}")}),
+            })
+            .unwrap();
+        writer
+            .write(Event::RunEnd {
+                status: crate::record::Status::Failed,
+                reason: crate::record::EndReason::ChecksFailed,
+                message: format!("saw {escaped_secret} and {secret}"),
+                turns: 1,
+                usage: Usage::default(),
+                cost_usd: None,
+                todos: Vec::new(),
+            })
+            .unwrap();
+        // A value that only matches across a JSON escape: redacted without breaking JSON.
+        let mut tricky = TranscriptWriter::create(&dir.path().join("u.jsonl")).unwrap();
+        tricky.redact_with(Arc::new(Redactor::new(["nabcdefgh".to_string()])));
+        tricky
+            .write(Event::ToolCall {
+                id: "t".into(),
+                name: "Bash".into(),
+                input: serde_json::json!({"command": "x\nabcdefgh", "nabcdefgh": "nabcdefgh"}),
+            })
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(secret), "{text}");
+        assert!(!text.contains("tab\\there"), "{text}");
+        let events = TranscriptReader::read(&path).unwrap();
+        let Event::ToolCall { input, .. } = &events[0] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(input["command"], "echo [redacted]");
+        let Event::RunEnd { message, .. } = &events[1] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(message, "saw [redacted] and [redacted]");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            events,
+            "the observer sees redacted events"
+        );
+        let events = TranscriptReader::read(&dir.path().join("u.jsonl")).unwrap();
+        let Event::ToolCall { input, .. } = &events[0] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(
+            input["command"], "x\nabcdefgh",
+            "a newline and abcdefgh: no secret"
+        );
+        assert_eq!(input["[redacted]"], "[redacted]");
     }
 }

@@ -191,6 +191,7 @@ pub async fn run_plans(
     finished.sort_by_key(|(index, _)| *index);
     RunReport {
         tasks: finished.into_iter().map(|(_, report)| report).collect(),
+        shard: None,
     }
 }
 

@@ -3,6 +3,7 @@
 //! and a transcript that says why.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::agent::{Agent, AgentConfig, ReplayExpectations, system_prompt};
@@ -14,7 +15,7 @@ use crate::model::{Model, Usage};
 use crate::policy::Policy;
 use crate::record::diff::unified_diff;
 use crate::record::transcript::{EventObserver, TranscriptError};
-use crate::record::{EndReason, Event, TaskReport, TranscriptWriter};
+use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::{Isolation, LoadedSpec, ScriptTurn};
 use crate::tools::{Registry, ToolContext};
 use crate::workspace::Snapshot;
@@ -68,14 +69,85 @@ pub async fn run_task(
     let started = Instant::now();
     let mut report = unfinished_report(&plan, artifacts);
     let task_dir = report.artifacts_dir.clone();
-    if let Err(error) = execute(plan, artifacts, &task_dir, &mut report, observer, interrupt).await
+    let redactor = Arc::new(task_redactor(&plan));
+    if let Err(error) = execute(
+        plan,
+        artifacts,
+        &task_dir,
+        &mut report,
+        observer,
+        interrupt,
+        Arc::clone(&redactor),
+    )
+    .await
     {
         report.reason = EndReason::InternalError;
         report.status = EndReason::InternalError.status();
         report.message = error;
     }
     report.duration = started.elapsed();
+    redact_report(&mut report, &redactor);
     report
+}
+
+/// The secret values this task must never record or show the model: the model's API
+/// key, and drover's own secret-looking variables that the spec does not pass on.
+fn task_redactor(plan: &TaskPlan) -> Redactor {
+    let api_key = match &plan.model {
+        ModelSource::Remote(config) => config.api_key.as_ref().map(|key| key.expose()),
+        ModelSource::Script { .. } | ModelSource::Replay { .. } => None,
+    };
+    Redactor::for_task(
+        api_key,
+        std::env::vars_os(),
+        &plan.spec.spec.env.pass,
+        &withheld_vars(plan),
+    )
+}
+
+/// The variables no command of the task may see, whatever `env.pass` says: the one
+/// holding the model's API key (the spec's `model.api_key_env`, or the provider's default
+/// that the key was read from).
+fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
+    let mut names: Vec<String> = plan
+        .spec
+        .spec
+        .model
+        .value
+        .api_key_env
+        .iter()
+        .filter(|name| name.as_str() != crate::model::remote::NO_KEY)
+        .cloned()
+        .collect();
+    if let ModelSource::Remote(config) = &plan.model
+        && let Some(name) = &config.key_env
+        && !names.contains(name)
+    {
+        names.push(name.clone());
+    }
+    names
+}
+
+/// The report's free text (what junit.xml, the summaries and annotations show) with
+/// secret values replaced, whatever put them there.
+fn redact_report(report: &mut TaskReport, redactor: &Redactor) {
+    if redactor.is_empty() {
+        return;
+    }
+    report.message = redactor.redact_owned(std::mem::take(&mut report.message));
+    report.final_text = redactor.redact_owned(std::mem::take(&mut report.final_text));
+    for check in &mut report.checks {
+        check.output_tail = redactor.redact_owned(std::mem::take(&mut check.output_tail));
+        check.command = redactor.redact_owned(std::mem::take(&mut check.command));
+    }
+    for denial in &mut report.denials {
+        denial.reason = redactor.redact_owned(std::mem::take(&mut denial.reason));
+        redactor.redact_json(&mut denial.input);
+    }
+    for todo in &mut report.todos {
+        todo.content = redactor.redact_owned(std::mem::take(&mut todo.content));
+        todo.active_form = redactor.redact_owned(std::mem::take(&mut todo.active_form));
+    }
 }
 
 /// The report of a task that has not finished: an internal error until it says more.
@@ -113,6 +185,7 @@ async fn execute(
     report: &mut TaskReport,
     observer: Option<EventObserver>,
     interrupt: Option<Interrupt>,
+    redactor: Arc<Redactor>,
 ) -> Result<(), String> {
     std::fs::create_dir_all(task_dir).map_err(|e| {
         format!(
@@ -125,6 +198,7 @@ async fn execute(
     if let Some(observer) = observer {
         transcript.observe(observer);
     }
+    transcript.redact_with(Arc::clone(&redactor));
     // drover's own artifacts (this task's transcript, other tasks', earlier runs') are not
     // the agent's work: a copy, the snapshots and the diff leave them out when they lie
     // inside the workspace (the default: `drover-artifacts/` in the current directory).
@@ -152,7 +226,12 @@ async fn execute(
     let mut registry = Registry::builtin().map_err(|e| e.to_string())?;
     registry.retain(|tool| policy.withholds(tool).is_none());
     let runs_commands = registry.names().iter().any(|name| name == "Bash");
-    let commands = task_commands(&plan.spec, &workspace.dir, runs_commands).await?;
+    let mut commands = task_commands(&plan.spec, &workspace.dir, runs_commands).await?;
+    for name in withheld_vars(&plan) {
+        if !commands.env.withheld.contains(&name) {
+            commands.env.withheld.push(name);
+        }
+    }
 
     transcript
         .write(Event::RunStart {
@@ -233,6 +312,7 @@ async fn execute(
             .with_hidden(policy.hidden_filter()),
         transcript: &mut transcript,
         replay: expectations,
+        redactor: &redactor,
     };
     let outcome = agent.run(&config).await;
     // Nothing the agent started in the background may outlive the loop or race the checks.
@@ -258,8 +338,14 @@ async fn execute(
 
     let (mut reason, mut message) = (outcome.reason, outcome.message);
     if runs_checks(reason) {
+        // Checks get the agent's scrubbed environment, but no sandbox and drover's TMPDIR.
+        let check_env = crate::exec::CommandEnv {
+            sandbox: None,
+            tmpdir: None,
+            ..commands.env.clone()
+        };
         for check in &plan.spec.spec.checks {
-            let result = run_check(check, &workspace.dir).await;
+            let result = run_check(check, &workspace.dir, &check_env, &redactor).await;
             transcript
                 .write(Event::Check {
                     name: result.name.clone(),

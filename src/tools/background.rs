@@ -97,7 +97,7 @@ impl BackgroundShells {
         if inner.shut_down {
             return Err("the run is ending; no new background shells can start".into());
         }
-        let (mut child, reader) = spawn_shell(command, cwd, &[], Some(env))
+        let (mut child, reader) = spawn_shell(command, cwd, &[], env)
             .map_err(|e| format!("could not start the command: {e}"))?;
         inner.next += 1;
         let id = format!("bash_{}", inner.next);

@@ -72,7 +72,7 @@ fn outside_github_actions_nothing_happens() {
         workspace: None,
     };
     let mut out = Vec::new();
-    report_to_github(&sample_run(), &env, &mut out).unwrap();
+    report_to_github(&sample_run(), &env, true, &mut out).unwrap();
     assert!(out.is_empty());
     assert!(!summary.exists());
 }
@@ -88,8 +88,8 @@ fn the_step_summary_is_appended_not_overwritten() {
         workspace: None,
     };
     let mut out = Vec::new();
-    report_to_github(&sample_run(), &env, &mut out).unwrap();
-    report_to_github(&RunReport::default(), &env, &mut out).unwrap();
+    report_to_github(&sample_run(), &env, true, &mut out).unwrap();
+    report_to_github(&RunReport::default(), &env, true, &mut out).unwrap();
     let text = std::fs::read_to_string(&summary).unwrap();
     assert!(text.starts_with("# from an earlier step\n## drover: 1 passed, 2 failed, 1 error\n"));
     assert!(text.ends_with("## drover: 0 passed, 0 failed, 0 error\n\nNo tasks ran.\n"));
@@ -106,4 +106,53 @@ fn a_huge_summary_is_cut_at_githubs_limit() {
     let text = std::fs::read_to_string(&summary).unwrap();
     assert!(text.len() < 1024 * 1024);
     assert!(text.ends_with("has all of it._\n"));
+}
+
+#[test]
+fn terminal_escapes_and_control_characters_never_reach_an_annotation() {
+    let mut run = sample_run();
+    run.tasks.truncate(3);
+    let lint = &mut run.tasks[2];
+    lint.name = "li\u{1b}[1mnt".into();
+    lint.message = "\u{1b}[31merror\u{1b}[0m: bad\u{7}\u{0}thing".into();
+    for check in &mut lint.checks {
+        check.name = format!("\u{1b}[33m{}\u{1b}[0m", check.name);
+        check.output_tail = "\u{1b}[1;31merror[E0425]\u{1b}[0m: unused\u{8}\r\n".into();
+    }
+    let lines = annotations(&run, None);
+    assert!(!lines.is_empty());
+    for line in &lines {
+        assert!(
+            !line.chars().any(|c| c.is_control()),
+            "a control character in {line:?}"
+        );
+        assert!(!line.contains("[31m") && !line.contains("[0m"), "{line}");
+    }
+    let task = lines
+        .iter()
+        .find(|line| line.contains("checks_failed"))
+        .unwrap();
+    assert!(task.contains("title=drover%3A task lint failed"), "{task}");
+    assert!(task.contains("::error: bad"), "{task}");
+    let check = lines
+        .iter()
+        .find(|line| line.contains("check clippy"))
+        .unwrap();
+    assert!(check.contains("error[E0425]: unused"), "{check}");
+}
+
+#[test]
+fn without_annotate_only_the_step_summary_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = dir.path().join("step_summary.md");
+    let env = GithubEnv {
+        actions: true,
+        step_summary: Some(summary.clone()),
+        workspace: None,
+    };
+    let mut out = Vec::new();
+    report_to_github(&sample_run(), &env, false, &mut out).unwrap();
+    assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+    let text = std::fs::read_to_string(&summary).unwrap();
+    assert!(text.starts_with("## drover: 1 passed, 2 failed, 1 error\n"));
 }

@@ -109,6 +109,7 @@ pub(crate) fn sample_run() -> RunReport {
     );
     RunReport {
         tasks: vec![passed, limited, checks_failed, broken],
+        shard: None,
     }
 }
 

@@ -4,8 +4,23 @@ use crate::record::Status;
 use crate::record::junit::tests::sample_run;
 use crate::record::summary::summary_json;
 
-/// A shard's artifacts directory holding the given tasks, each with a transcript.
+/// A whole run's artifacts directory holding the given tasks, each with a transcript.
 fn shard(root: &Path, name: &str, tasks: Vec<TaskReport>) -> PathBuf {
+    artifacts(root, name, tasks, None)
+}
+
+/// The artifacts directory of `--shard index/count`.
+fn shard_of(
+    root: &Path,
+    name: &str,
+    tasks: Vec<TaskReport>,
+    index: usize,
+    count: usize,
+) -> PathBuf {
+    artifacts(root, name, tasks, Some(ShardId { index, count }))
+}
+
+fn artifacts(root: &Path, name: &str, tasks: Vec<TaskReport>, shard: Option<ShardId>) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     for task in &tasks {
@@ -13,7 +28,11 @@ fn shard(root: &Path, name: &str, tasks: Vec<TaskReport>) -> PathBuf {
         std::fs::write(dir.join(&task.name).join("transcript.jsonl"), &task.name).unwrap();
         std::fs::write(dir.join(&task.name).join("nested/x"), "x").unwrap();
     }
-    std::fs::write(dir.join("summary.json"), summary_json(&RunReport { tasks })).unwrap();
+    std::fs::write(
+        dir.join("summary.json"),
+        summary_json(&RunReport { tasks, shard }),
+    )
+    .unwrap();
     dir
 }
 
@@ -49,6 +68,7 @@ fn the_worst_status_decides() {
     let run = sample_run();
     let pick = |indices: &[usize]| RunReport {
         tasks: indices.iter().map(|&i| run.tasks[i].clone()).collect(),
+        shard: None,
     };
     assert_eq!(pick(&[]).status().exit_code(), 0);
     assert_eq!(pick(&[0]).status().exit_code(), 0);
@@ -87,7 +107,10 @@ fn bad_inputs_are_refused_with_the_path() {
     evil.name = "../../etc".to_string();
     let evil_dir = root.path().join("evil");
     std::fs::create_dir_all(&evil_dir).unwrap();
-    let text = summary_json(&RunReport { tasks: vec![evil] });
+    let text = summary_json(&RunReport {
+        tasks: vec![evil],
+        shard: None,
+    });
     std::fs::write(evil_dir.join("summary.json"), text).unwrap();
     let evil = evil_dir;
     let error = merge(&[evil], &out).unwrap_err();
@@ -96,4 +119,93 @@ fn bad_inputs_are_refused_with_the_path() {
     let a = shard(root.path(), "a", Vec::new());
     let error = merge(std::slice::from_ref(&a), &a).unwrap_err();
     assert!(error.contains("is also an input"), "{error}");
+}
+
+#[test]
+fn a_non_empty_out_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let a = shard(root.path(), "a", sample_run().tasks);
+    let out = root.path().join("merged");
+    std::fs::create_dir_all(out.join("stale-task")).unwrap();
+    let error = merge(std::slice::from_ref(&a), &out).unwrap_err();
+    assert!(error.contains("is not empty"), "{error}");
+    assert!(
+        !out.join("fix-add").exists(),
+        "nothing is written on bad input"
+    );
+    // An empty directory is fine.
+    std::fs::remove_dir(out.join("stale-task")).unwrap();
+    assert_eq!(merge(&[a], &out).unwrap().tasks.len(), 4);
+    // A file is not a directory to merge into.
+    let file = root.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let b = shard(root.path(), "b", Vec::new());
+    assert!(merge(&[b], &file).is_err());
+}
+
+#[test]
+fn a_missing_shard_is_refused_and_says_which() {
+    let root = tempfile::tempdir().unwrap();
+    let tasks = sample_run().tasks;
+    let s1 = shard_of(root.path(), "s1", tasks[..1].to_vec(), 1, 4);
+    let s2 = shard_of(root.path(), "s2", tasks[1..2].to_vec(), 2, 4);
+    let s3 = shard_of(root.path(), "s3", tasks[2..3].to_vec(), 3, 4);
+    let s4 = shard_of(root.path(), "s4", tasks[3..].to_vec(), 4, 4);
+    let out = root.path().join("merged");
+
+    let error = merge(&[s1.clone(), s3.clone(), s4.clone()], &out).unwrap_err();
+    assert!(error.contains("shard 2/4 is missing"), "{error}");
+    assert!(error.contains("3 of the 4 shards"), "{error}");
+    let error = merge(std::slice::from_ref(&s3), &out).unwrap_err();
+    assert!(
+        error.contains("shards 1/4, 2/4, 4/4 are missing"),
+        "{error}"
+    );
+    assert!(!out.exists(), "nothing is written on bad input");
+
+    // An empty shard counts as present (more shards than tasks).
+    let empty = shard_of(root.path(), "empty", Vec::new(), 2, 4);
+    let merged = merge(&[s4.clone(), empty.clone(), s1.clone(), s3.clone()], &out).unwrap();
+    assert_eq!(merged.tasks.len(), 3);
+    assert_eq!(merged.shard, None, "the merge is the whole run");
+
+    // The same shard twice, and shards of different counts, are refused.
+    let again = shard_of(root.path(), "again", Vec::new(), 2, 4);
+    let error = merge(
+        &[s1.clone(), s2.clone(), empty, again],
+        &root.path().join("o2"),
+    )
+    .unwrap_err();
+    assert!(error.contains("shard 2/4 is in both"), "{error}");
+    let other = shard_of(root.path(), "other", Vec::new(), 2, 3);
+    let error = merge(&[s1.clone(), other], &root.path().join("o3")).unwrap_err();
+    assert!(error.contains("different counts"), "{error}");
+    // A whole run mixed with shards.
+    let whole = shard(root.path(), "whole", Vec::new());
+    let error = merge(&[s1, s2, s3, s4, whole], &root.path().join("o4")).unwrap_err();
+    assert!(error.contains("is a whole run"), "{error}");
+}
+
+#[test]
+fn merged_tasks_are_in_the_order_of_an_unsharded_run() {
+    let root = tempfile::tempdir().unwrap();
+    let tasks = sample_run().tasks;
+    // Shard 1 holds the later specs, shard 2 the earlier ones.
+    let s1 = shard_of(
+        root.path(),
+        "s1",
+        vec![tasks[3].clone(), tasks[1].clone()],
+        1,
+        2,
+    );
+    let s2 = shard_of(
+        root.path(),
+        "s2",
+        vec![tasks[2].clone(), tasks[0].clone()],
+        2,
+        2,
+    );
+    let merged = merge(&[s1, s2], &root.path().join("merged")).unwrap();
+    let names: Vec<&str> = merged.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["fix-add", "refactor", "lint", "offline"]);
 }
