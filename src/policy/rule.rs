@@ -134,6 +134,14 @@ impl TryFrom<String> for Rule {
                 "malformed permission rule {text:?}: expected Tool or Tool(specifier)"
             ));
         }
+        if let Some(rest) = tool.strip_prefix("mcp__") {
+            let server = rest.split("__").next().unwrap_or_default();
+            if server.is_empty() || server == "*" {
+                return Err(format!(
+                    "malformed permission rule {text:?}: name the MCP server, as in mcp__github or mcp__github__create_issue"
+                ));
+            }
+        }
         if !tool.starts_with("mcp__") && !KNOWN_TOOLS.contains(&tool) {
             return Err(format!(
                 "unknown tool {tool:?} in permission rule {text:?}; known tools: {}, or mcp__server[__tool]",
