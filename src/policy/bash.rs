@@ -10,19 +10,16 @@ use std::path::Path;
 use super::expand::{expand_home, home_dir};
 use super::guardrails::{self, GuardContext};
 use super::shell::{self, Analysis, Opaque, SimpleCommand};
-use super::{Decision, Policy, Rule, Specifier};
+use super::{Decision, Policy, Rule, Specifier, words};
 use crate::spec::Switch;
-
-/// Commands whose file arguments they change: Edit deny rules apply to those arguments.
-const MUTATING: &[&str] = &[
-    "rm", "rmdir", "mv", "cp", "touch", "truncate", "chmod", "chown", "chgrp", "ln", "tee",
-    "install", "shred", "unlink", "mkdir", "sed", "perl", "patch",
-];
 
 impl Policy {
     /// Decide a `Bash` call (`name` is the tool, for messages) on `line`.
     pub(super) fn decide_command(&self, name: &str, line: &str, cwd: &Path) -> Decision {
-        let analysis = shell::analyse(line);
+        let mut analysis = shell::analyse(line);
+        if let Some(why) = super::hidden_code::hidden_code(line, &analysis.commands) {
+            analysis.opaque.push(Opaque::Eval(why));
+        }
         let argvs: Vec<Vec<String>> = analysis.commands.iter().map(|c| c.argv.clone()).collect();
         if self.guardrails == Switch::On {
             let home = home_dir();
@@ -40,7 +37,7 @@ impl Policy {
                 );
             }
         }
-        if let Some(denial) = self.command_denial(name, &analysis, cwd) {
+        if let Some(denial) = self.command_denial(name, line, &analysis, cwd) {
             return denial;
         }
         if let Some(write) = analysis
@@ -72,10 +69,15 @@ impl Policy {
                 // cd inside the workspace changes nothing; command_denial refused the rest.
                 continue;
             }
+            // `Bash(cargo test *)` vouches for cargo test, not for an option that makes
+            // cargo run any program (`--config 'target.x.runner=…'`): the rule must name it.
+            let risky = words::code_running_option(&command.argv);
             let rule = outright.or_else(|| {
                 self.allow.iter().find(|rule| {
                     rule.governs(name)
-                        && matches!(rule.specifier(), Some(Specifier::Command(p)) if p.matches(&command.text))
+                        && matches!(rule.specifier(), Some(Specifier::Command(p))
+                            if p.matches(&command.text)
+                                && risky.is_none_or(|option| p.as_str().contains(option)))
                 })
             });
             match rule {
@@ -83,11 +85,17 @@ impl Policy {
                 None => {
                     return Decision::deny(
                         None,
-                        format!(
-                            "`{}` (in {name}({line})) matches no allow rule (default deny); every command in a command line must be allowed, e.g. by {name}({} *)",
-                            command.source,
-                            command.argv.first().map(String::as_str).unwrap_or_default()
-                        ),
+                        match risky {
+                            Some(option) => format!(
+                                "`{}` (in {name}({line})) uses {option}, which can make it run any program; no allow rule names that option",
+                                command.source
+                            ),
+                            None => format!(
+                                "`{}` (in {name}({line})) matches no allow rule (default deny); every command in a command line must be allowed, e.g. by {name}({} *)",
+                                command.source,
+                                command.argv.first().map(String::as_str).unwrap_or_default()
+                            ),
+                        },
                     );
                 }
             }
@@ -127,15 +135,40 @@ impl Policy {
 
     /// The first part of the command line a deny rule, the Read/Edit deny rules or the
     /// workspace boundary forbids.
-    fn command_denial(&self, name: &str, analysis: &Analysis, cwd: &Path) -> Option<Decision> {
+    fn command_denial(
+        &self,
+        name: &str,
+        line: &str,
+        analysis: &Analysis,
+        cwd: &Path,
+    ) -> Option<Decision> {
         for command in &analysis.commands {
+            let forms = words::deny_forms(&command.argv);
+            let program = command
+                .argv
+                .first()
+                .map_or("", |p| p.rsplit('/').next().unwrap_or(p));
             for rule in self.deny.iter().filter(|rule| rule.governs(name)) {
-                if let Some(Specifier::Command(pattern)) = rule.specifier()
-                    && pattern.matches(&command.text)
-                {
+                let Some(Specifier::Command(pattern)) = rule.specifier() else {
+                    continue;
+                };
+                if forms.iter().any(|form| pattern.matches(form)) {
                     return Some(Decision::deny(
                         Some(rule),
                         format!("`{}` is denied by rule {rule}", command.source),
+                    ));
+                }
+                // `git -c alias.p=push p`: an option that runs other code could be what
+                // the rule forbids.
+                if let Some(option) = words::code_running_option(&command.argv)
+                    && pattern.as_str().split_whitespace().next() == Some(program)
+                {
+                    return Some(Decision::deny(
+                        Some(rule),
+                        format!(
+                            "`{}` uses {option}, which can make {program} run anything, so drover cannot rule out what rule {rule} forbids",
+                            command.source
+                        ),
                     ));
                 }
             }
@@ -162,48 +195,119 @@ impl Policy {
             ));
         }
         let dirs = self.possible_dirs(analysis, cwd);
+        let path_rules = self.has_path_deny_rules();
         for command in &analysis.commands {
             if is_cd(command) {
-                let target = command.argv.get(1).map_or("~", String::as_str);
-                if !self.cd_stays_inside(target, cwd) {
+                let target = cd_target(command);
+                let unknown = target.contains(['*', '?', '[', '{']) || words::is_dynamic(target);
+                if unknown || !self.cd_stays_inside(target, cwd) {
                     return Some(Decision::deny(
                         None,
                         format!(
-                            "`{}` leaves the workspace; commands run inside it",
+                            "`{}` leaves the workspace, or goes where drover cannot tell before it runs; commands run inside the workspace",
                             command.source
                         ),
                     ));
                 }
                 continue;
             }
-            let program = command.argv.first().map(String::as_str).unwrap_or_default();
-            let mutating = MUTATING.contains(&program.rsplit('/').next().unwrap_or(program));
-            for arg in command.argv.iter().skip(1).filter(|a| !a.starts_with('-')) {
-                for target in self.arg_targets(arg, &dirs) {
-                    if let Some(rule) = self.path_denied_by("Read", &target) {
+            let program = command
+                .argv
+                .first()
+                .map_or("", |p| p.rsplit('/').next().unwrap_or(p));
+            // Builtins that print their arguments never open them as files.
+            let prints_only = matches!(program, "echo" | "printf" | "true" | "false" | ":");
+            for arg in command.argv.iter().skip(1) {
+                for candidate in words::path_candidates(arg) {
+                    if path_rules
+                        && !prints_only
+                        && words::is_dynamic(&candidate)
+                        && self.unresolved(&candidate, cwd)
+                    {
                         return Some(Decision::deny(
-                            Some(rule),
+                            None,
                             format!(
-                                "`{}` names {}, which rule {rule} denies reading",
-                                command.source,
-                                target.shown()
+                                "`{}` names a file through {candidate}, which drover cannot resolve before it runs, while Read/Edit deny rules are in force",
+                                command.source
                             ),
                         ));
                     }
-                    if mutating && let Some(rule) = self.path_denied_by("Edit", &target) {
-                        return Some(Decision::deny(
-                            Some(rule),
-                            format!(
-                                "`{}` changes {}, which rule {rule} denies",
-                                command.source,
-                                target.shown()
-                            ),
-                        ));
+                    if let Some(denial) = self.path_arg_denial(command, &candidate, &dirs) {
+                        return Some(denial);
                     }
                 }
             }
         }
+        for input in words::input_redirections(line) {
+            if path_rules && words::is_dynamic(&input) && self.unresolved(&input, cwd) {
+                return Some(Decision::deny(
+                    None,
+                    format!(
+                        "the command reads {input}, which drover cannot resolve before it runs, while Read deny rules are in force"
+                    ),
+                ));
+            }
+            for target in self.arg_targets(&input, &dirs) {
+                if let Some(rule) = self.path_denied_by("Read", &target) {
+                    return Some(Decision::deny(
+                        Some(rule),
+                        format!(
+                            "the command reads {} (< {input}), which rule {rule} denies",
+                            target.shown()
+                        ),
+                    ));
+                }
+            }
+        }
         None
+    }
+
+    /// A Read deny rule on a file the argument names, or an Edit deny rule on it: a deny
+    /// rule on a path keeps the shell's hands off that path, whatever the program.
+    fn path_arg_denial(
+        &self,
+        command: &SimpleCommand,
+        candidate: &str,
+        dirs: &[std::path::PathBuf],
+    ) -> Option<Decision> {
+        for target in self.arg_targets(candidate, dirs) {
+            if let Some(rule) = self.path_denied_by("Read", &target) {
+                return Some(Decision::deny(
+                    Some(rule),
+                    format!(
+                        "`{}` names {}, which rule {rule} denies reading",
+                        command.source,
+                        target.shown()
+                    ),
+                ));
+            }
+            if let Some(rule) = self.path_denied_by("Edit", &target) {
+                return Some(Decision::deny(
+                    Some(rule),
+                    format!(
+                        "`{}` names {}, which rule {rule} keeps off limits",
+                        command.source,
+                        target.shown()
+                    ),
+                ));
+            }
+        }
+        None
+    }
+
+    /// Deny rules of the Read or Edit family on paths inside the workspace (relative
+    /// patterns): the OS sandbox cannot enforce those, so a file name the policy cannot
+    /// resolve must be refused. (`//abs` and `~/` Read denials the sandbox enforces.)
+    fn has_path_deny_rules(&self) -> bool {
+        self.deny.iter().any(|rule| {
+            matches!(rule.specifier(), Some(Specifier::Path(p)) if !p.starts_with("//") && !p.starts_with("~/"))
+                && (rule.governs("Read") || rule.governs("Edit"))
+        })
+    }
+
+    /// A word with an expansion the policy cannot resolve (`$HOME` and `$PWD` it can).
+    fn unresolved(&self, word: &str, cwd: &Path) -> bool {
+        self.static_path(word, cwd).is_none()
     }
 
     /// Every directory a command of this line may run in: where the shell is, and each
@@ -213,7 +317,7 @@ impl Policy {
     fn possible_dirs(&self, analysis: &Analysis, cwd: &Path) -> Vec<std::path::PathBuf> {
         let mut dirs = vec![cwd.to_path_buf()];
         for command in analysis.commands.iter().filter(|c| is_cd(c)) {
-            let target = command.argv.get(1).map_or("~", String::as_str);
+            let target = cd_target(command);
             for base in dirs.clone() {
                 if let Some(resolved) = self.static_path(target, &base)
                     && !dirs.contains(&resolved.absolute)
@@ -235,7 +339,8 @@ impl Policy {
         let mut targets = Vec::new();
         for dir in dirs {
             if arg.contains(['*', '?', '[']) {
-                for path in expand_glob(arg, dir) {
+                let normalized = crate::workspace::paths::normalize(Path::new(arg));
+                for path in expand_glob(&normalized.to_string_lossy(), dir) {
                     if let Ok(target) = self.resolve_path_from(dir, &path.to_string_lossy()) {
                         targets.push(target);
                     }
@@ -326,7 +431,17 @@ impl Policy {
     /// An argument resolved as a path, when it can be known before the command runs.
     fn static_path(&self, word: &str, cwd: &Path) -> Option<super::path_decision::PathTarget> {
         let home = home_dir();
-        let expanded = expand_home(word, home.as_deref())?;
+        let cwd_text = cwd.to_string_lossy();
+        let mut word = word.to_string();
+        for prefix in ["$PWD", "${PWD}", "~+", "/proc/self/cwd", "/dev/fd/../cwd"] {
+            if let Some(rest) = word.strip_prefix(prefix)
+                && (rest.is_empty() || rest.starts_with('/'))
+            {
+                word = format!("{cwd_text}{rest}");
+                break;
+            }
+        }
+        let expanded = expand_home(&word, home.as_deref())?;
         self.resolve_path_from(cwd, &expanded.to_string_lossy())
             .ok()
     }
@@ -386,6 +501,20 @@ fn expand_glob(pattern: &str, dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     found
+}
+
+/// The directory a `cd`/`pushd` goes to: its first operand (`cd -P dir`, `cd -- dir`);
+/// none means home.
+fn cd_target(command: &SimpleCommand) -> &str {
+    let mut operands = command.argv.iter().skip(1);
+    loop {
+        match operands.next() {
+            None => return "~",
+            Some(word) if word == "--" => return operands.next().map_or("~", String::as_str),
+            Some(word) if word.starts_with('-') && word != "-" => continue,
+            Some(word) => return word,
+        }
+    }
 }
 
 fn is_cd(command: &SimpleCommand) -> bool {

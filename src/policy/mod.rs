@@ -10,11 +10,13 @@ mod bash;
 pub mod command;
 mod expand;
 pub mod guardrails;
+mod hidden_code;
 mod path_decision;
 mod path_pattern;
 mod rule;
 pub mod sandbox;
 pub mod shell;
+mod words;
 
 use std::path::{Path, PathBuf};
 

@@ -353,6 +353,54 @@ fn shell_commands_with_bash_allowed_outright() {
         ("open", bash("cat ?env"), true),
         ("open", bash("cat src/*.rs"), true),
         ("open", bash("cat */.env"), false),
+        // Code hidden in a variable's value runs through these expansions.
+        ("ci", bash("x='$(git push origin)'; echo ${x@P}"), false),
+        ("ci", bash("x='a[$(git push)0]'; echo $((x))"), false),
+        ("ci", bash("echo ${a[x]}"), false),
+        ("ci", bash("[[ $x -eq 0 ]] && echo"), false),
+        ("open", bash("ls ${!x}"), false),
+        ("ci", bash("echo $((1 + 2))"), true),
+        // Input redirections read files.
+        ("open", bash("cat < .env"), false),
+        ("open", bash("wc 0<.env"), false),
+        ("open", bash("cd src && cat <../.env"), false),
+        // Arguments the policy cannot resolve, while path deny rules are in force.
+        ("open", bash("x=.env; cat $x"), false),
+        ("open", bash("cat ${x:-.env}"), false),
+        ("open", bash("cat {.env,x}"), false),
+        ("open", bash("cat ~+/.env"), false),
+        ("open", bash("cat $PWD/.env"), false),
+        ("open", bash("cat /proc/self/cwd/.env"), false),
+        ("open", bash("cat src/../.e*"), false),
+        ("open", bash("echo $(date)"), true),
+        // Deny rules see through paths, wrappers, braces and git's global options.
+        ("open", bash("git -C . push origin"), false),
+        ("open", bash("git --git-dir=.git push"), false),
+        ("open", bash("git -c alias.p=push p"), false),
+        ("open", bash("/usr/bin/curl x"), false),
+        ("open", bash("setsid curl x"), false),
+        ("open", bash("flock f git push"), false),
+        ("open", bash("git pus{h,} origin"), false),
+        // Writes through options and other programs.
+        ("open", bash("cd -P config && echo x > app.toml"), false),
+        ("open", bash("cd conf* && echo x > app.toml"), false),
+        ("open", bash("dd if=src/lib.rs of=config/app.toml"), false),
+        ("open", bash("sort -oconfig/app.toml src/lib.rs"), false),
+        (
+            "open",
+            bash("sort --output=config/app.toml src/lib.rs"),
+            false,
+        ),
+        ("open", bash("rsync src/lib.rs config/app.toml"), false),
+        ("open", bash("tar xf x.tar -C config"), false),
+        // An allowed prefix does not vouch for options that run any program.
+        (
+            "ci",
+            bash("cargo test --config 'build.rustc-wrapper=\"/bin/sh\"'"),
+            false,
+        ),
+        ("ci", bash("cargo test -Zunstable-options"), false),
+        ("ci", bash("cargo test --quiet"), true),
     ]);
 }
 
