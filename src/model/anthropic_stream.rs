@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::http_errors::is_context_error;
 use super::sse::SseEvent;
-use super::transport::{Decoder, Failure, is_context_error};
+use super::transport::{Decoder, Failure};
 use super::{ContentBlock, ModelError, ModelResponse, StopReason, Usage};
 
 /// A content block being streamed.

@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 mod anthropic_stream;
+mod http_errors;
 mod message;
 pub mod openai;
 mod openai_stream;

@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::anthropic_stream::tool_input;
+use super::http_errors::{error_message, is_context_error};
 use super::sse::SseEvent;
-use super::transport::{Decoder, Failure, error_message, is_context_error};
+use super::transport::{Decoder, Failure};
 use super::{ContentBlock, ModelError, ModelResponse, StopReason, Usage};
 
 #[derive(Debug, Default)]

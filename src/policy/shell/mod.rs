@@ -14,6 +14,8 @@
 //! It never panics and is bounded: lines over [`MAX_INPUT`] bytes, nesting deeper than
 //! [`MAX_DEPTH`] and parses slower than [`PARSE_TIME_LIMIT`] are reported as opaque.
 
+mod assignments;
+mod runners;
 mod walk;
 mod words;
 mod wrappers;

@@ -5,13 +5,20 @@
 //! other nodes get special treatment. Recursion is bounded by [`MAX_DEPTH`], and the
 //! left-nested chains of `&&`/`||` are walked iteratively so that long but flat lines
 //! do not count as deep.
+//!
+//! Assignments and declarations are judged in [`declarations`], the files the line writes
+//! are collected in [`writes`].
+
+mod declarations;
+mod writes;
 
 use std::ops::ControlFlow;
 use std::time::Instant;
 
 use tree_sitter::{Node, ParseOptions, Parser};
 
-use super::words::{self, Shape, Word};
+use super::runners;
+use super::words::{self, Word};
 use super::wrappers::{self, ShellScript};
 use super::{Analysis, MAX_DEPTH, MAX_INPUT, Opaque, PARSE_TIME_LIMIT, SimpleCommand};
 
@@ -19,10 +26,6 @@ use super::{Analysis, MAX_DEPTH, MAX_INPUT, Opaque, PARSE_TIME_LIMIT, SimpleComm
 const MAX_OPAQUE: usize = 64;
 /// Source excerpts in [`Opaque`] are cut to this many characters.
 const EXCERPT: usize = 80;
-/// Redirections that write to their target.
-const WRITE_OPERATORS: &[&str] = &[">", ">>", "&>", "&>>", ">|", ">&"];
-/// Redirection targets that are not files.
-const NOT_FILES: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr"];
 
 /// When parsing must stop, shared by nested `bash -c` analyses.
 #[derive(Debug, Clone, Copy)]
@@ -126,13 +129,6 @@ impl Walker<'_> {
         true
     }
 
-    /// An assignment to `name`, which runs or affects the commands after it.
-    fn assigns(&mut self, name: &str) {
-        if wrappers::changes_what_runs(name) {
-            self.flag(Opaque::DangerousAssignment(excerpt(name)));
-        }
-    }
-
     fn visit(&mut self, node: Node, depth: usize) {
         if self.beyond_depth(depth) {
             return;
@@ -211,37 +207,6 @@ impl Walker<'_> {
         }
     }
 
-    /// A statement with redirections after it. Bash passes words after a redirection's
-    /// target to the command (`echo hi >out rm -rf /` runs `echo hi rm -rf /`), while
-    /// tree-sitter reads them as more targets: give them back to the command.
-    fn redirected(&mut self, node: Node, depth: usize) {
-        let body = node.child_by_field_name("body");
-        let mut extra = Vec::new();
-        let mut cursor = node.walk();
-        for redirect in node.children_by_field_name("redirect", &mut cursor) {
-            if redirect.kind() == "file_redirect" {
-                extra.extend(extra_destinations(redirect));
-            }
-        }
-        match body {
-            Some(body) if body.kind() == "command" => self.command(body, &extra, depth + 1),
-            Some(body) => {
-                self.visit(body, depth + 1);
-                if !extra.is_empty() {
-                    let reason = format!("words after a redirection: {}", self.excerpt(node));
-                    self.flag(Opaque::ParseError(reason));
-                }
-            }
-            None => {}
-        }
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            if Some(child) != body {
-                self.visit(child, depth + 1);
-            }
-        }
-    }
-
     fn command(&mut self, node: Node, extra: &[Node], depth: usize) {
         let mut word_nodes = Vec::new();
         let mut cursor = node.walk();
@@ -257,7 +222,7 @@ impl Walker<'_> {
                 },
                 Some("argument") => word_nodes.push(child),
                 _ if child.kind() == "file_redirect" => {
-                    word_nodes.extend(extra_destinations(child));
+                    word_nodes.extend(writes::extra_destinations(child));
                 }
                 _ => {}
             }
@@ -373,7 +338,7 @@ impl Walker<'_> {
     /// The commands `xargs`, `find -exec` and `busybox` run: listed as well as the outer
     /// command, so that rules and guardrails judge both.
     fn inner_commands(&mut self, run: &[Word], depth: usize) {
-        let runs = wrappers::runs(run);
+        let runs = runners::runs(run);
         if let Some(why) = runs.unknown {
             self.flag(Opaque::Wrapper(why));
         }
@@ -399,7 +364,7 @@ impl Walker<'_> {
     /// `find -exec sh -c 'echo {}' ;`, `xargs -I % sh -c 'echo %'`: input (file names,
     /// lines) substituted into a shell script runs as code; so does `xargs sh -c`, whose
     /// script is the first word of input.
-    fn input_as_code(&mut self, words: &[Word], inner: &wrappers::Inner, source: &str) {
+    fn input_as_code(&mut self, words: &[Word], inner: &runners::Inner, source: &str) {
         let start = wrappers::strip(words).start;
         let shell = words.get(start..).unwrap_or_default();
         match wrappers::shell_script(shell) {
@@ -422,147 +387,4 @@ impl Walker<'_> {
             _ => {}
         }
     }
-
-    /// The arguments of `export`/`declare`/`typeset`/`local`/`readonly` (`name` is the
-    /// builtin): flag assignments that change what runs, names not known statically
-    /// (`export "$X"`), and namerefs (`declare -n r=PATH; r=x`).
-    fn declared(&mut self, name: &str, args: &[Word]) {
-        let mut options_done = false;
-        for arg in args {
-            if !arg.is_literal() {
-                let reason = format!("{name} {}", arg.source);
-                self.flag(Opaque::DangerousAssignment(excerpt(&reason)));
-                continue;
-            }
-            let text = arg.text.as_str();
-            if !options_done && (text.starts_with('-') || text.starts_with('+')) {
-                options_done = text == "--";
-                if name != "export" && text.starts_with('-') && text.contains('n') {
-                    let reason = format!("{name} {text} (a name reference)");
-                    self.flag(Opaque::DangerousAssignment(reason));
-                }
-                continue;
-            }
-            options_done = true;
-            if let Some((variable, _)) = text.split_once('=') {
-                let variable = variable.trim_end_matches('+');
-                let variable = variable.split('[').next().unwrap_or(variable);
-                self.assigns(variable);
-            }
-        }
-    }
-
-    /// Arguments naming variables that `read`, `mapfile`, `getopts`, `let` or
-    /// `printf -v` set: the name is the leading identifier of each argument.
-    fn sets_variables(&mut self, args: &[Word]) {
-        for arg in args {
-            if !arg.is_literal() && arg.text.starts_with('$') {
-                self.flag(Opaque::DangerousAssignment(excerpt(&arg.source)));
-                continue;
-            }
-            let end = arg
-                .text
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(arg.text.len());
-            let variable = &arg.text[..end];
-            if !variable.is_empty() {
-                self.assigns(variable);
-            }
-        }
-    }
-
-    /// `tee [-a] FILE…` writes its file arguments.
-    fn tee(&mut self, args: &[Word]) {
-        let mut options_done = false;
-        for arg in args {
-            if !options_done && arg.is_literal() && arg.text == "--" {
-                options_done = true;
-                continue;
-            }
-            if !options_done && arg.text.starts_with('-') && arg.text.len() > 1 {
-                continue;
-            }
-            self.write_target(arg);
-        }
-    }
-
-    fn write_target(&mut self, target: &Word) {
-        // A glob or brace pattern names whatever files exist when it runs.
-        if target.shape != Shape::Literal {
-            self.flag(Opaque::DynamicWrite(excerpt(&target.source)));
-        } else if !NOT_FILES.contains(&target.text.as_str()) {
-            self.out.writes.push(target.text.clone());
-        }
-    }
-
-    /// `export A=1`, `local x`, `unset y`: builtins the grammar gives their own nodes.
-    /// Assignments (`variable_assignment` children) are judged when visited; arguments
-    /// that assign without being parsed as one (`export "PATH=x"`) are judged here.
-    fn declaration(&mut self, node: Node, depth: usize) {
-        let mut argv = Vec::new();
-        let mut args = Vec::new();
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            if child.is_named() {
-                let word = words::convert(child, self.src);
-                argv.push(word.text.clone());
-                // Assignments are judged when visited; a bare name assigns nothing.
-                if !matches!(child.kind(), "variable_assignment" | "variable_name") {
-                    args.push(word);
-                }
-            } else if argv.is_empty() {
-                argv.push(self.text(child).to_string());
-            }
-        }
-        if node.kind() == "declaration_command"
-            && let Some(builtin) = argv.first()
-        {
-            let builtin = builtin.clone();
-            self.declared(&builtin, &args);
-        }
-        if !argv.is_empty() {
-            let source = self.text(node).to_string();
-            self.out.commands.push(SimpleCommand {
-                text: argv.join(" "),
-                argv,
-                source,
-            });
-        }
-        self.children(node, depth);
-    }
-
-    fn file_redirect(&mut self, node: Node, depth: usize) {
-        let mut operator = None;
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            if !child.is_named() {
-                operator = Some(child.kind());
-                break;
-            }
-        }
-        let mut cursor = node.walk();
-        let target = node
-            .children_by_field_name("destination", &mut cursor)
-            .next();
-        if let (Some(operator), Some(target)) = (operator, target) {
-            let word = words::convert(target, self.src);
-            let duplicates_fd = operator == ">&"
-                && word.is_literal()
-                && (word.text == "-" || word.text.bytes().all(|b| b.is_ascii_digit()));
-            if WRITE_OPERATORS.contains(&operator) && !duplicates_fd {
-                self.write_target(&word);
-            }
-        }
-        self.children(node, depth);
-    }
-}
-
-/// The destination words after the first of a file redirection (see
-/// [`Walker::redirected`]).
-fn extra_destinations(redirect: Node) -> Vec<Node> {
-    let mut cursor = redirect.walk();
-    redirect
-        .children_by_field_name("destination", &mut cursor)
-        .skip(1)
-        .collect()
 }

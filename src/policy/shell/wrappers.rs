@@ -2,15 +2,13 @@
 //! judge `rm x`. Also finds the script of `bash -c '…'` and friends.
 //!
 //! Commands that run other commands given as their arguments (`xargs rm`, `find -exec rm
-//! {} ;`, `busybox rm`) are not stripped: [`runs`] finds what they run, and both must be
-//! allowed. [`changes_what_runs`] names the environment variables whose assignment makes
-//! a command run other code.
+//! {} ;`, `busybox rm`) are not stripped: [`runs`](super::runners::runs) finds what they
+//! run, and both must be allowed. [`changes_what_runs`](super::assignments::changes_what_runs)
+//! names the environment variables whose assignment makes a command run other code.
 //!
 //! Every wrapper's options are parsed strictly: an option we do not know (or a word we
 //! cannot read statically where an option may stand) stops the stripping and is
 //! reported, because guessing wrong would let `nice --weird rm x` pass as `nice`.
-
-use std::ops::Range;
 
 use super::words::Word;
 
@@ -57,20 +55,20 @@ enum Step {
 }
 
 /// The options a wrapper accepts before the command it runs.
-struct Options {
+pub(super) struct Options {
     /// Short options without an argument.
-    flags: &'static str,
+    pub flags: &'static str,
     /// Short options taking an argument (attached or in the next word).
-    with_arg: &'static str,
+    pub with_arg: &'static str,
     /// Short options taking an optional argument, attached only (`xargs -i{}`).
-    attached: &'static str,
-    long_flags: &'static [&'static str],
+    pub attached: &'static str,
+    pub long_flags: &'static [&'static str],
     /// Long options taking an argument (`--x=v` or `--x v`).
-    long_with_arg: &'static [&'static str],
+    pub long_with_arg: &'static [&'static str],
     /// Long options taking an optional argument, only as `--x=v`.
-    long_optional: &'static [&'static str],
+    pub long_optional: &'static [&'static str],
     /// `nice -5`: a dash followed by digits is an option.
-    numeric: bool,
+    pub numeric: bool,
 }
 
 const NONE: Options = Options {
@@ -80,34 +78,6 @@ const NONE: Options = Options {
     long_flags: &[],
     long_with_arg: &[],
     long_optional: &[],
-    numeric: false,
-};
-
-/// GNU, BSD and busybox xargs.
-const XARGS: Options = Options {
-    flags: "0oprtx",
-    with_arg: "adEILnPsJRS",
-    attached: "eil",
-    long_flags: &[
-        "--null",
-        "--open-tty",
-        "--interactive",
-        "--no-run-if-empty",
-        "--verbose",
-        "--exit",
-        "--show-limits",
-        "--help",
-        "--version",
-    ],
-    long_with_arg: &[
-        "--arg-file",
-        "--delimiter",
-        "--max-args",
-        "--max-procs",
-        "--max-chars",
-        "--process-slot-var",
-    ],
-    long_optional: &["--replace", "--eof", "--max-lines"],
     numeric: false,
 };
 
@@ -203,10 +173,10 @@ fn skip_options(words: &[Word], options: &Options) -> Result<usize, String> {
 
 /// An option given with a value (`-I {}`, `--replace=R`), or with none where the value
 /// is optional (`-i`, `--replace`).
-type OptionValue = (String, Option<String>);
+pub(super) type OptionValue = (String, Option<String>);
 
 /// [`skip_options`], also collecting the options that take a value into `values`.
-fn parse_options(
+pub(super) fn parse_options(
     words: &[Word],
     options: &Options,
     values: &mut Vec<OptionValue>,
@@ -310,189 +280,6 @@ fn standard_program(text: &str) -> Option<&str> {
         .iter()
         .find_map(|dir| text.strip_prefix(dir))
         .filter(|name| !name.is_empty() && !name.contains('/'))
-}
-
-/// Does assigning the variable `name` (`NAME=v cmd`, `export NAME=v`, `env NAME=v cmd`)
-/// let the command run code other than its own, or change where it finds programs, files
-/// or configuration? (`LD_PRELOAD`, `PATH`, `GIT_PAGER`, `RUSTC_WRAPPER`, `HOME` …)
-pub(super) fn changes_what_runs(name: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "ENV",
-        "PATH",
-        "CDPATH",
-        "IFS",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "PS4",
-        "PROMPT_COMMAND",
-        "SHELL",
-        "ZDOTDIR",
-        "HOME",
-        "XDG_CONFIG_HOME",
-        "EDITOR",
-        "VISUAL",
-        "BROWSER",
-        "NODE_OPTIONS",
-        "NODE_PATH",
-        "RUSTC",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTDOC",
-        "RUSTFLAGS",
-        "RUSTDOCFLAGS",
-        "CC",
-        "CXX",
-        "LESSOPEN",
-        "LESSCLOSE",
-        "MAKEFLAGS",
-        "MFLAGS",
-        "MAKEFILES",
-        "PERLLIB",
-        "GOFLAGS",
-        "GCONV_PATH",
-        "OPENSSL_CONF",
-        "JAVA_TOOL_OPTIONS",
-        "_JAVA_OPTIONS",
-    ];
-    const PREFIXES: &[&str] = &[
-        "LD_", // LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT …
-        "DYLD_",
-        "BASH_", // BASH_ENV, BASH_FUNC_name%% …
-        "GIT_",
-        "PYTHON",
-        "PERL5",
-        "RUBY",
-        "CARGO_",
-        "NPM_CONFIG_",
-        "npm_config_",
-    ];
-    const SUFFIXES: &[&str] = &["PAGER", "ASKPASS"];
-    NAMES.contains(&name)
-        || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
-        || SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
-}
-
-/// What a command runs besides itself, found in its arguments.
-#[derive(Debug, Default)]
-pub(super) struct Runs {
-    /// Each command it runs (`xargs rm -f` runs `rm -f`).
-    pub commands: Vec<Inner>,
-    /// Words naming files it writes (`find -fprint FILE`).
-    pub writes: Vec<usize>,
-    /// Options that could not be followed.
-    pub unknown: Option<String>,
-    /// A word not known statically where it may change what runs.
-    pub dynamic: Option<String>,
-}
-
-/// A command run by another one, which fills in some of its arguments when it runs.
-#[derive(Debug)]
-pub(super) struct Inner {
-    /// Its words.
-    pub words: Range<usize>,
-    /// Replaced in its words by input when it runs (`{}` for `find -exec`, `R` for
-    /// `xargs -I R`).
-    pub placeholder: Option<String>,
-    /// Input is appended to its words (`xargs CMD`).
-    pub appended: bool,
-}
-
-/// The commands `xargs [OPTIONS] CMD ARGS…`, `find … -exec CMD ARGS… ;` (and `-execdir`,
-/// `-ok`, `-okdir`, `{} +`) and `busybox APPLET ARGS…` run.
-pub(super) fn runs(words: &[Word]) -> Runs {
-    let mut runs = Runs::default();
-    let Some(first) = words.first().filter(|w| w.is_literal()) else {
-        return runs;
-    };
-    // The outer command stays listed, so a local `./xargs` is judged as itself as well.
-    let name = first.text.rsplit('/').next().unwrap_or_default();
-    match name {
-        "xargs" => {
-            let mut values = Vec::new();
-            match parse_options(words, &XARGS, &mut values) {
-                // With no command, xargs runs `echo`.
-                Ok(start) if start < words.len() => {
-                    let placeholder =
-                        values
-                            .into_iter()
-                            .rev()
-                            .find_map(|(key, value)| match key.as_str() {
-                                "-I" | "-J" => Some(value.unwrap_or_default()),
-                                "-i" | "--replace" => Some(value.unwrap_or_else(|| "{}".into())),
-                                _ => None,
-                            });
-                    runs.commands.push(Inner {
-                        words: start..words.len(),
-                        appended: placeholder.is_none(),
-                        placeholder,
-                    });
-                }
-                Ok(_) => {}
-                Err(why) => runs.unknown = Some(format!("xargs: {why}")),
-            }
-        }
-        "find" => find(words, &mut runs),
-        "busybox" => match words.get(1) {
-            // `busybox --list`, `busybox --install DIR`
-            Some(applet) if applet.is_literal() && applet.text.starts_with('-') => {}
-            Some(_) => runs.commands.push(Inner {
-                words: 1..words.len(),
-                placeholder: None,
-                appended: false,
-            }),
-            None => {}
-        },
-        _ => {}
-    }
-    runs
-}
-
-/// `find`'s actions that run commands or write files. Any word not known statically may
-/// expand to `-exec` or end one early (`;`), so it is reported.
-fn find(words: &[Word], runs: &mut Runs) {
-    let dynamic = |runs: &mut Runs, word: &Word| {
-        if !word.is_literal() && runs.dynamic.is_none() {
-            runs.dynamic = Some(format!("find argument `{}`", word.source));
-        }
-    };
-    let mut index = 1;
-    while let Some(word) = words.get(index) {
-        dynamic(runs, word);
-        index += 1;
-        match word.text.as_str() {
-            _ if !word.is_literal() => {}
-            "-exec" | "-execdir" | "-ok" | "-okdir" => {
-                let start = index;
-                let mut end = words.len();
-                while let Some(arg) = words.get(index) {
-                    dynamic(runs, arg);
-                    index += 1;
-                    let placeholder_before =
-                        index >= 2 && words.get(index - 2).is_some_and(|w| w.text == "{}");
-                    if arg.is_literal()
-                        && (arg.text == ";" || arg.text == "+" && placeholder_before)
-                    {
-                        end = index - 1;
-                        break;
-                    }
-                }
-                if start < end {
-                    runs.commands.push(Inner {
-                        words: start..end,
-                        placeholder: Some("{}".into()),
-                        appended: false,
-                    });
-                }
-            }
-            "-fprint" | "-fprint0" | "-fls" | "-fprintf" => {
-                if index < words.len() {
-                    runs.writes.push(index);
-                }
-                index += if word.text == "-fprintf" { 2 } else { 1 };
-            }
-            _ => {}
-        }
-    }
 }
 
 /// Shells whose `-c` script drover analyses in place of the shell command itself.
