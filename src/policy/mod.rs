@@ -16,6 +16,7 @@ mod path_pattern;
 mod rule;
 pub mod sandbox;
 pub mod shell;
+mod shell_paths;
 mod words;
 
 use std::path::{Path, PathBuf};
