@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::expand::home_dir;
+use super::expand::basename;
 use super::guardrails::{self, GuardContext};
 use super::shell::{self, Analysis, Opaque, SimpleCommand};
 use super::shell_paths::cd_target;
@@ -23,11 +23,10 @@ impl Policy {
         }
         let argvs: Vec<Vec<String>> = analysis.commands.iter().map(|c| c.argv.clone()).collect();
         if self.guardrails == Switch::On {
-            let home = home_dir();
             let ctx = GuardContext {
                 workspace: &self.workspace,
                 cwd,
-                home: home.as_deref(),
+                home: self.home.as_deref(),
             };
             if let Some(why) = guardrails::check(&argvs, line, &ctx) {
                 return Decision::deny(
@@ -38,7 +37,8 @@ impl Policy {
                 );
             }
         }
-        if let Some(denial) = self.command_denial(name, line, &analysis, cwd) {
+        let dirs = self.possible_dirs(&analysis, cwd);
+        if let Some(denial) = self.command_denial(name, line, &analysis, cwd, &dirs) {
             return denial;
         }
         if let Some(write) = analysis
@@ -102,8 +102,8 @@ impl Policy {
             }
         }
         for write in &analysis.writes {
-            for dir in self.possible_dirs(&analysis, cwd) {
-                match self.redirect_decision(name, write, outright, &dir) {
+            for dir in &dirs {
+                match self.redirect_decision(name, write, outright, dir) {
                     Ok(Some(rule)) => rules.push(rule),
                     Ok(None) => {}
                     Err(denial) => return denial,
@@ -142,13 +142,11 @@ impl Policy {
         line: &str,
         analysis: &Analysis,
         cwd: &Path,
+        dirs: &[std::path::PathBuf],
     ) -> Option<Decision> {
         for command in &analysis.commands {
             let forms = words::deny_forms(&command.argv);
-            let program = command
-                .argv
-                .first()
-                .map_or("", |p| p.rsplit('/').next().unwrap_or(p));
+            let program = command.argv.first().map_or("", |p| basename(p));
             for rule in self.deny.iter().filter(|rule| rule.governs(name)) {
                 let Some(Specifier::Command(pattern)) = rule.specifier() else {
                     continue;
@@ -195,7 +193,6 @@ impl Policy {
                 ),
             ));
         }
-        let dirs = self.possible_dirs(analysis, cwd);
         let path_rules = self.has_path_deny_rules();
         for command in &analysis.commands {
             if is_cd(command) {
@@ -212,10 +209,7 @@ impl Policy {
                 }
                 continue;
             }
-            let program = command
-                .argv
-                .first()
-                .map_or("", |p| p.rsplit('/').next().unwrap_or(p));
+            let program = command.argv.first().map_or("", |p| basename(p));
             // Builtins that print their arguments never open them as files.
             let prints_only = matches!(program, "echo" | "printf" | "true" | "false" | ":");
             for arg in command.argv.iter().skip(1) {
@@ -233,7 +227,7 @@ impl Policy {
                             ),
                         ));
                     }
-                    if let Some(denial) = self.path_arg_denial(command, &candidate, &dirs) {
+                    if let Some(denial) = self.path_arg_denial(command, &candidate, dirs) {
                         return Some(denial);
                     }
                 }
@@ -248,7 +242,7 @@ impl Policy {
                     ),
                 ));
             }
-            for target in self.arg_targets(&input, &dirs) {
+            for target in self.arg_targets(&input, dirs) {
                 if let Some(rule) = self.path_denied_by("Read", &target) {
                     return Some(Decision::deny(
                         Some(rule),

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::expand::expand_home;
+use super::expand::{basename, expand_word};
 
 /// Where the guardrails judge paths from.
 pub struct GuardContext<'a> {
@@ -50,8 +50,7 @@ pub fn check(commands: &[Vec<String>], line: &str, ctx: &GuardContext<'_>) -> Op
 }
 
 fn program(argv: &[String]) -> &str {
-    let first = argv.first().map(String::as_str).unwrap_or_default();
-    first.rsplit('/').next().unwrap_or(first)
+    basename(argv.first().map(String::as_str).unwrap_or_default())
 }
 
 fn check_one(argv: &[String], ctx: &GuardContext<'_>) -> Option<String> {
@@ -187,18 +186,7 @@ fn resolve(arg: &str, ctx: &GuardContext<'_>) -> Option<PathBuf> {
     } else {
         trimmed
     };
-    // `$PWD` is where the command runs.
-    for prefix in ["$PWD", "${PWD}"] {
-        if let Some(rest) = trimmed.strip_prefix(prefix)
-            && (rest.is_empty() || rest.starts_with('/'))
-            && !rest.contains('$')
-        {
-            return Some(crate::workspace::paths::normalize(
-                &ctx.cwd.join(rest.trim_start_matches('/')),
-            ));
-        }
-    }
-    let expanded = expand_home(trimmed, ctx.home)?;
+    let expanded = expand_word(trimmed, ctx.home, ctx.cwd)?;
     let path = if expanded.is_absolute() {
         expanded
     } else {

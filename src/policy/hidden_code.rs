@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::expand::blank_single_quotes;
 use super::shell::SimpleCommand;
 
 /// Why `line` (with its simple commands) may run code hidden in a variable, or None.
@@ -24,7 +25,7 @@ pub fn hidden_code(line: &str, commands: &[SimpleCommand]) -> Option<String> {
             return Some(format!("arithmetic on variables in `{}`", command.source));
         }
     }
-    let visible = without_single_quotes(line);
+    let visible = blank_single_quotes(line);
     static CHECKS: LazyLock<Vec<(Regex, &'static str)>> =
         LazyLock::new(|| {
             [
@@ -59,36 +60,6 @@ pub fn hidden_code(line: &str, commands: &[SimpleCommand]) -> Option<String> {
         .iter()
         .find(|(pattern, _)| pattern.is_match(&visible))
         .map(|(_, why)| (*why).to_string())
-}
-
-/// The line with single-quoted text blanked (bash expands nothing there).
-fn without_single_quotes(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let (mut single, mut double, mut escaped) = (false, false, false);
-    for c in line.chars() {
-        if single {
-            if c == '\'' {
-                single = false;
-                out.push(c);
-            } else {
-                out.push(' ');
-            }
-            continue;
-        }
-        if escaped {
-            escaped = false;
-            out.push(c);
-            continue;
-        }
-        match c {
-            '\\' => escaped = true,
-            '\'' if !double => single = true,
-            '"' => double = !double,
-            _ => {}
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

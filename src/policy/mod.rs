@@ -69,6 +69,8 @@ pub struct Policy {
     additional: Vec<PathBuf>,
     mode: PermissionMode,
     guardrails: Switch,
+    /// The home directory, for `~` and `$HOME` in commands (read once).
+    home: Option<PathBuf>,
 }
 
 impl Policy {
@@ -82,6 +84,7 @@ impl Policy {
             additional: additional.to_vec(),
             mode: permissions.mode,
             guardrails: permissions.guardrails,
+            home: expand::home_dir(),
         }
     }
 

@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use super::{Decision, Policy, RUN_STATE_TOOLS, Rule, Specifier, path_pattern};
+use super::path_pattern::PathPattern;
+use super::{Decision, Policy, RUN_STATE_TOOLS, Rule, Specifier};
 use crate::workspace::paths;
 
 /// A path from a tool input, resolved as the tool will see it.
@@ -135,9 +136,7 @@ impl Policy {
         std::sync::Arc::new(move |path: &std::path::Path| {
             let relative = paths::relative_to(&workspace, path);
             rules.iter().any(|rule| match rule.specifier() {
-                Some(Specifier::Path(pattern)) => {
-                    path_pattern::matches(pattern, path, relative.as_deref())
-                }
+                Some(Specifier::Path(pattern)) => pattern.matches(path, relative.as_deref()),
                 _ => false,
             })
         })
@@ -151,7 +150,7 @@ impl Policy {
             .find(|rule| match rule.specifier() {
                 None => true,
                 Some(Specifier::Path(pattern)) => {
-                    path_pattern::matches(pattern, &target.absolute, target.relative.as_deref())
+                    pattern.matches(&target.absolute, target.relative.as_deref())
                         || covers_contents(pattern, target)
                 }
                 Some(_) => false,
@@ -175,7 +174,7 @@ impl Policy {
                 // A bare rule is not explicit about paths: it never reaches outside.
                 None => target.confined,
                 Some(Specifier::Path(pattern)) => {
-                    path_pattern::matches(pattern, &target.absolute, target.relative.as_deref())
+                    pattern.matches(&target.absolute, target.relative.as_deref())
                 }
                 Some(_) => false,
             })
@@ -185,7 +184,7 @@ impl Policy {
 /// Does the pattern cover everything inside the target directory (`secrets/**` for a
 /// search of `secrets`)? Then searching or listing it is denied outright; partial
 /// coverage is handled by the tools skipping hidden files.
-fn covers_contents(pattern: &str, target: &PathTarget) -> bool {
+fn covers_contents(pattern: &PathPattern, target: &PathTarget) -> bool {
     if !target.absolute.is_dir() {
         return false;
     }
@@ -198,10 +197,10 @@ fn covers_contents(pattern: &str, target: &PathTarget) -> bool {
             format!("{rel}/{probe}")
         }
     });
-    path_pattern::matches(pattern, &absolute, relative.as_deref())
+    pattern.matches(&absolute, relative.as_deref())
 }
 
 /// An allow rule that names `.git` in its pattern: the user meant it.
 fn names_git_dir(rule: &Rule) -> bool {
-    matches!(rule.specifier(), Some(Specifier::Path(pattern)) if pattern.contains(".git"))
+    matches!(rule.specifier(), Some(Specifier::Path(pattern)) if pattern.as_str().contains(".git"))
 }

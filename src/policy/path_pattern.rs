@@ -6,48 +6,96 @@
 
 use std::path::Path;
 
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobMatcher};
 
-/// Does `pattern` match the file at `absolute` (`relative` to the workspace when inside)?
-pub fn matches(pattern: &str, absolute: &Path, relative: Option<&str>) -> bool {
-    if let Some(abs) = pattern.strip_prefix("//") {
-        return glob_matches(&format!("/{abs}"), &absolute.to_string_lossy());
-    }
-    if let Some(rest) = pattern.strip_prefix("~/") {
-        let Some(home) = std::env::var_os("HOME") else {
-            return false;
-        };
-        let full = Path::new(&home).join(rest);
-        return glob_matches(&full.to_string_lossy(), &absolute.to_string_lossy());
-    }
-    let Some(relative) = relative else {
-        return false;
-    };
-    let trimmed = pattern.trim_end_matches('/');
-    let anchored = match trimmed.strip_prefix('/') {
-        Some(rest) => rest.to_string(),
-        None if trimmed.contains('/') => trimmed.to_string(),
-        None => format!("**/{trimmed}"),
-    };
-    glob_matches(&anchored, relative)
+/// A path pattern compiled once, when its rule is parsed: rules are matched against
+/// every file a search walks (Grep, Glob and LS skip Read-denied files), so nothing is
+/// compiled per match.
+#[derive(Debug, Clone)]
+pub struct PathPattern {
+    source: String,
+    /// What the globs are matched against.
+    scope: Scope,
+    /// The pattern itself, and the pattern as a directory covering what is below it.
+    exact: GlobMatcher,
+    below: GlobMatcher,
 }
 
-/// The glob matches the path itself or, naming a directory, anything below it.
-fn glob_matches(glob: &str, path: &str) -> bool {
-    let build = |text: &str| {
-        GlobBuilder::new(text)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()
-            .map(|g| g.compile_matcher())
-    };
-    let Ok(exact) = build(glob) else {
-        return false;
-    };
-    if exact.is_match(path) {
-        return true;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// `//abs/path` and `~/path`: absolute paths.
+    Absolute,
+    /// Everything else: paths relative to the workspace.
+    Workspace,
+}
+
+impl PartialEq for PathPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
     }
-    build(&format!("{}/**", glob.trim_end_matches('/'))).is_ok_and(|below| below.is_match(path))
+}
+
+impl Eq for PathPattern {}
+
+impl PathPattern {
+    /// Compile `pattern`; the error is the glob parser's.
+    pub fn new(pattern: &str) -> Result<Self, String> {
+        let (scope, glob) = if let Some(abs) = pattern.strip_prefix("//") {
+            (Scope::Absolute, format!("/{abs}"))
+        } else if let Some(rest) = pattern.strip_prefix("~/") {
+            let home = super::expand::home_dir().unwrap_or_default();
+            (
+                Scope::Absolute,
+                home.join(rest).to_string_lossy().into_owned(),
+            )
+        } else {
+            let trimmed = pattern.trim_end_matches('/');
+            let anchored = match trimmed.strip_prefix('/') {
+                Some(rest) => rest.to_string(),
+                None if trimmed.contains('/') => trimmed.to_string(),
+                None => format!("**/{trimmed}"),
+            };
+            (Scope::Workspace, anchored)
+        };
+        let build = |text: &str| {
+            GlobBuilder::new(text)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map(|g| g.compile_matcher())
+                .map_err(|e| e.to_string())
+        };
+        Ok(PathPattern {
+            source: pattern.to_string(),
+            scope,
+            exact: build(&glob)?,
+            below: build(&format!("{}/**", glob.trim_end_matches('/')))?,
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Does it match the file at `absolute` (`relative` to the workspace when inside)?
+    pub fn matches(&self, absolute: &Path, relative: Option<&str>) -> bool {
+        let subject = match self.scope {
+            Scope::Absolute => absolute.to_string_lossy(),
+            Scope::Workspace => match relative {
+                Some(relative) => relative.into(),
+                None => return false,
+            },
+        };
+        let subject: &str = &subject;
+        self.exact.is_match(subject) || self.below.is_match(subject)
+    }
+}
+
+/// One-off matching (tests): compiles the pattern each time.
+#[cfg(test)]
+pub fn matches(pattern: &str, absolute: &Path, relative: Option<&str>) -> bool {
+    PathPattern::new(pattern).is_ok_and(|p| p.matches(absolute, relative))
 }
 
 #[cfg(test)]

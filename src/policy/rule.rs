@@ -45,8 +45,8 @@ fn path_family(rule_tool: &str) -> Option<&'static [&'static str]> {
 pub enum Specifier {
     /// `Bash(cargo test *)`: a command pattern, compiled.
     Command(super::command::CommandPattern),
-    /// `Edit(src/**)`: a gitignore-style path pattern.
-    Path(String),
+    /// `Edit(src/**)`: a gitignore-style path pattern, compiled.
+    Path(super::path_pattern::PathPattern),
     /// `WebFetch(domain:example.com)`.
     Domain(String),
 }
@@ -180,10 +180,9 @@ fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, Str
         };
     }
     if path_family(tool).is_some() {
-        globset::Glob::new(inner.trim_start_matches('/')).map_err(|error| {
-            format!("invalid path pattern in permission rule {text:?}: {error}")
-        })?;
-        return Ok(Specifier::Path(inner.to_string()));
+        return super::path_pattern::PathPattern::new(inner)
+            .map(Specifier::Path)
+            .map_err(|error| format!("invalid path pattern in permission rule {text:?}: {error}"));
     }
     Err(format!(
         "permission rule {text:?}: {tool} takes no specifier; write just {tool}"
@@ -205,10 +204,10 @@ mod tests {
             Some(Specifier::Command(pattern)) => assert_eq!(pattern.as_str(), "cargo test *"),
             other => panic!("{other:?}"),
         }
-        assert_eq!(
-            rule("Edit(src/**)").unwrap().specifier(),
-            Some(&Specifier::Path("src/**".into()))
-        );
+        match rule("Edit(src/**)").unwrap().specifier() {
+            Some(Specifier::Path(pattern)) => assert_eq!(pattern.as_str(), "src/**"),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(
             rule("WebFetch(domain:example.com)").unwrap().specifier(),
             Some(&Specifier::Domain("example.com".into()))

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::bash::is_cd;
-use super::expand::{expand_home, home_dir};
+use super::expand::expand_word;
 use super::shell::{Analysis, SimpleCommand};
 use super::{Decision, Policy, Rule, Specifier};
 
@@ -49,7 +49,7 @@ impl Policy {
     /// resolve must be refused. (`//abs` and `~/` Read denials the sandbox enforces.)
     pub(super) fn has_path_deny_rules(&self) -> bool {
         self.deny.iter().any(|rule| {
-            matches!(rule.specifier(), Some(Specifier::Path(p)) if !p.starts_with("//") && !p.starts_with("~/"))
+            matches!(rule.specifier(), Some(Specifier::Path(p)) if !p.as_str().starts_with("//") && !p.as_str().starts_with("~/"))
                 && (rule.governs("Read") || rule.governs("Edit"))
         })
     }
@@ -177,18 +177,7 @@ impl Policy {
         word: &str,
         cwd: &Path,
     ) -> Option<super::path_decision::PathTarget> {
-        let home = home_dir();
-        let cwd_text = cwd.to_string_lossy();
-        let mut word = word.to_string();
-        for prefix in ["$PWD", "${PWD}", "~+", "/proc/self/cwd", "/dev/fd/../cwd"] {
-            if let Some(rest) = word.strip_prefix(prefix)
-                && (rest.is_empty() || rest.starts_with('/'))
-            {
-                word = format!("{cwd_text}{rest}");
-                break;
-            }
-        }
-        let expanded = expand_home(&word, home.as_deref())?;
+        let expanded = expand_word(word, self.home.as_deref(), cwd)?;
         self.resolve_path_from(cwd, &expanded.to_string_lossy())
             .ok()
     }

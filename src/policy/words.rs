@@ -7,6 +7,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::expand::{basename, blank_single_quotes};
+
 /// The most spellings one command is expanded into before matching deny rules.
 const MAX_VARIANTS: usize = 64;
 
@@ -31,10 +33,6 @@ pub fn deny_forms(argv: &[String]) -> Vec<String> {
     forms.sort();
     forms.dedup();
     forms
-}
-
-fn basename(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
 }
 
 /// `git [global options] SUBCOMMAND …` without the global options.
@@ -148,25 +146,6 @@ pub fn input_redirections(line: &str) -> Vec<String> {
         .map(|m| m.as_str().trim_matches('"').to_string())
         .filter(|target| !target.is_empty() && !target.starts_with('&'))
         .collect()
-}
-
-fn blank_single_quotes(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let (mut single, mut double) = (false, false);
-    for c in line.chars() {
-        if single {
-            single = c != '\'';
-            out.push(if single { ' ' } else { c });
-            continue;
-        }
-        match c {
-            '\'' if !double => single = true,
-            '"' => double = !double,
-            _ => {}
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// An option that makes an allowed program run code it names (`cargo --config

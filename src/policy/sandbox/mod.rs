@@ -122,7 +122,7 @@ pub fn expressible_read_denial(rule: &Rule, home: Option<&Path>) -> Option<PathB
     let Some(Specifier::Path(pattern)) = rule.specifier() else {
         return None;
     };
-    let trimmed = pattern.trim_end_matches("/**");
+    let trimmed = pattern.as_str().trim_end_matches("/**");
     let trimmed = trimmed.trim_end_matches('/');
     if trimmed.contains(['*', '?', '[', ']', '{', '}', '\\']) {
         return None;
