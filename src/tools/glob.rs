@@ -7,6 +7,8 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::WalkState;
+
+use super::search_walk::{Batch, collected, walker};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -157,55 +159,34 @@ impl Tool for GlobTool {
 /// A matching file and its modification time.
 type Found = (PathBuf, SystemTime);
 
-/// One walker thread's finds, handed over once when the thread is done (on drop).
-struct Batch {
-    found: Vec<Found>,
-    shared: Arc<Mutex<Vec<Found>>>,
-}
-
-impl Drop for Batch {
-    fn drop(&mut self) {
-        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        shared.append(&mut self.found);
-    }
-}
-
 /// Every file under `root` (ignore rules applied) whose path relative to `root` matches,
 /// with its modification time. The walk runs on every core; only matches are stat'ed.
 fn find(root: &Path, matcher: &GlobSet, hidden: Arc<crate::tools::HiddenFilter>) -> Vec<Found> {
     let shared: Arc<Mutex<Vec<Found>>> = Arc::default();
-    ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(move |entry| entry.file_name() != ".git" && !hidden(entry.path()))
-        .build_parallel()
-        .run(|| {
-            let mut batch = Batch {
-                found: Vec::new(),
-                shared: Arc::clone(&shared),
+    walker(root, hidden).build_parallel().run(|| {
+        let mut batch = Batch::new(&shared);
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
             };
-            Box::new(move |entry| {
-                let Ok(entry) = entry else {
-                    return WalkState::Continue;
-                };
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return WalkState::Continue;
-                }
-                let Ok(rel) = entry.path().strip_prefix(root) else {
-                    return WalkState::Continue;
-                };
-                if matcher.is_match(rel) {
-                    let mtime = entry
-                        .metadata()
-                        .ok()
-                        .and_then(|m| m.modified().ok())
-                        .unwrap_or(SystemTime::UNIX_EPOCH);
-                    batch.found.push((entry.into_path(), mtime));
-                }
-                WalkState::Continue
-            })
-        });
-    std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()))
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(root) else {
+                return WalkState::Continue;
+            };
+            if matcher.is_match(rel) {
+                let mtime = entry
+                    .metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                batch.found.push((entry.into_path(), mtime));
+            }
+            WalkState::Continue
+        })
+    });
+    collected(shared)
 }
 
 #[cfg(test)]

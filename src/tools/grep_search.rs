@@ -12,6 +12,8 @@ use grep::searcher::{
 };
 use ignore::WalkState;
 
+use super::search_walk::{Batch, collected, walker};
+
 /// One line of content-mode output: its number and where its text is in
 /// [`FileHits::text`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,20 +182,6 @@ pub fn search_file(
     })
 }
 
-/// One walker thread's finds, handed over to the shared list once, when the thread is
-/// done (on drop), instead of taking the lock for every file.
-struct Batch {
-    found: Vec<FileHits>,
-    shared: Arc<Mutex<Vec<FileHits>>>,
-}
-
-impl Drop for Batch {
-    fn drop(&mut self) {
-        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        shared.append(&mut self.found);
-    }
-}
-
 /// Search `root` (a file, or a directory walked with ignore rules, on every core) and
 /// return the files with matches, sorted by path.
 pub fn search(
@@ -210,10 +198,7 @@ pub fn search(
             .into_iter()
             .collect();
     }
-    let mut walk = ignore::WalkBuilder::new(root);
-    walk.hidden(false)
-        .require_git(false)
-        .filter_entry(move |entry| entry.file_name() != ".git" && !hidden(entry.path()));
+    let mut walk = walker(root, hidden);
     if let Some(types) = types {
         walk.types(types);
     }
@@ -227,10 +212,7 @@ pub fn search(
         // own searcher and its own buffers.
         let matcher = matcher.clone();
         let mut searcher = searcher(opts);
-        let mut batch = Batch {
-            found: Vec::new(),
-            shared: Arc::clone(&shared),
-        };
+        let mut batch = Batch::new(&shared);
         Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
@@ -244,7 +226,7 @@ pub fn search(
             WalkState::Continue
         })
     });
-    let mut results = std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut results = collected(shared);
     results.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     results
 }

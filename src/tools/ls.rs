@@ -150,11 +150,8 @@ fn list(
     hidden: std::sync::Arc<crate::tools::HiddenFilter>,
 ) -> std::io::Result<(Vec<String>, usize)> {
     let root: PathBuf = dir.canonicalize()?;
-    let walker = ignore::WalkBuilder::new(&root)
+    let walker = super::search_walk::walker(&root, hidden)
         .max_depth(Some(1))
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(move |entry| entry.file_name() != ".git" && !hidden(entry.path()))
         .build();
     let mut entries: Vec<(String, String)> = Vec::new();
     for entry in walker.flatten() {

@@ -20,6 +20,7 @@ pub mod read;
 pub mod registry;
 #[cfg(test)]
 mod schema_tests;
+mod search_walk;
 pub mod shell_state;
 mod text;
 pub mod todo;
