@@ -149,8 +149,10 @@ pub struct ReplayArgs {
 pub enum PolicyCommand {
     /// Decide one tool call with a spec's policy: prints JSON, exits 0 (allow) or 1 (deny).
     Check {
+        /// The task spec whose permissions decide.
         #[arg(long, value_name = "SPEC")]
         spec: PathBuf,
+        /// The tool the call is for (Bash, Read, Edit, …).
         #[arg(long, value_name = "NAME")]
         tool: String,
         /// The tool input as a JSON object.
@@ -163,8 +165,10 @@ pub enum PolicyCommand {
 pub enum ReportCommand {
     /// Combine the artifacts of sharded runs into one junit.xml and summary.
     Merge {
+        /// The `--artifacts` directories of the shards (all N of them).
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
+        /// Where to write the merged artifacts (must be empty or absent).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
