@@ -1,0 +1,48 @@
+//! How the searching tools (Glob, Grep, LS) walk a tree: ripgrep's `ignore` walker with
+//! `.gitignore` honoured even outside a git repository, hidden files included, `.git/`
+//! skipped, and the files the policy denies reading left out — one definition, so no
+//! search can see what another may not. Parallel walks hand each thread's finds over in
+//! one batch.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::HiddenFilter;
+
+/// The walker every search starts from.
+pub fn walker(root: &Path, hidden: Arc<HiddenFilter>) -> ignore::WalkBuilder {
+    let mut walk = ignore::WalkBuilder::new(root);
+    walk.hidden(false)
+        .require_git(false)
+        .filter_entry(move |entry| entry.file_name() != ".git" && !hidden(entry.path()));
+    walk
+}
+
+/// What one walker thread found, appended to the shared list once, when the thread is
+/// done (on drop), rather than taking the lock for every file.
+pub struct Batch<T> {
+    pub found: Vec<T>,
+    shared: Arc<Mutex<Vec<T>>>,
+}
+
+impl<T> Batch<T> {
+    pub fn new(shared: &Arc<Mutex<Vec<T>>>) -> Self {
+        Batch {
+            found: Vec::new(),
+            shared: Arc::clone(shared),
+        }
+    }
+}
+
+impl<T> Drop for Batch<T> {
+    fn drop(&mut self) {
+        // Each append leaves the list consistent, so a poisoned lock is still usable.
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.append(&mut self.found);
+    }
+}
+
+/// Everything the batches handed over, once the walk is done.
+pub fn collected<T>(shared: Arc<Mutex<Vec<T>>>) -> Vec<T> {
+    std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()))
+}
