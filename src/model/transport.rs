@@ -309,7 +309,11 @@ impl Transport {
 
     fn scrub(&self, text: &str) -> String {
         match &self.secret {
-            Some(secret) if !secret.is_empty() => text.replace(secret.as_str(), "[redacted]"),
+            // A dummy key (`x`, `none`) is no secret, and replacing it would garble the
+            // provider's message; the same rule as every other redaction.
+            Some(secret) if crate::record::redact::unsafe_to_redact(secret).is_none() => {
+                text.replace(secret.as_str(), crate::record::redact::REDACTED)
+            }
             _ => text.to_string(),
         }
     }
@@ -361,5 +365,19 @@ mod tests {
             transport.classify(400, "{}", None),
             Failure::Fatal(ModelError::Provider(_))
         ));
+    }
+
+    #[test]
+    fn a_dummy_key_does_not_garble_provider_messages() {
+        let transport = Transport::new(
+            "http://127.0.0.1:9/v1/chat/completions".into(),
+            HeaderMap::new(),
+            Some(("LOCAL_KEY".into(), "x".into())),
+            RetryPolicy::default(),
+            TimeoutsSpec::default().into(),
+            None,
+        );
+        let text = transport.scrub("model nonexistent: xylophone");
+        assert_eq!(text, "model nonexistent: xylophone");
     }
 }

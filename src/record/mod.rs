@@ -6,6 +6,7 @@ pub mod github;
 pub mod junit;
 pub mod merge;
 pub mod redact;
+pub mod redact_safety;
 pub mod report;
 pub mod summary;
 pub mod transcript;

@@ -9,23 +9,47 @@
 
 use std::borrow::Cow;
 use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use crate::policy::sandbox::env::looks_secret;
 
+pub use super::redact_safety::{MIN_SECRET_LEN, SkipReason, unsafe_to_redact};
+
 /// What a secret value is replaced with.
 pub const REDACTED: &str = "[redacted]";
-
-/// Environment values shorter than this are not redacted: a short value (`1`, `true`,
-/// `admin`) would turn up everywhere and blank out text that is no secret.
-pub const MIN_SECRET_LEN: usize = 8;
 
 /// The secret values of a task, and a matcher finding them all in one pass.
 #[derive(Clone, Default)]
 pub struct Redactor {
     /// None when there is nothing to redact.
     matcher: Option<AhoCorasick>,
+    /// The secrets left unredacted because redacting them would corrupt ordinary text.
+    skipped: Vec<SkippedSecret>,
+    /// How many occurrences this redactor (and its clones) replaced: a user learns from
+    /// `redacted: N` in run_end and summary.json that something was hidden.
+    replaced: Arc<AtomicU64>,
+}
+
+/// A secret drover does not redact, named by its variable (never its value), so the user
+/// learns that it is not protected and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SkippedSecret {
+    pub variable: String,
+    pub reason: SkipReason,
+}
+
+impl SkippedSecret {
+    /// The one-line warning drover prints for it.
+    pub fn warning(&self) -> String {
+        format!(
+            "the value of {} is not redacted from artifacts and tool results: it is {}, so replacing it would corrupt ordinary text; use a real secret there, or none where the server needs no key",
+            self.variable,
+            self.reason.describe()
+        )
+    }
 }
 
 /// Never the values: the automaton's own `Debug` would print them.
@@ -39,13 +63,14 @@ impl std::fmt::Debug for Redactor {
 }
 
 impl Redactor {
-    /// A redactor for exactly these values (empty ones are ignored). Each value is also
+    /// A redactor for these values, except those [`unsafe_to_redact`] rejects (too short or
+    /// too common to replace without corrupting ordinary text). Each value is also
     /// searched for as it appears inside a JSON string (quotes, backslashes and control
     /// characters escaped), so a transcript line is redacted whatever the value holds.
     pub fn new(secrets: impl IntoIterator<Item = String>) -> Redactor {
         let mut patterns: Vec<String> = Vec::new();
         for secret in secrets {
-            if secret.is_empty() {
+            if unsafe_to_redact(&secret).is_some() {
                 continue;
             }
             let escaped = serde_json::to_string(&secret)
@@ -78,40 +103,71 @@ impl Redactor {
                 patterns.len()
             );
         }
-        Redactor { matcher }
+        Redactor {
+            matcher,
+            ..Redactor::default()
+        }
     }
 
-    /// The secrets of a task: the model's API key (`api_key`), and the values (at least
-    /// [`MIN_SECRET_LEN`] characters) of every variable in `vars` (drover's environment)
-    /// whose name looks like a secret, except those the spec passes on (`env.pass`). The
-    /// variables in `withheld` (the model key's variable) are redacted even if passed.
+    /// The secrets of a task: the model's API key (`api_key`: its variable and value), and
+    /// the values of every variable in `vars` (drover's environment) whose name looks like
+    /// a secret, except those the spec passes on (`env.pass`). The variables in `withheld`
+    /// (the model key's variable) are redacted even if passed. Values that cannot be
+    /// redacted safely are left out and listed in [`Redactor::skipped`].
     pub fn for_task(
-        api_key: Option<&str>,
+        api_key: Option<(&str, &str)>,
         vars: impl IntoIterator<Item = (OsString, OsString)>,
         pass: &[String],
         withheld: &[String],
     ) -> Redactor {
-        let mut secrets: Vec<String> = api_key
-            .map(str::trim)
-            .filter(|key| !key.is_empty())
-            .map(str::to_string)
+        let mut candidates: Vec<(String, String)> = api_key
+            .map(|(variable, key)| (variable.to_string(), key.to_string()))
             .into_iter()
             .collect();
         for (name, value) in vars {
             let name = name.to_string_lossy();
             let withheld = withheld.iter().any(|w| *w == name);
             let secret = withheld || (looks_secret(&name) && !pass.iter().any(|p| *p == name));
-            if !secret {
+            if secret {
+                candidates.push((name.into_owned(), value.to_string_lossy().into_owned()));
+            }
+        }
+        let mut secrets = Vec::new();
+        let mut skipped: Vec<SkippedSecret> = Vec::new();
+        for (variable, value) in candidates {
+            let trimmed = value.trim();
+            if trimmed.is_empty() {
                 continue;
             }
-            let value = value.to_string_lossy();
-            for value in [value.as_ref(), value.trim()] {
-                if value.chars().count() >= MIN_SECRET_LEN {
-                    secrets.push(value.to_string());
+            match unsafe_to_redact(trimmed) {
+                None => {
+                    secrets.push(trimmed.to_string());
+                    if trimmed != value {
+                        secrets.push(value);
+                    }
+                }
+                Some(reason) => {
+                    if !skipped.iter().any(|s| s.variable == variable) {
+                        skipped.push(SkippedSecret { variable, reason });
+                    }
                 }
             }
         }
-        Redactor::new(secrets)
+        skipped.sort_by(|a, b| a.variable.cmp(&b.variable));
+        Redactor {
+            skipped,
+            ..Redactor::new(secrets)
+        }
+    }
+
+    /// How many secret occurrences were replaced so far.
+    pub fn replaced(&self) -> u64 {
+        self.replaced.load(Ordering::Relaxed)
+    }
+
+    /// The secrets left unredacted, by variable name.
+    pub fn skipped(&self) -> &[SkippedSecret] {
+        &self.skipped
     }
 
     /// Is there anything to redact at all?
@@ -124,10 +180,13 @@ impl Redactor {
         match &self.matcher {
             Some(matcher) if matcher.is_match(text) => {
                 let mut out = String::with_capacity(text.len());
+                let mut count = 0;
                 let replaced = matcher.try_replace_all_with(text, &mut out, |_, _, out| {
                     out.push_str(REDACTED);
+                    count += 1;
                     true
                 });
+                self.replaced.fetch_add(count.max(1), Ordering::Relaxed);
                 Cow::Owned(match replaced {
                     Ok(()) => out,
                     // Only an automaton built for anchored searches fails here, which
@@ -194,6 +253,7 @@ mod tests {
             "ANTHROPIC_API_KEY=[redacted]\0PW=[redacted]!"
         );
         assert!(matches!(redactor.redact("nothing here"), Cow::Borrowed(_)));
+        assert_eq!(redactor.replaced(), 2);
         assert!(Redactor::default().is_empty());
         assert!(!format!("{redactor:?}").contains("sk-ant"), "{redactor:?}");
         assert_eq!(
@@ -204,8 +264,8 @@ mod tests {
 
     #[test]
     fn the_longest_secret_wins_when_one_contains_another() {
-        let redactor = Redactor::new(["abcdefgh".to_string(), "abcdefghijkl".into()]);
-        assert_eq!(redactor.redact("xabcdefghijkly"), "x[redacted]y");
+        let redactor = Redactor::new(["qwe7rtyu".to_string(), "qwe7rtyuiop9".into()]);
+        assert_eq!(redactor.redact("xqwe7rtyuiop9y"), "x[redacted]y");
     }
 
     #[test]
@@ -234,7 +294,7 @@ mod tests {
             ("LLM_KEY", "llm-key-value-123"),
         ]);
         let redactor = Redactor::for_task(
-            Some("sk-model-key-xyz"),
+            Some(("MODEL_KEY", "sk-model-key-xyz")),
             env,
             &["NPM_TOKEN".to_string(), "LLM_KEY".to_string()],
             &["LLM_KEY".to_string()],
@@ -245,5 +305,56 @@ mod tests {
             redactor.redact(text),
             "[redacted] [redacted] [redacted] npm_passed_on_by_name abc /usr/local/bin:/usr/bin [redacted]"
         );
+        assert_eq!(
+            redactor.skipped(),
+            [SkippedSecret {
+                variable: "SHORT_TOKEN".into(),
+                reason: SkipReason::TooShort
+            }]
+        );
+    }
+
+    #[test]
+    fn dummy_keys_are_never_redacted_and_named_once() {
+        let text = "nonexistent xylophone: none of the ollama models; sandbox text";
+        for key in ["x", "none", "ollama", "sk-no-key-required", "xxxxxxxxxx"] {
+            let env = vars(&[("LOCAL_KEY", key), ("PATH", "/bin")]);
+            let redactor = Redactor::for_task(
+                Some(("LOCAL_KEY", key)),
+                env,
+                &[],
+                &["LOCAL_KEY".to_string()],
+            );
+            assert!(redactor.is_empty(), "{key}");
+            assert_eq!(redactor.redact(text), text, "{key}");
+            let skipped = redactor.skipped();
+            assert_eq!(skipped.len(), 1, "{key}: {skipped:?}");
+            assert_eq!(skipped[0].variable, "LOCAL_KEY");
+            let fields = serde_json::to_value(&skipped[0]).unwrap();
+            assert_eq!(
+                fields,
+                serde_json::json!({ "variable": "LOCAL_KEY", "reason": fields["reason"] })
+            );
+        }
+    }
+
+    #[test]
+    fn short_values_never_fire_even_when_given_directly() {
+        let redactor = Redactor::new(["x".to_string(), "abc1234".into(), String::new()]);
+        assert!(redactor.is_empty());
+        assert_eq!(redactor.redact("x abc1234"), "x abc1234");
+    }
+
+    #[test]
+    fn a_long_key_is_redacted_inside_longer_tokens() {
+        let key = "sk-live-9f8e7d6c5b4a";
+        let redactor = Redactor::for_task(Some(("K", key)), Vec::new(), &[], &[]);
+        assert_eq!(
+            redactor.redact(&format!("url=https://h/?k={key}&x=1 ({key}) pre{key}post")),
+            "url=https://h/?k=[redacted]&x=1 ([redacted]) pre[redacted]post"
+        );
+        // A value with surrounding whitespace in the environment is found trimmed too.
+        let padded = Redactor::for_task(None, vars(&[("A_TOKEN", " tok-1234abcd\n")]), &[], &[]);
+        assert_eq!(padded.redact("tok-1234abcd"), "[redacted]");
     }
 }

@@ -161,6 +161,10 @@ pub struct TaskReport {
     pub todos: Vec<Todo>,
     /// Where this task's transcript and diff are.
     pub artifacts_dir: PathBuf,
+    /// How many secret values were replaced by `[redacted]` in this task's tool results,
+    /// transcript and artifacts.
+    #[serde(default)]
+    pub redacted: u64,
 }
 
 /// All tasks of one `drover run` or `drover replay`.

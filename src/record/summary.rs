@@ -109,6 +109,19 @@ pub fn summary_md(report: &RunReport) -> String {
     for task in report.tasks.iter().filter(|t| !t.todos.is_empty()) {
         todo_section(&mut out, task);
     }
+    let redacted: Vec<String> = report
+        .tasks
+        .iter()
+        .filter(|t| t.redacted > 0)
+        .map(|t| format!("{} ({})", clean(&t.name), t.redacted))
+        .collect();
+    if !redacted.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSecret values were replaced by `[redacted]` in the artifacts of: {}.",
+            redacted.join(", ")
+        );
+    }
     out
 }
 

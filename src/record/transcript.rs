@@ -39,6 +39,10 @@ pub enum Event {
         /// `network`, `writable`, `read_denied`. Null in transcripts older than it.
         #[serde(default, skip_serializing_if = "Value::is_null")]
         sandbox: Value,
+        /// Secret variables whose values are not redacted because redacting them would
+        /// corrupt ordinary text (a dummy key `x`): names and reasons, never values.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        redaction_skipped: Vec<crate::record::redact::SkippedSecret>,
     },
     ModelResponse {
         turn: u32,
@@ -103,6 +107,10 @@ pub enum Event {
         /// The model's plan as it last wrote it with TodoWrite (empty when it kept none).
         #[serde(default)]
         todos: Vec<crate::record::Todo>,
+        /// How many secret values were replaced by `[redacted]` in this task's tool
+        /// results, transcript and artifacts up to this event.
+        #[serde(default)]
+        redacted: u64,
     },
 }
 
@@ -332,6 +340,7 @@ mod tests {
                 reason: crate::record::EndReason::ChecksFailed,
                 message: format!("saw {escaped_secret} and {secret}"),
                 turns: 1,
+                redacted: 0,
                 usage: Usage::default(),
                 cost_usd: None,
                 todos: Vec::new(),

@@ -87,6 +87,7 @@ pub async fn run_task(
     }
     report.duration = started.elapsed();
     redact_report(&mut report, &redactor);
+    report.redacted = redactor.replaced();
     report
 }
 
@@ -94,7 +95,10 @@ pub async fn run_task(
 /// key, and drover's own secret-looking variables that the spec does not pass on.
 fn task_redactor(plan: &TaskPlan) -> Redactor {
     let api_key = match &plan.model {
-        ModelSource::Remote(config) => config.api_key.as_ref().map(|key| key.expose()),
+        ModelSource::Remote(config) => config.api_key.as_ref().map(|key| {
+            let variable = config.key_env.as_deref().unwrap_or("the model's API key");
+            (variable, key.expose())
+        }),
         ModelSource::Script { .. } | ModelSource::Replay { .. } => None,
     };
     Redactor::for_task(
@@ -103,6 +107,22 @@ fn task_redactor(plan: &TaskPlan) -> Redactor {
         &plan.spec.spec.env.pass,
         &withheld_vars(plan),
     )
+}
+
+/// Say on stderr, once per drover process whatever the number of tasks, which secrets are
+/// left unredacted (by variable name, never the value).
+fn warn_unredacted(redactor: &Redactor) {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    // A poisoned lock only means another task panicked while warning; warn anyway.
+    let mut warned = WARNED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for skipped in redactor.skipped() {
+        if !warned.contains(&skipped.variable) {
+            eprintln!("drover: warning: {}", skipped.warning());
+            warned.push(skipped.variable.clone());
+        }
+    }
 }
 
 /// The variables no command of the task may see, whatever `env.pass` says: the one
@@ -171,6 +191,7 @@ pub fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
         final_text: String::new(),
         todos: Vec::new(),
         artifacts_dir: artifacts.join(plan.spec.name()),
+        redacted: 0,
     }
 }
 
@@ -233,6 +254,7 @@ async fn execute(
         }
     }
 
+    warn_unredacted(&redactor);
     transcript
         .write(Event::RunStart {
             drover_version: crate::VERSION.to_string(),
@@ -247,11 +269,13 @@ async fn execute(
             workspace_sha256: fingerprint.clone(),
             max_turns: plan.max_turns,
             sandbox: commands.summary.clone(),
+            redaction_skipped: redactor.skipped().to_vec(),
         })
         .map_err(|e| e.to_string())?;
     if let Some(message) = commands.unavailable.clone() {
         return finish(
             &mut transcript,
+            &redactor,
             report,
             EndReason::SandboxUnavailable,
             message,
@@ -271,8 +295,14 @@ async fn execute(
         let strict =
             matches!(&plan.model, ModelSource::Replay { expectations: Some(e), .. } if e.strict);
         if strict {
-            return finish(&mut transcript, report, EndReason::ReplayDrift, message)
-                .map_err(|e| e.to_string());
+            return finish(
+                &mut transcript,
+                &redactor,
+                report,
+                EndReason::ReplayDrift,
+                message,
+            )
+            .map_err(|e| e.to_string());
         }
         eprintln!("drover: warning: {}: {message}", report.name);
     }
@@ -327,7 +357,10 @@ async fn execute(
 
     let after = Snapshot::take_excluding(&workspace.dir, &excluded)
         .map_err(|e| format!("cannot snapshot the workspace after the run: {e}"))?;
-    let patch = unified_diff(&baseline, &after);
+    // The agent may have written a secret it read into a file: the diff is an artifact
+    // like the others, so it is redacted too (a redacted hunk no longer applies, which
+    // is the lesser harm).
+    let patch = redactor.redact_owned(unified_diff(&baseline, &after));
     write_atomic(&task_dir.join("diff.patch"), patch.as_bytes()).map_err(|e| {
         format!(
             "cannot write {}: {e}",
@@ -391,7 +424,7 @@ async fn execute(
     if report.cost_usd.is_none() {
         message = format!("{message} ({})", unknown_price(&report.model));
     }
-    finish(&mut transcript, report, reason, message).map_err(|e| e.to_string())
+    finish(&mut transcript, &redactor, report, reason, message).map_err(|e| e.to_string())
 }
 
 /// The note for a model the pricing table does not know: its cost is null, not zero.
@@ -415,6 +448,7 @@ fn runs_checks(reason: EndReason) -> bool {
 
 fn finish(
     transcript: &mut TranscriptWriter,
+    redactor: &Redactor,
     report: &mut TaskReport,
     reason: EndReason,
     message: String,
@@ -422,6 +456,7 @@ fn finish(
     report.reason = reason;
     report.status = reason.status();
     report.message = message;
+    let redacted_so_far = redactor.replaced();
     transcript.write(Event::RunEnd {
         status: report.status,
         reason,
@@ -430,6 +465,7 @@ fn finish(
         usage: report.usage,
         cost_usd: report.cost_usd,
         todos: report.todos.clone(),
+        redacted: redacted_so_far,
     })
 }
 

@@ -32,6 +32,7 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         final_text: String::new(),
         todos: Vec::new(),
         artifacts_dir: PathBuf::from("drover-artifacts").join(name),
+        redacted: 0,
     }
 }
 
