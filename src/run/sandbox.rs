@@ -9,12 +9,15 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::exec::CommandEnv;
-use crate::policy::sandbox::{Launcher, SandboxPolicy, TaskSandbox};
-use crate::spec::{LoadedSpec, SandboxSpec, Switch};
+use crate::policy::sandbox::{Launcher, ResourceLimits, SandboxPolicy, TaskSandbox};
+use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, SandboxSpec, Switch};
 
 /// The command environment of one task, alive as long as the task.
 pub struct TaskCommands {
     pub env: CommandEnv,
+    /// The task's sandbox policy, built even when the task's sandbox is off (a check may
+    /// ask for it); with the network as the spec's `sandbox` says.
+    pub policy: SandboxPolicy,
     /// What `run_start` records as `sandbox`.
     pub summary: Value,
     /// Why the sandbox cannot be enforced here, when it cannot.
@@ -23,12 +26,41 @@ pub struct TaskCommands {
     _tmpdir: TempDir,
 }
 
-/// Is the sandbox on for this spec, and with the network? None when `sandbox: off`.
-pub fn sandbox_network(spec: &LoadedSpec) -> Option<bool> {
-    match &spec.spec.sandbox {
-        None | Some(SandboxSpec::Switch(Switch::On)) => Some(false),
+/// What a `sandbox:` value says: None for off, else the network and the limits.
+fn sandbox_setting(sandbox: Option<&SandboxSpec>) -> Option<(bool, LimitsSpec)> {
+    match sandbox {
+        None | Some(SandboxSpec::Switch(Switch::On)) => Some((false, LimitsSpec::default())),
         Some(SandboxSpec::Switch(Switch::Off)) => None,
-        Some(SandboxSpec::Settings(settings)) => Some(settings.network),
+        Some(SandboxSpec::Settings(settings)) => Some((settings.network, settings.limits)),
+    }
+}
+
+impl TaskCommands {
+    /// The environment a check runs with: the task's scrubbed environment and private
+    /// `TMPDIR`, and its sandbox unless the check's own `sandbox:` says otherwise (a
+    /// check runs code the agent wrote, so it is confined like the agent by default).
+    pub fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, String> {
+        let task_sandbox_on = self
+            .env
+            .sandbox
+            .as_ref()
+            .is_some_and(|launcher| launcher.policy().is_some());
+        let policy = match &check.sandbox {
+            None if task_sandbox_on => Some(self.policy.clone()),
+            None => None,
+            Some(spec) => sandbox_setting(Some(spec)).map(|(network, _)| SandboxPolicy {
+                network,
+                ..self.policy.clone()
+            }),
+        };
+        let sandbox = match &self.env.sandbox {
+            Some(launcher) => Some(launcher.with_policy(policy)?),
+            None => None,
+        };
+        Ok(CommandEnv {
+            sandbox,
+            ..self.env.clone()
+        })
     }
 }
 
@@ -49,6 +81,7 @@ pub async fn task_commands(
         .canonicalize()
         .unwrap_or_else(|_| tmpdir.path().to_path_buf());
     let mut env = CommandEnv {
+        tracker: Default::default(),
         sandbox: None,
         tmpdir: Some(tmp_path.clone()),
         pass: spec.spec.env.pass.clone(),
@@ -62,14 +95,8 @@ pub async fn task_commands(
             .cloned()
             .collect(),
     };
-    let Some(network) = sandbox_network(spec) else {
-        return Ok(TaskCommands {
-            env,
-            summary: json!({"enabled": false}),
-            unavailable: None,
-            _tmpdir: tmpdir,
-        });
-    };
+    let setting = sandbox_setting(spec.spec.sandbox.as_ref());
+    let (network, limits) = setting.unwrap_or_default();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let additional = spec.additional_directories();
     let policy = SandboxPolicy::for_task(&TaskSandbox {
@@ -79,9 +106,21 @@ pub async fn task_commands(
         deny: &spec.spec.permissions.deny,
         network,
         home: home.as_deref(),
+        limits: ResourceLimits::from_spec(&limits),
     });
+    if setting.is_none() {
+        // No OS sandbox, but the agent's processes are still contained by the launcher.
+        env.sandbox = Some(Launcher::new(None)?);
+        return Ok(TaskCommands {
+            env,
+            policy,
+            summary: json!({"enabled": false}),
+            unavailable: None,
+            _tmpdir: tmpdir,
+        });
+    }
     let summary = policy.summary();
-    let launcher = Launcher::new(policy)?;
+    let launcher = Launcher::new(Some(policy.clone()))?;
     let unavailable = if probe {
         launcher.probe().await.err().map(|reason| {
             let reason = reason.strip_prefix("drover sandbox: ").unwrap_or(&reason);
@@ -95,6 +134,7 @@ pub async fn task_commands(
     env.sandbox = Some(launcher);
     Ok(TaskCommands {
         env,
+        policy,
         summary,
         unavailable,
         _tmpdir: tmpdir,

@@ -247,7 +247,9 @@ async fn execute(
     let mut registry = Registry::builtin().map_err(|e| e.to_string())?;
     registry.retain(|tool| policy.withholds(tool).is_none());
     let runs_commands = registry.names().iter().any(|name| name == "Bash");
-    let mut commands = task_commands(&plan.spec, &workspace.dir, runs_commands).await?;
+    // Checks run in the sandbox too, so it is probed for them as for Bash.
+    let probe = runs_commands || !plan.spec.spec.checks.is_empty();
+    let mut commands = task_commands(&plan.spec, &workspace.dir, probe).await?;
     for name in withheld_vars(&plan) {
         if !commands.env.withheld.contains(&name) {
             commands.env.withheld.push(name);
@@ -345,8 +347,20 @@ async fn execute(
         redactor: &redactor,
     };
     let outcome = agent.run(&config).await;
-    // Nothing the agent started in the background may outlive the loop or race the checks.
+    // Nothing the agent started may outlive the loop, change the workspace while the
+    // diff is taken, or race the checks: stop every command and wait until it is gone.
     agent.ctx.shutdown();
+    if !commands
+        .env
+        .tracker
+        .stop_all_and_wait(crate::exec::STOP_GRACE * 2)
+        .await
+    {
+        return Err(format!(
+            "{} of the agent's commands could not be stopped; the diff and the checks were not run",
+            commands.env.tracker.live()
+        ));
+    }
     let outcome = outcome.map_err(|e| e.to_string())?;
     report.turns = outcome.turns;
     report.usage = outcome.usage;
@@ -371,13 +385,10 @@ async fn execute(
 
     let (mut reason, mut message) = (outcome.reason, outcome.message);
     if runs_checks(reason) {
-        // Checks get the agent's scrubbed environment, but no sandbox and drover's TMPDIR.
-        let check_env = crate::exec::CommandEnv {
-            sandbox: None,
-            tmpdir: None,
-            ..commands.env.clone()
-        };
+        // Checks get the agent's scrubbed environment and, unless a check says otherwise,
+        // its sandbox: they run code the agent wrote.
         for check in &plan.spec.spec.checks {
+            let check_env = commands.for_check(check)?;
             let result = run_check(check, &workspace.dir, &check_env, &redactor).await;
             transcript
                 .write(Event::Check {

@@ -3,11 +3,13 @@
 
 mod connection;
 mod expect;
+mod limits;
 mod load;
 mod types;
 
 pub use connection::{RetrySpec, TimeoutsSpec};
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
+pub use limits::{LimitValue, LimitsSpec};
 pub use load::{LoadedSpec, SpecError, collect_spec_files, load, load_all, parse};
 pub use types::{
     CheckSpec, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode, Permissions, Provider,

@@ -305,6 +305,9 @@ pub struct SandboxSettings {
     /// Let commands use the network (default: off).
     #[serde(default)]
     pub network: bool,
+    /// Resource limits of every sandboxed command (defaults apply to what is left out).
+    #[serde(default)]
+    pub limits: super::limits::LimitsSpec,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -322,6 +325,10 @@ pub struct CheckSpec {
     pub run: String,
     #[serde(default)]
     pub timeout: Option<SpecDuration>,
+    /// The check's sandbox: by default the task's (a check runs code the agent wrote);
+    /// `{ network: true }` lets it fetch, `off` runs it unsandboxed.
+    #[serde(default)]
+    pub sandbox: Option<SandboxSpec>,
 }
 
 /// A duration written the human way: `90s`, `20m`, `1h 30m`.

@@ -12,11 +12,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rustix::process::Pid;
 use tokio::sync::watch;
 
 use crate::exec::{
-    Capture, CommandEnv, group_of, kill_group, lock as lock_capture, pump, spawn_shell,
+    Capture, CommandEnv, STOP_GRACE, Stopper, lock as lock_capture, pump, spawn_shell,
 };
 
 /// How long to wait for the output pipe to close after the shell exits (only a process
@@ -56,7 +55,7 @@ pub struct ShellReport {
 
 struct Shell {
     command: String,
-    pgid: Option<Pid>,
+    stopper: Arc<Stopper>,
     output: Arc<Mutex<Capture>>,
     status: Arc<Mutex<ShellStatus>>,
     /// Becomes true once the shell has been reaped and its output drained.
@@ -97,22 +96,32 @@ impl BackgroundShells {
         if inner.shut_down {
             return Err("the run is ending; no new background shells can start".into());
         }
-        let (mut child, reader) = spawn_shell(command, cwd, &[], env)
+        let mut spawned = spawn_shell(command, cwd, &[], env)
             .map_err(|e| format!("could not start the command: {e}"))?;
         inner.next += 1;
         let id = format!("bash_{}", inner.next);
-        let pgid = group_of(&child);
+        let stopper = Arc::clone(&spawned.stopper);
+        let waiter_stopper = Arc::clone(&stopper);
+        let reader = spawned
+            .take_reader()
+            .ok_or_else(|| "could not start the command: no output pipe".to_string())?;
         let output = Arc::new(Mutex::new(Capture::default()));
         let status = Arc::new(Mutex::new(ShellStatus::Running));
         let (done_tx, done) = watch::channel(false);
         let reader_task = pump(reader, Arc::clone(&output));
         let waiter_status = Arc::clone(&status);
         runtime.spawn(async move {
-            let exit = child.wait().await;
+            let exit = tokio::select! {
+                exit = spawned.wait() => exit,
+                // Stopped: the launcher kills the tree and exits, or is killed after a grace.
+                () = waiter_stopper.stopped() => {
+                    spawned.stop_and_wait().await;
+                    Err(std::io::Error::other("stopped"))
+                }
+            };
             // The shell is gone: so is everything it left running.
-            if let Some(pgid) = pgid {
-                kill_group(pgid);
-            }
+            spawned.stop_and_wait().await;
+            drop(spawned);
             let _ = tokio::time::timeout(SETTLE, reader_task).await;
             {
                 let mut status = lock_status(&waiter_status);
@@ -127,7 +136,7 @@ impl BackgroundShells {
         });
         let shell = Shell {
             command: command.to_string(),
-            pgid,
+            stopper,
             output,
             status,
             done,
@@ -190,12 +199,10 @@ impl BackgroundShells {
                 return Ok(before);
             }
             *status = ShellStatus::Killed;
-            if let Some(pgid) = shell.pgid {
-                kill_group(pgid);
-            }
+            shell.stopper.stop();
             shell.done.clone()
         };
-        let _ = tokio::time::timeout(SETTLE, done.wait_for(|done| *done)).await;
+        let _ = tokio::time::timeout(STOP_GRACE + SETTLE, done.wait_for(|done| *done)).await;
         Ok(ShellStatus::Running)
     }
 
@@ -208,10 +215,24 @@ impl BackgroundShells {
             let mut status = lock_status(&shell.status);
             if *status == ShellStatus::Running {
                 *status = ShellStatus::Killed;
-                if let Some(pgid) = shell.pgid {
-                    kill_group(pgid);
-                }
+                shell.stopper.stop();
             }
+        }
+    }
+
+    /// [`BackgroundShells::shutdown`], then wait until every shell's processes are gone
+    /// (each launcher has killed its command's tree and exited), so that nothing the
+    /// agent started runs while the diff is taken or a check runs.
+    pub async fn shutdown_and_wait(&self) {
+        self.shutdown();
+        let waiting: Vec<watch::Receiver<bool>> = self
+            .lock()
+            .shells
+            .values()
+            .map(|(_, shell)| shell.done.clone())
+            .collect();
+        for mut done in waiting {
+            let _ = tokio::time::timeout(STOP_GRACE + SETTLE, done.wait_for(|done| *done)).await;
         }
     }
 

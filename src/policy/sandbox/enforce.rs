@@ -4,7 +4,7 @@
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 
 use super::SandboxPolicy;
@@ -17,11 +17,20 @@ const MIN_FS_ABI: ABI = ABI::V3;
 /// The ABI that can deny TCP bind and connect.
 const NET_ABI: ABI = ABI::V4;
 
+/// The ABI that scopes signals and abstract Unix sockets to the sandbox.
+const SCOPE_ABI: ABI = ABI::V6;
+
+/// Terminal devices: writable as files, but never with ioctl (no `TIOCSTI` keystrokes
+/// pushed into a terminal, no new pseudo-terminal).
+const TERMINALS: &[&str] = &["/dev/tty", "/dev/ptmx", "/dev/pts"];
+
 /// What was enforced, for the probe to report.
 #[derive(Debug)]
 pub struct Enforced {
     pub abi: String,
     pub private_network: bool,
+    /// Signals and abstract Unix sockets cannot reach outside the sandbox (ABI 6+).
+    pub scoped: bool,
 }
 
 /// Restrict the current thread (and what it `exec`s) to `policy`, or say why not. On
@@ -32,6 +41,7 @@ pub fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
     let write = AccessFs::from_write(BEST_ABI);
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(BEST_ABI))
+        .and_then(|r| r.scope(Scope::from_all(BEST_ABI)))
         .map_err(|e| format!("cannot set up the Landlock ruleset: {e}"))?;
     if !policy.network {
         let tcp: BitFlags<AccessNet> = AccessNet::BindTcp | AccessNet::ConnectTcp;
@@ -44,10 +54,20 @@ pub fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
         .map_err(|e| format!("cannot create the Landlock ruleset: {e}"))?;
     // Listing directories is allowed everywhere; reading and executing files everywhere
     // but beneath the denied paths.
+    let (terminals, writable): (Vec<_>, Vec<_>) = policy
+        .writable
+        .iter()
+        .partition(|path| TERMINALS.iter().any(|t| path.starts_with(t)));
     created = created
         .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))
         .and_then(|r| r.add_rules(path_beneath_rules(read_grants(&policy.read_denied), read)))
-        .and_then(|r| r.add_rules(path_beneath_rules(&policy.writable, read | write)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&writable, read | write)))
+        .and_then(|r| {
+            r.add_rules(path_beneath_rules(
+                &terminals,
+                (read | write) & !AccessFs::IoctlDev,
+            ))
+        })
         .map_err(|e| format!("cannot add the Landlock rules: {e}"))?;
     let status = created
         .restrict_self()
@@ -77,6 +97,7 @@ pub fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
     Ok(Enforced {
         abi: abi.to_string(),
         private_network,
+        scoped: abi >= SCOPE_ABI,
     })
 }
 

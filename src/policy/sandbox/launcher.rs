@@ -1,19 +1,21 @@
 //! `drover __sandbox-exec`: the launcher that applies a [`SandboxPolicy`] in a fresh,
-//! single-threaded process and then `exec`s the command, so the command and everything
-//! it starts inherit the restriction. drover's own process is multi-threaded (Landlock
-//! restricts one thread) and must not allocate between `fork` and `exec`; re-executing
-//! itself avoids both problems.
+//! single-threaded process and then starts the command under it, so the command and
+//! everything it starts inherit the restriction. drover's own process is multi-threaded
+//! (Landlock restricts one thread) and must not allocate between `fork` and `exec`;
+//! re-executing itself avoids both problems. The launcher stays as the command's
+//! supervisor (see [`super::supervise`]): with the sandbox off (`--policy null`) it
+//! still contains the command's processes.
 //!
 //! Exit codes of the launcher itself: 125 when the policy cannot be enforced (the command
 //! never runs), 127 when the command cannot be executed; stderr says why, starting with
 //! `drover sandbox:`.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 
 use super::SandboxPolicy;
 use super::enforce::enforce;
+use super::supervise;
 
 /// The launcher's exit code when the sandbox cannot be enforced.
 pub const EXIT_UNENFORCEABLE: i32 = 125;
@@ -26,13 +28,14 @@ pub const SUBCOMMAND: &str = "__sandbox-exec";
 #[derive(Debug, Clone)]
 pub struct Launcher {
     exe: PathBuf,
-    policy: SandboxPolicy,
+    /// None: no OS sandbox (`sandbox: off`), the processes are still contained.
+    policy: Option<SandboxPolicy>,
     policy_json: String,
 }
 
 impl Launcher {
     /// A launcher that re-executes the running drover binary.
-    pub fn new(policy: SandboxPolicy) -> Result<Self, String> {
+    pub fn new(policy: Option<SandboxPolicy>) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| {
             format!("cannot find drover's own executable to launch the sandbox: {e}")
         })?;
@@ -40,7 +43,7 @@ impl Launcher {
     }
 
     /// A launcher using the drover binary at `exe`.
-    pub fn with_exe(exe: PathBuf, policy: SandboxPolicy) -> Result<Self, String> {
+    pub fn with_exe(exe: PathBuf, policy: Option<SandboxPolicy>) -> Result<Self, String> {
         let policy_json = serde_json::to_string(&policy)
             .map_err(|e| format!("cannot serialize the sandbox policy: {e}"))?;
         Ok(Launcher {
@@ -50,8 +53,13 @@ impl Launcher {
         })
     }
 
-    pub fn policy(&self) -> &SandboxPolicy {
-        &self.policy
+    pub fn policy(&self) -> Option<&SandboxPolicy> {
+        self.policy.as_ref()
+    }
+
+    /// The same launcher with another policy (a check's own sandbox settings).
+    pub fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<Self, String> {
+        Self::with_exe(self.exe.clone(), policy)
     }
 
     /// The program to start and its first arguments; the command's own program and
@@ -99,44 +107,67 @@ impl Launcher {
     }
 }
 
-/// The launcher's main: enforce `policy_json`, then run `command` (or, with `probe`,
-/// exit 0). Returns the exit code only when the command did not start.
+/// The launcher's main: contain, enforce `policy_json` (`null`: no sandbox), then run
+/// `command` under supervision (or, with `probe`, exit 0). Returns the exit code.
 pub fn sandbox_exec_main(policy_json: &str, probe: bool, command: &[OsString]) -> i32 {
-    let policy: SandboxPolicy = match serde_json::from_str(policy_json) {
+    let policy: Option<SandboxPolicy> = match serde_json::from_str(policy_json) {
         Ok(policy) => policy,
         Err(e) => {
             eprintln!("drover sandbox: invalid policy: {e}");
             return EXIT_UNENFORCEABLE;
         }
     };
-    let enforced = match enforce(&policy) {
-        Ok(enforced) => enforced,
+    let containment = match supervise::prepare() {
+        Ok(containment) => containment,
         Err(reason) => {
             eprintln!("drover sandbox: {reason}");
             return EXIT_UNENFORCEABLE;
         }
     };
-    if probe {
-        crate::say!(
-            "drover sandbox: enforced (Landlock ABI {}, network {}{})",
-            enforced.abi,
-            if policy.network { "allowed" } else { "cut" },
-            if enforced.private_network {
-                ", private network namespace"
-            } else {
-                ""
+    let enforced = match &policy {
+        Some(policy) => {
+            match enforce(policy).and_then(|enforced| policy.limits.apply().map(|()| enforced)) {
+                Ok(enforced) => Some(enforced),
+                Err(reason) => {
+                    eprintln!("drover sandbox: {reason}");
+                    return EXIT_UNENFORCEABLE;
+                }
             }
-        );
+        }
+        None => None,
+    };
+    if probe {
+        match (&policy, enforced) {
+            (Some(policy), Some(enforced)) => crate::say!(
+                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{})",
+                enforced.abi,
+                if policy.network { "allowed" } else { "cut" },
+                if enforced.private_network {
+                    ", private network namespace"
+                } else {
+                    ""
+                },
+                if enforced.scoped {
+                    ", signals and abstract sockets scoped"
+                } else {
+                    ""
+                },
+                if containment.pid_namespace {
+                    ", private PID namespace"
+                } else {
+                    ""
+                },
+            ),
+            _ => crate::say!(
+                "drover sandbox: off (processes contained{})",
+                if containment.pid_namespace {
+                    " in a private PID namespace"
+                } else {
+                    ""
+                }
+            ),
+        }
         return 0;
     }
-    let Some((program, args)) = command.split_first() else {
-        eprintln!("drover sandbox: no command to run");
-        return EXIT_CANNOT_EXEC;
-    };
-    let error = std::process::Command::new(program).args(args).exec();
-    eprintln!(
-        "drover sandbox: cannot run {}: {error}",
-        program.to_string_lossy()
-    );
-    EXIT_CANNOT_EXEC
+    supervise::run(command, containment)
 }

@@ -19,7 +19,9 @@
 mod enforce;
 pub mod env;
 pub mod launcher;
+pub mod limits;
 mod read_grants;
+pub mod supervise;
 #[cfg(test)]
 mod tests;
 
@@ -30,16 +32,17 @@ use serde::{Deserialize, Serialize};
 use super::{Rule, Specifier};
 
 pub use launcher::{Launcher, sandbox_exec_main};
+pub use limits::ResourceLimits;
 
 /// Device files every program expects to open for writing (`> /dev/null`, terminals).
-/// They are writable as files: nothing else under `/dev` is.
+/// They are writable as files: nothing else under `/dev` is. The terminal devices get no
+/// ioctl right, and `/dev/tty` is left out: commands have no controlling terminal.
 pub const WRITABLE_DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
     "/dev/ptmx",
     "/dev/pts",
 ];
@@ -54,6 +57,9 @@ pub struct SandboxPolicy {
     pub read_denied: Vec<PathBuf>,
     /// Let the command use the network.
     pub network: bool,
+    /// Resource limits applied before the command starts.
+    #[serde(default)]
+    pub limits: ResourceLimits,
 }
 
 /// The inputs of a task's sandbox policy.
@@ -70,6 +76,8 @@ pub struct TaskSandbox<'a> {
     pub network: bool,
     /// The home directory `~/` patterns expand to (None: such patterns are left out).
     pub home: Option<&'a Path>,
+    /// `sandbox.limits` over the defaults.
+    pub limits: ResourceLimits,
 }
 
 impl SandboxPolicy {
@@ -98,6 +106,7 @@ impl SandboxPolicy {
             writable,
             read_denied,
             network: task.network,
+            limits: task.limits,
         }
     }
 
@@ -108,6 +117,7 @@ impl SandboxPolicy {
             "network": self.network,
             "writable": self.writable,
             "read_denied": self.read_denied,
+            "limits": self.limits,
         })
     }
 }

@@ -14,6 +14,9 @@ use rustix::process::{Pid, Signal, kill_process_group};
 use crate::policy::sandbox::Launcher;
 use crate::policy::sandbox::env::scrub;
 
+mod tracker;
+pub use tracker::{ProcessTracker, Token};
+
 /// How much of the head and of the tail of the output is kept in memory.
 pub const KEEP_HEAD_BYTES: usize = 1 << 20;
 /// See [`KEEP_HEAD_BYTES`].
@@ -47,25 +50,66 @@ pub struct ShellOutcome {
     pub output: String,
 }
 
-/// Kills the process group when dropped, unless disarmed: covers the future being
-/// dropped (a run timeout) as well as early returns.
-struct GroupGuard {
+/// How to stop a started command with everything it started. Through the launcher,
+/// closing the *lifeline* (the launcher's stdin) makes it kill the command's whole tree,
+/// including processes that left the group or the session; killing the launcher itself
+/// would orphan them. Without a launcher (unit tests), the process group is killed.
+#[derive(Debug)]
+pub struct Stopper {
     pgid: Option<Pid>,
+    lifeline: Mutex<Option<std::io::PipeWriter>>,
+    stopped: tokio::sync::Notify,
+    requested: std::sync::atomic::AtomicBool,
 }
 
-impl GroupGuard {
-    fn kill(&self) {
+impl Stopper {
+    /// Resolves once [`Stopper::stop`] has been called (at once if it already was).
+    pub async fn stopped(&self) {
+        let notified = self.stopped.notified();
+        if self.is_stopped() {
+            return;
+        }
+        notified.await;
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.requested.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Ask for the command's end: the lifeline is closed (or the group killed). Returns at
+    /// once; await the launcher's exit to know everything is gone.
+    pub fn stop(&self) {
+        let lifeline = self
+            .lifeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        self.requested
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.stopped.notify_waiters();
+        match lifeline {
+            Some(lifeline) => drop(lifeline),
+            None => {
+                if let Some(pgid) = self.pgid {
+                    kill_group(pgid);
+                }
+            }
+        }
+    }
+
+    /// The last resort when the launcher did not exit after [`Stopper::stop`]: kill its
+    /// process group outright.
+    pub fn force(&self) {
+        self.stop();
         if let Some(pgid) = self.pgid {
             kill_group(pgid);
         }
     }
 }
 
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
+/// How long the launcher may take to kill a command's tree and exit after its lifeline
+/// is cut, before it is killed itself.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Output retained with bounded memory: the first and the last bytes, and a count of
 /// what was dropped between them.
@@ -162,6 +206,8 @@ pub struct CommandEnv {
     pub pass: Vec<String>,
     /// Variables never passed, whatever their names (the model's API key variable).
     pub withheld: Vec<String>,
+    /// Every command started with this environment, so the task can stop them all.
+    pub tracker: Arc<ProcessTracker>,
 }
 
 impl CommandEnv {
@@ -201,23 +247,106 @@ pub(crate) fn spawn_shell(
     cwd: &Path,
     extra_env: &[(&str, &OsStr)],
     env: &CommandEnv,
-) -> std::io::Result<(tokio::process::Child, std::io::PipeReader)> {
+) -> std::io::Result<Spawned> {
     let (reader, writer) = std::io::pipe()?;
     let writer_err = writer.try_clone()?;
     let mut cmd = env.bash(command);
+    let lifeline = if env.sandbox.is_some() {
+        let (lifeline_reader, lifeline) = std::io::pipe()?;
+        cmd.stdin(lifeline_reader);
+        Some(lifeline)
+    } else {
+        cmd.stdin(Stdio::null());
+        None
+    };
     cmd.current_dir(cwd)
         .envs(NON_INTERACTIVE_ENV.iter().copied())
         .envs(extra_env.iter().copied())
-        .stdin(Stdio::null())
         .stdout(writer)
         .stderr(writer_err)
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
     let spawned = cmd.spawn();
     // The command owns the parent's copies of the pipe's write end: drop them, or the
     // reader never sees end-of-file.
     drop(cmd);
-    Ok((spawned?, reader))
+    let child = spawned?;
+    let stopper = Arc::new(Stopper {
+        pgid: group_of(&child),
+        lifeline: Mutex::new(lifeline),
+        stopped: tokio::sync::Notify::new(),
+        requested: std::sync::atomic::AtomicBool::new(false),
+    });
+    let token = env.tracker.register(&stopper);
+    Ok(Spawned {
+        child: Some(child),
+        reader: Some(reader),
+        stopper,
+        token: Some(token),
+    })
+}
+
+/// A started command: its launcher (or shell), its output pipe and how to stop it. If
+/// dropped before the launcher was reaped (a cancelled call), the command is stopped and
+/// a task waits for the launcher's exit, keeping the command registered until then.
+pub(crate) struct Spawned {
+    pub child: Option<tokio::process::Child>,
+    pub reader: Option<std::io::PipeReader>,
+    pub stopper: Arc<Stopper>,
+    pub token: Option<Token>,
+}
+
+impl Spawned {
+    /// The output pipe (once).
+    pub fn take_reader(&mut self) -> Option<std::io::PipeReader> {
+        self.reader.take()
+    }
+
+    /// Wait for the launcher's exit.
+    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self.child.as_mut() {
+            Some(child) => child.wait().await,
+            None => Err(std::io::Error::other("the command was already reaped")),
+        }
+    }
+
+    /// Stop the command and wait until its launcher is gone.
+    pub async fn stop_and_wait(&mut self) {
+        self.stopper.stop();
+        if let Some(child) = self.child.as_mut() {
+            wait_stopped(child, &self.stopper).await;
+        }
+        // Gone: no longer a live command of the task.
+        self.child = None;
+        self.token = None;
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        self.stopper.stop();
+        let (Some(mut child), Some(token)) = (self.child.take(), self.token.take()) else {
+            return;
+        };
+        let stopper = Arc::clone(&self.stopper);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                wait_stopped(&mut child, &stopper).await;
+                drop(token);
+            });
+        }
+    }
+}
+
+/// Wait for a stopped command's launcher to exit (it kills the command's tree first);
+/// after [`STOP_GRACE`], kill it outright.
+pub(crate) async fn wait_stopped(child: &mut tokio::process::Child, stopper: &Stopper) {
+    if tokio::time::timeout(STOP_GRACE, child.wait())
+        .await
+        .is_err()
+    {
+        stopper.force();
+        let _ = child.kill().await;
+    }
 }
 
 /// The process group a child leads (it was spawned with `process_group(0)`).
@@ -281,25 +410,22 @@ pub async fn run_shell_with_env(
     run_spawned(spawn_shell(command, cwd, extra_env, env)?, timeout).await
 }
 
-async fn run_spawned(
-    (mut child, reader): (tokio::process::Child, std::io::PipeReader),
-    timeout: Duration,
-) -> std::io::Result<ShellOutcome> {
-    let guard = GroupGuard {
-        pgid: group_of(&child),
-    };
+async fn run_spawned(mut spawned: Spawned, timeout: Duration) -> std::io::Result<ShellOutcome> {
     let capture = Arc::new(Mutex::new(Capture::default()));
-    let reader_task = pump(reader, Arc::clone(&capture));
+    let reader_task = spawned
+        .take_reader()
+        .map(|reader| pump(reader, Arc::clone(&capture)));
 
-    let (exit_code, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
+    let (exit_code, timed_out) = match tokio::time::timeout(timeout, spawned.wait()).await {
         Ok(status) => (status?.code(), false),
         Err(_) => (None, true),
     };
-    // Whatever happened, nothing of the group may outlive the call.
-    guard.kill();
-    if timed_out {
-        let _ = child.kill().await;
-    }
+    // Whatever happened, nothing of the command may outlive the call.
+    spawned.stop_and_wait().await;
+    drop(spawned);
+    let Some(reader_task) = reader_task else {
+        return Err(std::io::Error::other("the command's output pipe is gone"));
+    };
     let drained = tokio::time::timeout(DRAIN_GRACE, reader_task).await.is_ok();
     let mut output = lock(&capture).render();
     if !drained {

@@ -1,0 +1,203 @@
+//! The launcher as the supervisor of one command: nothing the command starts outlives it.
+//!
+//! A command can leave its process group and session (`setsid`, a double fork) and so
+//! escape a kill of its group; such a process once rewrote a script between the diff and
+//! a check, and drover's summary after drover exited. So the launcher does not `exec` the
+//! command: it stays as its parent and
+//!
+//! - makes itself a child subreaper, so every orphan of the command's tree is re-parented
+//!   to it rather than to init, and can be found and killed;
+//! - when it can (CAP_SYS_ADMIN, i.e. as root), starts the command as process 1 of a new
+//!   PID namespace: when that process ends, the kernel kills everything left in the
+//!   namespace, and nothing in it can escape;
+//! - starts the command in a new session, with no controlling terminal (no `/dev/tty` to
+//!   push keystrokes into with `TIOCSTI`), stdin `/dev/null`;
+//! - watches its own stdin, the *lifeline*: drover holds the pipe's write end, so when
+//!   drover wants the command gone (a timeout, KillShell, the task's end) or drover
+//!   itself dies (even by SIGKILL), the pipe closes and the launcher kills the whole tree;
+//! - when the command's main process ends, kills whatever it left behind.
+//!
+//! The launcher exits with the command's exit code (128 + the signal when it was killed
+//! by one; [`EXIT_LIFELINE_CUT`] when drover cut the lifeline).
+
+use std::ffi::OsString;
+use std::io::ErrorKind;
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, WaitOptions, kill_process, wait};
+
+/// The launcher's exit code when drover cut the lifeline and the command was killed.
+pub const EXIT_LIFELINE_CUT: i32 = 137;
+
+/// How often the launcher looks at the command while nothing happens on the lifeline.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// How the command was contained, for the probe to report.
+#[derive(Debug, Clone, Copy)]
+pub struct Containment {
+    /// The command is process 1 of its own PID namespace.
+    pub pid_namespace: bool,
+}
+
+/// Make this process the reaper of its descendants' orphans and, when the kernel lets
+/// it, put its future children in a new PID namespace. Call before any thread exists.
+pub fn prepare() -> Result<Containment, String> {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
+        .map_err(|e| format!("cannot become the subreaper of the command's processes: {e}"))?;
+    // SAFETY: the launcher is single-threaded here, and NEWPID changes only which PID
+    // namespace later children are created in, not file descriptor tables.
+    let pid_namespace =
+        unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWPID) }.is_ok();
+    Ok(Containment { pid_namespace })
+}
+
+/// Start `command` as described in the module docs and supervise it until it ends or the
+/// lifeline closes. Returns the launcher's exit code.
+pub fn run(command: &[OsString], containment: Containment) -> i32 {
+    let Some((program, args)) = command.split_first() else {
+        eprintln!("drover sandbox: no command to run");
+        return super::launcher::EXIT_CANNOT_EXEC;
+    };
+    let mut child = std::process::Command::new(program);
+    child.args(args).stdin(Stdio::null());
+    let pid_namespace = containment.pid_namespace;
+    // SAFETY: between fork and exec the closure only makes two raw system calls
+    // (setsid, prctl), which are async-signal-safe and allocate nothing.
+    unsafe {
+        child.pre_exec(move || {
+            rustix::process::setsid()?;
+            if pid_namespace {
+                // Process 1 of the namespace dies with the launcher, and so does the
+                // whole namespace.
+                rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            }
+            Ok(())
+        });
+    }
+    let main = match child.spawn() {
+        Ok(main) => main,
+        Err(error) => {
+            eprintln!(
+                "drover sandbox: cannot run {}: {error}",
+                program.to_string_lossy()
+            );
+            return super::launcher::EXIT_CANNOT_EXEC;
+        }
+    };
+    let main_pid = i32::try_from(main.id()).ok().and_then(Pid::from_raw);
+    // The std handle is not waited on: the launcher reaps every child itself.
+    drop(main);
+    let code = supervise(main_pid);
+    kill_descendants();
+    code
+}
+
+/// Wait for the main process to end (its exit code) or the lifeline to close.
+fn supervise(main_pid: Option<Pid>) -> i32 {
+    let stdin = std::io::stdin();
+    loop {
+        // Reap whatever ended: the main process, or orphans re-parented to us.
+        loop {
+            match wait(WaitOptions::NOHANG) {
+                Ok(Some((pid, status))) if Some(pid) == main_pid => {
+                    return match (status.exit_status(), status.terminating_signal()) {
+                        (Some(code), _) => code,
+                        (None, Some(signal)) => 128 + signal,
+                        (None, None) => 1,
+                    };
+                }
+                Ok(Some(_)) => continue,
+                Ok(None) => break,
+                Err(Errno::INTR) => continue,
+                // No children at all: the main process was reaped elsewhere, or never was.
+                Err(_) => return 1,
+            }
+        }
+        let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+        let timeout = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: POLL_INTERVAL.as_nanos() as _,
+        };
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) | Err(Errno::INTR) => continue,
+            Ok(_) => {
+                let mut buf = [0u8; 64];
+                match rustix::io::read(&stdin, &mut buf) {
+                    // drover writes nothing: any data is ignored, end-of-file is the cut.
+                    Ok(n) if n > 0 => continue,
+                    Err(Errno::INTR | Errno::AGAIN) => continue,
+                    _ => return EXIT_LIFELINE_CUT,
+                }
+            }
+            Err(_) => return EXIT_LIFELINE_CUT,
+        }
+    }
+}
+
+/// Kill every descendant: they are all children of this subreaper by now or will be once
+/// their parents die, so kill the children, reap, and repeat until there are none.
+pub fn kill_descendants() {
+    loop {
+        for pid in children_of_self() {
+            let _ = kill_process(pid, Signal::KILL);
+        }
+        match wait(WaitOptions::NOHANG) {
+            Ok(Some(_)) | Err(Errno::INTR) => continue,
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            // ECHILD: nothing left.
+            Err(_) => return,
+        }
+    }
+}
+
+/// The processes whose parent is this process, read from `/proc`.
+fn children_of_self() -> Vec<Pid> {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    let mut children = Vec::new();
+    let entries = match std::fs::read_dir("/proc") {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == ErrorKind::NotFound => return children,
+        Err(_) => return children,
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if parent_in_stat(&stat) == Some(me)
+            && let Some(pid) = Pid::from_raw(pid)
+        {
+            children.push(pid);
+        }
+    }
+    children
+}
+
+/// The parent pid in a `/proc/PID/stat` line: the second field after the command name,
+/// which is in parentheses and may itself hold spaces and parentheses.
+fn parent_in_stat(stat: &str) -> Option<i32> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parent_is_read_after_the_command_name() {
+        assert_eq!(parent_in_stat("12 (bash) S 7 12 12 0"), Some(7));
+        assert_eq!(parent_in_stat("12 (a) b) S 99 12 12 0"), Some(99));
+        assert_eq!(parent_in_stat("garbage"), None);
+    }
+}
