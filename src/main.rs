@@ -11,6 +11,14 @@ fn main() {
             drover::policy::sandbox::sandbox_exec_main(&args.policy, args.probe, &args.command);
         std::process::exit(code);
     }
+    // Before any thread exists: the agent's commands must not read drover's secrets from
+    // /proc/<drover>/environ.
+    // SAFETY: no other thread exists yet (the runtime is built below).
+    if let Err(reason) = unsafe { drover::policy::sandbox::own_environ::hide_own_environment() } {
+        eprintln!(
+            "drover: warning: drover's environment stays readable in /proc by the agent's commands: {reason}"
+        );
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

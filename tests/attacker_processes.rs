@@ -91,7 +91,9 @@ fn nothing_the_agent_starts_outlives_the_task() {
         let marker = format!("77{}", std::process::id() % 10_000);
         let commands = [
             format!("setsid bash -c 'sleep {marker}1 & sleep 0.01' ; echo started"),
-            format!("(sleep {marker}2 &) ; nohup sleep {marker}3 >/dev/null 2>&1 & disown; echo ok"),
+            format!(
+                "(sleep {marker}2 &) ; nohup sleep {marker}3 >/dev/null 2>&1 & disown; echo ok"
+            ),
             // Rewrites a file long after the loop: must be dead before the diff.
             format!(
                 "setsid bash -c 'sleep 0.5; echo late > late.txt; sleep {marker}4' >/dev/null 2>&1 < /dev/null & echo bg"
@@ -246,7 +248,8 @@ fn checks_run_in_the_sandbox_unless_they_say_off() {
     let root = dir.path().canonicalize().unwrap();
     let outside = root.join("outside.txt");
     let planted = format!("echo pwned > {}; echo planted-ran", outside.display());
-    let plant = json!([{ "name": "Write", "input": { "file_path": "build.sh", "content": planted } }]);
+    let plant =
+        json!([{ "name": "Write", "input": { "file_path": "build.sh", "content": planted } }]);
     std::fs::create_dir_all(root.join("ws")).unwrap();
     let body = format!(
         "version: 1\nname: attack\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: {plant}\n    - text: done\npermissions:\n  allow: [Write]\nchecks:\n  - name: innocent build\n    run: bash build.sh\n"
@@ -265,10 +268,16 @@ fn checks_run_in_the_sandbox_unless_they_say_off() {
         .to_string();
     assert!(tail.contains("planted-ran"), "{tail}");
 
-    let off = body.replace("run: bash build.sh\n", "run: bash build.sh\n    sandbox: off\n");
+    let off = body.replace(
+        "run: bash build.sh\n",
+        "run: bash build.sh\n    sandbox: off\n",
+    );
     let spec = write_spec(&root, "task.yaml", &off);
     std::fs::remove_dir_all(root.join("out")).unwrap();
     let output = run(&root, &spec);
     assert_eq!(output.status.code(), Some(0));
-    assert!(outside.exists(), "sandbox: off on a check lifts the sandbox");
+    assert!(
+        outside.exists(),
+        "sandbox: off on a check lifts the sandbox"
+    );
 }

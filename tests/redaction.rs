@@ -1,7 +1,7 @@
-//! Secret values never reach an artifact or the model: a command that dumps drover's own
-//! environment (`/proc/$PPID/environ`, which scrubbing the child's environment cannot
-//! hide) gets `[redacted]` in its result, and checks run with the scrubbed environment
-//! and have their output redacted too. Sandbox on and off alike.
+//! Secret values never reach an artifact or the model: drover's own environment is not
+//! readable from `/proc/<pid>/environ` by the agent's commands, a command that reads a
+//! secret from a file gets `[redacted]` in its result, and checks run with the scrubbed
+//! environment and have their output redacted too. Sandbox on and off alike.
 
 mod common;
 #[path = "common/mock_server.rs"]
@@ -61,8 +61,13 @@ fn assert_nowhere(dir: &Path, output: &Output, secrets: &[&str]) {
 /// a key (as a model might), and a failing check that tries the same.
 fn spec(dir: &Path, sandbox: &str) -> PathBuf {
     std::fs::create_dir_all(dir.join("ws")).unwrap();
+    std::fs::write(
+        dir.join("ws/creds.env"),
+        format!("FAKE_API_KEY={FAKE_KEY}\nANTHROPIC_API_KEY={PROVIDER_KEY}\n"),
+    )
+    .unwrap();
     let commands = [
-        "cat /proc/$PPID/environ | tr '\\0' '\\n'",
+        "cat creds.env",
         "echo \"fake=$FAKE_API_KEY model=$ANTHROPIC_API_KEY\"",
         "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done | grep -a _API_KEY= | sort -u",
     ];
@@ -72,7 +77,7 @@ fn spec(dir: &Path, sandbox: &str) -> PathBuf {
         script.push_str(&format!("    - tool_calls: {call}\n"));
     }
     script.push_str(&format!("    - text: \"The key is {FAKE_KEY}.\"\n"));
-    let check = "echo \"check-fake=$FAKE_API_KEY\"; echo \"check-model=$ANTHROPIC_API_KEY\"; tr '\\0' '\\n' < /proc/$PPID/environ | grep -a _API_KEY=; exit 1";
+    let check = "echo \"check-fake=$FAKE_API_KEY\"; echo \"check-model=$ANTHROPIC_API_KEY\"; grep -a _API_KEY= creds.env; for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done | grep -a _API_KEY= | sort -u; exit 1";
     let body = format!(
         "version: 1\nname: leaky\nprompt: p\nworkspace: ws\n{sandbox}model:\n  provider: script\n  script:\n{script}permissions:\n  allow: [Bash]\nchecks:\n  - name: env check\n    run: {}\n",
         json!(check)
@@ -114,25 +119,15 @@ fn check_run(sandbox: &str) {
         .map(|r| r["content"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(results.len(), 3, "{results:?}");
-    // Unsandboxed, drover's environment is readable; sandboxed, Landlock may refuse the
+    // What a command reads from a file is redacted.
     // read of another domain's /proc entry. Either way no value is in the result.
-    let unsandboxed = sandbox.contains("off");
-    let environ = &results[0];
-    if unsandboxed || environ.contains("FAKE_API_KEY=") {
-        assert!(environ.contains("FAKE_API_KEY=[redacted]"), "{environ}");
-        assert!(
-            environ.contains("ANTHROPIC_API_KEY=[redacted]"),
-            "{environ}"
-        );
-    }
+    let file = &results[0];
+    assert!(file.contains("FAKE_API_KEY=[redacted]"), "{file}");
+    assert!(file.contains("ANTHROPIC_API_KEY=[redacted]"), "{file}");
     assert_eq!(results[1], "fake= model=", "the environment is scrubbed");
-    if unsandboxed {
-        assert!(
-            results[2].contains("FAKE_API_KEY=[redacted]"),
-            "{}",
-            results[2]
-        );
-    }
+    // No process's environment (drover's included, sandbox on or off) shows the keys.
+    assert!(!results[2].contains("FAKE_API_KEY="), "{}", results[2]);
+    assert!(!results[2].contains("ANTHROPIC_API_KEY="), "{}", results[2]);
 
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
@@ -140,14 +135,15 @@ fn check_run(sandbox: &str) {
     let task = &summary["tasks"][0];
     assert_eq!(task["final_text"], "The key is [redacted].");
     let tail = task["checks"][0]["output_tail"].as_str().unwrap();
-    // The check's own environment is scrubbed like Bash's; what it reads of drover's is
-    // redacted.
+    // The check's own environment is scrubbed like Bash's; what it reads from a file is
+    // redacted, and no process's environment shows the keys.
     assert!(
         tail.starts_with("check-fake=\ncheck-model=\n"),
         "checks see no secrets: {tail}"
     );
     assert!(tail.contains("FAKE_API_KEY=[redacted]"), "{tail}");
     assert!(tail.contains("ANTHROPIC_API_KEY=[redacted]"), "{tail}");
+    assert_eq!(tail.matches("FAKE_API_KEY=").count(), 1, "{tail}");
     let junit = std::fs::read_to_string(artifacts.join("junit.xml")).unwrap();
     assert!(junit.contains("FAKE_API_KEY=[redacted]"), "{junit}");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -237,7 +233,7 @@ fn the_model_never_sees_its_own_key() {
     let server = MockServer::start(vec![
         Reply::sse(&anthropic_turn(
             &[
-                json!({"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "tr '\\0' '\\n' < /proc/$PPID/environ"}}),
+                json!({"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cat creds.env; for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done | grep -a _KEY= | sort -u"}}),
             ],
             "tool_use",
         )),
@@ -248,6 +244,11 @@ fn the_model_never_sees_its_own_key() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::write(
+        dir.path().join("ws/creds.env"),
+        format!("{KEY_ENV}={KEY}\nFAKE_API_KEY={FAKE_KEY}\n"),
+    )
+    .unwrap();
     let body = format!(
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nsandbox: off\nmodel:\n  provider: anthropic\n  name: test-model\n  base_url: {}\n  api_key_env: {KEY_ENV}\n  retry: {{ max_retries: 0 }}\npermissions:\n  allow: [Bash]\n",
         server.base_url

@@ -31,7 +31,7 @@ model:
               - { old_string: gamma, new_string: GAMMA }
     - tool_calls:
         - { name: Bash, input: { command: "echo started; touch started.flag; sleep 30", run_in_background: true } }
-        - { name: Bash, input: { command: "echo $$ > left.pid; exec sleep 30", run_in_background: true } }
+        - { name: Bash, input: { command: "read -r pid _ < /proc/self/stat; echo $pid > left.pid; exec sleep 30", run_in_background: true } }
     - tool_calls:
         - { name: Bash, input: { command: "for i in $(seq 200); do [ -f started.flag ] && [ -s left.pid ] && break; sleep 0.05; done; sleep 0.2" } }
         - { name: BashOutput, input: { bash_id: bash_1 } }

@@ -85,6 +85,7 @@ mod tests {
             name: "leaky".to_string(),
             run: "echo \"home=$HOME\"; echo sk-secret-value-123; exit 1".to_string(),
             timeout: None,
+            sandbox: None,
         };
         let env = CommandEnv {
             withheld: vec!["HOME".to_string()],

@@ -20,6 +20,7 @@ mod enforce;
 pub mod env;
 pub mod launcher;
 pub mod limits;
+pub mod own_environ;
 mod read_grants;
 pub mod supervise;
 #[cfg(test)]

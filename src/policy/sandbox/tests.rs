@@ -69,6 +69,7 @@ fn the_task_policy_lists_writable_places_and_denials() {
         deny: &deny,
         network: false,
         home: None,
+        limits: ResourceLimits::default(),
     });
     assert_eq!(&policy.writable[..3], &[ws.clone(), extra, tmp]);
     assert!(policy.writable.contains(&PathBuf::from("/dev/null")));
@@ -79,6 +80,9 @@ fn the_task_policy_lists_writable_places_and_denials() {
     let summary = policy.summary();
     assert_eq!(summary["enabled"], true);
     assert_eq!(summary["network"], false);
+    assert_eq!(summary["limits"]["open_files"], limits::DEFAULT_OPEN_FILES);
+    // Commands have no controlling terminal: /dev/tty is not granted.
+    assert!(!policy.writable.contains(&PathBuf::from("/dev/tty")));
     let back: SandboxPolicy =
         serde_json::from_str(&serde_json::to_string(&policy).unwrap()).unwrap();
     assert_eq!(back, policy);
