@@ -71,7 +71,8 @@ fn action_yml_has_the_documented_inputs_and_outputs() {
     let defaults = [
         ("tasks", Some("")),
         ("merge", Some("")),
-        ("version", Some("source")),
+        ("binary-url", Some("")),
+        ("binary-sha256", Some("")),
         ("anthropic-api-key", Some("")),
         ("openai-api-key", Some("")),
         ("model", Some("")),
@@ -151,6 +152,12 @@ fn action_yml_is_a_composite_that_caches_runs_and_uploads() {
             .unwrap()
             .contains("cargo install --locked --path \"$GITHUB_ACTION_PATH\"")
     );
+    // Never the crates.io crate named drover (an unrelated project); a downloaded binary
+    // only with its SHA-256 verified.
+    let install_script = install.run.as_ref().unwrap();
+    assert!(!install_script.contains("cargo install --locked drover"));
+    assert!(install_script.contains("sha256sum"));
+    assert!(install_script.contains("refusing to run it"));
     assert_eq!(
         install.condition.as_deref(),
         Some("steps.cache.outputs.cache-hit != 'true'")
