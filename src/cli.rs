@@ -44,6 +44,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ReportCommand,
     },
+    /// Transcripts: check their integrity.
+    Transcript {
+        #[command(subcommand)]
+        command: TranscriptCommand,
+    },
     /// Internal: apply a sandbox policy, then exec the command (drover runs itself).
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(SandboxExecArgs),
@@ -137,6 +142,10 @@ pub struct ReplayArgs {
     /// Fail (exit 1) as soon as a tool result differs from the recording.
     #[arg(long)]
     pub strict: bool,
+    /// Also run the checks recorded in the transcript's spec (they run commands; without
+    /// this flag they are listed, not run).
+    #[arg(long)]
+    pub checks: bool,
     /// Where to write the artifacts.
     #[arg(long, default_value = "drover-artifacts", value_name = "DIR")]
     pub artifacts: PathBuf,
@@ -171,6 +180,17 @@ pub enum ReportCommand {
         /// Where to write the merged artifacts (must be empty or absent).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TranscriptCommand {
+    /// Check the hash chain: exit 0 when the transcript is whole and unedited, 1 when it
+    /// was edited, reordered or cut short, 2 when it cannot be read.
+    Verify {
+        /// A transcript.jsonl written by drover.
+        #[arg(value_name = "TRANSCRIPT")]
+        transcript: PathBuf,
     },
 }
 

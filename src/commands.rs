@@ -26,6 +26,9 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Report {
             command: ReportCommand::Merge { dirs, out },
         } => merge_command(&dirs, &out),
+        Command::Transcript {
+            command: crate::cli::TranscriptCommand::Verify { transcript },
+        } => verify_command(&transcript),
         // main runs the launcher before the async runtime starts; this is a fallback.
         Command::SandboxExec(args) => {
             crate::policy::sandbox::sandbox_exec_main(&args.policy, args.probe, &args.command)
@@ -120,6 +123,8 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         transcript: args.transcript,
         workspace: args.workspace,
         strict: args.strict,
+        checks: args.checks,
+        quiet: args.quiet,
         artifacts: args.artifacts,
     };
     let plan = match run::plan_replay(&options) {
@@ -138,6 +143,28 @@ async fn replay_command(args: ReplayArgs) -> i32 {
     )
     .await;
     finish_run(&report, &options.artifacts, true)
+}
+
+/// `drover transcript verify`: 0 whole, 1 edited or cut short, 2 unreadable.
+fn verify_command(transcript: &Path) -> i32 {
+    use crate::record::chain::{ChainError, verify_file};
+    match verify_file(transcript) {
+        Ok(lines) => {
+            crate::say!(
+                "drover: {}: intact ({lines} events, hash chain verified, ends with run_end)",
+                transcript.display()
+            );
+            0
+        }
+        Err(error @ ChainError::Unreadable(_)) => {
+            eprintln!("drover: {error}");
+            exit::BAD_INPUT
+        }
+        Err(error) => {
+            eprintln!("drover: {}", error.at(transcript));
+            exit::FAILED
+        }
+    }
 }
 
 /// Write the reports, say where they are, and tell GitHub (annotations only when

@@ -121,7 +121,8 @@ pub enum Decision {
     Deny,
 }
 
-/// A transcript line: the event plus its timestamp.
+/// A transcript line: the event plus its timestamp (and, as written, `prev`: see
+/// [`super::chain`]; put first in the text, ignored when reading events back).
 #[derive(Serialize, Deserialize)]
 struct Line {
     #[serde(flatten)]
@@ -161,6 +162,8 @@ pub struct TranscriptWriter {
     observer: Option<EventObserver>,
     /// Secret values replaced in every line before it is written.
     redactor: Option<Arc<Redactor>>,
+    /// The SHA-256 of the last line written: the next line's `prev`.
+    prev: String,
 }
 
 impl TranscriptWriter {
@@ -174,6 +177,7 @@ impl TranscriptWriter {
             path: path.to_path_buf(),
             observer: None,
             redactor: None,
+            prev: super::chain::genesis(),
         })
     }
 
@@ -216,6 +220,8 @@ impl TranscriptWriter {
                 line.event = event;
             }
         }
+        let mut text = super::chain::chain_line(&text, &self.prev);
+        self.prev = crate::digest::sha256_hex(text.as_bytes());
         text.push('\n');
         self.file
             .write_all(text.as_bytes())

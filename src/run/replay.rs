@@ -13,11 +13,22 @@ pub struct ReplayOptions {
     pub transcript: PathBuf,
     pub workspace: Option<PathBuf>,
     pub strict: bool,
+    /// Run the recorded spec's checks too (`--checks`).
+    pub checks: bool,
+    /// Only errors on stderr (`--quiet`).
+    pub quiet: bool,
     pub artifacts: PathBuf,
 }
 
 /// Read the transcript and plan the replay. Errors are bad input (exit 2).
 pub fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
+    // A forged or damaged transcript is refused before anything of it runs.
+    crate::record::chain::verify_file(&options.transcript).map_err(|e| {
+        format!(
+            "{}; it is not replayed (`drover transcript verify` checks a transcript)",
+            e.at(&options.transcript)
+        )
+    })?;
     let events = TranscriptReader::read(&options.transcript).map_err(|e| e.to_string())?;
     let Some(Event::RunStart {
         spec_path,
@@ -42,12 +53,37 @@ pub fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
             options.artifacts.display()
         ));
     }
-    let spec = spec::parse(Path::new(&spec_path), spec_yaml).map_err(|e| {
+    let mut spec = spec::parse(Path::new(&spec_path), spec_yaml).map_err(|e| {
         format!(
             "the spec recorded in {} no longer loads: {e}",
             options.transcript.display()
         )
     })?;
+    // The transcript says what runs: its checks only when asked, and its commands always
+    // in the sandbox with the network off, whatever the recorded spec says.
+    if !options.checks && !spec.spec.checks.is_empty() && !options.quiet {
+        eprintln!(
+            "drover: replay: not running the {} check(s) recorded in the transcript (pass --checks to run them):",
+            spec.spec.checks.len()
+        );
+        for check in &spec.spec.checks {
+            eprintln!("drover:   {}: {}", check.name, check.run);
+        }
+    }
+    if !options.checks {
+        spec.spec.checks.clear();
+    } else if !options.quiet {
+        for check in &spec.spec.checks {
+            eprintln!(
+                "drover: replay: will run check {}: {}",
+                check.name, check.run
+            );
+        }
+    }
+    spec.spec.sandbox = Some(spec::SandboxSpec::Switch(spec::Switch::On));
+    for check in &mut spec.spec.checks {
+        check.sandbox = None;
+    }
     let results = events
         .iter()
         .filter_map(|event| match event {

@@ -1,0 +1,158 @@
+//! The transcript's hash chain: every line carries `prev`, the SHA-256 (hex) of the line
+//! before it (of the empty string for the first line), so a transcript that was edited,
+//! had lines removed or reordered, or was cut short is detected by `drover transcript
+//! verify` and refused by `drover replay`. A chain proves integrity against accidents and
+//! naive edits, not authenticity: whoever can rewrite the whole file can recompute it,
+//! which is why the agent never gets write access to the artifacts.
+
+use std::path::Path;
+
+use crate::digest::sha256_hex;
+
+/// The `prev` of the first line.
+pub fn genesis() -> String {
+    sha256_hex(b"")
+}
+
+/// `line` (a serialized event object, no newline) with `"prev":"<hash>"` put first.
+pub fn chain_line(line: &str, prev: &str) -> String {
+    match line.strip_prefix('{') {
+        Some("}") => format!("{{\"prev\":\"{prev}\"}}"),
+        Some(rest) => format!("{{\"prev\":\"{prev}\",{rest}"),
+        // Not an object: cannot happen for events; keep the line and let verify flag it.
+        None => line.to_string(),
+    }
+}
+
+/// What is wrong with a transcript's chain, by 1-based line number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    #[error("cannot read {0}")]
+    Unreadable(String),
+    #[error("not a JSON object")]
+    NotJson { line: usize },
+    #[error("no `prev` hash (written by a drover without the hash chain, or edited)")]
+    Missing { line: usize },
+    #[error(
+        "`prev` does not match the line before it: the transcript was edited, or lines were removed or reordered"
+    )]
+    Broken { line: usize },
+    #[error("the last line is incomplete: the transcript was cut off")]
+    CutOff,
+    #[error("the transcript is empty")]
+    Empty,
+    #[error(
+        "it ends without a run_end event: the run was killed before it finished, or the transcript was truncated"
+    )]
+    NoRunEnd,
+}
+
+impl ChainError {
+    /// The 1-based line the error is about, if it is about one.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ChainError::NotJson { line }
+            | ChainError::Missing { line }
+            | ChainError::Broken { line } => Some(*line),
+            _ => None,
+        }
+    }
+
+    /// The error with its place: `FILE:LINE: message` or `FILE: message`.
+    pub fn at(&self, path: &Path) -> String {
+        match self.line() {
+            Some(line) => format!("{}:{line}: {self}", path.display()),
+            None => format!("{}: {self}", path.display()),
+        }
+    }
+}
+
+/// How many lines a verified transcript has.
+pub fn verify_file(path: &Path) -> Result<usize, ChainError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| ChainError::Unreadable(format!("{}: {e}", path.display())))?;
+    verify(&bytes)
+}
+
+/// Verify the chain of a whole transcript's bytes.
+pub fn verify(bytes: &[u8]) -> Result<usize, ChainError> {
+    if bytes.is_empty() {
+        return Err(ChainError::Empty);
+    }
+    if !bytes.ends_with(b"\n") {
+        return Err(ChainError::CutOff);
+    }
+    let body = &bytes[..bytes.len() - 1];
+    let mut expected = genesis();
+    let mut last_type = String::new();
+    let mut count = 0;
+    for (index, line) in body.split(|b| *b == b'\n').enumerate() {
+        let number = index + 1;
+        let value: serde_json::Value =
+            serde_json::from_slice(line).map_err(|_| ChainError::NotJson { line: number })?;
+        let Some(prev) = value.get("prev").and_then(|p| p.as_str()) else {
+            return Err(ChainError::Missing { line: number });
+        };
+        if prev != expected {
+            return Err(ChainError::Broken { line: number });
+        }
+        last_type = value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default()
+            .to_string();
+        expected = sha256_hex(line);
+        count = number;
+    }
+    if last_type != "run_end" {
+        return Err(ChainError::NoRunEnd);
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transcript(lines: &[&str]) -> Vec<u8> {
+        let mut prev = genesis();
+        let mut out = Vec::new();
+        for line in lines {
+            let chained = chain_line(line, &prev);
+            prev = sha256_hex(chained.as_bytes());
+            out.extend_from_slice(chained.as_bytes());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    #[test]
+    fn a_whole_chain_verifies_and_any_change_breaks_it() {
+        let good = transcript(&[
+            r#"{"type":"run_start"}"#,
+            r#"{"type":"tool_result","content":"ok"}"#,
+            r#"{"type":"run_end"}"#,
+        ]);
+        assert_eq!(verify(&good), Ok(3));
+        let text = String::from_utf8(good.clone()).unwrap();
+        let edited = text.replace("\"ok\"", "\"KO\"");
+        assert_eq!(
+            verify(edited.as_bytes()),
+            Err(ChainError::Broken { line: 3 })
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let dropped = format!("{}\n{}\n", lines[0], lines[2]);
+        assert_eq!(
+            verify(dropped.as_bytes()),
+            Err(ChainError::Broken { line: 2 })
+        );
+        let truncated = format!("{}\n{}\n", lines[0], lines[1]);
+        assert_eq!(verify(truncated.as_bytes()), Err(ChainError::NoRunEnd));
+        assert_eq!(verify(&good[..good.len() - 5]), Err(ChainError::CutOff));
+        assert_eq!(verify(b""), Err(ChainError::Empty));
+        assert_eq!(
+            verify(b"{\"type\":\"run_end\"}\n"),
+            Err(ChainError::Missing { line: 1 })
+        );
+    }
+}
