@@ -255,17 +255,7 @@ fn the_model_never_sees_its_own_key() {
     );
     let spec = write_spec(dir.path(), "task.yaml", &body);
     let artifacts = dir.path().join("out");
-    let mut command = drover();
-    for var in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ] {
-        command.env_remove(var);
-    }
+    let mut command = common::drover_without_proxy();
     let output = command
         .env(KEY_ENV, KEY)
         .env("FAKE_API_KEY", FAKE_KEY)

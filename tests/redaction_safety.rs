@@ -67,17 +67,7 @@ fn run_with_key(dir: &Path, key: &str, tasks: usize) -> (Output, MockServer) {
         );
         write_spec(&specs, &format!("t{n}.yaml"), &body);
     }
-    let mut command = drover();
-    for var in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ] {
-        command.env_remove(var);
-    }
+    let mut command = common::drover_without_proxy();
     let output = command
         .env(KEY_ENV, key)
         .arg("run")

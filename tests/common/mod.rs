@@ -13,6 +13,23 @@ pub fn drover() -> assert_cmd::Command {
     command
 }
 
+/// [`drover`] with no proxy variables, for tests whose model is a mock server on
+/// 127.0.0.1 (a proxy from the machine's environment would intercept its traffic).
+pub fn drover_without_proxy() -> assert_cmd::Command {
+    let mut command = drover();
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        command.env_remove(var);
+    }
+    command
+}
+
 /// The repository root (where tasks/ and fixtures/ are).
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
