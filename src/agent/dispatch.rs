@@ -22,7 +22,8 @@ pub struct Call {
 /// What happened before execution: the call is ready to run, or already has its
 /// (error) result.
 pub enum Prepared {
-    Run(Arc<dyn Tool>),
+    /// Run the tool on the path the policy judged (if the call names one).
+    Run(Arc<dyn Tool>, Option<std::path::PathBuf>),
     Done(ToolOutput),
 }
 
@@ -73,7 +74,10 @@ pub fn prepare(
         reason: decision.reason.clone(),
     };
     if decision.allowed {
-        (Prepared::Run(Arc::clone(tool)), Some(verdict))
+        (
+            Prepared::Run(Arc::clone(tool), decision.target),
+            Some(verdict),
+        )
     } else {
         let rule = decision
             .rule
@@ -118,7 +122,9 @@ pub async fn execute(prepared: Vec<(Call, Prepared)>, ctx: &ToolContext) -> Vec<
         let started = std::time::Instant::now();
         let output = match prepared {
             Prepared::Done(output) => output,
-            Prepared::Run(tool) => tool.call(call.input.clone(), ctx).await,
+            Prepared::Run(tool, target) => {
+                tool.call(call.input.clone(), &ctx.for_call(target)).await
+            }
         };
         Executed {
             call,

@@ -126,6 +126,7 @@ impl Policy {
                 Some(rule) => format!("{name}({line}) is allowed by {rule}"),
                 None => format!("{name}({line}) runs nothing that needs permission"),
             },
+            target: None,
         }
     }
 

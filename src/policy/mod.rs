@@ -40,6 +40,10 @@ pub struct Decision {
     /// The rule that decided, or None for a default.
     pub rule: Option<String>,
     pub reason: String,
+    /// The path judged (absolute, symlinks resolved), for a call that names one: the tool
+    /// must act on this path, not resolve its input again.
+    #[serde(skip)]
+    pub target: Option<PathBuf>,
 }
 
 impl Decision {
@@ -48,6 +52,7 @@ impl Decision {
             allowed: true,
             rule: rule.map(|r| r.text().to_string()),
             reason: reason.into(),
+            target: None,
         }
     }
 
@@ -56,6 +61,7 @@ impl Decision {
             allowed: false,
             rule: rule.map(|r| r.text().to_string()),
             reason: reason.into(),
+            target: None,
         }
     }
 }

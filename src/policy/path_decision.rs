@@ -64,16 +64,23 @@ impl Policy {
     }
 
     /// Decide a call of tool `name` on `raw` (None: the call names no path).
+    /// The decision carries the path it judged, for the tool to act on.
     pub(super) fn decide_path(&self, name: &str, read_only: bool, raw: Option<&str>) -> Decision {
         let target = match raw.map(|raw| self.resolve_path(raw)).transpose() {
             Ok(target) => target,
             Err(reason) => return Decision::deny(None, reason),
         };
-        let described = match &target {
+        let mut decision = self.judge_path(name, read_only, target.as_ref());
+        decision.target = target.map(|t| t.absolute);
+        decision
+    }
+
+    fn judge_path(&self, name: &str, read_only: bool, target: Option<&PathTarget>) -> Decision {
+        let described = match target {
             Some(target) => format!("{name}({})", target.shown()),
             None => name.to_string(),
         };
-        let denied = match &target {
+        let denied = match target {
             Some(target) => self.path_denied_by(name, target),
             None => self
                 .deny
@@ -83,7 +90,7 @@ impl Policy {
         if let Some(rule) = denied {
             return Decision::deny(Some(rule), format!("{described} is denied by rule {rule}"));
         }
-        let allowed = match &target {
+        let allowed = match target {
             Some(target) => self.path_allowed_by(name, read_only, target),
             None => self
                 .allow
@@ -99,13 +106,13 @@ impl Policy {
                 format!("{described}: acts only on this run's own state (default)"),
             );
         }
-        if read_only && target.as_ref().is_none_or(|t| t.confined) {
+        if read_only && target.is_none_or(|t| t.confined) {
             return Decision::allow(
                 None,
                 format!("{described}: read-only tool inside the workspace (default)"),
             );
         }
-        let hint = match &target {
+        let hint = match target {
             Some(t) if !read_only && t.in_git_internals() => "; writes into .git/ need an allow rule that names .git explicitly, e.g. Edit(.git/hooks/**)".to_string(),
             Some(t) if !t.confined => format!(
                 "; the path is outside the workspace {} (and permissions.additional_directories)",

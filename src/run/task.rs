@@ -341,6 +341,7 @@ async fn execute(
         registry: &registry,
         policy: &policy,
         ctx: ToolContext::with_env(workspace.dir.clone(), commands.env.clone())
+            .with_additional(&plan.spec.additional_directories())
             .with_hidden(policy.hidden_filter()),
         transcript: &mut transcript,
         replay: expectations,

@@ -7,7 +7,6 @@ use std::path::Path;
 use super::edit_hints::{near_match, strip_line_number_prefixes, whitespace_insensitive_match};
 use super::text::{Decoded, Encoding, decode, encode};
 use super::{ToolContext, ToolOutput};
-use crate::workspace::atomic::write_atomic;
 
 /// One replacement as the model asked for it.
 #[derive(Debug, Clone, Copy)]
@@ -143,20 +142,20 @@ pub(super) async fn load(
     shown: &str,
     tool: &str,
 ) -> Result<Option<Loaded>, ToolOutput> {
-    let bytes = match tokio::fs::metadata(path).await {
-        Ok(meta) if meta.is_dir() => {
+    let roots = std::sync::Arc::clone(&ctx.roots);
+    let at = path.to_path_buf();
+    let bytes = match tokio::task::spawn_blocking(move || roots.read(&at)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::IsADirectory => {
             return Err(ToolOutput::error(format!(
                 "{shown} is a directory; give the path of a file to edit."
             )));
         }
-        Ok(_) => match tokio::fs::read(path).await {
-            Ok(bytes) => bytes,
-            Err(e) => return Err(ToolOutput::error(format!("Cannot read {shown}: {e}"))),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Ok(Err(e)) => return Err(ToolOutput::error(format!("Cannot read {shown}: {e}"))),
         Err(e) => return Err(ToolOutput::error(format!("Cannot read {shown}: {e}"))),
     };
-    if let Err(message) = ctx.files.check_writable(path) {
+    if let Err(message) = ctx.files.check_writable(path, &ctx.roots) {
         return Err(ToolOutput::error(message));
     }
     let decoded = match decode(&bytes) {
@@ -194,9 +193,10 @@ pub(super) async fn write(
     let bytes = encode(text, encoding);
     let target = path.to_path_buf();
     let to_write = bytes.clone();
-    match tokio::task::spawn_blocking(move || write_atomic(&target, &to_write)).await {
-        Ok(Ok(())) => {
-            ctx.files.record(path, &bytes, true);
+    let roots = std::sync::Arc::clone(&ctx.roots);
+    match tokio::task::spawn_blocking(move || roots.write_atomic(&target, &to_write)).await {
+        Ok(Ok(mtime)) => {
+            ctx.files.record(path, &bytes, true, mtime);
             Ok(())
         }
         Ok(Err(e)) => Err(ToolOutput::error(format!("Could not write {shown}: {e}"))),

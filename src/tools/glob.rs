@@ -12,9 +12,11 @@ use super::search_walk::{Batch, collected, walker};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::judged_path;
 use super::text::{display_path, parse_input};
 use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
-use crate::workspace::paths::{relative_to, resolve};
+use crate::workspace::Roots;
+use crate::workspace::paths::relative_to;
 
 /// Most paths returned by one call.
 pub const MAX_RESULTS: usize = 100;
@@ -78,12 +80,12 @@ impl Tool for GlobTool {
             Ok(input) => input,
             Err(error) => return error,
         };
-        let root = match resolve(&ctx.workspace, input.path.as_deref().unwrap_or(".")) {
+        let root = match judged_path(ctx, input.path.as_deref().unwrap_or(".")) {
             Ok(root) => root,
             Err(e) => return ToolOutput::error(format!("Invalid path: {e}")),
         };
         let shown = display_path(&ctx.workspace, &root);
-        match tokio::fs::metadata(&root).await {
+        match ctx.roots.metadata(&root) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
                 return ToolOutput::error(format!(
@@ -118,7 +120,9 @@ impl Tool for GlobTool {
         };
         let walk_root = root.clone();
         let hidden = std::sync::Arc::clone(&ctx.hidden);
-        let found = tokio::task::spawn_blocking(move || find(&walk_root, &matcher, hidden)).await;
+        let roots = std::sync::Arc::clone(&ctx.roots);
+        let found =
+            tokio::task::spawn_blocking(move || find(&walk_root, &matcher, hidden, &roots)).await;
         let mut found = match found {
             Ok(found) => found,
             Err(e) => return ToolOutput::error(format!("Glob failed: {e}")),
@@ -160,8 +164,15 @@ impl Tool for GlobTool {
 type Found = (PathBuf, SystemTime);
 
 /// Every file under `root` (ignore rules applied) whose path relative to `root` matches,
-/// with its modification time. The walk runs on every core; only matches are stat'ed.
-fn find(root: &Path, matcher: &GlobSet, hidden: Arc<crate::tools::HiddenFilter>) -> Vec<Found> {
+/// with its modification time. The walk runs on every core; only matches are stat'ed,
+/// beneath the task's roots: a match whose path no longer resolves there without a
+/// symlink (a directory swapped for a link mid-walk) is left out.
+fn find(
+    root: &Path,
+    matcher: &GlobSet,
+    hidden: Arc<crate::tools::HiddenFilter>,
+    roots: &Roots,
+) -> Vec<Found> {
     let shared: Arc<Mutex<Vec<Found>>> = Arc::default();
     walker(root, hidden).build_parallel().run(|| {
         let mut batch = Batch::new(&shared);
@@ -176,11 +187,10 @@ fn find(root: &Path, matcher: &GlobSet, hidden: Arc<crate::tools::HiddenFilter>)
                 return WalkState::Continue;
             };
             if matcher.is_match(rel) {
-                let mtime = entry
-                    .metadata()
-                    .ok()
-                    .and_then(|m| m.modified().ok())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                let Ok(meta) = roots.metadata(entry.path()) else {
+                    return WalkState::Continue;
+                };
+                let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
                 batch.found.push((entry.into_path(), mtime));
             }
             WalkState::Continue

@@ -5,9 +5,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::grep_search::{FileHits, Line, Options, build_matcher, search};
+use super::judged_path;
 use super::text::{cut_chars, display_path, parse_input};
 use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
-use crate::workspace::paths::{relative_to, resolve};
+use crate::workspace::paths::relative_to;
 
 /// Entries returned when head_limit is not given.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -105,12 +106,12 @@ impl Tool for GrepTool {
             Ok(input) => input,
             Err(error) => return error,
         };
-        let root = match resolve(&ctx.workspace, input.path.as_deref().unwrap_or(".")) {
+        let root = match judged_path(ctx, input.path.as_deref().unwrap_or(".")) {
             Ok(root) => root,
             Err(e) => return ToolOutput::error(format!("Invalid path: {e}")),
         };
         let shown_root = display_path(&ctx.workspace, &root);
-        let Ok(meta) = tokio::fs::metadata(&root).await else {
+        let Ok(meta) = ctx.roots.metadata(&root) else {
             return ToolOutput::error(format!(
                 "Path does not exist: {shown_root} (the workspace root is {}).",
                 ctx.workspace.display()
@@ -169,8 +170,17 @@ impl Tool for GrepTool {
         let walk_root = root.clone();
         let hidden = std::sync::Arc::clone(&ctx.hidden);
         let search_opts = opts.clone();
+        let roots = std::sync::Arc::clone(&ctx.roots);
         let hits = tokio::task::spawn_blocking(move || {
-            search(&walk_root, &matcher, &search_opts, types, overrides, hidden)
+            search(
+                &walk_root,
+                &matcher,
+                &search_opts,
+                types,
+                overrides,
+                hidden,
+                &roots,
+            )
         })
         .await;
         let hits = match hits {

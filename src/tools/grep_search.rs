@@ -13,6 +13,7 @@ use grep::searcher::{
 use ignore::WalkState;
 
 use super::search_walk::{Batch, collected, walker};
+use crate::workspace::Roots;
 
 /// One line of content-mode output: its number and where its text is in
 /// [`FileHits::text`].
@@ -156,13 +157,16 @@ impl Sink for Collect<'_> {
     }
 }
 
-/// Search one file; None when it has no match, is binary or cannot be read.
+/// Search one file, opened beneath the task's roots (so a directory swapped for a symlink
+/// mid-walk is not followed); None when it has no match, is binary or cannot be read.
 pub fn search_file(
     matcher: &RegexMatcher,
     searcher: &mut Searcher,
     opts: &Options,
+    roots: &Roots,
     path: &Path,
 ) -> Option<FileHits> {
+    let file = roots.open_file(path).ok()?;
     let mut sink = Collect {
         count: 0,
         lines: Vec::new(),
@@ -170,7 +174,7 @@ pub fn search_file(
         opts,
         binary: false,
     };
-    let searched = searcher.search_path(matcher, path, &mut sink);
+    let searched = searcher.search_file(matcher, &file, &mut sink);
     if searched.is_err() || sink.binary || sink.count == 0 {
         return None;
     }
@@ -191,10 +195,11 @@ pub fn search(
     types: Option<ignore::types::Types>,
     overrides: Option<ignore::overrides::Override>,
     hidden: Arc<crate::tools::HiddenFilter>,
+    roots: &Roots,
 ) -> Vec<FileHits> {
-    if root.is_file() {
+    if roots.metadata(root).is_ok_and(|meta| meta.is_file()) {
         let mut searcher = searcher(opts);
-        return search_file(matcher, &mut searcher, opts, root)
+        return search_file(matcher, &mut searcher, opts, roots, root)
             .into_iter()
             .collect();
     }
@@ -220,7 +225,7 @@ pub fn search(
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            if let Some(hits) = search_file(&matcher, &mut searcher, opts, entry.path()) {
+            if let Some(hits) = search_file(&matcher, &mut searcher, opts, roots, entry.path()) {
                 batch.found.push(hits);
             }
             WalkState::Continue

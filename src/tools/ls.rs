@@ -79,7 +79,7 @@ impl Tool for LsTool {
             Ok(input) => input,
             Err(error) => return error,
         };
-        let path = match crate::workspace::paths::resolve(&ctx.workspace, &input.path) {
+        let path = match super::judged_path(ctx, &input.path) {
             Ok(path) => path,
             Err(e) => return ToolOutput::error(format!("Invalid path: {e}")),
         };
@@ -88,7 +88,7 @@ impl Tool for LsTool {
             Ok(set) => set,
             Err(error) => return error,
         };
-        match tokio::fs::metadata(&path).await {
+        match ctx.roots.metadata(&path) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
                 return ToolOutput::error(format!(
@@ -105,7 +105,8 @@ impl Tool for LsTool {
         }
         let dir = path.clone();
         let hidden = std::sync::Arc::clone(&ctx.hidden);
-        let listed = tokio::task::spawn_blocking(move || list(&dir, &ignore, hidden)).await;
+        let roots = std::sync::Arc::clone(&ctx.roots);
+        let listed = tokio::task::spawn_blocking(move || list(&dir, &ignore, hidden, &roots)).await;
         let (entries, total) = match listed {
             Ok(Ok(listed)) => listed,
             Ok(Err(e)) => return ToolOutput::error(format!("Cannot list {shown}: {e}")),
@@ -142,14 +143,17 @@ fn ignore_set(patterns: &[String]) -> Result<GlobSet, ToolOutput> {
         .map_err(|e| ToolOutput::error(format!("Invalid ignore patterns: {e}")))
 }
 
-/// The first [`MAX_ENTRIES`] entries of `dir`, rendered and sorted, and how many there
-/// were in all.
+/// The first [`MAX_ENTRIES`] entries of `dir` (judged: symlinks resolved), rendered and
+/// sorted, and how many there were in all. Each entry is looked at again beneath the
+/// task's roots; one whose path no longer resolves there without a symlink (its directory
+/// swapped for a link mid-listing) is left out.
 fn list(
     dir: &Path,
     ignore: &GlobSet,
     hidden: std::sync::Arc<crate::tools::HiddenFilter>,
+    roots: &crate::workspace::Roots,
 ) -> std::io::Result<(Vec<String>, usize)> {
-    let root: PathBuf = dir.canonicalize()?;
+    let root: PathBuf = dir.to_path_buf();
     let walker = super::search_walk::walker(&root, hidden)
         .max_depth(Some(1))
         .build();
@@ -162,9 +166,12 @@ fn list(
         if ignore.is_match(&name) {
             continue;
         }
-        let kind = entry.file_type();
+        let Ok(meta) = roots.symlink_metadata(entry.path()) else {
+            continue;
+        };
+        let kind = Some(meta.file_type());
         let rendered = if kind.is_some_and(|k| k.is_symlink()) {
-            match std::fs::read_link(entry.path()) {
+            match roots.read_link(entry.path()) {
                 Ok(target) => format!("{name} -> {}", target.display()),
                 Err(_) => format!("{name} -> ?"),
             }

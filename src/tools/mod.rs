@@ -34,7 +34,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::exec::CommandEnv;
-use crate::workspace::FileStateCache;
+use crate::workspace::{FileStateCache, Roots};
 
 pub use background::BackgroundShells;
 pub use registry::Registry;
@@ -60,6 +60,13 @@ pub struct ToolContext {
     /// Files the policy denies reading: searches and listings (Grep, Glob, LS) skip them,
     /// so a search of a directory cannot read around a `Read(.env)` deny rule.
     pub hidden: Arc<HiddenFilter>,
+    /// Handles on the workspace and the additional directories, opened when the task
+    /// starts: every file operation of a tool resolves beneath one of them.
+    pub roots: Arc<Roots>,
+    /// The path the policy judged for this call (symlinks resolved), set per call by the
+    /// dispatcher: the tool acts on exactly this path, so nothing that changes on disk
+    /// between the decision and the action can redirect it.
+    pub target: Option<PathBuf>,
 }
 
 /// Says whether an absolute path is hidden from the tools (see [`ToolContext::hidden`]).
@@ -77,11 +84,29 @@ impl ToolContext {
         ToolContext {
             env: Arc::new(env),
             shell: Arc::new(ShellState::new(workspace.clone())),
-            workspace,
+            workspace: workspace.clone(),
             files: Arc::new(FileStateCache::default()),
             background: Arc::new(BackgroundShells::default()),
             todo_list: Arc::new(TodoList::default()),
             hidden: Arc::new(|_: &std::path::Path| false),
+            roots: Arc::new(Roots::new(std::slice::from_ref(&workspace))),
+            target: None,
+        }
+    }
+
+    /// The same context with handles on the additional directories too (canonical).
+    pub fn with_additional(mut self, additional: &[PathBuf]) -> Self {
+        let mut dirs = vec![self.workspace.clone()];
+        dirs.extend(additional.iter().cloned());
+        self.roots = Arc::new(Roots::new(&dirs));
+        self
+    }
+
+    /// This context for one call whose path the policy judged as `target`.
+    pub fn for_call(&self, target: Option<PathBuf>) -> Self {
+        ToolContext {
+            target,
+            ..self.clone()
         }
     }
 
@@ -184,10 +209,24 @@ pub(crate) fn file_path_subject(input: &Value) -> Subject {
     }
 }
 
-/// Resolve a `file_path` input against the workspace, or the error the model sees.
+/// The path a `file_path` input names: the one the policy judged for this call, or
+/// (a tool called without the policy, as in unit tests and `drover tool`) the input
+/// resolved the way the policy resolves it. Either way symlinks are resolved here, once;
+/// the tool then acts beneath [`ToolContext::roots`] without following any.
 pub(crate) fn resolve_file_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolOutput> {
-    crate::workspace::paths::resolve(&ctx.workspace, raw)
-        .map_err(|e| ToolOutput::error(format!("Invalid file_path: {e}")))
+    judged_path(ctx, raw).map_err(|e| ToolOutput::error(format!("Invalid file_path: {e}")))
+}
+
+/// The judged path of a call naming `raw` (see [`resolve_file_path`]).
+pub(crate) fn judged_path(
+    ctx: &ToolContext,
+    raw: &str,
+) -> Result<PathBuf, crate::workspace::paths::PathError> {
+    if let Some(target) = &ctx.target {
+        return Ok(target.clone());
+    }
+    let lexical = crate::workspace::paths::resolve(&ctx.workspace, raw)?;
+    Ok(crate::workspace::paths::canonicalize_for_write(&lexical).unwrap_or(lexical))
 }
 
 /// The string field `key` of an input object, if present.

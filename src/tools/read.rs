@@ -88,23 +88,23 @@ impl Tool for ReadTool {
             Err(error) => return error,
         };
         let shown = display_path(&ctx.workspace, &path);
-        match tokio::fs::metadata(&path).await {
-            Ok(meta) if meta.is_dir() => {
+        let roots = std::sync::Arc::clone(&ctx.roots);
+        let at = path.clone();
+        let opened = tokio::task::spawn_blocking(move || read_whole(&roots, &at)).await;
+        let (bytes, mtime) = match opened {
+            Ok(Ok(read)) => read,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::IsADirectory => {
                 return ToolOutput::error(format!(
                     "{shown} is a directory, not a file. Use Glob (or LS) to list its contents, then Read the files you need."
                 ));
             }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
                 return ToolOutput::error(format!(
                     "File does not exist. (path: {shown}; the workspace root is {})",
                     ctx.workspace.display()
                 ));
             }
-            Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
-        }
-        let bytes = match tokio::fs::read(&path).await {
-            Ok(bytes) => bytes,
+            Ok(Err(e)) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
             Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
         };
         let decoded = match decode(&bytes) {
@@ -116,7 +116,7 @@ impl Tool for ReadTool {
             }
         };
         if decoded.text.is_empty() {
-            ctx.files.record(&path, &bytes, true);
+            ctx.files.record(&path, &bytes, true, mtime);
             return ToolOutput::ok(format!(
                 "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
             ));
@@ -134,7 +134,8 @@ impl Tool for ReadTool {
             ));
         }
         let last = first.saturating_add(limit.max(1) - 1).min(total);
-        ctx.files.record(&path, &bytes, first == 1 && last == total);
+        ctx.files
+            .record(&path, &bytes, first == 1 && last == total, mtime);
 
         let mut out: Vec<String> = lines[first - 1..last]
             .iter()
@@ -156,6 +157,20 @@ impl Tool for ReadTool {
         }
         ToolOutput::ok(out.join("\n"))
     }
+}
+
+/// The bytes of a regular file and its modification time, both from one handle opened
+/// beneath the task's roots.
+fn read_whole(
+    roots: &crate::workspace::Roots,
+    path: &std::path::Path,
+) -> std::io::Result<(Vec<u8>, Option<std::time::SystemTime>)> {
+    use std::io::Read;
+    let mut file = roots.open_file(path)?;
+    let mtime = file.metadata()?.modified().ok();
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok((bytes, mtime))
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ use serde_json::{Value, json};
 
 use super::text::{display_path, parse_input};
 use super::{Subject, Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
-use crate::workspace::atomic::write_atomic;
 
 pub struct WriteTool;
 
@@ -72,7 +71,7 @@ impl Tool for WriteTool {
             Err(error) => return error,
         };
         let shown = display_path(&ctx.workspace, &path);
-        let existed = match tokio::fs::metadata(&path).await {
+        let existed = match ctx.roots.symlink_metadata(&path) {
             Ok(meta) if meta.is_dir() => {
                 return ToolOutput::error(format!(
                     "{shown} is a directory; give the path of a file to write."
@@ -81,19 +80,21 @@ impl Tool for WriteTool {
             Ok(_) => true,
             Err(_) => false,
         };
-        if existed && let Err(message) = ctx.files.check_writable(&path) {
+        if existed && let Err(message) = ctx.files.check_writable(&path, &ctx.roots) {
             return ToolOutput::error(message);
         }
         let bytes = input.content.into_bytes();
         let target = path.clone();
         let to_write = bytes.clone();
-        let written = tokio::task::spawn_blocking(move || write_atomic(&target, &to_write)).await;
-        match written {
-            Ok(Ok(())) => {}
+        let roots = std::sync::Arc::clone(&ctx.roots);
+        let written =
+            tokio::task::spawn_blocking(move || roots.write_atomic(&target, &to_write)).await;
+        let mtime = match written {
+            Ok(Ok(mtime)) => mtime,
             Ok(Err(e)) => return ToolOutput::error(format!("Could not write {shown}: {e}")),
             Err(e) => return ToolOutput::error(format!("Could not write {shown}: {e}")),
-        }
-        ctx.files.record(&path, &bytes, true);
+        };
+        ctx.files.record(&path, &bytes, true, mtime);
         if existed {
             ToolOutput::ok(format!("The file {shown} has been updated."))
         } else {

@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
+use super::Roots;
 use super::paths::canonicalize_for_write;
 
 /// The state of a file when this run last read or wrote it.
@@ -41,10 +42,6 @@ fn key(path: &Path) -> PathBuf {
     canonicalize_for_write(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-fn mtime_of(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
 impl FileStateCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, FileState>> {
         // A panic while holding the lock cannot leave the map inconsistent (every
@@ -53,11 +50,11 @@ impl FileStateCache {
     }
 
     /// Remember that `content` is what `path` holds now (after a Read or a write by a
-    /// tool). The modification time is taken from disk.
-    pub fn record(&self, path: &Path, content: &[u8], whole: bool) {
+    /// tool), and its modification time as the file's own handle reported it.
+    pub fn record(&self, path: &Path, content: &[u8], whole: bool, mtime: Option<SystemTime>) {
         let state = FileState {
             sha256: sha256(content),
-            mtime: mtime_of(path),
+            mtime,
             whole,
         };
         self.lock().insert(key(path), state);
@@ -83,9 +80,13 @@ impl FileStateCache {
     /// A file that does not exist is always writable. An existing file must have been
     /// read (or written) in this run, and must not have changed since: a changed mtime
     /// alone is fine when the content is the same (e.g. `touch`).
-    pub fn check_writable(&self, path: &Path) -> Result<(), String> {
-        let Ok(meta) = std::fs::metadata(path) else {
-            return Ok(());
+    ///
+    /// `path` is judged (symlinks resolved); it is looked at only beneath `roots`.
+    pub fn check_writable(&self, path: &Path, roots: &Roots) -> Result<(), String> {
+        let meta = match roots.metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("Cannot write {}: {e}", path.display())),
         };
         let k = key(path);
         let Some(state) = self.lock().get(&k).cloned() else {
@@ -98,7 +99,7 @@ impl FileStateCache {
         if mtime == state.mtime && mtime.is_some() {
             return Ok(());
         }
-        let bytes = std::fs::read(path).map_err(|e| {
+        let bytes = roots.read(path).map_err(|e| {
             format!(
                 "Could not read {} to check it is unchanged: {e}",
                 path.display()
@@ -124,27 +125,33 @@ impl FileStateCache {
 mod tests {
     use super::*;
 
+    fn mtime(path: &Path) -> Option<SystemTime> {
+        std::fs::metadata(path).and_then(|m| m.modified()).ok()
+    }
+
     #[test]
     fn unread_existing_file_is_refused_and_missing_file_is_allowed() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.txt");
+        let roots = Roots::new(&[dir.path().canonicalize().unwrap()]);
+        let file = dir.path().canonicalize().unwrap().join("a.txt");
         let cache = FileStateCache::default();
-        assert!(cache.check_writable(&file).is_ok());
+        assert!(cache.check_writable(&file, &roots).is_ok());
         std::fs::write(&file, "x").unwrap();
-        let err = cache.check_writable(&file).unwrap_err();
+        let err = cache.check_writable(&file, &roots).unwrap_err();
         assert!(err.contains("has not been read yet"), "{err}");
-        cache.record(&file, b"x", true);
-        assert!(cache.check_writable(&file).is_ok());
+        cache.record(&file, b"x", true, mtime(&file));
+        assert!(cache.check_writable(&file, &roots).is_ok());
         assert!(cache.get(&file).unwrap().whole);
     }
 
     #[test]
     fn changed_content_is_stale_but_touch_is_not() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.txt");
+        let roots = Roots::new(&[dir.path().canonicalize().unwrap()]);
+        let file = dir.path().canonicalize().unwrap().join("a.txt");
         std::fs::write(&file, "one").unwrap();
         let cache = FileStateCache::default();
-        cache.record(&file, b"one", true);
+        cache.record(&file, b"one", true, mtime(&file));
 
         // Same content, different mtime: fine.
         let later = SystemTime::now() + std::time::Duration::from_secs(10);
@@ -154,7 +161,7 @@ mod tests {
             .unwrap()
             .set_modified(later)
             .unwrap();
-        assert!(cache.check_writable(&file).is_ok());
+        assert!(cache.check_writable(&file, &roots).is_ok());
 
         // Different content and mtime: stale.
         std::fs::write(&file, "two").unwrap();
@@ -165,7 +172,7 @@ mod tests {
             .unwrap()
             .set_modified(future)
             .unwrap();
-        let err = cache.check_writable(&file).unwrap_err();
+        let err = cache.check_writable(&file, &roots).unwrap_err();
         assert!(err.contains("modified since it was read"), "{err}");
         assert!(err.contains("Read it again"), "{err}");
     }
@@ -174,10 +181,10 @@ mod tests {
     fn equivalent_paths_share_an_entry() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
-        let file = dir.path().join("a.txt");
+        let file = dir.path().canonicalize().unwrap().join("a.txt");
         std::fs::write(&file, "x").unwrap();
         let cache = FileStateCache::default();
-        cache.record(&dir.path().join("sub/../a.txt"), b"x", false);
+        cache.record(&dir.path().join("sub/../a.txt"), b"x", false, None);
         assert!(cache.has_read(&file));
         cache.forget(&file);
         assert!(!cache.has_read(&file));

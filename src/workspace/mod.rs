@@ -3,10 +3,12 @@
 //! against.
 
 pub mod atomic;
+pub mod beneath;
 pub mod copy;
 pub mod file_state;
 pub mod paths;
 pub mod snapshot;
 
+pub use beneath::Roots;
 pub use file_state::FileStateCache;
 pub use snapshot::Snapshot;

@@ -49,19 +49,27 @@ impl Snapshot {
 
     /// [`Snapshot::take`], leaving out the directories in `excluded` that lie below `root`
     /// (drover's own artifacts directory: its transcripts are not the agent's work).
+    ///
+    /// Each file is opened beneath a handle on `root`, following no symlink, so a path
+    /// that is not what the walk saw is an error rather than a read of something else.
     pub fn take_excluding(root: &Path, excluded: &[PathBuf]) -> io::Result<Snapshot> {
+        let canonical = root.canonicalize().map_err(|e| named(root, e))?;
+        let roots = super::Roots::new(std::slice::from_ref(&canonical));
         let mut files = BTreeMap::new();
         for entry in walk(root, excluded)? {
+            let at = canonical.join(&entry.relative);
             let file_entry = if entry.file_type.is_symlink() {
-                let target = std::fs::read_link(&entry.path).map_err(|e| named(&entry.path, e))?;
+                let target = roots.read_link(&at)?;
                 FileEntry {
                     mode: MODE_SYMLINK,
                     content: path_bytes(&target),
                 }
             } else if entry.file_type.is_file() {
-                let content = std::fs::read(&entry.path).map_err(|e| named(&entry.path, e))?;
-                let metadata =
-                    std::fs::symlink_metadata(&entry.path).map_err(|e| named(&entry.path, e))?;
+                let mut file = roots.open_file(&at)?;
+                let metadata = file.metadata().map_err(|e| named(&entry.path, e))?;
+                let mut content = Vec::new();
+                io::Read::read_to_end(&mut file, &mut content)
+                    .map_err(|e| named(&entry.path, e))?;
                 FileEntry {
                     mode: if is_executable(&metadata) {
                         MODE_EXECUTABLE
