@@ -197,3 +197,147 @@ fn a_symlink_planted_in_the_workspace_is_not_a_way_out_for_writes() {
         );
     }
 }
+
+/// A script the agent writes and runs: the policy cannot see what it does, the OS must.
+fn scripted_attack(script_body: &str, extra_calls: &[Value]) -> String {
+    let mut turns = vec![
+        vec![call(
+            "Write",
+            json!({ "file_path": "evil.sh", "content": script_body }),
+        )],
+        vec![call("Bash", json!({ "command": "bash evil.sh" }))],
+    ];
+    for extra in extra_calls {
+        turns.push(vec![extra.clone()]);
+    }
+    let mut script = String::new();
+    for turn in &turns {
+        script.push_str(&format!(
+            "    - tool_calls: {}\n",
+            Value::Array(turn.clone())
+        ));
+    }
+    script.push_str("    - text: done\n");
+    script
+}
+
+#[test]
+fn artifacts_inside_the_workspace_cannot_be_forged_or_used_as_a_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let ws = root.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(root.join("outside")).unwrap();
+    std::fs::write(root.join("outside/victim"), "untouched").unwrap();
+    // The agent forges its transcript and plants links for drover's own writes to follow.
+    let attack = "mkdir -p drover-artifacts/t\n\
+                  echo '{\"type\":\"forged\"}' > drover-artifacts/t/transcript.jsonl\n\
+                  ln -sfn ../../outside/victim drover-artifacts/summary.md\n\
+                  ln -sfn ../../../outside/victim drover-artifacts/t/diff.patch\n";
+    let extra = [
+        call(
+            "Write",
+            json!({ "file_path": "drover-artifacts/t/transcript.jsonl", "content": "x" }),
+        ),
+        call(
+            "Bash",
+            json!({ "command": "echo x >> drover-artifacts/t/transcript.jsonl" }),
+        ),
+    ];
+    let body = format!(
+        "version: 1\nname: t\nprompt: p\nworkspace: .\nmodel:\n  provider: script\n  script:\n{}\
+         permissions:\n  allow: [Bash, Write]\n",
+        scripted_attack(attack, &extra)
+    );
+    let spec = write_spec(&ws, "task.yaml", &body);
+    // Run from the workspace with the default artifacts directory: the common case.
+    let output = drover()
+        .current_dir(&ws)
+        .arg("run")
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(root.join("outside/victim")).unwrap(),
+        "untouched",
+        "drover followed a planted link: {stderr}"
+    );
+    let artifacts = ws.join("drover-artifacts");
+    for file in ["summary.md", "t/diff.patch", "t/transcript.jsonl"] {
+        let meta = std::fs::symlink_metadata(artifacts.join(file)).unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "{file} is not drover's own file"
+        );
+    }
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    assert_eq!(lines[0]["type"], "run_start", "{stderr}");
+    assert_eq!(lines.last().unwrap()["type"], "run_end");
+    assert!(lines.iter().all(|line| line["type"] != "forged"));
+    let verified = drover()
+        .args(["transcript", "verify"])
+        .arg(artifacts.join("t/transcript.jsonl"))
+        .output()
+        .unwrap();
+    assert!(verified.status.success(), "{verified:?}");
+    let results = events(&lines, "tool_result");
+    assert_eq!(
+        results[1]["is_error"], false,
+        "the attack ran: {}",
+        results[1]
+    );
+    for denied in &results[2..] {
+        assert_eq!(denied["is_error"], true, "{denied}");
+        assert!(
+            denied["content"].as_str().unwrap().contains("off limits"),
+            "{denied}"
+        );
+    }
+}
+
+#[test]
+fn a_worktree_git_file_rewritten_by_the_agent_is_restored_before_the_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("README"), "hi\n").unwrap();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    git(&["init", "-q"]);
+    git(&["add", "README"]);
+    git(&["commit", "-q", "-m", "init"]);
+    // A planted repository whose fsmonitor would run the agent's code in the check.
+    let attack = "mkdir -p fake/.git && git init -q fake && \
+                  git -C fake config core.fsmonitor \"touch $PWD/../fsmonitor-ran\" && \
+                  rm -f .git && printf 'gitdir: %s\\n' \"$PWD/fake/.git\" > .git\n";
+    let body = format!(
+        "version: 1\nname: wt\nprompt: p\nworkspace: repo\nisolation: worktree\nmodel:\n  provider: script\n  script:\n{}\
+         permissions:\n  allow: [Bash, Write]\n\
+         checks:\n  - name: git sees the real repository\n    run: git status --porcelain && grep -q worktrees .git\n",
+        scripted_attack(attack, &[])
+    );
+    let spec = write_spec(&root, "task.yaml", &body);
+    let output = drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(root.join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!root.join("fsmonitor-ran").exists(), "{stderr}");
+    let lines = transcript(&root.join("out/wt/transcript.jsonl"));
+    let checks = events(&lines, "check");
+    assert_eq!(checks.len(), 1, "{stderr}");
+    assert_eq!(checks[0]["passed"], true, "{}\n{stderr}", checks[0]);
+    assert!(stderr.contains("worktree's .git file"), "{stderr}");
+}

@@ -77,6 +77,9 @@ pub struct Policy {
     guardrails: Switch,
     /// The home directory, for `~` and `$HOME` in commands (read once).
     home: Option<PathBuf>,
+    /// Canonical paths no tool may write and no command may name, whatever the rules:
+    /// drover's artifacts directory, a worktree's `.git` file.
+    protected: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -91,7 +94,22 @@ impl Policy {
             mode: permissions.mode,
             guardrails: permissions.guardrails,
             home: expand::home_dir(),
+            protected: Vec::new(),
         }
+    }
+
+    /// The same policy with `protected` (canonical paths) off limits to every tool.
+    pub fn with_protected(mut self, protected: Vec<PathBuf>) -> Self {
+        self.protected = protected;
+        self
+    }
+
+    /// The protected path `path` lies in, if any.
+    fn protected_by(&self, path: &Path) -> Option<&Path> {
+        self.protected
+            .iter()
+            .find(|protected| path.starts_with(protected))
+            .map(PathBuf::as_path)
     }
 
     /// Why `tool` is not offered to the model at all, or None when it is: a tool denied

@@ -90,6 +90,15 @@ impl Policy {
         if let Some(rule) = denied {
             return Decision::deny(Some(rule), format!("{described} is denied by rule {rule}"));
         }
+        if !read_only && let Some(protected) = target.and_then(|t| self.protected_by(&t.absolute)) {
+            return Decision::deny(
+                None,
+                format!(
+                    "{described} would write into {}, which drover keeps off limits to every tool (its artifacts, or a worktree's .git file)",
+                    protected.display()
+                ),
+            );
+        }
         let allowed = match target {
             Some(target) => self.path_allowed_by(name, read_only, target),
             None => self

@@ -20,6 +20,17 @@ impl Policy {
         dirs: &[std::path::PathBuf],
     ) -> Option<Decision> {
         for target in self.arg_targets(candidate, dirs) {
+            if let Some(protected) = self.protected_by(&target.absolute) {
+                return Some(Decision::deny(
+                    None,
+                    format!(
+                        "`{}` names {}, inside {}, which drover keeps off limits to commands (its artifacts, or a worktree's .git file)",
+                        command.source,
+                        target.shown(),
+                        protected.display()
+                    ),
+                ));
+            }
             if let Some(rule) = self.path_denied_by("Read", &target) {
                 return Some(Decision::deny(
                     Some(rule),
@@ -119,6 +130,16 @@ impl Policy {
                 ),
             ));
         };
+        if let Some(protected) = self.protected_by(&target.absolute) {
+            return Err(Decision::deny(
+                None,
+                format!(
+                    "{name} would write to {} (a redirection), inside {}, which drover keeps off limits",
+                    target.shown(),
+                    protected.display()
+                ),
+            ));
+        }
         if let Some(rule) = self.path_denied_by("Edit", &target) {
             return Err(Decision::deny(
                 Some(rule),

@@ -263,3 +263,43 @@ fn bash_companions_go_with_bash() {
     };
     assert!(p.withholds(&output).is_some() && p.withholds(&kill).is_some());
 }
+
+#[test]
+fn protected_paths_are_off_limits_to_writes_whatever_the_rules() {
+    let p = policy(&["Edit", "Write", "Bash"], &[]).with_protected(vec![
+        PathBuf::from("/ws/drover-artifacts"),
+        PathBuf::from("/ws/.git"),
+    ]);
+    for path in [
+        "drover-artifacts/t/transcript.jsonl",
+        "/ws/drover-artifacts/summary.md",
+        "./drover-artifacts",
+        ".git",
+    ] {
+        let decision = p.decide(&WRITE, &file(path));
+        assert!(!decision.allowed, "{path}");
+        assert!(
+            decision.reason.contains("off limits"),
+            "{}",
+            decision.reason
+        );
+        assert!(!p.decide(&EDIT, &file(path)).allowed, "{path}");
+    }
+    for command in [
+        "echo x > drover-artifacts/t/transcript.jsonl",
+        "echo x >> ./drover-artifacts/../drover-artifacts/t/x",
+        "rm -rf drover-artifacts",
+        "cp evil drover-artifacts/t/transcript.jsonl",
+        "printf 'gitdir: /x' > .git",
+    ] {
+        let decision = p.decide(&BASH, &cmd(command));
+        assert!(!decision.allowed, "{command}");
+    }
+    // Reading is fine, and neighbours are not protected.
+    assert!(
+        p.decide(&READ, &file("drover-artifacts/t/transcript.jsonl"))
+            .allowed
+    );
+    assert!(p.decide(&WRITE, &file("drover-artifacts-notes.md")).allowed);
+    assert!(p.decide(&BASH, &cmd("echo x > notes.md")).allowed);
+}

@@ -11,6 +11,7 @@ mod replay;
 mod sandbox;
 pub mod shard;
 mod task;
+mod task_folder;
 mod worktree;
 
 use std::path::{Path, PathBuf};
@@ -26,7 +27,6 @@ use crate::record::junit::junit_xml;
 use crate::record::summary::{summary_json, summary_md};
 use crate::record::{EndReason, RunReport, TaskReport, TranscriptReader};
 use crate::spec::{Isolation, LoadedSpec, Provider};
-use crate::workspace::atomic::write_atomic;
 
 /// Command-line settings that override every spec of a run.
 #[derive(Debug, Clone, Default)]
@@ -150,6 +150,7 @@ pub async fn run_plans(
     quiet: bool,
     interrupt: Option<task::Interrupt>,
 ) -> RunReport {
+    let exposed = artifacts_exposed(&plans, artifacts);
     let style = progress::Style::detect(quiet);
     let progress = progress::Progress::new(style, plans.len(), progress::colors_enabled());
     let mut finished: Vec<(usize, TaskReport)> =
@@ -170,7 +171,7 @@ pub async fn run_plans(
                     }
                     let observer = progress.observer(plan.spec.name());
                     let handle = tokio::spawn(async move {
-                        run_task(plan, &artifacts, observer, interrupt).await
+                        run_task(plan, &artifacts, exposed, observer, interrupt).await
                     });
                     let report = match handle.await {
                         Ok(report) => report,
@@ -195,14 +196,67 @@ pub async fn run_plans(
     }
 }
 
+/// Does the artifacts directory lie where an agent of this run may write: inside a
+/// workspace edited in place or an additional directory? Its task folders are then
+/// staged (see `task_folder`). A task with `sandbox: off` is not counted: its commands
+/// can write anywhere, a staging directory included, and nothing is contained then.
+fn artifacts_exposed(plans: &[TaskPlan], artifacts: &Path) -> bool {
+    let artifacts = match artifacts.canonicalize() {
+        Ok(dir) => dir,
+        // Not there yet: judge where it will be, from its nearest existing ancestor.
+        Err(_) => crate::workspace::paths::canonicalize_for_write(
+            &std::path::absolute(artifacts).unwrap_or_else(|_| artifacts.to_path_buf()),
+        )
+        .unwrap_or_else(|_| artifacts.to_path_buf()),
+    };
+    plans.iter().any(|plan| {
+        let in_place = plan.isolation == crate::spec::Isolation::None
+            && plan
+                .origin
+                .canonicalize()
+                .is_ok_and(|origin| artifacts.starts_with(origin));
+        let additional = plan
+            .spec
+            .additional_directories()
+            .iter()
+            .any(|dir| artifacts.starts_with(dir));
+        in_place || additional
+    })
+}
+
 /// Write junit.xml, summary.json and summary.md into the artifacts directory.
+///
+/// The files are written beneath a handle on the directory and follow no symlink: an
+/// agent that planted `summary.md -> ../somewhere` (the directory is often inside its
+/// workspace) gets its link replaced, not followed. A directory that became a symlink
+/// itself is refused.
 pub fn write_reports(report: &RunReport, artifacts: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(artifacts)?;
-    write_atomic(&artifacts.join("junit.xml"), junit_xml(report).as_bytes())?;
-    write_atomic(
-        &artifacts.join("summary.json"),
-        summary_json(report).as_bytes(),
-    )?;
-    write_atomic(&artifacts.join("summary.md"), summary_md(report).as_bytes())?;
+    if std::fs::symlink_metadata(artifacts)?
+        .file_type()
+        .is_symlink()
+    {
+        return Err(std::io::Error::other(format!(
+            "{} is a symlink now (was it planted by an agent?); point --artifacts at a real directory",
+            artifacts.display()
+        )));
+    }
+    let root = artifacts.canonicalize()?;
+    let roots = crate::workspace::Roots::new(std::slice::from_ref(&root));
+    let files = [
+        ("junit.xml", junit_xml(report)),
+        ("summary.json", summary_json(report)),
+        ("summary.md", summary_md(report)),
+    ];
+    for (name, content) in files {
+        let path = root.join(name);
+        if roots
+            .symlink_metadata(&path)
+            .is_ok_and(|meta| meta.file_type().is_symlink())
+        {
+            roots.remove_file(&path)?;
+        }
+        roots.write_atomic(&path, content.as_bytes())?;
+    }
     Ok(())
 }

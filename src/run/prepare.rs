@@ -20,6 +20,26 @@ pub struct PreparedWorkspace {
     _worktree: Option<Worktree>,
 }
 
+impl PreparedWorkspace {
+    /// In a git worktree, restore its `.git` file if the agent changed it (see
+    /// [`Worktree::restore_git_link`]); Ok(false) when nothing was changed or there is no
+    /// worktree.
+    pub fn restore_git_link(&self) -> std::io::Result<bool> {
+        match &self._worktree {
+            Some(worktree) => worktree.restore_git_link(),
+            None => Ok(false),
+        }
+    }
+
+    /// Paths inside the workspace no tool may write: a worktree's `.git` file.
+    pub fn protected(&self) -> Vec<PathBuf> {
+        self._worktree
+            .iter()
+            .map(|worktree| worktree.git_link_path())
+            .collect()
+    }
+}
+
 /// Work in place.
 pub fn in_place(origin: &Path) -> std::io::Result<PreparedWorkspace> {
     Ok(PreparedWorkspace {

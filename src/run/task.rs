@@ -21,6 +21,8 @@ use crate::tools::{Registry, ToolContext};
 use crate::workspace::Snapshot;
 use crate::workspace::atomic::write_atomic;
 
+use super::task_folder::TaskFolder;
+
 use super::checks::{failure_summary, run_check};
 use super::expect;
 use super::prepare::{PreparedWorkspace, git_worktree, in_place, scratch_copy};
@@ -59,28 +61,41 @@ pub struct TaskPlan {
 }
 
 /// Run the task and write its transcript and diff under `artifacts/<name>/`. Every
-/// transcript event is shown to `observer` too (progress output).
+/// transcript event is shown to `observer` too (progress output). `exposed`: the
+/// artifacts directory lies where an agent of this run may write, so the task's folder is
+/// staged and published when the task is over (see [`TaskFolder`]).
 pub async fn run_task(
     plan: TaskPlan,
     artifacts: &Path,
+    exposed: bool,
     observer: Option<EventObserver>,
     interrupt: Option<Interrupt>,
 ) -> TaskReport {
     let started = Instant::now();
     let mut report = unfinished_report(&plan, artifacts);
-    let task_dir = report.artifacts_dir.clone();
     let redactor = Arc::new(task_redactor(&plan));
-    if let Err(error) = execute(
-        plan,
-        artifacts,
-        &task_dir,
-        &mut report,
-        observer,
-        interrupt,
-        Arc::clone(&redactor),
-    )
-    .await
-    {
+    let outcome = match TaskFolder::new(&report.artifacts_dir, exposed) {
+        Ok(folder) => {
+            let executed = execute(
+                plan,
+                artifacts,
+                folder.dir(),
+                &mut report,
+                observer,
+                interrupt,
+                Arc::clone(&redactor),
+            )
+            .await;
+            // Published whatever happened: an error's transcript matters most.
+            let published = folder.publish().map_err(|e| e.to_string());
+            executed.and(published)
+        }
+        Err(error) => Err(format!(
+            "cannot create artifact directory {}: {error}",
+            report.artifacts_dir.display()
+        )),
+    };
+    if let Err(error) = outcome {
         report.reason = EndReason::InternalError;
         report.status = EndReason::InternalError.status();
         report.message = error;
@@ -208,12 +223,6 @@ async fn execute(
     interrupt: Option<Interrupt>,
     redactor: Arc<Redactor>,
 ) -> Result<(), String> {
-    std::fs::create_dir_all(task_dir).map_err(|e| {
-        format!(
-            "cannot create artifact directory {}: {e}",
-            task_dir.display()
-        )
-    })?;
     let mut transcript =
         TranscriptWriter::create(&task_dir.join("transcript.jsonl")).map_err(|e| e.to_string())?;
     if let Some(observer) = observer {
@@ -239,11 +248,24 @@ async fn execute(
     report.provider = model.provider().to_string();
     report.model = model.name().to_string();
     let permissions = &plan.spec.spec.permissions;
+    // drover's artifacts and a worktree's `.git` file are off limits to every tool
+    // (the OS keeps them out of reach too: see task_folder and restore_git_link).
+    let mut protected = workspace.protected();
+    let artifacts_dir = crate::workspace::paths::canonicalize_for_write(
+        &std::path::absolute(artifacts).unwrap_or_else(|_| artifacts.to_path_buf()),
+    )
+    .unwrap_or_else(|_| artifacts.to_path_buf());
+    // An artifacts directory holding the whole workspace cannot be kept off limits
+    // without forbidding every write; the OS-side staging still protects its files.
+    if !workspace.dir.starts_with(&artifacts_dir) {
+        protected.push(artifacts_dir);
+    }
     let policy = Policy::new(
         permissions,
         &workspace.dir,
         &plan.spec.additional_directories(),
-    );
+    )
+    .with_protected(protected);
     let mut registry = Registry::builtin().map_err(|e| e.to_string())?;
     registry.retain(|tool| policy.withholds(tool).is_none());
     let runs_commands = registry.names().iter().any(|name| name == "Bash");
@@ -361,6 +383,19 @@ async fn execute(
             "{} of the agent's commands could not be stopped; the diff and the checks were not run",
             commands.env.tracker.live()
         ));
+    }
+    // A check's git must find the real repository, not one the agent pointed at.
+    match workspace.restore_git_link() {
+        Ok(false) => {}
+        Ok(true) => eprintln!(
+            "drover: warning: {}: the agent changed the worktree's .git file; it was restored before the diff and the checks",
+            report.name
+        ),
+        Err(error) => {
+            return Err(format!(
+                "the worktree's .git file was changed and cannot be restored ({error}); the checks were not run"
+            ));
+        }
     }
     let outcome = outcome.map_err(|e| e.to_string())?;
     report.turns = outcome.turns;

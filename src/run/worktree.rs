@@ -96,6 +96,10 @@ pub struct Worktree {
     pub dir: PathBuf,
     /// The scratch directory holding the worktree; dropped after the worktree is removed.
     _scratch: TempDir,
+    /// What git wrote into the worktree's `.git` file (`gitdir: …`), to restore it if the
+    /// agent rewrote it: git run by a check must find the real repository, not a planted
+    /// one with a `core.fsmonitor` command.
+    git_link: Vec<u8>,
 }
 
 impl Worktree {
@@ -124,7 +128,9 @@ impl Worktree {
             root,
             repository,
             _scratch: scratch,
+            git_link: Vec::new(),
         };
+        worktree.git_link = std::fs::read(worktree.root.join(".git"))?;
         let dir = worktree.root.join(&worktree.repository.prefix);
         if !dir.is_dir() {
             return Err(std::io::Error::other(format!(
@@ -134,6 +140,33 @@ impl Worktree {
         }
         worktree.dir = dir.canonicalize()?;
         Ok(worktree)
+    }
+}
+
+impl Worktree {
+    /// Put the worktree's `.git` file back as git wrote it, if anything changed it
+    /// (rewritten, replaced by a directory or a symlink). Returns whether it had changed.
+    /// Called once the agent's processes are gone, before the checks run.
+    pub fn restore_git_link(&self) -> std::io::Result<bool> {
+        let link = self.root.join(".git");
+        let meta = std::fs::symlink_metadata(&link);
+        let intact = meta.as_ref().is_ok_and(|m| m.file_type().is_file())
+            && std::fs::read(&link).is_ok_and(|bytes| bytes == self.git_link);
+        if intact {
+            return Ok(false);
+        }
+        match meta {
+            Ok(m) if m.file_type().is_dir() => std::fs::remove_dir_all(&link)?,
+            Ok(_) => std::fs::remove_file(&link)?,
+            Err(_) => {}
+        }
+        crate::workspace::atomic::write_atomic(&link, &self.git_link)?;
+        Ok(true)
+    }
+
+    /// The worktree's `.git` file.
+    pub fn git_link_path(&self) -> PathBuf {
+        self.root.join(".git")
     }
 }
 

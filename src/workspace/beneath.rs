@@ -208,6 +208,22 @@ impl Roots {
         Ok(mtime)
     }
 
+    /// Remove the file or symlink `path` (the link itself, never its target).
+    pub fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(invalid(path, "names no file"));
+        };
+        let dir = self.open(parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| explain(path, e))
+    }
+
+    /// Remove everything inside directory `path`, following no symlink: a link is removed
+    /// as a link, a subdirectory is emptied through its own handle and removed.
+    pub fn clear_dir(&self, path: &Path) -> io::Result<()> {
+        let dir = self.open(path, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        clear_dir_fd(&dir).map_err(|e| explain(path, e))
+    }
+
     /// Open directory `path`, creating what is missing of it beneath its root, one
     /// component at a time and without following a symlink.
     pub fn create_dir_all(&self, path: &Path) -> io::Result<OwnedFd> {
@@ -234,6 +250,30 @@ impl Roots {
         }
         Ok(dir)
     }
+}
+
+/// Empty the directory open as `dir`, depth first, never following a symlink.
+fn clear_dir_fd(dir: &OwnedFd) -> Result<(), Errno> {
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(std::ffi::CString::from(entry.file_name()));
+        }
+    }
+    for name in names {
+        let stat = rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory {
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let sub = rustix::fs::openat(dir, name.as_c_str(), flags, Mode::empty())?;
+            clear_dir_fd(&sub)?;
+            rustix::fs::unlinkat(dir, name.as_c_str(), AtFlags::REMOVEDIR)?;
+        } else {
+            rustix::fs::unlinkat(dir, name.as_c_str(), AtFlags::empty())?;
+        }
+    }
+    Ok(())
 }
 
 /// Open a root directory by path (once, when the task starts).
