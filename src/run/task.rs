@@ -22,6 +22,7 @@ use crate::workspace::Snapshot;
 use crate::workspace::atomic::write_atomic;
 
 use super::task_folder::TaskFolder;
+use crate::workspace::confined::ConfinedThread;
 
 use super::checks::{failure_summary, run_check};
 use super::expect;
@@ -278,6 +279,25 @@ async fn execute(
         }
     }
 
+    // drover's file tools get the same filesystem confinement as the commands: a thread
+    // under the task's Landlock ruleset does their opens (defence in depth beneath the
+    // path handling). Failing that, the task fails as it would for Bash.
+    let sandbox_on = commands.summary["enabled"] == true;
+    let mut file_thread = None;
+    if sandbox_on {
+        let policy = commands.policy.clone();
+        match ConfinedThread::start(move || crate::policy::sandbox::enforce_files(&policy)) {
+            Ok(thread) => file_thread = Some(thread),
+            Err(reason) => {
+                if commands.unavailable.is_none() {
+                    commands.unavailable = Some(format!(
+                        "the OS sandbox cannot be enforced on this machine ({reason}), so the task did not run; run drover on a Linux kernel with Landlock enabled, or write `sandbox: off` in the spec to run without it explicitly"
+                    ));
+                }
+            }
+        }
+    }
+
     warn_unredacted(&redactor);
     transcript
         .write(Event::RunStart {
@@ -358,13 +378,17 @@ async fn execute(
         ModelSource::Replay { expectations, .. } => expectations,
         ModelSource::Script { .. } | ModelSource::Remote(_) => None,
     };
+    let mut ctx = ToolContext::with_env(workspace.dir.clone(), commands.env.clone())
+        .with_additional(&plan.spec.additional_directories())
+        .with_hidden(policy.hidden_filter());
+    if let Some(thread) = file_thread {
+        ctx = ctx.confined_to(thread);
+    }
     let mut agent = Agent {
         model: model.as_mut(),
         registry: &registry,
         policy: &policy,
-        ctx: ToolContext::with_env(workspace.dir.clone(), commands.env.clone())
-            .with_additional(&plan.spec.additional_directories())
-            .with_hidden(policy.hidden_filter()),
+        ctx,
         transcript: &mut transcript,
         replay: expectations,
         redactor: &redactor,

@@ -102,6 +102,13 @@ impl ToolContext {
         self
     }
 
+    /// The same context with every file operation of the tools run on `thread`, which is
+    /// under the task's OS confinement (see [`crate::workspace::confined`]).
+    pub fn confined_to(mut self, thread: crate::workspace::confined::ConfinedThread) -> Self {
+        self.roots = Arc::new(self.roots.confined_to(thread));
+        self
+    }
+
     /// This context for one call whose path the policy judged as `target`.
     pub fn for_call(&self, target: Option<PathBuf>) -> Self {
         ToolContext {

@@ -20,11 +20,14 @@ use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
+
+use super::confined::ConfinedThread;
 
 /// Permission bits for files that did not exist before.
 const NEW_FILE_MODE: u32 = 0o644;
@@ -42,10 +45,11 @@ struct Root {
     handle: Result<OwnedFd, String>,
 }
 
-/// The directory handles a task's file tools act beneath. Cheap to share (`Arc`).
+/// The directory handles a task's file tools act beneath, and the confined thread (when
+/// the task has one) every open, create, rename and removal runs on.
 pub struct Roots {
-    /// Longest path first, so the most specific root holds a path; `/` is always last.
-    roots: Vec<Root>,
+    handles: Arc<Handles>,
+    confined: Option<Arc<ConfinedThread>>,
 }
 
 impl Roots {
@@ -53,6 +57,122 @@ impl Roots {
     /// A directory that cannot be opened is remembered as such: every operation under it
     /// fails with the reason, rather than falling back to a path.
     pub fn new(dirs: &[PathBuf]) -> Self {
+        Roots {
+            handles: Arc::new(Handles::new(dirs)),
+            confined: None,
+        }
+    }
+
+    /// The same handles, with every operation run on `thread` (see [`ConfinedThread`]).
+    pub fn confined_to(&self, thread: ConfinedThread) -> Self {
+        Roots {
+            handles: Arc::clone(&self.handles),
+            confined: Some(Arc::new(thread)),
+        }
+    }
+
+    /// Whether operations run on a confined thread.
+    pub fn is_confined(&self) -> bool {
+        self.confined.is_some()
+    }
+
+    /// Run `op` on the handles, on the confined thread when there is one.
+    fn call<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&Handles) -> io::Result<T> + Send + 'static,
+    ) -> io::Result<T> {
+        match &self.confined {
+            None => op(&self.handles),
+            Some(thread) => {
+                let handles = Arc::clone(&self.handles);
+                thread.run(move || op(&handles))?
+            }
+        }
+    }
+
+    /// Open `path` (absolute, symlinks already resolved) with `flags`, following no
+    /// symlink and never leaving the root that holds it.
+    pub fn open(&self, path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+        let path = path.to_path_buf();
+        self.call(move |h| h.open(&path, flags))
+    }
+
+    /// The metadata of `path` itself (a symlink at the end is reported as one).
+    pub fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
+        let fd = self.open(path, OFlags::PATH | OFlags::NOFOLLOW)?;
+        File::from(fd).metadata()
+    }
+
+    /// The metadata of `path`, which must not be or contain a symlink.
+    pub fn metadata(&self, path: &Path) -> io::Result<Metadata> {
+        let fd = self.open(path, OFlags::PATH)?;
+        File::from(fd).metadata()
+    }
+
+    /// Where the symlink `path` points (the link itself is found beneath the roots; its
+    /// target is only text and is not resolved).
+    pub fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        let fd = self.open(path, OFlags::PATH | OFlags::NOFOLLOW)?;
+        let target = rustix::fs::readlinkat(&fd, "", Vec::new()).map_err(|e| explain(path, e))?;
+        Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
+    }
+
+    /// Open a regular file for reading. Opening does not block on a FIFO or device an
+    /// agent planted: anything but a regular file is refused.
+    pub fn open_file(&self, path: &Path) -> io::Result<File> {
+        let fd = self.open(path, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY)?;
+        regular_file(path, fd)
+    }
+
+    /// The whole content of a regular file.
+    pub fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        use std::io::Read;
+        let mut file = self.open_file(path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Replace `path` with `bytes` atomically: missing parent directories are created
+    /// beneath the root, a temp file is written in the parent directory's handle, given
+    /// the old file's permission bits, synced, and renamed over the name in that same
+    /// handle. A reader (or a crash) sees the old file or the new one. Returns the new
+    /// file's modification time, taken from its own handle.
+    pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<Option<SystemTime>> {
+        let path = path.to_path_buf();
+        let bytes = bytes.to_vec();
+        self.call(move |h| h.write_atomic(&path, &bytes))
+    }
+
+    /// Remove the file or symlink `path` (the link itself, never its target).
+    pub fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let path = path.to_path_buf();
+        self.call(move |h| h.remove_file(&path))
+    }
+
+    /// Remove everything inside directory `path`, following no symlink: a link is removed
+    /// as a link, a subdirectory is emptied through its own handle and removed.
+    pub fn clear_dir(&self, path: &Path) -> io::Result<()> {
+        let path = path.to_path_buf();
+        self.call(move |h| h.clear_dir(&path))
+    }
+
+    /// Open directory `path`, creating what is missing of it beneath its root, one
+    /// component at a time and without following a symlink.
+    pub fn create_dir_all(&self, path: &Path) -> io::Result<OwnedFd> {
+        let path = path.to_path_buf();
+        self.call(move |h| h.create_dir_all(&path))
+    }
+}
+
+/// The handles themselves, and the operations on them (run on whatever thread calls).
+struct Handles {
+    /// Longest path first, so the most specific root holds a path; `/` is always last.
+    roots: Vec<Root>,
+}
+
+impl Handles {
+    fn new(dirs: &[PathBuf]) -> Self {
         let mut roots: Vec<Root> = dirs
             .iter()
             .filter(|dir| dir.as_path() != Path::new("/"))
@@ -66,7 +186,7 @@ impl Roots {
             path: PathBuf::from("/"),
             handle: open_root(Path::new("/")),
         });
-        Roots { roots }
+        Handles { roots }
     }
 
     /// The root handle holding `path` and the rest of the path beneath it (never empty:
@@ -102,73 +222,13 @@ impl Roots {
         Err(invalid(path, "is under no root"))
     }
 
-    /// Open `path` (absolute, symlinks already resolved) with `flags`, following no
-    /// symlink and never leaving the root that holds it.
-    pub fn open(&self, path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+    fn open(&self, path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
         let (root, relative) = self.locate(path)?;
         open_beneath(root, &relative, flags | OFlags::CLOEXEC, Mode::empty())
             .map_err(|errno| explain(path, errno))
     }
 
-    /// The metadata of `path` itself (a symlink at the end is reported as one).
-    pub fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
-        let fd = self.open(path, OFlags::PATH | OFlags::NOFOLLOW)?;
-        File::from(fd).metadata()
-    }
-
-    /// The metadata of `path`, which must not be or contain a symlink.
-    pub fn metadata(&self, path: &Path) -> io::Result<Metadata> {
-        let fd = self.open(path, OFlags::PATH)?;
-        File::from(fd).metadata()
-    }
-
-    /// Where the symlink `path` points (the link itself is found beneath the roots; its
-    /// target is only text and is not resolved).
-    pub fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-        let fd = self.open(path, OFlags::PATH | OFlags::NOFOLLOW)?;
-        let target = rustix::fs::readlinkat(&fd, "", Vec::new()).map_err(|e| explain(path, e))?;
-        Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
-    }
-
-    /// Open a regular file for reading. Opening does not block on a FIFO or device an
-    /// agent planted: anything but a regular file is refused.
-    pub fn open_file(&self, path: &Path) -> io::Result<File> {
-        let fd = self.open(path, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY)?;
-        let file = File::from(fd);
-        let kind = file.metadata()?.file_type();
-        if kind.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::IsADirectory,
-                format!("{} is a directory", path.display()),
-            ));
-        }
-        if !kind.is_file() {
-            return Err(invalid(
-                path,
-                "is not a regular file (a FIFO, socket or device)",
-            ));
-        }
-        // Regular files ignore O_NONBLOCK; clear it anyway so reads behave as usual.
-        let flags = rustix::fs::fcntl_getfl(&file)?;
-        rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK)?;
-        Ok(file)
-    }
-
-    /// The whole content of a regular file.
-    pub fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        use std::io::Read;
-        let mut file = self.open_file(path)?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
-        Ok(bytes)
-    }
-
-    /// Replace `path` with `bytes` atomically: missing parent directories are created
-    /// beneath the root, a temp file is written in the parent directory's handle, given
-    /// the old file's permission bits, synced, and renamed over the name in that same
-    /// handle. A reader (or a crash) sees the old file or the new one. Returns the new
-    /// file's modification time, taken from its own handle.
-    pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<Option<SystemTime>> {
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<Option<SystemTime>> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(invalid(path, "names no file"));
         };
@@ -208,8 +268,7 @@ impl Roots {
         Ok(mtime)
     }
 
-    /// Remove the file or symlink `path` (the link itself, never its target).
-    pub fn remove_file(&self, path: &Path) -> io::Result<()> {
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(invalid(path, "names no file"));
         };
@@ -217,16 +276,12 @@ impl Roots {
         rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| explain(path, e))
     }
 
-    /// Remove everything inside directory `path`, following no symlink: a link is removed
-    /// as a link, a subdirectory is emptied through its own handle and removed.
-    pub fn clear_dir(&self, path: &Path) -> io::Result<()> {
+    fn clear_dir(&self, path: &Path) -> io::Result<()> {
         let dir = self.open(path, OFlags::RDONLY | OFlags::DIRECTORY)?;
         clear_dir_fd(&dir).map_err(|e| explain(path, e))
     }
 
-    /// Open directory `path`, creating what is missing of it beneath its root, one
-    /// component at a time and without following a symlink.
-    pub fn create_dir_all(&self, path: &Path) -> io::Result<OwnedFd> {
+    fn create_dir_all(&self, path: &Path) -> io::Result<OwnedFd> {
         let (root, relative) = self.locate(path)?;
         let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let mut dir = open_beneath(root, Path::new("."), dir_flags, Mode::empty())
@@ -274,6 +329,28 @@ fn clear_dir_fd(dir: &OwnedFd) -> Result<(), Errno> {
         }
     }
     Ok(())
+}
+
+/// `fd` as a regular file, or the error that says what it is instead.
+fn regular_file(path: &Path, fd: OwnedFd) -> io::Result<File> {
+    let file = File::from(fd);
+    let kind = file.metadata()?.file_type();
+    if kind.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            format!("{} is a directory", path.display()),
+        ));
+    }
+    if !kind.is_file() {
+        return Err(invalid(
+            path,
+            "is not a regular file (a FIFO, socket or device)",
+        ));
+    }
+    // Regular files ignore O_NONBLOCK; clear it anyway so reads behave as usual.
+    let flags = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK)?;
+    Ok(file)
 }
 
 /// Open a root directory by path (once, when the task starts).

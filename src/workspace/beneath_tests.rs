@@ -143,3 +143,41 @@ fn an_unopenable_root_fails_every_operation_under_it() {
     let error = roots.read(&gone.join("x")).unwrap_err();
     assert!(error.to_string().contains("cannot be opened"), "{error}");
 }
+
+#[test]
+fn a_confined_thread_stops_what_the_path_logic_lets_through() {
+    use crate::policy::sandbox::{SandboxPolicy, enforce_files};
+    use crate::workspace::confined::ConfinedThread;
+    let (_ws, root, _o, outside) = setup();
+    let denied = tempfile::tempdir().unwrap();
+    let denied_root = denied.path().canonicalize().unwrap();
+    std::fs::write(denied_root.join("key"), "secret").unwrap();
+    let policy = SandboxPolicy {
+        writable: vec![root.clone()],
+        read_denied: vec![denied_root.clone()],
+        network: true,
+        limits: Default::default(),
+    };
+    let thread = match ConfinedThread::start(move || enforce_files(&policy)) {
+        Ok(thread) => thread,
+        Err(reason) => {
+            eprintln!("skipped: no Landlock here ({reason})");
+            return;
+        }
+    };
+    let roots = Roots::new(std::slice::from_ref(&root)).confined_to(thread);
+    assert!(roots.is_confined());
+    // Inside: as usual.
+    roots.write_atomic(&root.join("in.txt"), b"ok").unwrap();
+    assert_eq!(roots.read(&root.join("in.txt")).unwrap(), b"ok");
+    // Outside every root the path logic would go ahead (beneath `/`); the kernel does not.
+    let error = roots
+        .write_atomic(&outside.join("planted"), b"x")
+        .unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::PermissionDenied, "{error}");
+    assert!(!outside.join("planted").exists());
+    assert!(roots.read(&denied_root.join("key")).is_err());
+    assert_eq!(roots.read(&outside.join("secret")).unwrap(), b"outside");
+    // drover's own threads are not restricted.
+    std::fs::write(outside.join("drover-may"), "x").unwrap();
+}

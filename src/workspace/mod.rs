@@ -4,6 +4,7 @@
 
 pub mod atomic;
 pub mod beneath;
+pub mod confined;
 pub mod copy;
 pub mod file_state;
 pub mod paths;

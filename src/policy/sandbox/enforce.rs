@@ -101,6 +101,36 @@ pub fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
     })
 }
 
+/// Restrict the calling thread's filesystem access to what `policy` grants a command
+/// (reads everywhere but the denied paths, writes only beneath the writable ones), and
+/// nothing else: no network rules, no scopes. For drover's confined file thread (see
+/// `workspace::confined`); the thread must be dedicated to it, as the restriction cannot
+/// be lifted.
+pub fn enforce_files(policy: &SandboxPolicy) -> Result<(), String> {
+    let read = AccessFs::from_read(BEST_ABI);
+    let write = AccessFs::from_write(BEST_ABI);
+    let status = Ruleset::default()
+        .handle_access(AccessFs::from_all(BEST_ABI))
+        .and_then(|r| r.create())
+        .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::ReadDir)))
+        .and_then(|r| r.add_rules(path_beneath_rules(read_grants(&policy.read_denied), read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&policy.writable, read | write)))
+        .and_then(|r| r.restrict_self())
+        .map_err(|e| format!("cannot confine drover's file tools with Landlock: {e}"))?;
+    let abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => effective_abi,
+        LandlockStatus::NotEnabled | LandlockStatus::NotImplemented => {
+            return Err("Landlock is not available to confine drover's file tools".into());
+        }
+    };
+    if status.ruleset == RulesetStatus::NotEnforced || abi < MIN_FS_ABI {
+        return Err(format!(
+            "drover's file tools cannot be confined: the kernel's Landlock ABI {abi} is too old (ABI {MIN_FS_ABI}, Linux 6.2, is needed)"
+        ));
+    }
+    Ok(())
+}
+
 /// Move into a new, empty network namespace (no interface up, not even loopback): cuts
 /// UDP, raw sockets and abstract Unix sockets too. Needs CAP_SYS_ADMIN, so it usually
 /// works only when drover runs as root; Landlock's TCP rules are the fallback.

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Rule, Specifier};
 
+pub use enforce::enforce_files;
 pub use launcher::{Launcher, sandbox_exec_main};
 pub use limits::ResourceLimits;
 
