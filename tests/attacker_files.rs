@@ -28,6 +28,19 @@ fn flipper(inner: &str) -> String {
     )
 }
 
+/// The `script:` entries of a scripted model: one turn per list of calls, then "done".
+fn script_of(turns: &[Vec<Value>]) -> String {
+    let mut script = String::new();
+    for turn in turns {
+        script.push_str(&format!(
+            "    - tool_calls: {}\n",
+            Value::Array(turn.clone())
+        ));
+    }
+    script.push_str("    - text: done\n");
+    script
+}
+
 fn call(name: &str, input: Value) -> Value {
     json!({ "name": name, "input": input })
 }
@@ -70,14 +83,7 @@ fn a_directory_flipped_to_a_symlink_never_redirects_a_file_tool() {
             json!({ "file_path": format!("d/{inner}/new-{i}.txt"), "content": "planted" }),
         ));
     }
-    let mut script = String::new();
-    for turn in [&start, &settle, &reads, &writes] {
-        script.push_str(&format!(
-            "    - tool_calls: {}\n",
-            Value::Array(turn.clone())
-        ));
-    }
-    script.push_str("    - text: done\n");
+    let script = script_of(&[start, settle, reads, writes]);
     let body = format!(
         "version: 1\nname: race\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n{script}\
          permissions:\n  allow: [Bash, Write]\n  deny: [\"Read(/{}/**)\"]\n",
@@ -159,14 +165,7 @@ fn a_symlink_planted_in_the_workspace_is_not_a_way_out_for_writes() {
             json!({ "file_path": "script.sh", "old_string": "original", "new_string": "planted" }),
         )],
     ];
-    let mut script = String::new();
-    for turn in &calls {
-        script.push_str(&format!(
-            "    - tool_calls: {}\n",
-            Value::Array(turn.clone())
-        ));
-    }
-    script.push_str("    - text: done\n");
+    let script = script_of(&calls);
     let body = format!(
         "version: 1\nname: links\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n{script}\
          permissions:\n  allow: [Bash, Write, Edit]\n"
@@ -210,15 +209,7 @@ fn scripted_attack(script_body: &str, extra_calls: &[Value]) -> String {
     for extra in extra_calls {
         turns.push(vec![extra.clone()]);
     }
-    let mut script = String::new();
-    for turn in &turns {
-        script.push_str(&format!(
-            "    - tool_calls: {}\n",
-            Value::Array(turn.clone())
-        ));
-    }
-    script.push_str("    - text: done\n");
-    script
+    script_of(&turns)
 }
 
 #[test]
