@@ -157,6 +157,8 @@ impl Policy {
 }
 
 #[cfg(test)]
+mod table_gaps_tests;
+#[cfg(test)]
 mod table_tests;
 #[cfg(test)]
 mod tests;

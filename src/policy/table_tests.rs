@@ -94,6 +94,11 @@ fn policy(name: &str, fx: &Fixture) -> Policy {
         "none" => (&[], &[]),
         // Guardrails switched off explicitly, Bash outright.
         "unguarded" => (&["Bash"], &[]),
+        // The attacker's setting of issue 10: two harmless programs and one script dir.
+        "narrow" => (
+            &["Bash(cat *)", "Bash(echo *)", "Bash(python3 scripts/*)"],
+            &["Read(.env)"],
+        ),
         other => panic!("no policy {other}"),
     };
     let permissions = Permissions {
@@ -109,7 +114,7 @@ fn policy(name: &str, fx: &Fixture) -> Policy {
     Policy::new(&permissions, &fx.workspace, &[])
 }
 
-fn bash(command: &str) -> (&'static str, Value) {
+pub(super) fn bash(command: &str) -> (&'static str, Value) {
     ("Bash", json!({ "command": command }))
 }
 
@@ -127,7 +132,7 @@ fn file(tool: &'static str, path: &str) -> (&'static str, Value) {
     }
 }
 
-fn check(rows: &[(&str, (&'static str, Value), bool)]) {
+pub(super) fn check(rows: &[(&str, (&'static str, Value), bool)]) {
     let fx = fixture();
     let registry = Registry::builtin().unwrap();
     let mut failures = Vec::new();

@@ -10,6 +10,7 @@
 //! are collected in [`writes`].
 
 mod declarations;
+mod node_kinds;
 mod writes;
 
 use std::ops::ControlFlow;
@@ -138,8 +139,25 @@ impl Walker<'_> {
             self.flag(Opaque::ParseError(reason));
             return;
         }
+        if node.is_named() && !node_kinds::KNOWN.contains(&node.kind()) {
+            let reason = format!("syntax drover does not know (`{}`)", node.kind());
+            self.flag(Opaque::ParseError(reason));
+            return;
+        }
         match node.kind() {
             "comment" => {}
+            "heredoc_redirect" => {
+                self.heredoc(node);
+                self.children(node, depth);
+            }
+            "expansion" => {
+                // `${x:=`cmd`}`: the grammar keeps backticks there as plain words.
+                if node_kinds::has_live_substitution(self.text(node).as_bytes()) {
+                    let excerpt = self.excerpt(node);
+                    self.flag(Opaque::CommandSubstitution(excerpt));
+                }
+                self.children(node, depth);
+            }
             "ERROR" => {
                 let excerpt = self.excerpt(node);
                 self.flag(Opaque::ParseError(excerpt));
@@ -175,6 +193,30 @@ impl Walker<'_> {
                 self.children(node, depth);
             }
             _ => self.children(node, depth),
+        }
+    }
+
+    /// An unquoted here-document's body runs its backticks and `$(…)` (the grammar parses
+    /// `$(…)` there but not backticks, and not in `<<-` bodies); a quoted one expands
+    /// nothing.
+    fn heredoc(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let quoted = children
+            .iter()
+            .find(|child| child.kind() == "heredoc_start")
+            .is_some_and(|start| node_kinds::quoted_delimiter(self.text(*start)));
+        if quoted {
+            return;
+        }
+        for body in children
+            .iter()
+            .filter(|child| child.kind() == "heredoc_body")
+        {
+            if node_kinds::has_live_substitution(self.text(*body).as_bytes()) {
+                let excerpt = self.excerpt(*body);
+                self.flag(Opaque::CommandSubstitution(excerpt));
+            }
         }
     }
 
