@@ -38,6 +38,28 @@ impl Policy {
             }
         }
         let dirs = self.possible_dirs(&analysis, cwd);
+        // Paths through /proc or /dev/fd mean the command's own process: opaque.
+        for command in &analysis.commands {
+            let program = command.argv.first().map_or("", |p| basename(p));
+            // Builtins that print their arguments never open them.
+            if matches!(program, "echo" | "printf" | "true" | "false" | ":") {
+                continue;
+            }
+            for arg in &command.argv {
+                for candidate in words::path_candidates(arg) {
+                    let through = dirs.iter().any(|dir| {
+                        crate::workspace::paths::resolve_physical(dir, &candidate)
+                            .is_ok_and(|p| p.through_process)
+                    });
+                    if through {
+                        let opaque = Opaque::ProcessPath(candidate);
+                        if !analysis.opaque.contains(&opaque) {
+                            analysis.opaque.push(opaque);
+                        }
+                    }
+                }
+            }
+        }
         if let Some(denial) = self.command_denial(name, line, &analysis, cwd, &dirs) {
             return denial;
         }
@@ -73,11 +95,15 @@ impl Policy {
             // `Bash(cargo test *)` vouches for cargo test, not for an option that makes
             // cargo run any program (`--config 'target.x.runner=…'`): the rule must name it.
             let risky = words::code_running_option(&command.argv);
+            // `Bash(python3 scripts/*)` must not vouch for `python3 scripts/../evil.py`:
+            // the rule has to match the line with its paths resolved too.
+            let resolved = resolved_text(&command.argv, cwd);
             let rule = outright.or_else(|| {
                 self.allow.iter().find(|rule| {
                     rule.governs(name)
                         && matches!(rule.specifier(), Some(Specifier::Command(p))
                             if p.matches(&command.text)
+                                && resolved.as_ref().is_none_or(|text| p.matches(text))
                                 && risky.is_none_or(|option| p.as_str().contains(option)))
                 })
             });
@@ -267,10 +293,38 @@ impl Policy {
 
 /// Opaque parts that may run commands the analysis could not list. (The commands inside
 /// `$(…)` and `<(…)` are listed, so deny rules still see them.)
+/// The command's words with every path that holds `.` or `..` components resolved as the
+/// kernel would from `cwd` (relative to `cwd` when inside it), or None when no word has
+/// such components.
+fn resolved_text(argv: &[String], cwd: &Path) -> Option<String> {
+    let mut changed = false;
+    let words: Vec<String> = argv
+        .iter()
+        .map(|arg| {
+            let has_dots = arg.split('/').any(|part| part == ".." || part == ".");
+            if !arg.contains('/') || !has_dots {
+                return arg.clone();
+            }
+            let Ok(physical) = crate::workspace::paths::resolve_physical(cwd, arg) else {
+                return arg.clone();
+            };
+            changed = true;
+            match physical.path.strip_prefix(cwd) {
+                Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
+                _ => physical.path.to_string_lossy().into_owned(),
+            }
+        })
+        .collect();
+    changed.then(|| words.join(" "))
+}
+
 fn hides_commands(opaque: &Opaque) -> bool {
     !matches!(
         opaque,
-        Opaque::CommandSubstitution(_) | Opaque::ProcessSubstitution(_) | Opaque::DynamicWrite(_)
+        Opaque::CommandSubstitution(_)
+            | Opaque::ProcessSubstitution(_)
+            | Opaque::DynamicWrite(_)
+            | Opaque::ProcessPath(_)
     )
 }
 

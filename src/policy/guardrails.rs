@@ -187,12 +187,10 @@ fn resolve(arg: &str, ctx: &GuardContext<'_>) -> Option<PathBuf> {
         trimmed
     };
     let expanded = expand_word(trimmed, ctx.home, ctx.cwd)?;
-    let path = if expanded.is_absolute() {
-        expanded
-    } else {
-        ctx.cwd.join(expanded)
-    };
-    Some(crate::workspace::paths::normalize(&path))
+    // As the kernel resolves it: `rm -rf link/..` removes the parent of the link's target.
+    crate::workspace::paths::resolve_physical(ctx.cwd, &expanded.to_string_lossy())
+        .ok()
+        .map(|p| p.path)
 }
 
 fn resolves_to_root(arg: &str, ctx: &GuardContext<'_>) -> bool {
@@ -207,6 +205,15 @@ fn is_precious(arg: &str, ctx: &GuardContext<'_>) -> bool {
         if !name.is_empty() && !name.contains('/') {
             return true;
         }
+    }
+    // `rm -rf /dev/fd/../cwd/`: what a path through /proc or /dev/fd reaches is the
+    // command's business; a destructive command on one is refused.
+    let trimmed = arg.trim_end_matches("/*").trim_end_matches('*');
+    if let Some(expanded) = expand_word(trimmed, ctx.home, ctx.cwd)
+        && crate::workspace::paths::resolve_physical(ctx.cwd, &expanded.to_string_lossy())
+            .is_ok_and(|p| p.through_process)
+    {
+        return true;
     }
     let Some(path) = resolve(arg, ctx) else {
         return false;

@@ -49,10 +49,16 @@ impl Policy {
         base: &std::path::Path,
         raw: &str,
     ) -> Result<PathTarget, String> {
-        let lexical = paths::resolve(base, raw).map_err(|e| e.to_string())?;
-        // Resolve symlinks so a link inside the workspace cannot point a rule check at
-        // one file and the tool at another.
-        let absolute = paths::canonicalize_for_write(&lexical).unwrap_or(lexical);
+        // Resolved as the kernel will: symlinks followed, `..` taken after them, so a
+        // link inside the workspace cannot point a rule check at one file and the tool
+        // at another.
+        let physical = paths::resolve_physical(base, raw).map_err(|e| e.to_string())?;
+        if physical.through_process {
+            return Err(format!(
+                "{raw} goes through /proc or /dev/fd, whose meaning depends on the process that opens it; drover does not judge such paths"
+            ));
+        }
+        let absolute = physical.path;
         let relative = paths::relative_to(&self.workspace, &absolute);
         let confined =
             relative.is_some() || self.additional.iter().any(|dir| absolute.starts_with(dir));

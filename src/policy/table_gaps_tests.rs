@@ -2,7 +2,7 @@
 //! The decision table, continued: the classes an attacker found with only `Bash(cat *)`
 //! and `Bash(echo *)` allowed (the `narrow` policy), several spellings each, both sides.
 
-use super::table_tests::{bash, check};
+use super::table_tests::{bash, check, file};
 
 #[test]
 fn substitutions_in_here_documents_and_expansions() {
@@ -57,5 +57,47 @@ fn substitutions_in_here_documents_and_expansions() {
         ("narrow", bash("cat x; if then fi"), false),
         ("narrow", bash("echo ok; case x in"), false),
         ("narrow", bash("cat <(echo"), false),
+    ]);
+}
+
+#[test]
+fn paths_that_are_not_what_they_look_like() {
+    check(&[
+        // `*` does not carry a rule out of its directory through `..`.
+        ("narrow", bash("python3 scripts/run.py"), true),
+        ("narrow", bash("python3 scripts/a/../run.py"), true),
+        ("narrow", bash("python3 scripts/../src/evil.py"), false),
+        ("narrow", bash("python3 scripts/./../src/evil.py"), false),
+        ("narrow", bash("python3 scripts/../../../tmp/x.py"), false),
+        (
+            "narrow",
+            bash("python3 scripts/sub/../../src/lib.rs"),
+            false,
+        ),
+        // /proc and /dev/fd name the command's own process: opaque.
+        ("narrow", bash("cat /dev/fd/../cwd/.env"), false),
+        ("narrow", bash("cat /proc/self/cwd/.env"), false),
+        ("narrow", bash("cat /proc/self//cwd/.env"), false),
+        ("narrow", bash("cat /proc/self/./root/etc/passwd"), false),
+        ("narrow", bash("cat /proc/thread-self/cwd/.env"), false),
+        ("narrow", bash("cat /proc/1/environ"), false),
+        ("narrow", bash("cat /dev/stdin"), false),
+        (
+            "narrow",
+            bash("cat ../../../../../../../../proc/self/cwd/.env"),
+            false,
+        ),
+        ("narrow", bash("echo /proc/self/cwd"), true),
+        ("none", file("Read", "/proc/self/environ"), false),
+        ("none", file("Read", "/dev/fd/../cwd/.env"), false),
+        ("open", bash("cat /proc/self/status"), true),
+        // A destructive command through them is a guardrail, whatever the rules.
+        ("open", bash("rm -rf /dev/fd/../cwd/"), false),
+        ("open", bash("rm -rf /proc/self/root/*"), false),
+        ("open", bash("rm -rf /proc/self/cwd"), false),
+        ("open", bash("rm -rf /dev/fd/../cwd/src"), false),
+        ("open", bash("rm -rf src/../"), false),
+        ("open", bash("rm -rf src/.."), false),
+        ("open", bash("rm -rf src"), true),
     ]);
 }

@@ -118,7 +118,7 @@ pub(super) fn bash(command: &str) -> (&'static str, Value) {
     ("Bash", json!({ "command": command }))
 }
 
-fn file(tool: &'static str, path: &str) -> (&'static str, Value) {
+pub(super) fn file(tool: &'static str, path: &str) -> (&'static str, Value) {
     match tool {
         "Write" => (tool, json!({ "file_path": path, "content": "x" })),
         "Edit" => (

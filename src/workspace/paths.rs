@@ -35,6 +35,101 @@ pub fn resolve(workspace: &Path, input: &str) -> Result<PathBuf, PathError> {
     Ok(normalize(&joined))
 }
 
+/// A path resolved the way the kernel would: symlinks followed and `..` taken after them
+/// (so `link/..` is the parent of the link's target, not the directory holding the link).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Physical {
+    /// Absolute, without symlinks as far as the path exists; a missing tail is kept
+    /// lexically.
+    pub path: PathBuf,
+    /// The path passes through `/proc` or `/dev/fd` (`/dev/stdin` …): names that mean the
+    /// process opening them, so what they reach for a command cannot be known here.
+    pub through_process: bool,
+}
+
+/// How many symlinks a resolution follows before giving up, as the kernel's ELOOP.
+const MAX_LINKS: usize = 40;
+
+/// Resolve `input` (absolute, or relative to `base`) physically (see [`Physical`]).
+pub fn resolve_physical(base: &Path, input: &str) -> Result<Physical, PathError> {
+    if input.is_empty() {
+        return Err(PathError::Empty);
+    }
+    if input.contains('\0') {
+        return Err(PathError::NulByte);
+    }
+    let expanded = match input.strip_prefix("~/") {
+        Some(rest) => match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(rest),
+            None => PathBuf::from(input),
+        },
+        None => PathBuf::from(input),
+    };
+    let joined = if expanded.is_absolute() {
+        expanded
+    } else {
+        base.join(expanded)
+    };
+    let mut pending: std::collections::VecDeque<std::ffi::OsString> = joined
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    let mut resolved = PathBuf::from("/");
+    let mut links = 0;
+    let mut through_process = false;
+    while let Some(name) = pending.pop_front() {
+        if name == ".." {
+            resolved.pop();
+            continue;
+        }
+        let candidate = resolved.join(&name);
+        if is_process_path(&candidate) {
+            through_process = true;
+        }
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.file_type().is_symlink() && links < MAX_LINKS => {
+                links += 1;
+                let Ok(target) = std::fs::read_link(&candidate) else {
+                    resolved = candidate;
+                    continue;
+                };
+                if target.is_absolute() {
+                    resolved = PathBuf::from("/");
+                }
+                let parts: Vec<std::ffi::OsString> = target
+                    .components()
+                    .filter_map(|c| match c {
+                        Component::Normal(name) => Some(name.to_os_string()),
+                        Component::ParentDir => Some("..".into()),
+                        _ => None,
+                    })
+                    .collect();
+                for part in parts.into_iter().rev() {
+                    pending.push_front(part);
+                }
+            }
+            _ => resolved = candidate,
+        }
+    }
+    Ok(Physical {
+        path: resolved,
+        through_process,
+    })
+}
+
+/// `/proc/…`, `/dev/fd`, `/dev/stdin`, `/dev/stdout`, `/dev/stderr`: their meaning
+/// depends on the process that opens them.
+fn is_process_path(path: &Path) -> bool {
+    path.starts_with("/proc")
+        || ["/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"]
+            .iter()
+            .any(|magic| path.starts_with(magic))
+}
+
 /// Remove `.` and `..` components without touching the file system. `..` at the root
 /// stays at the root, as the kernel treats it.
 pub fn normalize(path: &Path) -> PathBuf {
@@ -126,6 +221,46 @@ mod tests {
             Some("a/b.rs")
         );
         assert_eq!(relative_to(ws, Path::new("/other")), None);
+    }
+
+    #[test]
+    fn physical_resolution_takes_dotdot_after_symlinks_and_flags_process_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("real/inner")).unwrap();
+        std::os::unix::fs::symlink(root.join("real/inner"), root.join("link")).unwrap();
+        // `link/..` is `real`, not the directory holding the link.
+        let p = resolve_physical(&root, "link/../x").unwrap();
+        assert_eq!(p.path, root.join("real/x"));
+        assert!(!p.through_process);
+        assert_eq!(
+            resolve_physical(&root, "real/./inner/../new/file")
+                .unwrap()
+                .path,
+            root.join("real/new/file")
+        );
+        for magic in [
+            "/dev/fd/../cwd/.env",
+            "/proc/self//cwd/x",
+            "/proc/thread-self/cwd/.env",
+            "/proc/self/./root/etc",
+            "/dev/stdin",
+            "../../../../../../proc/self/cwd",
+        ] {
+            assert!(
+                resolve_physical(&root, magic).unwrap().through_process,
+                "{magic}"
+            );
+        }
+        std::os::unix::fs::symlink("/proc/self", root.join("me")).unwrap();
+        assert!(
+            resolve_physical(&root, "me/cwd/.env")
+                .unwrap()
+                .through_process
+        );
+        // A loop of links ends.
+        std::os::unix::fs::symlink(root.join("loop"), root.join("loop")).unwrap();
+        assert!(resolve_physical(&root, "loop/x").is_ok());
     }
 
     #[test]

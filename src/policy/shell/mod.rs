@@ -94,6 +94,9 @@ pub enum Opaque {
     /// `export PATH=…`, `env RUSTC_WRAPPER=… cargo`), or an alias definition; carries
     /// the variable's name.
     DangerousAssignment(String),
+    /// A path through `/proc` or `/dev/fd` (`/proc/self/cwd/.env`, `/dev/fd/../cwd`):
+    /// it names the command's own process, so drover cannot tell what it reaches.
+    ProcessPath(String),
     /// The line does not parse as bash.
     ParseError(String),
     /// Too long, too deeply nested or too slow to parse.
@@ -111,6 +114,10 @@ impl fmt::Display for Opaque {
             Opaque::DynamicWrite(t) => ("write target not known statically", t),
             Opaque::Wrapper(t) => ("wrapper options not understood", t),
             Opaque::DangerousAssignment(t) => ("assignment that changes what runs", t),
+            Opaque::ProcessPath(t) => (
+                "a path through /proc or /dev/fd, which means the command's own process",
+                t,
+            ),
             Opaque::ParseError(t) => ("syntax error", t),
             Opaque::TooComplex(t) => ("too complex", t),
         };
