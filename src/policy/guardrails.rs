@@ -8,6 +8,9 @@ use regex::Regex;
 
 use super::expand::{basename, expand_word};
 
+mod look_through;
+use look_through::GuardForm;
+
 /// Where the guardrails judge paths from.
 pub struct GuardContext<'a> {
     pub workspace: &'a Path,
@@ -46,7 +49,52 @@ pub fn check(commands: &[Vec<String>], line: &str, ctx: &GuardContext<'_>) -> Op
             "running a download with a shell or interpreter (piped, or saved and run)".into(),
         );
     }
-    commands.iter().find_map(|argv| check_one(argv, ctx))
+    if downloads && runs_a_local_file(commands) {
+        return Some("running a downloaded file (saved, made executable and run)".into());
+    }
+    commands
+        .iter()
+        .flat_map(|argv| look_through::forms(argv))
+        .find_map(|form| check_form(&form, ctx))
+}
+
+/// `./i.sh`, `/tmp/x`, `chmod +x f`: a line that downloads and runs or makes
+/// executable a file of its own.
+fn runs_a_local_file(commands: &[Vec<String>]) -> bool {
+    commands.iter().any(|argv| {
+        let first = argv.first().map(String::as_str).unwrap_or_default();
+        first.contains('/')
+            || (program(argv) == "chmod"
+                && argv
+                    .iter()
+                    .skip(1)
+                    .any(|a| a.contains('x') || a.chars().all(|c| c.is_ascii_digit())))
+    })
+}
+
+/// One command as the guardrails see it, wrappers looked through.
+fn check_form(form: &GuardForm, ctx: &GuardContext<'_>) -> Option<String> {
+    if let Some(why) = check_one(&form.argv, ctx) {
+        return Some(why);
+    }
+    let name = program(&form.argv);
+    let args = &form.argv[1.min(form.argv.len())..];
+    let destroys = (name == "rm" && is_recursive_rm(args))
+        || (matches!(name, "chmod" | "chown" | "chgrp") && is_recursive(args))
+        || name == "shred";
+    if form.input_targets && destroys {
+        if let Some(root) = form.walked.iter().find(|root| is_precious(root, ctx)) {
+            return Some(format!(
+                "find over {root} running {name} on everything it finds"
+            ));
+        }
+        if form.walked.is_empty() {
+            return Some(format!(
+                "{name} -r of targets read from input, not known before the command runs"
+            ));
+        }
+    }
+    None
 }
 
 fn program(argv: &[String]) -> &str {
@@ -57,9 +105,34 @@ fn check_one(argv: &[String], ctx: &GuardContext<'_>) -> Option<String> {
     let name = program(argv);
     let args = &argv[1.min(argv.len())..];
     match name {
-        "sudo" | "su" | "doas" | "pkexec" | "runuser" => Some(format!(
+        "sudo" | "su" | "doas" | "pkexec" | "runuser" | "run0" | "sg" | "newgrp" => Some(format!(
             "{name}: drover never runs commands as another user"
         )),
+        "blkdiscard" | "mkswap" | "swapon" | "sfdisk" | "fdisk" | "cfdisk" | "gdisk" | "sgdisk"
+        | "parted" | "partprobe" | "losetup" | "cryptsetup" | "mdadm" | "pvcreate" | "pvremove"
+        | "vgremove" | "lvremove" | "zpool" | "hdparm" | "nvme" | "badblocks" | "blockdev"
+        | "kexec" => Some(format!(
+            "{name}: partitioning, erasing or reconfiguring disks and the machine"
+        )),
+        "killall5" => Some("killall5: signalling every process".into()),
+        "kill" | "pkill" if kills_everything(name, args) => {
+            Some(format!("{name} of every process (-1)"))
+        }
+        "perl" | "python" | "python3" | "python2" | "ruby" | "node" | "nodejs" | "php" | "bun"
+        | "deno"
+            if inline_fork_loop(args) =>
+        {
+            Some(format!("a fork bomb ({name} forking in a loop)"))
+        }
+        "cp" | "mv" | "install" | "tee" | "rsync" | "ln"
+            if args
+                .iter()
+                .filter(|a| !a.starts_with('-'))
+                .skip(usize::from(!matches!(name, "tee")))
+                .any(|a| is_block_device(a)) =>
+        {
+            Some(format!("{name} writing to a disk device"))
+        }
         "shutdown" | "reboot" | "halt" | "poweroff" => Some(format!("{name} of the machine")),
         "init" | "telinit" if args.iter().any(|a| a == "0" || a == "6") => {
             Some(format!("{name} to halt or reboot the machine"))
@@ -116,9 +189,11 @@ fn check_rm(args: &[String], ctx: &GuardContext<'_>) -> Option<String> {
                 "rm of {arg}, which would delete the root, the home directory or the workspace"
             ));
         }
+        // `rm -rf `pwd``, `rm -rf $(dirname x)`: a command's output is never known;
+        // `rm -rf $DIR` is when the variable resolves.
+        let substituted = arg.contains('`') || arg.contains("$(");
         if is_recursive_rm(args)
-            && (arg.contains('$') || arg.contains('`'))
-            && resolve(arg, ctx).is_none()
+            && (substituted || (arg.contains('$') && resolve(arg, ctx).is_none()))
         {
             return Some(format!(
                 "rm -r of {arg}, a target not known before the command runs (it could be the root, the home directory or the workspace)"
@@ -129,7 +204,7 @@ fn check_rm(args: &[String], ctx: &GuardContext<'_>) -> Option<String> {
 }
 
 /// A `find` test that narrows what `-delete` removes (without one, everything goes).
-fn has_find_filter(args: &[String]) -> bool {
+pub(super) fn has_find_filter(args: &[String]) -> bool {
     args.iter().any(|a| {
         matches!(
             a.as_str(),
@@ -167,6 +242,55 @@ fn is_recursive(args: &[String]) -> bool {
     args.iter().any(|a| {
         a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && a.contains('R'))
     })
+}
+
+/// `kill -9 -1`, `kill -s KILL -1`, `kill -- -1`: -1 as a target is every process the
+/// user may signal. (`kill -1 PID` is SIGHUP to PID: the first option is the signal.)
+fn kills_everything(name: &str, args: &[String]) -> bool {
+    if name == "pkill" {
+        return false;
+    }
+    let mut index = 0;
+    if let Some(first) = args.first() {
+        if first == "-s" || first == "-n" {
+            index = 2;
+        } else if first.starts_with('-') && first != "--" && first != "-1" {
+            index = 1;
+        } else if first == "-1" && args.len() > 1 {
+            index = 1; // `-1` is the signal (SIGHUP) when targets follow
+        }
+    }
+    args.iter().skip(index).any(|a| a == "-1")
+}
+
+/// Inline code (`-e`, `-c`, `-E`, `-r`) that forks inside a loop.
+fn inline_fork_loop(args: &[String]) -> bool {
+    args.iter().any(|code| {
+        code.contains("fork")
+            && [
+                "while",
+                "loop",
+                "for ",
+                "for(",
+                "until",
+                "repeat",
+                "setInterval",
+            ]
+            .iter()
+            .any(|looping| code.contains(looping))
+    })
+}
+
+/// A disk (not `/dev/null` and friends): what writing to destroys a file system.
+fn is_block_device(target: &str) -> bool {
+    let Some(name) = target.strip_prefix("/dev/") else {
+        return false;
+    };
+    [
+        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "loop", "dm-", "md", "mapper/", "disk/", "sr",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix))
 }
 
 fn is_device(target: &str) -> bool {
