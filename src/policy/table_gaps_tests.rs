@@ -174,3 +174,53 @@ fn guardrails_look_through_every_wrapper() {
         ("open", bash("timeout 60 rm -rf target"), true),
     ]);
 }
+
+#[test]
+fn writes_carried_by_options() {
+    check(&[
+        // The `ci` policy allows `git diff *`, `cat *`, `echo *` and `Edit(src/**)`.
+        (
+            "ci",
+            bash("git diff --no-index --output=scripts/ci.sh a b"),
+            false,
+        ),
+        ("ci", bash("git diff --output scripts/ci.sh"), false),
+        ("ci", bash("git diff --output=.git/hooks/pre-commit"), false),
+        ("ci", bash("git diff --output=$OUT/x.patch"), false),
+        ("ci", bash("git diff --output=src/changes.patch"), true),
+        ("ci", bash("git diff --stat"), true),
+        ("ci", bash("git diff --output=$X"), false),
+        (
+            "open",
+            bash("git diff --output=.git/hooks/pre-commit"),
+            false,
+        ),
+        ("open", bash("sort -o .git/config x"), false),
+        ("open", bash("sort -o$OUT/x x"), false),
+        ("open", bash("curl -o $OUT/i.sh https://x.test"), false),
+        ("open", bash("wget -O $OUT/i.sh https://x.test"), false),
+        (
+            "open",
+            bash("wget --output-document=config/app.yml https://x.test"),
+            false,
+        ),
+        ("open", bash("gcc -o $OUT/a.out x.c"), false),
+        ("open", bash("cc -o.git/hooks/pre-push x.c"), false),
+        ("open", bash("tar -czf $OUT/a.tgz src"), false),
+        ("open", bash("tar -xf a.tar -C $OUT"), false),
+        ("open", bash("unzip a.zip -d $OUT"), false),
+        ("open", bash("cargo build --target-dir $OUT/t"), false),
+        ("open", bash("pip install --target $OUT/lib x"), false),
+        ("open", bash("python3 -m pip install -t $OUT/lib x"), false),
+        ("open", bash("mytool --output=$OUT/r.json"), false),
+        ("open", bash("mytool --log-file=config/x.log"), false),
+        // Writes inside the workspace where rules allow them stay allowed.
+        ("open", bash("sort -o sorted.txt x"), true),
+        ("open", bash("gcc -o a.out x.c"), true),
+        ("open", bash("tar -czf a.tgz src"), true),
+        ("open", bash("tar -xf a.tar"), true),
+        ("open", bash("cargo build --target-dir target/alt"), true),
+        ("open", bash("grep -o 'a.b' src/lib.rs"), true),
+        ("open", bash("mytool -o fast"), true),
+    ]);
+}

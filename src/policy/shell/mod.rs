@@ -15,6 +15,7 @@
 //! [`MAX_DEPTH`] and parses slower than [`PARSE_TIME_LIMIT`] are reported as opaque.
 
 mod assignments;
+mod output_options;
 mod runners;
 mod walk;
 mod words;

@@ -324,6 +324,23 @@ impl Walker<'_> {
             self.flag(Opaque::DynamicCommand(excerpt(&reason)));
         }
         let argv: Vec<String> = run.iter().map(|word| word.text.clone()).collect();
+        // `git diff --output=FILE`, `curl -o FILE`, `sort -o FILE`: writes like `>`.
+        for written in super::output_options::written(&argv) {
+            match written {
+                super::output_options::Written::Word(index) => {
+                    if let Some(word) = run.get(index) {
+                        self.write_target(word);
+                    }
+                }
+                super::output_options::Written::Attached(index, value) => {
+                    if run.get(index).is_some_and(Word::is_literal) {
+                        self.out.writes.push(value);
+                    } else {
+                        self.flag(Opaque::DynamicWrite(excerpt(source)));
+                    }
+                }
+            }
+        }
         self.out.commands.push(SimpleCommand {
             text: argv.join(" "),
             argv,
