@@ -224,3 +224,82 @@ fn writes_carried_by_options() {
         ("open", bash("mytool -o fast"), true),
     ]);
 }
+
+#[test]
+fn files_git_can_print_by_name() {
+    check(&[
+        // The `ci` policy denies Read(.env) and Read(secrets/**), allows `git diff *`.
+        ("open", bash("git show HEAD:.env"), false),
+        ("open", bash("git show :.env"), false),
+        ("open", bash("git show HEAD~3:./.env"), false),
+        ("open", bash("git cat-file -p HEAD:config/.env"), false),
+        (
+            "ci",
+            bash("git diff HEAD~1:secrets/token HEAD:src/lib.rs"),
+            false,
+        ),
+        ("open", bash("git show HEAD:README.md"), true),
+        ("open", bash("git log --format=%H:%s"), true),
+        (
+            "ci",
+            bash("git diff HEAD~1:src/lib.rs HEAD:src/lib.rs"),
+            true,
+        ),
+    ]);
+}
+
+/// A small deterministic fuzzer over the new paths (here-documents, expansions, option
+/// writes, wrappers, /proc paths): every mutation of the attack lines is decided without
+/// a panic. (The libFuzzer targets in fuzz/ cover the parser at length.)
+#[test]
+fn mutated_attack_lines_are_decided_without_panic() {
+    use super::table_tests::{fixture, policy};
+    let seeds = [
+        "cat <<EOF\n`id` $(id) ${x:-`id`}\nEOF",
+        "cat <<-'EOF'\n\t$(id)\n\tEOF",
+        "echo ${x:=`id`} ${y/$(id)/z}",
+        "git diff --no-index --output=scripts/ci.sh a b",
+        "tar -czf a.tgz -C src . && sort -oout x",
+        "flock -w 3 f chroot / watch -n 1 setsid rm -rf /dev/fd/../cwd/",
+        "find / -exec nice rm -rf {} + ; echo x | xargs -n1 rm -rf",
+        "python3 scripts/../src/evil.py; cat /proc/self//cwd/.env",
+        "git show HEAD:.env; kill -s KILL -1; perl -e 'fork while 1'",
+    ];
+    let alphabet: Vec<char> = "`$(){}[]<>|&;'\"\\\n\t -=:/.*~#!0-EOFx".chars().collect();
+    let fx = fixture();
+    let registry = crate::tools::Registry::builtin().unwrap();
+    let bash_tool = registry.get("Bash").unwrap();
+    let policies = [policy("open", &fx), policy("narrow", &fx)];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |bound: usize| {
+        // xorshift64*: deterministic, so a failure reproduces.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % bound.max(1)
+    };
+    for round in 0..1500 {
+        let mut line: Vec<char> = seeds[round % seeds.len()].chars().collect();
+        for _ in 0..1 + next(6) {
+            let at = next(line.len() + 1);
+            match next(3) {
+                0 => line.insert(at, alphabet[next(alphabet.len())]),
+                1 if at < line.len() => {
+                    line.remove(at);
+                }
+                _ => {
+                    let from = next(line.len().max(1));
+                    let piece: Vec<char> = line.iter().skip(from).take(8).copied().collect();
+                    for (offset, c) in piece.into_iter().enumerate() {
+                        line.insert((at + offset).min(line.len()), c);
+                    }
+                }
+            }
+        }
+        let text: String = line.into_iter().collect();
+        let input = serde_json::json!({ "command": text });
+        for policy in &policies {
+            let _ = policy.decide(bash_tool.as_ref(), &input);
+        }
+    }
+}

@@ -10,14 +10,14 @@ use serde_json::{Value, json};
 use super::*;
 use crate::tools::Registry;
 
-struct Fixture {
+pub(super) struct Fixture {
     _dir: tempfile::TempDir,
     workspace: PathBuf,
     outside: PathBuf,
 }
 
 /// A workspace with source files, secrets, a `.git/` directory and a symlink pointing out.
-fn fixture() -> Fixture {
+pub(super) fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let workspace = root.join("ws");
@@ -52,7 +52,7 @@ fn rules(list: &[&str]) -> Vec<Rule> {
         .collect()
 }
 
-fn policy(name: &str, fx: &Fixture) -> Policy {
+pub(super) fn policy(name: &str, fx: &Fixture) -> Policy {
     let (allow, deny): (&[&str], &[&str]) = match name {
         // A typical CI task: look anywhere, edit sources, run a few commands.
         "ci" => (

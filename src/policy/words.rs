@@ -109,11 +109,18 @@ pub fn expand_braces(word: &str) -> Vec<String> {
 }
 
 /// The file names an argument may carry: the word itself, the value of `key=value`
-/// (`of=x`, `--output=x`), and a value attached to a short option (`-ox`).
+/// (`of=x`, `--output=x`), a value attached to a short option (`-ox`), and the path of
+/// git's `REV:path` (`git show HEAD:.env` prints the committed `.env`).
 pub fn path_candidates(arg: &str) -> Vec<String> {
     let mut out = Vec::new();
     if !arg.starts_with('-') {
         out.push(arg.to_string());
+        if let Some((_, path)) = arg.split_once(':')
+            && !path.is_empty()
+            && !path.starts_with("//")
+        {
+            out.push(path.to_string());
+        }
     }
     if let Some((_, value)) = arg.split_once('=')
         && !value.is_empty()
