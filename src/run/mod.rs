@@ -12,6 +12,7 @@ mod sandbox;
 pub mod shard;
 mod task;
 mod task_folder;
+mod task_redaction;
 mod worktree;
 
 use std::path::{Path, PathBuf};

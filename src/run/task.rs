@@ -22,6 +22,7 @@ use crate::workspace::Snapshot;
 use crate::workspace::atomic::write_atomic;
 
 use super::task_folder::TaskFolder;
+use super::task_redaction::{redact_report, task_redactor, warn_unredacted, withheld_vars};
 use crate::workspace::confined::ConfinedThread;
 
 use super::checks::{failure_summary, run_check};
@@ -105,85 +106,6 @@ pub async fn run_task(
     redact_report(&mut report, &redactor);
     report.redacted = redactor.replaced();
     report
-}
-
-/// The secret values this task must never record or show the model: the model's API
-/// key, and drover's own secret-looking variables that the spec does not pass on.
-fn task_redactor(plan: &TaskPlan) -> Redactor {
-    let api_key = match &plan.model {
-        ModelSource::Remote(config) => config.api_key.as_ref().map(|key| {
-            let variable = config.key_env.as_deref().unwrap_or("the model's API key");
-            (variable, key.expose())
-        }),
-        ModelSource::Script { .. } | ModelSource::Replay { .. } => None,
-    };
-    Redactor::for_task(
-        api_key,
-        std::env::vars_os(),
-        &plan.spec.spec.env.pass,
-        &withheld_vars(plan),
-    )
-}
-
-/// Say on stderr, once per drover process whatever the number of tasks, which secrets are
-/// left unredacted (by variable name, never the value).
-fn warn_unredacted(redactor: &Redactor) {
-    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    // A poisoned lock only means another task panicked while warning; warn anyway.
-    let mut warned = WARNED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    for skipped in redactor.skipped() {
-        if !warned.contains(&skipped.variable) {
-            eprintln!("drover: warning: {}", skipped.warning());
-            warned.push(skipped.variable.clone());
-        }
-    }
-}
-
-/// The variables no command of the task may see, whatever `env.pass` says: the one
-/// holding the model's API key (the spec's `model.api_key_env`, or the provider's default
-/// that the key was read from).
-fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
-    let mut names: Vec<String> = plan
-        .spec
-        .spec
-        .model
-        .value
-        .api_key_env
-        .iter()
-        .filter(|name| name.as_str() != crate::model::remote::NO_KEY)
-        .cloned()
-        .collect();
-    if let ModelSource::Remote(config) = &plan.model
-        && let Some(name) = &config.key_env
-        && !names.contains(name)
-    {
-        names.push(name.clone());
-    }
-    names
-}
-
-/// The report's free text (what junit.xml, the summaries and annotations show) with
-/// secret values replaced, whatever put them there.
-fn redact_report(report: &mut TaskReport, redactor: &Redactor) {
-    if redactor.is_empty() {
-        return;
-    }
-    report.message = redactor.redact_owned(std::mem::take(&mut report.message));
-    report.final_text = redactor.redact_owned(std::mem::take(&mut report.final_text));
-    for check in &mut report.checks {
-        check.output_tail = redactor.redact_owned(std::mem::take(&mut check.output_tail));
-        check.command = redactor.redact_owned(std::mem::take(&mut check.command));
-    }
-    for denial in &mut report.denials {
-        denial.reason = redactor.redact_owned(std::mem::take(&mut denial.reason));
-        redactor.redact_json(&mut denial.input);
-    }
-    for todo in &mut report.todos {
-        todo.content = redactor.redact_owned(std::mem::take(&mut todo.content));
-        todo.active_form = redactor.redact_owned(std::mem::take(&mut todo.active_form));
-    }
 }
 
 /// The report of a task that has not finished: an internal error until it says more.
