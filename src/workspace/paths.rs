@@ -14,6 +14,11 @@ pub enum PathError {
 /// Resolve `input` (absolute, or relative to `workspace`) to an absolute path with `.` and
 /// `..` removed lexically. Symlinks are not resolved here; confinement checks do that.
 pub fn resolve(workspace: &Path, input: &str) -> Result<PathBuf, PathError> {
+    Ok(normalize(&joined(workspace, input)?))
+}
+
+/// `input` with `~/` expanded, joined to `base` when relative; nothing removed.
+fn joined(base: &Path, input: &str) -> Result<PathBuf, PathError> {
     if input.is_empty() {
         return Err(PathError::Empty);
     }
@@ -27,12 +32,20 @@ pub fn resolve(workspace: &Path, input: &str) -> Result<PathBuf, PathError> {
         },
         None => PathBuf::from(input),
     };
-    let joined = if expanded.is_absolute() {
+    Ok(if expanded.is_absolute() {
         expanded
     } else {
-        workspace.join(expanded)
-    };
-    Ok(normalize(&joined))
+        base.join(expanded)
+    })
+}
+
+/// The names and `..` of a path, in order (root and `.` dropped).
+fn steps(path: &Path) -> impl Iterator<Item = std::ffi::OsString> + '_ {
+    path.components().filter_map(|c| match c {
+        Component::Normal(name) => Some(name.to_os_string()),
+        Component::ParentDir => Some("..".into()),
+        _ => None,
+    })
 }
 
 /// A path resolved the way the kernel would: symlinks followed and `..` taken after them
@@ -52,32 +65,8 @@ const MAX_LINKS: usize = 40;
 
 /// Resolve `input` (absolute, or relative to `base`) physically (see [`Physical`]).
 pub fn resolve_physical(base: &Path, input: &str) -> Result<Physical, PathError> {
-    if input.is_empty() {
-        return Err(PathError::Empty);
-    }
-    if input.contains('\0') {
-        return Err(PathError::NulByte);
-    }
-    let expanded = match input.strip_prefix("~/") {
-        Some(rest) => match std::env::var_os("HOME") {
-            Some(home) => PathBuf::from(home).join(rest),
-            None => PathBuf::from(input),
-        },
-        None => PathBuf::from(input),
-    };
-    let joined = if expanded.is_absolute() {
-        expanded
-    } else {
-        base.join(expanded)
-    };
-    let mut pending: std::collections::VecDeque<std::ffi::OsString> = joined
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(name) => Some(name.to_os_string()),
-            Component::ParentDir => Some("..".into()),
-            _ => None,
-        })
-        .collect();
+    let joined = joined(base, input)?;
+    let mut pending: std::collections::VecDeque<std::ffi::OsString> = steps(&joined).collect();
     let mut resolved = PathBuf::from("/");
     let mut links = 0;
     let mut through_process = false;
@@ -100,14 +89,7 @@ pub fn resolve_physical(base: &Path, input: &str) -> Result<Physical, PathError>
                 if target.is_absolute() {
                     resolved = PathBuf::from("/");
                 }
-                let parts: Vec<std::ffi::OsString> = target
-                    .components()
-                    .filter_map(|c| match c {
-                        Component::Normal(name) => Some(name.to_os_string()),
-                        Component::ParentDir => Some("..".into()),
-                        _ => None,
-                    })
-                    .collect();
+                let parts: Vec<std::ffi::OsString> = steps(&target).collect();
                 for part in parts.into_iter().rev() {
                     pending.push_front(part);
                 }
