@@ -98,3 +98,88 @@ fn sigterm_ends_every_task_with_a_complete_record_and_exit_3() {
     );
     assert!(artifacts.join("junit.xml").is_file());
 }
+
+/// Processes whose command line holds `marker` (drover's own excluded).
+fn running(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(marker) && !text.contains("drover") {
+                found.push(text);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_signal_during_a_check_stops_it_and_never_reports_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    // A unique duration, to find the check's process.
+    let marker = format!("{}", 400 + std::process::id() % 500);
+    let spec = format!(
+        "version: 1\nname: checked\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - text: done\nchecks:\n  - name: slow\n    run: sleep {marker}.5\n  - name: never runs\n    run: 'true'\n"
+    );
+    write_spec(dir.path(), "task.yaml", &spec);
+    let artifacts = dir.path().join("out");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
+        .arg("run")
+        .arg(dir.path().join("task.yaml"))
+        .arg("--quiet")
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let sleeping = format!("sleep {marker}.5");
+    while running(&sleeping).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the check never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // GitHub's cancel sequence starts with SIGINT.
+    let signalled = Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if signalled.elapsed() > Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("drover did not stop the check after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(3), "an interrupted run is not a success");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(8),
+        "stopping took {:?}",
+        signalled.elapsed()
+    );
+    assert!(running(&sleeping).is_empty(), "the check outlived drover");
+    let lines = transcript(&artifacts.join("checked/transcript.jsonl"));
+    let end = lines.last().unwrap();
+    assert_eq!(end["type"], "run_end");
+    assert_eq!(end["reason"], "interrupted");
+    assert!(
+        events(&lines, "check").is_empty(),
+        "no check is reported as run"
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["tasks"][0]["reason"], "interrupted");
+    assert_ne!(summary["status"], "passed");
+    assert!(artifacts.join("junit.xml").is_file());
+}

@@ -133,6 +133,17 @@ pub fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
     }
 }
 
+/// Resolves when drover is interrupted; never without an interrupt channel (or when its
+/// sender is gone, which is not a signal).
+async fn signalled(interrupt: &mut Option<Interrupt>) {
+    if let Some(receiver) = interrupt
+        && receiver.wait_for(|set| *set).await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
+}
+
 /// Becomes true when drover is interrupted (see `run::interrupt`).
 pub type Interrupt = tokio::sync::watch::Receiver<bool>;
 
@@ -286,6 +297,7 @@ async fn execute(
             unknown_price(&report.model)
         );
     }
+    let mut check_interrupt = interrupt.clone();
     let config = AgentConfig {
         system: system_prompt(&workspace.dir, plan.spec.spec.system.as_deref()),
         prompt: plan.spec.spec.prompt.clone(),
@@ -371,7 +383,19 @@ async fn execute(
         // its sandbox: they run code the agent wrote.
         for check in &plan.spec.spec.checks {
             let check_env = commands.for_check(check)?;
-            let result = run_check(check, &workspace.dir, &check_env, &redactor).await;
+            // A signal stops the check at once (dropping it kills its processes) and the
+            // task ends interrupted: a cancelled job never reports a pass.
+            let result = tokio::select! {
+                result = run_check(check, &workspace.dir, &check_env, &redactor) => result,
+                () = signalled(&mut check_interrupt) => {
+                    reason = EndReason::Interrupted;
+                    message = format!(
+                        "interrupted while check \"{}\" ran; it was stopped and the checks after it did not run",
+                        check.name
+                    );
+                    break;
+                }
+            };
             transcript
                 .write(Event::Check {
                     name: result.name.clone(),
@@ -390,8 +414,18 @@ async fn execute(
             .filter(|c| !c.passed)
             .map(failure_summary)
             .collect();
+        if reason == EndReason::Interrupted {
+            // The stopped check's processes are gone before the reports say so.
+            commands
+                .env
+                .tracker
+                .stop_all_and_wait(crate::exec::STOP_GRACE * 2)
+                .await;
+        }
         // Expectations are reported like checks and fail the task like them.
-        if let Some(expectations) = &plan.spec.spec.expect {
+        if let Some(expectations) = &plan.spec.spec.expect
+            && reason != EndReason::Interrupted
+        {
             for result in expect::evaluate(expectations, &report.files_changed) {
                 transcript
                     .write(Event::Check {
