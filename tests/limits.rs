@@ -256,3 +256,28 @@ fn a_budget_for_a_model_without_a_price_is_a_spec_error() {
     );
     assert!(stderr.contains("my-local-llama"), "{stderr}");
 }
+
+#[test]
+fn absurd_token_counts_saturate_and_still_stop_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    // 2^63 + 2^63 wraps to 0 in u64: a server sending it must not switch the limit off.
+    let turn = "    - text: working\n      tool_calls: [{ name: Glob, input: { pattern: '*' } }]\n      usage: { input_tokens: 9223372036854775808, output_tokens: 9223372036854775808 }\n";
+    let text = format!(
+        "version: 1\nname: huge\nprompt: p\nworkspace: ws\nsandbox: off\nmodel:\n  provider: script\n{PRICING}  script:\n{turn}{turn}{turn}    - text: done\nlimits:\n  max_tokens: 1000\n"
+    );
+    let spec = write_spec(dir.path(), "huge.yaml", &text);
+    let out = run(&spec, "huge");
+    assert_eq!(out.code, Some(1));
+    let end = run_end(&out.lines);
+    assert_eq!(end["reason"], "budget", "{end}");
+    assert_eq!(end["turns"], 1);
+    assert!(
+        end["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("used 18,446,744,073,709,551,615 tokens of limits.max_tokens 1,000"),
+        "{end}"
+    );
+    assert_eq!(end["usage"]["input_tokens"].as_u64(), Some(1 << 63));
+}

@@ -74,18 +74,46 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Add another turn's usage. Counts come from a server and may be absurd (2^63 per
+    /// turn): they saturate at `u64::MAX`, never wrap to a small number that would
+    /// disable `max_tokens`.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
-        self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .saturating_add(other.cache_creation_input_tokens);
+        self.cache_read_input_tokens = self
+            .cache_read_input_tokens
+            .saturating_add(other.cache_read_input_tokens);
     }
 
+    /// Every token of the usage, saturating (see [`Usage::add`]).
     pub fn total(&self) -> u64 {
         self.input_tokens
-            + self.output_tokens
-            + self.cache_creation_input_tokens
-            + self.cache_read_input_tokens
+            .saturating_add(self.output_tokens)
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::Usage;
+
+    #[test]
+    fn huge_counts_saturate_instead_of_wrapping() {
+        let huge = Usage {
+            input_tokens: 1 << 63,
+            output_tokens: 1 << 63,
+            cache_creation_input_tokens: u64::MAX,
+            cache_read_input_tokens: 1,
+        };
+        assert_eq!(huge.total(), u64::MAX);
+        let mut sum = huge.clone();
+        sum.add(&huge);
+        assert_eq!(sum.input_tokens, u64::MAX);
+        assert_eq!(sum.total(), u64::MAX);
     }
 }
 

@@ -184,10 +184,7 @@ impl TaskProgress {
                 ..
             } => {
                 self.turn = *turn;
-                self.tokens += usage.input_tokens
-                    + usage.output_tokens
-                    + usage.cache_creation_input_tokens
-                    + usage.cache_read_input_tokens;
+                self.tokens = self.tokens.saturating_add(usage.total());
                 if let Some(cost) = event_cost(event) {
                     *self.cost.get_or_insert(0.0) += cost;
                 }
