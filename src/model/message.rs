@@ -110,7 +110,7 @@ mod usage_tests {
             cache_read_input_tokens: 1,
         };
         assert_eq!(huge.total(), u64::MAX);
-        let mut sum = huge.clone();
+        let mut sum = huge;
         sum.add(&huge);
         assert_eq!(sum.input_tokens, u64::MAX);
         assert_eq!(sum.total(), u64::MAX);
