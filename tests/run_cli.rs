@@ -506,3 +506,38 @@ fn the_policy_judges_paths_where_the_shell_really_is() {
     );
     assert_eq!(results[2]["content"], "hello");
 }
+
+#[test]
+fn a_fifo_or_device_given_as_a_spec_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = dir.path().join("specs");
+    std::fs::create_dir(&specs).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        specs.join("trap.yaml"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    for command in ["validate", "run"] {
+        for target in [specs.as_path(), std::path::Path::new("/dev/zero")] {
+            let mut drover = common::drover();
+            drover.arg(command).arg(target);
+            if command == "run" {
+                drover.arg("--artifacts").arg(dir.path().join("out"));
+            }
+            let output = drover
+                .timeout(std::time::Duration::from_secs(20))
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(2),
+                "{command} {target:?}: {stderr}"
+            );
+            assert!(stderr.contains("not a regular file"), "{stderr}");
+        }
+    }
+}

@@ -122,11 +122,7 @@ fn options() -> Options {
 
 /// Load and validate one spec file.
 pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SpecError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    parse(path, text)
+    parse(path, read::spec_text(path)?)
 }
 
 /// Parse and validate spec text that came from `path` (errors name that path).
@@ -441,6 +437,8 @@ pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
         Err(errors)
     }
 }
+
+mod read;
 
 #[cfg(test)]
 mod tests;
