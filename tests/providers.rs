@@ -661,3 +661,75 @@ fn real_model_costs_come_from_the_price_table_and_budgets_stop_the_run() {
         "no request after the budget was spent"
     );
 }
+
+#[test]
+fn answers_without_their_stop_reason_are_incomplete_never_a_pass() {
+    // OpenAI: text, then [DONE] with no finish_reason; Anthropic: message_stop with no
+    // message_delta. Retried like a cut stream; when it never completes, provider_error.
+    let openai_cut = || {
+        Reply::sse(
+            &(openai_chunk(json!({"role": "assistant", "content": "Done."}), None)
+                + "data: [DONE]\n\n"),
+        )
+    };
+    let anthropic_cut = || {
+        Reply::sse(
+            &(anthropic_start(50, 0, 0)
+                + &anthropic_text(0, "Done.")
+                + &sse("message_stop", json!({"type": "message_stop"}))),
+        )
+    };
+    for (provider, reply) in [
+        ("openai", &openai_cut as &dyn Fn() -> Reply),
+        ("anthropic", &anthropic_cut as &dyn Fn() -> Reply),
+    ] {
+        // Incomplete once, then complete: retried, and the task passes on the real answer.
+        let complete = if provider == "openai" {
+            Reply::sse(&openai_final_turn())
+        } else {
+            Reply::sse(&anthropic_final_turn())
+        };
+        let server = MockServer::start(vec![reply(), complete]);
+        let (dir, spec) = task(provider, &server.base_url, "");
+        let artifacts = dir.path().join("out");
+        let output = run(&spec, &artifacts, Some(KEY));
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+        let retries = events(&lines, "retry");
+        assert_eq!(retries.len(), 1, "{provider}: {retries:?}");
+        assert!(
+            retries[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("incomplete_response"),
+            "{}",
+            retries[0]
+        );
+
+        // Never complete: provider_error, exit 3, not passed.
+        let server = MockServer::start(vec![reply(), reply(), reply()]);
+        let (dir, spec) = task(provider, &server.base_url, "");
+        let spec_text = std::fs::read_to_string(&spec)
+            .unwrap()
+            .replace("max_retries: 6", "max_retries: 2");
+        std::fs::write(&spec, spec_text).unwrap();
+        let artifacts = dir.path().join("out");
+        let output = run(&spec, &artifacts, Some(KEY));
+        assert_eq!(
+            output.status.code(),
+            Some(3),
+            "{provider}: {}",
+            stderr(&output)
+        );
+        let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+        let end = run_end(&lines);
+        assert_eq!(end["reason"], "provider_error");
+        assert!(
+            end["message"]
+                .as_str()
+                .unwrap()
+                .contains("incomplete_response"),
+            "{end}"
+        );
+    }
+}

@@ -171,10 +171,17 @@ impl Decoder for AnthropicStream {
         self.done
     }
 
+    /// `message_stop` without a `message_delta` carrying the stop reason is an
+    /// incomplete response: retried like a cut stream, never taken as complete.
     fn finish(self, _clean: bool) -> Result<ModelResponse, Failure> {
         if !self.done {
             return Err(Failure::retry(
                 "the response stream ended before message_stop",
+            ));
+        }
+        if self.stop_reason.is_none() {
+            return Err(Failure::retry(
+                "incomplete_response: message_stop came without a stop_reason (no message_delta)",
             ));
         }
         let content: Vec<ContentBlock> = self

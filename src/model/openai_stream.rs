@@ -132,8 +132,17 @@ impl Decoder for OpenAiStream {
 
     /// Complete with `[DONE]`, or when the server closed the stream normally after a
     /// finish reason (some servers never send `[DONE]`).
+    ///
+    /// A stream with `[DONE]` but no finish reason is cut too: an answer without its stop
+    /// reason may miss its end (a tool call cut mid-arguments), so it is retried like a
+    /// cut stream, never taken as complete.
     fn finish(self, clean: bool) -> Result<ModelResponse, Failure> {
-        if !(self.done || (clean && self.finish_reason.is_some())) {
+        if self.finish_reason.is_none() {
+            return Err(Failure::retry(
+                "incomplete_response: the response ended without a finish_reason",
+            ));
+        }
+        if !(self.done || clean) {
             return Err(Failure::retry(
                 "the response stream ended before its finish_reason and [DONE]",
             ));
