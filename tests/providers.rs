@@ -733,3 +733,45 @@ fn answers_without_their_stop_reason_are_incomplete_never_a_pass() {
         );
     }
 }
+
+#[test]
+fn keep_alives_do_not_extend_the_request_deadline() {
+    // A server that sends only SSE keep-alive comments, one every 100 ms: the idle timer
+    // never fires; model.timeouts.request ends the attempt.
+    let trickle = || Reply::Sse {
+        pieces: vec![b": keep-alive\n\n".to_vec(); 60],
+        pause: std::time::Duration::from_millis(100),
+        complete: false,
+    };
+    let server = MockServer::start(vec![trickle(), trickle()]);
+    let (dir, spec) = task(
+        "openai",
+        &server.base_url,
+        "  timeouts: { request: 1s, idle: 5s }\n",
+    );
+    let spec_text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("max_retries: 6", "max_retries: 1");
+    std::fs::write(&spec, spec_text).unwrap();
+    let artifacts = dir.path().join("out");
+    let started = std::time::Instant::now();
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    let retries = events(&lines, "retry");
+    assert_eq!(retries.len(), 1);
+    assert!(
+        retries[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("model.timeouts.request"),
+        "{}",
+        retries[0]
+    );
+    assert_eq!(run_end(&lines)["reason"], "provider_error");
+}

@@ -64,12 +64,13 @@ pub trait Decoder {
     fn finish(self, clean: bool) -> Result<ModelResponse, Failure>;
 }
 
-/// Connect, first-byte and idle timeouts.
+/// Connect, first-byte, idle and whole-request timeouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     pub connect: Duration,
     pub first_byte: Duration,
     pub idle: Duration,
+    pub request: Duration,
 }
 
 impl From<TimeoutsSpec> for Timeouts {
@@ -78,6 +79,7 @@ impl From<TimeoutsSpec> for Timeouts {
             connect: spec.connect.0,
             first_byte: spec.first_byte.0,
             idle: spec.idle.0,
+            request: spec.request.0,
         }
     }
 }
@@ -139,9 +141,16 @@ impl Transport {
     ) -> Result<ModelResponse, ModelError> {
         let mut retry = 0;
         loop {
-            let failure = match self.attempt(&body, decoder()).await {
-                Ok(response) => return Ok(response),
-                Err(failure) => failure,
+            let attempt =
+                tokio::time::timeout(self.timeouts.request, self.attempt(&body, decoder()));
+            let failure = match attempt.await {
+                Ok(Ok(response)) => return Ok(response),
+                Ok(Err(failure)) => failure,
+                Err(_) => Failure::retry(format!(
+                    "the request to {} took longer than {} (model.timeouts.request)",
+                    self.url,
+                    humantime::format_duration(self.timeouts.request)
+                )),
             };
             match failure {
                 Failure::Fatal(error) => return Err(self.scrub_error(error)),

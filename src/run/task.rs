@@ -302,7 +302,7 @@ async fn execute(
         system: system_prompt(&workspace.dir, plan.spec.spec.system.as_deref()),
         prompt: plan.spec.spec.prompt.clone(),
         max_turns: plan.max_turns,
-        timeout: limits.timeout.map(|t| t.0),
+        timeout: crate::spec::TimeoutLimit::effective(limits.timeout),
         max_cost_usd: limits.max_cost_usd.as_ref().map(|limit| limit.value),
         max_tokens: limits.max_tokens,
         pricing: prices,

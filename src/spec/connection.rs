@@ -57,6 +57,11 @@ pub struct TimeoutsSpec {
     /// Silence between two pieces of the streamed response.
     #[serde(default = "default_idle")]
     pub idle: SpecDuration,
+    /// The whole attempt, from sending the request to the end of the response. Bytes
+    /// and keep-alive comments do not extend it: a server trickling a byte a second, or
+    /// sending only keep-alives, cannot hold a run for ever.
+    #[serde(default = "default_request")]
+    pub request: SpecDuration,
 }
 
 impl Default for TimeoutsSpec {
@@ -65,6 +70,7 @@ impl Default for TimeoutsSpec {
             connect: default_connect(),
             first_byte: default_first_byte(),
             idle: default_idle(),
+            request: default_request(),
         }
     }
 }
@@ -75,6 +81,10 @@ fn default_connect() -> SpecDuration {
 
 fn default_first_byte() -> SpecDuration {
     SpecDuration(Duration::from_secs(120))
+}
+
+fn default_request() -> SpecDuration {
+    SpecDuration(Duration::from_secs(600))
 }
 
 fn default_idle() -> SpecDuration {

@@ -12,7 +12,7 @@ pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use limits::{LimitValue, LimitsSpec};
 pub use load::{LoadedSpec, SpecError, collect_spec_files, load, load_all, parse};
 pub use types::{
-    CheckSpec, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode, Permissions, Provider,
-    SandboxSettings, SandboxSpec, ScriptToolCall, ScriptTurn, ScriptUsage, SpecDuration,
-    SpecVersion, Switch, TaskName, TaskSpec,
+    CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
+    Permissions, Provider, SandboxSettings, SandboxSpec, ScriptToolCall, ScriptTurn, ScriptUsage,
+    SpecDuration, SpecVersion, Switch, TaskName, TaskSpec, TimeoutLimit,
 };

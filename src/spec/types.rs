@@ -247,8 +247,9 @@ pub enum Switch {
 pub struct Limits {
     #[serde(default)]
     pub max_turns: Option<u32>,
+    /// The agent loop's wall-clock limit; [`DEFAULT_TASK_TIMEOUT`] when absent.
     #[serde(default)]
-    pub timeout: Option<SpecDuration>,
+    pub timeout: Option<TimeoutLimit>,
     /// Spanned so that a budget the runner cannot price is reported at its place.
     #[serde(default)]
     pub max_cost_usd: Option<Spanned<f64>>,
@@ -329,6 +330,40 @@ pub struct CheckSpec {
     /// `{ network: true }` lets it fetch, `off` runs it unsandboxed.
     #[serde(default)]
     pub sandbox: Option<SandboxSpec>,
+}
+
+/// The agent loop's wall-clock limit when the spec sets none: a task never runs for ever.
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// `limits.timeout`: a duration (`30m`), or `none` for no limit at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub enum TimeoutLimit {
+    Unlimited,
+    After(Duration),
+}
+
+impl TimeoutLimit {
+    /// The limit in force, the default when the spec says nothing.
+    pub fn effective(limit: Option<TimeoutLimit>) -> Option<Duration> {
+        match limit {
+            None => Some(DEFAULT_TASK_TIMEOUT),
+            Some(TimeoutLimit::Unlimited) => None,
+            Some(TimeoutLimit::After(duration)) => Some(duration),
+        }
+    }
+}
+
+impl TryFrom<String> for TimeoutLimit {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        if value.trim() == "none" {
+            return Ok(TimeoutLimit::Unlimited);
+        }
+        SpecDuration::try_from(value)
+            .map(|d| TimeoutLimit::After(d.0))
+            .map_err(|e| format!("{e}, or none for no limit"))
+    }
 }
 
 /// A duration written the human way: `90s`, `20m`, `1h 30m`.

@@ -40,7 +40,7 @@ fn a_full_spec_loads_into_types() {
     assert_eq!(spec.spec.model.value.script.as_ref().unwrap().len(), 2);
     assert_eq!(spec.spec.limits.max_turns, Some(5));
     assert_eq!(
-        spec.spec.limits.timeout.unwrap().0,
+        crate::spec::TimeoutLimit::effective(spec.spec.limits.timeout).unwrap(),
         std::time::Duration::from_secs(120)
     );
     assert_eq!(spec.spec.permissions.allow.len(), 3);
@@ -262,4 +262,22 @@ fn bad_budgets_and_prices_are_reported() {
     ));
     assert!(error.contains("tokens"), "{error}");
     assert!(error.contains("bad.yaml:"), "{error}");
+}
+
+#[test]
+fn limits_timeout_defaults_to_an_hour_and_none_disables_it() {
+    use crate::spec::{DEFAULT_TASK_TIMEOUT, TimeoutLimit};
+    let parse_ok = |text: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        load(&write(dir.path(), "a.yaml", text)).unwrap()
+    };
+    let absent = parse_ok(&VALID.replace("  timeout: 2m\n", ""));
+    assert_eq!(
+        TimeoutLimit::effective(absent.spec.limits.timeout),
+        Some(DEFAULT_TASK_TIMEOUT)
+    );
+    let none = parse_ok(&VALID.replace("timeout: 2m", "timeout: none"));
+    assert_eq!(TimeoutLimit::effective(none.spec.limits.timeout), None);
+    let error = error_of(&VALID.replace("timeout: 2m", "timeout: never"));
+    assert!(error.contains("or none for no limit"), "{error}");
 }
