@@ -775,3 +775,42 @@ fn keep_alives_do_not_extend_the_request_deadline() {
     );
     assert_eq!(run_end(&lines)["reason"], "provider_error");
 }
+
+#[test]
+fn a_server_that_reports_no_usage_gets_an_estimate_and_the_budget_holds() {
+    // The server ignores stream_options.include_usage: no usage chunk at all.
+    let without_usage = |stream: String| {
+        let cut = stream.find("data: {\"choices\":[],\"usage\"").unwrap();
+        Reply::sse(&(stream[..cut].to_string() + "data: [DONE]\n\n"))
+    };
+    let server = MockServer::start(vec![
+        without_usage(openai_read_turn()),
+        without_usage(openai_read_turn()),
+        without_usage(openai_final_turn()),
+    ]);
+    let (dir, spec) = task("openai", &server.base_url, "");
+    let spec_text = std::fs::read_to_string(&spec).unwrap() + "limits:\n  max_tokens: 100\n";
+    std::fs::write(&spec, spec_text).unwrap();
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    let responses = events(&lines, "model_response");
+    assert_eq!(
+        responses.len(),
+        1,
+        "no request after the estimate passed the budget"
+    );
+    let usage = &responses[0]["usage"];
+    assert_eq!(usage["estimated"], true, "{usage}");
+    assert!(usage["input_tokens"].as_u64().unwrap() > 100, "{usage}");
+    assert!(usage["output_tokens"].as_u64().unwrap() > 0, "{usage}");
+    let end = run_end(&lines);
+    assert_eq!(end["reason"], "budget", "{end}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["tasks"][0]["usage"]["estimated"], true);
+    let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
+    assert!(md.contains("(estimated)"), "{md}");
+}

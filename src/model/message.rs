@@ -71,6 +71,10 @@ pub struct Usage {
     pub cache_creation_input_tokens: u64,
     #[serde(default)]
     pub cache_read_input_tokens: u64,
+    /// The server reported no usage, so these counts are drover's estimate from the
+    /// request and response sizes (see docs/limits.md); limits are enforced on it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 impl Usage {
@@ -86,6 +90,46 @@ impl Usage {
         self.cache_read_input_tokens = self
             .cache_read_input_tokens
             .saturating_add(other.cache_read_input_tokens);
+        self.estimated |= other.estimated;
+    }
+
+    /// About four bytes of text make a token for the tokenizers in use; an estimate
+    /// errs high rather than low only through the request's JSON overhead.
+    pub const BYTES_PER_TOKEN: usize = 4;
+
+    /// `response`'s usage, or when the server reported none at all (every count zero:
+    /// no real request costs nothing), an estimate from the request's and the answer's
+    /// sizes, marked `estimated`.
+    pub fn estimate_if_missing(response: &mut ModelResponse, request_bytes: usize) {
+        if response.usage != Usage::default() {
+            return;
+        }
+        let output_bytes: usize = response
+            .content
+            .iter()
+            .map(|block| match block {
+                ContentBlock::Text { text } => text.len(),
+                ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+                ContentBlock::ToolResult { content, .. } => content.len(),
+            })
+            .sum();
+        let tokens = |bytes: usize| (bytes.div_ceil(Self::BYTES_PER_TOKEN)).max(1) as u64;
+        response.usage = Usage {
+            input_tokens: tokens(request_bytes),
+            output_tokens: tokens(output_bytes),
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+            estimated: true,
+        };
+    }
+
+    /// The total for people: `1234`, or `~1234 (estimated)` when drover estimated it.
+    pub fn shown(&self) -> String {
+        if self.estimated {
+            format!("~{} (estimated)", self.total())
+        } else {
+            self.total().to_string()
+        }
     }
 
     /// Every token of the usage, saturating (see [`Usage::add`]).
@@ -108,6 +152,7 @@ mod usage_tests {
             output_tokens: 1 << 63,
             cache_creation_input_tokens: u64::MAX,
             cache_read_input_tokens: 1,
+            estimated: false,
         };
         assert_eq!(huge.total(), u64::MAX);
         let mut sum = huge;

@@ -69,6 +69,7 @@ impl OpenAiStream {
                 output_tokens: field("completion_tokens"),
                 cache_creation_input_tokens: 0,
                 cache_read_input_tokens: cached.min(prompt),
+                estimated: false,
             };
         }
         let choices = chunk.get("choices").and_then(Value::as_array);

@@ -79,6 +79,7 @@ fn usage_of(usage: ScriptUsage) -> Usage {
         output_tokens: usage.output_tokens,
         cache_creation_input_tokens: usage.cache_creation_input_tokens,
         cache_read_input_tokens: usage.cache_read_input_tokens,
+        estimated: false,
     }
 }
 

@@ -144,7 +144,12 @@ impl Transport {
             let attempt =
                 tokio::time::timeout(self.timeouts.request, self.attempt(&body, decoder()));
             let failure = match attempt.await {
-                Ok(Ok(response)) => return Ok(response),
+                Ok(Ok(mut response)) => {
+                    // Many OpenAI-compatible servers ignore include_usage: budgets must
+                    // still hold, on an estimate.
+                    crate::model::Usage::estimate_if_missing(&mut response, body.len());
+                    return Ok(response);
+                }
                 Ok(Err(failure)) => failure,
                 Err(_) => Failure::retry(format!(
                     "the request to {} took longer than {} (model.timeouts.request)",

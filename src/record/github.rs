@@ -144,7 +144,7 @@ fn task_message(task: &TaskReport) -> String {
         "{}\n{} turns, {} tokens, cost {}; transcript and diff: {}",
         task.message,
         task.turns,
-        task.usage.total(),
+        task.usage.shown(),
         task.cost_usd
             .filter(|cost| cost.is_finite())
             .map_or_else(|| "n/a".to_string(), |cost| format!("${cost:.4}")),

@@ -97,7 +97,7 @@ pub fn summary_md(report: &RunReport) -> String {
             status_str(task.status),
             task.reason.as_str(),
             task.turns,
-            task.usage.total(),
+            task.usage.shown(),
             cost(task.cost_usd),
             task.files_changed.len(),
             task.denials.len(),
