@@ -163,6 +163,43 @@ async fn execute(
         transcript.observe(observer);
     }
     transcript.redact_with(Arc::clone(&redactor));
+    let steps = steps(
+        plan,
+        artifacts,
+        task_dir,
+        report,
+        interrupt,
+        &redactor,
+        &mut transcript,
+    )
+    .await;
+    if let Err(error) = &steps {
+        // Whatever failed, the transcript ends with its run_end: the record is never
+        // left without an ending.
+        let message = format!("drover could not finish the task: {error}");
+        let _ = finish(
+            &mut transcript,
+            &redactor,
+            report,
+            EndReason::InternalError,
+            message,
+        );
+    }
+    steps
+}
+
+/// Everything after the transcript exists; an Err is an internal error, and the caller
+/// still ends the transcript.
+async fn steps(
+    plan: TaskPlan,
+    artifacts: &Path,
+    task_dir: &Path,
+    report: &mut TaskReport,
+    interrupt: Option<Interrupt>,
+    redactor: &Arc<Redactor>,
+    transcript: &mut TranscriptWriter,
+) -> Result<(), String> {
+    let redactor = Arc::clone(redactor);
     // drover's own artifacts (this task's transcript, other tasks', earlier runs') are not
     // the agent's work: a copy, the snapshots and the diff leave them out when they lie
     // inside the workspace (the default: `drover-artifacts/` in the current directory).
@@ -251,7 +288,7 @@ async fn execute(
         .map_err(|e| e.to_string())?;
     if let Some(message) = commands.unavailable.clone() {
         return finish(
-            &mut transcript,
+            transcript,
             &redactor,
             report,
             EndReason::SandboxUnavailable,
@@ -273,7 +310,7 @@ async fn execute(
             matches!(&plan.model, ModelSource::Replay { expectations: Some(e), .. } if e.strict);
         if strict {
             return finish(
-                &mut transcript,
+                transcript,
                 &redactor,
                 report,
                 EndReason::ReplayDrift,
@@ -323,7 +360,7 @@ async fn execute(
         registry: &registry,
         policy: &policy,
         ctx,
-        transcript: &mut transcript,
+        transcript,
         replay: expectations,
         redactor: &redactor,
     };
@@ -363,12 +400,25 @@ async fn execute(
     report.denials = outcome.denials.clone();
     report.todos = agent.ctx.todos();
 
-    let after = Snapshot::take_excluding(&workspace.dir, &excluded)
+    let mut after = Snapshot::take_excluding(&workspace.dir, &excluded)
         .map_err(|e| format!("cannot snapshot the workspace after the run: {e}"))?;
+    // A file drover cannot read is named, not fatal: the diff of everything else is
+    // kept, and the unreadable file shows as unchanged with a note `git apply` skips.
+    after.keep_unreadable_from(&baseline);
+    let unreadable: Vec<String> = baseline
+        .unreadable
+        .iter()
+        .chain(&after.unreadable)
+        .map(|(path, why)| format!("{path} ({why})"))
+        .collect();
+    let note: String = unreadable
+        .iter()
+        .map(|line| format!("# drover: not in this diff, could not be read: {line}\n"))
+        .collect();
     // The agent may have written a secret it read into a file: the diff is an artifact
     // like the others, so it is redacted too (a redacted hunk no longer applies, which
     // is the lesser harm).
-    let patch = redactor.redact_owned(unified_diff(&baseline, &after));
+    let patch = redactor.redact_owned(note + &unified_diff(&baseline, &after));
     write_atomic(&task_dir.join("diff.patch"), patch.as_bytes()).map_err(|e| {
         format!(
             "cannot write {}: {e}",
@@ -448,10 +498,17 @@ async fn execute(
             message = failed.join("; ");
         }
     }
+    if !unreadable.is_empty() {
+        message = format!(
+            "{message}; {} file(s) could not be read for the diff: {}",
+            unreadable.len(),
+            unreadable.join(", ")
+        );
+    }
     if report.cost_usd.is_none() {
         message = format!("{message} ({})", unknown_price(&report.model));
     }
-    finish(&mut transcript, &redactor, report, reason, message).map_err(|e| e.to_string())
+    finish(transcript, &redactor, report, reason, message).map_err(|e| e.to_string())
 }
 
 /// The note for a model the pricing table does not know: its cost is null, not zero.

@@ -31,11 +31,30 @@ impl FileEntry {
     }
 }
 
+/// A regular file's entry, read beneath `roots`.
+fn read_file(roots: &super::Roots, at: &Path) -> io::Result<FileEntry> {
+    let mut file = roots.open_file(at)?;
+    let metadata = file.metadata().map_err(|e| named(at, e))?;
+    let mut content = Vec::new();
+    io::Read::read_to_end(&mut file, &mut content).map_err(|e| named(at, e))?;
+    Ok(FileEntry {
+        mode: if is_executable(&metadata) {
+            MODE_EXECUTABLE
+        } else {
+            MODE_FILE
+        },
+        content,
+    })
+}
+
 /// Every file the agent could see, keyed by relative path, in sorted order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     /// Relative, `/`-separated path → entry.
     pub files: BTreeMap<String, FileEntry>,
+    /// Files that could not be read (relative path, why): reported, never fatal, so one
+    /// unreadable file does not cost the diff of everything else.
+    pub unreadable: Vec<(String, String)>,
 }
 
 impl Snapshot {
@@ -56,34 +75,37 @@ impl Snapshot {
         let canonical = root.canonicalize().map_err(|e| named(root, e))?;
         let roots = super::Roots::new(std::slice::from_ref(&canonical));
         let mut files = BTreeMap::new();
+        let mut unreadable = Vec::new();
         for entry in walk(root, excluded)? {
             let at = canonical.join(&entry.relative);
-            let file_entry = if entry.file_type.is_symlink() {
-                let target = roots.read_link(&at)?;
-                FileEntry {
+            let read = if entry.file_type.is_symlink() {
+                roots.read_link(&at).map(|target| FileEntry {
                     mode: MODE_SYMLINK,
                     content: path_bytes(&target),
-                }
+                })
             } else if entry.file_type.is_file() {
-                let mut file = roots.open_file(&at)?;
-                let metadata = file.metadata().map_err(|e| named(&entry.path, e))?;
-                let mut content = Vec::new();
-                io::Read::read_to_end(&mut file, &mut content)
-                    .map_err(|e| named(&entry.path, e))?;
-                FileEntry {
-                    mode: if is_executable(&metadata) {
-                        MODE_EXECUTABLE
-                    } else {
-                        MODE_FILE
-                    },
-                    content,
-                }
+                read_file(&roots, &at)
             } else {
                 continue;
             };
-            files.insert(entry.relative, file_entry);
+            match read {
+                Ok(file_entry) => {
+                    files.insert(entry.relative, file_entry);
+                }
+                Err(error) => unreadable.push((entry.relative, error.to_string())),
+            }
         }
-        Ok(Snapshot { files })
+        Ok(Snapshot { files, unreadable })
+    }
+
+    /// Carry over from `before` the entries of files this snapshot could not read, so
+    /// an unreadable file shows as unchanged rather than deleted.
+    pub fn keep_unreadable_from(&mut self, before: &Snapshot) {
+        for (path, _) in &self.unreadable {
+            if let Some(entry) = before.files.get(path) {
+                self.files.insert(path.clone(), entry.clone());
+            }
+        }
     }
 
     /// A short identity of the whole tree: equal fingerprints mean equal snapshots, so a
@@ -469,3 +491,7 @@ mod tests {
         assert_eq!(snapshot.files.keys().collect::<Vec<_>>(), ["a.txt"]);
     }
 }
+
+#[cfg(test)]
+#[path = "snapshot_unreadable_tests.rs"]
+mod unreadable_tests;

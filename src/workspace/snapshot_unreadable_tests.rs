@@ -1,0 +1,43 @@
+use super::*;
+
+#[test]
+fn an_unreadable_file_is_named_and_the_rest_is_kept() {
+    use crate::policy::sandbox::{SandboxPolicy, enforce_files};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("locked")).unwrap();
+    std::fs::write(root.join("locked/secret.txt"), "s").unwrap();
+    std::fs::write(root.join("new.txt"), "agent's work").unwrap();
+    let before = Snapshot {
+        files: BTreeMap::from([(
+            "locked/secret.txt".to_string(),
+            FileEntry {
+                mode: MODE_FILE,
+                content: b"s".to_vec(),
+            },
+        )]),
+        unreadable: Vec::new(),
+    };
+    // Even root cannot read beneath a Landlock read denial: a thread restricted so.
+    let policy = SandboxPolicy {
+        writable: Vec::new(),
+        read_denied: vec![root.join("locked")],
+        network: true,
+        limits: Default::default(),
+    };
+    let taken = std::thread::spawn(move || {
+        enforce_files(&policy).map(|()| Snapshot::take_excluding(&root, &[]))
+    })
+    .join()
+    .unwrap();
+    let Ok(after) = taken else {
+        eprintln!("skipped: no Landlock here");
+        return;
+    };
+    let mut after = after.unwrap();
+    assert_eq!(after.unreadable.len(), 1, "{:?}", after.unreadable);
+    assert_eq!(after.unreadable[0].0, "locked/secret.txt");
+    assert!(after.files.contains_key("new.txt"));
+    after.keep_unreadable_from(&before);
+    assert_eq!(before.changed_paths(&after), ["new.txt"]);
+}
