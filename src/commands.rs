@@ -202,12 +202,24 @@ fn merge_command(dirs: &[std::path::PathBuf], out: &Path) -> i32 {
     }
 }
 
+/// Everything `run` checks before it starts a task — the spec itself, the workspace,
+/// the isolation, the model's key, a price for a budget — and every error at once.
 fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {
     let Some(specs) = load_specs(inputs) else {
         return exit::BAD_INPUT;
     };
-    for spec in &specs {
-        crate::say!("ok: {} (task {})", spec.path.display(), spec.name());
+    let named: Vec<(String, String)> = specs
+        .iter()
+        .map(|spec| (spec.path.display().to_string(), spec.name().to_string()))
+        .collect();
+    if let Err(errors) = run::plan_tasks(specs, &run::Overrides::default(), 1) {
+        for error in errors {
+            eprintln!("drover: {error}");
+        }
+        return exit::BAD_INPUT;
+    }
+    for (path, name) in named {
+        crate::say!("ok: {path} (task {name})");
     }
     exit::PASSED
 }

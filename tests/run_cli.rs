@@ -541,3 +541,34 @@ fn a_fifo_or_device_given_as_a_spec_is_refused_at_once() {
         }
     }
 }
+
+#[test]
+fn validate_checks_what_run_checks_and_reports_every_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // One file, two problems: no workspace, and the model's key is missing.
+    write_spec(
+        dir.path(),
+        "a.yaml",
+        "version: 1\nname: a\nprompt: p\nworkspace: missing\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n  api_key_env: DROVER_TEST_NO_SUCH_KEY\n",
+    );
+    // Another: a worktree outside any git repository.
+    std::fs::create_dir(dir.path().join("plain")).unwrap();
+    write_spec(
+        dir.path(),
+        "b.yaml",
+        "version: 1\nname: b\nprompt: p\nworkspace: plain\nisolation: worktree\nmodel:\n  provider: script\n  script: [{ text: x }]\n",
+    );
+    let output = drover()
+        .arg("validate")
+        .arg(dir.path().join("a.yaml"))
+        .arg(dir.path().join("b.yaml"))
+        .env_remove("DROVER_TEST_NO_SUCH_KEY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a.yaml: the workspace"), "{stderr}");
+    assert!(stderr.contains("DROVER_TEST_NO_SUCH_KEY"), "{stderr}");
+    assert!(stderr.contains("b.yaml"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("ok:"));
+}

@@ -64,7 +64,9 @@ pub fn plan_tasks(
     }
 }
 
+/// Plan one task, or every reason (all of them, not only the first) it cannot run.
 fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String> {
+    let mut errors = Vec::new();
     let model_spec = &spec.spec.model.value;
     let provider = overrides.provider.unwrap_or(model_spec.provider);
     let name = overrides.model.clone().or_else(|| model_spec.name.clone());
@@ -77,43 +79,54 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         )
         .is_none()
     {
-        return Err(format!(
+        errors.push(format!(
             "{}: limits.max_cost_usd needs the model's price, but drover has no price for model {:?}; add model.pricing",
             spec.path.display(),
-            name.unwrap_or_default()
+            name.clone().unwrap_or_default()
         ));
     }
     let model = match provider {
-        Provider::Script => {
-            let Some(turns) = model_spec.script.clone() else {
-                return Err(format!(
+        Provider::Script => match model_spec.script.clone() {
+            Some(turns) => Some(ModelSource::Script { name, turns }),
+            None => {
+                errors.push(format!(
                     "{}: --provider script needs the spec to have model.script",
                     spec.path.display()
                 ));
-            };
-            ModelSource::Script { name, turns }
-        }
-        Provider::Replay => {
-            let Some(transcript) = &model_spec.transcript else {
-                return Err(format!(
+                None
+            }
+        },
+        Provider::Replay => match &model_spec.transcript {
+            Some(transcript) => {
+                let base = spec.path.parent().unwrap_or(Path::new("."));
+                match TranscriptReader::read(&base.join(transcript)) {
+                    Ok(events) => Some(ModelSource::Replay {
+                        events,
+                        expectations: None,
+                    }),
+                    Err(e) => {
+                        errors.push(format!("{}: model.transcript: {e}", spec.path.display()));
+                        None
+                    }
+                }
+            }
+            None => {
+                errors.push(format!(
                     "{}: --provider replay needs the spec to have model.transcript",
                     spec.path.display()
                 ));
-            };
-            let base = spec.path.parent().unwrap_or(Path::new("."));
-            let events = TranscriptReader::read(&base.join(transcript))
-                .map_err(|e| format!("{}: model.transcript: {e}", spec.path.display()))?;
-            ModelSource::Replay {
-                events,
-                expectations: None,
+                None
             }
-        }
+        },
         Provider::Anthropic | Provider::Openai => {
             // The key is read now, so a missing one stops the run before any task starts.
-            let config =
-                RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok())
-                    .map_err(|e| format!("{}: {e}", spec.path.display()))?;
-            ModelSource::Remote(Box::new(config))
+            match RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok()) {
+                Ok(config) => Some(ModelSource::Remote(Box::new(config))),
+                Err(e) => {
+                    errors.push(format!("{}: {e}", spec.path.display()));
+                    None
+                }
+            }
         }
     };
     let origin = overrides
@@ -121,15 +134,19 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         .clone()
         .unwrap_or_else(|| spec.workspace_dir());
     if !origin.is_dir() {
-        return Err(format!(
+        errors.push(format!(
             "{}: the workspace {} is not a directory; fix `workspace:` (relative to the spec file) or pass --workspace",
             spec.path.display(),
             origin.display()
         ));
+    } else if spec.spec.isolation == Isolation::Worktree
+        && let Err(e) = worktree::locate(&origin)
+    {
+        errors.push(format!("{}: {e}", spec.path.display()));
     }
-    if spec.spec.isolation == Isolation::Worktree {
-        worktree::locate(&origin).map_err(|e| format!("{}: {e}", spec.path.display()))?;
-    }
+    let Some(model) = model.filter(|_| errors.is_empty()) else {
+        return Err(errors.join("\n"));
+    };
     Ok(TaskPlan {
         max_turns: overrides.max_turns.or(spec.spec.limits.max_turns),
         isolation: spec.spec.isolation,
