@@ -148,7 +148,9 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         return Err(errors.join("\n"));
     };
     Ok(TaskPlan {
-        max_turns: overrides.max_turns.or(spec.spec.limits.max_turns),
+        max_turns: overrides
+            .max_turns
+            .or(spec.spec.limits.max_turns.as_ref().map(|l| l.value)),
         isolation: spec.spec.isolation,
         spec,
         model,

@@ -341,7 +341,7 @@ async fn steps(
         max_turns: plan.max_turns,
         timeout: crate::spec::TimeoutLimit::effective(limits.timeout),
         max_cost_usd: limits.max_cost_usd.as_ref().map(|limit| limit.value),
-        max_tokens: limits.max_tokens,
+        max_tokens: limits.max_tokens.as_ref().map(|l| l.value),
         pricing: prices,
         interrupt,
     };

@@ -308,15 +308,15 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
     if let Some(limit) = &spec.limits.max_cost_usd {
         budget_is_priced(path, &model.value, limit)?;
     }
-    if spec.limits.max_tokens == Some(0) {
+    if let Some(limit) = spec.limits.max_tokens.as_ref().filter(|l| l.value == 0) {
         return Err(SpecError::Invalid {
-            position: Position::at(path, None),
+            position: Position::at(path, Some(limit.referenced)),
             message: "limits.max_tokens must be at least 1".into(),
         });
     }
-    if spec.limits.max_turns == Some(0) {
+    if let Some(limit) = spec.limits.max_turns.as_ref().filter(|l| l.value == 0) {
         return Err(SpecError::Invalid {
-            position: Position::at(path, None),
+            position: Position::at(path, Some(limit.referenced)),
             message: "limits.max_turns must be at least 1".into(),
         });
     }

@@ -61,6 +61,10 @@ impl TryFrom<u32> for SpecVersion {
     }
 }
 
+/// The longest task name: it names a directory (255 bytes at most on every common file
+/// system), with room for drover's prefixes and suffixes (worktree labels, staging).
+pub const MAX_TASK_NAME: usize = 100;
+
 /// A task name: it names the artifact directory, so it is restricted to `[A-Za-z0-9._-]`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String")]
@@ -87,6 +91,11 @@ impl TryFrom<String> for TaskName {
         } else if !value.chars().all(valid_char) {
             Err(format!(
                 "invalid task name {value:?}: use only letters, digits, '.', '_' and '-' (it names the artifact directory)"
+            ))
+        } else if value.len() > MAX_TASK_NAME {
+            Err(format!(
+                "the task name has {} characters, more than {MAX_TASK_NAME} (it names the artifact directory and the worktree)",
+                value.len()
             ))
         } else if value == "." || value == ".." {
             Err(format!(
@@ -245,17 +254,19 @@ pub enum Switch {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
+    /// Spanned so that a zero is reported at its place.
     #[serde(default)]
-    pub max_turns: Option<u32>,
+    pub max_turns: Option<Spanned<u32>>,
     /// The agent loop's wall-clock limit; [`DEFAULT_TASK_TIMEOUT`] when absent.
     #[serde(default)]
     pub timeout: Option<TimeoutLimit>,
     /// Spanned so that a budget the runner cannot price is reported at its place.
     #[serde(default)]
     pub max_cost_usd: Option<Spanned<f64>>,
-    /// Total tokens of the run (input, output, cache writes and cache reads).
+    /// Total tokens of the run (input, output, cache writes and cache reads). Spanned
+    /// so that a zero is reported at its place.
     #[serde(default)]
-    pub max_tokens: Option<u64>,
+    pub max_tokens: Option<Spanned<u64>>,
 }
 
 /// `sandbox: off`, `sandbox: on`, or `sandbox: { network: true }`.

@@ -38,7 +38,10 @@ fn a_full_spec_loads_into_types() {
     let spec = load(&write(dir.path(), "a.yaml", VALID)).unwrap();
     assert_eq!(spec.name(), "fix-add");
     assert_eq!(spec.spec.model.value.script.as_ref().unwrap().len(), 2);
-    assert_eq!(spec.spec.limits.max_turns, Some(5));
+    assert_eq!(
+        spec.spec.limits.max_turns.as_ref().map(|l| l.value),
+        Some(5)
+    );
     assert_eq!(
         crate::spec::TimeoutLimit::effective(spec.spec.limits.timeout).unwrap(),
         std::time::Duration::from_secs(120)
@@ -245,6 +248,17 @@ fn bad_budgets_and_prices_are_reported() {
         error.contains("limits.max_tokens must be at least 1"),
         "{error}"
     );
+    assert!(error.contains("bad.yaml:19:15"), "{error}");
+    let error = error_of(&VALID.replace("max_turns: 5", "max_turns: 0"));
+    assert!(
+        error.contains("limits.max_turns must be at least 1"),
+        "{error}"
+    );
+    assert!(error.contains("bad.yaml:17:14"), "{error}");
+    let long = "n".repeat(300);
+    let error = error_of(&VALID.replace("name: fix-add", &format!("name: {long}")));
+    assert!(error.contains("more than 100"), "{error}");
+    assert!(error.contains("bad.yaml:2:7"), "{error}");
     let error = error_of(&VALID.replace(
         "  provider: script\n",
         "  provider: script\n  pricing: { input: 1, output: -2 }\n",
