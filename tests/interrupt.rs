@@ -183,3 +183,87 @@ fn a_signal_during_a_check_stops_it_and_never_reports_a_pass() {
     assert_ne!(summary["status"], "passed");
     assert!(artifacts.join("junit.xml").is_file());
 }
+
+#[test]
+fn a_signal_during_the_workspace_copy_stops_it_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    for d in 0..100 {
+        let sub = ws.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..400 {
+            std::fs::write(sub.join(format!("f{f}.txt")), "x").unwrap();
+        }
+    }
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: big\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - text: done\n",
+    );
+    let artifacts = dir.path().join("out");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
+        .arg("run")
+        .arg(dir.path().join("task.yaml"))
+        .arg("--quiet")
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Signal as soon as the scratch copy exists.
+    let started = Instant::now();
+    while !std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("drover-ws-"))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no copy started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let signalled = Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(20),
+            "drover did not stop the copy"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(3));
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "stopping took {:?}",
+        signalled.elapsed()
+    );
+    let lines = transcript(&artifacts.join("big/transcript.jsonl"));
+    let end = lines.last().unwrap();
+    assert_eq!(end["type"], "run_end");
+    assert_eq!(end["reason"], "interrupted");
+    assert!(artifacts.join("big/diff.patch").is_file());
+    assert!(artifacts.join("summary.json").is_file());
+    // The scratch copy is removed.
+    assert!(
+        !std::fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("drover-ws-")),
+        "the scratch copy was left behind"
+    );
+}

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::workspace::copy::copy_workspace;
+use crate::workspace::copy::copy_workspace_until;
+use crate::workspace::snapshot::Stop;
 
 use super::worktree::Worktree;
 
@@ -51,9 +52,14 @@ pub fn in_place(origin: &Path) -> std::io::Result<PreparedWorkspace> {
 
 /// Work in a scratch copy of `origin`'s files (not ignored ones, not `.git/`, not build
 /// trees, not the `excluded` directories).
-pub fn scratch_copy(origin: &Path, excluded: &[PathBuf]) -> std::io::Result<PreparedWorkspace> {
+/// The copy stops (an `Interrupted` error) as soon as `stop` says so.
+pub fn scratch_copy(
+    origin: &Path,
+    excluded: &[PathBuf],
+    stop: Stop<'_>,
+) -> std::io::Result<PreparedWorkspace> {
     let scratch = tempfile::Builder::new().prefix("drover-ws-").tempdir()?;
-    copy_workspace(origin, scratch.path(), excluded)?;
+    copy_workspace_until(origin, scratch.path(), excluded, stop)?;
     Ok(PreparedWorkspace {
         dir: scratch.path().canonicalize()?,
         _scratch: Some(scratch),

@@ -205,14 +205,35 @@ async fn steps(
     // inside the workspace (the default: `drover-artifacts/` in the current directory).
     let mut excluded = plan.excluded.clone();
     excluded.push(artifacts.to_path_buf());
-    let workspace = prepare(&plan, &excluded).map_err(|e| {
-        format!(
-            "cannot prepare the workspace {}: {e}",
-            plan.origin.display()
-        )
-    })?;
-    let baseline = Snapshot::take_excluding(&workspace.dir, &excluded)
-        .map_err(|e| format!("cannot snapshot the workspace: {e}"))?;
+    // Isolation and the baseline stop at once on a signal: nothing has changed yet, so
+    // the task ends interrupted with an empty diff.
+    let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
+    let prepared = prepare(&plan, &excluded, &stop).and_then(|workspace| {
+        let baseline = Snapshot::take_until(&workspace.dir, &excluded, &stop)?;
+        Ok((workspace, baseline))
+    });
+    let (workspace, baseline) = match prepared {
+        Ok(prepared) => prepared,
+        Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
+            write_atomic(&task_dir.join("diff.patch"), b"")
+                .map_err(|e| format!("cannot write the diff: {e}"))?;
+            let message = "interrupted while the workspace was prepared; the agent never ran";
+            return finish(
+                transcript,
+                &redactor,
+                report,
+                EndReason::Interrupted,
+                message.to_string(),
+            )
+            .map_err(|e| e.to_string());
+        }
+        Err(error) => {
+            return Err(format!(
+                "cannot prepare the workspace {}: {error}",
+                plan.origin.display()
+            ));
+        }
+    };
     let fingerprint = baseline.fingerprint();
 
     let mut model = build_model(&plan);
@@ -553,10 +574,14 @@ fn finish(
     })
 }
 
-fn prepare(plan: &TaskPlan, excluded: &[PathBuf]) -> std::io::Result<PreparedWorkspace> {
+fn prepare(
+    plan: &TaskPlan,
+    excluded: &[PathBuf],
+    stop: crate::workspace::snapshot::Stop<'_>,
+) -> std::io::Result<PreparedWorkspace> {
     match plan.isolation {
         Isolation::None => in_place(&plan.origin),
-        Isolation::Copy => scratch_copy(&plan.origin, excluded),
+        Isolation::Copy => scratch_copy(&plan.origin, excluded, stop),
         Isolation::Worktree => git_worktree(&plan.origin, plan.spec.name()),
     }
 }

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::snapshot::{named, walk};
+use super::snapshot::{Stop, named, stopped, walk_until};
 
 /// Copy the workspace's files (not ignored ones, not `.git/`, not build trees, not the
 /// `excluded` directories) from `from` into `to`: the same files
@@ -12,13 +12,26 @@ use super::snapshot::{named, walk};
 /// bits, and symlinks recreated as symlinks (their targets are not copied). `to` is
 /// created if missing and may already exist empty.
 pub fn copy_workspace(from: &Path, to: &Path, excluded: &[PathBuf]) -> io::Result<()> {
+    copy_workspace_until(from, to, excluded, &|| false)
+}
+
+/// [`copy_workspace`], stopping with an `Interrupted` error as soon as `stop` says so.
+pub fn copy_workspace_until(
+    from: &Path,
+    to: &Path,
+    excluded: &[PathBuf],
+    stop: Stop<'_>,
+) -> io::Result<()> {
     std::fs::create_dir_all(to).map_err(|e| named(to, e))?;
     // The list is complete before anything is written, so a `to` inside `from` is not
     // walked into while it fills up.
-    let entries = walk(from, excluded)?;
+    let entries = walk_until(from, excluded, stop)?;
     let to_canonical = to.canonicalize().map_err(|e| named(to, e))?;
     let mut directories = Vec::new();
     for entry in entries {
+        if stop() {
+            return Err(stopped());
+        }
         if entry
             .path
             .canonicalize()
@@ -74,6 +87,30 @@ fn make_symlink(_link: &Path, at: &Path) -> io::Result<()> {
         io::ErrorKind::Unsupported,
         format!("cannot create symlink {}", at.display()),
     ))
+}
+
+#[cfg(test)]
+mod stop_tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_stops_when_asked() {
+        let from = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(from.path().join(format!("f{i}")), "x").unwrap();
+        }
+        let to = tempfile::tempdir().unwrap();
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() > 10
+        };
+        let error = copy_workspace_until(from.path(), to.path(), &[], &stop).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::Interrupted);
+        assert!(std::fs::read_dir(to.path()).unwrap().count() < 50);
+        let error = super::super::Snapshot::take_until(from.path(), &[], &|| true).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::Interrupted);
+    }
 }
 
 #[cfg(test)]

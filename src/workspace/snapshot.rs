@@ -72,11 +72,20 @@ impl Snapshot {
     /// Each file is opened beneath a handle on `root`, following no symlink, so a path
     /// that is not what the walk saw is an error rather than a read of something else.
     pub fn take_excluding(root: &Path, excluded: &[PathBuf]) -> io::Result<Snapshot> {
+        Snapshot::take_until(root, excluded, &|| false)
+    }
+
+    /// [`Snapshot::take_excluding`], stopping with [`stopped`] as soon as `stop` says so
+    /// (a baseline of a huge tree must not outlast a cancelled job).
+    pub fn take_until(root: &Path, excluded: &[PathBuf], stop: Stop<'_>) -> io::Result<Snapshot> {
         let canonical = root.canonicalize().map_err(|e| named(root, e))?;
         let roots = super::Roots::new(std::slice::from_ref(&canonical));
         let mut files = BTreeMap::new();
         let mut unreadable = Vec::new();
-        for entry in walk(root, excluded)? {
+        for entry in walk_until(root, excluded, stop)? {
+            if stop() {
+                return Err(stopped());
+            }
             let at = canonical.join(&entry.relative);
             let read = if entry.file_type.is_symlink() {
                 roots.read_link(&at).map(|target| FileEntry {
@@ -228,11 +237,27 @@ pub(crate) struct WalkedEntry {
     pub file_type: FileType,
 }
 
+/// Asked between entries whether to stop (drover was interrupted).
+pub type Stop<'a> = &'a dyn Fn() -> bool;
+
+/// The error of a walk or copy stopped by [`Stop`].
+pub fn stopped() -> io::Error {
+    io::Error::new(io::ErrorKind::Interrupted, "interrupted")
+}
+
 /// Everything [`walker`] yields below `root` (the root itself excluded), collected first
-/// so callers may write into the tree while using the list.
-pub(crate) fn walk(root: &Path, excluded: &[PathBuf]) -> io::Result<Vec<WalkedEntry>> {
+/// so callers may write into the tree while using the list; stops with [`stopped`] as
+/// soon as `stop` says so.
+pub(crate) fn walk_until(
+    root: &Path,
+    excluded: &[PathBuf],
+    stop: Stop<'_>,
+) -> io::Result<Vec<WalkedEntry>> {
     let mut entries = Vec::new();
     for result in walker(root, excluded).build() {
+        if stop() {
+            return Err(stopped());
+        }
         let entry = match result {
             Ok(entry) => entry,
             // A malformed line in an ignore file is not worth failing the run over: the
