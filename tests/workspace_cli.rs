@@ -150,3 +150,45 @@ fn a_closed_stdout_keeps_the_runs_exit_code() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[test]
+fn what_a_killed_run_left_behind_is_removed_by_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("keep.txt"), "mine").unwrap();
+    // A pid no process has: a drover killed with SIGKILL mid-write and mid-task.
+    let stale_write = ws.join(".big.bin.drover-4999999-0-1a2b.tmp");
+    std::fs::write(&stale_write, vec![0u8; 1024]).unwrap();
+    let tmp = dir.path().join("tmp");
+    let stale_dir = tmp.join("drover-tmp-4999999-abcdef");
+    std::fs::create_dir_all(&stale_dir).unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - text: done\n",
+    );
+    let output = drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("out"))
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stale_write.exists(), "{stderr}");
+    assert!(!stale_dir.exists(), "{stderr}");
+    assert!(ws.join("keep.txt").exists());
+    assert!(
+        stderr.contains("removed 1 temp file(s) a killed drover left"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("removed 1 leftover directory"), "{stderr}");
+    let diff = std::fs::read_to_string(dir.path().join("out/t/diff.patch")).unwrap();
+    assert!(
+        diff.is_empty(),
+        "the leftover is not the agent's work: {diff}"
+    );
+}

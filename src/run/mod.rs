@@ -170,6 +170,17 @@ pub async fn run_plans(
     quiet: bool,
     interrupt: Option<task::Interrupt>,
 ) -> RunReport {
+    // What a drover killed with SIGKILL left in the temp directory goes first.
+    let temp = std::env::temp_dir();
+    let removed = crate::workspace::leftovers::remove_stale_temp_dirs(&temp);
+    if !removed.is_empty() {
+        eprintln!(
+            "drover: removed {} leftover director{} of killed drover runs from {}",
+            removed.len(),
+            if removed.len() == 1 { "y" } else { "ies" },
+            temp.display()
+        );
+    }
     let exposed = artifacts_exposed(&plans, artifacts);
     let style = progress::Style::detect(quiet);
     let progress = progress::Progress::new(style, plans.len(), progress::colors_enabled());

@@ -58,7 +58,9 @@ pub fn scratch_copy(
     excluded: &[PathBuf],
     stop: Stop<'_>,
 ) -> std::io::Result<PreparedWorkspace> {
-    let scratch = tempfile::Builder::new().prefix("drover-ws-").tempdir()?;
+    let scratch = tempfile::Builder::new()
+        .prefix(&crate::workspace::leftovers::temp_prefix("ws"))
+        .tempdir()?;
     copy_workspace_until(origin, scratch.path(), excluded, stop)?;
     Ok(PreparedWorkspace {
         dir: scratch.path().canonicalize()?,

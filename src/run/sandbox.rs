@@ -73,7 +73,7 @@ pub async fn task_commands(
     probe: bool,
 ) -> Result<TaskCommands, String> {
     let tmpdir = tempfile::Builder::new()
-        .prefix("drover-tmp-")
+        .prefix(&crate::workspace::leftovers::temp_prefix("tmp"))
         .tempdir()
         .map_err(|e| format!("cannot create the task's temporary directory: {e}"))?;
     let tmp_path = tmpdir

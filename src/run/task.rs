@@ -213,7 +213,17 @@ async fn steps(
         Ok((workspace, baseline))
     });
     let (workspace, baseline) = match prepared {
-        Ok(prepared) => prepared,
+        Ok(prepared) => {
+            if !prepared.1.leftovers.is_empty() {
+                eprintln!(
+                    "drover: {}: removed {} temp file(s) a killed drover left in the workspace: {}",
+                    report.name,
+                    prepared.1.leftovers.len(),
+                    prepared.1.leftovers.join(", ")
+                );
+            }
+            prepared
+        }
         Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
             write_atomic(&task_dir.join("diff.patch"), b"")
                 .map_err(|e| format!("cannot write the diff: {e}"))?;

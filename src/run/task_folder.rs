@@ -49,7 +49,9 @@ impl TaskFolder {
         }
         let root = artifacts_dir.canonicalize()?;
         let meta = std::fs::metadata(&root)?;
-        let staging = tempfile::Builder::new().prefix("drover-task-").tempdir()?;
+        let staging = tempfile::Builder::new()
+            .prefix(&crate::workspace::leftovers::temp_prefix("task"))
+            .tempdir()?;
         Ok(TaskFolder {
             final_dir: final_dir.to_path_buf(),
             artifacts: Some(Published {

@@ -107,10 +107,15 @@ impl Worktree {
     /// worktree's directory, so `git worktree list` says which task it belongs to.
     pub fn add(workspace: &Path, label: &str) -> std::io::Result<Worktree> {
         let repository = locate(workspace).map_err(std::io::Error::other)?;
-        let scratch = tempfile::Builder::new().prefix("drover-wt-").tempdir()?;
+        let scratch = tempfile::Builder::new()
+            .prefix(&crate::workspace::leftovers::temp_prefix("wt"))
+            .tempdir()?;
         let root = scratch.path().join(label);
         let root_arg = root.to_string_lossy().into_owned();
         let output = serialized(&repository, || {
+            // Forget worktrees of killed runs whose directories are gone (drover removes
+            // those directories at the start of a run).
+            let _ = git(&repository.toplevel, &["worktree", "prune"]);
             git(
                 &repository.toplevel,
                 &["worktree", "add", "--quiet", "--detach", &root_arg, "HEAD"],

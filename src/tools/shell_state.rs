@@ -120,11 +120,9 @@ impl CwdProbe {
     /// sandboxed command can write only to its private temporary directory, so the probe
     /// must live there for the command's exit trap to record its directory.
     pub fn new_in(dir: Option<&Path>) -> std::io::Result<Self> {
-        let builder = {
-            let mut builder = tempfile::Builder::new();
-            builder.prefix("drover-bash-");
-            builder
-        };
+        let prefix = crate::workspace::leftovers::temp_prefix("bash");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix);
         let dir = match dir {
             Some(parent) => builder.tempdir_in(parent)?,
             None => builder.tempdir()?,

@@ -7,6 +7,7 @@ pub mod beneath;
 pub mod confined;
 pub mod copy;
 pub mod file_state;
+pub mod leftovers;
 pub mod paths;
 pub mod snapshot;
 

@@ -55,6 +55,9 @@ pub struct Snapshot {
     /// Files that could not be read (relative path, why): reported, never fatal, so one
     /// unreadable file does not cost the diff of everything else.
     pub unreadable: Vec<(String, String)>,
+    /// Temp files of atomic writes by drover processes that are gone (killed mid-write):
+    /// removed while the snapshot was taken, and not part of it.
+    pub leftovers: Vec<String>,
 }
 
 impl Snapshot {
@@ -82,11 +85,21 @@ impl Snapshot {
         let roots = super::Roots::new(std::slice::from_ref(&canonical));
         let mut files = BTreeMap::new();
         let mut unreadable = Vec::new();
+        let mut leftovers = Vec::new();
         for entry in walk_until(root, excluded, stop)? {
             if stop() {
                 return Err(stopped());
             }
             let at = canonical.join(&entry.relative);
+            if entry.file_type.is_file()
+                && super::leftovers::is_stale_write_temp(
+                    &entry.path.file_name().unwrap_or_default().to_string_lossy(),
+                )
+                && std::fs::remove_file(&entry.path).is_ok()
+            {
+                leftovers.push(entry.relative);
+                continue;
+            }
             let read = if entry.file_type.is_symlink() {
                 roots.read_link(&at).map(|target| FileEntry {
                     mode: MODE_SYMLINK,
@@ -104,7 +117,11 @@ impl Snapshot {
                 Err(error) => unreadable.push((entry.relative, error.to_string())),
             }
         }
-        Ok(Snapshot { files, unreadable })
+        Ok(Snapshot {
+            files,
+            unreadable,
+            leftovers,
+        })
     }
 
     /// Carry over from `before` the entries of files this snapshot could not read, so

@@ -17,6 +17,7 @@ fn an_unreadable_file_is_named_and_the_rest_is_kept() {
             },
         )]),
         unreadable: Vec::new(),
+        leftovers: Vec::new(),
     };
     // Even root cannot read beneath a Landlock read denial: a thread restricted so.
     let policy = SandboxPolicy {
