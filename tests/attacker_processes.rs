@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use common::{drover, events, transcript, write_spec};
+use common::{drover, events, running, transcript, write_spec};
 use serde_json::{Value, json};
 
 /// A spec whose model runs each command as its own Bash call, then stops.
@@ -43,20 +43,6 @@ fn results(dir: &Path) -> Vec<String> {
         .iter()
         .map(|r| r["content"].as_str().unwrap_or_default().to_string())
         .collect()
-}
-
-/// Processes whose command line holds `marker`.
-fn running(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if text.contains(marker) && !text.contains("drover") {
-                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
 }
 
 fn sandbox_available() -> bool {

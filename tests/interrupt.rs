@@ -6,8 +6,22 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{events, transcript, write_spec};
+use common::{events, running, transcript, write_spec};
 use serde_json::Value;
+
+/// Wait for `child` to exit, at most `limit` after `since`; its exit code.
+fn exit_code(child: &mut std::process::Child, since: Instant, limit: Duration) -> Option<i32> {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if since.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("drover did not stop within {limit:?} of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
 
 #[test]
 fn sigterm_ends_every_task_with_a_complete_record_and_exit_3() {
@@ -49,16 +63,7 @@ fn sigterm_ends_every_task_with_a_complete_record_and_exit_3() {
         .status()
         .unwrap();
     assert!(status.success());
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if started.elapsed() > Duration::from_secs(50) {
-            child.kill().unwrap();
-            panic!("drover did not stop after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let code = exit_code(&mut child, started, Duration::from_secs(50));
     assert_eq!(code, Some(3), "an interrupted run is not a success");
 
     let lines = transcript(&recorded);
@@ -99,20 +104,6 @@ fn sigterm_ends_every_task_with_a_complete_record_and_exit_3() {
     assert!(artifacts.join("junit.xml").is_file());
 }
 
-/// Processes whose command line holds `marker` (drover's own excluded).
-fn running(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if text.contains(marker) && !text.contains("drover") {
-                found.push(text);
-            }
-        }
-    }
-    found
-}
-
 #[test]
 fn a_signal_during_a_check_stops_it_and_never_reports_a_pass() {
     let dir = tempfile::tempdir().unwrap();
@@ -151,16 +142,7 @@ fn a_signal_during_a_check_stops_it_and_never_reports_a_pass() {
         .status()
         .unwrap();
     assert!(status.success());
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if signalled.elapsed() > Duration::from_secs(20) {
-            child.kill().unwrap();
-            panic!("drover did not stop the check after SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let code = exit_code(&mut child, signalled, Duration::from_secs(20));
     assert_eq!(code, Some(3), "an interrupted run is not a success");
     assert!(
         signalled.elapsed() < Duration::from_secs(8),
@@ -236,16 +218,7 @@ fn a_signal_during_the_workspace_copy_stops_it_at_once() {
             .unwrap()
             .success()
     );
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        assert!(
-            signalled.elapsed() < Duration::from_secs(20),
-            "drover did not stop the copy"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let code = exit_code(&mut child, signalled, Duration::from_secs(20));
     assert_eq!(code, Some(3));
     assert!(
         signalled.elapsed() < Duration::from_secs(3),

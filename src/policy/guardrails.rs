@@ -352,6 +352,7 @@ fn is_precious(arg: &str, ctx: &GuardContext<'_>) -> bool {
 fn is_fork_bomb(line: &str) -> bool {
     static PATTERN: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"([\w:.]+)\s*\(\)\s*\{[^}]*?([\w:.]+)\s*\|\s*([\w:.]+)\s*&")
+            // invariant: a constant pattern, compiled by the tests.
             .expect("invariant: a constant pattern that compiles")
     });
     PATTERN.captures_iter(line).any(|c| {

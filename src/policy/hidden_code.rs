@@ -50,6 +50,7 @@ pub fn hidden_code(line: &str, commands: &[SimpleCommand]) -> Option<String> {
         .into_iter()
         .map(|(pattern, why)| {
             (
+                // invariant: a constant pattern, compiled by the tests.
                 Regex::new(pattern).expect("invariant: constant patterns that compile"),
                 why,
             )

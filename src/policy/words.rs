@@ -88,6 +88,7 @@ fn brace_variants(argv: &[String]) -> Vec<Vec<String>> {
 /// bounded). A word without a comma inside braces is itself.
 pub fn expand_braces(word: &str) -> Vec<String> {
     static BRACES: LazyLock<Regex> = LazyLock::new(|| {
+        // invariant: a constant pattern, compiled by the tests.
         Regex::new(r"\{([^{}]*,[^{}]*)\}").expect("invariant: a constant pattern that compiles")
     });
     let Some(found) = BRACES.captures(word) else {
@@ -144,6 +145,7 @@ pub fn is_dynamic(word: &str) -> bool {
 pub fn input_redirections(line: &str) -> Vec<String> {
     static INPUT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?:^|[^<>&0-9])[0-9]*<>?[ \t]*([^\s;&|<>()]+)")
+            // invariant: a constant pattern, compiled by the tests.
             .expect("invariant: a constant pattern that compiles")
     });
     let visible = blank_single_quotes(line);

@@ -130,10 +130,12 @@ fn literal(out: &mut String, content: &[u8]) {
     // invariant: writing into a Vec<u8> cannot fail, so neither can the encoder.
     encoder
         .write_all(content)
+        // invariant: deflating into a Vec cannot fail.
         .expect("invariant: deflating into memory cannot fail");
     // invariant: as above, finishing only flushes into the Vec.
     let deflated = encoder
         .finish()
+        // invariant: deflating into a Vec cannot fail.
         .expect("invariant: deflating into memory cannot fail");
     let _ = writeln!(out, "literal {}", content.len());
     out.push_str(&base85::encode_lines(&deflated));

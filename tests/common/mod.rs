@@ -70,3 +70,17 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Processes whose command line holds `marker` (drover's own left out), as `pid: line`.
+pub fn running(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(marker) && !text.contains("drover") {
+                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
