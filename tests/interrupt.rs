@@ -240,3 +240,54 @@ fn a_signal_during_the_workspace_copy_stops_it_at_once() {
         "the scratch copy was left behind"
     );
 }
+
+#[test]
+fn a_second_signal_exits_at_once_and_the_reports_still_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: twice\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - { name: Bash, input: { command: sleep 61 } }\n    - text: never reached\npermissions:\n  allow: [Bash]\n",
+    );
+    let artifacts = dir.path().join("out");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
+        .arg("run")
+        .arg(dir.path().join("task.yaml"))
+        .arg("--quiet")
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while running("sleep 61").is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(30), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SIGINT and SIGTERM back to back: the second one lands before the first is done.
+    let pid = child.id().to_string();
+    for signal in ["-INT", "-TERM"] {
+        assert!(
+            Command::new("kill")
+                .args([signal, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    let code = exit_code(&mut child, Instant::now(), Duration::from_secs(10));
+    assert_ne!(code, Some(0), "a cancelled run is never a success");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["tasks"][0]["reason"], "interrupted", "{summary}");
+    assert!(artifacts.join("junit.xml").is_file());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        running("sleep 61").is_empty(),
+        "the command outlived drover"
+    );
+}

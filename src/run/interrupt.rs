@@ -4,8 +4,22 @@
 //! `interrupted`), each diff, and the run's reports. Tasks not yet started are reported
 //! as not started. A second signal exits at once.
 
+use std::sync::Mutex;
+
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
+
+/// What a second signal does before it exits: write the reports drover has so far.
+type LastWords = Box<dyn Fn() + Send>;
+static LAST_WORDS: Mutex<Option<LastWords>> = Mutex::new(None);
+
+/// Register what to write when a second signal makes drover exit at once (the run's
+/// reports as far as they are known). Replaces what was registered before.
+pub fn on_second_signal(write: impl Fn() + Send + 'static) {
+    // A poisoned lock only means a panic elsewhere while registering; register anyway.
+    let mut slot = LAST_WORDS.lock().unwrap_or_else(|e| e.into_inner());
+    *slot = Some(Box::new(write));
+}
 
 /// Listen for SIGINT and SIGTERM; the returned receiver becomes true on the first.
 /// None when the signal handlers cannot be installed (then the default actions apply).
@@ -26,7 +40,14 @@ pub fn install() -> Option<watch::Receiver<bool>> {
             _ = interrupt.recv() => {},
             _ = terminate.recv() => {},
         }
-        eprintln!("drover: second signal: exiting at once; reports may be incomplete");
+        eprintln!("drover: second signal: writing the reports as they stand and exiting at once");
+        if let Some(write) = LAST_WORDS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            write();
+        }
         std::process::exit(crate::exit::RUNNER_ERROR);
     });
     Some(receiver)

@@ -182,6 +182,28 @@ pub async fn run_plans(
         );
     }
     let exposed = artifacts_exposed(&plans, artifacts);
+    // Should a second signal end drover at once, the reports still exist: every task
+    // as far as it is known (finished, or interrupted).
+    let so_far: Arc<std::sync::Mutex<Vec<TaskReport>>> = Arc::new(std::sync::Mutex::new(
+        plans
+            .iter()
+            .map(|plan| {
+                let mut report = unfinished_report(plan, artifacts);
+                report.reason = EndReason::Interrupted;
+                report.status = EndReason::Interrupted.status();
+                report.message = "drover was stopped by a second signal".to_string();
+                report
+            })
+            .collect(),
+    ));
+    {
+        let so_far = Arc::clone(&so_far);
+        let artifacts = artifacts.to_path_buf();
+        interrupt::on_second_signal(move || {
+            let tasks = so_far.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let _ = write_reports(&RunReport { tasks, shard: None }, &artifacts);
+        });
+    }
     let style = progress::Style::detect(quiet);
     let progress = progress::Progress::new(style, plans.len(), progress::colors_enabled());
     let mut finished: Vec<(usize, TaskReport)> =
@@ -190,6 +212,7 @@ pub async fn run_plans(
                 let progress = Arc::clone(&progress);
                 let artifacts = artifacts.to_path_buf();
                 let interrupt = interrupt.clone();
+                let so_far = Arc::clone(&so_far);
                 async move {
                     let mut fallback = unfinished_report(&plan, &artifacts);
                     if interrupt.as_ref().is_some_and(|i| *i.borrow()) {
@@ -212,6 +235,13 @@ pub async fn run_plans(
                         }
                     };
                     progress.task_finished(&report);
+                    if let Some(slot) = so_far
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_mut(index)
+                    {
+                        *slot = report.clone();
+                    }
                     (index, report)
                 }
             })
