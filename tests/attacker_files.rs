@@ -41,6 +41,17 @@ fn script_of(turns: &[Vec<Value>]) -> String {
     script
 }
 
+/// `drover run SPEC --artifacts OUT`, waited for.
+fn run_into(spec: &std::path::Path, out: &std::path::Path) -> std::process::Output {
+    drover()
+        .arg("run")
+        .arg(spec)
+        .arg("--artifacts")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 fn call(name: &str, input: Value) -> Value {
     json!({ "name": name, "input": input })
 }
@@ -90,13 +101,7 @@ fn a_directory_flipped_to_a_symlink_never_redirects_a_file_tool() {
         outside.display()
     );
     let spec = write_spec(&root, "task.yaml", &body);
-    let output = drover()
-        .arg("run")
-        .arg(&spec)
-        .arg("--artifacts")
-        .arg(root.join("out"))
-        .output()
-        .unwrap();
+    let output = run_into(&spec, &root.join("out"));
     let stderr = String::from_utf8_lossy(&output.stderr);
 
     let planted: Vec<String> = std::fs::read_dir(outside.join("sub"))
@@ -171,13 +176,7 @@ fn a_symlink_planted_in_the_workspace_is_not_a_way_out_for_writes() {
          permissions:\n  allow: [Bash, Write, Edit]\n"
     );
     let spec = write_spec(&root, "task.yaml", &body);
-    drover()
-        .arg("run")
-        .arg(&spec)
-        .arg("--artifacts")
-        .arg(root.join("out"))
-        .output()
-        .unwrap();
+    run_into(&spec, &root.join("out"));
     assert!(!outside.join("new.sh").exists());
     assert_eq!(
         std::fs::read_to_string(outside.join("target.sh")).unwrap(),
@@ -317,13 +316,7 @@ fn a_worktree_git_file_rewritten_by_the_agent_is_restored_before_the_checks() {
         scripted_attack(attack, &[])
     );
     let spec = write_spec(&root, "task.yaml", &body);
-    let output = drover()
-        .arg("run")
-        .arg(&spec)
-        .arg("--artifacts")
-        .arg(root.join("out"))
-        .output()
-        .unwrap();
+    let output = run_into(&spec, &root.join("out"));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!root.join("fsmonitor-ran").exists(), "{stderr}");
     let lines = transcript(&root.join("out/wt/transcript.jsonl"));

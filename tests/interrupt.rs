@@ -9,6 +9,34 @@ use std::time::{Duration, Instant};
 use common::{events, running, transcript, write_spec};
 use serde_json::Value;
 
+/// `drover run SPECS --quiet --artifacts ARTIFACTS` in the background, stdin and stdout
+/// closed, stderr piped when asked, `TMPDIR` set when given.
+fn spawn_run(
+    specs: &[std::path::PathBuf],
+    artifacts: &std::path::Path,
+    tmpdir: Option<&std::path::Path>,
+    piped_stderr: bool,
+) -> std::process::Child {
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin("drover"));
+    command
+        .arg("run")
+        .args(specs)
+        .arg("--quiet")
+        .arg("--artifacts")
+        .arg(artifacts)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(if piped_stderr {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+    if let Some(tmpdir) = tmpdir {
+        command.env("TMPDIR", tmpdir);
+    }
+    command.spawn().unwrap()
+}
+
 /// Wait for `child` to exit, at most `limit` after `since`; its exit code.
 fn exit_code(child: &mut std::process::Child, since: Instant, limit: Duration) -> Option<i32> {
     loop {
@@ -35,18 +63,12 @@ fn sigterm_ends_every_task_with_a_complete_record_and_exit_3() {
     write_spec(dir.path(), "a.yaml", &spec("first"));
     write_spec(dir.path(), "b.yaml", &spec("second"));
     let artifacts = dir.path().join("out");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
-        .arg("run")
-        .arg(dir.path().join("a.yaml"))
-        .arg(dir.path().join("b.yaml"))
-        .arg("--quiet")
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(
+        &[dir.path().join("a.yaml"), dir.path().join("b.yaml")],
+        &artifacts,
+        None,
+        true,
+    );
     // Wait until the first task's Bash call is running.
     let recorded = artifacts.join("first/transcript.jsonl");
     let started = Instant::now();
@@ -115,17 +137,7 @@ fn a_signal_during_a_check_stops_it_and_never_reports_a_pass() {
     );
     write_spec(dir.path(), "task.yaml", &spec);
     let artifacts = dir.path().join("out");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
-        .arg("run")
-        .arg(dir.path().join("task.yaml"))
-        .arg("--quiet")
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&[dir.path().join("task.yaml")], &artifacts, None, false);
     let started = Instant::now();
     let sleeping = format!("sleep {marker}.5");
     while running(&sleeping).is_empty() {
@@ -185,18 +197,12 @@ fn a_signal_during_the_workspace_copy_stops_it_at_once() {
         "version: 1\nname: big\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - text: done\n",
     );
     let artifacts = dir.path().join("out");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
-        .arg("run")
-        .arg(dir.path().join("task.yaml"))
-        .arg("--quiet")
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .env("TMPDIR", &tmp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(
+        &[dir.path().join("task.yaml")],
+        &artifacts,
+        Some(&tmp),
+        false,
+    );
     // Signal as soon as the scratch copy exists.
     let started = Instant::now();
     while !std::fs::read_dir(&tmp)
@@ -251,17 +257,7 @@ fn a_second_signal_exits_at_once_and_the_reports_still_exist() {
         "version: 1\nname: twice\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - { name: Bash, input: { command: sleep 61 } }\n    - text: never reached\npermissions:\n  allow: [Bash]\n",
     );
     let artifacts = dir.path().join("out");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("drover"))
-        .arg("run")
-        .arg(dir.path().join("task.yaml"))
-        .arg("--quiet")
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&[dir.path().join("task.yaml")], &artifacts, None, false);
     let started = Instant::now();
     while running("sleep 61").is_empty() {
         assert!(started.elapsed() < Duration::from_secs(30), "never started");

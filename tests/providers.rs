@@ -121,6 +121,14 @@ fn task(provider: &str, base_url: &str, extra_model: &str) -> (tempfile::TempDir
     (dir, path)
 }
 
+/// Lower the spec's `model.retry.max_retries` (the task helper sets 6).
+fn with_max_retries(spec: &Path, retries: u32) {
+    let text = std::fs::read_to_string(spec)
+        .unwrap()
+        .replace("max_retries: 6", &format!("max_retries: {retries}"));
+    std::fs::write(spec, text).unwrap();
+}
+
 fn run(spec: &Path, artifacts: &Path, key: Option<&str>) -> Output {
     let mut command = drover();
     command
@@ -444,10 +452,7 @@ fn exhausted_retries_end_with_provider_error_and_exit_3() {
     let busy = || Reply::status(503, "{\"error\":{\"message\":\"busy\"}}");
     let server = MockServer::start(vec![busy(), busy(), busy(), busy()]);
     let (dir, spec) = task("anthropic", &server.base_url, "");
-    let spec_text = std::fs::read_to_string(&spec)
-        .unwrap()
-        .replace("max_retries: 6", "max_retries: 2");
-    std::fs::write(&spec, spec_text).unwrap();
+    with_max_retries(&spec, 2);
     let artifacts = dir.path().join("out");
     let output = run(&spec, &artifacts, Some(KEY));
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
@@ -709,10 +714,7 @@ fn answers_without_their_stop_reason_are_incomplete_never_a_pass() {
         // Never complete: provider_error, exit 3, not passed.
         let server = MockServer::start(vec![reply(), reply(), reply()]);
         let (dir, spec) = task(provider, &server.base_url, "");
-        let spec_text = std::fs::read_to_string(&spec)
-            .unwrap()
-            .replace("max_retries: 6", "max_retries: 2");
-        std::fs::write(&spec, spec_text).unwrap();
+        with_max_retries(&spec, 2);
         let artifacts = dir.path().join("out");
         let output = run(&spec, &artifacts, Some(KEY));
         assert_eq!(
@@ -749,10 +751,7 @@ fn keep_alives_do_not_extend_the_request_deadline() {
         &server.base_url,
         "  timeouts: { request: 1s, idle: 5s }\n",
     );
-    let spec_text = std::fs::read_to_string(&spec)
-        .unwrap()
-        .replace("max_retries: 6", "max_retries: 1");
-    std::fs::write(&spec, spec_text).unwrap();
+    with_max_retries(&spec, 1);
     let artifacts = dir.path().join("out");
     let started = std::time::Instant::now();
     let output = run(&spec, &artifacts, Some(KEY));
