@@ -192,3 +192,100 @@ fn what_a_killed_run_left_behind_is_removed_by_the_next_one() {
         "the leftover is not the agent's work: {diff}"
     );
 }
+
+/// A tree's files (name bytes → content), for comparing two trees byte for byte.
+#[cfg(unix)]
+fn files_of(root: &Path) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut files = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(root).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            files.insert(
+                entry.file_name().as_bytes().to_vec(),
+                std::fs::read(entry.path()).unwrap(),
+            );
+        }
+    }
+    files
+}
+
+#[cfg(unix)]
+#[test]
+fn file_names_that_are_not_utf8_keep_their_bytes_in_the_diff_summary_and_expectations() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    for isolation in ["copy", "none"] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(ws.join(OsStr::from_bytes(b"caf\xe9.txt")), "one\n").unwrap();
+        std::fs::write(ws.join(OsStr::from_bytes(b"x\xff")), "same\n").unwrap();
+        // `x\xfe` converts to the same text as `x\xff` (`x\u{fffd}`) when names are
+        // converted lossily: its creation must not hide behind the unchanged file.
+        std::fs::write(
+            ws.join("mk.sh"),
+            "printf 'two\\n' > \"$(printf 'caf\\351.txt')\"\nprintf 'new\\n' > \"$(printf 'x\\376')\"\n",
+        )
+        .unwrap();
+        let pristine = dir.path().join("pristine");
+        common::copy_tree(&ws, &pristine);
+        let spec = write_spec(
+            dir.path(),
+            "t.yaml",
+            &format!(
+                "version: 1\nname: n\nprompt: p\nworkspace: ws\nisolation: {isolation}\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: sh mk.sh }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\nexpect:\n  files_changed:\n    only: ['*.txt', 'x*']\n    must_include: ['caf*.txt']\n    max: 2\n"
+            ),
+        );
+        let artifacts = dir.path().join("out");
+        let run = drover()
+            .arg("run")
+            .arg(&spec)
+            .arg("--artifacts")
+            .arg(&artifacts)
+            .assert();
+        let output = run.get_output().clone();
+        run.code(0);
+        let summary = summary(&artifacts);
+        assert_eq!(
+            summary["tasks"][0]["files_changed"],
+            serde_json::json!([r#""caf\351.txt""#, r#""x\376""#]),
+            "{isolation}: {summary}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let patch = std::fs::read(artifacts.join("n/diff.patch")).unwrap();
+        let text = String::from_utf8(patch.clone()).expect("the patch is ASCII here");
+        assert!(
+            text.contains("diff --git \"a/caf\\351.txt\" \"b/caf\\351.txt\"\n"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{fffd}'), "{text}");
+        // `git apply` on a pristine copy gives the agent's tree byte for byte.
+        let patch_file = dir.path().join("diff.patch");
+        std::fs::write(&patch_file, &patch).unwrap();
+        let applied = Command::new("git")
+            .arg("apply")
+            .arg(&patch_file)
+            .current_dir(&pristine)
+            .output()
+            .unwrap();
+        assert!(
+            applied.status.success(),
+            "{}",
+            String::from_utf8_lossy(&applied.stderr)
+        );
+        let script = std::fs::read(ws.join("mk.sh")).unwrap();
+        let expected = std::collections::BTreeMap::from([
+            (b"caf\xe9.txt".to_vec(), b"two\n".to_vec()),
+            (b"mk.sh".to_vec(), script),
+            (b"x\xfe".to_vec(), b"new\n".to_vec()),
+            (b"x\xff".to_vec(), b"same\n".to_vec()),
+        ]);
+        assert_eq!(files_of(&pristine), expected, "{isolation}");
+        if isolation == "none" {
+            assert_eq!(files_of(&ws), expected);
+        } else {
+            assert_eq!(files_of(&ws)[&b"caf\xe9.txt".to_vec()], b"one\n");
+        }
+    }
+}

@@ -14,8 +14,8 @@ use blob_id::NULL_ID;
 pub use blob_id::blob_id;
 
 use crate::record::base85;
-use crate::workspace::Snapshot;
 use crate::workspace::snapshot::FileEntry;
+use crate::workspace::{RelPath, Snapshot};
 
 /// Lines of unchanged context around each change, as git uses by default.
 const CONTEXT_LINES: usize = 3;
@@ -45,9 +45,9 @@ pub fn is_binary(content: &[u8]) -> bool {
 }
 
 /// The patch of one path. `None` is "no file on that side".
-fn file_patch(out: &mut String, path: &str, old: Option<&FileEntry>, new: Option<&FileEntry>) {
-    let a_name = quote_path(&format!("a/{path}"));
-    let b_name = quote_path(&format!("b/{path}"));
+fn file_patch(out: &mut String, path: &RelPath, old: Option<&FileEntry>, new: Option<&FileEntry>) {
+    let a_name = quote_path(&[b"a/", path.as_bytes()].concat());
+    let b_name = quote_path(&[b"b/", path.as_bytes()].concat());
     let _ = writeln!(out, "diff --git {a_name} {b_name}");
     match (old, new) {
         (None, Some(new)) => {
@@ -87,7 +87,11 @@ fn file_patch(out: &mut String, path: &str, old: Option<&FileEntry>, new: Option
     let old_label = if old.is_some() { &a_name } else { "/dev/null" };
     let new_label = if new.is_some() { &b_name } else { "/dev/null" };
     // git ends a name containing a space with a tab so the line parses unambiguously.
-    let tab = if path.contains(' ') { "\t" } else { "" };
+    let tab = if path.as_bytes().contains(&b' ') {
+        "\t"
+    } else {
+        ""
+    };
     let old_tab = if old.is_some() { tab } else { "" };
     let new_tab = if new.is_some() { tab } else { "" };
     let _ = writeln!(out, "--- {old_label}{old_tab}\n+++ {new_label}{new_tab}");
@@ -145,16 +149,16 @@ fn literal(out: &mut String, content: &[u8]) {
 /// Git's C-style quoting of a path in patch headers (`core.quotePath` default): names
 /// with control characters, quotes, backslashes or non-ASCII bytes go in double quotes
 /// with escapes, everything else verbatim.
-pub fn quote_path(name: &str) -> String {
+pub fn quote_path(name: &[u8]) -> String {
     let needs_quotes = name
-        .bytes()
-        .any(|b| b < 0x20 || b == 0x7f || b >= 0x80 || b == b'"' || b == b'\\');
+        .iter()
+        .any(|&b| b < 0x20 || b == 0x7f || b >= 0x80 || b == b'"' || b == b'\\');
     if !needs_quotes {
-        return name.to_string();
+        return String::from_utf8_lossy(name).into_owned();
     }
     let mut out = String::with_capacity(name.len() + 2);
     out.push('"');
-    for byte in name.bytes() {
+    for &byte in name {
         match byte {
             0x07 => out.push_str("\\a"),
             0x08 => out.push_str("\\b"),

@@ -4,20 +4,21 @@
 
 use crate::record::CheckReport;
 use crate::spec::{Expectations, PathGlob};
+use crate::workspace::RelPath;
 
 /// How many paths a failure message lists before it says "and N more".
 const LISTED: usize = 20;
 
 /// One report per expectation the spec sets, in a fixed order (only, max, must_include).
-pub fn evaluate(expect: &Expectations, changed: &[String]) -> Vec<CheckReport> {
+pub fn evaluate(expect: &Expectations, changed: &[RelPath]) -> Vec<CheckReport> {
     let mut reports = Vec::new();
     let Some(files) = &expect.files_changed else {
         return reports;
     };
     if let Some(only) = &files.only {
-        let offenders: Vec<&String> = changed
+        let offenders: Vec<&RelPath> = changed
             .iter()
-            .filter(|path| !only.iter().any(|glob| glob.is_match(path)))
+            .filter(|path| !only.iter().any(|glob| glob.is_match(path.to_path())))
             .collect();
         let explanation = if offenders.is_empty() {
             format!(
@@ -51,7 +52,7 @@ pub fn evaluate(expect: &Expectations, changed: &[String]) -> Vec<CheckReport> {
                 files_word(changed.len())
             )
         } else {
-            let all: Vec<&String> = changed.iter().collect();
+            let all: Vec<&RelPath> = changed.iter().collect();
             format!(
                 "{} files changed, more than the maximum of {max}: {}",
                 changed.len(),
@@ -63,13 +64,13 @@ pub fn evaluate(expect: &Expectations, changed: &[String]) -> Vec<CheckReport> {
     if let Some(must) = &files.must_include {
         let missing: Vec<&PathGlob> = must
             .iter()
-            .filter(|glob| !changed.iter().any(|path| glob.is_match(path)))
+            .filter(|glob| !changed.iter().any(|path| glob.is_match(path.to_path())))
             .collect();
         let explanation = if missing.is_empty() {
             format!("every one of {} matches a changed file", globs(must))
         } else {
             let names: Vec<&str> = missing.iter().map(|g| g.as_str()).collect();
-            let all: Vec<&String> = changed.iter().collect();
+            let all: Vec<&RelPath> = changed.iter().collect();
             format!(
                 "no changed file matches {} (changed: {})",
                 names.join(", "),
@@ -117,8 +118,8 @@ fn files_word(count: usize) -> &'static str {
     if count == 1 { "file" } else { "files" }
 }
 
-fn list(paths: &[&String]) -> String {
-    let shown: Vec<&str> = paths.iter().take(LISTED).map(|p| p.as_str()).collect();
+fn list(paths: &[&RelPath]) -> String {
+    let shown: Vec<String> = paths.iter().take(LISTED).map(|p| p.to_string()).collect();
     let mut text = shown.join(", ");
     if paths.len() > LISTED {
         text.push_str(&format!(" and {} more", paths.len() - LISTED));
@@ -143,8 +144,8 @@ mod tests {
         }
     }
 
-    fn changed(paths: &[&str]) -> Vec<String> {
-        paths.iter().map(|p| p.to_string()).collect()
+    fn changed(paths: &[&str]) -> Vec<RelPath> {
+        paths.iter().map(|p| RelPath::from(*p)).collect()
     }
 
     #[test]
@@ -209,7 +210,9 @@ mod tests {
     #[test]
     fn no_expectations_no_reports_and_long_lists_are_cut() {
         assert!(evaluate(&Expectations::default(), &changed(&["a"])).is_empty());
-        let many: Vec<String> = (0..25).map(|i| format!("f{i}")).collect();
+        let many: Vec<RelPath> = (0..25)
+            .map(|i| RelPath::from(format!("f{i}").as_str()))
+            .collect();
         let e = expect(FilesChangedExpectation {
             max: Some(0),
             ..Default::default()

@@ -219,7 +219,13 @@ async fn steps(
                     "drover: {}: removed {} temp file(s) a killed drover left in the workspace: {}",
                     report.name,
                     prepared.1.leftovers.len(),
-                    prepared.1.leftovers.join(", ")
+                    prepared
+                        .1
+                        .leftovers
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
             }
             prepared
@@ -456,7 +462,8 @@ async fn steps(
             task_dir.join("diff.patch").display()
         )
     })?;
-    report.files_changed = baseline.changed_paths(&after);
+    let changed = baseline.changed_paths(&after);
+    report.files_changed = changed.iter().map(ToString::to_string).collect();
 
     let (mut reason, mut message) = (outcome.reason, outcome.message);
     if runs_checks(reason) {
@@ -507,7 +514,7 @@ async fn steps(
         if let Some(expectations) = &plan.spec.spec.expect
             && reason != EndReason::Interrupted
         {
-            for result in expect::evaluate(expectations, &report.files_changed) {
+            for result in expect::evaluate(expectations, &changed) {
                 transcript
                     .write(Event::Check {
                         name: result.name.clone(),

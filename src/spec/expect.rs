@@ -48,8 +48,10 @@ impl PathGlob {
         &self.text
     }
 
-    /// Does the relative, `/`-separated `path` match?
-    pub fn is_match(&self, path: &str) -> bool {
+    /// Does the relative, `/`-separated `path` match? Matched on the path's bytes, so a
+    /// file name that is not UTF-8 matches as it is.
+    pub fn is_match(&self, path: impl AsRef<std::path::Path>) -> bool {
+        let path = path.as_ref();
         self.exact.is_match(path) || self.below.is_match(path)
     }
 }

@@ -40,7 +40,7 @@ pub fn copy_workspace_until(
         {
             continue;
         }
-        let target = to.join(&entry.relative);
+        let target = to.join(entry.relative.to_path());
         if entry.file_type.is_dir() {
             std::fs::create_dir_all(&target).map_err(|e| named(&target, e))?;
             directories.push((entry.path, target));

@@ -9,8 +9,10 @@ pub mod copy;
 pub mod file_state;
 pub mod leftovers;
 pub mod paths;
+pub mod rel_path;
 pub mod snapshot;
 
 pub use beneath::Roots;
 pub use file_state::FileStateCache;
+pub use rel_path::RelPath;
 pub use snapshot::Snapshot;

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use super::RelPath;
+
 /// Git's mode for a regular file without execute permission.
 pub const MODE_FILE: u32 = 0o100644;
 /// Git's mode for a regular file with an execute bit set.
@@ -50,14 +52,14 @@ fn read_file(roots: &super::Roots, at: &Path) -> io::Result<FileEntry> {
 /// Every file the agent could see, keyed by relative path, in sorted order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Relative, `/`-separated path → entry.
-    pub files: BTreeMap<String, FileEntry>,
+    /// Relative path, as bytes → entry.
+    pub files: BTreeMap<RelPath, FileEntry>,
     /// Files that could not be read (relative path, why): reported, never fatal, so one
     /// unreadable file does not cost the diff of everything else.
-    pub unreadable: Vec<(String, String)>,
+    pub unreadable: Vec<(RelPath, String)>,
     /// Temp files of atomic writes by drover processes that are gone (killed mid-write):
     /// removed while the snapshot was taken, and not part of it.
-    pub leftovers: Vec<String>,
+    pub leftovers: Vec<RelPath>,
 }
 
 impl Snapshot {
@@ -90,7 +92,7 @@ impl Snapshot {
             if stop() {
                 return Err(stopped());
             }
-            let at = canonical.join(&entry.relative);
+            let at = canonical.join(entry.relative.to_path());
             if entry.file_type.is_file()
                 && super::leftovers::is_stale_write_temp(
                     &entry.path.file_name().unwrap_or_default().to_string_lossy(),
@@ -140,7 +142,7 @@ impl Snapshot {
         let mut hasher = Sha256::new();
         for (path, entry) in &self.files {
             // Length prefixes keep (path, content) boundaries unambiguous.
-            hasher.update((path.len() as u64).to_be_bytes());
+            hasher.update((path.as_bytes().len() as u64).to_be_bytes());
             hasher.update(path.as_bytes());
             hasher.update(entry.mode.to_be_bytes());
             hasher.update((entry.content.len() as u64).to_be_bytes());
@@ -151,8 +153,8 @@ impl Snapshot {
 
     /// Paths added, changed (content or mode) or deleted between `self` (before) and
     /// `after`, sorted: what the reports list as "files changed".
-    pub fn changed_paths(&self, after: &Snapshot) -> Vec<String> {
-        let mut changed: Vec<String> = self
+    pub fn changed_paths(&self, after: &Snapshot) -> Vec<RelPath> {
+        let mut changed: Vec<RelPath> = self
             .files
             .iter()
             .filter(|(path, entry)| after.files.get(*path) != Some(entry))
@@ -248,8 +250,8 @@ fn is_build_tree(dir: &Path) -> bool {
 pub(crate) struct WalkedEntry {
     /// Absolute (or root-joined) path on disk.
     pub path: PathBuf,
-    /// Relative to the root, `/`-separated.
-    pub relative: String,
+    /// Relative to the root, as the file system's bytes.
+    pub relative: RelPath,
     /// Not followed: a symlink reports as a symlink.
     pub file_type: FileType,
 }
@@ -291,11 +293,7 @@ pub(crate) fn walk_until(
         let Ok(rel) = entry.path().strip_prefix(root) else {
             continue;
         };
-        let relative = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
+        let relative = RelPath::from_relative(rel);
         entries.push(WalkedEntry {
             path: entry.path().to_path_buf(),
             relative,
@@ -367,7 +365,7 @@ mod tests {
         write(root, ".ignore", "secret.txt\n");
         write(root, "secret.txt", "x");
         let snapshot = Snapshot::take(root).unwrap();
-        let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
+        let paths: Vec<String> = snapshot.files.keys().map(RelPath::to_string).collect();
         assert_eq!(
             paths,
             [
@@ -377,8 +375,11 @@ mod tests {
                 "src/lib.rs"
             ]
         );
-        assert_eq!(snapshot.files["src/lib.rs"].content, b"fn x() {}\n");
-        assert_eq!(snapshot.files["src/lib.rs"].mode, MODE_FILE);
+        assert_eq!(
+            snapshot.files[&RelPath::from("src/lib.rs")].content,
+            b"fn x() {}\n"
+        );
+        assert_eq!(snapshot.files[&RelPath::from("src/lib.rs")].mode, MODE_FILE);
     }
 
     #[cfg(unix)]
@@ -391,8 +392,11 @@ mod tests {
         fs::set_permissions(root.join("run.sh"), fs::Permissions::from_mode(0o744)).unwrap();
         std::os::unix::fs::symlink("/etc", root.join("outside")).unwrap();
         let snapshot = Snapshot::take(root).unwrap();
-        assert_eq!(snapshot.files["run.sh"].mode, MODE_EXECUTABLE);
-        let link = &snapshot.files["outside"];
+        assert_eq!(
+            snapshot.files[&RelPath::from("run.sh")].mode,
+            MODE_EXECUTABLE
+        );
+        let link = &snapshot.files[&RelPath::from("outside")];
         assert_eq!(link.mode, MODE_SYMLINK);
         assert_eq!(link.content, b"/etc");
         assert_eq!(snapshot.files.len(), 2, "the link target is not walked");
@@ -433,7 +437,7 @@ mod tests {
         before.files.insert("chmod".into(), entry("x", MODE_FILE));
         before.files.insert("gone".into(), entry("x", MODE_FILE));
         let mut after = before.clone();
-        after.files.remove("gone");
+        after.files.remove(&RelPath::from("gone"));
         after.files.insert("edited".into(), entry("y", MODE_FILE));
         after
             .files
@@ -469,7 +473,7 @@ mod tests {
         write(dir.path(), "kept.txt", "k");
         write(dir.path(), "noise.log", "n");
         let snapshot = Snapshot::take(dir.path()).unwrap();
-        let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
+        let paths: Vec<String> = snapshot.files.keys().map(RelPath::to_string).collect();
         assert_eq!(paths, [".gitignore", "kept.txt"]);
     }
 
@@ -489,7 +493,7 @@ mod tests {
         // Not a cache tag: the standard requires the signature.
         write(root, "notes/CACHEDIR.TAG", "just a name\n");
         let snapshot = Snapshot::take(root).unwrap();
-        let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
+        let paths: Vec<String> = snapshot.files.keys().map(RelPath::to_string).collect();
         assert_eq!(paths, ["notes/CACHEDIR.TAG", "src/lib.rs"]);
     }
 
@@ -509,7 +513,7 @@ mod tests {
             &[excluded, elsewhere.path().to_path_buf(), root.to_path_buf()],
         )
         .unwrap();
-        let paths: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
+        let paths: Vec<String> = snapshot.files.keys().map(RelPath::to_string).collect();
         assert_eq!(
             paths,
             [
@@ -530,7 +534,7 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         let snapshot = Snapshot::take(&link).unwrap();
-        assert_eq!(snapshot.files.keys().collect::<Vec<_>>(), ["a.txt"]);
+        assert_eq!(snapshot.files.keys().collect::<Vec<_>>(), [&"a.txt"]);
     }
 }
 

@@ -10,7 +10,7 @@ fn an_unreadable_file_is_named_and_the_rest_is_kept() {
     std::fs::write(root.join("new.txt"), "agent's work").unwrap();
     let before = Snapshot {
         files: BTreeMap::from([(
-            "locked/secret.txt".to_string(),
+            RelPath::from("locked/secret.txt"),
             FileEntry {
                 mode: MODE_FILE,
                 content: b"s".to_vec(),
@@ -38,7 +38,7 @@ fn an_unreadable_file_is_named_and_the_rest_is_kept() {
     let mut after = after.unwrap();
     assert_eq!(after.unreadable.len(), 1, "{:?}", after.unreadable);
     assert_eq!(after.unreadable[0].0, "locked/secret.txt");
-    assert!(after.files.contains_key("new.txt"));
+    assert!(after.files.contains_key(&RelPath::from("new.txt")));
     after.keep_unreadable_from(&before);
     assert_eq!(before.changed_paths(&after), ["new.txt"]);
 }

@@ -9,10 +9,20 @@ use super::*;
 use crate::workspace::snapshot::{MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK};
 
 fn tree(entries: &[(&str, u32, &[u8])]) -> Snapshot {
+    let named: Vec<(&[u8], u32, &[u8])> = entries
+        .iter()
+        .map(|(path, mode, content)| (path.as_bytes(), *mode, *content))
+        .collect();
+    tree_of_bytes(&named)
+}
+
+/// [`tree`] with file names given as raw bytes (names that are not UTF-8).
+fn tree_of_bytes(entries: &[(&[u8], u32, &[u8])]) -> Snapshot {
+    use std::os::unix::ffi::OsStrExt;
     let mut snapshot = Snapshot::default();
     for (path, mode, content) in entries {
         snapshot.files.insert(
-            path.to_string(),
+            RelPath::from_relative(Path::new(std::ffi::OsStr::from_bytes(path))),
             FileEntry {
                 mode: *mode,
                 content: content.to_vec(),
@@ -25,7 +35,7 @@ fn tree(entries: &[(&str, u32, &[u8])]) -> Snapshot {
 fn materialize(root: &Path, snapshot: &Snapshot) {
     use std::os::unix::fs::PermissionsExt;
     for (path, entry) in &snapshot.files {
-        let target = root.join(path);
+        let target = root.join(path.to_path());
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         if entry.mode == MODE_SYMLINK {
             let link = String::from_utf8(entry.content.clone()).unwrap();
@@ -246,8 +256,34 @@ fn many_hunks_in_a_long_file() {
 
 #[test]
 fn quoting_follows_git() {
-    assert_eq!(quote_path("a/plain name.txt"), "a/plain name.txt");
-    assert_eq!(quote_path("a/x\ty"), "\"a/x\\ty\"");
-    assert_eq!(quote_path("a/\u{e9}"), "\"a/\\303\\251\"");
-    assert_eq!(quote_path("a/\x01"), "\"a/\\001\"");
+    assert_eq!(quote_path(b"a/plain name.txt"), "a/plain name.txt");
+    assert_eq!(quote_path(b"a/x\ty"), "\"a/x\\ty\"");
+    assert_eq!(quote_path("a/\u{e9}".as_bytes()), "\"a/\\303\\251\"");
+    assert_eq!(quote_path(b"a/\x01"), "\"a/\\001\"");
+    assert_eq!(quote_path(b"a/caf\xe9"), "\"a/caf\\351\"");
+}
+
+#[test]
+fn names_that_are_not_utf8_apply_byte_for_byte() {
+    // Two names that a lossy conversion would merge into one (`x\u{fffd}`), one changed
+    // and one added, plus a deletion and a rename-like pair in a non-UTF-8 directory.
+    let before = tree_of_bytes(&[
+        (b"x\xff", MODE_FILE, b"same\n"),
+        (b"caf\xe9/old.txt", MODE_FILE, b"bye\n"),
+        (b"latin\xe9.txt", MODE_FILE, b"one\n"),
+    ]);
+    let after = tree_of_bytes(&[
+        (b"x\xff", MODE_FILE, b"same\n"),
+        (b"x\xfe", MODE_FILE, b"new\n"),
+        (b"caf\xe9/new.txt", MODE_FILE, b"hello\n"),
+        (b"latin\xe9.txt", MODE_FILE, b"two\n"),
+    ]);
+    let patch = assert_applies(&before, &after);
+    assert!(
+        patch.contains("diff --git \"a/x\\376\" \"b/x\\376\"\n"),
+        "{patch}"
+    );
+    assert!(patch.contains("+++ \"b/caf\\351/new.txt\"\n"), "{patch}");
+    assert!(!patch.contains('\u{fffd}'), "{patch}");
+    assert_eq!(before.changed_paths(&after).len(), 4);
 }
