@@ -112,6 +112,9 @@ fn a_copy_never_holds_build_trees_and_the_diff_never_shows_them() {
         serde_json::json!(["kept.txt"]),
         "{summary}"
     );
+    // The original's build trees count as the start's, though the copy left them out:
+    // what the agent wrote there is counted, not diffed.
+    assert_eq!(summary["tasks"][0]["ignored_changes"], 3, "{summary}");
     // The original is untouched.
     assert!(ws.join("target/x").exists() && !ws.join("kept.txt").exists());
 }

@@ -24,19 +24,32 @@ const CONTEXT_LINES: usize = 3;
 pub fn unified_diff(before: &Snapshot, after: &Snapshot) -> String {
     let mut out = String::new();
     for path in before.changed_paths(after) {
-        let old = before.files.get(&path);
-        let new = after.files.get(&path);
-        match (old, new) {
-            // A symlink cannot turn into a file in place: git writes a deletion and a
-            // creation of the same path.
-            (Some(old), Some(new)) if old.is_symlink() != new.is_symlink() => {
-                file_patch(&mut out, &path, Some(old), None);
-                file_patch(&mut out, &path, None, Some(new));
-            }
-            _ => file_patch(&mut out, &path, old, new),
-        }
+        path_patch(
+            &mut out,
+            &path,
+            before.files.get(&path),
+            after.files.get(&path),
+        );
     }
     out
+}
+
+/// Append the patch of one changed path (`None`: no file on that side) to `out`.
+pub fn path_patch(
+    out: &mut String,
+    path: &RelPath,
+    old: Option<&FileEntry>,
+    new: Option<&FileEntry>,
+) {
+    match (old, new) {
+        // A symlink cannot turn into a file in place: git writes a deletion and a
+        // creation of the same path.
+        (Some(old), Some(new)) if old.is_symlink() != new.is_symlink() => {
+            file_patch(out, path, Some(old), None);
+            file_patch(out, path, None, Some(new));
+        }
+        _ => file_patch(out, path, old, new),
+    }
 }
 
 /// Whether git would treat this content as binary (or it cannot be shown as text).

@@ -154,6 +154,10 @@ pub struct TaskReport {
     pub denials: Vec<Denial>,
     /// Workspace paths (relative, `/`-separated) the run added, changed or deleted.
     pub files_changed: Vec<String>,
+    /// Files added, changed or deleted where the starting ignore rules and build trees
+    /// keep them out of the diff and `files_changed`: counted so a reviewer sees them.
+    #[serde(default)]
+    pub ignored_changes: usize,
     /// The last assistant text, for people reading the report.
     pub final_text: String,
     /// The model's plan as it last wrote it with TodoWrite.

@@ -188,6 +188,23 @@ fn failed_section(out: &mut String, task: &TaskReport) {
             let _ = writeln!(out, "- `{}`", clean(path).replace('`', "'"));
         }
     }
+    if task.ignored_changes > 0 {
+        let _ = writeln!(
+            out,
+            "\n{} {} changed where the workspace's ignore rules or build trees keep {} out of the diff.",
+            task.ignored_changes,
+            if task.ignored_changes == 1 {
+                "file"
+            } else {
+                "files"
+            },
+            if task.ignored_changes == 1 {
+                "it"
+            } else {
+                "them"
+            },
+        );
+    }
 }
 
 fn outcome_icon(status: Status) -> &'static str {

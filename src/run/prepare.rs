@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
+use crate::workspace::RelPath;
 use crate::workspace::copy::copy_workspace_until;
 use crate::workspace::snapshot::Stop;
 
@@ -19,6 +20,8 @@ pub struct PreparedWorkspace {
     _scratch: Option<TempDir>,
     /// The git worktree, removed when dropped.
     _worktree: Option<Worktree>,
+    /// Build trees of the original a copy left out: the diff leaves them out too.
+    pub build_trees: Vec<RelPath>,
 }
 
 impl PreparedWorkspace {
@@ -47,6 +50,7 @@ pub fn in_place(origin: &Path) -> std::io::Result<PreparedWorkspace> {
         dir: origin.canonicalize()?,
         _scratch: None,
         _worktree: None,
+        build_trees: Vec::new(),
     })
 }
 
@@ -61,11 +65,12 @@ pub fn scratch_copy(
     let scratch = tempfile::Builder::new()
         .prefix(&crate::workspace::leftovers::temp_prefix("ws"))
         .tempdir()?;
-    copy_workspace_until(origin, scratch.path(), excluded, stop)?;
+    let build_trees = copy_workspace_until(origin, scratch.path(), excluded, stop)?;
     Ok(PreparedWorkspace {
         dir: scratch.path().canonicalize()?,
         _scratch: Some(scratch),
         _worktree: None,
+        build_trees,
     })
 }
 
@@ -77,5 +82,6 @@ pub fn git_worktree(origin: &Path, label: &str) -> std::io::Result<PreparedWorks
         dir: worktree.dir.clone(),
         _scratch: None,
         _worktree: Some(worktree),
+        build_trees: Vec::new(),
     })
 }

@@ -13,12 +13,11 @@ use crate::model::replay::ReplayModel;
 use crate::model::script::ScriptModel;
 use crate::model::{Model, Usage};
 use crate::policy::Policy;
-use crate::record::diff::unified_diff;
 use crate::record::transcript::{EventObserver, TranscriptError};
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::{Isolation, LoadedSpec, ScriptTurn};
 use crate::tools::{Registry, ToolContext};
-use crate::workspace::Snapshot;
+use crate::workspace::Baseline;
 use crate::workspace::atomic::write_atomic;
 
 use super::task_folder::TaskFolder;
@@ -126,6 +125,7 @@ pub fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
         checks: Vec::new(),
         denials: Vec::new(),
         files_changed: Vec::new(),
+        ignored_changes: 0,
         final_text: String::new(),
         todos: Vec::new(),
         artifacts_dir: artifacts.join(plan.spec.name()),
@@ -209,7 +209,12 @@ async fn steps(
     // the task ends interrupted with an empty diff.
     let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
     let prepared = prepare(&plan, &excluded, &stop).and_then(|workspace| {
-        let baseline = Snapshot::take_until(&workspace.dir, &excluded, &stop)?;
+        let baseline = Baseline::take_with_build_trees(
+            &workspace.dir,
+            &excluded,
+            &workspace.build_trees,
+            &stop,
+        )?;
         Ok((workspace, baseline))
     });
     let (workspace, baseline) = match prepared {
@@ -437,33 +442,40 @@ async fn steps(
     report.denials = outcome.denials.clone();
     report.todos = agent.ctx.todos();
 
-    let mut after = Snapshot::take_excluding(&workspace.dir, &excluded)
-        .map_err(|e| format!("cannot snapshot the workspace after the run: {e}"))?;
+    // The end is compared even after a signal: the diff is what an interrupted task
+    // most needs to keep.
+    let comparison = baseline
+        .compare_until(&|| false)
+        .map_err(|e| format!("cannot compare the workspace with its start: {e}"))?;
+    let patch = baseline.patch(&comparison);
     // A file drover cannot read is named, not fatal: the diff of everything else is
     // kept, and the unreadable file shows as unchanged with a note `git apply` skips.
-    after.keep_unreadable_from(&baseline);
     let unreadable: Vec<String> = baseline
         .unreadable
         .iter()
-        .chain(&after.unreadable)
+        .chain(&comparison.unreadable)
         .map(|(path, why)| format!("{path} ({why})"))
         .collect();
-    let note: String = unreadable
+    let mut note: String = unreadable
         .iter()
         .map(|line| format!("# drover: not in this diff, could not be read: {line}\n"))
         .collect();
+    for line in &patch.notes {
+        note.push_str(&format!("# drover: changed but not in this diff: {line}\n"));
+    }
     // The agent may have written a secret it read into a file: the diff is an artifact
     // like the others, so it is redacted too (a redacted hunk no longer applies, which
     // is the lesser harm).
-    let patch = redactor.redact_owned(note + &unified_diff(&baseline, &after));
+    let patch = redactor.redact_owned(note + &patch.text);
     write_atomic(&task_dir.join("diff.patch"), patch.as_bytes()).map_err(|e| {
         format!(
             "cannot write {}: {e}",
             task_dir.join("diff.patch").display()
         )
     })?;
-    let changed = baseline.changed_paths(&after);
+    let changed = comparison.paths();
     report.files_changed = changed.iter().map(ToString::to_string).collect();
+    report.ignored_changes = comparison.excluded_changes;
 
     let (mut reason, mut message) = (outcome.reason, outcome.message);
     if runs_checks(reason) {

@@ -4,7 +4,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::snapshot::{Stop, named, stopped, walk_until};
+use super::RelPath;
+use super::snapshot::{Stop, named, stopped, walk_noting_build_trees};
 
 /// Copy the workspace's files (not ignored ones, not `.git/`, not build trees, not the
 /// `excluded` directories) from `from` into `to`: the same files
@@ -12,20 +13,22 @@ use super::snapshot::{Stop, named, stopped, walk_until};
 /// bits, and symlinks recreated as symlinks (their targets are not copied). `to` is
 /// created if missing and may already exist empty.
 pub fn copy_workspace(from: &Path, to: &Path, excluded: &[PathBuf]) -> io::Result<()> {
-    copy_workspace_until(from, to, excluded, &|| false)
+    copy_workspace_until(from, to, excluded, &|| false).map(|_| ())
 }
 
 /// [`copy_workspace`], stopping with an `Interrupted` error as soon as `stop` says so.
+/// Returns the build trees it left out (relative): they are part of the starting state
+/// the diff leaves out, though the copy does not hold them.
 pub fn copy_workspace_until(
     from: &Path,
     to: &Path,
     excluded: &[PathBuf],
     stop: Stop<'_>,
-) -> io::Result<()> {
+) -> io::Result<Vec<RelPath>> {
     std::fs::create_dir_all(to).map_err(|e| named(to, e))?;
     // The list is complete before anything is written, so a `to` inside `from` is not
     // walked into while it fills up.
-    let entries = walk_until(from, excluded, stop)?;
+    let (entries, build_trees) = walk_noting_build_trees(from, excluded, stop)?;
     let to_canonical = to.canonicalize().map_err(|e| named(to, e))?;
     let mut directories = Vec::new();
     for entry in entries {
@@ -62,7 +65,7 @@ pub fn copy_workspace_until(
             .permissions();
         std::fs::set_permissions(target, permissions).map_err(|e| named(target, e))?;
     }
-    Ok(())
+    Ok(build_trees)
 }
 
 #[cfg(unix)]

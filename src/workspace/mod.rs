@@ -3,6 +3,7 @@
 //! against.
 
 pub mod atomic;
+pub mod baseline;
 pub mod beneath;
 pub mod confined;
 pub mod copy;
@@ -12,6 +13,7 @@ pub mod paths;
 pub mod rel_path;
 pub mod snapshot;
 
+pub use baseline::Baseline;
 pub use beneath::Roots;
 pub use file_state::FileStateCache;
 pub use rel_path::RelPath;

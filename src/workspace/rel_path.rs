@@ -6,7 +6,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Relative to the workspace root, `/`-separated, never empty, no `.` or `..` parts.
+/// Relative to the workspace root, `/`-separated, no `.` or `..` parts; empty only for
+/// the root itself ([`RelPath::root`]).
 /// Ordered by bytes, as git orders the paths of a diff.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RelPath(Vec<u8>);
@@ -23,6 +24,23 @@ impl RelPath {
             bytes.extend_from_slice(&os_bytes(component.as_os_str()));
         }
         RelPath(bytes)
+    }
+
+    /// The workspace root itself.
+    pub fn root() -> RelPath {
+        RelPath(Vec::new())
+    }
+
+    /// A path given as raw bytes (from git's index), trusted to be relative and
+    /// `/`-separated.
+    pub fn from_bytes(bytes: Vec<u8>) -> RelPath {
+        RelPath(bytes)
+    }
+
+    /// The directory holding this path (`None` at the top).
+    pub fn parent(&self) -> Option<RelPath> {
+        let at = self.0.iter().rposition(|&b| b == b'/')?;
+        Some(RelPath(self.0[..at].to_vec()))
     }
 
     /// The raw bytes: what git's quoting and blob hashing work on.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fs::{FileType, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
@@ -183,7 +184,11 @@ const CACHEDIR_SIGNATURE: &[u8] = b"Signature: 8a477f597d28d172789f06886806bc55"
 /// Skipped whatever the ignore files say: `.git/`, build trees (directories named
 /// `node_modules`, and directories tagged with a `CACHEDIR.TAG` file, like cargo's
 /// `target/`), and the directories in `excluded` that lie below `root`.
-pub(crate) fn walker(root: &Path, excluded: &[PathBuf]) -> ignore::WalkBuilder {
+pub(crate) fn walker(
+    root: &Path,
+    excluded: &[PathBuf],
+    build_trees: Arc<Mutex<Vec<PathBuf>>>,
+) -> ignore::WalkBuilder {
     let excluded = excluded_below(root, excluded);
     let root_path = root.to_path_buf();
     let mut builder = ignore::WalkBuilder::new(root);
@@ -211,7 +216,16 @@ pub(crate) fn walker(root: &Path, excluded: &[PathBuf]) -> ignore::WalkBuilder {
                 .path()
                 .strip_prefix(&root_path)
                 .is_ok_and(|rel| excluded.iter().any(|e| e == rel));
-            !is_excluded && !is_build_tree(entry.path())
+            if is_excluded {
+                return false;
+            }
+            if is_build_tree(entry.path()) {
+                if let Ok(mut trees) = build_trees.lock() {
+                    trees.push(entry.path().to_path_buf());
+                }
+                return false;
+            }
+            true
         });
     builder
 }
@@ -219,7 +233,7 @@ pub(crate) fn walker(root: &Path, excluded: &[PathBuf]) -> ignore::WalkBuilder {
 /// `excluded` directories that lie strictly below `root`, relative to it (both
 /// canonicalized, so a symlinked or relative spelling still matches). A directory that
 /// does not exist (yet) has nothing to leave out.
-fn excluded_below(root: &Path, excluded: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn excluded_below(root: &Path, excluded: &[PathBuf]) -> Vec<PathBuf> {
     let Ok(root) = root.canonicalize() else {
         return Vec::new();
     };
@@ -272,8 +286,18 @@ pub(crate) fn walk_until(
     excluded: &[PathBuf],
     stop: Stop<'_>,
 ) -> io::Result<Vec<WalkedEntry>> {
+    walk_noting_build_trees(root, excluded, stop).map(|(entries, _)| entries)
+}
+
+/// [`walk_until`], also returning the build trees it left out (relative to `root`).
+pub(crate) fn walk_noting_build_trees(
+    root: &Path,
+    excluded: &[PathBuf],
+    stop: Stop<'_>,
+) -> io::Result<(Vec<WalkedEntry>, Vec<RelPath>)> {
+    let build_trees: Arc<Mutex<Vec<PathBuf>>> = Arc::default();
     let mut entries = Vec::new();
-    for result in walker(root, excluded).build() {
+    for result in walker(root, excluded, Arc::clone(&build_trees)).build() {
         if stop() {
             return Err(stopped());
         }
@@ -300,7 +324,17 @@ pub(crate) fn walk_until(
             file_type,
         });
     }
-    Ok(entries)
+    let trees = build_trees
+        .lock()
+        .map(|trees| {
+            trees
+                .iter()
+                .filter_map(|tree| tree.strip_prefix(root).ok())
+                .map(RelPath::from_relative)
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((entries, trees))
 }
 
 fn walk_error(root: &Path, error: ignore::Error) -> io::Error {

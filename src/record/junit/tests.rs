@@ -29,6 +29,7 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         checks: Vec::new(),
         denials: Vec::new(),
         files_changed: Vec::new(),
+        ignored_changes: 0,
         final_text: String::new(),
         todos: Vec::new(),
         artifacts_dir: PathBuf::from("drover-artifacts").join(name),

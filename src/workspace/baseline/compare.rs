@@ -1,0 +1,153 @@
+//! The end of a task: which files differ from the baseline. Files whose metadata is
+//! unchanged are not read; the others are hashed (not kept) and compared by blob id.
+
+use std::collections::HashSet;
+use std::io;
+
+use super::rules::StartRules;
+use super::stat::StatKey;
+use super::store::hash_reader;
+use super::walk::{Rules, walk};
+use super::{
+    Baseline, Content, Entry, MAX_DIFFED_FILE, excluded_key, git_mode, os_bytes, path_key,
+};
+use crate::workspace::snapshot::{MODE_SYMLINK, Stop};
+use crate::workspace::{RelPath, Roots};
+
+/// One path that differs from the start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub path: RelPath,
+    /// What is there now; `None` when the file was deleted.
+    pub now: Option<Now>,
+}
+
+/// A file as it is at the end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Now {
+    pub mode: u32,
+    pub content: Content,
+}
+
+/// What changed between the start and the end.
+#[derive(Debug, Default)]
+pub struct Comparison {
+    /// Sorted by path (bytes): added, modified (content or mode) and deleted files.
+    pub changes: Vec<Change>,
+    /// Files added, changed or deleted where the starting rules leave them out of the
+    /// diff (ignored paths, build trees): counted so a reviewer knows they exist.
+    pub excluded_changes: usize,
+    /// Files that could not be read at the end (path, why): shown as unchanged.
+    pub unreadable: Vec<(RelPath, String)>,
+}
+
+impl Comparison {
+    /// The changed paths, sorted.
+    pub fn paths(&self) -> Vec<RelPath> {
+        self.changes.iter().map(|c| c.path.clone()).collect()
+    }
+}
+
+impl Baseline {
+    /// Compare the workspace as it is now with its starting state.
+    pub fn compare_until(&self, stop: Stop<'_>) -> io::Result<Comparison> {
+        let roots = Roots::new(std::slice::from_ref(&self.root));
+        let start_unreadable: HashSet<&RelPath> = self.unreadable.iter().map(|(p, _)| p).collect();
+        let mut comparison = Comparison::default();
+        let mut seen: HashSet<RelPath> = HashSet::new();
+        let mut excluded_seen: HashSet<u128> = HashSet::new();
+        let rules: &StartRules = &self.rules;
+        walk(
+            &self.root,
+            &self.excluded,
+            Rules::Apply(rules),
+            stop,
+            |walked| {
+                if walked.file_type.is_dir() {
+                    return Ok(());
+                }
+                if walked.excluded {
+                    excluded_seen.insert(path_key(&walked.relative));
+                    if !self
+                        .excluded_keys
+                        .contains(&excluded_key(&walked.relative, &walked.metadata))
+                    {
+                        comparison.excluded_changes += 1;
+                    }
+                    return Ok(());
+                }
+                if !(walked.file_type.is_file() || walked.file_type.is_symlink())
+                    || start_unreadable.contains(&walked.relative)
+                {
+                    return Ok(());
+                }
+                seen.insert(walked.relative.clone());
+                let before = self.entries.get(&walked.relative);
+                let at = self.root.join(walked.relative.to_path());
+                let stat = StatKey::of(&walked.metadata);
+                if before.is_some_and(|entry| entry.stat == stat) {
+                    return Ok(());
+                }
+                let now = if walked.file_type.is_symlink() {
+                    roots.read_link(&at).map(|target| Now {
+                        mode: MODE_SYMLINK,
+                        content: Content::Link(os_bytes(&target)),
+                    })
+                } else if stat.size > MAX_DIFFED_FILE {
+                    Ok(Now {
+                        mode: git_mode(&stat),
+                        content: Content::Large { size: stat.size },
+                    })
+                } else {
+                    roots
+                        .open_file(&at)
+                        .and_then(|mut file| hash_reader(&mut file, stat.size))
+                        .map(|id| Now {
+                            mode: git_mode(&stat),
+                            content: Content::Blob { id, in_git: false },
+                        })
+                };
+                match now {
+                    Ok(now) if !same(before, &now) => comparison.changes.push(Change {
+                        path: walked.relative,
+                        now: Some(now),
+                    }),
+                    Ok(_) => {}
+                    Err(error) => comparison
+                        .unreadable
+                        .push((walked.relative, error.to_string())),
+                }
+                Ok(())
+            },
+        )?;
+        for path in self.entries.keys() {
+            if !seen.contains(path) {
+                comparison.changes.push(Change {
+                    path: path.clone(),
+                    now: None,
+                });
+            }
+        }
+        comparison.excluded_changes += self
+            .excluded_paths
+            .iter()
+            .filter(|key| !excluded_seen.contains(key))
+            .count();
+        comparison.changes.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(comparison)
+    }
+}
+
+/// Is the file as it is now the same as it was (same mode, same content)?
+fn same(before: Option<&Entry>, now: &Now) -> bool {
+    let Some(before) = before else {
+        return false;
+    };
+    before.mode == now.mode
+        && match (&before.content, &now.content) {
+            (Content::Blob { id: a, .. }, Content::Blob { id: b, .. }) => a == b,
+            (Content::Link(a), Content::Link(b)) => a == b,
+            // Known by size only: a large file whose metadata changed is reported.
+            _ => false,
+        }
+}

@@ -1,0 +1,123 @@
+//! diff.patch from a [`Comparison`]: each changed file's two sides are loaded (the start
+//! from the store or the repository, the end from the workspace), diffed, and dropped
+//! before the next, so memory holds one changed file at a time.
+
+use std::io::{self, Read};
+
+use super::git_objects::GitObjects;
+use super::{Baseline, Comparison, Content, Entry, MAX_DIFFED_FILE};
+use crate::record::diff::path_patch;
+use crate::workspace::snapshot::{FileEntry, MODE_SYMLINK};
+use crate::workspace::{RelPath, Roots};
+
+/// The diff and what it had to leave out.
+#[derive(Debug, Default)]
+pub struct Patch {
+    /// `git apply`-able; empty when nothing changed.
+    pub text: String,
+    /// Lines saying which changed files are not in `text`, and why.
+    pub notes: Vec<String>,
+}
+
+impl Baseline {
+    /// The patch from the starting state to the workspace as `comparison` found it.
+    pub fn patch(&self, comparison: &Comparison) -> Patch {
+        let roots = Roots::new(std::slice::from_ref(&self.root));
+        let mut objects: Option<io::Result<GitObjects>> = None;
+        let mut patch = Patch::default();
+        for change in &comparison.changes {
+            let before = self.entries.get(&change.path);
+            let old = match before {
+                Some(entry) => self.load_start(entry, &mut objects).map(Some),
+                None => Ok(None),
+            };
+            let new = match &change.now {
+                Some(now) => {
+                    load_now(&roots, &self.root, &change.path, now.mode, &now.content).map(Some)
+                }
+                None => Ok(None),
+            };
+            match (old, new) {
+                (Ok(old), Ok(new)) => {
+                    path_patch(&mut patch.text, &change.path, old.as_ref(), new.as_ref());
+                }
+                (Err(why), _) | (_, Err(why)) => {
+                    patch.notes.push(format!("{} ({why})", change.path));
+                }
+            }
+        }
+        patch
+    }
+
+    /// The starting content of `entry`.
+    fn load_start(
+        &self,
+        entry: &Entry,
+        objects: &mut Option<io::Result<GitObjects>>,
+    ) -> Result<FileEntry, String> {
+        let content = match &entry.content {
+            Content::Link(target) => target.clone(),
+            Content::Large { size } => return Err(too_large(*size)),
+            Content::Blob { id, in_git: false } => self
+                .store
+                .get(id)
+                .map_err(|e| format!("its starting content is lost: {e}"))?,
+            Content::Blob { id, in_git: true } => {
+                let Some(directory) = &self.objects else {
+                    return Err("its starting content is unknown".to_string());
+                };
+                let reader = objects.get_or_insert_with(|| GitObjects::open(directory));
+                match reader {
+                    Ok(reader) => reader
+                        .get(id)
+                        .map_err(|e| format!("its starting content cannot be read: {e}"))?,
+                    Err(e) => return Err(format!("git cannot be run to read it: {e}")),
+                }
+            }
+        };
+        Ok(FileEntry {
+            mode: entry.mode,
+            content,
+        })
+    }
+}
+
+/// The content of a file as it is now, read beneath `roots`.
+fn load_now(
+    roots: &Roots,
+    root: &std::path::Path,
+    path: &RelPath,
+    mode: u32,
+    content: &Content,
+) -> Result<FileEntry, String> {
+    let bytes = match content {
+        Content::Link(target) => target.clone(),
+        Content::Large { size } => return Err(too_large(*size)),
+        Content::Blob { .. } if mode == MODE_SYMLINK => {
+            return Err("it changed while the diff was written".to_string());
+        }
+        Content::Blob { .. } => {
+            let at = root.join(path.to_path());
+            let file = roots.open_file(&at).map_err(|e| e.to_string())?;
+            let mut bytes = Vec::new();
+            file.take(MAX_DIFFED_FILE + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| e.to_string())?;
+            if bytes.len() as u64 > MAX_DIFFED_FILE {
+                return Err(too_large(bytes.len() as u64));
+            }
+            bytes
+        }
+    };
+    Ok(FileEntry {
+        mode,
+        content: bytes,
+    })
+}
+
+fn too_large(size: u64) -> String {
+    format!(
+        "{size} bytes, larger than the {} MiB drover diffs",
+        MAX_DIFFED_FILE / (1024 * 1024)
+    )
+}

@@ -1,0 +1,79 @@
+//! A file's identity by metadata: when none of it has changed, neither has the content
+//! (the same rule git's index relies on). `ctime` cannot be set from user space, so a
+//! file rewritten and then given its old `mtime` back still counts as changed.
+
+use std::fs::Metadata;
+
+/// Seconds and nanoseconds since the epoch, as the file system reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    pub seconds: i64,
+    pub nanos: u32,
+}
+
+impl Timestamp {
+    /// The modification time of `metadata`.
+    #[cfg(unix)]
+    pub fn modified(metadata: &Metadata) -> Timestamp {
+        use std::os::unix::fs::MetadataExt;
+        Timestamp {
+            seconds: metadata.mtime(),
+            nanos: u32::try_from(metadata.mtime_nsec()).unwrap_or(0),
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub fn modified(metadata: &Metadata) -> Timestamp {
+        let since = metadata
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .unwrap_or_default();
+        Timestamp {
+            seconds: i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+            nanos: since.subsec_nanos(),
+        }
+    }
+}
+
+/// The metadata that changes whenever a file's content or mode does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StatKey {
+    pub size: u64,
+    pub mtime: Timestamp,
+    pub ctime: Timestamp,
+    pub ino: u64,
+    pub dev: u64,
+    pub mode: u32,
+}
+
+impl StatKey {
+    /// The key of `metadata` (taken without following symlinks).
+    #[cfg(unix)]
+    pub fn of(metadata: &Metadata) -> StatKey {
+        use std::os::unix::fs::MetadataExt;
+        StatKey {
+            size: metadata.size(),
+            mtime: Timestamp::modified(metadata),
+            ctime: Timestamp {
+                seconds: metadata.ctime(),
+                nanos: u32::try_from(metadata.ctime_nsec()).unwrap_or(0),
+            },
+            ino: metadata.ino(),
+            dev: metadata.dev(),
+            mode: metadata.mode(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub fn of(metadata: &Metadata) -> StatKey {
+        StatKey {
+            size: metadata.len(),
+            mtime: Timestamp::modified(metadata),
+            ctime: Timestamp::modified(metadata),
+            ino: 0,
+            dev: 0,
+            mode: u32::from(metadata.permissions().readonly()),
+        }
+    }
+}
