@@ -63,14 +63,14 @@ impl Baseline {
             Rules::Apply(rules),
             stop,
             |walked| {
-                if walked.file_type.is_dir() {
-                    return Ok(());
-                }
+                let Some(metadata) = &walked.metadata else {
+                    return Ok(()); // a directory
+                };
                 if walked.excluded {
                     excluded_seen.insert(path_key(&walked.relative));
                     if !self
                         .excluded_keys
-                        .contains(&excluded_key(&walked.relative, &walked.metadata))
+                        .contains(&excluded_key(&walked.relative, metadata))
                     {
                         comparison.excluded_changes += 1;
                     }
@@ -84,7 +84,7 @@ impl Baseline {
                 seen.insert(walked.relative.clone());
                 let before = self.entries.get(&walked.relative);
                 let at = self.root.join(walked.relative.to_path());
-                let stat = StatKey::of(&walked.metadata);
+                let stat = StatKey::of(metadata);
                 if before.is_some_and(|entry| entry.stat == stat) {
                     return Ok(());
                 }

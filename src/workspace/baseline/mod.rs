@@ -138,15 +138,16 @@ impl Baseline {
                         return Ok(());
                     }
                 }
+                let Some(metadata) = &walked.metadata else {
+                    return Ok(()); // a directory
+                };
                 if walked.excluded {
-                    if !walked.file_type.is_dir() {
-                        excluded_keys.insert(excluded_key(&walked.relative, &walked.metadata));
-                        excluded_paths.insert(path_key(&walked.relative));
-                    }
+                    excluded_keys.insert(excluded_key(&walked.relative, metadata));
+                    excluded_paths.insert(path_key(&walked.relative));
                     return Ok(());
                 }
                 let at = root.join(walked.relative.to_path());
-                let stat = StatKey::of(&walked.metadata);
+                let stat = StatKey::of(metadata);
                 let read = if walked.file_type.is_symlink() {
                     roots.read_link(&at).map(|target| Entry {
                         mode: MODE_SYMLINK,

@@ -15,8 +15,9 @@ use crate::workspace::{RelPath, Roots};
 pub struct Walked {
     pub relative: RelPath,
     pub file_type: FileType,
-    /// Taken without following symlinks.
-    pub metadata: Metadata,
+    /// Taken without following symlinks; not taken for directories (nothing needs it,
+    /// and a `stat` per directory is a cost the size of the tree).
+    pub metadata: Option<Metadata>,
     /// Left out of the diff by the starting rules (or inside a directory that is).
     pub excluded: bool,
 }
@@ -88,12 +89,17 @@ pub fn walk(
         else {
             continue;
         };
-        // An entry that vanished between the listing and now is simply not there.
-        let Ok(metadata) = entry.metadata() else {
-            continue;
+        let is_dir = file_type.is_dir();
+        let metadata = if is_dir {
+            None
+        } else {
+            // An entry that vanished between the listing and now is simply not there.
+            let Ok(metadata) = entry.metadata() else {
+                continue;
+            };
+            Some(metadata)
         };
         let relative = RelPath::from_relative(rel);
-        let is_dir = file_type.is_dir();
         let parent_excluded = relative
             .parent()
             .is_some_and(|parent| excluded_dirs.contains(&parent));
