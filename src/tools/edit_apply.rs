@@ -129,6 +129,28 @@ fn not_found_message(content: &str, old: &str) -> String {
     message
 }
 
+/// Edit and MultiEdit load the whole file; larger files are refused rather than loaded.
+pub const MAX_EDITED_FILE: u64 = 256 * 1024 * 1024;
+
+/// The bytes of a regular file opened beneath `roots`, unless it holds more than
+/// [`MAX_EDITED_FILE`] (a `FileTooLarge` error whose text is the size).
+fn read_bounded(roots: &crate::workspace::Roots, path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = roots.open_file(path)?;
+    let too_large =
+        |size: u64| std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("{size} bytes"));
+    let size = file.metadata()?.len();
+    if size > MAX_EDITED_FILE {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_EDITED_FILE + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_EDITED_FILE {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
 /// A file loaded for editing: its text and how to write it back.
 pub(super) struct Loaded {
     pub decoded: Decoded,
@@ -144,8 +166,14 @@ pub(super) async fn load(
 ) -> Result<Option<Loaded>, ToolOutput> {
     let roots = std::sync::Arc::clone(&ctx.roots);
     let at = path.to_path_buf();
-    let bytes = match tokio::task::spawn_blocking(move || roots.read(&at)).await {
+    let bytes = match tokio::task::spawn_blocking(move || read_bounded(&roots, &at)).await {
         Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            return Err(ToolOutput::error(format!(
+                "{shown} is {e}, larger than the {} MiB {tool} works on, so it was not loaded. Change it with a command (Bash) instead, if the permissions allow.",
+                MAX_EDITED_FILE / (1024 * 1024)
+            )));
+        }
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::IsADirectory => {
             return Err(ToolOutput::error(format!(
                 "{shown} is a directory; give the path of a file to edit."

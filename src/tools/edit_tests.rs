@@ -234,3 +234,25 @@ async fn bad_input_types_are_tool_errors() {
         Subject::Path("a.txt".into())
     );
 }
+
+#[tokio::test]
+async fn a_file_larger_than_the_limit_is_refused_not_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = std::fs::File::create(dir.path().join("huge.log")).unwrap();
+    // Sparse: no disk space used, but 257 MiB to anything that loads it.
+    file.set_len(crate::tools::edit_apply::MAX_EDITED_FILE + 1)
+        .unwrap();
+    let ctx = ToolContext::new(dir.path().canonicalize().unwrap());
+    let out = edit(
+        &ctx,
+        json!({"file_path": "huge.log", "old_string": "a", "new_string": "b"}),
+    )
+    .await;
+    assert!(out.is_error);
+    assert!(
+        out.content
+            .contains("larger than the 256 MiB Edit works on"),
+        "{}",
+        out.content
+    );
+}

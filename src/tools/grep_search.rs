@@ -86,12 +86,18 @@ pub fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatcher, Stri
     builder.build(pattern).map_err(|e| e.to_string())
 }
 
+/// The most one file's search may hold in memory.
+pub const MAX_SEARCH_HEAP: usize = 64 * 1024 * 1024;
+
 fn searcher(opts: &Options) -> Searcher {
     let mut builder = SearcherBuilder::new();
     builder
         // Counting lines costs a pass over every byte; only content mode shows them.
         .line_number(opts.want_lines)
         .binary_detection(BinaryDetection::quit(b'\0'))
+        // Streaming keeps memory flat; a single line (or, in multiline mode, a whole
+        // file) larger than this is skipped rather than loaded.
+        .heap_limit(Some(MAX_SEARCH_HEAP))
         .multi_line(opts.multiline);
     if opts.want_lines {
         builder

@@ -17,6 +17,7 @@ pub mod kill_shell;
 pub mod ls;
 pub mod multi_edit;
 pub mod read;
+mod read_window;
 pub mod registry;
 #[cfg(test)]
 mod schema_tests;

@@ -5,7 +5,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::text::{decode, display_path, numbered_line, parse_input};
+use super::read_window::{WindowError, read_window};
+use super::text::{display_path, parse_input};
 use super::{Subject, Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
 
 /// Lines shown when no limit is given.
@@ -88,59 +89,67 @@ impl Tool for ReadTool {
             Err(error) => return error,
         };
         let shown = display_path(&ctx.workspace, &path);
+        let first = usize::try_from(input.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
+        let limit = input
+            .limit
+            .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX));
         let roots = std::sync::Arc::clone(&ctx.roots);
         let at = path.clone();
-        let opened = tokio::task::spawn_blocking(move || read_whole(&roots, &at)).await;
-        let (bytes, mtime) = match opened {
-            Ok(Ok(read)) => read,
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::IsADirectory => {
+        let opened =
+            tokio::task::spawn_blocking(move || read_window(&roots, &at, first, limit)).await;
+        let window = match opened {
+            Ok(Ok(window)) => window,
+            Ok(Err(WindowError::Io(e))) if e.kind() == std::io::ErrorKind::IsADirectory => {
                 return ToolOutput::error(format!(
                     "{shown} is a directory, not a file. Use Glob (or LS) to list its contents, then Read the files you need."
                 ));
             }
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Err(WindowError::Io(e))) if e.kind() == std::io::ErrorKind::NotFound => {
                 return ToolOutput::error(format!(
                     "File does not exist. (path: {shown}; the workspace root is {})",
                     ctx.workspace.display()
                 ));
             }
-            Ok(Err(e)) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
-            Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
-        };
-        let decoded = match decode(&bytes) {
-            Ok(decoded) => decoded,
-            Err(not_text) => {
+            Ok(Err(WindowError::Io(e))) => {
+                return ToolOutput::error(format!("Cannot read {shown}: {e}"));
+            }
+            Ok(Err(WindowError::NotText(not_text))) => {
                 return ToolOutput::error(format!(
                     "{shown} is {not_text}, so it cannot be shown as text. Inspect it with a suitable command instead if you must."
                 ));
             }
+            Ok(Err(WindowError::TooLarge(size))) => {
+                return ToolOutput::error(format!(
+                    "{shown} is a UTF-16 file of {size} bytes, too large to decode (the limit is 64 MiB). Inspect it with a suitable command instead."
+                ));
+            }
+            Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
         };
-        if decoded.text.is_empty() {
-            ctx.files.record(&path, &bytes, true, mtime);
+        if window.empty {
+            ctx.files
+                .record_digest(&path, window.sha256, true, window.mtime);
             return ToolOutput::ok(format!(
                 "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
             ));
         }
-
-        let lines: Vec<&str> = decoded.text.split('\n').collect();
-        let total = lines.len();
-        let first = usize::try_from(input.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
-        let limit = input
-            .limit
-            .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        let total = window.total;
         if first > total {
             return ToolOutput::ok(format!(
                 "<system-reminder>The file {shown} has only {total} lines, fewer than offset {first}. Read it with a smaller offset.</system-reminder>"
             ));
         }
-        let last = first.saturating_add(limit.max(1) - 1).min(total);
-        ctx.files
-            .record(&path, &bytes, first == 1 && last == total, mtime);
+        let last = window.lines.last().map_or(first, |(number, _)| *number);
+        ctx.files.record_digest(
+            &path,
+            window.sha256,
+            first == 1 && last == total,
+            window.mtime,
+        );
 
-        let mut out: Vec<String> = lines[first - 1..last]
+        let mut out: Vec<String> = window
+            .lines
             .iter()
-            .enumerate()
-            .map(|(i, line)| numbered_line(first + i, line, MAX_LINE_CHARS))
+            .map(|(number, line)| format!("{number}\t{line}"))
             .collect();
         if last < total {
             out.push(format!(
@@ -149,7 +158,7 @@ impl Tool for ReadTool {
                 last + 1
             ));
         }
-        if decoded.lossy {
+        if window.lossy {
             out.push(
                 "\n(Note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}.)"
                     .to_string(),
@@ -157,20 +166,6 @@ impl Tool for ReadTool {
         }
         ToolOutput::ok(out.join("\n"))
     }
-}
-
-/// The bytes of a regular file and its modification time, both from one handle opened
-/// beneath the task's roots.
-fn read_whole(
-    roots: &crate::workspace::Roots,
-    path: &std::path::Path,
-) -> std::io::Result<(Vec<u8>, Option<std::time::SystemTime>)> {
-    use std::io::Read;
-    let mut file = roots.open_file(path)?;
-    let mtime = file.metadata()?.modified().ok();
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok((bytes, mtime))
 }
 
 #[cfg(test)]

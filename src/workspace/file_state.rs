@@ -31,6 +31,21 @@ pub struct FileStateCache {
     states: Mutex<HashMap<PathBuf, FileState>>,
 }
 
+/// sha256 of everything `reader` yields, read in chunks (memory stays flat for a file
+/// of any size).
+fn sha256_of(mut reader: impl std::io::Read) -> std::io::Result<[u8; 32]> {
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => return Ok(hasher.finalize().into()),
+            Ok(read) => hasher.update(&buffer[..read]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
 /// sha256 of `bytes`, as stored in [`FileState`].
 pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
@@ -52,8 +67,20 @@ impl FileStateCache {
     /// Remember that `content` is what `path` holds now (after a Read or a write by a
     /// tool), and its modification time as the file's own handle reported it.
     pub fn record(&self, path: &Path, content: &[u8], whole: bool, mtime: Option<SystemTime>) {
+        self.record_digest(path, sha256(content), whole, mtime);
+    }
+
+    /// [`FileStateCache::record`] with the content's sha256 already computed (a file
+    /// streamed rather than held).
+    pub fn record_digest(
+        &self,
+        path: &Path,
+        sha256: [u8; 32],
+        whole: bool,
+        mtime: Option<SystemTime>,
+    ) {
         let state = FileState {
-            sha256: sha256(content),
+            sha256,
             mtime,
             whole,
         };
@@ -99,13 +126,13 @@ impl FileStateCache {
         if mtime == state.mtime && mtime.is_some() {
             return Ok(());
         }
-        let bytes = roots.read(path).map_err(|e| {
+        let digest = roots.open_file(path).and_then(sha256_of).map_err(|e| {
             format!(
                 "Could not read {} to check it is unchanged: {e}",
                 path.display()
             )
         })?;
-        if sha256(&bytes) == state.sha256 {
+        if digest == state.sha256 {
             // Same content, new mtime: remember the new mtime to skip hashing next time.
             let mut states = self.lock();
             if let Some(entry) = states.get_mut(&k) {
