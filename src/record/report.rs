@@ -53,6 +53,8 @@ pub enum EndReason {
     /// drover was interrupted (SIGINT/SIGTERM, e.g. a cancelled CI job): the task was cut
     /// short or never started.
     Interrupted,
+    /// A `setup:` command failed; the agent never ran (no model request was made).
+    SetupFailed,
 }
 
 impl EndReason {
@@ -63,7 +65,8 @@ impl EndReason {
             EndReason::ProviderError
             | EndReason::InternalError
             | EndReason::SandboxUnavailable
-            | EndReason::Interrupted => Status::Error,
+            | EndReason::Interrupted
+            | EndReason::SetupFailed => Status::Error,
             _ => Status::Failed,
         }
     }
@@ -83,6 +86,7 @@ impl EndReason {
             EndReason::InternalError => "internal_error",
             EndReason::SandboxUnavailable => "sandbox_unavailable",
             EndReason::Interrupted => "interrupted",
+            EndReason::SetupFailed => "setup_failed",
         }
     }
 }
@@ -151,6 +155,9 @@ pub struct TaskReport {
     #[serde(with = "duration_ms")]
     pub duration: Duration,
     pub checks: Vec<CheckReport>,
+    /// The `setup:` commands, in order, as far as they ran.
+    #[serde(default)]
+    pub setup: Vec<CheckReport>,
     pub denials: Vec<Denial>,
     /// Workspace paths (relative, `/`-separated) the run added, changed or deleted.
     pub files_changed: Vec<String>,

@@ -88,6 +88,17 @@ pub enum Event {
         expected: String,
         actual: String,
     },
+    /// One `setup:` command, after it ended.
+    Setup {
+        name: String,
+        command: String,
+        exit_code: Option<i32>,
+        passed: bool,
+        timed_out: bool,
+        duration_ms: u64,
+        /// The end of its output (redacted), to tell why it failed.
+        output_tail: String,
+    },
     Check {
         name: String,
         command: String,

@@ -9,6 +9,7 @@ mod prepare;
 pub mod progress;
 mod replay;
 mod sandbox;
+mod setup;
 pub mod shard;
 mod task;
 mod task_folder;

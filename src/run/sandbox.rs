@@ -3,7 +3,7 @@
 //! so a machine that cannot enforce it fails the task up front instead of running the
 //! agent's commands unsandboxed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -35,24 +35,106 @@ fn sandbox_setting(sandbox: Option<&SandboxSpec>) -> Option<(bool, LimitsSpec)> 
     }
 }
 
+/// The `writable:` directories of a sandbox setting, `~/` expanded (a `~/` path without
+/// a home directory to expand it in is left out).
+fn extra_writable(sandbox: Option<&SandboxSpec>) -> Vec<PathBuf> {
+    let Some(SandboxSpec::Settings(settings)) = sandbox else {
+        return Vec::new();
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    settings
+        .writable
+        .iter()
+        .filter_map(|path| match path.strip_prefix("~/") {
+            Some(rest) => home.as_ref().map(|home| home.join(rest)),
+            None => Some(PathBuf::from(path)),
+        })
+        .collect()
+}
+
+/// Package managers' download caches in the home directory, writable by `setup:`
+/// commands by default so `cargo fetch` or `npm ci` can fill them for the agent (which
+/// then reads them with the network off). Only caches that exist, or whose tool's own
+/// directory exists (`~/.cargo` for `~/.cargo/registry`, created then), are added.
+const SETUP_CACHES: [&str; 10] = [
+    ".cargo/registry",
+    ".cargo/git",
+    ".npm",
+    ".cache/pip",
+    ".cache/uv",
+    ".cache/yarn",
+    ".cache/go-build",
+    "go/pkg/mod",
+    ".m2/repository",
+    ".gradle/caches",
+];
+
+fn setup_caches() -> Vec<PathBuf> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Vec::new();
+    };
+    SETUP_CACHES
+        .iter()
+        .map(|cache| home.join(cache))
+        .filter(|cache| {
+            cache.is_dir()
+                || cache.parent().is_some_and(|tool| {
+                    tool != home && tool.is_dir() && std::fs::create_dir_all(cache).is_ok()
+                })
+        })
+        .collect()
+}
+
 impl TaskCommands {
     /// The environment a check runs with: the task's scrubbed environment and private
     /// `TMPDIR`, and its sandbox unless the check's own `sandbox:` says otherwise (a
     /// check runs code the agent wrote, so it is confined like the agent by default).
     pub fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, String> {
-        let task_sandbox_on = self
-            .env
-            .sandbox
-            .as_ref()
-            .is_some_and(|launcher| launcher.policy().is_some());
+        let task_sandbox_on = self.task_sandbox_on();
         let policy = match &check.sandbox {
             None if task_sandbox_on => Some(self.policy.clone()),
             None => None,
-            Some(spec) => sandbox_setting(Some(spec)).map(|(network, _)| SandboxPolicy {
-                network,
-                ..self.policy.clone()
+            Some(spec) => sandbox_setting(Some(spec)).map(|(network, _)| {
+                let mut policy = SandboxPolicy {
+                    network,
+                    ..self.policy.clone()
+                };
+                policy.writable.extend(extra_writable(Some(spec)));
+                policy
             }),
         };
+        self.with_policy(policy)
+    }
+}
+
+impl TaskCommands {
+    /// The environment a `setup:` command runs with: the task's scrubbed environment
+    /// and sandbox, with the network on (fetching is what setup is for) unless the
+    /// entry's own `sandbox:` says otherwise.
+    pub fn for_setup(&self, step: &CheckSpec) -> Result<CommandEnv, String> {
+        if step.sandbox.is_some() {
+            return self.for_check(step);
+        }
+        let policy = self.task_sandbox_on().then(|| {
+            let mut policy = SandboxPolicy {
+                network: true,
+                ..self.policy.clone()
+            };
+            policy.writable.extend(setup_caches());
+            policy
+        });
+        self.with_policy(policy)
+    }
+
+    fn task_sandbox_on(&self) -> bool {
+        self.env
+            .sandbox
+            .as_ref()
+            .is_some_and(|launcher| launcher.policy().is_some())
+    }
+
+    /// The task's command environment under `policy` (None: unsandboxed).
+    fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<CommandEnv, String> {
         let sandbox = match &self.env.sandbox {
             Some(launcher) => Some(launcher.with_policy(policy)?),
             None => None,
@@ -99,7 +181,7 @@ pub async fn task_commands(
     let (network, limits) = setting.unwrap_or_default();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let additional = spec.additional_directories();
-    let policy = SandboxPolicy::for_task(&TaskSandbox {
+    let mut policy = SandboxPolicy::for_task(&TaskSandbox {
         workspace,
         additional: &additional,
         tmpdir: &tmp_path,
@@ -108,6 +190,9 @@ pub async fn task_commands(
         home: home.as_deref(),
         limits: ResourceLimits::from_spec(&limits),
     });
+    policy
+        .writable
+        .extend(extra_writable(spec.spec.sandbox.as_ref()));
     if setting.is_none() {
         // No OS sandbox, but the agent's processes are still contained by the launcher.
         env.sandbox = Some(Launcher::new(None)?);

@@ -28,6 +28,7 @@ use super::checks::{failure_summary, run_check};
 use super::expect;
 use super::prepare::{PreparedWorkspace, git_worktree, in_place, scratch_copy};
 use super::sandbox::task_commands;
+use super::setup::run_setup;
 
 /// Where a task's assistant turns come from.
 pub enum ModelSource {
@@ -126,6 +127,7 @@ pub fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
         denials: Vec::new(),
         files_changed: Vec::new(),
         ignored_changes: 0,
+        setup: Vec::new(),
         final_text: String::new(),
         todos: Vec::new(),
         artifacts_dir: artifacts.join(plan.spec.name()),
@@ -135,7 +137,7 @@ pub fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
 
 /// Resolves when drover is interrupted; never without an interrupt channel (or when its
 /// sender is gone, which is not a signal).
-async fn signalled(interrupt: &mut Option<Interrupt>) {
+pub(super) async fn signalled(interrupt: &mut Option<Interrupt>) {
     if let Some(receiver) = interrupt
         && receiver.wait_for(|set| *set).await.is_ok()
     {
@@ -217,7 +219,7 @@ async fn steps(
         )?;
         Ok((workspace, baseline))
     });
-    let (workspace, baseline) = match prepared {
+    let (workspace, mut baseline) = match prepared {
         Ok(prepared) => {
             if !prepared.1.leftovers.is_empty() {
                 eprintln!(
@@ -236,17 +238,15 @@ async fn steps(
             prepared
         }
         Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
-            write_atomic(&task_dir.join("diff.patch"), b"")
-                .map_err(|e| format!("cannot write the diff: {e}"))?;
             let message = "interrupted while the workspace was prepared; the agent never ran";
-            return finish(
+            return end_before_loop(
+                task_dir,
                 transcript,
                 &redactor,
                 report,
                 EndReason::Interrupted,
                 message.to_string(),
-            )
-            .map_err(|e| e.to_string());
+            );
         }
         Err(error) => {
             return Err(format!(
@@ -282,8 +282,9 @@ async fn steps(
     let mut registry = Registry::builtin().map_err(|e| e.to_string())?;
     registry.retain(|tool| policy.withholds(tool).is_none());
     let runs_commands = registry.names().iter().any(|name| name == "Bash");
-    // Checks run in the sandbox too, so it is probed for them as for Bash.
-    let probe = runs_commands || !plan.spec.spec.checks.is_empty();
+    // Setup and checks run in the sandbox too, so it is probed for them as for Bash.
+    let probe =
+        runs_commands || !plan.spec.spec.checks.is_empty() || !plan.spec.spec.setup.is_empty();
     let mut commands = task_commands(&plan.spec, &workspace.dir, probe).await?;
     for name in withheld_vars(&plan) {
         if !commands.env.withheld.contains(&name) {
@@ -361,6 +362,56 @@ async fn steps(
             .map_err(|e| e.to_string());
         }
         eprintln!("drover: warning: {}: {message}", report.name);
+    }
+
+    // Setup's effects are the starting state: the diff's baseline is taken again after it.
+    if !plan.spec.spec.setup.is_empty() {
+        let mut setup_interrupt = interrupt.clone();
+        let ran = run_setup(
+            &plan.spec.spec.setup,
+            &workspace.dir,
+            &commands,
+            &redactor,
+            transcript,
+            &mut setup_interrupt,
+            &mut report.setup,
+        )
+        .await?;
+        if let Err(stopped) = ran {
+            return end_before_loop(
+                task_dir,
+                transcript,
+                &redactor,
+                report,
+                stopped.reason,
+                stopped.message,
+            );
+        }
+        let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
+        baseline = match Baseline::take_with_build_trees(
+            &workspace.dir,
+            &excluded,
+            &workspace.build_trees,
+            &stop,
+        ) {
+            Ok(baseline) => baseline,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
+                let message = "interrupted after setup, before the agent ran";
+                return end_before_loop(
+                    task_dir,
+                    transcript,
+                    &redactor,
+                    report,
+                    EndReason::Interrupted,
+                    message.to_string(),
+                );
+            }
+            Err(error) => {
+                return Err(format!(
+                    "cannot take the workspace's starting state after setup: {error}"
+                ));
+            }
+        };
     }
 
     let limits = &plan.spec.spec.limits;
@@ -578,6 +629,21 @@ fn runs_checks(reason: EndReason) -> bool {
             | EndReason::InternalError
             | EndReason::Interrupted
     )
+}
+
+/// End a task before its loop ran: an empty diff (nothing was changed by the agent),
+/// then the run_end event.
+fn end_before_loop(
+    task_dir: &Path,
+    transcript: &mut TranscriptWriter,
+    redactor: &Redactor,
+    report: &mut TaskReport,
+    reason: EndReason,
+    message: String,
+) -> Result<(), String> {
+    write_atomic(&task_dir.join("diff.patch"), b"")
+        .map_err(|e| format!("cannot write the diff: {e}"))?;
+    finish(transcript, redactor, report, reason, message).map_err(|e| e.to_string())
 }
 
 fn finish(

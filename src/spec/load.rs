@@ -320,16 +320,18 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
             message: "limits.max_turns must be at least 1".into(),
         });
     }
-    let mut seen = HashMap::new();
-    for check in &spec.checks {
-        if seen.insert(check.name.as_str(), ()).is_some() {
-            return Err(SpecError::Invalid {
-                position: Position::at(path, None),
-                message: format!(
-                    "two checks are named {:?}; check names must be unique within a task",
-                    check.name
-                ),
-            });
+    for (list, what) in [(&spec.checks, "checks"), (&spec.setup, "setup steps")] {
+        let mut seen = HashMap::new();
+        for step in list {
+            if seen.insert(step.name.as_str(), ()).is_some() {
+                return Err(SpecError::Invalid {
+                    position: Position::at(path, None),
+                    message: format!(
+                        "two {what} are named {:?}; their names must be unique within a task",
+                        step.name
+                    ),
+                });
+            }
         }
     }
     Ok(())

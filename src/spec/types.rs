@@ -36,6 +36,11 @@ pub struct TaskSpec {
     /// What of drover's environment reaches the commands the agent runs.
     #[serde(default)]
     pub env: EnvSpec,
+    /// Commands run after isolation and before the loop (`cargo fetch`, `npm ci`), in the
+    /// sandbox with the network on unless an entry's `sandbox:` says otherwise. Their
+    /// effects are the starting state, not the agent's diff.
+    #[serde(default)]
+    pub setup: Vec<CheckSpec>,
     #[serde(default)]
     pub checks: Vec<CheckSpec>,
     /// What the result must look like (files changed), checked after the checks.
@@ -320,6 +325,10 @@ pub struct SandboxSettings {
     /// Resource limits of every sandboxed command (defaults apply to what is left out).
     #[serde(default)]
     pub limits: super::limits::LimitsSpec,
+    /// More directories commands may write in, besides the workspace and the task's
+    /// `TMPDIR`: absolute, or `~/…` in the home directory (`~/.cargo/registry`).
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

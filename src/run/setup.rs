@@ -1,0 +1,91 @@
+//! The `setup:` phase: commands run after isolation and before the loop (`cargo fetch`,
+//! `npm ci`), so the agent's network-less sandbox finds what it needs. Setup is part of
+//! the starting state: the diff's baseline is taken after it.
+
+use std::path::Path;
+
+use super::checks::{failure_summary, run_check};
+use super::sandbox::TaskCommands;
+use super::task::{Interrupt, signalled};
+use crate::record::transcript::{Event, TranscriptWriter};
+use crate::record::{CheckReport, EndReason, Redactor};
+use crate::spec::CheckSpec;
+
+/// How setup ended when it did not complete.
+pub struct SetupStopped {
+    pub reason: EndReason,
+    pub message: String,
+}
+
+/// Run `steps` in order, each with a `setup` transcript event, stopping at the first that
+/// fails (`setup_failed`) or at a signal (`interrupted`). Every process a step left
+/// running is stopped before this returns: nothing from setup changes the workspace
+/// once the baseline is taken. An Err is an internal error.
+pub async fn run_setup(
+    steps: &[CheckSpec],
+    workspace: &Path,
+    commands: &TaskCommands,
+    redactor: &Redactor,
+    transcript: &mut TranscriptWriter,
+    interrupt: &mut Option<Interrupt>,
+    reports: &mut Vec<CheckReport>,
+) -> Result<Result<(), SetupStopped>, String> {
+    let mut stopped = None;
+    for step in steps {
+        let env = commands.for_setup(step)?;
+        let result = tokio::select! {
+            result = run_check(step, workspace, &env, redactor) => result,
+            () = signalled(interrupt) => {
+                stopped = Some(SetupStopped {
+                    reason: EndReason::Interrupted,
+                    message: format!(
+                        "interrupted while setup step \"{}\" ran; it was stopped and the agent never ran",
+                        step.name
+                    ),
+                });
+                break;
+            }
+        };
+        transcript
+            .write(Event::Setup {
+                name: result.name.clone(),
+                command: result.command.clone(),
+                exit_code: result.exit_code,
+                passed: result.passed,
+                timed_out: result.timed_out,
+                duration_ms: result.duration_ms,
+                output_tail: result.output_tail.clone(),
+            })
+            .map_err(|e| e.to_string())?;
+        let passed = result.passed;
+        if !passed {
+            let why = failure_summary(&result).replacen("check", "setup step", 1);
+            stopped = Some(SetupStopped {
+                reason: EndReason::SetupFailed,
+                message: format!(
+                    "{why}; the agent never ran (no model request was made). Its output ends: {}",
+                    last_line(&result.output_tail)
+                ),
+            });
+        }
+        reports.push(result);
+        if !passed {
+            break;
+        }
+    }
+    commands
+        .env
+        .tracker
+        .stop_all_and_wait(crate::exec::STOP_GRACE * 2)
+        .await;
+    Ok(stopped.map_or(Ok(()), Err))
+}
+
+/// The last non-empty line of a command's output, for a one-line message.
+fn last_line(output: &str) -> &str {
+    output
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("(no output)")
+}
