@@ -97,6 +97,16 @@ pub struct BenchArgs {
     /// Exit 1 when a case misses its goal (default: report only).
     #[arg(long)]
     pub check: bool,
+    /// Measure whole runs on git repositories drover builds (see --sizes) and on a 2 GB
+    /// sparse file, against `git status` and `cp -r --reflink=auto`, instead of the tools.
+    #[arg(long)]
+    pub workspace: bool,
+    /// Where --workspace builds its repositories (kept for later runs).
+    #[arg(long, value_name = "DIR", default_value = "drover-bench-workspaces")]
+    pub scratch: PathBuf,
+    /// The repository sizes --workspace builds, in files.
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',', default_values_t = [1000, 10000, 100000])]
+    pub sizes: Vec<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@
 
 mod cases;
 mod timing;
+mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +17,27 @@ use cases::{Case, Reference};
 /// program only skips its cases), 2 for a bad tree, 3 when drover itself failed, and with
 /// `--check` 1 when a goal was missed.
 pub fn run(args: &BenchArgs) -> i32 {
+    if args.workspace {
+        let drover = match std::env::current_exe() {
+            Ok(path) => path,
+            Err(error) => {
+                eprintln!("drover: cannot find drover's own executable: {error}");
+                return exit::RUNNER_ERROR;
+            }
+        };
+        if let Err(error) = std::fs::create_dir_all(&args.scratch) {
+            eprintln!("drover: cannot create {}: {error}", args.scratch.display());
+            return exit::BAD_INPUT;
+        }
+        let scratch = args.scratch.canonicalize().unwrap_or(args.scratch.clone());
+        return workspace::run(
+            &drover,
+            &scratch,
+            &args.sizes,
+            usize::from(args.runs),
+            args.check,
+        );
+    }
     let tree = match args.tree.clone().or_else(default_tree) {
         Some(tree) => tree,
         None => {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use crate::workspace::RelPath;
+use crate::workspace::baseline::CopyOrigin;
 use crate::workspace::copy::copy_workspace_until;
 use crate::workspace::snapshot::Stop;
 
@@ -22,6 +23,8 @@ pub struct PreparedWorkspace {
     _worktree: Option<Worktree>,
     /// Build trees of the original a copy left out: the diff leaves them out too.
     pub build_trees: Vec<RelPath>,
+    /// The directory a copy was made from (canonical).
+    pub copied_from: Option<PathBuf>,
 }
 
 impl PreparedWorkspace {
@@ -33,6 +36,16 @@ impl PreparedWorkspace {
             Some(worktree) => worktree.restore_git_link(),
             None => Ok(false),
         }
+    }
+
+    /// What the baseline of a copy can lean on; `pristine`: the copy is still exactly
+    /// what was copied (no `setup:` has run in it).
+    pub fn copy_origin(&self, pristine: bool) -> Option<CopyOrigin<'_>> {
+        let dir = self.copied_from.as_deref()?;
+        Some(CopyOrigin {
+            dir: pristine.then_some(dir),
+            build_trees: &self.build_trees,
+        })
     }
 
     /// Paths inside the workspace no tool may write: a worktree's `.git` file.
@@ -51,6 +64,7 @@ pub fn in_place(origin: &Path) -> std::io::Result<PreparedWorkspace> {
         _scratch: None,
         _worktree: None,
         build_trees: Vec::new(),
+        copied_from: None,
     })
 }
 
@@ -71,6 +85,7 @@ pub fn scratch_copy(
         _scratch: Some(scratch),
         _worktree: None,
         build_trees,
+        copied_from: Some(origin.canonicalize()?),
     })
 }
 
@@ -83,5 +98,6 @@ pub fn git_worktree(origin: &Path, label: &str) -> std::io::Result<PreparedWorks
         _scratch: None,
         _worktree: Some(worktree),
         build_trees: Vec::new(),
+        copied_from: None,
     })
 }

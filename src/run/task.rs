@@ -211,10 +211,10 @@ async fn steps(
     // the task ends interrupted with an empty diff.
     let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
     let prepared = prepare(&plan, &excluded, &stop).and_then(|workspace| {
-        let baseline = Baseline::take_with_build_trees(
+        let baseline = Baseline::take_of_copy(
             &workspace.dir,
             &excluded,
-            &workspace.build_trees,
+            workspace.copy_origin(true),
             &stop,
         )?;
         Ok((workspace, baseline))
@@ -388,10 +388,10 @@ async fn steps(
             );
         }
         let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
-        baseline = match Baseline::take_with_build_trees(
+        baseline = match Baseline::take_of_copy(
             &workspace.dir,
             &excluded,
-            &workspace.build_trees,
+            workspace.copy_origin(false),
             &stop,
         ) {
             Ok(baseline) => baseline,

@@ -37,6 +37,24 @@ impl RelPath {
         RelPath(bytes)
     }
 
+    /// The path of `name` (one component) inside this directory.
+    pub fn join(&self, name: &[u8]) -> RelPath {
+        let mut bytes = Vec::with_capacity(self.0.len() + 1 + name.len());
+        bytes.extend_from_slice(&self.0);
+        if !bytes.is_empty() {
+            bytes.push(b'/');
+        }
+        bytes.extend_from_slice(name);
+        RelPath(bytes)
+    }
+
+    /// Whether `self` is `prefix` or lies below it.
+    pub fn starts_with(&self, prefix: &RelPath) -> bool {
+        prefix.0.is_empty()
+            || self.0 == prefix.0
+            || (self.0.starts_with(&prefix.0) && self.0.get(prefix.0.len()) == Some(&b'/'))
+    }
+
     /// The directory holding this path (`None` at the top).
     pub fn parent(&self) -> Option<RelPath> {
         let at = self.0.iter().rposition(|&b| b == b'/')?;

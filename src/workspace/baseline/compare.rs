@@ -5,11 +5,10 @@ use std::collections::HashSet;
 use std::io;
 
 use super::rules::StartRules;
-use super::stat::StatKey;
 use super::store::hash_reader;
-use super::walk::{Rules, walk};
+use super::walk::{Kind, Rules, walk};
 use super::{
-    Baseline, Content, Entry, MAX_DIFFED_FILE, excluded_key, git_mode, os_bytes, path_key,
+    Baseline, Content, Entry, MAX_DIFFED_FILE, Source, excluded_key, git_mode, os_bytes, path_key,
 };
 use crate::workspace::snapshot::{MODE_SYMLINK, Stop};
 use crate::workspace::{RelPath, Roots};
@@ -63,20 +62,20 @@ impl Baseline {
             Rules::Apply(rules),
             stop,
             |walked| {
-                let Some(metadata) = &walked.metadata else {
+                let Some(stat) = walked.stat else {
                     return Ok(()); // a directory
                 };
                 if walked.excluded {
                     excluded_seen.insert(path_key(&walked.relative));
                     if !self
                         .excluded_keys
-                        .contains(&excluded_key(&walked.relative, metadata))
+                        .contains(&excluded_key(&walked.relative, &stat))
                     {
                         comparison.excluded_changes += 1;
                     }
                     return Ok(());
                 }
-                if !(walked.file_type.is_file() || walked.file_type.is_symlink())
+                if !matches!(walked.kind, Kind::File | Kind::Symlink)
                     || start_unreadable.contains(&walked.relative)
                 {
                     return Ok(());
@@ -84,11 +83,10 @@ impl Baseline {
                 seen.insert(walked.relative.clone());
                 let before = self.entries.get(&walked.relative);
                 let at = self.root.join(walked.relative.to_path());
-                let stat = StatKey::of(metadata);
                 if before.is_some_and(|entry| entry.stat == stat) {
                     return Ok(());
                 }
-                let now = if walked.file_type.is_symlink() {
+                let now = if walked.kind == Kind::Symlink {
                     roots.read_link(&at).map(|target| Now {
                         mode: MODE_SYMLINK,
                         content: Content::Link(os_bytes(&target)),
@@ -104,7 +102,10 @@ impl Baseline {
                         .and_then(|mut file| hash_reader(&mut file, stat.size))
                         .map(|id| Now {
                             mode: git_mode(&stat),
-                            content: Content::Blob { id, in_git: false },
+                            content: Content::Blob {
+                                id,
+                                source: Source::None,
+                            },
                         })
                 };
                 match now {

@@ -28,7 +28,7 @@ pub use patch::Patch;
 use rules::StartRules;
 use stat::StatKey;
 use store::Store;
-use walk::{Rules, walk};
+use walk::{Kind, Rules, walk};
 
 use super::snapshot::{MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, Stop};
 use super::{RelPath, Roots};
@@ -58,12 +58,35 @@ impl BlobId {
 /// What the baseline knows of one file's starting content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Content {
-    /// Identified by id; the bytes are in the store or the repository's objects.
-    Blob { id: BlobId, in_git: bool },
+    /// Identified by id; `source` says where its bytes are kept.
+    Blob { id: BlobId, source: Source },
     /// A symlink's target.
     Link(Vec<u8>),
     /// Larger than [`MAX_DIFFED_FILE`]: only its size is known.
     Large { size: u64 },
+}
+
+/// Where the starting content of a file can be read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The baseline's own content store.
+    Store,
+    /// The repository's object database (a clean tracked file).
+    Git,
+    /// The same path in the directory the workspace was copied from (`isolation:
+    /// copy`), which the task does not write: checked against the id when read.
+    Origin,
+    /// Not kept: a file seen only at the end.
+    None,
+}
+
+/// What the starting state of a copied workspace can lean on.
+pub struct CopyOrigin<'a> {
+    /// The directory the copy was made from (canonical), when the copy is still as it was
+    /// made (not after `setup:` changed it).
+    pub dir: Option<&'a Path>,
+    /// Its build trees the copy left out.
+    pub build_trees: &'a [RelPath],
 }
 
 /// One file of the starting state.
@@ -94,24 +117,32 @@ pub struct Baseline {
     store: Store,
     /// The repository object directory clean tracked files are read back from.
     objects: Option<PathBuf>,
+    /// The directory a copied workspace was copied from.
+    origin: Option<PathBuf>,
 }
 
 impl Baseline {
     /// The starting state of `root`, leaving out the `excluded` directories below it
     /// (drover's own artifacts); stops with [`stopped`] as soon as `stop` says so.
     pub fn take_until(root: &Path, excluded: &[PathBuf], stop: Stop<'_>) -> io::Result<Baseline> {
-        Baseline::take_with_build_trees(root, excluded, &[], stop)
+        Baseline::take_of_copy(root, excluded, None, stop)
     }
 
-    /// [`Baseline::take_until`] for a copy that left out `build_trees` of its original:
-    /// they count as the starting state's build trees, so the agent's builds there stay
-    /// out of the diff as they would in the original.
-    pub fn take_with_build_trees(
+    /// [`Baseline::take_until`] for a workspace copied from `origin`: the original's build
+    /// trees the copy left out count as the starting state's (the agent's builds there
+    /// stay out of the diff as they would in the original), and the original stands in
+    /// for the content store, so nothing is copied a second time.
+    pub fn take_of_copy(
         root: &Path,
         excluded: &[PathBuf],
-        build_trees: &[RelPath],
+        origin: Option<CopyOrigin<'_>>,
         stop: Stop<'_>,
     ) -> io::Result<Baseline> {
+        let build_trees = origin.as_ref().map_or(&[][..], |origin| origin.build_trees);
+        let origin_dir = origin
+            .as_ref()
+            .and_then(|origin| origin.dir)
+            .map(Path::to_path_buf);
         let root = root
             .canonicalize()
             .map_err(|e| super::snapshot::named(root, e))?;
@@ -131,36 +162,35 @@ impl Baseline {
             Rules::Learn(&mut rules, &roots),
             stop,
             |walked| {
-                if walked.file_type.is_file() && is_stale_temp(&walked.relative) {
+                if walked.kind == Kind::File && is_stale_temp(&walked.relative) {
                     let at = root.join(walked.relative.to_path());
                     if std::fs::remove_file(at).is_ok() {
                         leftovers.push(walked.relative);
                         return Ok(());
                     }
                 }
-                let Some(metadata) = &walked.metadata else {
+                let Some(stat) = walked.stat else {
                     return Ok(()); // a directory
                 };
                 if walked.excluded {
-                    excluded_keys.insert(excluded_key(&walked.relative, metadata));
+                    excluded_keys.insert(excluded_key(&walked.relative, &stat));
                     excluded_paths.insert(path_key(&walked.relative));
                     return Ok(());
                 }
                 let at = root.join(walked.relative.to_path());
-                let stat = StatKey::of(metadata);
-                let read = if walked.file_type.is_symlink() {
+                let read = if walked.kind == Kind::Symlink {
                     roots.read_link(&at).map(|target| Entry {
                         mode: MODE_SYMLINK,
                         content: Content::Link(os_bytes(&target)),
                         stat,
                     })
-                } else if walked.file_type.is_file() {
+                } else if walked.kind == Kind::File {
                     let clean = index.as_ref().and_then(|index| {
                         let entry = index.entries.get(&walked.relative)?;
                         (entry.mode == git_mode(&stat) && entry.stat.matches(&stat, index.written))
                             .then_some(BlobId(entry.id))
                     });
-                    start_file(&roots, &store, &at, stat, clean)
+                    start_file(&roots, &store, &at, stat, clean, origin_dir.is_some())
                 } else {
                     return Ok(());
                 };
@@ -185,6 +215,7 @@ impl Baseline {
             leftovers,
             store,
             objects,
+            origin: origin_dir,
         })
     }
 
@@ -222,25 +253,41 @@ impl Baseline {
 }
 
 /// The entry of one regular file at the start: taken on the index's word when `clean`
-/// names its blob, else copied into the store (or, when too large, known by size).
+/// names its blob, hashed when a copy's `origin` keeps the content, else copied into the
+/// store (or, when too large, known by size).
 fn start_file(
     roots: &Roots,
     store: &Store,
     at: &Path,
     stat: StatKey,
     clean: Option<BlobId>,
+    origin: bool,
 ) -> io::Result<Entry> {
     let mode = git_mode(&stat);
     let content = if stat.size > MAX_DIFFED_FILE {
         Content::Large { size: stat.size }
     } else if let Some(id) = clean {
-        Content::Blob { id, in_git: true }
+        Content::Blob {
+            id,
+            source: Source::Git,
+        }
+    } else if origin {
+        let mut file = roots.open_file(at)?;
+        let id =
+            store::hash_reader(&mut file, stat.size).map_err(|e| super::snapshot::named(at, e))?;
+        Content::Blob {
+            id,
+            source: Source::Origin,
+        }
     } else {
         let mut file = roots.open_file(at)?;
         let id = store
             .put(&mut file, stat.size)
             .map_err(|e| super::snapshot::named(at, e))?;
-        Content::Blob { id, in_git: false }
+        Content::Blob {
+            id,
+            source: Source::Store,
+        }
     };
     Ok(Entry {
         mode,
@@ -265,8 +312,7 @@ fn is_stale_temp(path: &RelPath) -> bool {
 }
 
 /// A 128-bit identity of an excluded file's path and metadata.
-fn excluded_key(path: &RelPath, metadata: &std::fs::Metadata) -> u128 {
-    let stat = StatKey::of(metadata);
+fn excluded_key(path: &RelPath, stat: &StatKey) -> u128 {
     wide_hash(&(path, stat))
 }
 

@@ -5,7 +5,7 @@
 use std::io::{self, Read};
 
 use super::git_objects::GitObjects;
-use super::{Baseline, Comparison, Content, Entry, MAX_DIFFED_FILE};
+use super::{Baseline, BlobId, Comparison, Content, Entry, MAX_DIFFED_FILE, Source};
 use crate::record::diff::path_patch;
 use crate::workspace::snapshot::{FileEntry, MODE_SYMLINK};
 use crate::workspace::{RelPath, Roots};
@@ -28,7 +28,7 @@ impl Baseline {
         for change in &comparison.changes {
             let before = self.entries.get(&change.path);
             let old = match before {
-                Some(entry) => self.load_start(entry, &mut objects).map(Some),
+                Some(entry) => self.load_start(&change.path, entry, &mut objects).map(Some),
                 None => Ok(None),
             };
             let new = match &change.now {
@@ -49,20 +49,56 @@ impl Baseline {
         patch
     }
 
+    /// The original of a copied file, read beneath the original's directory and checked
+    /// against the id the copy had at the start.
+    fn load_origin(&self, path: &RelPath, id: &BlobId) -> Result<Vec<u8>, String> {
+        let Some(origin) = &self.origin else {
+            return Err("its starting content is unknown".to_string());
+        };
+        let roots = Roots::new(std::slice::from_ref(origin));
+        let bytes = roots
+            .open_file(&origin.join(path.to_path()))
+            .and_then(|file| {
+                let mut bytes = Vec::new();
+                file.take(MAX_DIFFED_FILE + 1).read_to_end(&mut bytes)?;
+                Ok(bytes)
+            })
+            .map_err(|e| format!("its original cannot be read: {e}"))?;
+        if BlobId::of(&bytes) != *id {
+            return Err("its original changed after the workspace was copied".to_string());
+        }
+        Ok(bytes)
+    }
+
     /// The starting content of `entry`.
     fn load_start(
         &self,
+        path: &RelPath,
         entry: &Entry,
         objects: &mut Option<io::Result<GitObjects>>,
     ) -> Result<FileEntry, String> {
         let content = match &entry.content {
             Content::Link(target) => target.clone(),
             Content::Large { size } => return Err(too_large(*size)),
-            Content::Blob { id, in_git: false } => self
+            Content::Blob {
+                source: Source::None,
+                ..
+            } => return Err("its starting content is unknown".to_string()),
+            Content::Blob {
+                id,
+                source: Source::Store,
+            } => self
                 .store
                 .get(id)
                 .map_err(|e| format!("its starting content is lost: {e}"))?,
-            Content::Blob { id, in_git: true } => {
+            Content::Blob {
+                id,
+                source: Source::Origin,
+            } => self.load_origin(path, id)?,
+            Content::Blob {
+                id,
+                source: Source::Git,
+            } => {
                 let Some(directory) = &self.objects else {
                     return Err("its starting content is unknown".to_string());
                 };

@@ -47,16 +47,21 @@ impl StartRules {
     /// Learn the ignore files of directory `dir` (read beneath `roots`) and whether it is
     /// a build tree. Called once per directory that is not itself left out, before any
     /// of its entries is judged.
-    pub fn learn_dir(&mut self, roots: &Roots, dir: &RelPath) {
+    /// `holds` says whether the directory's listing has an entry of that name (so
+    /// absent files cost no open).
+    pub fn learn_dir(&mut self, roots: &Roots, dir: &RelPath, holds: &dyn Fn(&[u8]) -> bool) {
         let absolute = self.root.join(dir.to_path());
         if dir.as_bytes().is_empty() {
             // The workspace itself is never a build tree.
-        } else if is_build_tree(roots, &absolute) {
+        } else if is_build_tree(roots, &absolute, holds(b"CACHEDIR.TAG")) {
             self.build_trees.insert(dir.clone());
             return;
         }
         let mut matchers = Vec::new();
         for name in [".ignore", ".gitignore"] {
+            if !holds(name.as_bytes()) {
+                continue;
+            }
             let Some(text) = read_small(roots, &absolute.join(name)) else {
                 continue;
             };
@@ -104,9 +109,12 @@ impl StartRules {
 }
 
 /// A directory no diff should hold: `node_modules`, or one tagged as a cache.
-fn is_build_tree(roots: &Roots, dir: &Path) -> bool {
+fn is_build_tree(roots: &Roots, dir: &Path, has_tag: bool) -> bool {
     if dir.file_name().is_some_and(|name| name == "node_modules") {
         return true;
+    }
+    if !has_tag {
+        return false;
     }
     let Ok(mut tag) = roots.open_file(&dir.join("CACHEDIR.TAG")) else {
         return false;

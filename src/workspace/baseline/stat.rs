@@ -48,32 +48,20 @@ pub struct StatKey {
 }
 
 impl StatKey {
-    /// The key of `metadata` (taken without following symlinks).
-    #[cfg(unix)]
-    pub fn of(metadata: &Metadata) -> StatKey {
-        use std::os::unix::fs::MetadataExt;
+    /// The key of a `stat` result (taken without following symlinks).
+    #[allow(clippy::useless_conversion)] // the field types differ between architectures
+    pub fn from_stat(stat: &rustix::fs::Stat) -> StatKey {
+        let time = |seconds, nanos| Timestamp {
+            seconds: i64::try_from(seconds).unwrap_or(i64::MAX),
+            nanos: u32::try_from(nanos).unwrap_or(0),
+        };
         StatKey {
-            size: metadata.size(),
-            mtime: Timestamp::modified(metadata),
-            ctime: Timestamp {
-                seconds: metadata.ctime(),
-                nanos: u32::try_from(metadata.ctime_nsec()).unwrap_or(0),
-            },
-            ino: metadata.ino(),
-            dev: metadata.dev(),
-            mode: metadata.mode(),
-        }
-    }
-
-    #[cfg(not(unix))]
-    pub fn of(metadata: &Metadata) -> StatKey {
-        StatKey {
-            size: metadata.len(),
-            mtime: Timestamp::modified(metadata),
-            ctime: Timestamp::modified(metadata),
-            ino: 0,
-            dev: 0,
-            mode: u32::from(metadata.permissions().readonly()),
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            mtime: time(stat.st_mtime, stat.st_mtime_nsec),
+            ctime: time(stat.st_ctime, stat.st_ctime_nsec),
+            ino: u64::from(stat.st_ino),
+            dev: u64::from(stat.st_dev),
+            mode: u32::from(stat.st_mode),
         }
     }
 }

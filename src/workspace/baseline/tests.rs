@@ -155,11 +155,23 @@ fn in_git_clean_files_come_from_the_repository_and_the_diff_applies() {
     let baseline = Baseline::take_until(&ws, &[], &never).unwrap();
     let lib = &baseline.entries[&RelPath::from("src/lib.rs")];
     assert!(
-        matches!(lib.content, Content::Blob { in_git: true, .. }),
+        matches!(
+            lib.content,
+            Content::Blob {
+                source: Source::Git,
+                ..
+            }
+        ),
         "{lib:?}"
     );
     let dirty = &baseline.entries[&RelPath::from("dirty.txt")];
-    assert!(matches!(dirty.content, Content::Blob { in_git: false, .. }));
+    assert!(matches!(
+        dirty.content,
+        Content::Blob {
+            source: Source::Store,
+            ..
+        }
+    ));
     drop(baseline);
     round_trip(&ws, every_kind_of_change);
 }
@@ -180,7 +192,10 @@ fn a_workspace_below_the_top_of_a_repository_uses_its_index() {
     let baseline = Baseline::take_until(&ws, &[], &never).unwrap();
     assert!(matches!(
         baseline.entries[&RelPath::from("docs/readme.md")].content,
-        Content::Blob { in_git: true, .. }
+        Content::Blob {
+            source: Source::Git,
+            ..
+        }
     ));
     assert!(!baseline.entries.contains_key(&RelPath::from("top.txt")));
     write(&ws, "docs/readme.md", "# changed\n");
@@ -308,4 +323,35 @@ fn a_baseline_stops_when_asked() {
     }
     let error = Baseline::take_until(dir.path(), &[], &|| true).unwrap_err();
     assert_eq!(error.kind(), io::ErrorKind::Interrupted);
+}
+
+#[test]
+fn a_copy_leans_on_its_original_and_notices_when_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = dir.path().join("origin");
+    starting_files(&origin);
+    let copy = dir.path().join("copy");
+    copy_dir(&origin, &copy);
+    let origin = origin.canonicalize().unwrap();
+    let of_copy = CopyOrigin {
+        dir: Some(&origin),
+        build_trees: &[],
+    };
+    let baseline = Baseline::take_of_copy(&copy, &[], Some(of_copy), &never).unwrap();
+    assert!(matches!(
+        baseline.entries[&RelPath::from("src/lib.rs")].content,
+        Content::Blob {
+            source: Source::Origin,
+            ..
+        }
+    ));
+    write(&copy, "src/lib.rs", "fn changed() {}\n");
+    let comparison = baseline.compare_until(&never).unwrap();
+    let patch = baseline.patch(&comparison);
+    assert!(patch.text.contains("-fn a() {}\n+fn changed() {}\n"), "{}", patch.text);
+    // The original changed behind the task's back: named, never diffed wrongly.
+    write(&origin, "src/lib.rs", "someone else's edit\n");
+    let patch = baseline.patch(&comparison);
+    assert_eq!(patch.text, "");
+    assert!(patch.notes[0].contains("changed after the workspace was copied"));
 }

@@ -1,23 +1,42 @@
 //! The one walk of a workspace the baseline makes, at the start and again at the end:
 //! every entry except `.git` and drover's own directories, each marked as left out of
 //! the diff or not by the starting rules (which the start walk learns as it goes).
+//!
+//! The walk works beneath directory handles: each directory is opened relative to its
+//! parent without following symlinks, listed once, and its files are `stat`ed relative
+//! to it — one path component per lookup, however deep the tree. Only one directory is
+//! open at a time, and the depth is bounded by memory, not the stack.
 
 use std::collections::HashSet;
-use std::fs::{FileType, Metadata};
+use std::ffi::CStr;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+
 use super::rules::StartRules;
+use super::stat::StatKey;
 use crate::workspace::snapshot::{Stop, excluded_below, stopped};
 use crate::workspace::{RelPath, Roots};
+
+/// What an entry is, as the listing (or, failing that, `stat`) says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    /// FIFOs, sockets, devices: never part of a diff.
+    Other,
+}
 
 /// One entry below the root.
 pub struct Walked {
     pub relative: RelPath,
-    pub file_type: FileType,
+    pub kind: Kind,
     /// Taken without following symlinks; not taken for directories (nothing needs it,
     /// and a `stat` per directory is a cost the size of the tree).
-    pub metadata: Option<Metadata>,
+    pub stat: Option<StatKey>,
     /// Left out of the diff by the starting rules (or inside a directory that is).
     pub excluded: bool,
 }
@@ -30,9 +49,24 @@ pub enum Rules<'a> {
     Apply(&'a StartRules),
 }
 
-/// Walk `root` (canonical) in a fixed order, calling `visit` for every entry but the
-/// root, `.git` and the `excluded` directories below the root; stops with [`stopped`]
-/// as soon as `stop` says so.
+/// One listed entry of a directory.
+struct Child {
+    name: Vec<u8>,
+    kind: Kind,
+    stat: Option<StatKey>,
+}
+
+/// A directory being walked: its path and the entries not yet visited (reversed, so the
+/// next is at the end).
+struct Frame {
+    relative: RelPath,
+    excluded: bool,
+    pending: Vec<Child>,
+}
+
+/// Walk `root` (canonical) in a fixed order (each directory's entries sorted by name,
+/// depth first), calling `visit` for every entry but the root, `.git` and the
+/// `excluded` directories below the root; stops with [`stopped`] as soon as `stop` says.
 pub fn walk(
     root: &Path,
     excluded: &[PathBuf],
@@ -40,93 +74,157 @@ pub fn walk(
     stop: Stop<'_>,
     mut visit: impl FnMut(Walked) -> io::Result<()>,
 ) -> io::Result<()> {
+    let excluded: HashSet<RelPath> = excluded_below(root, excluded)
+        .iter()
+        .map(|dir| RelPath::from_relative(dir))
+        .collect();
+    let root_fd = rustix::fs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| named(root, e.into()))?;
+    let top = list(&root_fd, root)?;
     if let Rules::Learn(learned, roots) = &mut rules {
-        learned.learn_dir(roots, &RelPath::root());
+        learned.learn_dir(roots, &RelPath::root(), &|name| holds(&top, name));
     }
-    let excluded = excluded_below(root, excluded);
-    let root_path = root.to_path_buf();
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .standard_filters(false)
-        .hidden(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |entry| {
-            if entry.depth() == 0 {
-                return true;
-            }
-            if entry.file_name() == ".git" {
-                return false;
-            }
-            !entry.file_type().is_some_and(|t| t.is_dir())
-                || !entry
-                    .path()
-                    .strip_prefix(&root_path)
-                    .is_ok_and(|rel| excluded.iter().any(|e| e == rel))
-        });
-    let mut excluded_dirs: HashSet<RelPath> = HashSet::new();
-    for result in builder.build() {
+    let mut stack = vec![Frame {
+        relative: RelPath::root(),
+        excluded: false,
+        pending: top,
+    }];
+    while let Some(frame) = stack.last_mut() {
         if stop() {
             return Err(stopped());
         }
-        let entry = match result {
-            Ok(entry) => entry,
-            Err(error) => {
-                let kind = error
-                    .io_error()
-                    .map(io::Error::kind)
-                    .unwrap_or(io::ErrorKind::Other);
-                return Err(io::Error::new(
-                    kind,
-                    format!("reading workspace {}: {error}", root.display()),
-                ));
-            }
+        let Some(child) = frame.pending.pop() else {
+            stack.pop();
+            continue;
         };
-        if entry.depth() == 0 {
+        let parent_excluded = frame.excluded;
+        let relative = frame.relative.join(&child.name);
+        if child.name == b".git" {
             continue;
         }
-        let (Some(file_type), Ok(rel)) = (entry.file_type(), entry.path().strip_prefix(root))
-        else {
+        if child.kind != Kind::Dir {
+            let is_excluded = parent_excluded || judge(&mut rules, &relative, false);
+            visit(Walked {
+                relative,
+                kind: child.kind,
+                stat: child.stat,
+                excluded: is_excluded,
+            })?;
             continue;
-        };
-        let is_dir = file_type.is_dir();
-        let metadata = if is_dir {
-            None
-        } else {
-            // An entry that vanished between the listing and now is simply not there.
-            let Ok(metadata) = entry.metadata() else {
+        }
+        if excluded.contains(&relative) {
+            continue;
+        }
+        let at = root.join(relative.to_path());
+        // Opened beneath the root without following a symlink: a directory swapped for
+        // a link since it was listed is not walked into.
+        let entries = match rustix::fs::openat(
+            &root_fd,
+            relative.to_path(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => list(&fd, &at)?,
+            // Gone since the listing: it is simply not there any more.
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
                 continue;
-            };
-            Some(metadata)
+            }
+            Err(error) => return Err(named(&at, error.into())),
         };
-        let relative = RelPath::from_relative(rel);
-        let parent_excluded = relative
-            .parent()
-            .is_some_and(|parent| excluded_dirs.contains(&parent));
-        let mut is_excluded = parent_excluded;
-        if !is_excluded {
-            is_excluded = match &mut rules {
-                Rules::Learn(learned, roots) => {
-                    let by_rules = learned.excludes(&relative, is_dir);
-                    if !by_rules && is_dir {
-                        learned.learn_dir(roots, &relative);
-                        learned.excludes(&relative, is_dir)
-                    } else {
-                        by_rules
-                    }
-                }
-                Rules::Apply(learned) => learned.excludes(&relative, is_dir),
-            };
-        }
-        if is_dir && is_excluded {
-            excluded_dirs.insert(relative.clone());
+        let mut is_excluded = parent_excluded || judge(&mut rules, &relative, true);
+        if !is_excluded && let Rules::Learn(learned, roots) = &mut rules {
+            learned.learn_dir(roots, &relative, &|name| holds(&entries, name));
+            is_excluded = learned.excludes(&relative, true);
         }
         visit(Walked {
-            relative,
-            file_type,
-            metadata,
+            relative: relative.clone(),
+            kind: Kind::Dir,
+            stat: None,
             excluded: is_excluded,
         })?;
+        stack.push(Frame {
+            relative,
+            excluded: is_excluded,
+            pending: entries,
+        });
     }
     Ok(())
+}
+
+/// Whether a listing has an entry called `name`.
+fn holds(children: &[Child], name: &[u8]) -> bool {
+    children.iter().any(|child| child.name == name)
+}
+
+/// Whether the starting rules leave `relative` out (its parent not being left out).
+fn judge(rules: &mut Rules<'_>, relative: &RelPath, is_dir: bool) -> bool {
+    match rules {
+        Rules::Learn(learned, _) => learned.excludes(relative, is_dir),
+        Rules::Apply(learned) => learned.excludes(relative, is_dir),
+    }
+}
+
+/// The entries of the open directory `fd`, files `stat`ed, sorted in reverse name order
+/// (the walk pops from the end).
+fn list(fd: &OwnedFd, shown: &Path) -> io::Result<Vec<Child>> {
+    let mut children = Vec::new();
+    let dir = Dir::read_from(fd).map_err(|e| named(shown, e.into()))?;
+    for entry in dir {
+        let entry = entry.map_err(|e| named(shown, e.into()))?;
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let mut kind = kind_of(entry.file_type());
+        let mut stat = None;
+        if kind != Kind::Dir {
+            match stat_at(fd, name) {
+                Ok(found) => {
+                    kind = kind_of(FileType::from_raw_mode(found.st_mode));
+                    stat = Some(StatKey::from_stat(&found));
+                }
+                // Removed between the listing and now: not there.
+                Err(rustix::io::Errno::NOENT) => continue,
+                Err(error) => return Err(named(&shown.join(os(name)), error.into())),
+            }
+        }
+        children.push(Child {
+            name: name.to_bytes().to_vec(),
+            kind,
+            stat,
+        });
+    }
+    children.sort_unstable_by(|a, b| b.name.cmp(&a.name));
+    Ok(children)
+}
+
+fn stat_at(fd: &OwnedFd, name: &CStr) -> rustix::io::Result<rustix::fs::Stat> {
+    rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
+}
+
+fn kind_of(file_type: FileType) -> Kind {
+    match file_type {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Symlink,
+        // Unknown (some file systems do not fill d_type) is settled by stat.
+        FileType::Unknown => Kind::Other,
+        _ => Kind::Other,
+    }
+}
+
+fn os(name: &CStr) -> &std::ffi::OsStr {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::OsStr::from_bytes(name.to_bytes())
+}
+
+fn named(path: &Path, error: io::Error) -> io::Error {
+    io::Error::new(
+        error.kind(),
+        format!("reading workspace {}: {error}", path.display()),
+    )
 }

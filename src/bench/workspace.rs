@@ -1,0 +1,295 @@
+//! `drover bench --workspace`: what a task costs on real-repository-sized workspaces it
+//! builds itself — git repositories of 1,000 to 100,000 files and one holding a 2 GB
+//! sparse file — next to `git status` and `cp -r --reflink=auto` measured in the same run,
+//! with drover's peak memory.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::timing::median;
+use crate::exit;
+
+/// Goals on a 2-core machine (issue #12).
+const RSS_GOAL_MIB: f64 = 64.0;
+const READ_GOAL_RATIO: f64 = 3.0;
+const COPY_GOAL_RATIO: f64 = 1.5;
+
+/// One workspace to measure.
+struct Workspace {
+    name: String,
+    dir: PathBuf,
+}
+
+/// Build the workspaces under `scratch`, measure, print; the exit code as for `bench`.
+pub fn run(drover: &Path, scratch: &Path, sizes: &[usize], runs: usize, check: bool) -> i32 {
+    let mut workspaces = Vec::new();
+    for &files in sizes {
+        match build_repository(scratch, files) {
+            Ok(workspace) => workspaces.push(workspace),
+            Err(error) => {
+                eprintln!("drover: cannot build the {files}-file repository: {error}");
+                return exit::RUNNER_ERROR;
+            }
+        }
+    }
+    match build_sparse(scratch) {
+        Ok(workspace) => workspaces.push(workspace),
+        Err(error) => {
+            eprintln!("drover: cannot build the sparse-file repository: {error}");
+            return exit::RUNNER_ERROR;
+        }
+    }
+    crate::say!(
+        "runs: {runs} per program and case (median), after one warm-up; peak RSS is drover's VmHWM, sampled every 5 ms"
+    );
+    crate::say!();
+    crate::say!(
+        "{:<22} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>6} {:>9}  {}",
+        "workspace",
+        "read ms",
+        "git st ms",
+        "ratio",
+        "read RSS",
+        "copy ms",
+        "cp ms",
+        "ratio",
+        "copy RSS",
+        "result"
+    );
+    let mut failed = false;
+    let mut missed = false;
+    for workspace in &workspaces {
+        match measure(drover, scratch, workspace, runs) {
+            Ok(row) => {
+                missed |= !row.met;
+                crate::say!("{}", row.text);
+            }
+            Err(error) => {
+                failed = true;
+                crate::say!("{:<22} error: {error}", workspace.name);
+            }
+        }
+    }
+    crate::say!();
+    crate::say!(
+        "goals: a one-Read run within {READ_GOAL_RATIO}× `git status`; isolation: copy within {COPY_GOAL_RATIO}× `cp -r --reflink=auto`; peak RSS under {RSS_GOAL_MIB} MiB"
+    );
+    if failed {
+        exit::RUNNER_ERROR
+    } else if missed && check {
+        exit::FAILED
+    } else {
+        exit::PASSED
+    }
+}
+
+struct Row {
+    text: String,
+    met: bool,
+}
+
+fn measure(
+    drover: &Path,
+    scratch: &Path,
+    workspace: &Workspace,
+    runs: usize,
+) -> Result<Row, String> {
+    let read_spec = spec(scratch, workspace, "none")?;
+    let copy_spec = spec(scratch, workspace, "copy")?;
+    let artifacts = scratch.join("artifacts");
+    let drover_run = |spec: &Path| -> Result<(Duration, u64), String> {
+        let args = [
+            "run".into(),
+            spec.display().to_string(),
+            "--artifacts".into(),
+            artifacts.display().to_string(),
+        ];
+        sampled(drover, &args, scratch)
+    };
+    let git_status = || -> Result<(Duration, u64), String> {
+        sampled(
+            Path::new("git"),
+            &["status".into(), "--porcelain".into()],
+            &workspace.dir,
+        )
+    };
+    let copy_target = scratch.join("cp-target");
+    // The same files drover copies: everything but `.git/`.
+    let mut cp_args: Vec<String> = vec!["-r".into(), "--reflink=auto".into()];
+    for entry in std::fs::read_dir(&workspace.dir).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        if entry.file_name() != ".git" {
+            cp_args.push(entry.path().display().to_string());
+        }
+    }
+    cp_args.push(copy_target.display().to_string());
+    let cp = || -> Result<(Duration, u64), String> {
+        let _ = std::fs::remove_dir_all(&copy_target);
+        std::fs::create_dir_all(&copy_target).map_err(|e| e.to_string())?;
+        sampled(Path::new("cp"), &cp_args, scratch)
+    };
+    let (mut read, mut status, mut copy, mut reference) = (vec![], vec![], vec![], vec![]);
+    let (mut read_rss, mut copy_rss) = (0, 0);
+    for round in 0..=runs {
+        let (read_time, read_peak) = drover_run(&read_spec)?;
+        let (status_time, _) = git_status()?;
+        let (copy_time, copy_peak) = drover_run(&copy_spec)?;
+        let (cp_time, _) = cp()?;
+        read_rss = read_rss.max(read_peak);
+        copy_rss = copy_rss.max(copy_peak);
+        if round > 0 {
+            read.push(read_time);
+            status.push(status_time);
+            copy.push(copy_time);
+            reference.push(cp_time);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&copy_target);
+    let ms = |times: &mut Vec<Duration>| median(times).map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+    let (read_ms, status_ms, copy_ms, cp_ms) = (
+        ms(&mut read),
+        ms(&mut status),
+        ms(&mut copy),
+        ms(&mut reference),
+    );
+    let read_ratio = read_ms / status_ms.max(0.001);
+    let copy_ratio = copy_ms / cp_ms.max(0.001);
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let met = read_ratio <= READ_GOAL_RATIO
+        && copy_ratio <= COPY_GOAL_RATIO
+        && mib(read_rss) < RSS_GOAL_MIB
+        && mib(copy_rss) < RSS_GOAL_MIB;
+    Ok(Row {
+        text: format!(
+            "{:<22} {read_ms:>9.0} {status_ms:>9.0} {read_ratio:>5.1}× {:>6.1}MiB {copy_ms:>9.0} {cp_ms:>9.0} {copy_ratio:>5.1}× {:>6.1}MiB  {}",
+            workspace.name,
+            mib(read_rss),
+            mib(copy_rss),
+            if met { "ok" } else { "MISSED" }
+        ),
+        met,
+    })
+}
+
+/// A spec running one Read in `workspace` with the given isolation.
+fn spec(scratch: &Path, workspace: &Workspace, isolation: &str) -> Result<PathBuf, String> {
+    let path = scratch.join(format!("{}-{isolation}.yaml", workspace.name));
+    let text = format!(
+        "version: 1\nname: {}-{isolation}\nprompt: read one file\nworkspace: {}\nisolation: {isolation}\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Read, input: {{ file_path: README.md, limit: 5 }} }}]\n    - text: done\npermissions:\n  allow: [Read]\n",
+        workspace.name,
+        workspace.dir.display()
+    );
+    std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// Run a program to completion, returning its wall time and peak RSS (KiB).
+fn sampled(program: &Path, args: &[String], dir: &Path) -> Result<(Duration, u64), String> {
+    let start = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", program.display()))?;
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = peak_kib(child.id()) {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let wall = start.elapsed();
+    if !status.success() {
+        return Err(format!(
+            "{} {} failed: {status}",
+            program.display(),
+            args.join(" ")
+        ));
+    }
+    Ok((wall, peak))
+}
+
+fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A committed git repository of `files` source-like files (about 6 KB each, 100 per
+/// directory), built once and reused by later benches.
+fn build_repository(scratch: &Path, files: usize) -> std::io::Result<Workspace> {
+    let name = format!("repo-{files}");
+    let dir = scratch.join(&name);
+    let done = dir.join(".git/drover-bench-complete");
+    if done.exists() {
+        return Ok(Workspace { name, dir });
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    crate::say!("building {name} …");
+    for i in 0..files {
+        let sub = dir.join(format!("src/d{:03}/e{:02}", i / 1000, (i / 100) % 10));
+        std::fs::create_dir_all(&sub)?;
+        let mut file = std::fs::File::create(sub.join(format!("file{i}.rs")))?;
+        for line in 0..(100 + i % 100) {
+            writeln!(
+                file,
+                "fn f{i}_{line}() -> u64 {{ {line} * {i} }} // filler text"
+            )?;
+        }
+    }
+    std::fs::write(
+        dir.join("README.md"),
+        "# bench\nline\nline\nline\nline\nline\n",
+    )?;
+    git(&dir, &["init", "-q"])?;
+    git(&dir, &["add", "."])?;
+    git(&dir, &["commit", "-qm", "bench"])?;
+    // The index written again once the files' times are past: nothing racily clean.
+    std::thread::sleep(Duration::from_millis(1100));
+    git(&dir, &["update-index", "--refresh", "-q"])?;
+    std::fs::write(done, "")?;
+    Ok(Workspace { name, dir })
+}
+
+/// A small repository with a 2 GB sparse file in it (untracked: no one commits that).
+fn build_sparse(scratch: &Path) -> std::io::Result<Workspace> {
+    let name = "sparse-2gb".to_string();
+    let dir = scratch.join(&name);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("README.md"), "# sparse\nline\nline\nline\nline\n")?;
+    if !dir.join(".git").exists() {
+        git(&dir, &["init", "-q"])?;
+        git(&dir, &["add", "README.md"])?;
+        git(&dir, &["commit", "-qm", "bench"])?;
+    }
+    let big = std::fs::File::create(dir.join("asset.bin"))?;
+    big.set_len(2 * 1024 * 1024 * 1024)?;
+    Ok(Workspace { name, dir })
+}
+
+fn git(dir: &Path, args: &[&str]) -> std::io::Result<()> {
+    let status = Command::new("git")
+        .args([
+            "-c",
+            "user.email=bench@drover.invalid",
+            "-c",
+            "user.name=bench",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!("git {args:?} failed")))
+    }
+}
