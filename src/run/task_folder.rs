@@ -128,8 +128,9 @@ fn copy_into(roots: &Roots, staging: &Path, target: &Path) -> io::Result<()> {
         if !entry.file_type()?.is_file() {
             continue;
         }
-        let bytes = std::fs::read(entry.path())?;
-        roots.write_atomic(&target.join(entry.file_name()), &bytes)?;
+        // Streamed: a transcript or diff of any size is never held in memory.
+        let source = std::fs::File::open(entry.path())?;
+        roots.write_atomic_from(&target.join(entry.file_name()), source)?;
     }
     Ok(())
 }

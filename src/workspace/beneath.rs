@@ -141,7 +141,17 @@ impl Roots {
     pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<Option<SystemTime>> {
         let path = path.to_path_buf();
         let bytes = bytes.to_vec();
-        self.call(move |h| h.write_atomic(&path, &bytes))
+        self.call(move |h| h.write_atomic(&path, &mut |file| file.write_all(&bytes)))
+    }
+
+    /// [`Roots::write_atomic`] with the content streamed from `source` (a large file
+    /// is never held in memory).
+    pub fn write_atomic_from(&self, path: &Path, mut source: File) -> io::Result<()> {
+        let path = path.to_path_buf();
+        self.call(move |h| {
+            h.write_atomic(&path, &mut |file| io::copy(&mut source, file).map(|_| ()))
+                .map(|_| ())
+        })
     }
 
     /// Remove the file or symlink `path` (the link itself, never its target).
@@ -228,7 +238,11 @@ impl Handles {
             .map_err(|errno| explain(path, errno))
     }
 
-    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<Option<SystemTime>> {
+    fn write_atomic(
+        &self,
+        path: &Path,
+        fill: &mut dyn FnMut(&mut File) -> io::Result<()>,
+    ) -> io::Result<Option<SystemTime>> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(invalid(path, "names no file"));
         };
@@ -252,7 +266,7 @@ impl Handles {
             Err(errno) => return Err(explain(path, errno)),
         };
         let (temp_name, temp) = create_temp(&dir, name).map_err(|e| with_path(path, e))?;
-        let written = write_and_sync(temp, bytes, mode).and_then(|mtime| {
+        let written = write_and_sync(temp, fill, mode).and_then(|mtime| {
             rustix::fs::renameat(&dir, &temp_name, &dir, name)?;
             Ok(mtime)
         });
@@ -456,8 +470,12 @@ fn create_temp(dir: &OwnedFd, name: &OsStr) -> io::Result<(PathBuf, File)> {
     ))
 }
 
-fn write_and_sync(mut file: File, bytes: &[u8], mode: u32) -> io::Result<Option<SystemTime>> {
-    file.write_all(bytes)?;
+fn write_and_sync(
+    mut file: File,
+    fill: &mut dyn FnMut(&mut File) -> io::Result<()>,
+    mode: u32,
+) -> io::Result<Option<SystemTime>> {
+    fill(&mut file)?;
     rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
     file.sync_all()?;
     Ok(file.metadata()?.modified().ok())

@@ -348,7 +348,11 @@ fn a_copy_leans_on_its_original_and_notices_when_it_changed() {
     write(&copy, "src/lib.rs", "fn changed() {}\n");
     let comparison = baseline.compare_until(&never).unwrap();
     let patch = baseline.patch(&comparison);
-    assert!(patch.text.contains("-fn a() {}\n+fn changed() {}\n"), "{}", patch.text);
+    assert!(
+        patch.text.contains("-fn a() {}\n+fn changed() {}\n"),
+        "{}",
+        patch.text
+    );
     // The original changed behind the task's back: named, never diffed wrongly.
     write(&origin, "src/lib.rs", "someone else's edit\n");
     let patch = baseline.patch(&comparison);
