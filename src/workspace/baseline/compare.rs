@@ -53,7 +53,8 @@ impl Baseline {
         let roots = Roots::new(std::slice::from_ref(&self.root));
         let start_unreadable: HashSet<&RelPath> = self.unreadable.iter().map(|(p, _)| p).collect();
         let mut comparison = Comparison::default();
-        let mut seen: HashSet<RelPath> = HashSet::new();
+        // Which starting entries are still there, by position.
+        let mut seen = vec![false; self.entries.len()];
         let mut excluded_seen: HashSet<u128> = HashSet::new();
         let rules: &StartRules = &self.rules;
         walk(
@@ -80,8 +81,13 @@ impl Baseline {
                 {
                     return Ok(());
                 }
-                seen.insert(walked.relative.clone());
-                let before = self.entries.get(&walked.relative);
+                let position = self.entries.position(&walked.relative);
+                if let Some(at) = position {
+                    seen[at] = true;
+                }
+                let before = position
+                    .and_then(|at| self.entries.at(at))
+                    .map(|(_, entry)| entry);
                 let at = self.root.join(walked.relative.to_path());
                 if before.is_some_and(|entry| entry.stat == stat) {
                     return Ok(());
@@ -121,8 +127,8 @@ impl Baseline {
                 Ok(())
             },
         )?;
-        for path in self.entries.keys() {
-            if !seen.contains(path) {
+        for ((path, _), seen) in self.entries.iter().zip(&seen) {
+            if !seen {
                 comparison.changes.push(Change {
                     path: path.clone(),
                     now: None,

@@ -9,10 +9,10 @@
 //! version 2 to 4 indexes of SHA-1 repositories without a split index are used; anything
 //! else simply gives no help, and every file is read instead.
 
-use std::collections::HashMap;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use super::sorted::SortedPaths;
 use super::stat::{StatKey, Timestamp};
 use crate::workspace::RelPath;
 
@@ -64,7 +64,7 @@ pub struct GitIndex {
     /// The object directory holding the blobs the entries name.
     pub objects: PathBuf,
     /// Tracked files below the workspace, relative to it.
-    pub entries: HashMap<RelPath, IndexEntry>,
+    pub entries: SortedPaths<IndexEntry>,
     /// When the index file was last written (for the racy-clean rule).
     pub written: Timestamp,
 }
@@ -139,10 +139,7 @@ fn uses_other_object_format(common: &Path) -> bool {
 
 /// The entries of an index below `prefix`, relative to it. `Ok(None)` for an index this
 /// parser does not take on trust (unknown version, split index, sparse directories).
-fn parse(
-    mut reader: impl Read,
-    prefix: &RelPath,
-) -> io::Result<Option<HashMap<RelPath, IndexEntry>>> {
+fn parse(mut reader: impl Read, prefix: &RelPath) -> io::Result<Option<SortedPaths<IndexEntry>>> {
     let mut header = [0u8; 12];
     reader.read_exact(&mut header)?;
     if &header[..4] != b"DIRC" {
@@ -153,7 +150,7 @@ fn parse(
         return Ok(None);
     }
     let count = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
-    let mut entries = HashMap::new();
+    let mut entries = Vec::new();
     let mut previous_name: Vec<u8> = Vec::new();
     let prefix_bytes = prefix.as_bytes();
     for _ in 0..count {
@@ -223,7 +220,7 @@ fn parse(
         };
         let mut id = [0u8; 20];
         id.copy_from_slice(&fixed[40..60]);
-        entries.insert(
+        entries.push((
             RelPath::from_bytes(relative.to_vec()),
             IndexEntry {
                 id,
@@ -235,7 +232,7 @@ fn parse(
                     size: word(36),
                 },
             },
-        );
+        ));
     }
     // A split index keeps its entries in another file: this one is incomplete.
     let mut rest = Vec::new();
@@ -243,7 +240,7 @@ fn parse(
     if has_extension(&rest, b"link") {
         return Ok(None);
     }
-    Ok(Some(entries))
+    Ok(Some(SortedPaths::from_unsorted(entries)))
 }
 
 /// Whether the extension area (followed by the 20-byte checksum) holds `signature`.

@@ -53,7 +53,7 @@ fn entries_git_does_not_vouch_for_are_left_out() {
         &["update-index", "--skip-worktree", "skipped.txt"],
     );
     let index = load(dir.path()).unwrap();
-    let names: Vec<String> = index.entries.keys().map(|p| p.to_string()).collect();
+    let names: Vec<String> = index.entries.iter().map(|(p, _)| p.to_string()).collect();
     assert_eq!(names, ["a.txt"]);
 }
 
@@ -61,7 +61,7 @@ fn entries_git_does_not_vouch_for_are_left_out() {
 fn a_workspace_below_the_top_sees_its_own_files_relative_to_it() {
     let dir = repo_with(&["top.txt", "sub/x.txt", "subway/y.txt"]);
     let index = load(&dir.path().join("sub")).unwrap();
-    let names: Vec<String> = index.entries.keys().map(|p| p.to_string()).collect();
+    let names: Vec<String> = index.entries.iter().map(|(p, _)| p.to_string()).collect();
     assert_eq!(names, ["x.txt"]);
 }
 

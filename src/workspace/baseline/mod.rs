@@ -12,11 +12,12 @@ mod git_index;
 mod git_objects;
 mod patch;
 mod rules;
+mod sorted;
 mod stat;
 mod store;
 mod walk;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ use sha2::{Digest, Sha256};
 pub use compare::{Change, Comparison, Now};
 pub use patch::Patch;
 use rules::StartRules;
+use sorted::SortedPaths;
 use stat::StatKey;
 use store::Store;
 use walk::{Kind, Rules, walk};
@@ -103,7 +105,7 @@ pub struct Entry {
 pub struct Baseline {
     root: PathBuf,
     excluded: Vec<PathBuf>,
-    entries: BTreeMap<RelPath, Entry>,
+    entries: SortedPaths<Entry>,
     rules: StartRules,
     /// Compact identities of the files the rules leave out, to count their changes.
     excluded_keys: HashSet<u128>,
@@ -151,7 +153,7 @@ impl Baseline {
         let store = Store::new()?;
         let mut rules = StartRules::new(&root);
         rules.add_build_trees(build_trees);
-        let mut entries = BTreeMap::new();
+        let mut entries = Vec::with_capacity(index.as_ref().map_or(0, |i| i.entries.len()));
         let mut excluded_keys = HashSet::new();
         let mut excluded_paths = HashSet::new();
         let mut unreadable = Vec::new();
@@ -196,7 +198,7 @@ impl Baseline {
                 };
                 match read {
                     Ok(entry) => {
-                        entries.insert(walked.relative, entry);
+                        entries.push((walked.relative, entry));
                     }
                     Err(error) => unreadable.push((walked.relative, error.to_string())),
                 }
@@ -207,7 +209,7 @@ impl Baseline {
         Ok(Baseline {
             root,
             excluded: excluded.to_vec(),
-            entries,
+            entries: SortedPaths::from_unsorted(entries),
             rules,
             excluded_keys,
             excluded_paths,
@@ -224,7 +226,7 @@ impl Baseline {
     /// same workspace as the recording.
     pub fn fingerprint(&self) -> String {
         let mut hasher = Sha256::new();
-        for (path, entry) in &self.entries {
+        for (path, entry) in self.entries.iter() {
             // Length prefixes keep the fields' boundaries unambiguous.
             hasher.update((path.as_bytes().len() as u64).to_be_bytes());
             hasher.update(path.as_bytes());

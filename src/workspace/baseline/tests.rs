@@ -197,7 +197,7 @@ fn a_workspace_below_the_top_of_a_repository_uses_its_index() {
             ..
         }
     ));
-    assert!(!baseline.entries.contains_key(&RelPath::from("top.txt")));
+    assert!(baseline.entries.get(&RelPath::from("top.txt")).is_none());
     write(&ws, "docs/readme.md", "# changed\n");
     let comparison = baseline.compare_until(&never).unwrap();
     let patch = baseline.patch(&comparison);
