@@ -292,3 +292,54 @@ fn file_names_that_are_not_utf8_keep_their_bytes_in_the_diff_summary_and_expecta
         }
     }
 }
+
+#[test]
+fn files_an_agent_plants_in_the_artifacts_directory_are_in_the_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("plant.sh"),
+        "mkdir -p drover-artifacts/elsewhere && echo hidden > drover-artifacts/elsewhere/fix.rs && echo x > drover-artifacts/note.txt\n",
+    )
+    .unwrap();
+    // Two tasks: the second's diff must not show the first's published folder either.
+    for name in ["a", "b"] {
+        write_spec(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "version: 1\nname: {name}\nprompt: p\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: sh plant.sh }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\n"
+            ),
+        );
+    }
+    let output = drover()
+        .current_dir(dir.path())
+        .args(["run", "a.yaml", "b.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let artifacts = dir.path().join("drover-artifacts");
+    let summary = summary(&artifacts);
+    assert_eq!(
+        summary["tasks"][0]["files_changed"],
+        serde_json::json!([
+            "drover-artifacts/elsewhere/fix.rs",
+            "drover-artifacts/note.txt"
+        ]),
+        "{summary}"
+    );
+    // The second task started after the first planted them: nothing new for it, and
+    // neither task's own folder nor the run's reports show up.
+    assert_eq!(
+        summary["tasks"][1]["files_changed"],
+        serde_json::json!([]),
+        "{summary}"
+    );
+    let patch = std::fs::read_to_string(artifacts.join("a/diff.patch")).unwrap();
+    assert!(patch.contains("+hidden"), "{patch}");
+    assert!(!patch.contains("transcript.jsonl"), "{patch}");
+}

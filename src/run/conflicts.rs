@@ -9,7 +9,7 @@ use super::TaskPlan;
 
 /// Files every run writes at the top of the artifacts directory; a task's directory
 /// (named after the task) must not take their place.
-const RUN_FILES: [&str; 3] = ["junit.xml", "summary.json", "summary.md"];
+pub(super) const RUN_FILES: [&str; 3] = ["junit.xml", "summary.json", "summary.md"];
 
 /// Task names that would collide with the run-wide report files.
 pub fn reserved_names(plans: &[TaskPlan]) -> Vec<String> {

@@ -17,6 +17,8 @@ mod task_redaction;
 mod worktree;
 
 use std::path::{Path, PathBuf};
+
+use conflicts::RUN_FILES;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -158,6 +160,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         origin,
         expected_fingerprint: None,
         excluded: Vec::new(),
+        own_outputs: Vec::new(),
     })
 }
 
@@ -165,12 +168,20 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
 /// (a task that errors, even one that panics, ends with its own error report and the
 /// others go on); `quiet` leaves only the final per-task lines.
 pub async fn run_plans(
-    plans: Vec<TaskPlan>,
+    mut plans: Vec<TaskPlan>,
     artifacts: &Path,
     jobs: usize,
     quiet: bool,
     interrupt: Option<task::Interrupt>,
 ) -> RunReport {
+    let own_outputs: Vec<PathBuf> = plans
+        .iter()
+        .map(|plan| artifacts.join(plan.spec.name()))
+        .chain(RUN_FILES.iter().map(|file| artifacts.join(file)))
+        .collect();
+    for plan in &mut plans {
+        plan.own_outputs.clone_from(&own_outputs);
+    }
     // What a drover killed with SIGKILL left in the temp directory goes first.
     let temp = std::env::temp_dir();
     let removed = crate::workspace::leftovers::remove_stale_temp_dirs(&temp);

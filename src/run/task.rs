@@ -60,6 +60,10 @@ pub struct TaskPlan {
     /// diffs) when they lie inside it, besides this run's artifacts directory: a
     /// replay's recorded artifacts.
     pub excluded: Vec<PathBuf>,
+    /// What drover itself writes into the artifacts directory during this run (every
+    /// task's folder, the run-wide reports): left out of the diff when it lies inside
+    /// the workspace. Anything else there, such as files an agent plants, is diffed.
+    pub own_outputs: Vec<PathBuf>,
 }
 
 /// Run the task and write its transcript and diff under `artifacts/<name>/`. Every
@@ -205,15 +209,20 @@ async fn steps(
     // drover's own artifacts (this task's transcript, other tasks', earlier runs') are not
     // the agent's work: a copy, the snapshots and the diff leave them out when they lie
     // inside the workspace (the default: `drover-artifacts/` in the current directory).
+    // A copy leaves the whole artifacts directory out; the baseline of the workspace
+    // leaves out only what drover writes there, so files an agent plants in it are in
+    // the diff.
     let mut excluded = plan.excluded.clone();
     excluded.push(artifacts.to_path_buf());
+    let mut baseline_excluded = plan.excluded.clone();
+    baseline_excluded.extend(plan.own_outputs.iter().cloned());
     // Isolation and the baseline stop at once on a signal: nothing has changed yet, so
     // the task ends interrupted with an empty diff.
     let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
     let prepared = prepare(&plan, &excluded, &stop).and_then(|workspace| {
         let baseline = Baseline::take_of_copy(
             &workspace.dir,
-            &excluded,
+            &baseline_excluded,
             workspace.copy_origin(true),
             &stop,
         )?;
@@ -390,7 +399,7 @@ async fn steps(
         let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
         baseline = match Baseline::take_of_copy(
             &workspace.dir,
-            &excluded,
+            &baseline_excluded,
             workspace.copy_origin(false),
             &stop,
         ) {

@@ -17,7 +17,7 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use super::rules::StartRules;
 use super::stat::StatKey;
-use crate::workspace::snapshot::{Stop, excluded_below, stopped};
+use crate::workspace::snapshot::{Stop, stopped};
 use crate::workspace::{RelPath, Roots};
 
 /// What an entry is, as the listing (or, failing that, `stat`) says.
@@ -74,10 +74,7 @@ pub fn walk(
     stop: Stop<'_>,
     mut visit: impl FnMut(Walked) -> io::Result<()>,
 ) -> io::Result<()> {
-    let excluded: HashSet<RelPath> = excluded_below(root, excluded)
-        .iter()
-        .map(|dir| RelPath::from_relative(dir))
-        .collect();
+    let excluded = excluded_paths(root, excluded);
     let root_fd = rustix::fs::open(
         root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -106,6 +103,9 @@ pub fn walk(
         if child.name == b".git" {
             continue;
         }
+        if excluded.contains(&relative) {
+            continue;
+        }
         if child.kind != Kind::Dir {
             let is_excluded = parent_excluded || judge(&mut rules, &relative, false);
             visit(Walked {
@@ -114,9 +114,6 @@ pub fn walk(
                 stat: child.stat,
                 excluded: is_excluded,
             })?;
-            continue;
-        }
-        if excluded.contains(&relative) {
             continue;
         }
         let at = root.join(relative.to_path());
@@ -153,6 +150,34 @@ pub fn walk(
         });
     }
     Ok(())
+}
+
+/// The `excluded` paths (files or directories, existing or not yet) that lie strictly
+/// below `root`, relative to it. Each is compared by its canonical form: the longest
+/// part of it that exists is canonicalized and the rest appended, so a symlinked or
+/// relative spelling still matches, and a path drover will create later does too.
+fn excluded_paths(root: &Path, excluded: &[PathBuf]) -> HashSet<RelPath> {
+    excluded
+        .iter()
+        .filter_map(|path| {
+            let absolute = std::path::absolute(path).ok()?;
+            let mut existing = absolute.as_path();
+            let mut rest = Vec::new();
+            let canonical = loop {
+                if let Ok(canonical) = existing.canonicalize() {
+                    break canonical;
+                }
+                rest.push(existing.file_name()?);
+                existing = existing.parent()?;
+            };
+            let full = rest
+                .iter()
+                .rev()
+                .fold(canonical, |path, part| path.join(part));
+            let relative = full.strip_prefix(root).ok()?;
+            (!relative.as_os_str().is_empty()).then(|| RelPath::from_relative(relative))
+        })
+        .collect()
 }
 
 /// Whether a listing has an entry called `name`.
