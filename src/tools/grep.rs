@@ -183,12 +183,13 @@ impl Tool for GrepTool {
             )
         })
         .await;
-        let hits = match hits {
-            Ok(hits) => hits,
+        let (skipped, hits): (Vec<FileHits>, Vec<FileHits>) = match hits {
+            Ok(hits) => hits.into_iter().partition(|hit| hit.skipped.is_some()),
             Err(e) => return ToolOutput::error(format!("Search failed: {e}")),
         };
+        let skipped_note = skipped_note(&skipped, &ctx.workspace);
         if hits.is_empty() {
-            return ToolOutput::ok("No matches found");
+            return ToolOutput::ok(format!("No matches found{skipped_note}"));
         }
         let name = |hit: &FileHits| -> String {
             if meta.is_dir() {
@@ -247,8 +248,38 @@ impl Tool for GrepTool {
             Entries::Borrowed(entries) => page(entries, &input, header, footer),
             Entries::Owned(entries) => page(entries, &input, header, footer),
         };
-        ToolOutput::ok(content)
+        ToolOutput::ok(content + &skipped_note)
     }
+}
+
+/// What the output says about files that could not be searched (empty when none).
+fn skipped_note(skipped: &[FileHits], workspace: &std::path::Path) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let listed: Vec<String> = skipped
+        .iter()
+        .take(10)
+        .map(|hit| {
+            format!(
+                "{} ({})",
+                display_path(workspace, &hit.path),
+                hit.skipped.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    let more = skipped.len().saturating_sub(listed.len());
+    format!(
+        "\n\n(Not searched: {} {}: {}{})",
+        skipped.len(),
+        plural(skipped.len(), "file", "files"),
+        listed.join("; "),
+        if more > 0 {
+            format!("; and {more} more")
+        } else {
+            String::new()
+        }
+    )
 }
 
 fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {

@@ -35,9 +35,22 @@ pub struct FileHits {
     pub lines: Vec<Line>,
     /// The text of every line, one after another (one allocation per file, not per line).
     pub text: String,
+    /// Why the file could not be searched (then nothing else is filled): the model is
+    /// told, rather than shown a silent "no match".
+    pub skipped: Option<String>,
 }
 
 impl FileHits {
+    fn skipped(path: &Path, why: String) -> FileHits {
+        FileHits {
+            path: path.to_path_buf(),
+            count: 0,
+            lines: Vec::new(),
+            text: String::new(),
+            skipped: Some(why),
+        }
+    }
+
     /// The text of a line of [`FileHits::lines`].
     pub fn line_text(&self, range: &Range<usize>) -> &str {
         self.text.get(range.clone()).unwrap_or_default()
@@ -172,7 +185,14 @@ pub fn search_file(
     roots: &Roots,
     path: &Path,
 ) -> Option<FileHits> {
-    let file = roots.open_file(path).ok()?;
+    let file = match roots.open_file(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
+            return Some(FileHits::skipped(path, error.to_string()));
+        }
+        // Gone since the walk, or not a regular file: nothing to search.
+        Err(_) => return None,
+    };
     let mut sink = Collect {
         count: 0,
         lines: Vec::new(),
@@ -180,8 +200,18 @@ pub fn search_file(
         opts,
         binary: false,
     };
-    let searched = searcher.search_file(matcher, &file, &mut sink);
-    if searched.is_err() || sink.binary || sink.count == 0 {
+    if let Err(error) = searcher.search_file(matcher, &file, &mut sink) {
+        let why = if error.to_string().contains("allocation limit") {
+            format!(
+                "it needs more than {} MiB of memory to search (one very long line, or a large file in multiline mode)",
+                MAX_SEARCH_HEAP / (1024 * 1024)
+            )
+        } else {
+            error.to_string()
+        };
+        return Some(FileHits::skipped(path, why));
+    }
+    if sink.binary || sink.count == 0 {
         return None;
     }
     Some(FileHits {
@@ -189,6 +219,7 @@ pub fn search_file(
         count: sink.count,
         lines: sink.lines,
         text: sink.text,
+        skipped: None,
     })
 }
 

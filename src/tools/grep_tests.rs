@@ -210,3 +210,20 @@ async fn many_files_from_the_parallel_walk_come_back_sorted_by_path() {
             .ends_with("Found 40 total matches across 20 files.")
     );
 }
+
+#[tokio::test]
+async fn a_file_too_large_to_search_is_named_not_passed_over() {
+    let (dir, ctx) = setup();
+    // One 65 MiB line: more than one file's search may hold.
+    let line = vec![b'a'; crate::tools::grep_search::MAX_SEARCH_HEAP + 1024 * 1024];
+    std::fs::write(dir.path().join("src/minified.js"), &line).unwrap();
+    let out = grep(&ctx, json!({"pattern": "add", "path": "src"})).await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(out.content.contains("lib.rs"), "{}", out.content);
+    assert!(
+        out.content
+            .contains("(Not searched: 1 file: src/minified.js (it needs more than 64 MiB"),
+        "{}",
+        out.content
+    );
+}
