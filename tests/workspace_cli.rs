@@ -343,3 +343,42 @@ fn files_an_agent_plants_in_the_artifacts_directory_are_in_the_diff() {
     assert!(patch.contains("+hidden"), "{patch}");
     assert!(!patch.contains("transcript.jsonl"), "{patch}");
 }
+
+#[test]
+fn a_symlink_planted_at_a_task_folder_name_cannot_hide_the_next_tasks_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(
+        dir.path().join("plant.sh"),
+        "ln -s ../src drover-artifacts/b && ln -s ../src/lib.rs drover-artifacts/summary.json\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("edit.sh"),
+        "echo 'fn b() {}' >> src/lib.rs\n",
+    )
+    .unwrap();
+    for (name, script) in [("a", "plant.sh"), ("b", "edit.sh")] {
+        write_spec(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "version: 1\nname: {name}\nprompt: p\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: sh {script} }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\n"
+            ),
+        );
+    }
+    let output = drover()
+        .current_dir(dir.path())
+        .args(["run", "a.yaml", "b.yaml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let artifacts = dir.path().join("drover-artifacts");
+    let patch = std::fs::read_to_string(artifacts.join("b/diff.patch"))
+        .unwrap_or_else(|e| panic!("no diff for b ({e}): {stderr}"));
+    assert!(
+        patch.contains("+fn b() {}"),
+        "b's change is hidden:\n{patch}\n{stderr}"
+    );
+}

@@ -174,13 +174,21 @@ pub async fn run_plans(
     quiet: bool,
     interrupt: Option<task::Interrupt>,
 ) -> RunReport {
+    // Resolved now, before any agent has run: the baseline compares these paths as
+    // written, so a symlink an agent plants later at one of them redirects nothing.
+    let resolved = |path: &Path| {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        crate::workspace::paths::canonicalize_for_write(&absolute).unwrap_or(absolute)
+    };
+    let artifacts_dir = resolved(artifacts);
     let own_outputs: Vec<PathBuf> = plans
         .iter()
-        .map(|plan| artifacts.join(plan.spec.name()))
-        .chain(RUN_FILES.iter().map(|file| artifacts.join(file)))
+        .map(|plan| artifacts_dir.join(plan.spec.name()))
+        .chain(RUN_FILES.iter().map(|file| artifacts_dir.join(file)))
         .collect();
     for plan in &mut plans {
         plan.own_outputs.clone_from(&own_outputs);
+        plan.excluded = plan.excluded.iter().map(|path| resolved(path)).collect();
     }
     // What a drover killed with SIGKILL left in the temp directory goes first.
     let temp = std::env::temp_dir();

@@ -153,28 +153,15 @@ pub fn walk(
 }
 
 /// The `excluded` paths (files or directories, existing or not yet) that lie strictly
-/// below `root`, relative to it. Each is compared by its canonical form: the longest
-/// part of it that exists is canonicalized and the rest appended, so a symlinked or
-/// relative spelling still matches, and a path drover will create later does too.
+/// below `root`, relative to it. Compared as written, never resolved here: the caller
+/// resolved them before any agent ran, so a symlink planted at one of them since cannot
+/// turn the exclusion onto the agent's own files.
 fn excluded_paths(root: &Path, excluded: &[PathBuf]) -> HashSet<RelPath> {
     excluded
         .iter()
         .filter_map(|path| {
             let absolute = std::path::absolute(path).ok()?;
-            let mut existing = absolute.as_path();
-            let mut rest = Vec::new();
-            let canonical = loop {
-                if let Ok(canonical) = existing.canonicalize() {
-                    break canonical;
-                }
-                rest.push(existing.file_name()?);
-                existing = existing.parent()?;
-            };
-            let full = rest
-                .iter()
-                .rev()
-                .fold(canonical, |path, part| path.join(part));
-            let relative = full.strip_prefix(root).ok()?;
+            let relative = absolute.strip_prefix(root).ok()?;
             (!relative.as_os_str().is_empty()).then(|| RelPath::from_relative(relative))
         })
         .collect()
