@@ -185,14 +185,10 @@ pub fn search_file(
     roots: &Roots,
     path: &Path,
 ) -> Option<FileHits> {
-    let file = match roots.open_file(path) {
-        Ok(file) => file,
-        Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
-            return Some(FileHits::skipped(path, error.to_string()));
-        }
-        // Gone since the walk, or not a regular file: nothing to search.
-        Err(_) => return None,
-    };
+    // A file that cannot be opened beneath the roots is passed over without a word: the
+    // walk may have listed it through a symlink swapped in since (its name is then not
+    // the workspace's to show), or it is gone, or not a regular file.
+    let file = roots.open_file(path).ok()?;
     let mut sink = Collect {
         count: 0,
         lines: Vec::new(),
