@@ -185,7 +185,8 @@ fn spec(scratch: &Path, workspace: &Workspace, isolation: &str) -> Result<PathBu
     Ok(path)
 }
 
-/// Run a program to completion, returning its wall time and peak RSS (KiB).
+/// Run a program to completion, returning its wall time and peak RSS (KiB). The wait is
+/// a blocking `wait` (the time is exact); a second thread samples the memory meanwhile.
 fn sampled(program: &Path, args: &[String], dir: &Path) -> Result<(Duration, u64), String> {
     let start = Instant::now();
     let mut child = Command::new(program)
@@ -196,17 +197,25 @@ fn sampled(program: &Path, args: &[String], dir: &Path) -> Result<(Duration, u64
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("{}: {e}", program.display()))?;
-    let mut peak = 0;
-    let status = loop {
-        if let Some(kib) = peak_kib(child.id()) {
-            peak = peak.max(kib);
-        }
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let wall = start.elapsed();
+    let pid = child.id();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (status, wall, peak) = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(kib) = peak_kib(pid) {
+                    peak = peak.max(kib);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            peak
+        });
+        let status = child.wait();
+        let wall = start.elapsed();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (status, wall, sampler.join().unwrap_or(0))
+    });
+    let status = status.map_err(|e| e.to_string())?;
     if !status.success() {
         return Err(format!(
             "{} {} failed: {status}",

@@ -55,6 +55,14 @@ impl RelPath {
             || (self.0.starts_with(&prefix.0) && self.0.get(prefix.0.len()) == Some(&b'/'))
     }
 
+    /// The last component (the whole path at the top).
+    pub fn file_name(&self) -> &[u8] {
+        match self.0.iter().rposition(|&b| b == b'/') {
+            Some(at) => &self.0[at + 1..],
+            None => &self.0,
+        }
+    }
+
     /// The directory holding this path (`None` at the top).
     pub fn parent(&self) -> Option<RelPath> {
         let at = self.0.iter().rposition(|&b| b == b'/')?;

@@ -77,7 +77,7 @@ impl Baseline {
                     return Ok(());
                 }
                 if !matches!(walked.kind, Kind::File | Kind::Symlink)
-                    || start_unreadable.contains(&walked.relative)
+                    || (!start_unreadable.is_empty() && start_unreadable.contains(&walked.relative))
                 {
                     return Ok(());
                 }

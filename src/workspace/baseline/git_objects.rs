@@ -94,15 +94,21 @@ impl Drop for GitObjects {
     }
 }
 
-/// Whether a `git` binary can be run at all (else the baseline keeps every file itself).
+/// Whether a `git` executable is on PATH (else the baseline keeps every file itself).
+/// Looked up rather than run: starting `git --version` would cost every task a few
+/// milliseconds.
 pub fn git_available() -> bool {
-    Command::new("git")
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    use std::os::unix::fs::PermissionsExt;
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join("git"))
+        .any(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// An empty git directory: enough for git to run, holding nothing of the user's.

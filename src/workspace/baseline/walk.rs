@@ -2,10 +2,11 @@
 //! every entry except `.git` and drover's own directories, each marked as left out of
 //! the diff or not by the starting rules (which the start walk learns as it goes).
 //!
-//! The walk works beneath directory handles: each directory is opened relative to its
-//! parent without following symlinks, listed once, and its files are `stat`ed relative
-//! to it — one path component per lookup, however deep the tree. Only one directory is
-//! open at a time, and the depth is bounded by memory, not the stack.
+//! The walk works beneath a handle on the root: each directory is opened beneath it with
+//! no symlink followed anywhere on the way (`openat2` RESOLVE_BENEATH|NO_SYMLINKS), listed
+//! once, and its files are `stat`ed relative to it — one path component per lookup,
+//! however deep the tree. Only one directory is open at a time, and the depth is bounded
+//! by memory, not the stack.
 
 use std::collections::HashSet;
 use std::ffi::CStr;
@@ -13,7 +14,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags};
 
 use super::rules::StartRules;
 use super::stat::StatKey;
@@ -51,7 +52,8 @@ pub enum Rules<'a> {
 
 /// One listed entry of a directory.
 struct Child {
-    name: Vec<u8>,
+    /// Its path from the root (the directory's path and its name).
+    relative: RelPath,
     kind: Kind,
     stat: Option<StatKey>,
 }
@@ -59,7 +61,6 @@ struct Child {
 /// A directory being walked: its path and the entries not yet visited (reversed, so the
 /// next is at the end).
 struct Frame {
-    relative: RelPath,
     excluded: bool,
     pending: Vec<Child>,
 }
@@ -81,12 +82,11 @@ pub fn walk(
         Mode::empty(),
     )
     .map_err(|e| named(root, e.into()))?;
-    let top = list(&root_fd, root)?;
+    let top = list(&root_fd, root, &RelPath::root())?;
     if let Rules::Learn(learned, roots) = &mut rules {
         learned.learn_dir(roots, &RelPath::root(), &|name| holds(&top, name));
     }
     let mut stack = vec![Frame {
-        relative: RelPath::root(),
         excluded: false,
         pending: top,
     }];
@@ -99,8 +99,8 @@ pub fn walk(
             continue;
         };
         let parent_excluded = frame.excluded;
-        let relative = frame.relative.join(&child.name);
-        if child.name == b".git" {
+        let relative = child.relative;
+        if relative.file_name() == b".git" {
             continue;
         }
         if excluded.contains(&relative) {
@@ -119,13 +119,8 @@ pub fn walk(
         let at = root.join(relative.to_path());
         // Opened beneath the root without following a symlink: a directory swapped for
         // a link since it was listed is not walked into.
-        let entries = match rustix::fs::openat(
-            &root_fd,
-            relative.to_path(),
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
-            Ok(fd) => list(&fd, &at)?,
+        let entries = match open_dir_beneath(&root_fd, &relative) {
+            Ok(fd) => list(&fd, &at, &relative)?,
             // Gone since the listing: it is simply not there any more.
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
                 continue;
@@ -144,7 +139,6 @@ pub fn walk(
             excluded: is_excluded,
         })?;
         stack.push(Frame {
-            relative,
             excluded: is_excluded,
             pending: entries,
         });
@@ -169,7 +163,23 @@ fn excluded_paths(root: &Path, excluded: &[PathBuf]) -> HashSet<RelPath> {
 
 /// Whether a listing has an entry called `name`.
 fn holds(children: &[Child], name: &[u8]) -> bool {
-    children.iter().any(|child| child.name == name)
+    children
+        .iter()
+        .any(|child| child.relative.file_name() == name)
+}
+
+/// Open directory `relative` beneath `root_fd`, following no symlink on the way. Kernels
+/// without `openat2` (before 5.6) get `openat` with `O_NOFOLLOW` on the last component:
+/// the walks run while no agent process is alive, so nothing swaps a directory meanwhile.
+fn open_dir_beneath(root_fd: &OwnedFd, relative: &RelPath) -> rustix::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(root_fd, relative.to_path(), flags, Mode::empty(), resolve) {
+        Err(rustix::io::Errno::NOSYS) => {
+            rustix::fs::openat(root_fd, relative.to_path(), flags, Mode::empty())
+        }
+        other => other,
+    }
 }
 
 /// Whether the starting rules leave `relative` out (its parent not being left out).
@@ -182,7 +192,7 @@ fn judge(rules: &mut Rules<'_>, relative: &RelPath, is_dir: bool) -> bool {
 
 /// The entries of the open directory `fd`, files `stat`ed, sorted in reverse name order
 /// (the walk pops from the end).
-fn list(fd: &OwnedFd, shown: &Path) -> io::Result<Vec<Child>> {
+fn list(fd: &OwnedFd, shown: &Path, relative: &RelPath) -> io::Result<Vec<Child>> {
     let mut children = Vec::new();
     let dir = Dir::read_from(fd).map_err(|e| named(shown, e.into()))?;
     for entry in dir {
@@ -205,12 +215,13 @@ fn list(fd: &OwnedFd, shown: &Path) -> io::Result<Vec<Child>> {
             }
         }
         children.push(Child {
-            name: name.to_bytes().to_vec(),
+            relative: relative.join(name.to_bytes()),
             kind,
             stat,
         });
     }
-    children.sort_unstable_by(|a, b| b.name.cmp(&a.name));
+    // Siblings share their directory's prefix: ordering by path is ordering by name.
+    children.sort_unstable_by(|a, b| b.relative.cmp(&a.relative));
     Ok(children)
 }
 
