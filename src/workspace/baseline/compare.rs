@@ -56,6 +56,9 @@ impl Baseline {
         // Which starting entries are still there, by position.
         let mut seen = vec![false; self.entries.len()];
         let mut excluded_seen: HashSet<u128> = HashSet::new();
+        // Directories that cannot be listed now: what they held at the start counts as
+        // unchanged (reported), not deleted.
+        let mut unlisted: Vec<RelPath> = Vec::new();
         let rules: &StartRules = &self.rules;
         walk(
             &self.root,
@@ -63,6 +66,13 @@ impl Baseline {
             Rules::Apply(rules),
             stop,
             |walked| {
+                if let Some(why) = walked.unreadable {
+                    if !walked.excluded {
+                        comparison.unreadable.push((walked.relative.clone(), why));
+                    }
+                    unlisted.push(walked.relative);
+                    return Ok(());
+                }
                 let Some(stat) = walked.stat else {
                     return Ok(()); // a directory
                 };
@@ -77,7 +87,8 @@ impl Baseline {
                     return Ok(());
                 }
                 if !matches!(walked.kind, Kind::File | Kind::Symlink)
-                    || (!start_unreadable.is_empty() && start_unreadable.contains(&walked.relative))
+                    || (!start_unreadable.is_empty()
+                        && within(&walked.relative, |path| start_unreadable.contains(path)))
                 {
                     return Ok(());
                 }
@@ -128,7 +139,7 @@ impl Baseline {
             },
         )?;
         for ((path, _), seen) in self.entries.iter().zip(&seen) {
-            if !seen {
+            if !seen && !unlisted.iter().any(|dir| path.starts_with(dir)) {
                 comparison.changes.push(Change {
                     path: path.clone(),
                     now: None,
@@ -143,6 +154,18 @@ impl Baseline {
         comparison.changes.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(comparison)
     }
+}
+
+/// Whether `path` or one of the directories above it satisfies `test`.
+fn within(path: &RelPath, test: impl Fn(&RelPath) -> bool) -> bool {
+    let mut current = Some(path.clone());
+    while let Some(at) = current {
+        if test(&at) {
+            return true;
+        }
+        current = at.parent();
+    }
+    false
 }
 
 /// Is the file as it is now the same as it was (same mode, same content)?

@@ -171,6 +171,12 @@ impl Baseline {
                         return Ok(());
                     }
                 }
+                if let Some(why) = walked.unreadable {
+                    if !walked.excluded {
+                        unreadable.push((walked.relative, why));
+                    }
+                    return Ok(());
+                }
                 let Some(stat) = walked.stat else {
                     return Ok(()); // a directory
                 };

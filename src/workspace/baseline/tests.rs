@@ -359,3 +359,58 @@ fn a_copy_leans_on_its_original_and_notices_when_it_changed() {
     assert_eq!(patch.text, "");
     assert!(patch.notes[0].contains("changed after the workspace was copied"));
 }
+
+/// Make a chain of `depth` directories called `name` below `root`, each created relative
+/// to its parent (the full path is longer than the kernel takes in one call).
+fn deep_chain(root: &Path, name: &str, depth: usize) {
+    use rustix::fs::{Mode, OFlags};
+    let mut fd = rustix::fs::open(root, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty()).unwrap();
+    for _ in 0..depth {
+        rustix::fs::mkdirat(&fd, name, Mode::from_raw_mode(0o755)).unwrap();
+        fd = rustix::fs::openat(&fd, name, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())
+            .unwrap();
+    }
+    let file = rustix::fs::openat(
+        &fd,
+        "deep.txt",
+        OFlags::CREATE | OFlags::WRONLY,
+        Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
+    rustix::io::write(&file, b"deep\n").unwrap();
+}
+
+#[test]
+fn a_tree_too_deep_to_open_is_reported_and_the_rest_still_diffed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    starting_files(&ws);
+    let baseline = Baseline::take_until(&ws, &[], &never).unwrap();
+    // 300 levels of 30 characters: over the kernel's 4096-byte path limit.
+    deep_chain(&ws, &"d".repeat(30), 300);
+    write(&ws, "src/lib.rs", "fn changed() {}\n");
+    let comparison = baseline.compare_until(&never).unwrap();
+    let paths: Vec<String> = comparison.paths().iter().map(|p| p.to_string()).collect();
+    assert_eq!(paths, ["src/lib.rs"]);
+    assert_eq!(comparison.unreadable.len(), 1, "{:?}", comparison.unreadable);
+    assert!(comparison.unreadable[0].1.to_lowercase().contains("too long"));
+}
+
+#[test]
+fn a_directory_that_cannot_be_listed_is_reported_not_taken_as_deleted() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    starting_files(&ws);
+    let baseline = Baseline::take_until(&ws, &[], &never).unwrap();
+    std::fs::set_permissions(ws.join("docs"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::read_dir(ws.join("docs")).is_ok() {
+        eprintln!("note: running as root, permissions are not enforced; skipping");
+        return;
+    }
+    let comparison = baseline.compare_until(&never);
+    std::fs::set_permissions(ws.join("docs"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let comparison = comparison.unwrap();
+    assert!(comparison.changes.is_empty(), "{:?}", comparison.changes);
+    assert_eq!(comparison.unreadable[0].0, "docs");
+}

@@ -40,6 +40,8 @@ pub struct Walked {
     pub stat: Option<StatKey>,
     /// Left out of the diff by the starting rules (or inside a directory that is).
     pub excluded: bool,
+    /// A directory that could not be listed (why): reported, its contents unknown.
+    pub unreadable: Option<String>,
 }
 
 /// How the walk treats the ignore rules.
@@ -113,21 +115,38 @@ pub fn walk(
                 kind: child.kind,
                 stat: child.stat,
                 excluded: is_excluded,
+                unreadable: None,
             })?;
             continue;
         }
         let at = root.join(relative.to_path());
         // Opened beneath the root without following a symlink: a directory swapped for
         // a link since it was listed is not walked into.
-        let entries = match open_dir_beneath(&root_fd, &relative) {
-            Ok(fd) => list(&fd, &at, &relative)?,
+        let listed = match open_dir_beneath(&root_fd, &relative) {
+            Ok(fd) => list(&fd, &at, &relative),
             // Gone since the listing: it is simply not there any more.
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
                 continue;
             }
-            Err(error) => return Err(named(&at, error.into())),
+            Err(error) => Err(io::Error::from(error)),
         };
         let mut is_excluded = parent_excluded || judge(&mut rules, &relative, true);
+        // A directory that cannot be listed (no permission, a path too long for the
+        // kernel) is reported, never the end of the walk: one such directory must not
+        // cost the diff of everything else.
+        let entries = match listed {
+            Ok(entries) => entries,
+            Err(error) => {
+                visit(Walked {
+                    relative,
+                    kind: Kind::Dir,
+                    stat: None,
+                    excluded: is_excluded,
+                    unreadable: Some(error.to_string()),
+                })?;
+                continue;
+            }
+        };
         if !is_excluded && let Rules::Learn(learned, roots) = &mut rules {
             learned.learn_dir(roots, &relative, &|name| holds(&entries, name));
             is_excluded = learned.excludes(&relative, true);
@@ -137,6 +156,7 @@ pub fn walk(
             kind: Kind::Dir,
             stat: None,
             excluded: is_excluded,
+            unreadable: None,
         })?;
         stack.push(Frame {
             excluded: is_excluded,
