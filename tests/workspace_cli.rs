@@ -382,3 +382,35 @@ fn a_symlink_planted_at_a_task_folder_name_cannot_hide_the_next_tasks_changes() 
         "b's change is hidden:\n{patch}\n{stderr}"
     );
 }
+
+#[test]
+fn a_directory_planted_at_a_report_name_is_diffed_and_replaced_by_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("plant.sh"),
+        "mkdir -p drover-artifacts/summary.json && echo hidden > drover-artifacts/summary.json/fix.rs\n",
+    )
+    .unwrap();
+    write_spec(
+        dir.path(),
+        "t.yaml",
+        "version: 1\nname: t\nprompt: p\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: sh plant.sh } }]\n    - text: done\npermissions:\n  allow: [Bash]\n",
+    );
+    let output = drover()
+        .current_dir(dir.path())
+        .args(["run", "t.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = summary(&dir.path().join("drover-artifacts"));
+    assert_eq!(
+        summary["tasks"][0]["files_changed"],
+        serde_json::json!(["drover-artifacts/summary.json/fix.rs"]),
+        "{summary}"
+    );
+}

@@ -160,7 +160,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         origin,
         expected_fingerprint: None,
         excluded: Vec::new(),
-        own_outputs: Vec::new(),
+        own_outputs: Default::default(),
     })
 }
 
@@ -181,11 +181,16 @@ pub async fn run_plans(
         crate::workspace::paths::canonicalize_for_write(&absolute).unwrap_or(absolute)
     };
     let artifacts_dir = resolved(artifacts);
-    let own_outputs: Vec<PathBuf> = plans
-        .iter()
-        .map(|plan| artifacts_dir.join(plan.spec.name()))
-        .chain(RUN_FILES.iter().map(|file| artifacts_dir.join(file)))
-        .collect();
+    let own_outputs = task::OwnOutputs {
+        folders: plans
+            .iter()
+            .map(|plan| artifacts_dir.join(plan.spec.name()))
+            .collect(),
+        files: RUN_FILES
+            .iter()
+            .map(|file| artifacts_dir.join(file))
+            .collect(),
+    };
     for plan in &mut plans {
         plan.own_outputs.clone_from(&own_outputs);
         plan.excluded = plan.excluded.iter().map(|path| resolved(path)).collect();
@@ -331,11 +336,15 @@ pub fn write_reports(report: &RunReport, artifacts: &Path) -> std::io::Result<()
     ];
     for (name, content) in files {
         let path = root.join(name);
-        if roots
-            .symlink_metadata(&path)
-            .is_ok_and(|meta| meta.file_type().is_symlink())
-        {
-            roots.remove_file(&path)?;
+        match roots.symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => roots.remove_file(&path)?,
+            // A directory planted at a report's name is emptied (beneath the handle,
+            // following no link) and removed: the report takes its place.
+            Ok(meta) if meta.file_type().is_dir() => {
+                roots.clear_dir(&path)?;
+                std::fs::remove_dir(&path)?;
+            }
+            _ => {}
         }
         roots.write_atomic(&path, content.as_bytes())?;
     }

@@ -123,7 +123,7 @@ pub fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
         excluded: recorded_artifacts(&options.transcript, &task)
             .into_iter()
             .collect(),
-        own_outputs: Vec::new(),
+        own_outputs: Default::default(),
     })
 }
 

@@ -19,6 +19,7 @@ use crate::spec::{Isolation, LoadedSpec, ScriptTurn};
 use crate::tools::{Registry, ToolContext};
 use crate::workspace::Baseline;
 use crate::workspace::atomic::write_atomic;
+use crate::workspace::baseline::Exclusions;
 
 use super::task_folder::TaskFolder;
 use super::task_redaction::{redact_report, task_redactor, warn_unredacted, withheld_vars};
@@ -60,10 +61,20 @@ pub struct TaskPlan {
     /// diffs) when they lie inside it, besides this run's artifacts directory: a
     /// replay's recorded artifacts.
     pub excluded: Vec<PathBuf>,
-    /// What drover itself writes into the artifacts directory during this run (every
-    /// task's folder, the run-wide reports): left out of the diff when it lies inside
-    /// the workspace. Anything else there, such as files an agent plants, is diffed.
-    pub own_outputs: Vec<PathBuf>,
+    /// What drover itself writes into the artifacts directory during this run: left out
+    /// of the diff when it lies inside the workspace. Anything else there, such as files
+    /// an agent plants, is diffed.
+    pub own_outputs: OwnOutputs,
+}
+
+/// drover's own paths in the artifacts directory, each left out only as what drover
+/// makes there: a file planted where a folder goes (or the reverse) is diffed.
+#[derive(Debug, Clone, Default)]
+pub struct OwnOutputs {
+    /// Every task's folder.
+    pub folders: Vec<PathBuf>,
+    /// junit.xml, summary.json, summary.md.
+    pub files: Vec<PathBuf>,
 }
 
 /// Run the task and write its transcript and diff under `artifacts/<name>/`. Every
@@ -214,8 +225,12 @@ async fn steps(
     // the diff.
     let mut excluded = plan.excluded.clone();
     excluded.push(artifacts.to_path_buf());
-    let mut baseline_excluded = plan.excluded.clone();
-    baseline_excluded.extend(plan.own_outputs.iter().cloned());
+    let mut excluded_folders = plan.excluded.clone();
+    excluded_folders.extend(plan.own_outputs.folders.iter().cloned());
+    let baseline_excluded = Exclusions {
+        dirs: excluded_folders,
+        files: plan.own_outputs.files.clone(),
+    };
     // Isolation and the baseline stop at once on a signal: nothing has changed yet, so
     // the task ends interrupted with an empty diff.
     let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());

@@ -91,6 +91,26 @@ pub struct CopyOrigin<'a> {
     pub build_trees: &'a [RelPath],
 }
 
+/// drover's own paths inside the workspace, never part of its files: `dirs` are left out
+/// only where they are directories, `files` only where they are files (or links), so
+/// something else planted at one of those names is diffed. The paths are compared as
+/// given (resolve them before any agent runs).
+#[derive(Debug, Clone, Default)]
+pub struct Exclusions {
+    pub dirs: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
+}
+
+impl Exclusions {
+    /// Only directories.
+    pub fn dirs(dirs: &[PathBuf]) -> Exclusions {
+        Exclusions {
+            dirs: dirs.to_vec(),
+            files: Vec::new(),
+        }
+    }
+}
+
 /// One file of the starting state.
 #[derive(Debug, Clone)]
 pub struct Entry {
@@ -104,7 +124,7 @@ pub struct Entry {
 #[derive(Debug)]
 pub struct Baseline {
     root: PathBuf,
-    excluded: Vec<PathBuf>,
+    excluded: Exclusions,
     entries: SortedPaths<Entry>,
     rules: StartRules,
     /// Compact identities of the files the rules leave out, to count their changes.
@@ -127,7 +147,7 @@ impl Baseline {
     /// The starting state of `root`, leaving out the `excluded` directories below it
     /// (drover's own artifacts); stops with [`stopped`] as soon as `stop` says so.
     pub fn take_until(root: &Path, excluded: &[PathBuf], stop: Stop<'_>) -> io::Result<Baseline> {
-        Baseline::take_of_copy(root, excluded, None, stop)
+        Baseline::take_of_copy(root, &Exclusions::dirs(excluded), None, stop)
     }
 
     /// [`Baseline::take_until`] for a workspace copied from `origin`: the original's build
@@ -136,7 +156,7 @@ impl Baseline {
     /// for the content store, so nothing is copied a second time.
     pub fn take_of_copy(
         root: &Path,
-        excluded: &[PathBuf],
+        excluded: &Exclusions,
         origin: Option<CopyOrigin<'_>>,
         stop: Stop<'_>,
     ) -> io::Result<Baseline> {
@@ -214,7 +234,7 @@ impl Baseline {
         let objects = index.map(|index| index.objects);
         Ok(Baseline {
             root,
-            excluded: excluded.to_vec(),
+            excluded: excluded.clone(),
             entries: SortedPaths::from_unsorted(entries),
             rules,
             excluded_keys,

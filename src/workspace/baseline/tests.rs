@@ -337,7 +337,8 @@ fn a_copy_leans_on_its_original_and_notices_when_it_changed() {
         dir: Some(&origin),
         build_trees: &[],
     };
-    let baseline = Baseline::take_of_copy(&copy, &[], Some(of_copy), &never).unwrap();
+    let baseline =
+        Baseline::take_of_copy(&copy, &Exclusions::default(), Some(of_copy), &never).unwrap();
     assert!(matches!(
         baseline.entries[&RelPath::from("src/lib.rs")].content,
         Content::Blob {
@@ -392,8 +393,18 @@ fn a_tree_too_deep_to_open_is_reported_and_the_rest_still_diffed() {
     let comparison = baseline.compare_until(&never).unwrap();
     let paths: Vec<String> = comparison.paths().iter().map(|p| p.to_string()).collect();
     assert_eq!(paths, ["src/lib.rs"]);
-    assert_eq!(comparison.unreadable.len(), 1, "{:?}", comparison.unreadable);
-    assert!(comparison.unreadable[0].1.to_lowercase().contains("too long"));
+    assert_eq!(
+        comparison.unreadable.len(),
+        1,
+        "{:?}",
+        comparison.unreadable
+    );
+    assert!(
+        comparison.unreadable[0]
+            .1
+            .to_lowercase()
+            .contains("too long")
+    );
 }
 
 #[test]
@@ -413,4 +424,21 @@ fn a_directory_that_cannot_be_listed_is_reported_not_taken_as_deleted() {
     let comparison = comparison.unwrap();
     assert!(comparison.changes.is_empty(), "{:?}", comparison.changes);
     assert_eq!(comparison.unreadable[0].0, "docs");
+}
+
+#[test]
+fn only_the_workspaces_own_git_directory_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    starting_files(&ws);
+    write(&ws, ".git/config", "[core]\n");
+    let baseline = Baseline::take_until(&ws, &[], &never).unwrap();
+    write(&ws, ".git/hooks/post-checkout", "#!/bin/sh\n");
+    write(&ws, "sub/.git/payload.sh", "echo planted\n");
+    write(&ws, "deeper/.git", "gitdir: /tmp/elsewhere\n");
+    // (git apply refuses patches touching `.git` paths: the reviewer sees them, and
+    // applying them takes a deliberate step.)
+    let comparison = baseline.compare_until(&never).unwrap();
+    let paths: Vec<String> = comparison.paths().iter().map(|p| p.to_string()).collect();
+    assert_eq!(paths, ["deeper/.git", "sub/.git/payload.sh"]);
 }

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags};
 
+use super::Exclusions;
 use super::rules::StartRules;
 use super::stat::StatKey;
 use crate::workspace::snapshot::{Stop, stopped};
@@ -68,16 +69,17 @@ struct Frame {
 }
 
 /// Walk `root` (canonical) in a fixed order (each directory's entries sorted by name,
-/// depth first), calling `visit` for every entry but the root, `.git` and the
-/// `excluded` directories below the root; stops with [`stopped`] as soon as `stop` says.
+/// depth first), calling `visit` for every entry but the root, its `.git` and the
+/// `excluded` paths below the root; stops with [`stopped`] as soon as `stop` says.
 pub fn walk(
     root: &Path,
-    excluded: &[PathBuf],
+    excluded: &Exclusions,
     mut rules: Rules<'_>,
     stop: Stop<'_>,
     mut visit: impl FnMut(Walked) -> io::Result<()>,
 ) -> io::Result<()> {
-    let excluded = excluded_paths(root, excluded);
+    let excluded_dirs = excluded_paths(root, &excluded.dirs);
+    let excluded_files = excluded_paths(root, &excluded.files);
     let root_fd = rustix::fs::open(
         root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -102,10 +104,17 @@ pub fn walk(
         };
         let parent_excluded = frame.excluded;
         let relative = child.relative;
-        if relative.file_name() == b".git" {
+        // The workspace's own repository is not its files; a `.git` deeper down (a
+        // nested repository, a planted `gitdir:` file) is, and is diffed like any file.
+        if relative.as_bytes() == b".git" {
             continue;
         }
-        if excluded.contains(&relative) {
+        let own = if child.kind == Kind::Dir {
+            &excluded_dirs
+        } else {
+            &excluded_files
+        };
+        if own.contains(&relative) {
             continue;
         }
         if child.kind != Kind::Dir {
