@@ -230,17 +230,64 @@ fn serialized(
 
 /// `git -C dir args…`, with no variable from the environment redirecting it to another
 /// repository.
+/// Run git in `dir` with every program the repository's configuration could make it run
+/// switched off: hooks, the fsmonitor, and filter drivers. The repository's `.git` is
+/// as untrusted as the workspace (an agent of an earlier task working in place can
+/// write to it), and drover runs git outside the sandbox.
 fn git(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
-    Command::new("git")
+    let mut command = plain_git(dir);
+    command.args([
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+    ]);
+    for name in filter_drivers(dir) {
+        for key in ["smudge", "clean", "process"] {
+            command.arg("-c").arg(format!("filter.{name}.{key}="));
+        }
+        command
+            .arg("-c")
+            .arg(format!("filter.{name}.required=false"));
+    }
+    command.args(args).output()
+}
+
+/// git in `dir`, stdin closed, with no repository location inherited from drover's
+/// environment.
+fn plain_git(dir: &Path) -> Command {
+    let mut command = Command::new("git");
+    command
         .arg("-C")
         .arg(dir)
-        .args(args)
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
         .env_remove("GIT_COMMON_DIR")
-        .stdin(std::process::Stdio::null())
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// The names of the filter drivers the repository's configuration defines (reading the
+/// configuration runs nothing).
+fn filter_drivers(dir: &Path) -> Vec<String> {
+    let Ok(output) = plain_git(dir)
+        .args(["config", "--name-only", "--get-regexp", r"^filter\."])
         .output()
+    else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|key| {
+            let rest = key.strip_prefix("filter.")?;
+            let (name, _) = rest.rsplit_once('.')?;
+            Some(name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 fn stderr_line(output: &Output) -> String {
@@ -282,6 +329,54 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("worktree "))
             .count()
+    }
+
+    #[test]
+    fn hooks_fsmonitor_and_filters_of_the_repository_never_run() {
+        let repo = repo();
+        let proof = repo.path().join("ran");
+        let marker = |what: &str| format!("touch {}/{what}; cat", proof.display());
+        std::fs::create_dir(&proof).unwrap();
+        std::fs::create_dir_all(repo.path().join(".git/info")).unwrap();
+        std::fs::write(
+            repo.path().join(".git/info/attributes"),
+            "*.txt filter=evil\n",
+        )
+        .unwrap();
+        let config = [
+            ("filter.evil.smudge", marker("smudge")),
+            ("filter.evil.process", marker("process")),
+            ("filter.evil.required", "true".to_string()),
+            ("core.fsmonitor", marker("fsmonitor")),
+        ];
+        for (key, value) in &config {
+            let status = plain_git(repo.path())
+                .args(["config", key, value])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let hooks = repo.path().join(".git/hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        std::fs::write(
+            hooks.join("post-checkout"),
+            format!("#!/bin/sh\ntouch {}/hook\n", proof.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            hooks.join("post-checkout"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let worktree = Worktree::add(&repo.path().join("sub"), "task").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(worktree.dir.join("a.txt")).unwrap(),
+            "a\n"
+        );
+        drop(worktree);
+        let ran: Vec<_> = std::fs::read_dir(&proof).unwrap().flatten().collect();
+        assert!(ran.is_empty(), "the repository made git run: {ran:?}");
     }
 
     #[test]
