@@ -238,3 +238,102 @@ fn a_read_with_a_limit_of_a_huge_file_stays_small() {
     assert!(result.contains("5\tfifth\n"), "{result}");
     assert!(!result.contains("sixth"), "{result}");
 }
+
+/// A version 2 git index with one entry: `name` as blob `id`, with the metadata of the
+/// file at `path` as it is now (what a forger would write to vouch for the file).
+fn forged_index(path: &Path, name: &str, id: [u8; 20]) -> Vec<u8> {
+    use sha1::Digest;
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    let mut entry = Vec::new();
+    for value in [
+        meta.ctime() as u32,
+        meta.ctime_nsec() as u32,
+        meta.mtime() as u32,
+        meta.mtime_nsec() as u32,
+        meta.dev() as u32,
+        meta.ino() as u32,
+        0o100644,
+        meta.uid(),
+        meta.gid(),
+        meta.size() as u32,
+    ] {
+        entry.extend_from_slice(&value.to_be_bytes());
+    }
+    entry.extend_from_slice(&id);
+    entry.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    entry.extend_from_slice(name.as_bytes());
+    entry.push(0);
+    while entry.len() % 8 != 0 {
+        entry.push(0);
+    }
+    let mut index = b"DIRC".to_vec();
+    index.extend_from_slice(&2u32.to_be_bytes());
+    index.extend_from_slice(&1u32.to_be_bytes());
+    index.extend_from_slice(&entry);
+    let checksum = sha1::Sha1::digest(&index);
+    index.extend_from_slice(&checksum);
+    index
+}
+
+#[test]
+fn an_index_forged_by_an_earlier_task_cannot_hide_a_later_tasks_change() {
+    use sha1::Digest;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "x.py", "print('original')\n");
+    let payload = "print('payload')\n";
+    write(&ws, "payload.txt", payload);
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "x.py"]);
+    git(&ws, &["commit", "-qm", "start"]);
+    git(&ws, &["hash-object", "-w", "payload.txt"]);
+    std::thread::sleep(Duration::from_millis(20));
+    git(&ws, &["update-index", "--refresh"]);
+    let mut hasher = sha1::Sha1::new();
+    hasher.update(format!("blob {}\0", payload.len()).as_bytes());
+    hasher.update(payload.as_bytes());
+    let payload_id: [u8; 20] = hasher.finalize().into();
+    // The first task's agent puts an index in place that vouches for x.py as the payload
+    // (x.py itself untouched, so its metadata still matches the forged entry).
+    std::fs::write(
+        ws.join("forged-index"),
+        forged_index(&ws.join("x.py"), "x.py", payload_id),
+    )
+    .unwrap();
+    write(&ws, "forge.sh", "cp forged-index .git/index\n");
+    write(&ws, "change.sh", "cp payload.txt x.py\n");
+    for (name, script) in [("t1", "forge.sh"), ("t2", "change.sh")] {
+        write_spec(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "version: 1\nname: {name}\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: sh {script} }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\n"
+            ),
+        );
+    }
+    let artifacts = dir.path().join("out");
+    let output = drover()
+        .current_dir(dir.path())
+        .args(["run", "t1.yaml", "t2.yaml", "--artifacts"])
+        .arg(&artifacts)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = summary(&artifacts);
+    assert_eq!(
+        summary["tasks"][1]["files_changed"],
+        serde_json::json!(["x.py"]),
+        "{summary}"
+    );
+    let patch = std::fs::read_to_string(artifacts.join("t2/diff.patch")).unwrap();
+    assert!(
+        patch.contains("-print('original')\n+print('payload')\n"),
+        "{patch}"
+    );
+}

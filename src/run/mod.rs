@@ -19,6 +19,8 @@ mod worktree;
 use std::path::{Path, PathBuf};
 
 use conflicts::RUN_FILES;
+
+use crate::workspace::baseline::IndexSnapshot;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -161,6 +163,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         expected_fingerprint: None,
         excluded: Vec::new(),
         own_outputs: Default::default(),
+        saved_index: None,
     })
 }
 
@@ -191,6 +194,27 @@ pub async fn run_plans(
             .map(|file| artifacts_dir.join(file))
             .collect(),
     };
+    // Each repository a task edits in place has its index saved now, before any agent
+    // can rewrite `.git`: the baselines of later tasks trust only this copy.
+    let mut saved: Vec<Arc<IndexSnapshot>> = Vec::new();
+    for plan in plans
+        .iter_mut()
+        .filter(|plan| plan.isolation == Isolation::None)
+    {
+        let origin = plan
+            .origin
+            .canonicalize()
+            .unwrap_or_else(|_| plan.origin.clone());
+        let Some(top) = crate::workspace::baseline::repository_top(&origin) else {
+            continue;
+        };
+        plan.saved_index = match saved.iter().find(|index| index.top() == top) {
+            Some(index) => Some(Arc::clone(index)),
+            None => IndexSnapshot::take(&origin).map(Arc::new).inspect(|index| {
+                saved.push(Arc::clone(index));
+            }),
+        };
+    }
     for plan in &mut plans {
         plan.own_outputs.clone_from(&own_outputs);
         plan.excluded = plan.excluded.iter().map(|path| resolved(path)).collect();

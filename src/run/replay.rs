@@ -124,6 +124,7 @@ pub fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
             .into_iter()
             .collect(),
         own_outputs: Default::default(),
+        saved_index: None,
     })
 }
 

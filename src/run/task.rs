@@ -19,7 +19,9 @@ use crate::spec::{Isolation, LoadedSpec, ScriptTurn};
 use crate::tools::{Registry, ToolContext};
 use crate::workspace::Baseline;
 use crate::workspace::atomic::write_atomic;
-use crate::workspace::baseline::Exclusions;
+use crate::workspace::baseline::{
+    CopyOrigin, Exclusions, IndexSnapshot, IndexSource, StartOptions,
+};
 
 use super::task_folder::TaskFolder;
 use super::task_redaction::{redact_report, task_redactor, warn_unredacted, withheld_vars};
@@ -65,6 +67,9 @@ pub struct TaskPlan {
     /// of the diff when it lies inside the workspace. Anything else there, such as files
     /// an agent plants, is diffed.
     pub own_outputs: OwnOutputs,
+    /// For a task working in place: its repository's index as it was when the run
+    /// started (None: there was no repository), the only index its baseline trusts.
+    pub saved_index: Option<Arc<IndexSnapshot>>,
 }
 
 /// drover's own paths in the artifacts directory, each left out only as what drover
@@ -235,10 +240,9 @@ async fn steps(
     // the task ends interrupted with an empty diff.
     let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
     let prepared = prepare(&plan, &excluded, &stop).and_then(|workspace| {
-        let baseline = Baseline::take_of_copy(
+        let baseline = Baseline::take(
             &workspace.dir,
-            &baseline_excluded,
-            workspace.copy_origin(true),
+            start_options(&plan, &baseline_excluded, workspace.copy_origin(true)),
             &stop,
         )?;
         Ok((workspace, baseline))
@@ -412,10 +416,9 @@ async fn steps(
             );
         }
         let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
-        baseline = match Baseline::take_of_copy(
+        baseline = match Baseline::take(
             &workspace.dir,
-            &baseline_excluded,
-            workspace.copy_origin(false),
+            start_options(&plan, &baseline_excluded, workspace.copy_origin(false)),
             &stop,
         ) {
             Ok(baseline) => baseline,
@@ -653,6 +656,23 @@ fn runs_checks(reason: EndReason) -> bool {
             | EndReason::InternalError
             | EndReason::Interrupted
     )
+}
+
+/// How the task's baseline is taken: drover's own paths left out, what a copy leans on,
+/// and which git index is trusted (in place: only the one saved when the run started).
+fn start_options<'a>(
+    plan: &'a TaskPlan,
+    excluded: &Exclusions,
+    origin: Option<CopyOrigin<'a>>,
+) -> StartOptions<'a> {
+    StartOptions {
+        excluded: excluded.clone(),
+        origin,
+        index: match plan.isolation {
+            Isolation::None => IndexSource::Saved(plan.saved_index.as_deref()),
+            Isolation::Copy | Isolation::Worktree => IndexSource::Discover,
+        },
+    }
 }
 
 /// End a task before its loop ran: an empty diff (nothing was changed by the agent),

@@ -82,22 +82,66 @@ const INTENT_TO_ADD: u16 = 0x2000;
 /// `None` when there is none or it is of a kind not understood (then nothing is taken
 /// on trust).
 pub fn load(workspace: &Path) -> Option<GitIndex> {
-    let (top, git_dir) = find_repository(workspace)?;
-    let common = common_dir(&git_dir);
-    if uses_other_object_format(&common) {
-        return None;
+    load_saved(&IndexSnapshot::take(workspace)?, workspace)
+}
+
+/// A repository's index as it was at one moment, kept aside in a private file: taken
+/// when a run starts, before any agent can write to `.git`, so a later task's baseline
+/// is not fooled by an index an earlier task's agent forged.
+#[derive(Debug)]
+pub struct IndexSnapshot {
+    /// The top of the work tree (the directory holding `.git`).
+    top: PathBuf,
+    objects: PathBuf,
+    written: Timestamp,
+    /// The copy of the index file.
+    saved: tempfile::NamedTempFile,
+}
+
+impl IndexSnapshot {
+    /// The top of the work tree the index belongs to.
+    pub fn top(&self) -> &Path {
+        &self.top
     }
-    let prefix = workspace.strip_prefix(&top).ok()?;
+
+    /// Keep aside the index of the repository `workspace` lies in.
+    pub fn take(workspace: &Path) -> Option<IndexSnapshot> {
+        let (top, git_dir) = find_repository(workspace)?;
+        let common = common_dir(&git_dir);
+        if uses_other_object_format(&common) {
+            return None;
+        }
+        let mut file = std::fs::File::open(git_dir.join("index")).ok()?;
+        let written = Timestamp::modified(&file.metadata().ok()?);
+        let mut saved = tempfile::Builder::new()
+            .prefix(&crate::workspace::leftovers::temp_prefix("index"))
+            .tempfile()
+            .ok()?;
+        std::io::copy(&mut file, saved.as_file_mut()).ok()?;
+        Some(IndexSnapshot {
+            top: top.canonicalize().ok()?,
+            objects: common.join("objects").canonicalize().ok()?,
+            written,
+            saved,
+        })
+    }
+}
+
+/// The top of the work tree of the repository `workspace` lies in (canonical).
+pub fn repository_top(workspace: &Path) -> Option<PathBuf> {
+    find_repository(workspace)?.0.canonicalize().ok()
+}
+
+/// The entries of a saved index below `workspace` (canonical), relative to it.
+pub fn load_saved(snapshot: &IndexSnapshot, workspace: &Path) -> Option<GitIndex> {
+    let prefix = workspace.strip_prefix(&snapshot.top).ok()?;
     let prefix = RelPath::from_relative(prefix);
-    let index_path = git_dir.join("index");
-    let file = std::fs::File::open(&index_path).ok()?;
-    let metadata = file.metadata().ok()?;
-    let written = Timestamp::modified(&metadata);
+    let file = std::fs::File::open(snapshot.saved.path()).ok()?;
     let entries = parse(BufReader::new(file), &prefix).ok()??;
     Some(GitIndex {
-        objects: common.join("objects"),
+        objects: snapshot.objects.clone(),
         entries,
-        written,
+        written: snapshot.written,
     })
 }
 

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 pub use compare::{Change, Comparison, Now};
+pub use git_index::{IndexSnapshot, repository_top};
 pub use patch::Patch;
 use rules::StartRules;
 use sorted::SortedPaths;
@@ -80,6 +81,29 @@ pub enum Source {
     Origin,
     /// Not kept: a file seen only at the end.
     None,
+}
+
+/// How a baseline is taken.
+pub struct StartOptions<'a> {
+    /// drover's own paths inside the workspace.
+    pub excluded: Exclusions,
+    /// For a copied workspace: what it can lean on of its original. The original's build
+    /// trees the copy left out count as the starting state's (the agent's builds there
+    /// stay out of the diff as they would in the original), and the original stands in
+    /// for the content store, so nothing is copied a second time.
+    pub origin: Option<CopyOrigin<'a>>,
+    /// Which git index vouches for clean files.
+    pub index: IndexSource<'a>,
+}
+
+/// Where the git index that vouches for clean tracked files comes from.
+pub enum IndexSource<'a> {
+    /// The repository's index as it is now: right for a workspace no agent has worked
+    /// in yet (a fresh worktree).
+    Discover,
+    /// An index saved when the run started (None: there was none): right for a
+    /// workspace edited in place, whose `.git` an earlier agent could have rewritten.
+    Saved(Option<&'a IndexSnapshot>),
 }
 
 /// What the starting state of a copied workspace can lean on.
@@ -147,19 +171,22 @@ impl Baseline {
     /// The starting state of `root`, leaving out the `excluded` directories below it
     /// (drover's own artifacts); stops with [`stopped`] as soon as `stop` says so.
     pub fn take_until(root: &Path, excluded: &[PathBuf], stop: Stop<'_>) -> io::Result<Baseline> {
-        Baseline::take_of_copy(root, &Exclusions::dirs(excluded), None, stop)
+        let options = StartOptions {
+            excluded: Exclusions::dirs(excluded),
+            origin: None,
+            index: IndexSource::Discover,
+        };
+        Baseline::take(root, options, stop)
     }
 
-    /// [`Baseline::take_until`] for a workspace copied from `origin`: the original's build
-    /// trees the copy left out count as the starting state's (the agent's builds there
-    /// stay out of the diff as they would in the original), and the original stands in
-    /// for the content store, so nothing is copied a second time.
-    pub fn take_of_copy(
-        root: &Path,
-        excluded: &Exclusions,
-        origin: Option<CopyOrigin<'_>>,
-        stop: Stop<'_>,
-    ) -> io::Result<Baseline> {
+    /// The starting state of `root` as `options` say (see [`StartOptions`]).
+    pub fn take(root: &Path, options: StartOptions<'_>, stop: Stop<'_>) -> io::Result<Baseline> {
+        let StartOptions {
+            excluded,
+            origin,
+            index,
+        } = options;
+        let excluded = &excluded;
         let build_trees = origin.as_ref().map_or(&[][..], |origin| origin.build_trees);
         let origin_dir = origin
             .as_ref()
@@ -169,7 +196,12 @@ impl Baseline {
             .canonicalize()
             .map_err(|e| super::snapshot::named(root, e))?;
         let roots = Roots::new(std::slice::from_ref(&root));
-        let index = git_index::load(&root).filter(|_| git_objects::git_available());
+        let index = match index {
+            IndexSource::Discover => git_index::load(&root),
+            IndexSource::Saved(Some(saved)) => git_index::load_saved(saved, &root),
+            IndexSource::Saved(None) => None,
+        }
+        .filter(|_| git_objects::git_available());
         let store = Store::new()?;
         let mut rules = StartRules::new(&root);
         rules.add_build_trees(build_trees);

@@ -337,8 +337,12 @@ fn a_copy_leans_on_its_original_and_notices_when_it_changed() {
         dir: Some(&origin),
         build_trees: &[],
     };
-    let baseline =
-        Baseline::take_of_copy(&copy, &Exclusions::default(), Some(of_copy), &never).unwrap();
+    let options = StartOptions {
+        excluded: Exclusions::default(),
+        origin: Some(of_copy),
+        index: IndexSource::Discover,
+    };
+    let baseline = Baseline::take(&copy, options, &never).unwrap();
     assert!(matches!(
         baseline.entries[&RelPath::from("src/lib.rs")].content,
         Content::Blob {
