@@ -4,9 +4,10 @@
 use std::collections::HashSet;
 use std::io;
 
+use super::listing::Kind;
 use super::rules::StartRules;
 use super::store::hash_reader;
-use super::walk::{Kind, Rules, walk};
+use super::walk::{Rules, walk};
 use super::{
     Baseline, Content, Entry, MAX_DIFFED_FILE, Source, excluded_key, git_mode, os_bytes, path_key,
 };

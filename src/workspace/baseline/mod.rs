@@ -10,7 +10,9 @@
 mod compare;
 mod git_index;
 mod git_objects;
+mod listing;
 mod patch;
+mod prefetch;
 mod rules;
 mod sorted;
 mod stat;
@@ -26,12 +28,13 @@ use sha2::{Digest, Sha256};
 
 pub use compare::{Change, Comparison, Now};
 pub use git_index::{IndexSnapshot, repository_top};
+use listing::Kind;
 pub use patch::Patch;
 use rules::StartRules;
 use sorted::SortedPaths;
 use stat::StatKey;
 use store::Store;
-use walk::{Kind, Rules, walk};
+use walk::{Rules, walk};
 
 use super::snapshot::{MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, Stop};
 use super::{RelPath, Roots};

@@ -9,28 +9,18 @@
 //! by memory, not the stack.
 
 use std::collections::HashSet;
-use std::ffi::CStr;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{Mode, OFlags};
 
 use super::Exclusions;
+use super::listing::{Child, Kind, Listing, list};
+use super::prefetch::{FinishOnDrop, Prefetcher};
 use super::rules::StartRules;
 use super::stat::StatKey;
 use crate::workspace::snapshot::{Stop, stopped};
 use crate::workspace::{RelPath, Roots};
-
-/// What an entry is, as the listing (or, failing that, `stat`) says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    File,
-    Dir,
-    Symlink,
-    /// FIFOs, sockets, devices: never part of a diff.
-    Other,
-}
 
 /// One entry below the root.
 pub struct Walked {
@@ -51,14 +41,6 @@ pub enum Rules<'a> {
     Learn(&'a mut StartRules, &'a Roots),
     /// The end: judge by what the start learned; files the agent wrote do not count.
     Apply(&'a StartRules),
-}
-
-/// One listed entry of a directory.
-struct Child {
-    /// Its path from the root (the directory's path and its name).
-    relative: RelPath,
-    kind: Kind,
-    stat: Option<StatKey>,
 }
 
 /// A directory being walked: its path and the entries not yet visited (reversed, so the
@@ -90,89 +72,103 @@ pub fn walk(
     if let Rules::Learn(learned, roots) = &mut rules {
         learned.learn_dir(roots, &RelPath::root(), &|name| holds(&top, name));
     }
-    let mut stack = vec![Frame {
-        excluded: false,
-        pending: top,
-    }];
-    while let Some(frame) = stack.last_mut() {
-        if stop() {
-            return Err(stopped());
-        }
-        let Some(child) = frame.pending.pop() else {
-            stack.pop();
-            continue;
+    let prefetcher = Prefetcher::default();
+    std::thread::scope(|scope| {
+        let _finish = FinishOnDrop(&prefetcher);
+        // One helper: with the walk itself, two threads list (the machines drover runs
+        // on have at least two cores; a busy one just lists less ahead).
+        scope.spawn(|| prefetcher.run(&root_fd, root));
+        let walk_dirs = |children: &[Child]| {
+            let dirs: Vec<RelPath> = children
+                .iter()
+                .rev()
+                .filter(|child| child.kind == Kind::Dir)
+                .filter(|child| child.relative.as_bytes() != b".git")
+                .filter(|child| !excluded_dirs.contains(&child.relative))
+                .map(|child| child.relative.clone())
+                .collect();
+            prefetcher.expect(dirs.into_iter());
         };
-        let parent_excluded = frame.excluded;
-        let relative = child.relative;
-        // The workspace's own repository is not its files; a `.git` deeper down (a
-        // nested repository, a planted `gitdir:` file) is, and is diffed like any file.
-        if relative.as_bytes() == b".git" {
-            continue;
-        }
-        let own = if child.kind == Kind::Dir {
-            &excluded_dirs
-        } else {
-            &excluded_files
-        };
-        if own.contains(&relative) {
-            continue;
-        }
-        if child.kind != Kind::Dir {
-            let is_excluded = parent_excluded || judge(&mut rules, &relative, false);
-            visit(Walked {
-                relative,
-                kind: child.kind,
-                stat: child.stat,
-                excluded: is_excluded,
-                unreadable: None,
-            })?;
-            continue;
-        }
-        let at = root.join(relative.to_path());
-        // Opened beneath the root without following a symlink: a directory swapped for
-        // a link since it was listed is not walked into.
-        let listed = match open_dir_beneath(&root_fd, &relative) {
-            Ok(fd) => list(&fd, &at, &relative),
-            // Gone since the listing: it is simply not there any more.
-            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
+        walk_dirs(&top);
+        let mut stack = vec![Frame {
+            excluded: false,
+            pending: top,
+        }];
+        while let Some(frame) = stack.last_mut() {
+            if stop() {
+                return Err(stopped());
+            }
+            let Some(child) = frame.pending.pop() else {
+                stack.pop();
+                continue;
+            };
+            let parent_excluded = frame.excluded;
+            let relative = child.relative;
+            // The workspace's own repository is not its files; a `.git` deeper down (a
+            // nested repository, a planted `gitdir:` file) is, and is diffed like any file.
+            if relative.as_bytes() == b".git" {
                 continue;
             }
-            Err(error) => Err(io::Error::from(error)),
-        };
-        let mut is_excluded = parent_excluded || judge(&mut rules, &relative, true);
-        // A directory that cannot be listed (no permission, a path too long for the
-        // kernel) is reported, never the end of the walk: one such directory must not
-        // cost the diff of everything else.
-        let entries = match listed {
-            Ok(entries) => entries,
-            Err(error) => {
+            let own = if child.kind == Kind::Dir {
+                &excluded_dirs
+            } else {
+                &excluded_files
+            };
+            if own.contains(&relative) {
+                continue;
+            }
+            if child.kind != Kind::Dir {
+                let is_excluded = parent_excluded || judge(&mut rules, &relative, false);
                 visit(Walked {
                     relative,
-                    kind: Kind::Dir,
-                    stat: None,
+                    kind: child.kind,
+                    stat: child.stat,
                     excluded: is_excluded,
-                    unreadable: Some(error.to_string()),
+                    unreadable: None,
                 })?;
                 continue;
             }
-        };
-        if !is_excluded && let Rules::Learn(learned, roots) = &mut rules {
-            learned.learn_dir(roots, &relative, &|name| holds(&entries, name));
-            is_excluded = learned.excludes(&relative, true);
+            // Opened beneath the root without following a symlink: a directory swapped
+            // for a link since it was listed is not walked into.
+            let listed = prefetcher.listing(&root_fd, root, &relative);
+            let mut is_excluded = parent_excluded || judge(&mut rules, &relative, true);
+            // A directory that cannot be listed (no permission, a path too long for the
+            // kernel) is reported, never the end of the walk: one such directory must
+            // not cost the diff of everything else.
+            let entries = match listed {
+                Listing::Entries(entries) => entries,
+                // Gone since its parent was listed: it is simply not there any more.
+                Listing::Gone => continue,
+                Listing::Unreadable(error) => {
+                    visit(Walked {
+                        relative,
+                        kind: Kind::Dir,
+                        stat: None,
+                        excluded: is_excluded,
+                        unreadable: Some(error.to_string()),
+                    })?;
+                    continue;
+                }
+            };
+            walk_dirs(&entries);
+            if !is_excluded && let Rules::Learn(learned, roots) = &mut rules {
+                learned.learn_dir(roots, &relative, &|name| holds(&entries, name));
+                is_excluded = learned.excludes(&relative, true);
+            }
+            visit(Walked {
+                relative: relative.clone(),
+                kind: Kind::Dir,
+                stat: None,
+                excluded: is_excluded,
+                unreadable: None,
+            })?;
+            stack.push(Frame {
+                excluded: is_excluded,
+                pending: entries,
+            });
         }
-        visit(Walked {
-            relative: relative.clone(),
-            kind: Kind::Dir,
-            stat: None,
-            excluded: is_excluded,
-            unreadable: None,
-        })?;
-        stack.push(Frame {
-            excluded: is_excluded,
-            pending: entries,
-        });
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// The `excluded` paths (files or directories, existing or not yet) that lie strictly
@@ -197,81 +193,12 @@ fn holds(children: &[Child], name: &[u8]) -> bool {
         .any(|child| child.relative.file_name() == name)
 }
 
-/// Open directory `relative` beneath `root_fd`, following no symlink on the way. Kernels
-/// without `openat2` (before 5.6) get `openat` with `O_NOFOLLOW` on the last component:
-/// the walks run while no agent process is alive, so nothing swaps a directory meanwhile.
-fn open_dir_beneath(root_fd: &OwnedFd, relative: &RelPath) -> rustix::io::Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    match rustix::fs::openat2(root_fd, relative.to_path(), flags, Mode::empty(), resolve) {
-        Err(rustix::io::Errno::NOSYS) => {
-            rustix::fs::openat(root_fd, relative.to_path(), flags, Mode::empty())
-        }
-        other => other,
-    }
-}
-
 /// Whether the starting rules leave `relative` out (its parent not being left out).
 fn judge(rules: &mut Rules<'_>, relative: &RelPath, is_dir: bool) -> bool {
     match rules {
         Rules::Learn(learned, _) => learned.excludes(relative, is_dir),
         Rules::Apply(learned) => learned.excludes(relative, is_dir),
     }
-}
-
-/// The entries of the open directory `fd`, files `stat`ed, sorted in reverse name order
-/// (the walk pops from the end).
-fn list(fd: &OwnedFd, shown: &Path, relative: &RelPath) -> io::Result<Vec<Child>> {
-    let mut children = Vec::new();
-    let dir = Dir::read_from(fd).map_err(|e| named(shown, e.into()))?;
-    for entry in dir {
-        let entry = entry.map_err(|e| named(shown, e.into()))?;
-        let name = entry.file_name();
-        if name == c"." || name == c".." {
-            continue;
-        }
-        let mut kind = kind_of(entry.file_type());
-        let mut stat = None;
-        if kind != Kind::Dir {
-            match stat_at(fd, name) {
-                Ok(found) => {
-                    kind = kind_of(FileType::from_raw_mode(found.st_mode));
-                    stat = Some(StatKey::from_stat(&found));
-                }
-                // Removed between the listing and now: not there.
-                Err(rustix::io::Errno::NOENT) => continue,
-                Err(error) => return Err(named(&shown.join(os(name)), error.into())),
-            }
-        }
-        children.push(Child {
-            relative: relative.join(name.to_bytes()),
-            kind,
-            stat,
-        });
-    }
-    // Siblings share their directory's prefix: ordering by path is ordering by name.
-    children.sort_unstable_by(|a, b| b.relative.cmp(&a.relative));
-    Ok(children)
-}
-
-fn stat_at(fd: &OwnedFd, name: &CStr) -> rustix::io::Result<rustix::fs::Stat> {
-    rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
-}
-
-fn kind_of(file_type: FileType) -> Kind {
-    match file_type {
-        FileType::RegularFile => Kind::File,
-        FileType::Directory => Kind::Dir,
-        FileType::Symlink => Kind::Symlink,
-        // Unknown (some file systems do not fill d_type) is settled by stat.
-        FileType::Unknown => Kind::Other,
-        _ => Kind::Other,
-    }
-}
-
-fn os(name: &CStr) -> &std::ffi::OsStr {
-    use std::os::unix::ffi::OsStrExt;
-    std::ffi::OsStr::from_bytes(name.to_bytes())
 }
 
 fn named(path: &Path, error: io::Error) -> io::Error {
