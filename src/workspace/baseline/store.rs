@@ -35,19 +35,10 @@ impl Store {
     pub fn put(&self, source: &mut impl Read, size: u64) -> io::Result<BlobId> {
         let mut temp = tempfile::NamedTempFile::new_in(self.dir.path())?;
         let mut hasher = blob_hasher(size);
-        let mut buffer = vec![0u8; CHUNK];
-        let mut copied = 0u64;
-        loop {
-            let read = match source.read(&mut buffer) {
-                Ok(0) => break,
-                Ok(read) => read,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) => return Err(error),
-            };
-            hasher.update(&buffer[..read]);
-            temp.write_all(&buffer[..read])?;
-            copied += read as u64;
-        }
+        let copied = for_each_chunk(source, |chunk| {
+            hasher.update(chunk);
+            temp.write_all(chunk)
+        })?;
         temp.flush()?;
         let id = if copied == size {
             BlobId(hasher.finalize().into())
@@ -79,6 +70,26 @@ impl Store {
     }
 }
 
+/// Hand everything `reader` yields to `use_chunk`, [`CHUNK`] bytes at a time; returns
+/// how many bytes there were.
+fn for_each_chunk(
+    reader: &mut impl Read,
+    mut use_chunk: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<u64> {
+    let mut buffer = vec![0u8; CHUNK];
+    let mut total = 0u64;
+    loop {
+        let read = match reader.read(&mut buffer) {
+            Ok(0) => return Ok(total),
+            Ok(read) => read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        use_chunk(&buffer[..read])?;
+        total += read as u64;
+    }
+}
+
 /// A SHA-1 hasher already fed git's blob header for `size` bytes of content.
 pub fn blob_hasher(size: u64) -> Sha1 {
     let mut hasher = Sha1::new();
@@ -89,18 +100,10 @@ pub fn blob_hasher(size: u64) -> Sha1 {
 /// The blob id of the `size` bytes `reader` yields, read in chunks.
 pub fn hash_reader(reader: &mut impl Read, size: u64) -> io::Result<BlobId> {
     let mut hasher = blob_hasher(size);
-    let mut buffer = vec![0u8; CHUNK];
-    let mut total = 0u64;
-    loop {
-        let read = match reader.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(read) => read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        };
-        hasher.update(&buffer[..read]);
-        total += read as u64;
-    }
+    let total = for_each_chunk(reader, |chunk| {
+        hasher.update(chunk);
+        Ok(())
+    })?;
     if total != size {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
