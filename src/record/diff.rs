@@ -14,13 +14,17 @@ use blob_id::NULL_ID;
 pub use blob_id::blob_id;
 
 use crate::record::base85;
+use crate::workspace::RelPath;
+#[cfg(test)]
+use crate::workspace::Snapshot;
 use crate::workspace::snapshot::FileEntry;
-use crate::workspace::{RelPath, Snapshot};
 
 /// Lines of unchanged context around each change, as git uses by default.
 const CONTEXT_LINES: usize = 3;
 
-/// A `git apply`-able diff from `before` to `after`; empty when nothing changed.
+/// A `git apply`-able diff from `before` to `after` (trees in memory, as tests build
+/// them); empty when nothing changed.
+#[cfg(test)]
 pub fn unified_diff(before: &Snapshot, after: &Snapshot) -> String {
     let mut out = String::new();
     for path in before.changed_paths(after) {

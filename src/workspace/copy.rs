@@ -10,7 +10,7 @@ use super::snapshot::{Stop, named, stopped, walk_noting_build_trees};
 
 /// Copy the workspace's files (not ignored ones, not `.git/`, not build trees, not the
 /// `excluded` directories) from `from` into `to`: the same files
-/// [`Snapshot::take_excluding`](super::Snapshot::take_excluding) sees, with permission
+/// workspace walks see, with permission
 /// bits, and symlinks recreated as symlinks (their targets are not copied). `to` is
 /// created if missing and may already exist empty.
 pub fn copy_workspace(from: &Path, to: &Path, excluded: &[PathBuf]) -> io::Result<()> {

@@ -17,4 +17,5 @@ pub use baseline::Baseline;
 pub use beneath::Roots;
 pub use file_state::FileStateCache;
 pub use rel_path::RelPath;
+#[cfg(test)]
 pub use snapshot::Snapshot;

@@ -1,12 +1,16 @@
 //! The workspace's files at one moment, so a run can be diffed against its start and the
 //! files it changed can be named without asking git (the workspace need not be a repo).
 
+#[cfg(test)]
 use std::collections::BTreeMap;
-use std::fs::{FileType, Metadata};
+use std::fs::FileType;
+#[cfg(test)]
+use std::fs::Metadata;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+#[cfg(test)]
 use sha2::{Digest, Sha256};
 
 use super::RelPath;
@@ -35,6 +39,7 @@ impl FileEntry {
 }
 
 /// A regular file's entry, read beneath `roots`.
+#[cfg(test)]
 fn read_file(roots: &super::Roots, at: &Path) -> io::Result<FileEntry> {
     let mut file = roots.open_file(at)?;
     let metadata = file.metadata().map_err(|e| named(at, e))?;
@@ -50,7 +55,10 @@ fn read_file(roots: &super::Roots, at: &Path) -> io::Result<FileEntry> {
     })
 }
 
-/// Every file the agent could see, keyed by relative path, in sorted order.
+/// Every file of a tree in memory, keyed by relative path, in sorted order: the test
+/// model of a workspace (the diff format's and the copy's tests compare trees with it;
+/// runs use the on-disk [`Baseline`](super::Baseline)).
+#[cfg(test)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     /// Relative path, as bytes → entry.
@@ -63,6 +71,7 @@ pub struct Snapshot {
     pub leftovers: Vec<RelPath>,
 }
 
+#[cfg(test)]
 impl Snapshot {
     /// Read every file under `root` that is not ignored (`.gitignore`, `.ignore`), not
     /// inside `.git` and not in a build tree (see [`walker`]). Hidden files count: an agent
@@ -281,6 +290,7 @@ pub fn stopped() -> io::Error {
 /// Everything [`walker`] yields below `root` (the root itself excluded), collected first
 /// so callers may write into the tree while using the list; stops with [`stopped`] as
 /// soon as `stop` says so.
+#[cfg(test)]
 pub(crate) fn walk_until(
     root: &Path,
     excluded: &[PathBuf],
@@ -353,24 +363,24 @@ pub(crate) fn named(path: &Path, error: io::Error) -> io::Error {
     io::Error::new(error.kind(), format!("{}: {error}", path.display()))
 }
 
-#[cfg(unix)]
+#[cfg(all(test, unix))]
 fn is_executable(metadata: &Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt;
     metadata.permissions().mode() & 0o111 != 0
 }
 
-#[cfg(not(unix))]
+#[cfg(all(test, not(unix)))]
 fn is_executable(_metadata: &Metadata) -> bool {
     false
 }
 
-#[cfg(unix)]
+#[cfg(all(test, unix))]
 fn path_bytes(path: &Path) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
     path.as_os_str().as_bytes().to_vec()
 }
 
-#[cfg(not(unix))]
+#[cfg(all(test, not(unix)))]
 fn path_bytes(path: &Path) -> Vec<u8> {
     path.to_string_lossy().replace('\\', "/").into_bytes()
 }

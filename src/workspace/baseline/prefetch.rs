@@ -66,7 +66,7 @@ impl Prefetcher {
     }
 
     /// The walk will need these directories, the first of `soon` first.
-    pub fn expect(&self, soon: impl DoubleEndedIterator<Item = RelPath>) {
+    pub fn look_ahead(&self, soon: impl DoubleEndedIterator<Item = RelPath>) {
         let mut state = self.lock();
         state.wanted.extend(soon.rev());
         self.changed.notify_all();

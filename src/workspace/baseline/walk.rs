@@ -87,7 +87,7 @@ pub fn walk(
                 .filter(|child| !excluded_dirs.contains(&child.relative))
                 .map(|child| child.relative.clone())
                 .collect();
-            prefetcher.expect(dirs.into_iter());
+            prefetcher.look_ahead(dirs.into_iter());
         };
         walk_dirs(&top);
         let mut stack = vec![Frame {
