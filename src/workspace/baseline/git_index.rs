@@ -94,8 +94,9 @@ pub struct IndexSnapshot {
     top: PathBuf,
     objects: PathBuf,
     written: Timestamp,
-    /// The copy of the index file.
-    saved: tempfile::NamedTempFile,
+    /// The directory holding the copy (`index`), named so a later run removes it if this
+    /// drover is killed.
+    saved: tempfile::TempDir,
 }
 
 impl IndexSnapshot {
@@ -113,11 +114,12 @@ impl IndexSnapshot {
         }
         let mut file = std::fs::File::open(git_dir.join("index")).ok()?;
         let written = Timestamp::modified(&file.metadata().ok()?);
-        let mut saved = tempfile::Builder::new()
+        let saved = tempfile::Builder::new()
             .prefix(&crate::workspace::leftovers::temp_prefix("index"))
-            .tempfile()
+            .tempdir()
             .ok()?;
-        std::io::copy(&mut file, saved.as_file_mut()).ok()?;
+        let mut copy = std::fs::File::create(saved.path().join("index")).ok()?;
+        std::io::copy(&mut file, &mut copy).ok()?;
         Some(IndexSnapshot {
             top: top.canonicalize().ok()?,
             objects: common.join("objects").canonicalize().ok()?,
@@ -136,7 +138,7 @@ pub fn repository_top(workspace: &Path) -> Option<PathBuf> {
 pub fn load_saved(snapshot: &IndexSnapshot, workspace: &Path) -> Option<GitIndex> {
     let prefix = workspace.strip_prefix(&snapshot.top).ok()?;
     let prefix = RelPath::from_relative(prefix);
-    let file = std::fs::File::open(snapshot.saved.path()).ok()?;
+    let file = std::fs::File::open(snapshot.saved.path().join("index")).ok()?;
     let entries = parse(BufReader::new(file), &prefix).ok()??;
     Some(GitIndex {
         objects: snapshot.objects.clone(),
