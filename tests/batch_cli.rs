@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{drover, events, transcript, write_spec};
-use serde_json::Value;
+use common::{drover, events, summary, transcript, write_spec};
 
 /// Every file under `root` with its content (`.git/` left out).
 fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -41,10 +40,6 @@ fn fixture(root: &Path, name: &str) -> PathBuf {
     std::fs::write(ws.join("README.md"), format!("# {name}\n")).unwrap();
     std::fs::write(ws.join("src/lib.rs"), "pub fn f() -> u32 { 1 }\n").unwrap();
     ws
-}
-
-fn summary(artifacts: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap()).unwrap()
 }
 
 #[test]

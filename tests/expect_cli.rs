@@ -5,12 +5,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{drover, events, transcript, write_spec};
+use common::{drover, events, summary, transcript, write_spec};
 use serde_json::Value;
-
-fn summary(artifacts: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap()).unwrap()
-}
 
 /// A task changing `src/a.rs` and `README.md`, with the given `expect:` block.
 fn expecting(dir: &Path, name: &str, expect: &str) -> PathBuf {

@@ -8,8 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{drover, write_spec};
-use serde_json::Value;
+use common::{assert_exit, bash_task, drover, run_spec, summary, write_spec};
 
 fn git(dir: &Path, args: &[&str]) {
     let output = Command::new("git")
@@ -60,10 +59,6 @@ fn tree(root: &Path) -> Vec<(String, u32, Vec<u8>)> {
     files
 }
 
-fn summary(artifacts: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap()).unwrap()
-}
-
 #[test]
 fn every_kind_of_change_in_a_git_repository_applies_on_a_pristine_copy() {
     let dir = tempfile::tempdir().unwrap();
@@ -107,22 +102,10 @@ echo counted > trace.log
     let spec = write_spec(
         dir.path(),
         "t.yaml",
-        "version: 1\nname: big\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: sh change.sh } }]\n    - text: done\npermissions:\n  allow: [Bash]\n",
+        &bash_task("big", "sh change.sh", "workspace: ws\n"),
     );
     let artifacts = dir.path().join("out");
-    let output = drover()
-        .arg("run")
-        .arg(&spec)
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&run_spec(&spec, &artifacts), 0);
     let summary = summary(&artifacts);
     let changed: Vec<&str> = summary["tasks"][0]["files_changed"]
         .as_array()
@@ -307,9 +290,7 @@ fn an_index_forged_by_an_earlier_task_cannot_hide_a_later_tasks_change() {
         write_spec(
             dir.path(),
             &format!("{name}.yaml"),
-            &format!(
-                "version: 1\nname: {name}\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: sh {script} }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\n"
-            ),
+            &bash_task(name, &format!("sh {script}"), "workspace: ws\n"),
         );
     }
     let artifacts = dir.path().join("out");
@@ -319,12 +300,7 @@ fn an_index_forged_by_an_earlier_task_cannot_hide_a_later_tasks_change() {
         .arg(&artifacts)
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     let summary = summary(&artifacts);
     assert_eq!(
         summary["tasks"][1]["files_changed"],

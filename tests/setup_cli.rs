@@ -6,15 +6,10 @@ mod common;
 #[path = "common/mock_server.rs"]
 mod mock_server;
 
-use std::path::Path;
-
-use common::{drover_without_proxy, events, transcript, write_spec};
+use common::{
+    assert_exit, drover_without_proxy, events, run_spec, summary, transcript, write_spec,
+};
 use mock_server::{MockServer, Reply};
-use serde_json::Value;
-
-fn summary(artifacts: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap()).unwrap()
-}
 
 #[test]
 fn what_setup_writes_is_the_starting_state_not_the_agents_diff() {
@@ -27,19 +22,7 @@ fn what_setup_writes_is_the_starting_state_not_the_agents_diff() {
         "version: 1\nname: s\nprompt: p\nworkspace: ws\nisolation: copy\nsetup:\n  - name: generate\n    run: echo generated > gen.txt && echo setup-ran\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: cat gen.txt && echo agent >> src.txt } }]\n    - text: done\npermissions:\n  allow: [Bash]\n",
     );
     let artifacts = dir.path().join("out");
-    let output = drover_without_proxy()
-        .arg("run")
-        .arg(&spec)
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&run_spec(&spec, &artifacts), 0);
     let lines = transcript(&artifacts.join("s/transcript.jsonl"));
     assert_eq!(lines[0]["type"], "run_start");
     let setup = events(&lines, "setup");

@@ -6,15 +6,9 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{drover, events, transcript, write_spec};
-use serde_json::Value;
+use common::{assert_exit, bash_task, drover, events, summary, transcript, write_spec};
 
 const CACHEDIR_TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n# made by cargo\n";
-
-fn summary(artifacts: &Path) -> Value {
-    let text = std::fs::read_to_string(artifacts.join("summary.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
-}
 
 #[test]
 fn default_artifacts_inside_the_workspace_are_not_in_the_diff() {
@@ -306,9 +300,7 @@ fn files_an_agent_plants_in_the_artifacts_directory_are_in_the_diff() {
         write_spec(
             dir.path(),
             &format!("{name}.yaml"),
-            &format!(
-                "version: 1\nname: {name}\nprompt: p\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: sh plant.sh }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\n"
-            ),
+            &bash_task(name, "sh plant.sh", ""),
         );
     }
     let output = drover()
@@ -316,12 +308,7 @@ fn files_an_agent_plants_in_the_artifacts_directory_are_in_the_diff() {
         .args(["run", "a.yaml", "b.yaml"])
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     let artifacts = dir.path().join("drover-artifacts");
     let summary = summary(&artifacts);
     assert_eq!(
@@ -363,9 +350,7 @@ fn a_symlink_planted_at_a_task_folder_name_cannot_hide_the_next_tasks_changes() 
         write_spec(
             dir.path(),
             &format!("{name}.yaml"),
-            &format!(
-                "version: 1\nname: {name}\nprompt: p\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: sh {script} }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\n"
-            ),
+            &bash_task(name, &format!("sh {script}"), ""),
         );
     }
     let output = drover()
@@ -391,22 +376,13 @@ fn a_directory_planted_at_a_report_name_is_diffed_and_replaced_by_the_report() {
         "mkdir -p drover-artifacts/summary.json && echo hidden > drover-artifacts/summary.json/fix.rs\n",
     )
     .unwrap();
-    write_spec(
-        dir.path(),
-        "t.yaml",
-        "version: 1\nname: t\nprompt: p\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: sh plant.sh } }]\n    - text: done\npermissions:\n  allow: [Bash]\n",
-    );
+    write_spec(dir.path(), "t.yaml", &bash_task("t", "sh plant.sh", ""));
     let output = drover()
         .current_dir(dir.path())
         .args(["run", "t.yaml"])
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     let summary = summary(&dir.path().join("drover-artifacts"));
     assert_eq!(
         summary["tasks"][0]["files_changed"],

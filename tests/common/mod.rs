@@ -84,3 +84,38 @@ pub fn running(marker: &str) -> Vec<String> {
     }
     found
 }
+
+/// The run's summary.json.
+pub fn summary(artifacts: &Path) -> Value {
+    let text = std::fs::read_to_string(artifacts.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary.json is JSON")
+}
+
+/// The spec of a task whose scripted model makes one Bash call, `command`, then ends;
+/// `extra` is appended as more top-level spec lines (`workspace: ws\n`, …).
+pub fn bash_task(name: &str, command: &str, extra: &str) -> String {
+    format!(
+        "version: 1\nname: {name}\nprompt: p\n{extra}model:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: {command:?} }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\n"
+    )
+}
+
+/// `drover run SPEC --artifacts DIR`, finished.
+pub fn run_spec(spec: &Path, artifacts: &Path) -> std::process::Output {
+    drover()
+        .arg("run")
+        .arg(spec)
+        .arg("--artifacts")
+        .arg(artifacts)
+        .output()
+        .expect("drover runs")
+}
+
+/// Assert the process exited with `code`, showing its stderr if not.
+pub fn assert_exit(output: &std::process::Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
