@@ -125,6 +125,33 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The `check` event of a check (or expectation) that ran.
+    pub fn check(report: &crate::record::CheckReport) -> Event {
+        Event::Check {
+            name: report.name.clone(),
+            command: report.command.clone(),
+            exit_code: report.exit_code,
+            passed: report.passed,
+            timed_out: report.timed_out,
+            duration_ms: report.duration_ms,
+        }
+    }
+
+    /// The `setup` event of a setup step that ran.
+    pub fn setup(report: &crate::record::CheckReport) -> Event {
+        Event::Setup {
+            name: report.name.clone(),
+            command: report.command.clone(),
+            exit_code: report.exit_code,
+            passed: report.passed,
+            timed_out: report.timed_out,
+            duration_ms: report.duration_ms,
+            output_tail: report.output_tail.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {

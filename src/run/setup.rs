@@ -47,15 +47,7 @@ pub async fn run_setup(
             }
         };
         transcript
-            .write(Event::Setup {
-                name: result.name.clone(),
-                command: result.command.clone(),
-                exit_code: result.exit_code,
-                passed: result.passed,
-                timed_out: result.timed_out,
-                duration_ms: result.duration_ms,
-                output_tail: result.output_tail.clone(),
-            })
+            .write(Event::setup(&result))
             .map_err(|e| e.to_string())?;
         let passed = result.passed;
         if !passed {

@@ -575,14 +575,7 @@ async fn steps(
                 }
             };
             transcript
-                .write(Event::Check {
-                    name: result.name.clone(),
-                    command: result.command.clone(),
-                    exit_code: result.exit_code,
-                    passed: result.passed,
-                    timed_out: result.timed_out,
-                    duration_ms: result.duration_ms,
-                })
+                .write(Event::check(&result))
                 .map_err(|e| e.to_string())?;
             report.checks.push(result);
         }
@@ -606,14 +599,7 @@ async fn steps(
         {
             for result in expect::evaluate(expectations, &changed) {
                 transcript
-                    .write(Event::Check {
-                        name: result.name.clone(),
-                        command: result.command.clone(),
-                        exit_code: result.exit_code,
-                        passed: result.passed,
-                        timed_out: result.timed_out,
-                        duration_ms: result.duration_ms,
-                    })
+                    .write(Event::check(&result))
                     .map_err(|e| e.to_string())?;
                 if !result.passed {
                     failed.push(expect::failure_summary(&result));

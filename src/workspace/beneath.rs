@@ -379,7 +379,7 @@ fn open_root(dir: &Path) -> Result<OwnedFd, String> {
 
 /// Resolve `relative` beneath `root` following no symlink, retrying when the kernel
 /// reports a concurrent rename.
-fn open_beneath(
+pub(crate) fn open_beneath(
     root: BorrowedFd<'_>,
     relative: &Path,
     flags: OFlags,

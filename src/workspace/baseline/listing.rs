@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use super::stat::StatKey;
 use crate::workspace::RelPath;
@@ -54,18 +54,17 @@ pub fn list_dir(root_fd: &OwnedFd, root: &Path, relative: &RelPath) -> Listing {
     }
 }
 
-/// Open directory `relative` beneath `root_fd`, following no symlink on the way. Kernels
-/// without `openat2` (before 5.6) get `openat` with `O_NOFOLLOW` on the last component:
-/// the walks run while no agent process is alive, so nothing swaps a directory meanwhile.
+/// Open directory `relative` beneath `root_fd`, following no symlink anywhere on the way
+/// (the same resolution drover's file tools use).
 fn open_dir_beneath(root_fd: &OwnedFd, relative: &RelPath) -> rustix::io::Result<OwnedFd> {
+    use std::os::fd::AsFd;
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    match rustix::fs::openat2(root_fd, relative.to_path(), flags, Mode::empty(), resolve) {
-        Err(rustix::io::Errno::NOSYS) => {
-            rustix::fs::openat(root_fd, relative.to_path(), flags, Mode::empty())
-        }
-        other => other,
-    }
+    crate::workspace::beneath::open_beneath(
+        root_fd.as_fd(),
+        &relative.to_path(),
+        flags,
+        Mode::empty(),
+    )
 }
 
 /// The entries of the open directory `fd`, files `stat`ed, sorted in reverse name order
