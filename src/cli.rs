@@ -59,7 +59,7 @@ pub enum Command {
     Bench(BenchArgs),
 }
 
-/// The sandbox launcher's arguments (see `policy::sandbox::launcher`).
+/// The sandbox launcher's arguments (see `sandbox::launcher`).
 #[derive(Debug, Args)]
 pub struct SandboxExecArgs {
     /// The policy as JSON.

@@ -31,7 +31,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
         } => verify_command(&transcript),
         // main runs the launcher before the async runtime starts; this is a fallback.
         Command::SandboxExec(args) => {
-            crate::policy::sandbox::sandbox_exec_main(&args.policy, args.probe, &args.command)
+            crate::sandbox::sandbox_exec_main(&args.policy, args.probe, &args.command)
         }
         Command::Tool(args) => tool_command(args).await,
         Command::Bench(args) => crate::bench::run(&args),
@@ -48,7 +48,13 @@ fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
         }
     };
     match spec::load_all(&files) {
-        Ok(specs) => Some(specs),
+        Ok(specs) => {
+            let errors = run::spec_checks::check_all(&specs);
+            for error in &errors {
+                eprintln!("drover: {error}");
+            }
+            errors.is_empty().then_some(specs)
+        }
         Err(errors) => {
             for error in errors {
                 eprintln!("drover: {error}");
@@ -266,6 +272,14 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
             return exit::BAD_INPUT;
         }
     };
+    let rules =
+        match run::spec_checks::check(&loaded).and_then(|()| run::spec_checks::rule_set(&loaded)) {
+            Ok(rules) => rules,
+            Err(error) => {
+                eprintln!("drover: {error}");
+                return exit::BAD_INPUT;
+            }
+        };
     let input: Value = match serde_json::from_str(input) {
         Ok(value) => value,
         Err(error) => {
@@ -293,11 +307,7 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
     }
     let workspace_dir = loaded.workspace_dir();
     let workspace = workspace_dir.canonicalize().unwrap_or(workspace_dir);
-    let policy = Policy::new(
-        &loaded.spec.permissions,
-        &workspace,
-        &loaded.additional_directories(),
-    );
+    let policy = Policy::new(&rules, &workspace, &loaded.additional_directories());
     let decision = policy
         .withholds(tool.as_ref())
         .unwrap_or_else(|| policy.decide(tool.as_ref(), &input));

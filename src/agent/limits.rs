@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::AgentConfig;
-use crate::model::Usage;
+use crate::message::Usage;
 use crate::record::EndReason;
 
 /// What the run has used so far.

@@ -15,13 +15,13 @@ use tokio::time::Instant;
 pub use dispatch::Call;
 pub use prompt::system_prompt;
 
-use crate::model::pricing::{Pricing, cost};
-use crate::model::{
-    ContentBlock, Message, Model, ModelError, ModelRequest, Role, StopReason, Usage,
-};
+use crate::message::{ContentBlock, Message, Role, StopReason, Usage};
+use crate::model::pricing::cost;
+use crate::model::{Model, ModelError, ModelRequest};
 use crate::policy::Policy;
 use crate::record::transcript::{Decision, TranscriptError};
 use crate::record::{Denial, EndReason, Event, Redactor, TranscriptWriter};
+use crate::spec::Pricing;
 use crate::tools::{Registry, ToolContext, ToolOutput};
 use dispatch::Prepared;
 

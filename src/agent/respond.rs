@@ -6,7 +6,8 @@
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::model::{Model, ModelError, ModelRequest, ModelResponse, RetryNotice};
+use crate::message::ModelResponse;
+use crate::model::{Model, ModelError, ModelRequest, RetryNotice};
 use crate::record::transcript::TranscriptError;
 use crate::record::{Event, TranscriptWriter};
 

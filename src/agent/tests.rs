@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::model::script::ScriptModel;
-use crate::spec::{Permissions, ScriptToolCall, ScriptTurn};
+use crate::policy::RuleSet;
+use crate::spec::{ScriptToolCall, ScriptTurn};
 use crate::tools::{Subject, Tool};
 
 /// A tool that logs when it starts and ends, sleeping `millis` from its input between.
@@ -73,9 +74,9 @@ async fn run_turn(calls: Vec<ScriptToolCall>, allow: &[&str]) -> (Vec<String>, V
         .iter()
         .map(|r| crate::policy::Rule::try_from(r.to_string()).unwrap())
         .collect();
-    let permissions = Permissions {
+    let permissions = RuleSet {
         allow,
-        ..Permissions::default()
+        ..RuleSet::default()
     };
     let policy = Policy::new(&permissions, dir.path(), &[]);
     let mut model = ScriptModel::new(

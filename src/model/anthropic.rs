@@ -13,7 +13,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::anthropic_stream::AnthropicStream;
 use super::remote::RemoteConfig;
 use super::transport::{RetryNotice, Transport};
-use super::{Message, Model, ModelError, ModelRequest, ModelResponse, ToolDefinition};
+use super::{Model, ModelError, ModelRequest};
+use crate::message::{Message, ModelResponse, ToolDefinition};
 
 /// The API version drover speaks.
 pub const API_VERSION: &str = "2023-06-01";
@@ -164,7 +165,7 @@ fn messages(messages: &[Message]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ContentBlock, Role};
+    use crate::message::{ContentBlock, Role};
 
     #[test]
     fn the_body_carries_three_cache_breakpoints() {

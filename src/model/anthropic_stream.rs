@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::ModelError;
 use super::http_errors::is_context_error;
 use super::sse::SseEvent;
 use super::transport::{Decoder, Failure};
-use super::{ContentBlock, ModelError, ModelResponse, StopReason, Usage};
+use crate::message::{ContentBlock, ModelResponse, StopReason, Usage};
 
 /// A content block being streamed.
 #[derive(Debug)]

@@ -9,7 +9,6 @@
 pub mod anthropic;
 mod anthropic_stream;
 mod http_errors;
-mod message;
 pub mod openai;
 mod openai_stream;
 pub mod pricing;
@@ -20,10 +19,11 @@ pub mod script;
 pub mod sse;
 pub mod transport;
 
-pub use message::{ContentBlock, Message, ModelResponse, Role, StopReason, ToolDefinition, Usage};
 pub use transport::RetryNotice;
 
 use async_trait::async_trait;
+
+use crate::message::{Message, ModelResponse, ToolDefinition};
 
 /// What the loop sends for one turn.
 pub struct ModelRequest<'a> {

@@ -14,7 +14,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::openai_stream::OpenAiStream;
 use super::remote::RemoteConfig;
 use super::transport::{RetryNotice, Transport};
-use super::{ContentBlock, Message, Model, ModelError, ModelRequest, ModelResponse, Role};
+use super::{Model, ModelError, ModelRequest};
+use crate::message::{ContentBlock, Message, ModelResponse, Role};
 
 pub struct OpenAiModel {
     name: String,
@@ -173,7 +174,7 @@ fn translate(message: &Message, out: &mut Vec<Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ToolDefinition;
+    use crate::message::ToolDefinition;
 
     #[test]
     fn translates_the_conversation_and_tools() {

@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::ModelError;
 use super::anthropic_stream::tool_input;
 use super::http_errors::{error_message, is_context_error};
 use super::sse::SseEvent;
 use super::transport::{Decoder, Failure};
-use super::{ContentBlock, ModelError, ModelResponse, StopReason, Usage};
+use crate::message::{ContentBlock, ModelResponse, StopReason, Usage};
 
 #[derive(Debug, Default)]
 struct PartialCall {

@@ -5,82 +5,18 @@
 //! holds the providers' published list prices; `model.pricing` in a spec overrides it
 //! (for negotiated prices, gateways, local servers, or to give script runs a price).
 
-use serde::{Deserialize, Serialize};
+use crate::message::Usage;
+use crate::spec::Pricing;
 
-use super::Usage;
-
-/// USD per million tokens for each of the four usage counts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "PricingFields")]
-pub struct Pricing {
-    pub input: f64,
-    pub output: f64,
-    pub cache_write: f64,
-    pub cache_read: f64,
+/// Anthropic's scheme: a 5-minute cache write costs 1.25× input, a cache read 0.1×.
+const fn anthropic(input: f64, output: f64) -> Pricing {
+    Pricing::new(input, output, input * 1.25, input / 10.0)
 }
 
-impl Pricing {
-    /// What script and replay models spend: nothing.
-    pub const FREE: Pricing = Pricing::new(0.0, 0.0, 0.0, 0.0);
-
-    const fn new(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Self {
-        Pricing {
-            input,
-            output,
-            cache_write,
-            cache_read,
-        }
-    }
-
-    /// Anthropic's scheme: a 5-minute cache write costs 1.25× input, a cache read 0.1×.
-    const fn anthropic(input: f64, output: f64) -> Self {
-        Pricing::new(input, output, input * 1.25, input / 10.0)
-    }
-
-    /// OpenAI's scheme: caching is automatic, writes cost what input costs, and cached
-    /// input has its own (discounted) price.
-    const fn openai(input: f64, cached: f64, output: f64) -> Self {
-        Pricing::new(input, output, input, cached)
-    }
-}
-
-/// `model.pricing` as written; the cache prices default to the input price, which
-/// never under-counts a cache read.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PricingFields {
-    input: f64,
-    output: f64,
-    #[serde(default)]
-    cache_write: Option<f64>,
-    #[serde(default)]
-    cache_read: Option<f64>,
-}
-
-impl TryFrom<PricingFields> for Pricing {
-    type Error = String;
-    fn try_from(fields: PricingFields) -> Result<Self, Self::Error> {
-        let pricing = Pricing {
-            input: fields.input,
-            output: fields.output,
-            cache_write: fields.cache_write.unwrap_or(fields.input),
-            cache_read: fields.cache_read.unwrap_or(fields.input),
-        };
-        let prices = [
-            ("input", pricing.input),
-            ("output", pricing.output),
-            ("cache_write", pricing.cache_write),
-            ("cache_read", pricing.cache_read),
-        ];
-        for (field, price) in prices {
-            if !(price.is_finite() && price >= 0.0) {
-                return Err(format!(
-                    "model.pricing.{field} must be a non-negative number of USD per million tokens, not {price}"
-                ));
-            }
-        }
-        Ok(pricing)
-    }
+/// OpenAI's scheme: caching is automatic, writes cost what input costs, and cached
+/// input has its own (discounted) price.
+const fn openai(input: f64, cached: f64, output: f64) -> Pricing {
+    Pricing::new(input, output, input, cached)
 }
 
 /// The cost in USD of `usage` at `pricing`.
@@ -149,35 +85,35 @@ fn strip_version(model: &str) -> Option<&str> {
 /// when prices change; a spec's `model.pricing` always wins.
 const TABLE: &[(&str, Pricing)] = &[
     // Anthropic: input, output (cache write 1.25×, cache read 0.1× input).
-    ("claude-opus-4-5", Pricing::anthropic(5.0, 25.0)),
-    ("claude-opus-4-1", Pricing::anthropic(15.0, 75.0)),
-    ("claude-opus-4-0", Pricing::anthropic(15.0, 75.0)),
-    ("claude-opus-4", Pricing::anthropic(15.0, 75.0)),
-    ("claude-sonnet-4-5", Pricing::anthropic(3.0, 15.0)),
-    ("claude-sonnet-4-0", Pricing::anthropic(3.0, 15.0)),
-    ("claude-sonnet-4", Pricing::anthropic(3.0, 15.0)),
-    ("claude-3-7-sonnet", Pricing::anthropic(3.0, 15.0)),
-    ("claude-3-5-sonnet", Pricing::anthropic(3.0, 15.0)),
-    ("claude-haiku-4-5", Pricing::anthropic(1.0, 5.0)),
-    ("claude-3-5-haiku", Pricing::anthropic(0.80, 4.0)),
-    ("claude-3-haiku", Pricing::anthropic(0.25, 1.25)),
-    ("claude-3-opus", Pricing::anthropic(15.0, 75.0)),
+    ("claude-opus-4-5", anthropic(5.0, 25.0)),
+    ("claude-opus-4-1", anthropic(15.0, 75.0)),
+    ("claude-opus-4-0", anthropic(15.0, 75.0)),
+    ("claude-opus-4", anthropic(15.0, 75.0)),
+    ("claude-sonnet-4-5", anthropic(3.0, 15.0)),
+    ("claude-sonnet-4-0", anthropic(3.0, 15.0)),
+    ("claude-sonnet-4", anthropic(3.0, 15.0)),
+    ("claude-3-7-sonnet", anthropic(3.0, 15.0)),
+    ("claude-3-5-sonnet", anthropic(3.0, 15.0)),
+    ("claude-haiku-4-5", anthropic(1.0, 5.0)),
+    ("claude-3-5-haiku", anthropic(0.80, 4.0)),
+    ("claude-3-haiku", anthropic(0.25, 1.25)),
+    ("claude-3-opus", anthropic(15.0, 75.0)),
     // OpenAI: input, cached input, output.
-    ("gpt-5.1", Pricing::openai(1.25, 0.125, 10.0)),
-    ("gpt-5", Pricing::openai(1.25, 0.125, 10.0)),
-    ("gpt-5-codex", Pricing::openai(1.25, 0.125, 10.0)),
-    ("gpt-5-chat-latest", Pricing::openai(1.25, 0.125, 10.0)),
-    ("gpt-5-mini", Pricing::openai(0.25, 0.025, 2.0)),
-    ("gpt-5-nano", Pricing::openai(0.05, 0.005, 0.40)),
-    ("gpt-4.1", Pricing::openai(2.0, 0.50, 8.0)),
-    ("gpt-4.1-mini", Pricing::openai(0.40, 0.10, 1.60)),
-    ("gpt-4.1-nano", Pricing::openai(0.10, 0.025, 0.40)),
-    ("gpt-4o", Pricing::openai(2.50, 1.25, 10.0)),
-    ("gpt-4o-mini", Pricing::openai(0.15, 0.075, 0.60)),
-    ("o3", Pricing::openai(2.0, 0.50, 8.0)),
-    ("o3-mini", Pricing::openai(1.10, 0.55, 4.40)),
-    ("o4-mini", Pricing::openai(1.10, 0.275, 4.40)),
-    ("o1", Pricing::openai(15.0, 7.50, 60.0)),
+    ("gpt-5.1", openai(1.25, 0.125, 10.0)),
+    ("gpt-5", openai(1.25, 0.125, 10.0)),
+    ("gpt-5-codex", openai(1.25, 0.125, 10.0)),
+    ("gpt-5-chat-latest", openai(1.25, 0.125, 10.0)),
+    ("gpt-5-mini", openai(0.25, 0.025, 2.0)),
+    ("gpt-5-nano", openai(0.05, 0.005, 0.40)),
+    ("gpt-4.1", openai(2.0, 0.50, 8.0)),
+    ("gpt-4.1-mini", openai(0.40, 0.10, 1.60)),
+    ("gpt-4.1-nano", openai(0.10, 0.025, 0.40)),
+    ("gpt-4o", openai(2.50, 1.25, 10.0)),
+    ("gpt-4o-mini", openai(0.15, 0.075, 0.60)),
+    ("o3", openai(2.0, 0.50, 8.0)),
+    ("o3-mini", openai(1.10, 0.55, 4.40)),
+    ("o4-mini", openai(1.10, 0.275, 4.40)),
+    ("o1", openai(15.0, 7.50, 60.0)),
 ];
 
 #[cfg(test)]

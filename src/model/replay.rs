@@ -3,7 +3,8 @@
 
 use async_trait::async_trait;
 
-use super::{Model, ModelError, ModelRequest, ModelResponse};
+use super::{Model, ModelError, ModelRequest};
+use crate::message::ModelResponse;
 use crate::record::Event;
 
 pub struct ReplayModel {

@@ -6,7 +6,8 @@
 
 use async_trait::async_trait;
 
-use super::{ContentBlock, Model, ModelError, ModelRequest, ModelResponse, StopReason, Usage};
+use super::{Model, ModelError, ModelRequest};
+use crate::message::{ContentBlock, ModelResponse, StopReason, Usage};
 use crate::spec::{ScriptTurn, ScriptUsage};
 
 pub struct ScriptModel {

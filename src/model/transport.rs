@@ -12,11 +12,12 @@ use futures::StreamExt;
 use reqwest::header::HeaderMap;
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::ModelError;
 use super::http_errors::chain;
 pub use super::http_errors::{error_message, is_context_error};
 use super::retry::{RetryPolicy, retryable_status, server_delay};
 use super::sse::{SseEvent, SseParser};
-use super::{ModelError, ModelResponse};
+use crate::message::ModelResponse;
 use crate::spec::TimeoutsSpec;
 
 /// A retry about to happen, for the transcript's `retry` event.
@@ -147,7 +148,7 @@ impl Transport {
                 Ok(Ok(mut response)) => {
                     // Many OpenAI-compatible servers ignore include_usage: budgets must
                     // still hold, on an estimate.
-                    crate::model::Usage::estimate_if_missing(&mut response, body.len());
+                    crate::message::Usage::estimate_if_missing(&mut response, body.len());
                     return Ok(response);
                 }
                 Ok(Err(failure)) => failure,

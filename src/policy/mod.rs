@@ -13,8 +13,8 @@ pub mod guardrails;
 mod hidden_code;
 mod path_decision;
 mod path_pattern;
+mod read_denials;
 mod rule;
-pub mod sandbox;
 pub mod shell;
 mod shell_paths;
 mod words;
@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use rule::{KNOWN_TOOLS, Rule, Specifier};
+pub use read_denials::{expressible_read_denial, read_denials};
+pub use rule::{KNOWN_TOOLS, Rule, RuleError, RuleSet, Specifier};
 
-use crate::spec::{PermissionMode, Permissions, Switch};
+use crate::spec::{PermissionMode, Switch};
 use crate::tools::{Subject, Tool};
 
 /// Tools that only touch the run's own state (its plan, the shells it started), allowed
@@ -85,14 +86,14 @@ pub struct Policy {
 impl Policy {
     /// `workspace` and `additional` should be canonical; paths are compared after
     /// resolving symlinks.
-    pub fn new(permissions: &Permissions, workspace: &Path, additional: &[PathBuf]) -> Self {
+    pub fn new(rules: &RuleSet, workspace: &Path, additional: &[PathBuf]) -> Self {
         Policy {
-            allow: permissions.allow.clone(),
-            deny: permissions.deny.clone(),
+            allow: rules.allow.clone(),
+            deny: rules.deny.clone(),
             workspace: workspace.to_path_buf(),
             additional: additional.to_vec(),
-            mode: permissions.mode,
-            guardrails: permissions.guardrails,
+            mode: rules.mode,
+            guardrails: rules.guardrails,
             home: expand::home_dir(),
             protected: Vec::new(),
         }

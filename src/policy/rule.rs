@@ -1,11 +1,14 @@
 //! Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
 //!
-//! Rules are parsed and checked when the spec is loaded, so a typo in a deny rule is a
-//! spec error at its line and column, never a rule that silently matches nothing.
+//! Rules are parsed and checked when the spec is loaded (`run::spec_checks`), so a typo
+//! in a deny rule is a spec error at its line and column, never a rule that silently
+//! matches nothing.
 
 use std::fmt;
 
-use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use crate::spec::{PermissionMode, Permissions, Switch};
 
 /// Tools a rule may name (drover's built-ins and the Claude Code tools specs bring over).
 pub const KNOWN_TOOLS: &[&str] = &[
@@ -51,9 +54,53 @@ pub enum Specifier {
     Domain(String),
 }
 
+/// A task's permissions with its rules parsed: what the policy judges by. The spec holds
+/// the rules as text; [`RuleSet::from_spec`] is where they become rules.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    pub allow: Vec<Rule>,
+    pub deny: Vec<Rule>,
+    pub mode: PermissionMode,
+    pub guardrails: Switch,
+}
+
+/// A rule of a spec that does not parse: which list, which entry, why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("permissions.{list}[{index}]: {message}")]
+pub struct RuleError {
+    /// `allow` or `deny`.
+    pub list: &'static str,
+    pub index: usize,
+    pub message: String,
+}
+
+impl RuleSet {
+    /// Parse the rules of `permissions`; the first that does not parse is the error.
+    pub fn from_spec(permissions: &Permissions) -> Result<RuleSet, RuleError> {
+        let parse = |list: &'static str, texts: &[Spanned<String>]| {
+            texts
+                .iter()
+                .enumerate()
+                .map(|(index, text)| {
+                    Rule::try_from(text.value.clone()).map_err(|message| RuleError {
+                        list,
+                        index,
+                        message,
+                    })
+                })
+                .collect::<Result<Vec<Rule>, RuleError>>()
+        };
+        Ok(RuleSet {
+            allow: parse("allow", &permissions.allow)?,
+            deny: parse("deny", &permissions.deny)?,
+            mode: permissions.mode,
+            guardrails: permissions.guardrails,
+        })
+    }
+}
+
 /// One permission rule, as written and as understood.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     text: String,
     tool: String,

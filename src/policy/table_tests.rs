@@ -101,7 +101,7 @@ pub(super) fn policy(name: &str, fx: &Fixture) -> Policy {
         ),
         other => panic!("no policy {other}"),
     };
-    let permissions = Permissions {
+    let permissions = RuleSet {
         allow: rules(allow),
         deny: rules(deny),
         guardrails: if name == "unguarded" {
@@ -109,7 +109,7 @@ pub(super) fn policy(name: &str, fx: &Fixture) -> Policy {
         } else {
             Switch::On
         },
-        ..Permissions::default()
+        ..RuleSet::default()
     };
     Policy::new(&permissions, &fx.workspace, &[])
 }

@@ -64,10 +64,10 @@ fn policy(allow: &[&str], deny: &[&str]) -> Policy {
             .map(|r| Rule::try_from(r.to_string()).unwrap())
             .collect()
     };
-    let permissions = Permissions {
+    let permissions = RuleSet {
         allow: rules(allow),
         deny: rules(deny),
-        ..Permissions::default()
+        ..RuleSet::default()
     };
     Policy::new(&permissions, Path::new("/ws"), &[])
 }
@@ -158,9 +158,9 @@ fn tools_denied_outright_are_withheld() {
 
 #[test]
 fn plan_mode_offers_only_read_only_tools() {
-    let permissions = Permissions {
+    let permissions = RuleSet {
         mode: PermissionMode::Plan,
-        ..Permissions::default()
+        ..RuleSet::default()
     };
     let p = Policy::new(&permissions, Path::new("/ws"), &[]);
     assert_eq!(p.withholds(&READ), None);
@@ -185,9 +185,9 @@ fn tools_that_touch_only_run_state_are_allowed_unless_denied() {
 
 #[test]
 fn additional_directories_extend_the_read_only_default_and_bare_rules() {
-    let permissions = Permissions {
+    let permissions = RuleSet {
         allow: vec![Rule::try_from("Edit".to_string()).unwrap()],
-        ..Permissions::default()
+        ..RuleSet::default()
     };
     let extra = [std::path::PathBuf::from("/shared/data")];
     let p = Policy::new(&permissions, Path::new("/ws"), &extra);
@@ -219,9 +219,9 @@ fn symlinks_and_dot_dot_cannot_escape_the_workspace() {
     std::fs::write(dir.path().join("secret.txt"), "s").unwrap();
     std::os::unix::fs::symlink(dir.path().join("secret.txt"), ws.join("link.txt")).unwrap();
     let ws = ws.canonicalize().unwrap();
-    let permissions = Permissions {
+    let permissions = RuleSet {
         allow: vec![Rule::try_from("Edit".to_string()).unwrap()],
-        ..Permissions::default()
+        ..RuleSet::default()
     };
     let p = Policy::new(&permissions, &ws, &[]);
     assert!(

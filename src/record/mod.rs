@@ -1,8 +1,6 @@
 //! What a run leaves behind: the transcript, the workspace diff, JUnit XML and summaries.
 
-pub mod base85;
 pub mod chain;
-pub mod diff;
 pub mod github;
 pub mod junit;
 pub mod merge;

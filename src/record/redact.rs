@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
-use crate::policy::sandbox::env::looks_secret;
+use crate::secret_names::looks_secret;
 
 pub use super::redact_safety::{MIN_SECRET_LEN, SkipReason, unsafe_to_redact};
 

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{ContentBlock, StopReason, Usage};
+use crate::message::{ContentBlock, StopReason, Usage};
 use crate::record::Redactor;
 
 /// One transcript event. The `type` names and the fields listed in DESIGN.md are a

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::exec::{self, CommandEnv};
 use crate::record::{CheckReport, Redactor};
+use crate::sandbox::exec::{self, CommandEnv};
 use crate::spec::CheckSpec;
 
 /// When a check sets no timeout.

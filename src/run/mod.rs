@@ -11,6 +11,7 @@ mod replay;
 mod sandbox;
 mod setup;
 pub mod shard;
+pub mod spec_checks;
 mod task;
 mod task_folder;
 mod task_redaction;

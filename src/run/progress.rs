@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
-use crate::model::ContentBlock;
+use crate::message::ContentBlock;
 use crate::record::transcript::{Decision, EventObserver};
 use crate::record::{Event, Status, TaskReport};
 

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::exec::CommandEnv;
-use crate::policy::sandbox::{Launcher, ResourceLimits, SandboxPolicy, TaskSandbox};
+use crate::sandbox::exec::CommandEnv;
+use crate::sandbox::{Launcher, ResourceLimits, SandboxPolicy, TaskSandbox};
 use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, SandboxSpec, Switch};
 
 /// The command environment of one task, alive as long as the task.
@@ -181,13 +181,14 @@ pub async fn task_commands(
     let (network, limits) = setting.unwrap_or_default();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let additional = spec.additional_directories();
+    let rules = super::spec_checks::rule_set(spec).map_err(|e| e.to_string())?;
+    let read_denials = crate::policy::read_denials(&rules.deny, home.as_deref());
     let mut policy = SandboxPolicy::for_task(&TaskSandbox {
         workspace,
         additional: &additional,
         tmpdir: &tmp_path,
-        deny: &spec.spec.permissions.deny,
+        read_denials: &read_denials,
         network,
-        home: home.as_deref(),
         limits: ResourceLimits::from_spec(&limits),
     });
     policy

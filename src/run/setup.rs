@@ -68,7 +68,7 @@ pub async fn run_setup(
     commands
         .env
         .tracker
-        .stop_all_and_wait(crate::exec::STOP_GRACE * 2)
+        .stop_all_and_wait(crate::sandbox::exec::STOP_GRACE * 2)
         .await;
     Ok(stopped.map_or(Ok(()), Err))
 }

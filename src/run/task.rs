@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::agent::{Agent, AgentConfig, ReplayExpectations, system_prompt};
+use crate::message::Usage;
+use crate::model::Model;
 use crate::model::pricing;
 use crate::model::remote::RemoteConfig;
 use crate::model::replay::ReplayModel;
 use crate::model::script::ScriptModel;
-use crate::model::{Model, Usage};
 use crate::policy::Policy;
 use crate::record::transcript::{EventObserver, TranscriptError};
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
@@ -288,7 +289,7 @@ async fn steps(
     let mut model = build_model(&plan);
     report.provider = model.provider().to_string();
     report.model = model.name().to_string();
-    let permissions = &plan.spec.spec.permissions;
+    let rules = super::spec_checks::rule_set(&plan.spec).map_err(|e| e.to_string())?;
     // drover's artifacts and a worktree's `.git` file are off limits to every tool
     // (the OS keeps them out of reach too: see task_folder and restore_git_link).
     let mut protected = workspace.protected();
@@ -301,12 +302,8 @@ async fn steps(
     if !workspace.dir.starts_with(&artifacts_dir) {
         protected.push(artifacts_dir);
     }
-    let policy = Policy::new(
-        permissions,
-        &workspace.dir,
-        &plan.spec.additional_directories(),
-    )
-    .with_protected(protected);
+    let policy = Policy::new(&rules, &workspace.dir, &plan.spec.additional_directories())
+        .with_protected(protected);
     let mut registry = Registry::builtin().map_err(|e| e.to_string())?;
     registry.retain(|tool| policy.withholds(tool).is_none());
     let runs_commands = registry.names().iter().any(|name| name == "Bash");
@@ -327,7 +324,7 @@ async fn steps(
     let mut file_thread = None;
     if sandbox_on {
         let policy = commands.policy.clone();
-        match ConfinedThread::start(move || crate::policy::sandbox::enforce_files(&policy)) {
+        match ConfinedThread::start(move || crate::sandbox::enforce_files(&policy)) {
             Ok(thread) => file_thread = Some(thread),
             Err(reason) => {
                 if commands.unavailable.is_none() {
@@ -491,7 +488,7 @@ async fn steps(
     if !commands
         .env
         .tracker
-        .stop_all_and_wait(crate::exec::STOP_GRACE * 2)
+        .stop_all_and_wait(crate::sandbox::exec::STOP_GRACE * 2)
         .await
     {
         return Err(format!(
@@ -590,7 +587,7 @@ async fn steps(
             commands
                 .env
                 .tracker
-                .stop_all_and_wait(crate::exec::STOP_GRACE * 2)
+                .stop_all_and_wait(crate::sandbox::exec::STOP_GRACE * 2)
                 .await;
         }
         // Expectations are reported like checks and fail the task like them.

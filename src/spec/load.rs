@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::{Budget, Location, Options, Spanned};
 
-use super::types::{ModelSpec, Provider, TaskSpec};
-use crate::model::pricing;
+use super::types::{Provider, TaskSpec};
 
 /// A spec that parsed and validated, with what the runner needs to know about its file.
 #[derive(Debug, Clone)]
@@ -59,7 +58,8 @@ pub struct Position {
 }
 
 impl Position {
-    fn at(path: &Path, location: Option<Location>) -> Self {
+    /// `location` in `path`; line and column 1 when the parser gave none.
+    pub fn at(path: &Path, location: Option<Location>) -> Self {
         let (line, column) = location.map_or((1, 1), |l| (l.line().max(1), l.column().max(1)));
         Position {
             path: path.to_path_buf(),
@@ -306,7 +306,7 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
         return Err(invalid("model.max_tokens must be at least 1".into()));
     }
     if let Some(limit) = &spec.limits.max_cost_usd {
-        budget_is_priced(path, &model.value, limit)?;
+        budget_is_positive(path, limit)?;
     }
     if let Some(limit) = spec.limits.max_tokens.as_ref().filter(|l| l.value == 0) {
         return Err(SpecError::Invalid {
@@ -337,29 +337,17 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
     Ok(())
 }
 
-/// `limits.max_cost_usd` is a positive amount, and the runner can price the model: a
-/// budget it cannot measure would never stop anything.
-fn budget_is_priced(path: &Path, model: &ModelSpec, limit: &Spanned<f64>) -> Result<(), SpecError> {
-    let invalid = |message: String| SpecError::Invalid {
-        position: Position::at(path, Some(limit.referenced)),
-        message,
-    };
+/// `limits.max_cost_usd` is a positive amount. (That the runner can price the model is
+/// checked by `run::spec_checks`, which knows the price table.)
+fn budget_is_positive(path: &Path, limit: &Spanned<f64>) -> Result<(), SpecError> {
     if !(limit.value.is_finite() && limit.value > 0.0) {
-        return Err(invalid(format!(
-            "limits.max_cost_usd must be a positive number, not {}",
-            limit.value
-        )));
-    }
-    let name = model.name.as_deref().unwrap_or_default();
-    if pricing::resolve(model.provider.as_str(), name, model.pricing.as_ref()).is_none() {
-        let which = if name.is_empty() {
-            "no model.name is given".to_string()
-        } else {
-            format!("drover's pricing table has no price for model {name:?}")
-        };
-        return Err(invalid(format!(
-            "limits.max_cost_usd needs the model's price, but {which}; add model.pricing: {{ input: …, output: …, cache_write: …, cache_read: … }} (USD per million tokens)"
-        )));
+        return Err(SpecError::Invalid {
+            position: Position::at(path, Some(limit.referenced)),
+            message: format!(
+                "limits.max_cost_usd must be a positive number, not {}",
+                limit.value
+            ),
+        });
     }
     Ok(())
 }

@@ -5,12 +5,14 @@ mod connection;
 mod expect;
 mod limits;
 mod load;
+mod pricing;
 mod types;
 
 pub use connection::{RetrySpec, TimeoutsSpec};
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use limits::{LimitValue, LimitsSpec};
-pub use load::{LoadedSpec, SpecError, collect_spec_files, load, load_all, parse};
+pub use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
+pub use pricing::Pricing;
 pub use types::{
     CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
     Permissions, Provider, SandboxSettings, SandboxSpec, ScriptToolCall, ScriptTurn, ScriptUsage,

@@ -9,8 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use crate::model::pricing::Pricing;
-use crate::policy::Rule;
+use super::Pricing;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -222,10 +221,12 @@ fn empty_object() -> Value {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Permissions {
+    /// Rules as written (`Bash(cargo test *)`), each with its position; the policy parses
+    /// them (see `policy::RuleSet`).
     #[serde(default)]
-    pub allow: Vec<Rule>,
+    pub allow: Vec<Spanned<String>>,
     #[serde(default)]
-    pub deny: Vec<Rule>,
+    pub deny: Vec<Spanned<String>>,
     /// `plan` offers only read-only tools: the model can look but not touch.
     #[serde(default)]
     pub mode: PermissionMode,

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::exec::{
+use crate::sandbox::exec::{
     Capture, CommandEnv, STOP_GRACE, Stopper, lock as lock_capture, pump, spawn_shell,
 };
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::shell_state::{CwdChange, CwdProbe};
 use super::text::{cut_middle, parse_input};
 use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
-use crate::exec::{ShellOutcome, run_shell_with_env};
+use crate::sandbox::exec::{ShellOutcome, run_shell_with_env};
 
 /// Default timeout in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;

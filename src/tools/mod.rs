@@ -34,7 +34,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::exec::CommandEnv;
+use crate::sandbox::exec::CommandEnv;
 use crate::workspace::{FileStateCache, Roots};
 
 pub use background::BackgroundShells;

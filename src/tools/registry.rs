@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Tool;
-use crate::model::ToolDefinition;
+use crate::message::ToolDefinition;
 
 /// A tool with its compiled input validator.
 struct Entry {

@@ -146,7 +146,7 @@ fn an_unopenable_root_fails_every_operation_under_it() {
 
 #[test]
 fn a_confined_thread_stops_what_the_path_logic_lets_through() {
-    use crate::policy::sandbox::{SandboxPolicy, enforce_files};
+    use crate::sandbox::{SandboxPolicy, enforce_files};
     use crate::workspace::confined::ConfinedThread;
     let (_ws, root, _o, outside) = setup();
     let denied = tempfile::tempdir().unwrap();

@@ -7,6 +7,7 @@ pub mod baseline;
 pub mod beneath;
 pub mod confined;
 pub mod copy;
+pub mod diff;
 pub mod file_state;
 pub mod leftovers;
 pub mod paths;

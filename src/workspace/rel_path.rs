@@ -98,7 +98,7 @@ impl fmt::Display for RelPath {
         if self.shows_verbatim() {
             f.write_str(&String::from_utf8_lossy(&self.0))
         } else {
-            f.write_str(&crate::record::diff::quote_path(&self.0))
+            f.write_str(&crate::workspace::diff::quote_path(&self.0))
         }
     }
 }

@@ -2,7 +2,7 @@ use super::*;
 
 #[test]
 fn an_unreadable_file_is_named_and_the_rest_is_kept() {
-    use crate::policy::sandbox::{SandboxPolicy, enforce_files};
+    use crate::sandbox::{SandboxPolicy, enforce_files};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(root.join("locked")).unwrap();

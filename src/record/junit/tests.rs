@@ -6,7 +6,7 @@ use std::time::Duration as StdDuration;
 use serde_json::json;
 
 use super::*;
-use crate::model::Usage;
+use crate::message::Usage;
 use crate::record::{Denial, EndReason};
 
 pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> TaskReport {

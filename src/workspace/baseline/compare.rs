@@ -60,6 +60,7 @@ impl Baseline {
         // Directories that cannot be listed now: what they held at the start counts as
         // unchanged (reported), not deleted.
         let mut unlisted: Vec<RelPath> = Vec::new();
+        let mut cursor = 0;
         let rules: &StartRules = &self.rules;
         walk(
             &self.root,
@@ -93,17 +94,17 @@ impl Baseline {
                 {
                     return Ok(());
                 }
-                let position = self.entries.position(&walked.relative);
+                let position = self.entries.position_from(&walked.relative, &mut cursor);
                 if let Some(at) = position {
                     seen[at] = true;
                 }
                 let before = position
                     .and_then(|at| self.entries.at(at))
                     .map(|(_, entry)| entry);
-                let at = self.root.join(walked.relative.to_path());
                 if before.is_some_and(|entry| entry.stat == stat) {
                     return Ok(());
                 }
+                let at = self.root.join(walked.relative.to_path());
                 let now = if walked.kind == Kind::Symlink {
                     roots.read_link(&at).map(|target| Now {
                         mode: MODE_SYMLINK,

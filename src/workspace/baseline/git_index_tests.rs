@@ -35,7 +35,7 @@ fn reads_every_index_version_with_blob_ids() {
         let b = &index.entries[&RelPath::from("dir/b.txt")];
         assert_eq!(
             crate::digest::hex(&b.id),
-            crate::record::diff::blob_id(b"dir/b.txt")
+            crate::workspace::diff::blob_id(b"dir/b.txt")
         );
         assert_eq!(b.mode, 0o100644);
     }

@@ -3,7 +3,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
@@ -43,7 +43,7 @@ pub enum Listing {
 pub fn list_dir(root_fd: &OwnedFd, root: &Path, relative: &RelPath) -> Listing {
     let at = root.join(relative.to_path());
     match open_dir_beneath(root_fd, relative) {
-        Ok(fd) => match list(&fd, &at, relative) {
+        Ok(fd) => match list(fd, &at, relative) {
             Ok(entries) => Listing::Entries(entries),
             Err(error) => Listing::Unreadable(error),
         },
@@ -68,11 +68,12 @@ fn open_dir_beneath(root_fd: &OwnedFd, relative: &RelPath) -> rustix::io::Result
 }
 
 /// The entries of the open directory `fd`, files `stat`ed, sorted in reverse name order
-/// (the walk pops from the end).
-pub fn list(fd: &OwnedFd, shown: &Path, relative: &RelPath) -> io::Result<Vec<Child>> {
+/// (the walk pops from the end). Takes the descriptor: reading from a borrowed one would
+/// cost a second open of the directory.
+pub fn list(fd: OwnedFd, shown: &Path, relative: &RelPath) -> io::Result<Vec<Child>> {
     let mut children = Vec::new();
-    let dir = Dir::read_from(fd).map_err(|e| named(shown, e.into()))?;
-    for entry in dir {
+    let mut dir = Dir::new(fd).map_err(|e| named(shown, e.into()))?;
+    while let Some(entry) = dir.read() {
         let entry = entry.map_err(|e| named(shown, e.into()))?;
         let name = entry.file_name();
         if name == c"." || name == c".." {
@@ -81,6 +82,7 @@ pub fn list(fd: &OwnedFd, shown: &Path, relative: &RelPath) -> io::Result<Vec<Ch
         let mut kind = kind_of(entry.file_type());
         let mut stat = None;
         if kind != Kind::Dir {
+            let fd = dir.fd().map_err(|e| named(shown, e.into()))?;
             match stat_at(fd, name) {
                 Ok(found) => {
                     kind = kind_of(FileType::from_raw_mode(found.st_mode));
@@ -102,7 +104,7 @@ pub fn list(fd: &OwnedFd, shown: &Path, relative: &RelPath) -> io::Result<Vec<Ch
     Ok(children)
 }
 
-fn stat_at(fd: &OwnedFd, name: &CStr) -> rustix::io::Result<rustix::fs::Stat> {
+fn stat_at(fd: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<rustix::fs::Stat> {
     rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
 }
 

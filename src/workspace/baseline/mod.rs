@@ -213,6 +213,7 @@ impl Baseline {
         let mut excluded_paths = HashSet::new();
         let mut unreadable = Vec::new();
         let mut leftovers = Vec::new();
+        let mut index_cursor = 0;
         walk(
             &root,
             excluded,
@@ -240,8 +241,8 @@ impl Baseline {
                     excluded_paths.insert(path_key(&walked.relative));
                     return Ok(());
                 }
-                let at = root.join(walked.relative.to_path());
                 let read = if walked.kind == Kind::Symlink {
+                    let at = root.join(walked.relative.to_path());
                     roots.read_link(&at).map(|target| Entry {
                         mode: MODE_SYMLINK,
                         content: Content::Link(os_bytes(&target)),
@@ -249,11 +250,15 @@ impl Baseline {
                     })
                 } else if walked.kind == Kind::File {
                     let clean = index.as_ref().and_then(|index| {
-                        let entry = index.entries.get(&walked.relative)?;
+                        let at = index
+                            .entries
+                            .position_from(&walked.relative, &mut index_cursor)?;
+                        let (_, entry) = index.entries.at(at)?;
                         (entry.mode == git_mode(&stat) && entry.stat.matches(&stat, index.written))
                             .then_some(BlobId(entry.id))
                     });
-                    start_file(&roots, &store, &at, stat, clean, origin_dir.is_some())
+                    let at = || root.join(walked.relative.to_path());
+                    start_file(&roots, &store, at, stat, clean, origin_dir.is_some())
                 } else {
                     return Ok(());
                 };
@@ -321,7 +326,7 @@ impl Baseline {
 fn start_file(
     roots: &Roots,
     store: &Store,
-    at: &Path,
+    at: impl FnOnce() -> PathBuf,
     stat: StatKey,
     clean: Option<BlobId>,
     origin: bool,
@@ -335,18 +340,20 @@ fn start_file(
             source: Source::Git,
         }
     } else if origin {
-        let mut file = roots.open_file(at)?;
+        let at = at();
+        let mut file = roots.open_file(&at)?;
         let id =
-            store::hash_reader(&mut file, stat.size).map_err(|e| super::snapshot::named(at, e))?;
+            store::hash_reader(&mut file, stat.size).map_err(|e| super::snapshot::named(&at, e))?;
         Content::Blob {
             id,
             source: Source::Origin,
         }
     } else {
-        let mut file = roots.open_file(at)?;
+        let at = at();
+        let mut file = roots.open_file(&at)?;
         let id = store
             .put(&mut file, stat.size)
-            .map_err(|e| super::snapshot::named(at, e))?;
+            .map_err(|e| super::snapshot::named(&at, e))?;
         Content::Blob {
             id,
             source: Source::Store,

@@ -6,7 +6,7 @@ use std::io::{self, Read};
 
 use super::git_objects::GitObjects;
 use super::{Baseline, BlobId, Comparison, Content, Entry, MAX_DIFFED_FILE, Source};
-use crate::record::diff::path_patch;
+use crate::workspace::diff::path_patch;
 use crate::workspace::snapshot::{FileEntry, MODE_SYMLINK};
 use crate::workspace::{RelPath, Roots};
 

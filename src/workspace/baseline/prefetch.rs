@@ -1,9 +1,9 @@
 //! Listing directories ahead of the walk on a second thread. Listing (an open, a
 //! `getdents`, a `stat` per file) is most of a walk's cost and independent of the rest,
 //! so a helper lists the directories the walk will need next while the walk judges and
-//! records what it has. The walk never waits for the helper unless the helper is
-//! listing that very directory; otherwise it lists it itself. At most [`AHEAD`] listings
-//! wait to be taken, so memory stays bounded.
+//! records what it has. When the walk reaches a directory the helper is still listing,
+//! it lists the next wanted one itself meanwhile, so both threads list. At most
+//! [`AHEAD`] listings wait to be taken, so memory stays bounded.
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
@@ -25,6 +25,8 @@ struct State {
     /// Listings done by the helper, not taken yet.
     done: HashMap<RelPath, Listing>,
     finished: bool,
+    /// Threads waiting on [`Prefetcher::changed`].
+    waiting: usize,
 }
 
 /// Shared by the walk and its helper thread.
@@ -32,6 +34,20 @@ struct State {
 pub struct Prefetcher {
     state: Mutex<State>,
     changed: Condvar,
+}
+
+impl State {
+    /// The next wanted directory no one has claimed, claimed now; none while
+    /// [`AHEAD`] listings already wait to be taken.
+    fn claim_wanted(&mut self) -> Option<RelPath> {
+        while self.done.len() < AHEAD {
+            let next = self.wanted.pop()?;
+            if self.claimed.insert(next.clone()) {
+                return Some(next);
+            }
+        }
+        None
+    }
 }
 
 impl Prefetcher {
@@ -43,23 +59,57 @@ impl Prefetcher {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The listing of `relative`: the helper's if it has it (waiting only while it is
-    /// listing it), else made here.
+    /// Wait for a change, counted so that changes nobody waits for cost no wake-up.
+    fn wait<'a>(&'a self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        state.waiting += 1;
+        let mut state = self
+            .changed
+            .wait(state)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        state.waiting -= 1;
+        state
+    }
+
+    fn notify(&self, state: &State) {
+        if state.waiting > 0 {
+            self.changed.notify_all();
+        }
+    }
+
+    /// List `next` (claimed by the caller) without the lock held, then hand it over.
+    fn list_claimed<'a>(
+        &'a self,
+        state: MutexGuard<'a, State>,
+        root_fd: &OwnedFd,
+        root: &Path,
+        next: RelPath,
+    ) -> MutexGuard<'a, State> {
+        drop(state);
+        let listing = list_dir(root_fd, root, &next);
+        let mut state = self.lock();
+        state.done.insert(next, listing);
+        self.notify(&state);
+        state
+    }
+
+    /// The listing of `relative`: the helper's if it has it, else made here. While the
+    /// helper is still listing it, this thread lists the next wanted directory rather
+    /// than wait, so both threads stay busy.
     pub fn listing(&self, root_fd: &OwnedFd, root: &Path, relative: &RelPath) -> Listing {
         let mut state = self.lock();
         loop {
             if let Some(listing) = state.done.remove(relative) {
-                self.changed.notify_all();
+                self.notify(&state);
                 return listing;
             }
             if !state.claimed.contains(relative) {
                 state.claimed.insert(relative.clone());
                 break;
             }
-            state = self
-                .changed
-                .wait(state)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            state = match state.claim_wanted() {
+                Some(next) => self.list_claimed(state, root_fd, root, next),
+                None => self.wait(state),
+            };
         }
         drop(state);
         list_dir(root_fd, root, relative)
@@ -68,42 +118,29 @@ impl Prefetcher {
     /// The walk will need these directories, the first of `soon` first.
     pub fn look_ahead(&self, soon: impl DoubleEndedIterator<Item = RelPath>) {
         let mut state = self.lock();
+        let before = state.wanted.len();
         state.wanted.extend(soon.rev());
-        self.changed.notify_all();
+        if state.wanted.len() > before {
+            self.notify(&state);
+        }
     }
 
     /// The helper's loop: list what is wanted until [`Prefetcher::finish`].
     pub fn run(&self, root_fd: &OwnedFd, root: &Path) {
         let mut state = self.lock();
-        loop {
-            if state.finished {
-                return;
-            }
-            if state.done.len() >= AHEAD || state.wanted.is_empty() {
-                state = self
-                    .changed
-                    .wait(state)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                continue;
-            }
-            let Some(next) = state.wanted.pop() else {
-                continue;
+        while !state.finished {
+            state = match state.claim_wanted() {
+                Some(next) => self.list_claimed(state, root_fd, root, next),
+                None => self.wait(state),
             };
-            if !state.claimed.insert(next.clone()) {
-                continue;
-            }
-            drop(state);
-            let listing = list_dir(root_fd, root, &next);
-            state = self.lock();
-            state.done.insert(next, listing);
-            self.changed.notify_all();
         }
     }
 
     /// Stop the helper (the walk is over, or gave up).
     pub fn finish(&self) {
-        self.lock().finished = true;
-        self.changed.notify_all();
+        let mut state = self.lock();
+        state.finished = true;
+        self.notify(&state);
     }
 }
 

@@ -31,6 +31,20 @@ impl<V> SortedPaths<V> {
         self.items.binary_search_by(|(p, _)| p.cmp(path)).ok()
     }
 
+    /// [`SortedPaths::position`] for lookups made in about sorted order (a walk's):
+    /// `cursor` is just past the last one found, and the entry there is tried before a
+    /// binary search, so an in-order lookup costs one comparison.
+    pub fn position_from(&self, path: &RelPath, cursor: &mut usize) -> Option<usize> {
+        let found = match self.items.get(*cursor) {
+            Some((at_cursor, _)) if at_cursor == path => Some(*cursor),
+            _ => self.position(path),
+        };
+        if let Some(at) = found {
+            *cursor = at + 1;
+        }
+        found
+    }
+
     pub fn get(&self, path: &RelPath) -> Option<&V> {
         self.position(path).map(|at| &self.items[at].1)
     }
@@ -81,5 +95,29 @@ mod tests {
         assert_eq!(map.get(&RelPath::from("b/c")), Some(&1));
         assert_eq!(map.position(&RelPath::from("a/b")), Some(1));
         assert!(map.get(&RelPath::from("zzz")).is_none());
+    }
+
+    #[test]
+    fn lookups_from_a_cursor_find_what_a_binary_search_finds() {
+        let map = SortedPaths::from_unsorted(vec![
+            (RelPath::from("a.txt"), 0),
+            (RelPath::from("a/b"), 1),
+            (RelPath::from("b"), 2),
+        ]);
+        let mut cursor = 0;
+        // Walk order ("a/b" before "a.txt") is not byte order: both are still found.
+        for (path, expected) in [
+            ("a/b", Some(1)),
+            ("a.txt", Some(0)),
+            ("zz", None),
+            ("b", Some(2)),
+        ] {
+            assert_eq!(
+                map.position_from(&RelPath::from(path), &mut cursor),
+                expected,
+                "{path}"
+            );
+        }
+        assert_eq!(cursor, 3);
     }
 }

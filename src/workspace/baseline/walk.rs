@@ -68,7 +68,8 @@ pub fn walk(
         Mode::empty(),
     )
     .map_err(|e| named(root, e.into()))?;
-    let top = list(&root_fd, root, &RelPath::root())?;
+    let top_fd = root_fd.try_clone().map_err(|e| named(root, e))?;
+    let top = list(top_fd, root, &RelPath::root())?;
     if let Rules::Learn(learned, roots) = &mut rules {
         learned.learn_dir(roots, &RelPath::root(), &|name| holds(&top, name));
     }

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group};
 
-use crate::policy::sandbox::Launcher;
-use crate::policy::sandbox::env::scrub;
+use crate::sandbox::Launcher;
+use crate::sandbox::env::scrub;
 
 mod tracker;
 pub use tracker::{ProcessTracker, Token};

@@ -15,9 +15,13 @@
 //! can only name a fixed path. Deny rules with glob characters (`Read(**/*.pem)`) or
 //! relative to the workspace (`Read(.env)`) stay enforced by the permission rules only,
 //! for drover's own tools; a program run by Bash can still read those files.
+//!
+//! This module knows nothing of permission rules: the policy turns them into plain
+//! facts (writable paths, denied paths, network) and the sandbox enforces those.
 
 mod enforce;
 pub mod env;
+pub mod exec;
 pub mod launcher;
 pub mod limits;
 pub mod own_environ;
@@ -26,11 +30,9 @@ pub mod supervise;
 #[cfg(test)]
 mod tests;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-
-use super::{Rule, Specifier};
 
 pub use enforce::enforce_files;
 pub use launcher::{Launcher, sandbox_exec_main};
@@ -72,33 +74,28 @@ pub struct TaskSandbox<'a> {
     pub additional: &'a [PathBuf],
     /// The task's private temporary directory (`TMPDIR`).
     pub tmpdir: &'a Path,
-    /// The spec's deny rules; the Read ones with a fixed absolute path become denials.
-    pub deny: &'a [Rule],
+    /// Absolute paths the policy wants unreadable (from Read deny rules that name a
+    /// fixed path); those inside a writable directory are dropped (see below).
+    pub read_denials: &'a [PathBuf],
     /// `sandbox.network`.
     pub network: bool,
-    /// The home directory `~/` patterns expand to (None: such patterns are left out).
-    pub home: Option<&'a Path>,
     /// `sandbox.limits` over the defaults.
     pub limits: ResourceLimits,
 }
 
 impl SandboxPolicy {
     /// The policy of one task: writes in the workspace, the additional directories, the
-    /// private temporary directory and the usual device files; reads denied where a Read
-    /// deny rule names a fixed absolute path that is not inside a writable directory (a
-    /// command could move a file out of a writable directory and read it there).
+    /// private temporary directory and the usual device files; reads denied at each of
+    /// `read_denials` that is not inside a writable directory (a command could move a
+    /// file out of a writable directory and read it there).
     pub fn for_task(task: &TaskSandbox<'_>) -> Self {
         let mut writable = vec![task.workspace.to_path_buf()];
         writable.extend(task.additional.iter().cloned());
         writable.push(canonical_prefix(task.tmpdir));
         writable.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
         let mut read_denied: Vec<PathBuf> = Vec::new();
-        for path in task
-            .deny
-            .iter()
-            .filter_map(|rule| expressible_read_denial(rule, task.home))
-        {
-            let path = canonical_prefix(&path);
+        for path in task.read_denials {
+            let path = canonical_prefix(path);
             let inside_writable = writable.iter().any(|dir| path.starts_with(dir));
             if path != Path::new("/") && !inside_writable && !read_denied.contains(&path) {
                 read_denied.push(path);
@@ -122,35 +119,6 @@ impl SandboxPolicy {
             "limits": self.limits,
         })
     }
-}
-
-/// The absolute path a deny rule of the Read family names, when Landlock can express it:
-/// `Read(//abs/path)` or `Read(~/path)` with no glob characters (a trailing `/**` or `/`
-/// names the directory itself). None for every other rule.
-pub fn expressible_read_denial(rule: &Rule, home: Option<&Path>) -> Option<PathBuf> {
-    if rule.tool() != "Read" {
-        return None;
-    }
-    let Some(Specifier::Path(pattern)) = rule.specifier() else {
-        return None;
-    };
-    let trimmed = pattern.as_str().trim_end_matches("/**");
-    let trimmed = trimmed.trim_end_matches('/');
-    if trimmed.contains(['*', '?', '[', ']', '{', '}', '\\']) {
-        return None;
-    }
-    let path = if let Some(abs) = trimmed.strip_prefix("//") {
-        PathBuf::from(format!("/{abs}"))
-    } else if let Some(rest) = trimmed.strip_prefix("~/") {
-        home?.join(rest)
-    } else {
-        return None;
-    };
-    // `..` would make the path mean something else once symlinks are resolved.
-    if path.components().any(|c| c == Component::ParentDir) {
-        return None;
-    }
-    Some(path)
 }
 
 /// `path` with its longest existing prefix canonicalized (symlinks resolved), the rest

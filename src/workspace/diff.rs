@@ -3,6 +3,7 @@
 //! workspace. Binary files travel as `GIT binary patch` literals; output is byte-for-byte
 //! deterministic (paths sorted, no timestamps).
 
+mod base85;
 mod blob_id;
 
 use std::fmt::Write as _;
@@ -13,7 +14,6 @@ use similar::{Algorithm, TextDiff, udiff::UnifiedHunkHeader};
 use blob_id::NULL_ID;
 pub use blob_id::blob_id;
 
-use crate::record::base85;
 use crate::workspace::RelPath;
 #[cfg(test)]
 use crate::workspace::Snapshot;

@@ -1,0 +1,138 @@
+//! The checks of a loaded spec that need more than the spec's own grammar: its
+//! permission rules parse (the policy's grammar) and a cost budget has a price (the
+//! model layer's table). `spec` holds plain data and knows neither, so every command
+//! that loads specs runs these next; the errors still name the file, line and column.
+
+use crate::model::pricing;
+use crate::policy::RuleSet;
+use crate::spec::{LoadedSpec, Position, SpecError};
+
+/// Every spec's problems, in order; empty when all are fine.
+pub fn check_all(specs: &[LoadedSpec]) -> Vec<SpecError> {
+    specs.iter().filter_map(|spec| check(spec).err()).collect()
+}
+
+/// The first problem of `loaded`, if any.
+pub fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
+    rule_set(loaded)?;
+    budget_is_priced(loaded)
+}
+
+/// The spec's permission rules, parsed; a rule that does not parse is an error at its
+/// line and column.
+pub fn rule_set(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
+    let permissions = &loaded.spec.permissions;
+    RuleSet::from_spec(permissions).map_err(|error| {
+        let list = if error.list == "allow" {
+            &permissions.allow
+        } else {
+            &permissions.deny
+        };
+        let location = list.get(error.index).map(|rule| rule.referenced);
+        SpecError::Invalid {
+            position: Position::at(&loaded.path, location),
+            message: error.message,
+        }
+    })
+}
+
+/// `limits.max_cost_usd` needs the model's price: a budget drover cannot measure would
+/// never stop anything.
+fn budget_is_priced(loaded: &LoadedSpec) -> Result<(), SpecError> {
+    let Some(limit) = &loaded.spec.limits.max_cost_usd else {
+        return Ok(());
+    };
+    let model = &loaded.spec.model.value;
+    let name = model.name.as_deref().unwrap_or_default();
+    if pricing::resolve(model.provider.as_str(), name, model.pricing.as_ref()).is_some() {
+        return Ok(());
+    }
+    let which = if name.is_empty() {
+        "no model.name is given".to_string()
+    } else {
+        format!("drover's pricing table has no price for model {name:?}")
+    };
+    Err(SpecError::Invalid {
+        position: Position::at(&loaded.path, Some(limit.referenced)),
+        message: format!(
+            "limits.max_cost_usd needs the model's price, but {which}; add model.pricing: {{ input: …, output: …, cache_write: …, cache_read: … }} (USD per million tokens)"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(text: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.yaml");
+        std::fs::write(&path, text).unwrap();
+        let loaded = crate::spec::load(&path).unwrap();
+        check(&loaded).unwrap_err().to_string()
+    }
+
+    const PRICED: &str = "version: 1
+name: budgeted
+prompt: p
+model:
+  provider: anthropic
+  name: MODEL
+limits:
+  max_turns: 5
+  max_cost_usd: 2.5
+";
+
+    #[test]
+    fn a_budget_for_an_unpriced_model_is_an_error_at_the_budget() {
+        let error = error_of(&PRICED.replace("MODEL", "my-private-model"));
+        assert!(error.contains("bad.yaml:9:17"), "{error}");
+        assert!(
+            error.contains("limits.max_cost_usd needs the model's price"),
+            "{error}"
+        );
+        assert!(error.contains("\"my-private-model\""), "{error}");
+        assert!(error.contains("model.pricing"), "{error}");
+        let error = error_of(&PRICED.replace("  name: MODEL\n", ""));
+        assert!(error.contains("bad.yaml:8:17"), "{error}");
+        assert!(error.contains("no model.name"), "{error}");
+    }
+
+    #[test]
+    fn a_budget_is_fine_for_known_or_explicitly_priced_models() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            crate::spec::load(&path).unwrap()
+        };
+        let known = write(
+            "a.yaml",
+            &PRICED.replace("MODEL", "claude-sonnet-4-5-20250929"),
+        );
+        assert!(check(&known).is_ok());
+        let priced = write(
+            "b.yaml",
+            &PRICED.replace(
+                "  name: MODEL\n",
+                "  name: my-private-model\n  pricing: { input: 1, output: 2 }\n",
+            ),
+        );
+        assert!(check(&priced).is_ok());
+    }
+
+    #[test]
+    fn a_rule_that_does_not_parse_is_an_error_at_its_line_and_column() {
+        let spec = "version: 1\nname: t\nprompt: p\nmodel: { provider: script, script: [{ text: hi }] }\npermissions:\n  allow: [Read]\n  deny:\n    - Bash(git push *)\n    - \"Bash(rm -rf\"\n";
+        let error = error_of(spec);
+        assert!(error.contains("bad.yaml:9:7"), "{error}");
+        assert!(error.contains("malformed permission rule"), "{error}");
+        let error = error_of(
+            &spec
+                .replace("\"Bash(rm -rf\"", "\"Bash(ok)\"")
+                .replace("[Read]", "[Read, \"Edt(src/**)\"]"),
+        );
+        assert!(error.contains("bad.yaml:6:17"), "{error}");
+        assert!(error.contains("unknown tool"), "{error}");
+    }
+}
