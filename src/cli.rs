@@ -56,7 +56,7 @@ pub enum Command {
     /// debugging and benchmark aid. Exits 0, or 1 when the result is an error.
     Tool(ToolArgs),
     /// Time Grep and Glob as whole processes against rg and fd on a large tree.
-    Bench(BenchArgs),
+    Bench(crate::bench::BenchArgs),
 }
 
 /// The sandbox launcher's arguments (see `sandbox::launcher`).
@@ -84,29 +84,6 @@ pub struct ToolArgs {
     /// The workspace relative paths resolve against (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// The tree to search (default: ~/.cargo/registry/src).
-    #[arg(long, value_name = "DIR")]
-    pub tree: Option<PathBuf>,
-    /// Timed runs per case and program, after one warm-up; the median is reported.
-    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub runs: u16,
-    /// Exit 1 when a case misses its goal (default: report only).
-    #[arg(long)]
-    pub check: bool,
-    /// Measure whole runs on git repositories drover builds (see --sizes) and on a 2 GB
-    /// sparse file, against `git status` and `cp -r --reflink=auto`, instead of the tools.
-    #[arg(long)]
-    pub workspace: bool,
-    /// Where --workspace builds its repositories (kept for later runs).
-    #[arg(long, value_name = "DIR", default_value = "drover-bench-workspaces")]
-    pub scratch: PathBuf,
-    /// The repository sizes --workspace builds, in files.
-    #[arg(long, value_name = "N,N,…", value_delimiter = ',', default_values_t = [1000, 10000, 100000])]
-    pub sizes: Vec<usize>,
 }
 
 #[derive(Debug, Args)]

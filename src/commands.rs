@@ -309,8 +309,8 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
     let workspace = workspace_dir.canonicalize().unwrap_or(workspace_dir);
     let policy = Policy::new(&rules, &workspace, &loaded.additional_directories());
     let decision = policy
-        .withholds(tool.as_ref())
-        .unwrap_or_else(|| policy.decide(tool.as_ref(), &input));
+        .withholds(&tool.tool_facts())
+        .unwrap_or_else(|| policy.decide(&tool.facts(&input)));
     let output = json!({
         "tool": tool_name,
         "decision": if decision.allowed { "allow" } else { "deny" },

@@ -24,3 +24,6 @@ pub mod workspace;
 
 /// The version recorded in every transcript's `run_start` event.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[cfg(test)]
+mod layers_tests;

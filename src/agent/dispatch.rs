@@ -67,7 +67,7 @@ pub fn prepare(
     if let Err(message) = registry.validate(&call.name, &call.input) {
         return (Prepared::Done(ToolOutput::error(message)), None);
     }
-    let decision = policy.decide_in(tool.as_ref(), &call.input, cwd);
+    let decision = policy.decide_in(&tool.facts(&call.input), cwd);
     let verdict = Verdict {
         allowed: decision.allowed,
         rule: decision.rule.clone(),

@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use super::*;
 use crate::model::script::ScriptModel;
 use crate::policy::RuleSet;
+use crate::policy::Subject;
 use crate::spec::{ScriptToolCall, ScriptTurn};
-use crate::tools::{Subject, Tool};
+use crate::tools::Tool;
 
 /// A tool that logs when it starts and ends, sleeping `millis` from its input between.
 struct Timed {

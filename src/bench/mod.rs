@@ -9,9 +9,35 @@ mod workspace;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::BenchArgs;
+use clap::Args;
+
 use crate::exit;
 use cases::{Case, Reference};
+
+#[derive(Debug, Args)]
+/// `drover bench`'s options. They live here, not in `cli`, so the bench depends on
+/// nothing above it; `cli` embeds them as the subcommand's arguments.
+pub struct BenchArgs {
+    /// The tree to search (default: ~/.cargo/registry/src).
+    #[arg(long, value_name = "DIR")]
+    pub tree: Option<PathBuf>,
+    /// Timed runs per case and program, after one warm-up; the median is reported.
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub runs: u16,
+    /// Exit 1 when a case misses its goal (default: report only).
+    #[arg(long)]
+    pub check: bool,
+    /// Measure whole runs on git repositories drover builds (see --sizes) and on a 2 GB
+    /// sparse file, against `git status` and `cp -r --reflink=auto`, instead of the tools.
+    #[arg(long)]
+    pub workspace: bool,
+    /// Where --workspace builds its repositories (kept for later runs).
+    #[arg(long, value_name = "DIR", default_value = "drover-bench-workspaces")]
+    pub scratch: PathBuf,
+    /// The repository sizes --workspace builds, in files.
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',', default_values_t = [1000, 10000, 100000])]
+    pub sizes: Vec<usize>,
+}
 
 /// Run every case and print the table. Exits 0 when it could measure (a missing reference
 /// program only skips its cases), 2 for a bad tree, 3 when drover itself failed, and with

@@ -9,6 +9,7 @@
 mod bash;
 pub mod command;
 mod expand;
+mod facts;
 pub mod guardrails;
 mod hidden_code;
 mod path_decision;
@@ -22,17 +23,12 @@ mod words;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::Value;
 
+pub use facts::{CallFacts, HiddenFilter, Subject, ToolFacts};
 pub use read_denials::{expressible_read_denial, read_denials};
 pub use rule::{KNOWN_TOOLS, Rule, RuleError, RuleSet, Specifier};
 
 use crate::spec::{PermissionMode, Switch};
-use crate::tools::{Subject, Tool};
-
-/// Tools that only touch the run's own state (its plan, the shells it started), allowed
-/// unless a rule denies them.
-const RUN_STATE_TOOLS: &[&str] = &["TodoWrite", "BashOutput", "KillShell"];
 
 /// A decision with its grounds, as recorded in the transcript and told to the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -115,24 +111,19 @@ impl Policy {
 
     /// Why `tool` is not offered to the model at all, or None when it is: a tool denied
     /// outright (`deny: [Bash]`), or a tool that is not read-only in plan mode.
-    pub fn withholds(&self, tool: &dyn Tool) -> Option<Decision> {
-        let name = tool.name();
-        // The shells' companions go with Bash: without it they have nothing to act on.
-        let governing = match name {
-            "BashOutput" | "KillShell" => "Bash",
-            other => other,
-        };
+    pub fn withholds(&self, tool: &ToolFacts) -> Option<Decision> {
+        let name = &tool.name;
         if let Some(rule) = self
             .deny
             .iter()
-            .find(|rule| rule.covers_whole_tool(governing))
+            .find(|rule| rule.covers_whole_tool(&tool.governed_by))
         {
             return Some(Decision::deny(
                 Some(rule),
                 format!("{name} is denied outright by rule {rule} and not offered to the model"),
             ));
         }
-        if self.mode == PermissionMode::Plan && !tool.is_read_only() {
+        if self.mode == PermissionMode::Plan && !tool.read_only {
             return Some(Decision::deny(
                 None,
                 format!("{name} is not read-only, and permissions.mode is plan: it is not offered"),
@@ -142,17 +133,18 @@ impl Policy {
     }
 
     /// Decide one call. `input` has already passed the tool's schema.
-    pub fn decide(&self, tool: &dyn Tool, input: &Value) -> Decision {
-        self.decide_in(tool, input, &self.workspace.clone())
+    pub fn decide(&self, call: &CallFacts) -> Decision {
+        self.decide_in(call, &self.workspace.clone())
     }
 
     /// Decide one call whose shell command (if any) runs in `cwd`: a command's relative
     /// paths and `cd` targets are resolved where the command will really run.
-    pub fn decide_in(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> Decision {
-        match tool.subject(input) {
-            Subject::Command(line) => self.decide_command(tool.name(), &line, cwd),
-            Subject::Path(raw) => self.decide_path(tool.name(), tool.is_read_only(), Some(&raw)),
-            Subject::None => self.decide_path(tool.name(), tool.is_read_only(), None),
+    pub fn decide_in(&self, call: &CallFacts, cwd: &Path) -> Decision {
+        let tool = &call.tool;
+        match &call.subject {
+            Subject::Command(line) => self.decide_command(&tool.name, line, cwd),
+            Subject::Path(raw) => self.decide_path(tool, Some(raw)),
+            Subject::None => self.decide_path(tool, None),
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::path_pattern::PathPattern;
-use super::{Decision, Policy, RUN_STATE_TOOLS, Rule, Specifier};
+use super::{Decision, Policy, Rule, Specifier, ToolFacts};
 use crate::workspace::paths;
 
 /// A path from a tool input, resolved as the tool will see it.
@@ -71,17 +71,18 @@ impl Policy {
 
     /// Decide a call of tool `name` on `raw` (None: the call names no path).
     /// The decision carries the path it judged, for the tool to act on.
-    pub(super) fn decide_path(&self, name: &str, read_only: bool, raw: Option<&str>) -> Decision {
+    pub(super) fn decide_path(&self, tool: &ToolFacts, raw: Option<&str>) -> Decision {
         let target = match raw.map(|raw| self.resolve_path(raw)).transpose() {
             Ok(target) => target,
             Err(reason) => return Decision::deny(None, reason),
         };
-        let mut decision = self.judge_path(name, read_only, target.as_ref());
+        let mut decision = self.judge_path(tool, target.as_ref());
         decision.target = target.map(|t| t.absolute);
         decision
     }
 
-    fn judge_path(&self, name: &str, read_only: bool, target: Option<&PathTarget>) -> Decision {
+    fn judge_path(&self, tool: &ToolFacts, target: Option<&PathTarget>) -> Decision {
+        let (name, read_only) = (tool.name.as_str(), tool.read_only);
         let described = match target {
             Some(target) => format!("{name}({})", target.shown()),
             None => name.to_string(),
@@ -115,7 +116,7 @@ impl Policy {
         if let Some(rule) = allowed {
             return Decision::allow(Some(rule), format!("{described} is allowed by rule {rule}"));
         }
-        if RUN_STATE_TOOLS.contains(&name) {
+        if tool.run_state {
             return Decision::allow(
                 None,
                 format!("{described}: acts only on this run's own state (default)"),
@@ -145,7 +146,7 @@ impl Policy {
 
     /// A filter saying which files the Read deny rules hide, for tools that walk
     /// directories (Grep, Glob, LS) to skip them.
-    pub fn hidden_filter(&self) -> std::sync::Arc<crate::tools::HiddenFilter> {
+    pub fn hidden_filter(&self) -> std::sync::Arc<super::HiddenFilter> {
         let rules: Vec<Rule> = self
             .deny
             .iter()

@@ -10,6 +10,11 @@ use serde_json::{Value, json};
 use super::*;
 use crate::tools::Registry;
 
+/// What the policy judges for `tool` called with `input`.
+fn facts(tool: &dyn crate::tools::Tool, input: &serde_json::Value) -> crate::policy::CallFacts {
+    tool.facts(input)
+}
+
 pub(super) struct Fixture {
     _dir: tempfile::TempDir,
     workspace: PathBuf,
@@ -142,7 +147,7 @@ pub(super) fn check(rows: &[(&str, (&'static str, Value), bool)]) {
         registry
             .validate(tool.name(), &input)
             .unwrap_or_else(|e| panic!("{e}"));
-        let decision = policy(name, &fx).decide(tool.as_ref(), &input);
+        let decision = policy(name, &fx).decide(&facts(tool.as_ref(), &input));
         if decision.allowed != *expected {
             failures.push(format!(
                 "[{name}] {} {input}: expected {}, got {} ({})",
@@ -499,7 +504,7 @@ fn shell_paths_resolve_where_the_shell_is() {
     let mut failures = Vec::new();
     for (name, command, expected) in rows {
         let input = json!({ "command": command });
-        let decision = policy(name, &fx).decide_in(bash_tool.as_ref(), &input, &sub);
+        let decision = policy(name, &fx).decide_in(&facts(bash_tool.as_ref(), &input), &sub);
         if decision.allowed != *expected {
             failures.push(format!("[{name}] {command}: {}", decision.reason));
         }

@@ -5,7 +5,12 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::tools::{Subject, Tool, ToolContext, ToolOutput};
+use crate::tools::{Tool, ToolContext, ToolOutput};
+
+/// What the policy judges for `tool` called with `input`.
+fn facts(tool: &dyn crate::tools::Tool, input: &serde_json::Value) -> crate::policy::CallFacts {
+    tool.facts(input)
+}
 
 /// A stand-in tool: the policy only looks at name, read-only-ness and subject.
 struct Fake {
@@ -83,24 +88,24 @@ fn cmd(command: &str) -> Value {
 #[test]
 fn read_only_tools_are_allowed_inside_the_workspace_by_default() {
     let p = policy(&[], &[]);
-    let decision = p.decide(&READ, &file("src/lib.rs"));
+    let decision = p.decide(&facts(&READ, &file("src/lib.rs")));
     assert!(decision.allowed);
     assert_eq!(decision.rule, None);
-    assert!(!p.decide(&READ, &file("/etc/passwd")).allowed);
-    assert!(!p.decide(&READ, &file("../outside.txt")).allowed);
+    assert!(!p.decide(&facts(&READ, &file("/etc/passwd"))).allowed);
+    assert!(!p.decide(&facts(&READ, &file("../outside.txt"))).allowed);
 }
 
 #[test]
 fn writes_need_an_allow_rule() {
     let p = policy(&["Edit(src/**)"], &[]);
-    let decision = p.decide(&EDIT, &file("src/lib.rs"));
+    let decision = p.decide(&facts(&EDIT, &file("src/lib.rs")));
     assert!(decision.allowed);
     assert_eq!(decision.rule.as_deref(), Some("Edit(src/**)"));
     assert!(
-        p.decide(&WRITE, &file("src/new.rs")).allowed,
+        p.decide(&facts(&WRITE, &file("src/new.rs"))).allowed,
         "Edit rules govern Write"
     );
-    let outside = p.decide(&EDIT, &file("Cargo.toml"));
+    let outside = p.decide(&facts(&EDIT, &file("Cargo.toml")));
     assert!(!outside.allowed);
     assert!(
         outside.reason.contains("default deny"),
@@ -112,37 +117,43 @@ fn writes_need_an_allow_rule() {
 #[test]
 fn deny_beats_allow_whatever_the_order() {
     let p = policy(&["Read", "Edit"], &["Read(.env)", "Edit(**/*.lock)"]);
-    let decision = p.decide(&READ, &file("config/.env"));
+    let decision = p.decide(&facts(&READ, &file("config/.env")));
     assert!(!decision.allowed);
     assert_eq!(decision.rule.as_deref(), Some("Read(.env)"));
-    assert!(!p.decide(&EDIT, &file("Cargo.lock")).allowed);
-    assert!(p.decide(&EDIT, &file("src/a.rs")).allowed);
+    assert!(!p.decide(&facts(&EDIT, &file("Cargo.lock"))).allowed);
+    assert!(p.decide(&facts(&EDIT, &file("src/a.rs"))).allowed);
 }
 
 #[test]
 fn bare_edit_allow_does_not_reach_outside_the_workspace() {
     let p = policy(&["Edit"], &[]);
-    assert!(!p.decide(&EDIT, &file("/etc/hosts")).allowed);
+    assert!(!p.decide(&facts(&EDIT, &file("/etc/hosts"))).allowed);
     let p = policy(&["Edit(//tmp/drover-test/**)"], &[]);
-    assert!(p.decide(&EDIT, &file("/tmp/drover-test/x")).allowed);
+    assert!(p.decide(&facts(&EDIT, &file("/tmp/drover-test/x"))).allowed);
 }
 
 #[test]
 fn bash_prefix_rules_never_let_a_chained_command_through() {
     let p = policy(&["Bash(cargo test *)"], &[]);
-    assert!(p.decide(&BASH, &cmd("cargo test --quiet")).allowed);
-    let chained = p.decide(&BASH, &cmd("cargo test && rm -rf /"));
+    assert!(p.decide(&facts(&BASH, &cmd("cargo test --quiet"))).allowed);
+    let chained = p.decide(&facts(&BASH, &cmd("cargo test && rm -rf /")));
     assert!(!chained.allowed);
-    assert!(!p.decide(&BASH, &cmd("cargo test; curl x | sh")).allowed);
-    assert!(!p.decide(&BASH, &cmd("cargo build")).allowed);
+    assert!(
+        !p.decide(&facts(&BASH, &cmd("cargo test; curl x | sh")))
+            .allowed
+    );
+    assert!(!p.decide(&facts(&BASH, &cmd("cargo build"))).allowed);
 }
 
 #[test]
 fn bash_deny_patterns_catch_commands_they_cannot_analyse() {
     let p = policy(&["Bash"], &["Bash(git push *)"]);
-    assert!(p.decide(&BASH, &cmd("ls -la")).allowed);
-    assert!(!p.decide(&BASH, &cmd("git push origin main")).allowed);
-    let hidden = p.decide(&BASH, &cmd("true && git push"));
+    assert!(p.decide(&facts(&BASH, &cmd("ls -la"))).allowed);
+    assert!(
+        !p.decide(&facts(&BASH, &cmd("git push origin main")))
+            .allowed
+    );
+    let hidden = p.decide(&facts(&BASH, &cmd("true && git push")));
     assert!(!hidden.allowed);
     assert_eq!(hidden.rule.as_deref(), Some("Bash(git push *)"));
 }
@@ -150,10 +161,10 @@ fn bash_deny_patterns_catch_commands_they_cannot_analyse() {
 #[test]
 fn tools_denied_outright_are_withheld() {
     let p = policy(&[], &["Bash", "Edit(src/**)"]);
-    let withheld = p.withholds(&BASH).unwrap();
+    let withheld = p.withholds(&BASH.tool_facts()).unwrap();
     assert!(!withheld.allowed);
     assert_eq!(withheld.rule.as_deref(), Some("Bash"));
-    assert_eq!(p.withholds(&EDIT), None);
+    assert_eq!(p.withholds(&EDIT.tool_facts()), None);
 }
 
 #[test]
@@ -163,24 +174,45 @@ fn plan_mode_offers_only_read_only_tools() {
         ..RuleSet::default()
     };
     let p = Policy::new(&permissions, Path::new("/ws"), &[]);
-    assert_eq!(p.withholds(&READ), None);
-    assert!(p.withholds(&EDIT).unwrap().reason.contains("plan"));
-    assert!(p.withholds(&BASH).is_some());
+    assert_eq!(p.withholds(&READ.tool_facts()), None);
+    assert!(
+        p.withholds(&EDIT.tool_facts())
+            .unwrap()
+            .reason
+            .contains("plan")
+    );
+    assert!(p.withholds(&BASH.tool_facts()).is_some());
 }
 
 #[test]
 fn tools_that_touch_only_run_state_are_allowed_unless_denied() {
-    let todo = Fake {
-        name: "TodoWrite",
-        read_only: false,
-    };
-    let decision = policy(&[], &[]).decide(&todo, &json!({}));
-    assert!(decision.allowed, "{}", decision.reason);
+    // The tools say so themselves: the policy names none of them.
+    for name in ["TodoWrite", "BashOutput", "KillShell"] {
+        let tool = builtin(name);
+        let decision = policy(&[], &[]).decide(&facts(tool.as_ref(), &json!({})));
+        assert!(decision.allowed, "{name}: {}", decision.reason);
+    }
+    let todo = builtin("TodoWrite");
     assert!(
         !policy(&[], &["TodoWrite"])
-            .decide(&todo, &json!({}))
+            .decide(&facts(todo.as_ref(), &json!({})))
             .allowed
     );
+    // A tool that does not say it acts on run state gets no such default.
+    let other = Fake {
+        name: "TodoWrite2",
+        read_only: false,
+    };
+    assert!(!policy(&[], &[]).decide(&facts(&other, &json!({}))).allowed);
+}
+
+/// A built-in tool by name.
+fn builtin(name: &str) -> std::sync::Arc<dyn Tool> {
+    crate::tools::Registry::builtin()
+        .unwrap()
+        .get(name)
+        .unwrap()
+        .clone()
 }
 
 #[test]
@@ -191,24 +223,30 @@ fn additional_directories_extend_the_read_only_default_and_bare_rules() {
     };
     let extra = [std::path::PathBuf::from("/shared/data")];
     let p = Policy::new(&permissions, Path::new("/ws"), &extra);
-    assert!(p.decide(&READ, &file("/shared/data/a.csv")).allowed);
-    assert!(p.decide(&EDIT, &file("/shared/data/a.csv")).allowed);
-    assert!(!p.decide(&READ, &file("/shared/other.csv")).allowed);
+    assert!(p.decide(&facts(&READ, &file("/shared/data/a.csv"))).allowed);
+    assert!(p.decide(&facts(&EDIT, &file("/shared/data/a.csv"))).allowed);
+    assert!(!p.decide(&facts(&READ, &file("/shared/other.csv"))).allowed);
 }
 
 #[test]
 fn writes_into_git_internals_need_a_rule_that_names_them() {
     let p = policy(&["Edit", "Edit(**)"], &[]);
-    let decision = p.decide(&WRITE, &file(".git/hooks/pre-commit"));
+    let decision = p.decide(&facts(&WRITE, &file(".git/hooks/pre-commit")));
     assert!(!decision.allowed);
     assert!(decision.reason.contains(".git"), "{}", decision.reason);
     assert!(
-        p.decide(&READ, &file(".git/config")).allowed,
+        p.decide(&facts(&READ, &file(".git/config"))).allowed,
         "reading is fine"
     );
-    assert!(p.decide(&WRITE, &file(".github/workflows/ci.yml")).allowed);
+    assert!(
+        p.decide(&facts(&WRITE, &file(".github/workflows/ci.yml")))
+            .allowed
+    );
     let p = policy(&["Edit(.git/hooks/**)"], &[]);
-    assert!(p.decide(&WRITE, &file(".git/hooks/pre-commit")).allowed);
+    assert!(
+        p.decide(&facts(&WRITE, &file(".git/hooks/pre-commit")))
+            .allowed
+    );
 }
 
 #[test]
@@ -225,43 +263,46 @@ fn symlinks_and_dot_dot_cannot_escape_the_workspace() {
     };
     let p = Policy::new(&permissions, &ws, &[]);
     assert!(
-        !p.decide(&READ, &file("link.txt")).allowed,
+        !p.decide(&facts(&READ, &file("link.txt"))).allowed,
         "a link pointing out is outside"
     );
-    assert!(!p.decide(&EDIT, &file("link.txt")).allowed);
-    assert!(!p.decide(&READ, &file("../secret.txt")).allowed);
-    assert!(!p.decide(&EDIT, &file("sub/../../secret.txt")).allowed);
+    assert!(!p.decide(&facts(&EDIT, &file("link.txt"))).allowed);
+    assert!(!p.decide(&facts(&READ, &file("../secret.txt"))).allowed);
+    assert!(
+        !p.decide(&facts(&EDIT, &file("sub/../../secret.txt")))
+            .allowed
+    );
 }
 
 #[test]
 fn a_bare_edit_rule_governs_write_and_multi_edit_too() {
     let p = policy(&["Write", "Edit(src/**)"], &["Edit"]);
-    assert!(!p.decide(&WRITE, &file("src/a.rs")).allowed);
+    assert!(!p.decide(&facts(&WRITE, &file("src/a.rs"))).allowed);
     let multi = Fake {
         name: "MultiEdit",
         read_only: false,
     };
     assert!(
-        p.withholds(&multi).is_some(),
+        p.withholds(&multi.tool_facts()).is_some(),
         "denied outright, so not offered"
     );
-    assert!(p.withholds(&WRITE).is_some());
+    assert!(p.withholds(&WRITE.tool_facts()).is_some());
     let p = policy(&["Edit"], &[]);
-    assert!(p.decide(&WRITE, &file("new.txt")).allowed);
+    assert!(p.decide(&facts(&WRITE, &file("new.txt"))).allowed);
 }
 
 #[test]
 fn bash_companions_go_with_bash() {
     let p = policy(&[], &["Bash"]);
-    let output = Fake {
-        name: "BashOutput",
-        read_only: false,
-    };
-    let kill = Fake {
-        name: "KillShell",
-        read_only: false,
-    };
-    assert!(p.withholds(&output).is_some() && p.withholds(&kill).is_some());
+    let (output, kill) = (builtin("BashOutput"), builtin("KillShell"));
+    assert!(
+        p.withholds(&output.tool_facts()).is_some() && p.withholds(&kill.tool_facts()).is_some()
+    );
+    assert!(
+        policy(&[], &["Edit"])
+            .withholds(&output.tool_facts())
+            .is_none()
+    );
 }
 
 #[test]
@@ -276,14 +317,14 @@ fn protected_paths_are_off_limits_to_writes_whatever_the_rules() {
         "./drover-artifacts",
         ".git",
     ] {
-        let decision = p.decide(&WRITE, &file(path));
+        let decision = p.decide(&facts(&WRITE, &file(path)));
         assert!(!decision.allowed, "{path}");
         assert!(
             decision.reason.contains("off limits"),
             "{}",
             decision.reason
         );
-        assert!(!p.decide(&EDIT, &file(path)).allowed, "{path}");
+        assert!(!p.decide(&facts(&EDIT, &file(path))).allowed, "{path}");
     }
     for command in [
         "echo x > drover-artifacts/t/transcript.jsonl",
@@ -292,14 +333,17 @@ fn protected_paths_are_off_limits_to_writes_whatever_the_rules() {
         "cp evil drover-artifacts/t/transcript.jsonl",
         "printf 'gitdir: /x' > .git",
     ] {
-        let decision = p.decide(&BASH, &cmd(command));
+        let decision = p.decide(&facts(&BASH, &cmd(command)));
         assert!(!decision.allowed, "{command}");
     }
     // Reading is fine, and neighbours are not protected.
     assert!(
-        p.decide(&READ, &file("drover-artifacts/t/transcript.jsonl"))
+        p.decide(&facts(&READ, &file("drover-artifacts/t/transcript.jsonl")))
             .allowed
     );
-    assert!(p.decide(&WRITE, &file("drover-artifacts-notes.md")).allowed);
-    assert!(p.decide(&BASH, &cmd("echo x > notes.md")).allowed);
+    assert!(
+        p.decide(&facts(&WRITE, &file("drover-artifacts-notes.md")))
+            .allowed
+    );
+    assert!(p.decide(&facts(&BASH, &cmd("echo x > notes.md"))).allowed);
 }

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 use super::shell_state::{CwdChange, CwdProbe};
 use super::text::{cut_middle, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use super::{Tool, ToolContext, ToolOutput, str_field};
+use crate::policy::Subject;
 use crate::sandbox::exec::{ShellOutcome, run_shell_with_env};
 
 /// Default timeout in milliseconds.

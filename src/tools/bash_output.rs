@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use super::bash::MAX_OUTPUT_CHARS;
 use super::text::{cut_middle, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput};
+use super::{Tool, ToolContext, ToolOutput};
+use crate::policy::Subject;
 
 pub struct BashOutputTool;
 
@@ -59,6 +60,16 @@ impl Tool for BashOutputTool {
 
     fn subject(&self, _input: &Value) -> Subject {
         Subject::None
+    }
+
+    /// It serves Bash's shells: `deny: [Bash]` withholds it too.
+    fn governed_by(&self) -> &'static str {
+        "Bash"
+    }
+
+    /// Acts only on this run's own state: allowed by default.
+    fn acts_on_run_state(&self) -> bool {
+        true
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {

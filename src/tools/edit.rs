@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use super::edit_apply::{IDENTICAL, Loaded, Replacement, apply, load, missing_file, write};
 use super::text::{Encoding, display_path, numbered_snippet, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use super::{Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use crate::policy::Subject;
 
 /// Lines of context shown around an edit in the success message.
 const SNIPPET_CONTEXT: usize = 4;

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 
 use super::judged_path;
 use super::text::{display_path, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use super::{Tool, ToolContext, ToolOutput, str_field};
+use crate::policy::Subject;
 use crate::workspace::Roots;
 use crate::workspace::paths::relative_to;
 
@@ -170,7 +171,7 @@ type Found = (PathBuf, SystemTime);
 fn find(
     root: &Path,
     matcher: &GlobSet,
-    hidden: Arc<crate::tools::HiddenFilter>,
+    hidden: Arc<crate::policy::HiddenFilter>,
     roots: &Roots,
 ) -> Vec<Found> {
     let shared: Arc<Mutex<Vec<Found>>> = Arc::default();

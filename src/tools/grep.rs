@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use super::grep_search::{FileHits, Line, Options, build_matcher, search};
 use super::judged_path;
 use super::text::{cut_chars, display_path, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use super::{Tool, ToolContext, ToolOutput, str_field};
+use crate::policy::Subject;
 use crate::workspace::paths::relative_to;
 
 /// Entries returned when head_limit is not given.

@@ -227,7 +227,7 @@ pub fn search(
     opts: &Options,
     types: Option<ignore::types::Types>,
     overrides: Option<ignore::overrides::Override>,
-    hidden: Arc<crate::tools::HiddenFilter>,
+    hidden: Arc<crate::policy::HiddenFilter>,
     roots: &Roots,
 ) -> Vec<FileHits> {
     if roots.metadata(root).is_ok_and(|meta| meta.is_file()) {

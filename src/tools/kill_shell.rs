@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use super::background::ShellStatus;
 use super::text::parse_input;
-use super::{Subject, Tool, ToolContext, ToolOutput};
+use super::{Tool, ToolContext, ToolOutput};
+use crate::policy::Subject;
 
 pub struct KillShellTool;
 
@@ -56,6 +57,16 @@ impl Tool for KillShellTool {
 
     fn subject(&self, _input: &Value) -> Subject {
         Subject::None
+    }
+
+    /// It serves Bash's shells: `deny: [Bash]` withholds it too.
+    fn governed_by(&self) -> &'static str {
+        "Bash"
+    }
+
+    /// Acts only on this run's own state: allowed by default.
+    fn acts_on_run_state(&self) -> bool {
+        true
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {

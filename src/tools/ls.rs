@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::text::{display_path, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, str_field};
+use super::{Tool, ToolContext, ToolOutput, str_field};
+use crate::policy::Subject;
 
 /// At most this many entries are listed.
 pub const MAX_ENTRIES: usize = 1000;
@@ -150,7 +151,7 @@ fn ignore_set(patterns: &[String]) -> Result<GlobSet, ToolOutput> {
 fn list(
     dir: &Path,
     ignore: &GlobSet,
-    hidden: std::sync::Arc<crate::tools::HiddenFilter>,
+    hidden: std::sync::Arc<crate::policy::HiddenFilter>,
     roots: &crate::workspace::Roots,
 ) -> std::io::Result<(Vec<String>, usize)> {
     let root: PathBuf = dir.to_path_buf();

@@ -34,6 +34,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::policy::{CallFacts, HiddenFilter, Subject, ToolFacts};
 use crate::sandbox::exec::CommandEnv;
 use crate::workspace::{FileStateCache, Roots};
 
@@ -69,9 +70,6 @@ pub struct ToolContext {
     /// between the decision and the action can redirect it.
     pub target: Option<PathBuf>,
 }
-
-/// Says whether an absolute path is hidden from the tools (see [`ToolContext::hidden`]).
-pub type HiddenFilter = dyn Fn(&std::path::Path) -> bool + Send + Sync;
 
 impl ToolContext {
     /// A context whose commands run unsandboxed with a scrubbed environment (tests,
@@ -164,17 +162,6 @@ impl ToolOutput {
     }
 }
 
-/// What a call acts on, as the permission policy needs to see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Subject {
-    /// The call names no path or command (or names none yet: a default applies).
-    None,
-    /// A file or directory, as written in the input (not yet resolved).
-    Path(String),
-    /// A shell command line.
-    Command(String),
-}
-
 #[async_trait]
 pub trait Tool: Send + Sync {
     /// The name the model calls the tool by (Claude Code's names).
@@ -188,6 +175,31 @@ pub trait Tool: Send + Sync {
     fn is_read_only(&self) -> bool;
     /// What the policy must judge for this input (already schema-valid).
     fn subject(&self, input: &Value) -> Subject;
+    /// The tool whose permission rules govern this one (itself by default).
+    fn governed_by(&self) -> &'static str {
+        self.name()
+    }
+    /// Whether the tool acts only on the run's own state (its to-do list, its
+    /// background shells), which the policy allows by default.
+    fn acts_on_run_state(&self) -> bool {
+        false
+    }
+    /// What the policy needs to know of this tool, whatever the call.
+    fn tool_facts(&self) -> ToolFacts {
+        ToolFacts {
+            name: self.name().to_string(),
+            read_only: self.is_read_only(),
+            governed_by: self.governed_by().to_string(),
+            run_state: self.acts_on_run_state(),
+        }
+    }
+    /// What the policy judges for this input (already schema-valid).
+    fn facts(&self, input: &Value) -> CallFacts {
+        CallFacts {
+            tool: self.tool_facts(),
+            subject: self.subject(input),
+        }
+    }
     /// Run the call. The input has already passed schema validation and the policy.
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput;
 }

@@ -7,7 +7,8 @@ use similar::TextDiff;
 
 use super::edit_apply::{Loaded, Replacement, apply, load, missing_file, write};
 use super::text::{Encoding, display_path, numbered_snippet, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use super::{Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use crate::policy::Subject;
 
 /// Lines of context shown around each changed region in the success message.
 const SNIPPET_CONTEXT: usize = 3;

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use super::read_window::{WindowError, read_window};
 use super::text::{display_path, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use super::{Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use crate::policy::Subject;
 
 /// Lines shown when no limit is given.
 pub const DEFAULT_LIMIT: usize = 2000;

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::HiddenFilter;
+use crate::policy::HiddenFilter;
 
 /// The walker every search starts from.
 pub fn walker(root: &Path, hidden: Arc<HiddenFilter>) -> ignore::WalkBuilder {

@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use super::text::parse_input;
 use super::todo::{Todo, TodoStatus};
-use super::{Subject, Tool, ToolContext, ToolOutput};
+use super::{Tool, ToolContext, ToolOutput};
+use crate::policy::Subject;
 
 pub struct TodoWriteTool;
 
@@ -67,6 +68,11 @@ impl Tool for TodoWriteTool {
 
     fn subject(&self, _input: &Value) -> Subject {
         Subject::None
+    }
+
+    /// Acts only on this run's own state: allowed by default.
+    fn acts_on_run_state(&self) -> bool {
+        true
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {

@@ -5,7 +5,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::text::{display_path, parse_input};
-use super::{Subject, Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use super::{Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use crate::policy::Subject;
 
 pub struct WriteTool;
 

@@ -1,0 +1,55 @@
+//! What the policy judges: facts a tool states about itself and about one call. The
+//! policy knows no tool; each tool describes itself (its name, whether it only reads,
+//! whose rules govern it, what a call acts on), so a tool added later, built in or
+//! discovered at run time, is judged by the same rules without the policy changing.
+
+use std::path::Path;
+
+/// What a tool is, whatever the call: enough to decide whether it is offered at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFacts {
+    /// The name the model calls it by.
+    pub name: String,
+    /// Only reads: allowed by default inside the workspace, and offered in plan mode.
+    pub read_only: bool,
+    /// The tool whose rules govern this one: itself, or (BashOutput, KillShell) the
+    /// tool it serves, so `deny: [Bash]` withholds them too.
+    pub governed_by: String,
+    /// Acts only on this run's own state (its to-do list, its background shells):
+    /// allowed by default, like a read.
+    pub run_state: bool,
+}
+
+impl ToolFacts {
+    /// A tool governed by its own rules that acts on more than the run's state.
+    pub fn new(name: &str, read_only: bool) -> ToolFacts {
+        ToolFacts {
+            name: name.to_string(),
+            read_only,
+            governed_by: name.to_string(),
+            run_state: false,
+        }
+    }
+}
+
+/// What one call acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// The call names no path or command (or names none yet: a default applies).
+    None,
+    /// A file or directory, as written in the input (not yet resolved).
+    Path(String),
+    /// A shell command line.
+    Command(String),
+}
+
+/// One call as the policy judges it: the tool's facts and what this input acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallFacts {
+    pub tool: ToolFacts,
+    pub subject: Subject,
+}
+
+/// Which files a Read deny rule hides from tools that walk directories (Grep, Glob,
+/// LS): true means skip it.
+pub type HiddenFilter = dyn Fn(&Path) -> bool + Send + Sync;
