@@ -44,6 +44,12 @@ fn spec_errors_exit_2_and_name_file_line_and_column() {
             "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n  script: [{text: hi}]\nlimits:\n  max_turns: lots\n",
             "type.yaml:8:14",
         ),
+        (
+            // Rules are parsed by the policy, after the spec: still at their position.
+            "rule.yaml",
+            "version: 1\nname: a\nprompt: p\nmodel:\n  provider: script\n  script: [{text: hi}]\npermissions:\n  allow: [Read, \"Edt(src/**)\"]\n",
+            "rule.yaml:8:17",
+        ),
     ];
     for (file, text, position) in cases {
         let spec = write_spec(dir.path(), file, text);
