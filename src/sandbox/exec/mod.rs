@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process_group};
 
-use crate::sandbox::Launcher;
-use crate::sandbox::env::scrub;
+use super::Launcher;
+use super::env::scrub;
 
 mod tracker;
 pub use tracker::{ProcessTracker, Token};
