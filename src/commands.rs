@@ -250,8 +250,8 @@ fn tools_command(json: bool) -> i32 {
     } else {
         for definition in &definitions {
             let read_only = registry
-                .get(&definition.name)
-                .is_some_and(|t| t.is_read_only());
+                .facts(&definition.name)
+                .is_some_and(|facts| facts.read_only);
             let summary = definition.description.lines().next().unwrap_or_default();
             let kind = if read_only {
                 "read-only"
@@ -294,23 +294,26 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
             return exit::RUNNER_ERROR;
         }
     };
-    let Some(tool) = registry.get(tool_name) else {
+    let Some(tool_facts) = registry.facts(tool_name) else {
         eprintln!(
             "drover: unknown tool {tool_name}; the tools are: {}",
             registry.names().join(", ")
         );
         return exit::BAD_INPUT;
     };
-    if let Err(message) = registry.validate(tool_name, &input) {
-        eprintln!("drover: {message}");
-        return exit::BAD_INPUT;
-    }
+    let call = match registry.prepare(tool_name, input) {
+        Ok(call) => call,
+        Err(error) => {
+            eprintln!("drover: {error}");
+            return exit::BAD_INPUT;
+        }
+    };
     let workspace_dir = loaded.workspace_dir();
     let workspace = workspace_dir.canonicalize().unwrap_or(workspace_dir);
     let policy = Policy::new(&rules, &workspace, &loaded.additional_directories());
     let decision = policy
-        .withholds(&tool.tool_facts())
-        .unwrap_or_else(|| policy.decide(&tool.facts(&input)));
+        .withholds(tool_facts)
+        .unwrap_or_else(|| policy.decide(&call.facts()));
     let output = json!({
         "tool": tool_name,
         "decision": if decision.allowed { "allow" } else { "deny" },
@@ -342,7 +345,7 @@ async fn tool_command(args: ToolArgs) -> i32 {
         eprintln!("drover: unknown tool {}; the tools are: {names}", args.name);
         return exit::BAD_INPUT;
     };
-    if !tool.is_read_only() {
+    if !tool.facts().read_only {
         eprintln!(
             "drover: {} is not read-only; `drover tool` runs read-only tools only (it applies no policy)",
             args.name
@@ -357,10 +360,13 @@ async fn tool_command(args: ToolArgs) -> i32 {
             return exit::RUNNER_ERROR;
         }
     };
-    if let Err(message) = registry.validate(&args.name, &input) {
-        eprintln!("drover: {message}");
-        return exit::BAD_INPUT;
-    }
+    let call = match registry.prepare(&args.name, input) {
+        Ok(call) => call,
+        Err(error) => {
+            eprintln!("drover: {error}");
+            return exit::BAD_INPUT;
+        }
+    };
     let workspace = args
         .workspace
         .unwrap_or_else(|| std::path::PathBuf::from("."));
@@ -374,9 +380,14 @@ async fn tool_command(args: ToolArgs) -> i32 {
             return exit::BAD_INPUT;
         }
     };
-    let output = tool
-        .call(input, &crate::tools::ToolContext::new(workspace))
-        .await;
+    let ctx = crate::tools::ToolContext::new(workspace);
+    let output = match crate::tools::run_call(&args.name, call, &ctx).await {
+        Ok(output) => output,
+        Err(fault) => {
+            eprintln!("drover: {fault}");
+            return exit::RUNNER_ERROR;
+        }
+    };
     let mut stdout = std::io::stdout().lock();
     let written = stdout
         .write_all(output.content.as_bytes())

@@ -3,13 +3,11 @@
 //! writes or executes runs alone, after everything before it and before everything
 //! after it. Results come back in call order whatever order they finished in.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
 use crate::policy::Policy;
 use crate::record::Denial;
-use crate::tools::{Registry, Tool, ToolContext, ToolOutput};
+use crate::tools::{InternalFault, Registry, ToolCall, ToolContext, ToolOutput, run_call};
 
 /// One tool call as the model made it.
 #[derive(Debug, Clone)]
@@ -22,8 +20,8 @@ pub struct Call {
 /// What happened before execution: the call is ready to run, or already has its
 /// (error) result.
 pub enum Prepared {
-    /// Run the tool on the path the policy judged (if the call names one).
-    Run(Arc<dyn Tool>, Option<std::path::PathBuf>),
+    /// Run the parsed call on the path the policy judged (if the call names one).
+    Run(Box<dyn ToolCall>, Option<std::path::PathBuf>),
     Done(ToolOutput),
 }
 
@@ -42,42 +40,28 @@ pub fn prepare(
     policy: &Policy,
     cwd: &std::path::Path,
 ) -> (Prepared, Option<Verdict>) {
-    let Some(tool) = registry.get(&call.name) else {
-        let available = registry.names().join(", ");
-        return (
-            Prepared::Done(ToolOutput::error(format!(
-                "No such tool: {}. The available tools are: {available}.",
-                call.name
-            ))),
-            None,
-        );
-    };
+    let failed = |message: String| (Prepared::Done(ToolOutput::error(message)), None);
     // A provider keeps tool input JSON it could not parse as a string (see
     // model::anthropic_stream::tool_input): tell the model, which can send it again.
-    if let Value::String(raw) = &call.input {
+    if let (Some(_), Value::String(raw)) = (registry.facts(&call.name), &call.input) {
         let shown: String = raw.chars().take(2000).collect();
-        return (
-            Prepared::Done(ToolOutput::error(format!(
-                "InputValidationError: the input to {} was not valid JSON (it may have been cut off): {shown}\nCall {} again with its input as one JSON object.",
-                call.name, call.name
-            ))),
-            None,
-        );
+        return failed(format!(
+            "InputValidationError: the input to {} was not valid JSON (it may have been cut off): {shown}\nCall {} again with its input as one JSON object.",
+            call.name, call.name
+        ));
     }
-    if let Err(message) = registry.validate(&call.name, &call.input) {
-        return (Prepared::Done(ToolOutput::error(message)), None);
-    }
-    let decision = policy.decide_in(&tool.facts(&call.input), cwd);
+    let parsed = match registry.prepare(&call.name, call.input.clone()) {
+        Ok(parsed) => parsed,
+        Err(error) => return failed(error.to_string()),
+    };
+    let decision = policy.decide_in(&parsed.facts(), cwd);
     let verdict = Verdict {
         allowed: decision.allowed,
         rule: decision.rule.clone(),
         reason: decision.reason.clone(),
     };
     if decision.allowed {
-        (
-            Prepared::Run(Arc::clone(tool), decision.target),
-            Some(verdict),
-        )
+        (Prepared::Run(parsed, decision.target), Some(verdict))
     } else {
         let rule = decision
             .rule
@@ -93,7 +77,11 @@ pub fn prepare(
 
 /// Split calls into batches: runs of read-only calls, and every other call alone.
 pub fn batches(calls: &[Call], registry: &Registry) -> Vec<std::ops::Range<usize>> {
-    let read_only = |call: &Call| registry.get(&call.name).is_some_and(|t| t.is_read_only());
+    let read_only = |call: &Call| {
+        registry
+            .facts(&call.name)
+            .is_some_and(|facts| facts.read_only)
+    };
     let mut out = Vec::new();
     let mut start = 0;
     while start < calls.len() {
@@ -114,22 +102,29 @@ pub struct Executed {
     pub call: Call,
     pub output: ToolOutput,
     pub duration: std::time::Duration,
+    /// drover failed while running the call: the task ends as an internal error.
+    pub fault: Option<InternalFault>,
 }
 
 /// Execute a batch's prepared calls concurrently; results in call order.
 pub async fn execute(prepared: Vec<(Call, Prepared)>, ctx: &ToolContext) -> Vec<Executed> {
     let futures = prepared.into_iter().map(|(call, prepared)| async move {
         let started = std::time::Instant::now();
-        let output = match prepared {
-            Prepared::Done(output) => output,
-            Prepared::Run(tool, target) => {
-                tool.call(call.input.clone(), &ctx.for_call(target)).await
+        let (output, fault) = match prepared {
+            Prepared::Done(output) => (output, None),
+            Prepared::Run(parsed, target) => {
+                match run_call(&call.name, parsed, &ctx.for_call(target)).await {
+                    Ok(output) => (output, None),
+                    // The transcript still gets a result for the call: the fault itself.
+                    Err(fault) => (ToolOutput::error(fault.to_string()), Some(fault)),
+                }
             }
         };
         Executed {
             call,
             output,
             duration: started.elapsed(),
+            fault,
         }
     });
     futures::future::join_all(futures).await

@@ -291,6 +291,7 @@ impl Agent<'_> {
                             call,
                             output: cancelled(reason),
                             duration: Duration::ZERO,
+                            fault: None,
                         })
                         .collect()
                 }
@@ -299,8 +300,12 @@ impl Agent<'_> {
                 call,
                 output,
                 duration,
+                fault,
             } in executed
             {
+                if let Some(fault) = fault {
+                    stop.get_or_insert((EndReason::InternalError, fault.to_string()));
+                }
                 // A command can print drover's own environment (`/proc/$PPID/environ`) or
                 // a key file: what the transcript records and the model reads is the
                 // same text, with every secret value replaced.
@@ -422,10 +427,16 @@ fn interrupted(turns: u32) -> (EndReason, String) {
 }
 
 fn cancelled(reason: EndReason) -> ToolOutput {
-    ToolOutput::error(if reason == EndReason::Interrupted {
-        "Cancelled: drover was interrupted before this call finished."
-    } else {
-        "Cancelled: the run reached its time limit before this call finished."
+    ToolOutput::error(match reason {
+        EndReason::Interrupted => "Cancelled: drover was interrupted before this call finished.",
+        EndReason::Timeout => {
+            "Cancelled: the run reached its time limit before this call finished."
+        }
+        EndReason::ReplayDrift => {
+            "Cancelled: the replay drifted from the recording before this call ran."
+        }
+        EndReason::InternalError => "Cancelled: drover hit an internal error before this call ran.",
+        _ => "Cancelled: the run ended before this call ran.",
     })
 }
 

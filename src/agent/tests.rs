@@ -9,10 +9,9 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::model::script::ScriptModel;
-use crate::policy::RuleSet;
-use crate::policy::Subject;
+use crate::policy::{CallFacts, RuleSet, Subject, ToolFacts};
 use crate::spec::{ScriptToolCall, ScriptTurn};
-use crate::tools::Tool;
+use crate::tools::{Tool, ToolCall, ToolError};
 
 /// A tool that logs when it starts and ends, sleeping `millis` from its input between.
 struct Timed {
@@ -21,30 +20,56 @@ struct Timed {
     log: Arc<Mutex<Vec<String>>>,
 }
 
+/// A tool whose schema is plain JSON, as a tool found at run time (MCP) has: it
+/// implements [`Tool`] itself rather than through `TypedTool`.
 #[async_trait]
 impl Tool for Timed {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         self.name
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "test tool"
     }
     fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"tag": {"type": "string"}, "millis": {"type": "integer"}},
+        json!({"type": "object", "properties": {"tag": {"type": "string"}, "millis": {"type": "integer"}, "fault": {"type": "boolean"}},
                "required": ["tag"], "additionalProperties": false})
     }
-    fn is_read_only(&self) -> bool {
-        self.read_only
+    fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            name: self.name.to_string(),
+            read_only: self.read_only,
+            governed_by: self.name.to_string(),
+            run_state: false,
+        }
     }
-    fn subject(&self, _: &Value) -> Subject {
-        Subject::None
+    fn prepare(self: Arc<Self>, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
+        Ok(Box::new(TimedCall { tool: self, input }))
     }
-    async fn call(&self, input: Value, _: &ToolContext) -> ToolOutput {
-        let tag = input["tag"].as_str().unwrap_or_default().to_string();
-        self.log.lock().unwrap().push(format!("start {tag}"));
-        tokio::time::sleep(Duration::from_millis(input["millis"].as_u64().unwrap_or(0))).await;
-        self.log.lock().unwrap().push(format!("end {tag}"));
-        ToolOutput::ok(format!("result {tag}"))
+}
+
+struct TimedCall {
+    tool: Arc<Timed>,
+    input: Value,
+}
+
+#[async_trait]
+impl ToolCall for TimedCall {
+    fn facts(&self) -> CallFacts {
+        CallFacts {
+            tool: self.tool.facts(),
+            subject: Subject::None,
+        }
+    }
+    async fn run(self: Box<Self>, _: &ToolContext) -> Result<String, ToolError> {
+        let tag = self.input["tag"].as_str().unwrap_or_default().to_string();
+        self.tool.log.lock().unwrap().push(format!("start {tag}"));
+        let millis = self.input["millis"].as_u64().unwrap_or(0);
+        tokio::time::sleep(Duration::from_millis(millis)).await;
+        self.tool.log.lock().unwrap().push(format!("end {tag}"));
+        if self.input["fault"] == json!(true) {
+            return Err(ToolError::Internal(format!("{tag} broke")));
+        }
+        Ok(format!("result {tag}"))
     }
 }
 
@@ -56,6 +81,17 @@ fn call(name: &str, tag: &str, millis: u64) -> ScriptToolCall {
 }
 
 async fn run_turn(calls: Vec<ScriptToolCall>, allow: &[&str]) -> (Vec<String>, Vec<Value>) {
+    let (outcome, log, events) = run_turn_to_its_end(calls, allow).await;
+    assert_eq!(outcome.reason, EndReason::EndTurn);
+    (log, events)
+}
+
+/// One scripted turn of `calls`, then the end: how the loop ended, the tools' log and
+/// the transcript's events.
+async fn run_turn_to_its_end(
+    calls: Vec<ScriptToolCall>,
+    allow: &[&str],
+) -> (LoopOutcome, Vec<String>, Vec<Value>) {
     let log = Arc::new(Mutex::new(Vec::new()));
     let tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(Timed {
@@ -106,14 +142,39 @@ async fn run_turn(calls: Vec<ScriptToolCall>, allow: &[&str]) -> (Vec<String>, V
         ..AgentConfig::default()
     };
     let outcome = agent.run(&config).await.unwrap();
-    assert_eq!(outcome.reason, EndReason::EndTurn);
     let events: Vec<Value> = std::fs::read_to_string(&path)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let log = log.lock().unwrap().clone();
-    (log, events)
+    (outcome, log, events)
+}
+
+#[tokio::test]
+async fn a_fault_of_drovers_ends_the_task_as_an_internal_error_not_a_model_failure() {
+    let mut faulty = call("Write", "w", 0);
+    faulty.input["fault"] = json!(true);
+    let (outcome, log, events) =
+        run_turn_to_its_end(vec![faulty, call("Write", "after", 0)], &["Write"]).await;
+    assert_eq!(outcome.reason, EndReason::InternalError);
+    assert!(outcome.message.contains("w broke"), "{}", outcome.message);
+    // The call after the fault never started, and the model was not asked again.
+    assert_eq!(log, vec!["start w", "end w"]);
+    assert_eq!(outcome.turns, 1);
+    // Every call still has its result in the transcript.
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r["is_error"] == true));
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("internal error")
+    );
 }
 
 #[tokio::test]

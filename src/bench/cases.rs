@@ -121,7 +121,7 @@ mod tests {
                 "{}",
                 case.name
             );
-            assert!(registry.get(case.tool).unwrap().is_read_only());
+            assert!(registry.facts(case.tool).unwrap().read_only);
         }
     }
 }

@@ -5,8 +5,15 @@
 use super::table_tests::{bash, check, file};
 
 /// What the policy judges for `tool` called with `input`.
-fn facts(tool: &dyn crate::tools::Tool, input: &serde_json::Value) -> crate::policy::CallFacts {
-    tool.facts(input)
+fn facts(
+    registry: &crate::tools::Registry,
+    tool: &str,
+    input: &serde_json::Value,
+) -> crate::policy::CallFacts {
+    match registry.prepare(tool, input.clone()) {
+        Ok(call) => call.facts(),
+        Err(error) => panic!("{tool} {input}: {error}"),
+    }
 }
 
 #[test]
@@ -273,7 +280,6 @@ fn mutated_attack_lines_are_decided_without_panic() {
     let alphabet: Vec<char> = "`$(){}[]<>|&;'\"\\\n\t -=:/.*~#!0-EOFx".chars().collect();
     let fx = fixture();
     let registry = crate::tools::Registry::builtin().unwrap();
-    let bash_tool = registry.get("Bash").unwrap();
     let policies = [policy("open", &fx), policy("narrow", &fx)];
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = |bound: usize| {
@@ -304,7 +310,7 @@ fn mutated_attack_lines_are_decided_without_panic() {
         let text: String = line.into_iter().collect();
         let input = serde_json::json!({ "command": text });
         for policy in &policies {
-            let _ = policy.decide(&facts(bash_tool.as_ref(), &input));
+            let _ = policy.decide(&facts(&registry, "Bash", &input));
         }
     }
 }

@@ -11,8 +11,15 @@ use super::*;
 use crate::tools::Registry;
 
 /// What the policy judges for `tool` called with `input`.
-fn facts(tool: &dyn crate::tools::Tool, input: &serde_json::Value) -> crate::policy::CallFacts {
-    tool.facts(input)
+fn facts(
+    registry: &crate::tools::Registry,
+    tool: &str,
+    input: &serde_json::Value,
+) -> crate::policy::CallFacts {
+    match registry.prepare(tool, input.clone()) {
+        Ok(call) => call.facts(),
+        Err(error) => panic!("{tool} {input}: {error}"),
+    }
 }
 
 pub(super) struct Fixture {
@@ -143,15 +150,11 @@ pub(super) fn check(rows: &[(&str, (&'static str, Value), bool)]) {
     let mut failures = Vec::new();
     for (name, (tool, input), expected) in rows {
         let input = substitute(input, &fx);
-        let tool = registry.get(tool).unwrap();
-        registry
-            .validate(tool.name(), &input)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let decision = policy(name, &fx).decide(&facts(tool.as_ref(), &input));
+        let decision = policy(name, &fx).decide(&facts(&registry, tool, &input));
         if decision.allowed != *expected {
             failures.push(format!(
                 "[{name}] {} {input}: expected {}, got {} ({})",
-                tool.name(),
+                tool,
                 if *expected { "allow" } else { "deny" },
                 if decision.allowed { "allow" } else { "deny" },
                 decision.reason
@@ -488,7 +491,6 @@ fn shell_paths_resolve_where_the_shell_is() {
     // paths in the next command are relative to sub/.
     let fx = fixture();
     let registry = Registry::builtin().unwrap();
-    let bash_tool = registry.get("Bash").unwrap();
     let sub = fx.workspace.join("sub");
     let rows: &[(&str, &str, bool)] = &[
         ("ci", "cd ..", true),
@@ -504,7 +506,7 @@ fn shell_paths_resolve_where_the_shell_is() {
     let mut failures = Vec::new();
     for (name, command, expected) in rows {
         let input = json!({ "command": command });
-        let decision = policy(name, &fx).decide_in(&facts(bash_tool.as_ref(), &input), &sub);
+        let decision = policy(name, &fx).decide_in(&facts(&registry, "Bash", &input), &sub);
         if decision.allowed != *expected {
             failures.push(format!("[{name}] {command}: {}", decision.reason));
         }

@@ -1,15 +1,16 @@
 // Test-only module: its parent includes it under #[cfg(test)].
 use std::path::Path;
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::tools::{Tool, ToolContext, ToolOutput};
 
 /// What the policy judges for `tool` called with `input`.
-fn facts(tool: &dyn crate::tools::Tool, input: &serde_json::Value) -> crate::policy::CallFacts {
-    tool.facts(input)
+fn facts(tool: &Fake, input: &Value) -> CallFacts {
+    CallFacts {
+        tool: tool.tool_facts(),
+        subject: tool.subject(input),
+    }
 }
 
 /// A stand-in tool: the policy only looks at name, read-only-ness and subject.
@@ -18,20 +19,16 @@ struct Fake {
     read_only: bool,
 }
 
-#[async_trait]
-impl Tool for Fake {
-    fn name(&self) -> &'static str {
-        self.name
+impl Fake {
+    fn tool_facts(&self) -> ToolFacts {
+        ToolFacts {
+            name: self.name.to_string(),
+            read_only: self.read_only,
+            governed_by: self.name.to_string(),
+            run_state: false,
+        }
     }
-    fn description(&self) -> &'static str {
-        ""
-    }
-    fn input_schema(&self) -> Value {
-        json!({})
-    }
-    fn is_read_only(&self) -> bool {
-        self.read_only
-    }
+
     fn subject(&self, input: &Value) -> Subject {
         if let Some(command) = input.get("command").and_then(Value::as_str) {
             Subject::Command(command.into())
@@ -40,9 +37,6 @@ impl Tool for Fake {
         } else {
             Subject::None
         }
-    }
-    async fn call(&self, _: Value, _: &ToolContext) -> ToolOutput {
-        ToolOutput::ok("")
     }
 }
 
@@ -187,15 +181,18 @@ fn plan_mode_offers_only_read_only_tools() {
 #[test]
 fn tools_that_touch_only_run_state_are_allowed_unless_denied() {
     // The tools say so themselves: the policy names none of them.
-    for name in ["TodoWrite", "BashOutput", "KillShell"] {
-        let tool = builtin(name);
-        let decision = policy(&[], &[]).decide(&facts(tool.as_ref(), &json!({})));
+    let calls = [
+        ("TodoWrite", json!({"todos": []})),
+        ("BashOutput", json!({"bash_id": "bash_1"})),
+        ("KillShell", json!({"shell_id": "bash_1"})),
+    ];
+    for (name, input) in &calls {
+        let decision = policy(&[], &[]).decide(&builtin_facts(name, input));
         assert!(decision.allowed, "{name}: {}", decision.reason);
     }
-    let todo = builtin("TodoWrite");
     assert!(
         !policy(&[], &["TodoWrite"])
-            .decide(&facts(todo.as_ref(), &json!({})))
+            .decide(&builtin_facts("TodoWrite", &calls[0].1))
             .allowed
     );
     // A tool that does not say it acts on run state gets no such default.
@@ -206,13 +203,13 @@ fn tools_that_touch_only_run_state_are_allowed_unless_denied() {
     assert!(!policy(&[], &[]).decide(&facts(&other, &json!({}))).allowed);
 }
 
-/// A built-in tool by name.
-fn builtin(name: &str) -> std::sync::Arc<dyn Tool> {
+/// What the policy judges for the built-in tool `name` called with `input`.
+fn builtin_facts(name: &str, input: &Value) -> CallFacts {
     crate::tools::Registry::builtin()
         .unwrap()
-        .get(name)
+        .prepare(name, input.clone())
         .unwrap()
-        .clone()
+        .facts()
 }
 
 #[test]
@@ -294,15 +291,10 @@ fn a_bare_edit_rule_governs_write_and_multi_edit_too() {
 #[test]
 fn bash_companions_go_with_bash() {
     let p = policy(&[], &["Bash"]);
-    let (output, kill) = (builtin("BashOutput"), builtin("KillShell"));
-    assert!(
-        p.withholds(&output.tool_facts()).is_some() && p.withholds(&kill.tool_facts()).is_some()
-    );
-    assert!(
-        policy(&[], &["Edit"])
-            .withholds(&output.tool_facts())
-            .is_none()
-    );
+    let output = builtin_facts("BashOutput", &json!({"bash_id": "bash_1"})).tool;
+    let kill = builtin_facts("KillShell", &json!({"shell_id": "bash_1"})).tool;
+    assert!(p.withholds(&output).is_some() && p.withholds(&kill).is_some());
+    assert!(policy(&[], &["Edit"]).withholds(&output).is_none());
 }
 
 #[test]

@@ -116,7 +116,7 @@ pub struct Denial {
 }
 
 /// Where one todo stands.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
     Pending,
@@ -125,14 +125,18 @@ pub enum TodoStatus {
 }
 
 /// One item of the list, with Claude Code's field names so transcripts and summaries
-/// read the same as the model's input.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+/// read the same as the model's input (TodoWrite's input schema is derived from it).
+#[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+#[schemars(description = "One item of the todo list.")]
 pub struct Todo {
     /// What is to be done, imperative ("Run the tests").
+    #[schemars(length(min = 1))]
     pub content: String,
     pub status: TodoStatus,
     /// The same in the present continuous ("Running the tests"), shown while in progress.
     #[serde(rename = "activeForm")]
+    #[schemars(length(min = 1))]
     pub active_form: String,
 }
 

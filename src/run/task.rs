@@ -305,7 +305,7 @@ async fn steps(
     let policy = Policy::new(&rules, &workspace.dir, &plan.spec.additional_directories())
         .with_protected(protected);
     let mut registry = Registry::builtin().map_err(|e| e.to_string())?;
-    registry.retain(|tool| policy.withholds(&tool.tool_facts()).is_none());
+    registry.retain(|facts| policy.withholds(facts).is_none());
     let runs_commands = registry.names().iter().any(|name| name == "Bash");
     // Setup and checks run in the sandbox too, so it is probed for them as for Bash.
     let probe =

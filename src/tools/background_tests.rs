@@ -7,7 +7,7 @@ use super::*;
 use crate::tools::bash::BashTool;
 use crate::tools::bash_output::BashOutputTool;
 use crate::tools::kill_shell::KillShellTool;
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{CallJson, ToolContext, ToolOutput};
 
 fn ctx(dir: &tempfile::TempDir) -> ToolContext {
     ToolContext::new(dir.path().canonicalize().unwrap())

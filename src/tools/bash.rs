@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::shell_state::{CwdChange, CwdProbe};
-use super::text::{cut_middle, parse_input};
-use super::{Tool, ToolContext, ToolOutput, str_field};
+use super::text::cut_middle;
+use super::{ToolContext, ToolError, TypedTool};
 use crate::policy::Subject;
 use crate::sandbox::exec::{ShellOutcome, run_shell_with_env};
 
@@ -19,15 +19,21 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output beyond this many characters is cut in the middle.
 pub const MAX_OUTPUT_CHARS: usize = 30_000;
 
+#[derive(Clone, Copy)]
 pub struct BashTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The command line to run with bash.
     command: String,
+    /// Timeout in milliseconds (default 120000, max 600000).
+    #[schemars(range(min = 1))]
     timeout: Option<u64>,
+    /// A short description of what the command does, in 5-10 words.
     #[allow(dead_code)] // for the transcript and the policy; not needed to run
     description: Option<String>,
+    /// Start the command in the background and return its id at once; read it with BashOutput, stop it with KillShell.
     #[serde(default)]
     run_in_background: bool,
 }
@@ -45,60 +51,19 @@ Usage:
 - Quote paths containing spaces. Give a short description of what the command does.";
 
 #[async_trait]
-impl Tool for BashTool {
-    fn name(&self) -> &'static str {
-        "Bash"
+impl TypedTool for BashTool {
+    type Input = Input;
+    const NAME: &'static str = "Bash";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = false;
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Command(input.command.clone())
     }
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {
-                    "type": "string",
-                    "description": "The command line to run with bash."
-                },
-                "timeout": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Timeout in milliseconds (default 120000, max 600000)."
-                },
-                "description": {
-                    "type": "string",
-                    "description": "A short description of what the command does, in 5-10 words."
-                },
-                "run_in_background": {
-                    "type": "boolean",
-                    "description": "Start the command in the background and return its id at once; read it with BashOutput, stop it with KillShell."
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn subject(&self, input: &Value) -> Subject {
-        match str_field(input, "command") {
-            Some(command) => Subject::Command(command.to_string()),
-            None => Subject::None,
-        }
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("Bash", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         if input.command.trim().is_empty() {
-            return ToolOutput::error("command is empty.");
+            return Err(ToolError::Failed("command is empty.".to_string()));
         }
         let (cwd, moved_note) = ctx.shell.cwd();
         if input.run_in_background {
@@ -106,16 +71,14 @@ impl Tool for BashTool {
         }
         let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
         if timeout_ms > MAX_TIMEOUT_MS {
-            return ToolOutput::error(format!(
+            return Err(ToolError::Failed(format!(
                 "timeout {timeout_ms} ms is larger than the maximum of {MAX_TIMEOUT_MS} ms (10 minutes)."
-            ));
+            )));
         }
-        let probe = match CwdProbe::new_in(ctx.env.tmpdir()) {
-            Ok(probe) => probe,
-            Err(e) => return ToolOutput::error(format!("Could not run the command: {e}")),
-        };
+        let probe = CwdProbe::new_in(ctx.env.tmpdir())
+            .map_err(|e| ToolError::Failed(format!("Could not run the command: {e}")))?;
         let (key, value) = probe.env();
-        let outcome = match run_shell_with_env(
+        let outcome = run_shell_with_env(
             &input.command,
             &cwd,
             Duration::from_millis(timeout_ms.max(1)),
@@ -123,10 +86,7 @@ impl Tool for BashTool {
             &ctx.env,
         )
         .await
-        {
-            Ok(outcome) => outcome,
-            Err(e) => return ToolOutput::error(format!("Could not run the command: {e}")),
-        };
+        .map_err(|e| ToolError::Failed(format!("Could not run the command: {e}")))?;
         let mut notes: Vec<String> = moved_note.into_iter().collect();
         if let Some(CwdChange::Reset { outside }) =
             probe.final_dir().map(|dir| ctx.shell.update(&dir))
@@ -147,30 +107,39 @@ fn start_background(
     command: &str,
     cwd: &std::path::Path,
     note: Option<String>,
-) -> ToolOutput {
+) -> Result<String, ToolError> {
     match ctx.background.start(command, cwd, &ctx.env) {
         Ok(id) => with_notes(
-            ToolOutput::ok(format!(
+            Ok(format!(
                 "Command running in the background with id {id} (in {}). Read its new output and status with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It is killed when the run ends.",
                 cwd.display()
             )),
             &note.into_iter().collect::<Vec<_>>(),
         ),
-        Err(e) => ToolOutput::error(format!("Could not start the background command: {e}")),
+        Err(e) => Err(ToolError::Failed(format!(
+            "Could not start the background command: {e}"
+        ))),
     }
 }
 
-/// `output` with each note appended as its own paragraph.
-fn with_notes(mut output: ToolOutput, notes: &[String]) -> ToolOutput {
-    for note in notes {
-        output.content.push_str("\n\n");
-        output.content.push_str(note);
+/// `result`, success or failure, with each note appended as its own paragraph.
+fn with_notes(result: Result<String, ToolError>, notes: &[String]) -> Result<String, ToolError> {
+    let noted = |mut text: String| {
+        for note in notes {
+            text.push_str("\n\n");
+            text.push_str(note);
+        }
+        text
+    };
+    match result {
+        Ok(text) => Ok(noted(text)),
+        Err(ToolError::Failed(text)) => Err(ToolError::Failed(noted(text))),
+        Err(internal) => Err(internal),
     }
-    output
 }
 
 /// The result the model sees for a finished (or timed-out) foreground command.
-fn result(outcome: ShellOutcome, timeout_ms: u64) -> ToolOutput {
+fn result(outcome: ShellOutcome, timeout_ms: u64) -> Result<String, ToolError> {
     let output = cut_middle(outcome.output.trim_end_matches('\n'), MAX_OUTPUT_CHARS);
     if outcome.timed_out {
         let mut text = format!(
@@ -179,20 +148,25 @@ fn result(outcome: ShellOutcome, timeout_ms: u64) -> ToolOutput {
         if !output.is_empty() {
             text.push_str(&format!(" Output before it was killed:\n{output}"));
         }
-        return ToolOutput::error(text);
+        return Err(ToolError::Failed(text));
     }
     match outcome.exit_code {
-        Some(0) if output.is_empty() => ToolOutput::ok("(the command succeeded with no output)"),
-        Some(0) => ToolOutput::ok(output),
-        Some(code) if output.is_empty() => ToolOutput::error(format!("Exit code {code}")),
-        Some(code) => ToolOutput::error(format!("Exit code {code}\n{output}")),
-        None => ToolOutput::error(format!("The command was killed by a signal.\n{output}")),
+        Some(0) if output.is_empty() => Ok("(the command succeeded with no output)".to_string()),
+        Some(0) => Ok(output),
+        Some(code) if output.is_empty() => Err(ToolError::Failed(format!("Exit code {code}"))),
+        Some(code) => Err(ToolError::Failed(format!("Exit code {code}\n{output}"))),
+        None => Err(ToolError::Failed(format!(
+            "The command was killed by a signal.\n{output}"
+        ))),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+    use crate::tools::{CallJson, Tool, ToolOutput};
 
     fn ctx(dir: &tempfile::TempDir) -> ToolContext {
         ToolContext::new(dir.path().canonicalize().unwrap())
@@ -340,9 +314,9 @@ mod tests {
     #[test]
     fn subject_is_the_command() {
         assert_eq!(
-            BashTool.subject(&json!({"command": "cargo test"})),
+            BashTool.judged(json!({"command": "cargo test"})).subject,
             Subject::Command("cargo test".into())
         );
-        assert!(!BashTool.is_read_only());
+        assert!(!BashTool.facts().read_only);
     }
 }

@@ -2,19 +2,21 @@
 //! still running.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::bash::MAX_OUTPUT_CHARS;
-use super::text::{cut_middle, parse_input};
-use super::{Tool, ToolContext, ToolOutput};
-use crate::policy::Subject;
+use super::text::cut_middle;
+use super::{ToolContext, ToolError, TypedTool};
 
+#[derive(Clone, Copy)]
 pub struct BashOutputTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The id of the background shell, as returned by Bash (e.g. bash_1).
+    #[schemars(length(min = 1))]
     bash_id: String,
 }
 
@@ -28,59 +30,23 @@ Usage:
 - Stop a shell you no longer need with KillShell; every background shell is killed when the run ends.";
 
 #[async_trait]
-impl Tool for BashOutputTool {
-    fn name(&self) -> &'static str {
-        "BashOutput"
-    }
+impl TypedTool for BashOutputTool {
+    type Input = Input;
+    const NAME: &'static str = "BashOutput";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    // Not read-only: reading consumes the output, and calls must stay in order with the
+    // Bash calls that start shells.
+    const READ_ONLY: bool = false;
+    // It serves Bash's shells (`deny: [Bash]` withholds it too) and acts only on this
+    // run's own state, which is allowed by default.
+    const GOVERNED_BY: &'static str = "Bash";
+    const RUN_STATE: bool = true;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "bash_id": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The id of the background shell, as returned by Bash (e.g. bash_1)."
-                }
-            },
-            "required": ["bash_id"],
-            "additionalProperties": false
-        })
-    }
-
-    /// Not read-only: reading consumes the output, and calls must stay in order with the
-    /// Bash calls that start shells.
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn subject(&self, _input: &Value) -> Subject {
-        Subject::None
-    }
-
-    /// It serves Bash's shells: `deny: [Bash]` withholds it too.
-    fn governed_by(&self) -> &'static str {
-        "Bash"
-    }
-
-    /// Acts only on this run's own state: allowed by default.
-    fn acts_on_run_state(&self) -> bool {
-        true
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("BashOutput", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
-        let report = match ctx.background.read(&input.bash_id) {
-            Ok(report) => report,
-            Err(message) => return ToolOutput::error(message),
-        };
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
+        let report = ctx
+            .background
+            .read(&input.bash_id)
+            .map_err(ToolError::Failed)?;
         let output = report.new_output.trim_end_matches('\n');
         let mut text = format!("Shell {} {}.", input.bash_id, report.status);
         text.push_str(&format!(" Command: {}\n", report.command));
@@ -90,6 +56,6 @@ impl Tool for BashOutputTool {
             text.push_str("New output:\n");
             text.push_str(&cut_middle(output, MAX_OUTPUT_CHARS));
         }
-        ToolOutput::ok(text)
+        Ok(text)
     }
 }

@@ -2,25 +2,30 @@
 //! endings, byte-order mark and final newline as they were.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::edit_apply::{IDENTICAL, Loaded, Replacement, apply, load, missing_file, write};
-use super::text::{Encoding, display_path, numbered_snippet, parse_input};
-use super::{Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use super::text::{Encoding, display_path, numbered_snippet};
+use super::{ToolContext, ToolError, TypedTool, resolve_file_path};
 use crate::policy::Subject;
 
 /// Lines of context shown around an edit in the success message.
 const SNIPPET_CONTEXT: usize = 4;
 
+#[derive(Clone, Copy)]
 pub struct EditTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The file to edit, absolute or relative to the workspace root.
     file_path: String,
+    /// The exact text to replace.
     old_string: String,
+    /// The text to replace it with (must differ from old_string).
     new_string: String,
+    /// Replace every occurrence of old_string (default false).
     #[serde(default)]
     replace_all: bool,
 }
@@ -37,59 +42,18 @@ Usage:
 - Prefer Edit over Write for changing existing files.";
 
 #[async_trait]
-impl Tool for EditTool {
-    fn name(&self) -> &'static str {
-        "Edit"
+impl TypedTool for EditTool {
+    type Input = Input;
+    const NAME: &'static str = "Edit";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = false;
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Path(input.file_path.clone())
     }
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "The file to edit, absolute or relative to the workspace root."
-                },
-                "old_string": {
-                    "type": "string",
-                    "description": "The exact text to replace."
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The text to replace it with (must differ from old_string)."
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "default": false,
-                    "description": "Replace every occurrence of old_string (default false)."
-                }
-            },
-            "required": ["file_path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn subject(&self, input: &Value) -> Subject {
-        file_path_subject(input)
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("Edit", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
-        let path = match resolve_file_path(ctx, &input.file_path) {
-            Ok(path) => path,
-            Err(error) => return error,
-        };
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
+        let path = resolve_file_path(ctx, &input.file_path)?;
         let shown = display_path(&ctx.workspace, &path);
         let edit = Replacement {
             old: &input.old_string,
@@ -97,31 +61,20 @@ impl Tool for EditTool {
             replace_all: input.replace_all,
         };
         if edit.old == edit.new {
-            return ToolOutput::error(IDENTICAL);
+            return Err(ToolError::Failed(IDENTICAL.to_string()));
         }
-        let loaded = match load(ctx, &path, &shown, "Edit").await {
-            Ok(loaded) => loaded,
-            Err(error) => return error,
-        };
-        let Some(Loaded { decoded }) = loaded else {
+        let Some(Loaded { decoded }) = load(ctx, &path, &shown, "Edit").await? else {
             if !edit.old.is_empty() {
-                return missing_file(ctx, &shown);
+                return Err(missing_file(ctx, &shown));
             }
             let utf8 = Encoding::Utf8 { bom: false };
-            return match write(ctx, &path, &shown, edit.new, utf8).await {
-                Ok(()) => ToolOutput::ok(format!("File created successfully at: {shown}")),
-                Err(error) => error,
-            };
+            write(ctx, &path, &shown, edit.new, utf8).await?;
+            return Ok(format!("File created successfully at: {shown}"));
         };
-        let applied = match apply(&decoded.text, edit) {
-            Ok(applied) => applied,
-            Err(message) => return ToolOutput::error(message),
-        };
-        if let Err(e) = write(ctx, &path, &shown, &applied.text, decoded.encoding).await {
-            return e;
-        }
+        let applied = apply(&decoded.text, edit).map_err(ToolError::Failed)?;
+        write(ctx, &path, &shown, &applied.text, decoded.encoding).await?;
         if edit.old.is_empty() {
-            return ToolOutput::ok(format!("The file {shown} has been updated."));
+            return Ok(format!("The file {shown} has been updated."));
         }
         let from = applied.first_line.saturating_sub(SNIPPET_CONTEXT).max(1);
         let to = applied.first_line + applied.new_breaks + SNIPPET_CONTEXT;
@@ -131,7 +84,7 @@ impl Tool for EditTool {
         } else {
             String::new()
         };
-        ToolOutput::ok(format!(
+        Ok(format!(
             "The file {shown} has been updated. {what}Here is the edited region as Read would show it:\n{snippet}"
         ))
     }

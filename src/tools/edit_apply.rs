@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::edit_hints::{near_match, strip_line_number_prefixes, whitespace_insensitive_match};
 use super::text::{Decoded, Encoding, decode, encode};
-use super::{ToolContext, ToolOutput};
+use super::{ToolContext, ToolError, blocking};
 
 /// One replacement as the model asked for it.
 #[derive(Debug, Clone, Copy)]
@@ -163,39 +163,38 @@ pub(super) async fn load(
     path: &Path,
     shown: &str,
     tool: &str,
-) -> Result<Option<Loaded>, ToolOutput> {
+) -> Result<Option<Loaded>, ToolError> {
     let roots = std::sync::Arc::clone(&ctx.roots);
     let at = path.to_path_buf();
-    let bytes = match tokio::task::spawn_blocking(move || read_bounded(&roots, &at)).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::FileTooLarge => {
-            return Err(ToolOutput::error(format!(
+    let bytes = match blocking(move || read_bounded(&roots, &at)).await? {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            return Err(ToolError::Failed(format!(
                 "{shown} is {e}, larger than the {} MiB {tool} works on, so it was not loaded. Change it with a command (Bash) instead, if the permissions allow.",
                 MAX_EDITED_FILE / (1024 * 1024)
             )));
         }
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::IsADirectory => {
-            return Err(ToolOutput::error(format!(
+        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+            return Err(ToolError::Failed(format!(
                 "{shown} is a directory; give the path of a file to edit."
             )));
         }
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Ok(Err(e)) => return Err(ToolOutput::error(format!("Cannot read {shown}: {e}"))),
-        Err(e) => return Err(ToolOutput::error(format!("Cannot read {shown}: {e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ToolError::io(format!("Cannot read {shown}"), e)),
     };
     if let Err(message) = ctx.files.check_writable(path, &ctx.roots) {
-        return Err(ToolOutput::error(message));
+        return Err(ToolError::Failed(message));
     }
     let decoded = match decode(&bytes) {
         Ok(decoded) => decoded,
         Err(not_text) => {
-            return Err(ToolOutput::error(format!(
+            return Err(ToolError::Failed(format!(
                 "{shown} is {not_text}; {tool} only changes text files."
             )));
         }
     };
     if decoded.lossy {
-        return Err(ToolOutput::error(format!(
+        return Err(ToolError::Failed(format!(
             "{shown} is not valid UTF-8 (or UTF-16) text; editing it would corrupt bytes. Use Bash with a suitable tool instead."
         )));
     }
@@ -203,8 +202,8 @@ pub(super) async fn load(
 }
 
 /// The error for an edit of a missing file with a non-empty old_string.
-pub(super) fn missing_file(ctx: &ToolContext, shown: &str) -> ToolOutput {
-    ToolOutput::error(format!(
+pub(super) fn missing_file(ctx: &ToolContext, shown: &str) -> ToolError {
+    ToolError::Failed(format!(
         "File does not exist. (path: {shown}; the workspace root is {}). To create a new file, use Write, or an edit with an empty old_string.",
         ctx.workspace.display()
     ))
@@ -217,17 +216,14 @@ pub(super) async fn write(
     shown: &str,
     text: &str,
     encoding: Encoding,
-) -> Result<(), ToolOutput> {
+) -> Result<(), ToolError> {
     let bytes = encode(text, encoding);
     let target = path.to_path_buf();
     let to_write = bytes.clone();
     let roots = std::sync::Arc::clone(&ctx.roots);
-    match tokio::task::spawn_blocking(move || roots.write_atomic(&target, &to_write)).await {
-        Ok(Ok(mtime)) => {
-            ctx.files.record(path, &bytes, true, mtime);
-            Ok(())
-        }
-        Ok(Err(e)) => Err(ToolOutput::error(format!("Could not write {shown}: {e}"))),
-        Err(e) => Err(ToolOutput::error(format!("Could not write {shown}: {e}"))),
-    }
+    let mtime = blocking(move || roots.write_atomic(&target, &to_write))
+        .await?
+        .map_err(|e| ToolError::io(format!("Could not write {shown}"), e))?;
+    ctx.files.record(path, &bytes, true, mtime);
+    Ok(())
 }

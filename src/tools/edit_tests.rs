@@ -1,7 +1,10 @@
 // Test-only module: its parent includes it under #[cfg(test)].
+use serde_json::{Value, json};
+
 use super::*;
 use crate::tools::read::ReadTool;
 use crate::tools::text::{Encoding, encode};
+use crate::tools::{CallJson, ToolOutput};
 
 fn setup(name: &str, content: &[u8]) -> (tempfile::TempDir, ToolContext) {
     let dir = tempfile::tempdir().unwrap();
@@ -230,7 +233,9 @@ async fn bad_input_types_are_tool_errors() {
     let out = edit(&ctx, json!({"file_path": "a.txt", "old_string": 1})).await;
     assert!(out.is_error);
     assert_eq!(
-        EditTool.subject(&json!({"file_path": "a.txt"})),
+        EditTool
+            .judged(json!({"file_path": "a.txt", "old_string": "", "new_string": "x"}))
+            .subject,
         Subject::Path("a.txt".into())
     );
 }

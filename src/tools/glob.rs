@@ -8,13 +8,11 @@ use async_trait::async_trait;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::WalkState;
 
-use super::search_walk::{Batch, collected, walker};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::judged_path;
-use super::text::{display_path, parse_input};
-use super::{Tool, ToolContext, ToolOutput, str_field};
+use super::search_walk::{Batch, collected, search_root, walker};
+use super::{ToolContext, ToolError, TypedTool, blocking};
 use crate::policy::Subject;
 use crate::workspace::Roots;
 use crate::workspace::paths::relative_to;
@@ -22,12 +20,15 @@ use crate::workspace::paths::relative_to;
 /// Most paths returned by one call.
 pub const MAX_RESULTS: usize = 100;
 
+#[derive(Clone, Copy)]
 pub struct GlobTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The glob pattern to match file paths against, e.g. "**/*.rs".
     pattern: String,
+    /// The directory to search in (default: the workspace root).
     path: Option<String>,
 }
 
@@ -41,65 +42,25 @@ Usage:
 - To search file contents, use Grep. For open-ended searches needing several rounds, combine Glob and Grep calls.";
 
 #[async_trait]
-impl Tool for GlobTool {
-    fn name(&self) -> &'static str {
-        "Glob"
+impl TypedTool for GlobTool {
+    type Input = Input;
+    const NAME: &'static str = "Glob";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = true;
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Path(input.path.clone().unwrap_or_else(|| ".".to_string()))
     }
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "The glob pattern to match file paths against, e.g. \"**/*.rs\"."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "The directory to search in (default: the workspace root)."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn subject(&self, input: &Value) -> Subject {
-        Subject::Path(str_field(input, "path").unwrap_or(".").to_string())
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("Glob", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
-        let root = match judged_path(ctx, input.path.as_deref().unwrap_or(".")) {
-            Ok(root) => root,
-            Err(e) => return ToolOutput::error(format!("Invalid path: {e}")),
-        };
-        let shown = display_path(&ctx.workspace, &root);
-        match ctx.roots.metadata(&root) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => {
-                return ToolOutput::error(format!(
-                    "{shown} is a file, not a directory. Give a directory as path (or Read the file)."
-                ));
-            }
-            Err(_) => {
-                return ToolOutput::error(format!(
-                    "Path does not exist: {shown} (the workspace root is {}).",
-                    ctx.workspace.display()
-                ));
-            }
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
+        let root = search_root(ctx, input.path.as_deref())?;
+        if !root.is_dir {
+            return Err(ToolError::Failed(format!(
+                "{} is a file, not a directory. Give a directory as path (or Read the file).",
+                root.shown
+            )));
         }
+        let root = root.path;
         // An absolute pattern under the root is taken relative to it.
         let pattern = match relative_to(&root, Path::new(&input.pattern)) {
             Some(rel) if Path::new(&input.pattern).is_absolute() && !rel.is_empty() => rel,
@@ -111,25 +72,20 @@ impl Tool for GlobTool {
             .build()
         {
             Ok(glob) => glob,
-            Err(e) => return ToolOutput::error(format!("Invalid glob pattern: {e}")),
+            Err(e) => return Err(ToolError::Failed(format!("Invalid glob pattern: {e}"))),
         };
         // A set, not a single matcher: a set picks a fast strategy (extension, suffix,
         // literal) where the pattern allows, instead of always running a regex.
         let matcher = match GlobSetBuilder::new().add(glob).build() {
             Ok(set) => set,
-            Err(e) => return ToolOutput::error(format!("Invalid glob pattern: {e}")),
+            Err(e) => return Err(ToolError::Failed(format!("Invalid glob pattern: {e}"))),
         };
         let walk_root = root.clone();
         let hidden = std::sync::Arc::clone(&ctx.hidden);
         let roots = std::sync::Arc::clone(&ctx.roots);
-        let found =
-            tokio::task::spawn_blocking(move || find(&walk_root, &matcher, hidden, &roots)).await;
-        let mut found = match found {
-            Ok(found) => found,
-            Err(e) => return ToolOutput::error(format!("Glob failed: {e}")),
-        };
+        let mut found = blocking(move || find(&walk_root, &matcher, hidden, &roots)).await?;
         if found.is_empty() {
-            return ToolOutput::ok("No files found");
+            return Ok("No files found".to_string());
         }
         let total = found.len();
         let newest_first = |a: &Found, b: &Found| {
@@ -157,7 +113,7 @@ impl Tool for GlobTool {
                 "(Results are truncated: showing the first {MAX_RESULTS} of {total} files. Use a more specific pattern or path.)"
             ));
         }
-        ToolOutput::ok(lines.join("\n"))
+        Ok(lines.join("\n"))
     }
 }
 
@@ -202,7 +158,10 @@ fn find(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+    use crate::tools::{CallJson, ToolOutput};
     use std::time::Duration;
 
     fn touch(root: &Path, rel: &str, age_secs: u64) {
@@ -291,11 +250,13 @@ mod tests {
     #[test]
     fn subject_defaults_to_the_workspace_root() {
         assert_eq!(
-            GlobTool.subject(&json!({"pattern": "*"})),
+            GlobTool.judged(json!({"pattern": "*"})).subject,
             Subject::Path(".".into())
         );
         assert_eq!(
-            GlobTool.subject(&json!({"pattern": "*", "path": "src"})),
+            GlobTool
+                .judged(json!({"pattern": "*", "path": "src"}))
+                .subject,
             Subject::Path("src".into())
         );
     }

@@ -1,46 +1,74 @@
 //! Grep: search file contents with ripgrep's regex syntax and ignore rules.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::grep_search::{FileHits, Line, Options, build_matcher, search};
-use super::judged_path;
-use super::text::{cut_chars, display_path, parse_input};
-use super::{Tool, ToolContext, ToolOutput, str_field};
+use super::grep_output::{format_hits, skipped_note};
+use super::grep_search::{FileHits, Options, build_matcher, search};
+use super::search_walk::search_root;
+use super::{ToolContext, ToolError, TypedTool, blocking};
 use crate::policy::Subject;
-use crate::workspace::paths::relative_to;
 
 /// Entries returned when head_limit is not given.
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
 /// Content-mode lines longer than this are cut.
 pub const MAX_LINE_CHARS: usize = 500;
 
+#[derive(Clone, Copy)]
 pub struct GrepTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The regular expression to search for.
     pattern: String,
+    /// File or directory to search (default: the workspace root).
     path: Option<String>,
+    /// Glob filter for file names, e.g. "*.js" or "*.{ts,tsx}".
     glob: Option<String>,
+    /// ripgrep file type to search, e.g. rust, py, js.
     #[serde(rename = "type")]
     file_type: Option<String>,
-    output_mode: Option<String>,
+    /// content: matching lines; files_with_matches (default): file paths; count: matches per file.
+    #[serde(default)]
+    pub(super) output_mode: OutputMode,
+    /// Case-insensitive search.
     #[serde(rename = "-i", default)]
     case_insensitive: bool,
+    /// Show line numbers in content mode (default true).
     #[serde(rename = "-n")]
-    line_numbers: Option<bool>,
+    pub(super) line_numbers: Option<bool>,
+    /// Lines of context after each match (content mode).
     #[serde(rename = "-A")]
     after: Option<usize>,
+    /// Lines of context before each match (content mode).
     #[serde(rename = "-B")]
     before: Option<usize>,
+    /// Lines of context before and after each match (content mode).
     #[serde(rename = "-C")]
     context: Option<usize>,
-    head_limit: Option<usize>,
-    offset: Option<usize>,
+    /// Return at most this many entries (default 250; 0 = no limit).
+    pub(super) head_limit: Option<usize>,
+    /// Skip this many entries first (default 0).
+    pub(super) offset: Option<usize>,
+    /// Let . match newlines and patterns span lines.
     #[serde(default)]
     multiline: bool,
+}
+
+// Plain comments, not doc comments: documented variants would turn the schema's `enum`
+// into a `oneOf` of constants.
+#[derive(Deserialize, JsonSchema, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    // Matching lines, `path:line:text`.
+    Content,
+    // The paths of matching files.
+    #[default]
+    FilesWithMatches,
+    // Matches per file, and a total.
+    Count,
 }
 
 const DESCRIPTION: &str = "Searches file contents with a regular expression (ripgrep syntax), in-process and fast.
@@ -57,122 +85,35 @@ Usage:
 - Paths are shown relative to the searched directory.";
 
 #[async_trait]
-impl Tool for GrepTool {
-    fn name(&self) -> &'static str {
-        "Grep"
+impl TypedTool for GrepTool {
+    type Input = Input;
+    const NAME: &'static str = "Grep";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = true;
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Path(input.path.clone().unwrap_or_else(|| ".".to_string()))
     }
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        let count = |description: &str| json!({"type": "integer", "minimum": 0, "description": description});
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "The regular expression to search for."},
-                "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
-                "glob": {"type": "string", "description": "Glob filter for file names, e.g. \"*.js\" or \"*.{ts,tsx}\"."},
-                "type": {"type": "string", "description": "ripgrep file type to search, e.g. rust, py, js."},
-                "output_mode": {
-                    "type": "string",
-                    "enum": ["content", "files_with_matches", "count"],
-                    "description": "content: matching lines; files_with_matches (default): file paths; count: matches per file."
-                },
-                "-i": {"type": "boolean", "description": "Case-insensitive search."},
-                "-n": {"type": "boolean", "description": "Show line numbers in content mode (default true)."},
-                "-A": count("Lines of context after each match (content mode)."),
-                "-B": count("Lines of context before each match (content mode)."),
-                "-C": count("Lines of context before and after each match (content mode)."),
-                "head_limit": count("Return at most this many entries (default 250; 0 = no limit)."),
-                "offset": count("Skip this many entries first (default 0)."),
-                "multiline": {"type": "boolean", "description": "Let . match newlines and patterns span lines."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn subject(&self, input: &Value) -> Subject {
-        Subject::Path(str_field(input, "path").unwrap_or(".").to_string())
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("Grep", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
-        let root = match judged_path(ctx, input.path.as_deref().unwrap_or(".")) {
-            Ok(root) => root,
-            Err(e) => return ToolOutput::error(format!("Invalid path: {e}")),
-        };
-        let shown_root = display_path(&ctx.workspace, &root);
-        let Ok(meta) = ctx.roots.metadata(&root) else {
-            return ToolOutput::error(format!(
-                "Path does not exist: {shown_root} (the workspace root is {}).",
-                ctx.workspace.display()
-            ));
-        };
-        let mode = input.output_mode.as_deref().unwrap_or("files_with_matches");
-        if !matches!(mode, "content" | "files_with_matches" | "count") {
-            return ToolOutput::error(format!(
-                "Unknown output_mode {mode:?}: use content, files_with_matches or count."
-            ));
-        }
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
+        let root = search_root(ctx, input.path.as_deref())?;
         let opts = Options {
             case_insensitive: input.case_insensitive,
             multiline: input.multiline,
             before: input.before.or(input.context).unwrap_or(0),
             after: input.after.or(input.context).unwrap_or(0),
-            want_lines: mode == "content",
-            first_only: mode == "files_with_matches",
+            want_lines: input.output_mode == OutputMode::Content,
+            first_only: input.output_mode == OutputMode::FilesWithMatches,
         };
-        let matcher = match build_matcher(&input.pattern, &opts) {
-            Ok(matcher) => matcher,
-            Err(e) => return ToolOutput::error(format!("Invalid regex pattern: {e}")),
-        };
-        let types = match &input.file_type {
-            Some(name) => {
-                let mut builder = ignore::types::TypesBuilder::new();
-                builder.add_defaults();
-                builder.select(name);
-                match builder.build() {
-                    Ok(types) => Some(types),
-                    Err(e) => {
-                        return ToolOutput::error(format!(
-                            "Invalid type {name:?}: {e}. Use a ripgrep file type such as rust, py, js, ts, go, java, c, cpp, md, json, yaml."
-                        ));
-                    }
-                }
-            }
-            None => None,
-        };
-        let overrides = match &input.glob {
-            Some(globs) => {
-                let mut builder = ignore::overrides::OverrideBuilder::new(&root);
-                for glob in globs.split_whitespace() {
-                    if let Err(e) = builder.add(glob) {
-                        return ToolOutput::error(format!("Invalid glob {glob:?}: {e}"));
-                    }
-                }
-                match builder.build() {
-                    Ok(overrides) => Some(overrides),
-                    Err(e) => return ToolOutput::error(format!("Invalid glob: {e}")),
-                }
-            }
-            None => None,
-        };
-
-        let walk_root = root.clone();
+        let matcher = build_matcher(&input.pattern, &opts)
+            .map_err(|e| ToolError::Failed(format!("Invalid regex pattern: {e}")))?;
+        let types = file_types(input.file_type.as_deref())?;
+        let overrides = globs(input.glob.as_deref(), &root.path)?;
+        let walk_root = root.path.clone();
         let hidden = std::sync::Arc::clone(&ctx.hidden);
         let search_opts = opts.clone();
         let roots = std::sync::Arc::clone(&ctx.roots);
-        let hits = tokio::task::spawn_blocking(move || {
+        let hits = blocking(move || {
             search(
                 &walk_root,
                 &matcher,
@@ -183,213 +124,50 @@ impl Tool for GrepTool {
                 &roots,
             )
         })
-        .await;
-        let (skipped, hits): (Vec<FileHits>, Vec<FileHits>) = match hits {
-            Ok(hits) => hits.into_iter().partition(|hit| hit.skipped.is_some()),
-            Err(e) => return ToolOutput::error(format!("Search failed: {e}")),
-        };
+        .await?;
+        let (skipped, hits): (Vec<FileHits>, Vec<FileHits>) =
+            hits.into_iter().partition(|hit| hit.skipped.is_some());
         let skipped_note = skipped_note(&skipped, &ctx.workspace);
         if hits.is_empty() {
-            return ToolOutput::ok(format!("No matches found{skipped_note}"));
+            return Ok(format!("No matches found{skipped_note}"));
         }
-        let name = |hit: &FileHits| -> String {
-            if meta.is_dir() {
-                relative_to(&root, &hit.path).unwrap_or_else(|| hit.path.display().to_string())
-            } else {
-                display_path(&ctx.workspace, &hit.path)
-            }
-        };
-        let context = opts.before > 0 || opts.after > 0;
-        let numbers = input.line_numbers.unwrap_or(true);
-        // Content lines are written into one buffer and paged as slices of it: no String
-        // per line, which matters with tens of thousands of lines and head_limit 0.
-        let mut buffer = String::new();
-        let (entries, header, footer) = match mode {
-            "content" => {
-                let ends = content_entries(&mut buffer, &hits, name, numbers, context);
-                let mut start = 0;
-                let entries: Vec<&str> = ends
-                    .into_iter()
-                    .map(|end| {
-                        let line = &buffer[start..end];
-                        start = end;
-                        line
-                    })
-                    .collect();
-                (Entries::Borrowed(entries), None, None)
-            }
-            "count" => {
-                let total: u64 = hits.iter().map(|h| h.count).sum();
-                let entries = hits
-                    .iter()
-                    .map(|h| format!("{}:{}", name(h), h.count))
-                    .collect();
-                let footer = format!(
-                    "\nFound {total} total {} across {} {}.",
-                    plural(total as usize, "match", "matches"),
-                    hits.len(),
-                    plural(hits.len(), "file", "files")
-                );
-                (Entries::Owned(entries), None, Some(footer))
-            }
-            _ => {
-                let header = format!(
-                    "Found {} {}",
-                    hits.len(),
-                    plural(hits.len(), "file", "files")
-                );
-                (
-                    Entries::Owned(hits.iter().map(name).collect()),
-                    Some(header),
-                    None,
-                )
-            }
-        };
-        let content = match &entries {
-            Entries::Borrowed(entries) => page(entries, &input, header, footer),
-            Entries::Owned(entries) => page(entries, &input, header, footer),
-        };
-        ToolOutput::ok(content + &skipped_note)
+        Ok(format_hits(&hits, &input, &opts, &root, &ctx.workspace) + &skipped_note)
     }
 }
 
-/// What the output says about files that could not be searched (empty when none).
-fn skipped_note(skipped: &[FileHits], workspace: &std::path::Path) -> String {
-    if skipped.is_empty() {
-        return String::new();
-    }
-    let listed: Vec<String> = skipped
-        .iter()
-        .take(10)
-        .map(|hit| {
-            format!(
-                "{} ({})",
-                display_path(workspace, &hit.path),
-                hit.skipped.as_deref().unwrap_or_default()
-            )
-        })
-        .collect();
-    let more = skipped.len().saturating_sub(listed.len());
-    format!(
-        "\n\n(Not searched: {} {}: {}{})",
-        skipped.len(),
-        plural(skipped.len(), "file", "files"),
-        listed.join("; "),
-        if more > 0 {
-            format!("; and {more} more")
-        } else {
-            String::new()
-        }
-    )
-}
-
-fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
-    if n == 1 { one } else { many }
-}
-
-/// Entries to page through: slices of one buffer, or strings of their own.
-enum Entries<'a> {
-    Borrowed(Vec<&'a str>),
-    Owned(Vec<String>),
-}
-
-/// Content-mode lines, ripgrep style, written one after another into `out`; returns where
-/// each line ends.
-fn content_entries(
-    out: &mut String,
-    hits: &[FileHits],
-    name: impl Fn(&FileHits) -> String,
-    numbers: bool,
-    context: bool,
-) -> Vec<usize> {
-    use std::fmt::Write;
-    let mut ends = Vec::new();
-    for (i, hit) in hits.iter().enumerate() {
-        let path = name(hit);
-        if context && i > 0 {
-            out.push_str("--");
-            ends.push(out.len());
-        }
-        for line in &hit.lines {
-            let (n, text, sep) = match line {
-                Line::Match(n, range) => (n, hit.line_text(range), ':'),
-                Line::Context(n, range) => (n, hit.line_text(range), '-'),
-                Line::Break => {
-                    out.push_str("--");
-                    ends.push(out.len());
-                    continue;
-                }
-            };
-            // A line of at most MAX_LINE_CHARS bytes has at most as many characters:
-            // skip counting them (most lines).
-            let (shown, cut) = if text.len() <= MAX_LINE_CHARS {
-                (text, false)
-            } else {
-                cut_chars(text, MAX_LINE_CHARS)
-            };
-            out.push_str(&path);
-            out.push(sep);
-            if numbers {
-                // invariant: writing to a String cannot fail.
-                let _ = write!(out, "{n}{sep}");
-            }
-            out.push_str(shown);
-            if cut {
-                out.push_str(" … [line truncated]");
-            }
-            ends.push(out.len());
-        }
-    }
-    ends
-}
-
-/// Apply offset and head_limit, saying what was cut.
-fn page<S: AsRef<str>>(
-    entries: &[S],
-    input: &Input,
-    header: Option<String>,
-    footer: Option<String>,
-) -> String {
-    let offset = input.offset.unwrap_or(0);
-    let limit = input.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT);
-    let total = entries.len();
-    if offset >= total {
-        return format!("No entries at offset {offset}: there are only {total}.");
-    }
-    let take = if limit == 0 { total } else { limit };
-    let shown = &entries[offset..offset.saturating_add(take).min(total)];
-    let end = offset + shown.len();
-    let size = shown.iter().map(|e| e.as_ref().len() + 1).sum::<usize>();
-    let mut out = String::with_capacity(size + 200);
-    let mut first = true;
-    let mut push = |line: &str| {
-        if !first {
-            out.push('\n');
-        }
-        first = false;
-        out.push_str(line);
+/// The ripgrep file type `name` selects, if one is given.
+fn file_types(name: Option<&str>) -> Result<Option<ignore::types::Types>, ToolError> {
+    let Some(name) = name else {
+        return Ok(None);
     };
-    if let Some(header) = &header {
-        push(header);
+    let mut builder = ignore::types::TypesBuilder::new();
+    builder.add_defaults();
+    builder.select(name);
+    builder.build().map(Some).map_err(|e| {
+        ToolError::Failed(format!(
+            "Invalid type {name:?}: {e}. Use a ripgrep file type such as rust, py, js, ts, go, java, c, cpp, md, json, yaml."
+        ))
+    })
+}
+
+/// The file-name filter of the space-separated `globs` (`!` excludes), if given.
+fn globs(
+    globs: Option<&str>,
+    root: &std::path::Path,
+) -> Result<Option<ignore::overrides::Override>, ToolError> {
+    let Some(globs) = globs else {
+        return Ok(None);
+    };
+    let mut builder = ignore::overrides::OverrideBuilder::new(root);
+    for glob in globs.split_whitespace() {
+        builder
+            .add(glob)
+            .map_err(|e| ToolError::Failed(format!("Invalid glob {glob:?}: {e}")))?;
     }
-    for entry in shown {
-        push(entry.as_ref());
-    }
-    if end < total || offset > 0 {
-        let more = if end < total {
-            format!(" Use offset={end} to see more, or a narrower search.")
-        } else {
-            String::new()
-        };
-        push(&format!(
-            "\n(Results limited: showing entries {}-{end} of {total}.{more})",
-            offset + 1
-        ));
-    }
-    if let Some(footer) = &footer {
-        push(footer);
-    }
-    out
+    builder
+        .build()
+        .map(Some)
+        .map_err(|e| ToolError::Failed(format!("Invalid glob: {e}")))
 }
 
 #[cfg(test)]

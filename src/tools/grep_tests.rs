@@ -1,5 +1,8 @@
 // Test-only module: its parent includes it under #[cfg(test)].
+use serde_json::{Value, json};
+
 use super::*;
+use crate::tools::{CallJson, Tool, ToolOutput};
 
 fn setup() -> (tempfile::TempDir, ToolContext) {
     let dir = tempfile::tempdir().unwrap();
@@ -166,10 +169,10 @@ async fn errors_for_bad_regex_type_and_path() {
 #[test]
 fn subject_defaults_to_workspace_root() {
     assert_eq!(
-        GrepTool.subject(&json!({"pattern": "x"})),
+        GrepTool.judged(json!({"pattern": "x"})).subject,
         Subject::Path(".".into())
     );
-    assert!(GrepTool.is_read_only());
+    assert!(GrepTool.facts().read_only);
 }
 
 #[tokio::test]

@@ -1,19 +1,20 @@
 //! KillShell: stop a background shell and every process it started.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::background::ShellStatus;
-use super::text::parse_input;
-use super::{Tool, ToolContext, ToolOutput};
-use crate::policy::Subject;
+use super::{ToolContext, ToolError, TypedTool};
 
+#[derive(Clone, Copy)]
 pub struct KillShellTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The id of the background shell to kill, as returned by Bash (e.g. bash_1).
+    #[schemars(length(min = 1))]
     shell_id: String,
 }
 
@@ -27,62 +28,26 @@ Usage:
 - You do not need to kill shells before finishing: every background shell is killed when the run ends.";
 
 #[async_trait]
-impl Tool for KillShellTool {
-    fn name(&self) -> &'static str {
-        "KillShell"
-    }
+impl TypedTool for KillShellTool {
+    type Input = Input;
+    const NAME: &'static str = "KillShell";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = false;
+    // It serves Bash's shells (`deny: [Bash]` withholds it too) and acts only on this
+    // run's own state, which is allowed by default.
+    const GOVERNED_BY: &'static str = "Bash";
+    const RUN_STATE: bool = true;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "shell_id": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "The id of the background shell to kill, as returned by Bash (e.g. bash_1)."
-                }
-            },
-            "required": ["shell_id"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn subject(&self, _input: &Value) -> Subject {
-        Subject::None
-    }
-
-    /// It serves Bash's shells: `deny: [Bash]` withholds it too.
-    fn governed_by(&self) -> &'static str {
-        "Bash"
-    }
-
-    /// Acts only on this run's own state: allowed by default.
-    fn acts_on_run_state(&self) -> bool {
-        true
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("KillShell", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let id = &input.shell_id;
         match ctx.background.kill(id).await {
             Ok(ShellStatus::Running) => {
-                ToolOutput::ok(format!("Killed shell {id} and every process it started."))
+                Ok(format!("Killed shell {id} and every process it started."))
             }
-            Ok(status) => ToolOutput::ok(format!(
+            Ok(status) => Ok(format!(
                 "Shell {id} is not running (it {status}); nothing to kill."
             )),
-            Err(message) => ToolOutput::error(message),
+            Err(message) => Err(ToolError::Failed(message)),
         }
     }
 }

@@ -5,22 +5,25 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::text::{display_path, parse_input};
-use super::{Tool, ToolContext, ToolOutput, str_field};
+use super::search_walk::search_root;
+use super::{ToolContext, ToolError, TypedTool, blocking};
 use crate::policy::Subject;
 
 /// At most this many entries are listed.
 pub const MAX_ENTRIES: usize = 1000;
 
+#[derive(Clone, Copy)]
 pub struct LsTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The directory to list, absolute or relative to the workspace root.
     path: String,
+    /// Glob patterns of entry names to leave out.
     #[serde(default)]
     ignore: Vec<String>,
 }
@@ -36,90 +39,39 @@ Usage:
 - A path that does not exist, or is a file, is an error.";
 
 #[async_trait]
-impl Tool for LsTool {
-    fn name(&self) -> &'static str {
-        "LS"
+impl TypedTool for LsTool {
+    type Input = Input;
+    const NAME: &'static str = "LS";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = true;
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Path(input.path.clone())
     }
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "The directory to list, absolute or relative to the workspace root."
-                },
-                "ignore": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Glob patterns of entry names to leave out."
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn subject(&self, input: &Value) -> Subject {
-        match str_field(input, "path") {
-            Some(path) => Subject::Path(path.to_string()),
-            None => Subject::None,
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
+        let ignore = ignore_set(&input.ignore)?;
+        let root = search_root(ctx, Some(&input.path))?;
+        if !root.is_dir {
+            return Err(ToolError::Failed(format!(
+                "{} is a file, not a directory. Use Read to see its content.",
+                root.shown
+            )));
         }
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("LS", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
-        let path = match super::judged_path(ctx, &input.path) {
-            Ok(path) => path,
-            Err(e) => return ToolOutput::error(format!("Invalid path: {e}")),
-        };
-        let shown = display_path(&ctx.workspace, &path);
-        let ignore = match ignore_set(&input.ignore) {
-            Ok(set) => set,
-            Err(error) => return error,
-        };
-        match ctx.roots.metadata(&path) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => {
-                return ToolOutput::error(format!(
-                    "{shown} is a file, not a directory. Use Read to see its content."
-                ));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return ToolOutput::error(format!(
-                    "Directory does not exist: {shown} (the workspace root is {}).",
-                    ctx.workspace.display()
-                ));
-            }
-            Err(e) => return ToolOutput::error(format!("Cannot list {shown}: {e}")),
-        }
+        let (path, shown) = (root.path, root.shown);
         let dir = path.clone();
         let hidden = std::sync::Arc::clone(&ctx.hidden);
         let roots = std::sync::Arc::clone(&ctx.roots);
-        let listed = tokio::task::spawn_blocking(move || list(&dir, &ignore, hidden, &roots)).await;
-        let (entries, total) = match listed {
-            Ok(Ok(listed)) => listed,
-            Ok(Err(e)) => return ToolOutput::error(format!("Cannot list {shown}: {e}")),
-            Err(e) => return ToolOutput::error(format!("Cannot list {shown}: {e}")),
-        };
+        let (entries, total) = blocking(move || list(&dir, &ignore, hidden, &roots))
+            .await?
+            .map_err(|e| ToolError::io(format!("Cannot list {shown}"), e))?;
         let heading = match crate::workspace::paths::relative_to(&ctx.workspace, &path) {
             Some(rel) if rel.is_empty() => "./".to_string(),
             Some(rel) => format!("{rel}/"),
             None => format!("{}/", path.display()),
         };
         if entries.is_empty() {
-            return ToolOutput::ok(format!("{heading} is empty (or every entry is ignored)."));
+            return Ok(format!("{heading} is empty (or every entry is ignored)."));
         }
         let mut text = format!("{heading}\n{}", entries.join("\n"));
         if total > entries.len() {
@@ -127,21 +79,21 @@ impl Tool for LsTool {
                 "\n[{total} entries in total; only the first {MAX_ENTRIES} are listed. Use Glob with a pattern, or the ignore parameter, to narrow it down.]"
             ));
         }
-        ToolOutput::ok(text)
+        Ok(text)
     }
 }
 
 /// The globs of `patterns`, or the error for the model.
-fn ignore_set(patterns: &[String]) -> Result<GlobSet, ToolOutput> {
+fn ignore_set(patterns: &[String]) -> Result<GlobSet, ToolError> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         let glob = Glob::new(pattern)
-            .map_err(|e| ToolOutput::error(format!("Invalid ignore pattern {pattern:?}: {e}")))?;
+            .map_err(|e| ToolError::Failed(format!("Invalid ignore pattern {pattern:?}: {e}")))?;
         builder.add(glob);
     }
     builder
         .build()
-        .map_err(|e| ToolOutput::error(format!("Invalid ignore patterns: {e}")))
+        .map_err(|e| ToolError::Failed(format!("Invalid ignore patterns: {e}")))
 }
 
 /// The first [`MAX_ENTRIES`] entries of `dir` (judged: symlinks resolved), rendered and
@@ -197,7 +149,10 @@ fn list(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+    use crate::tools::{CallJson, Tool, ToolOutput};
 
     fn ctx(dir: &tempfile::TempDir) -> ToolContext {
         ToolContext::new(dir.path().canonicalize().unwrap())
@@ -269,9 +224,9 @@ mod tests {
 
     #[test]
     fn read_only_with_the_path_as_subject() {
-        assert!(LsTool.is_read_only());
+        assert!(LsTool.facts().read_only);
         assert_eq!(
-            LsTool.subject(&json!({"path": "src"})),
+            LsTool.judged(json!({"path": "src"})).subject,
             Subject::Path("src".into())
         );
     }

@@ -1,13 +1,13 @@
 //! MultiEdit: several Edit replacements in one file, all or nothing.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use similar::TextDiff;
 
 use super::edit_apply::{Loaded, Replacement, apply, load, missing_file, write};
-use super::text::{Encoding, display_path, numbered_snippet, parse_input};
-use super::{Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use super::text::{Encoding, display_path, numbered_snippet};
+use super::{ToolContext, ToolError, TypedTool, resolve_file_path};
 use crate::policy::Subject;
 
 /// Lines of context shown around each changed region in the success message.
@@ -15,20 +15,28 @@ const SNIPPET_CONTEXT: usize = 3;
 /// At most this many changed regions are shown in the success message.
 const MAX_REGIONS: usize = 10;
 
+#[derive(Clone, Copy)]
 pub struct MultiEditTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The file to edit, absolute or relative to the workspace root.
     file_path: String,
+    /// Replacements applied in order; all succeed or none is written.
+    #[schemars(length(min = 1))]
     edits: Vec<EditInput>,
 }
 
-#[derive(Deserialize)]
+/// One replacement of a MultiEdit.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EditInput {
+pub struct EditInput {
+    /// The exact text to replace.
     old_string: String,
+    /// The text to replace it with.
     new_string: String,
+    /// Replace every occurrence (default false).
     #[serde(default)]
     replace_all: bool,
 }
@@ -45,72 +53,30 @@ Usage:
 - Prefer MultiEdit over several Edit calls for the same file; use Edit for a single change.";
 
 #[async_trait]
-impl Tool for MultiEditTool {
-    fn name(&self) -> &'static str {
-        "MultiEdit"
+impl TypedTool for MultiEditTool {
+    type Input = Input;
+    const NAME: &'static str = "MultiEdit";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = false;
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Path(input.file_path.clone())
     }
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "The file to edit, absolute or relative to the workspace root."
-                },
-                "edits": {
-                    "type": "array",
-                    "minItems": 1,
-                    "description": "Replacements applied in order; all succeed or none is written.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "old_string": {"type": "string", "description": "The exact text to replace."},
-                            "new_string": {"type": "string", "description": "The text to replace it with."},
-                            "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence (default false)."}
-                        },
-                        "required": ["old_string", "new_string"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["file_path", "edits"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn subject(&self, input: &Value) -> Subject {
-        file_path_subject(input)
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("MultiEdit", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
-        let path = match resolve_file_path(ctx, &input.file_path) {
-            Ok(path) => path,
-            Err(error) => return error,
-        };
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
+        let path = resolve_file_path(ctx, &input.file_path)?;
         let shown = display_path(&ctx.workspace, &path);
         let Some(first) = input.edits.first() else {
-            return ToolOutput::error("edits is empty; give at least one edit.");
+            return Err(ToolError::Failed(
+                "edits is empty; give at least one edit.".to_string(),
+            ));
         };
-        let (original, encoding, created) = match load(ctx, &path, &shown, "MultiEdit").await {
-            Ok(Some(Loaded { decoded })) => (decoded.text, decoded.encoding, false),
-            Ok(None) if first.old_string.is_empty() => {
+        let (original, encoding, created) = match load(ctx, &path, &shown, "MultiEdit").await? {
+            Some(Loaded { decoded }) => (decoded.text, decoded.encoding, false),
+            None if first.old_string.is_empty() => {
                 (String::new(), Encoding::Utf8 { bom: false }, true)
             }
-            Ok(None) => return missing_file(ctx, &shown),
-            Err(error) => return error,
+            None => return Err(missing_file(ctx, &shown)),
         };
         let total = input.edits.len();
         let mut content = original.clone();
@@ -135,22 +101,20 @@ impl Tool for MultiEditTool {
                     } else {
                         String::new()
                     };
-                    return ToolOutput::error(format!(
+                    return Err(ToolError::Failed(format!(
                         "Edit {} of {total} failed; no edit was applied and {shown} is unchanged.{order}\n{message}",
                         index + 1
-                    ));
+                    )));
                 }
             }
         }
-        if let Err(error) = write(ctx, &path, &shown, &content, encoding).await {
-            return error;
-        }
+        write(ctx, &path, &shown, &content, encoding).await?;
         if created {
-            return ToolOutput::ok(format!(
+            return Ok(format!(
                 "File created successfully at: {shown} (applied {total} edits)."
             ));
         }
-        ToolOutput::ok(format!(
+        Ok(format!(
             "The file {shown} has been updated: {total} edits, {replaced} replacements. The changed regions as Read would show them:\n{}",
             changed_regions(&original, &content)
         ))

@@ -1,6 +1,9 @@
 // Test-only module: its parent includes it under #[cfg(test)].
+use serde_json::{Value, json};
+
 use super::*;
 use crate::tools::read::ReadTool;
+use crate::tools::{CallJson, ToolOutput};
 
 fn setup(name: &str, content: &str) -> (tempfile::TempDir, ToolContext) {
     let dir = tempfile::tempdir().unwrap();

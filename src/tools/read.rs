@@ -2,12 +2,12 @@
 //! Write can check they act on the current content.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::read_window::{WindowError, read_window};
-use super::text::{display_path, parse_input};
-use super::{Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use super::text::display_path;
+use super::{ToolContext, ToolError, TypedTool, blocking, resolve_file_path};
 use crate::policy::Subject;
 
 /// Lines shown when no limit is given.
@@ -15,13 +15,18 @@ pub const DEFAULT_LIMIT: usize = 2000;
 /// Longer lines are cut, so one minified file cannot flood the context.
 pub const MAX_LINE_CHARS: usize = 2000;
 
+#[derive(Clone, Copy)]
 pub struct ReadTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct ReadInput {
+    /// The file to read, absolute or relative to the workspace root.
     file_path: String,
+    /// The 1-based line number to start reading from. Only needed for files too long to read at once.
     offset: Option<u64>,
+    /// How many lines to read (default 2000).
+    #[schemars(range(min = 1))]
     limit: Option<u64>,
 }
 
@@ -39,56 +44,18 @@ Usage:
 - Reading several files you will need is best done with several Read calls in one turn.";
 
 #[async_trait]
-impl Tool for ReadTool {
-    fn name(&self) -> &'static str {
-        "Read"
+impl TypedTool for ReadTool {
+    type Input = ReadInput;
+    const NAME: &'static str = "Read";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = true;
+
+    fn subject(&self, input: &ReadInput) -> Subject {
+        Subject::Path(input.file_path.clone())
     }
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "The file to read, absolute or relative to the workspace root."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "The 1-based line number to start reading from. Only needed for files too long to read at once."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "How many lines to read (default 2000)."
-                }
-            },
-            "required": ["file_path"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn subject(&self, input: &Value) -> Subject {
-        file_path_subject(input)
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("Read", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
-        let path = match resolve_file_path(ctx, &input.file_path) {
-            Ok(path) => path,
-            Err(error) => return error,
-        };
+    async fn run(&self, input: ReadInput, ctx: &ToolContext) -> Result<String, ToolError> {
+        let path = resolve_file_path(ctx, &input.file_path)?;
         let shown = display_path(&ctx.workspace, &path);
         let first = usize::try_from(input.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
         let limit = input
@@ -96,46 +63,43 @@ impl Tool for ReadTool {
             .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX));
         let roots = std::sync::Arc::clone(&ctx.roots);
         let at = path.clone();
-        let opened =
-            tokio::task::spawn_blocking(move || read_window(&roots, &at, first, limit)).await;
-        let window = match opened {
-            Ok(Ok(window)) => window,
-            Ok(Err(WindowError::Io(e))) if e.kind() == std::io::ErrorKind::IsADirectory => {
-                return ToolOutput::error(format!(
+        let window = match blocking(move || read_window(&roots, &at, first, limit)).await? {
+            Ok(window) => window,
+            Err(WindowError::Io(e)) if e.kind() == std::io::ErrorKind::IsADirectory => {
+                return Err(ToolError::Failed(format!(
                     "{shown} is a directory, not a file. Use Glob (or LS) to list its contents, then Read the files you need."
-                ));
+                )));
             }
-            Ok(Err(WindowError::Io(e))) if e.kind() == std::io::ErrorKind::NotFound => {
-                return ToolOutput::error(format!(
+            Err(WindowError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ToolError::Failed(format!(
                     "File does not exist. (path: {shown}; the workspace root is {})",
                     ctx.workspace.display()
-                ));
+                )));
             }
-            Ok(Err(WindowError::Io(e))) => {
-                return ToolOutput::error(format!("Cannot read {shown}: {e}"));
+            Err(WindowError::Io(e)) => {
+                return Err(ToolError::io(format!("Cannot read {shown}"), e));
             }
-            Ok(Err(WindowError::NotText(not_text))) => {
-                return ToolOutput::error(format!(
+            Err(WindowError::NotText(not_text)) => {
+                return Err(ToolError::Failed(format!(
                     "{shown} is {not_text}, so it cannot be shown as text. Inspect it with a suitable command instead if you must."
-                ));
+                )));
             }
-            Ok(Err(WindowError::TooLarge(size))) => {
-                return ToolOutput::error(format!(
+            Err(WindowError::TooLarge(size)) => {
+                return Err(ToolError::Failed(format!(
                     "{shown} is a UTF-16 file of {size} bytes, too large to decode (the limit is 64 MiB). Inspect it with a suitable command instead."
-                ));
+                )));
             }
-            Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
         };
         if window.empty {
             ctx.files
                 .record_digest(&path, window.sha256, true, window.mtime);
-            return ToolOutput::ok(format!(
+            return Ok(format!(
                 "<system-reminder>The file {shown} exists but is empty.</system-reminder>"
             ));
         }
         let total = window.total;
         if first > total {
-            return ToolOutput::ok(format!(
+            return Ok(format!(
                 "<system-reminder>The file {shown} has only {total} lines, fewer than offset {first}. Read it with a smaller offset.</system-reminder>"
             ));
         }
@@ -165,14 +129,17 @@ impl Tool for ReadTool {
                     .to_string(),
             );
         }
-        ToolOutput::ok(out.join("\n"))
+        Ok(out.join("\n"))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
     use crate::tools::text::{Encoding, encode};
+    use crate::tools::{CallJson, Tool, ToolOutput};
 
     fn ctx(dir: &tempfile::TempDir) -> ToolContext {
         ToolContext::new(dir.path().canonicalize().unwrap())
@@ -266,9 +233,12 @@ mod tests {
     #[test]
     fn schema_and_subject() {
         let input = json!({"file_path": "src/lib.rs"});
-        assert_eq!(ReadTool.subject(&input), Subject::Path("src/lib.rs".into()));
+        assert_eq!(
+            ReadTool.judged(input).subject,
+            Subject::Path("src/lib.rs".into())
+        );
         let schema = ReadTool.input_schema();
         assert_eq!(schema["additionalProperties"], json!(false));
-        assert!(ReadTool.is_read_only());
+        assert!(ReadTool.facts().read_only);
     }
 }

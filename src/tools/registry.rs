@@ -1,68 +1,99 @@
-//! The registry: tool lookup, tool definitions for the model, and input validation.
+//! The registry: tool lookup, tool definitions for the model, input validation, and the
+//! one place a call's JSON becomes the [`ToolCall`] the policy judges and the tool runs.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Tool;
+use super::{Tool, ToolCall, ToolError};
 use crate::message::ToolDefinition;
+use crate::policy::ToolFacts;
 
-/// A tool with its compiled input validator.
+/// A tool with what the registry derives from it once: its definition for the model,
+/// its facts for the policy and its compiled input validator.
 struct Entry {
     tool: Arc<dyn Tool>,
+    definition: ToolDefinition,
+    facts: ToolFacts,
     validator: jsonschema::Validator,
 }
 
 /// The tools offered in one run.
 pub struct Registry {
-    entries: BTreeMap<&'static str, Entry>,
-    order: Vec<&'static str>,
+    entries: BTreeMap<String, Entry>,
+    order: Vec<String>,
 }
 
-/// Why a registry could not be built: a tool's own schema is broken (a drover bug).
+/// Why a registry could not be built: a tool's schema does not compile, or two tools
+/// share a name.
 #[derive(Debug, thiserror::Error)]
-#[error("the input schema of tool {tool} is invalid: {message}")]
-pub struct SchemaError {
-    pub tool: String,
-    pub message: String,
+pub enum RegistryError {
+    #[error("the input schema of tool {tool} is invalid: {message}")]
+    Schema { tool: String, message: String },
+    #[error("two tools are named {0}")]
+    Duplicate(String),
 }
 
 impl Registry {
-    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, SchemaError> {
-        let mut entries = BTreeMap::new();
-        let mut order = Vec::new();
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, RegistryError> {
+        let mut registry = Registry {
+            entries: BTreeMap::new(),
+            order: Vec::new(),
+        };
         for tool in tools {
-            let validator =
-                jsonschema::validator_for(&tool.input_schema()).map_err(|e| SchemaError {
-                    tool: tool.name().to_string(),
-                    message: e.to_string(),
-                })?;
-            order.push(tool.name());
-            entries.insert(tool.name(), Entry { tool, validator });
+            registry.add(tool)?;
         }
-        Ok(Registry { entries, order })
+        Ok(registry)
     }
 
     /// Every built-in tool.
-    pub fn builtin() -> Result<Self, SchemaError> {
+    pub fn builtin() -> Result<Self, RegistryError> {
         Self::new(super::builtin())
     }
 
-    /// Keep only the tools for which `keep` says yes (e.g. drop tools denied outright).
-    pub fn retain(&mut self, keep: impl Fn(&dyn Tool) -> bool) {
-        self.entries.retain(|_, entry| keep(entry.tool.as_ref()));
+    /// Offer one more tool, after those already offered.
+    pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let name = tool.name().to_string();
+        if self.entries.contains_key(&name) {
+            return Err(RegistryError::Duplicate(name));
+        }
+        let input_schema = tool.input_schema();
+        let validator =
+            jsonschema::validator_for(&input_schema).map_err(|e| RegistryError::Schema {
+                tool: name.clone(),
+                message: e.to_string(),
+            })?;
+        let entry = Entry {
+            definition: ToolDefinition {
+                name: name.clone(),
+                description: tool.description().to_string(),
+                input_schema,
+            },
+            facts: tool.facts(),
+            tool,
+            validator,
+        };
+        self.order.push(name.clone());
+        self.entries.insert(name, entry);
+        Ok(())
+    }
+
+    /// Keep only the tools whose facts `keep` accepts (e.g. drop tools denied outright).
+    pub fn retain(&mut self, keep: impl Fn(&ToolFacts) -> bool) {
+        self.entries.retain(|_, entry| keep(&entry.facts));
         let entries = &self.entries;
         self.order.retain(|name| entries.contains_key(name));
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.entries.get(name).map(|entry| &entry.tool)
+    /// What the policy knows of the tool called `name`, if there is one.
+    pub fn facts(&self, name: &str) -> Option<&ToolFacts> {
+        self.entries.get(name).map(|entry| &entry.facts)
     }
 
     /// Tool names in offer order.
     pub fn names(&self) -> Vec<String> {
-        self.order.iter().map(|name| name.to_string()).collect()
+        self.order.clone()
     }
 
     /// The definitions sent to the model, in offer order.
@@ -70,19 +101,26 @@ impl Registry {
         self.order
             .iter()
             .filter_map(|name| self.entries.get(name))
-            .map(|entry| ToolDefinition {
-                name: entry.tool.name().to_string(),
-                description: entry.tool.description().to_string(),
-                input_schema: entry.tool.input_schema(),
-            })
+            .map(|entry| entry.definition.clone())
             .collect()
     }
 
-    /// Check `input` against the tool's schema. The error text is written for the model:
-    /// every problem, where it is in the input, and what the schema wanted.
+    /// Validate `input` for the tool `name` and parse it into the call to judge and run.
+    /// Every error is written for the model: an unknown tool names the available ones, and
+    /// a schema error lists every problem, where it is in the input, and what was wanted.
+    pub fn prepare(&self, name: &str, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
+        self.validate(name, &input).map_err(ToolError::Failed)?;
+        let entry = self
+            .entries
+            .get(name)
+            .ok_or_else(|| ToolError::Failed(self.unknown(name)))?;
+        Arc::clone(&entry.tool).prepare(input)
+    }
+
+    /// Check `input` against the tool's schema (see [`Registry::prepare`]).
     pub fn validate(&self, name: &str, input: &Value) -> Result<(), String> {
         let Some(entry) = self.entries.get(name) else {
-            return Err(format!("unknown tool {name}"));
+            return Err(self.unknown(name));
         };
         let problems: Vec<String> = entry
             .validator
@@ -104,5 +142,12 @@ impl Registry {
                 problems.join("\n")
             ))
         }
+    }
+
+    fn unknown(&self, name: &str) -> String {
+        format!(
+            "No such tool: {name}. The available tools are: {}.",
+            self.order.join(", ")
+        )
     }
 }

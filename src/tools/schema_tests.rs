@@ -81,6 +81,10 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
     ];
     for (tool, input) in valid {
         assert!(registry.validate(tool, &input).is_ok(), "{tool} {input}");
+        // What the schema accepts, the tool's typed input parses: they are one struct.
+        if let Err(error) = registry.prepare(tool, input.clone()) {
+            panic!("{tool} {input}: {error}");
+        }
     }
     let invalid = [
         ("MultiEdit", json!({"file_path": "a", "edits": []})),
@@ -113,6 +117,10 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
     ];
     for (tool, input) in invalid {
         assert!(registry.validate(tool, &input).is_err(), "{tool} {input}");
+        assert!(
+            registry.prepare(tool, input.clone()).is_err(),
+            "{tool} {input}"
+        );
     }
     for definition in registry.definitions() {
         assert!(definition.description.len() > 200, "{}", definition.name);
@@ -121,4 +129,56 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
             json!(false)
         );
     }
+}
+
+/// Every object in `schema`, however deeply nested.
+fn objects(schema: &serde_json::Value, out: &mut Vec<serde_json::Value>) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if map.get("type") == Some(&json!("object")) {
+                out.push(schema.clone());
+            }
+            map.values().for_each(|v| objects(v, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| objects(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn offered_schemas_are_self_contained_strict_and_never_nullable() {
+    let registry = Registry::builtin().unwrap();
+    for definition in registry.definitions() {
+        let text = definition.input_schema.to_string();
+        let name = &definition.name;
+        // Not every provider resolves references or knows the meta-schema keywords.
+        for keyword in ["$ref", "$defs", "$schema", "\"title\"", "\"format\""] {
+            assert!(!text.contains(keyword), "{name}: {keyword} in {text}");
+        }
+        // Optional fields are left out, never sent as null.
+        assert!(!text.contains("\"null\""), "{name}: {text}");
+        let mut nested = Vec::new();
+        objects(&definition.input_schema, &mut nested);
+        assert!(!nested.is_empty(), "{name}");
+        for object in nested {
+            assert_eq!(
+                object["additionalProperties"],
+                json!(false),
+                "{name}: {object}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unknown_tool_is_named_with_the_available_ones() {
+    let registry = Registry::builtin().unwrap();
+    let error = registry.prepare("Raed", json!({})).err().unwrap();
+    assert_eq!(
+        error,
+        super::ToolError::Failed(format!(
+            "No such tool: Raed. The available tools are: {}.",
+            registry.names().join(", ")
+        ))
+    );
 }

@@ -4,10 +4,43 @@
 //! search can see what another may not. Parallel walks hand each thread's finds over in
 //! one batch.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::text::display_path;
+use super::{ToolContext, ToolError, judged_path};
 use crate::policy::HiddenFilter;
+
+/// Where a search starts: the path the policy judged (the workspace root by default),
+/// which exists.
+pub struct SearchRoot {
+    pub path: PathBuf,
+    /// The path as the model is shown it.
+    pub shown: String,
+    pub is_dir: bool,
+}
+
+/// The search root `raw` names (see [`SearchRoot`]); a path that is invalid or does not
+/// exist is a failure for the model.
+pub fn search_root(ctx: &ToolContext, raw: Option<&str>) -> Result<SearchRoot, ToolError> {
+    let path = judged_path(ctx, raw.unwrap_or("."))
+        .map_err(|e| ToolError::Failed(format!("Invalid path: {e}")))?;
+    let shown = display_path(&ctx.workspace, &path);
+    match ctx.roots.metadata(&path) {
+        Ok(meta) => Ok(SearchRoot {
+            path,
+            shown,
+            is_dir: meta.is_dir(),
+        }),
+        Err(e) if crate::workspace::confined::is_thread_gone(&e) => {
+            Err(ToolError::io(format!("Cannot open {shown}"), e))
+        }
+        Err(_) => Err(ToolError::Failed(format!(
+            "Path does not exist: {shown} (the workspace root is {}).",
+            ctx.workspace.display()
+        ))),
+    }
+}
 
 /// The walker every search starts from.
 pub fn walker(root: &Path, hidden: Arc<HiddenFilter>) -> ignore::WalkBuilder {

@@ -3,11 +3,6 @@
 
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
-use serde_json::Value;
-
-use super::ToolOutput;
-
 /// How many leading bytes are inspected for a NUL byte to call a file binary.
 pub const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
@@ -185,13 +180,6 @@ pub fn display_path(workspace: &Path, path: &Path) -> String {
         Some(rel) if !rel.is_empty() => rel,
         _ => path.display().to_string(),
     }
-}
-
-/// Turn the (already schema-checked) input into the tool's own input type; a mismatch
-/// becomes a tool error rather than a panic.
-pub fn parse_input<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolOutput> {
-    serde_json::from_value(input)
-        .map_err(|e| ToolOutput::error(format!("Invalid input to {tool}: {e}")))
 }
 
 #[cfg(test)]

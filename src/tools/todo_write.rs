@@ -1,19 +1,19 @@
 //! TodoWrite: the model keeps its plan as a todo list, replaced whole by each call.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::text::parse_input;
 use super::todo::{Todo, TodoStatus};
-use super::{Tool, ToolContext, ToolOutput};
-use crate::policy::Subject;
+use super::{ToolContext, ToolError, TypedTool};
 
+#[derive(Clone, Copy)]
 pub struct TodoWriteTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The complete, updated todo list.
     todos: Vec<Todo>,
 }
 
@@ -28,58 +28,16 @@ Usage:
 - The list is recorded in the run's transcript; it changes no files.";
 
 #[async_trait]
-impl Tool for TodoWriteTool {
-    fn name(&self) -> &'static str {
-        "TodoWrite"
-    }
+impl TypedTool for TodoWriteTool {
+    type Input = Input;
+    const NAME: &'static str = "TodoWrite";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = false;
+    // Harmless, but it changes the run's state, so it is not read-only: it runs in order
+    // with other calls. It acts only on the run's own state: allowed by default.
+    const RUN_STATE: bool = true;
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "description": "The complete, updated todo list.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string", "minLength": 1, "description": "What to do, imperative (\"Run the tests\")."},
-                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                            "activeForm": {"type": "string", "minLength": 1, "description": "The same in the present continuous (\"Running the tests\")."}
-                        },
-                        "required": ["content", "status", "activeForm"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["todos"],
-            "additionalProperties": false
-        })
-    }
-
-    /// Harmless, but it changes the run's state, so it runs in order with other calls.
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn subject(&self, _input: &Value) -> Subject {
-        Subject::None
-    }
-
-    /// Acts only on this run's own state: allowed by default.
-    fn acts_on_run_state(&self) -> bool {
-        true
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("TodoWrite", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let in_progress: Vec<&str> = input
             .todos
             .iter()
@@ -87,11 +45,11 @@ impl Tool for TodoWriteTool {
             .map(|t| t.content.as_str())
             .collect();
         if in_progress.len() > 1 {
-            return ToolOutput::error(format!(
+            return Err(ToolError::Failed(format!(
                 "{} items are in_progress ({}); at most one may be. Keep the one you are working on in_progress, set the others to pending or completed, and send the whole list again. The list was not changed.",
                 in_progress.len(),
                 in_progress.join("; ")
-            ));
+            )));
         }
         let mut text = if input.todos.is_empty() {
             "The todo list is now empty.".to_string()
@@ -107,13 +65,16 @@ impl Tool for TodoWriteTool {
             text.push_str(&format!("\n{mark} {}", todo.content));
         }
         ctx.todo_list.set(input.todos);
-        ToolOutput::ok(text)
+        Ok(text)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+    use crate::tools::{CallJson, ToolOutput};
 
     fn item(content: &str, status: &str) -> Value {
         json!({"content": content, "status": status, "activeForm": format!("{content}ing")})

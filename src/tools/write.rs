@@ -1,19 +1,22 @@
 //! Write: create a file or replace one the run has read, atomically.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use super::text::{display_path, parse_input};
-use super::{Tool, ToolContext, ToolOutput, file_path_subject, resolve_file_path};
+use super::text::display_path;
+use super::{ToolContext, ToolError, TypedTool, blocking, resolve_file_path};
 use crate::policy::Subject;
 
+#[derive(Clone, Copy)]
 pub struct WriteTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub struct Input {
+    /// The file to write, absolute or relative to the workspace root.
     file_path: String,
+    /// The complete new content of the file.
     content: String,
 }
 
@@ -27,87 +30,54 @@ Usage:
 - The write is atomic and keeps the file's permission bits.";
 
 #[async_trait]
-impl Tool for WriteTool {
-    fn name(&self) -> &'static str {
-        "Write"
+impl TypedTool for WriteTool {
+    type Input = Input;
+    const NAME: &'static str = "Write";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const READ_ONLY: bool = false;
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Path(input.file_path.clone())
     }
 
-    fn description(&self) -> &'static str {
-        DESCRIPTION
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "The file to write, absolute or relative to the workspace root."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The complete new content of the file."
-                }
-            },
-            "required": ["file_path", "content"],
-            "additionalProperties": false
-        })
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn subject(&self, input: &Value) -> Subject {
-        file_path_subject(input)
-    }
-
-    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
-        let input: Input = match parse_input("Write", input) {
-            Ok(input) => input,
-            Err(error) => return error,
-        };
-        let path = match resolve_file_path(ctx, &input.file_path) {
-            Ok(path) => path,
-            Err(error) => return error,
-        };
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
+        let path = resolve_file_path(ctx, &input.file_path)?;
         let shown = display_path(&ctx.workspace, &path);
         let existed = match ctx.roots.symlink_metadata(&path) {
             Ok(meta) if meta.is_dir() => {
-                return ToolOutput::error(format!(
+                return Err(ToolError::Failed(format!(
                     "{shown} is a directory; give the path of a file to write."
-                ));
+                )));
             }
             Ok(_) => true,
             Err(_) => false,
         };
         if existed && let Err(message) = ctx.files.check_writable(&path, &ctx.roots) {
-            return ToolOutput::error(message);
+            return Err(ToolError::Failed(message));
         }
         let bytes = input.content.into_bytes();
         let target = path.clone();
         let to_write = bytes.clone();
         let roots = std::sync::Arc::clone(&ctx.roots);
-        let written =
-            tokio::task::spawn_blocking(move || roots.write_atomic(&target, &to_write)).await;
-        let mtime = match written {
-            Ok(Ok(mtime)) => mtime,
-            Ok(Err(e)) => return ToolOutput::error(format!("Could not write {shown}: {e}")),
-            Err(e) => return ToolOutput::error(format!("Could not write {shown}: {e}")),
-        };
+        let mtime = blocking(move || roots.write_atomic(&target, &to_write))
+            .await?
+            .map_err(|e| ToolError::io(format!("Could not write {shown}"), e))?;
         ctx.files.record(&path, &bytes, true, mtime);
         if existed {
-            ToolOutput::ok(format!("The file {shown} has been updated."))
+            Ok(format!("The file {shown} has been updated."))
         } else {
-            ToolOutput::ok(format!("File created successfully at: {shown}"))
+            Ok(format!("File created successfully at: {shown}"))
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::tools::read::ReadTool;
+    use crate::tools::{CallJson, Tool, ToolOutput};
 
     fn ctx(dir: &tempfile::TempDir) -> ToolContext {
         ToolContext::new(dir.path().canonicalize().unwrap())
@@ -193,6 +163,6 @@ mod tests {
             .call(json!({"file_path": ".", "content": "x"}), &ctx)
             .await;
         assert!(out.is_error);
-        assert!(!WriteTool.is_read_only());
+        assert!(!WriteTool.facts().read_only);
     }
 }

@@ -64,10 +64,23 @@ impl ConfinedThread {
     }
 }
 
+/// The confined thread has stopped: every later file operation of the task fails with
+/// this, which the tools report as drover's fault, not the model's.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "drover's confined file thread is gone (a file operation panicked); nothing more is opened"
+)]
+pub struct ThreadGone;
+
 fn gone() -> io::Error {
-    io::Error::other(
-        "drover's confined file thread is gone (a file operation panicked); nothing more is opened",
-    )
+    io::Error::other(ThreadGone)
+}
+
+/// Whether `error` says the confined thread is gone (see [`ThreadGone`]).
+pub fn is_thread_gone(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<ThreadGone>())
 }
 
 #[cfg(test)]

@@ -1,0 +1,106 @@
+//! What a tool call sees of the world: the workspace, the run's shared state, and how
+//! commands start.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{BackgroundShells, ShellState, Todo, TodoList};
+use crate::policy::HiddenFilter;
+use crate::sandbox::exec::CommandEnv;
+use crate::workspace::{FileStateCache, Roots};
+
+/// What a tool call sees of the world. Cloning shares the state: every call of one run
+/// sees the same files read, working directory, background shells and todo list.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The workspace root, canonical (symlinks resolved). Relative paths resolve against it.
+    pub workspace: PathBuf,
+    /// What this run has read, so Edit and Write can refuse blind or stale writes.
+    pub files: Arc<FileStateCache>,
+    /// Where the next Bash command starts (persists between calls, inside the workspace).
+    pub shell: Arc<ShellState>,
+    /// Commands started with `run_in_background`; killed when the run ends.
+    pub background: Arc<BackgroundShells>,
+    /// The model's todo list (TodoWrite), for the run to report.
+    pub todo_list: Arc<TodoList>,
+    /// How shell commands start: scrubbed environment, private `TMPDIR`, sandbox.
+    pub env: Arc<CommandEnv>,
+    /// Files the policy denies reading: searches and listings (Grep, Glob, LS) skip them,
+    /// so a search of a directory cannot read around a `Read(.env)` deny rule.
+    pub hidden: Arc<HiddenFilter>,
+    /// Handles on the workspace and the additional directories, opened when the task
+    /// starts: every file operation of a tool resolves beneath one of them.
+    pub roots: Arc<Roots>,
+    /// The path the policy judged for this call (symlinks resolved), set per call by the
+    /// dispatcher: the tool acts on exactly this path, so nothing that changes on disk
+    /// between the decision and the action can redirect it.
+    pub target: Option<PathBuf>,
+}
+
+impl ToolContext {
+    /// A context whose commands run unsandboxed with a scrubbed environment (tests,
+    /// `sandbox: off`); see [`ToolContext::with_env`].
+    pub fn new(workspace: PathBuf) -> Self {
+        Self::with_env(workspace, CommandEnv::default())
+    }
+
+    /// A context whose shell commands start as `env` says.
+    pub fn with_env(workspace: PathBuf, env: CommandEnv) -> Self {
+        ToolContext {
+            env: Arc::new(env),
+            shell: Arc::new(ShellState::new(workspace.clone())),
+            workspace: workspace.clone(),
+            files: Arc::new(FileStateCache::default()),
+            background: Arc::new(BackgroundShells::default()),
+            todo_list: Arc::new(TodoList::default()),
+            hidden: Arc::new(|_: &std::path::Path| false),
+            roots: Arc::new(Roots::new(std::slice::from_ref(&workspace))),
+            target: None,
+        }
+    }
+
+    /// The same context with handles on the additional directories too (canonical).
+    pub fn with_additional(mut self, additional: &[PathBuf]) -> Self {
+        let mut dirs = vec![self.workspace.clone()];
+        dirs.extend(additional.iter().cloned());
+        self.roots = Arc::new(Roots::new(&dirs));
+        self
+    }
+
+    /// The same context with every file operation of the tools run on `thread`, which is
+    /// under the task's OS confinement (see [`crate::workspace::confined`]).
+    pub fn confined_to(mut self, thread: crate::workspace::confined::ConfinedThread) -> Self {
+        self.roots = Arc::new(self.roots.confined_to(thread));
+        self
+    }
+
+    /// This context for one call whose path the policy judged as `target`.
+    pub fn for_call(&self, target: Option<PathBuf>) -> Self {
+        ToolContext {
+            target,
+            ..self.clone()
+        }
+    }
+
+    /// The same context with `hidden` deciding which files searches and listings skip.
+    pub fn with_hidden(mut self, hidden: Arc<HiddenFilter>) -> Self {
+        self.hidden = hidden;
+        self
+    }
+
+    /// Is this absolute path hidden by the policy's read deny rules?
+    pub fn is_hidden(&self, path: &std::path::Path) -> bool {
+        (self.hidden)(path)
+    }
+
+    /// The todo list as the model last wrote it (empty if it never used TodoWrite).
+    pub fn todos(&self) -> Vec<Todo> {
+        self.todo_list.get()
+    }
+
+    /// Kill every background shell still running and refuse new ones; the run calls it
+    /// when the agent loop ends so nothing outlives the loop.
+    pub fn shutdown(&self) {
+        self.background.shutdown();
+    }
+}

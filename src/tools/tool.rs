@@ -1,0 +1,121 @@
+//! What the registry holds and the dispatcher runs: a [`Tool`] (built in, or found at run
+//! time, as MCP tools will be) turns a schema-valid input into one [`ToolCall`], the value
+//! the policy judges and the tool then runs. The input is parsed once, so what was judged
+//! is what runs.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::ToolContext;
+use crate::policy::{CallFacts, ToolFacts};
+
+/// A tool as the registry holds it. Built-in tools implement [`super::TypedTool`] and get
+/// this trait from it; a tool whose schema arrives at run time implements it directly.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls the tool by.
+    fn name(&self) -> &str;
+    /// Instructions for the model: what the tool does, its limits, mistakes to avoid.
+    fn description(&self) -> &str;
+    /// JSON Schema of the input; the registry validates every call against it.
+    fn input_schema(&self) -> Value;
+    /// What the policy must know of this tool whatever the call. drover states these
+    /// facts itself: a tool server is never asked whether its tool is read-only.
+    fn facts(&self) -> ToolFacts;
+    /// Turn an input that passed the schema into the call to judge and run.
+    fn prepare(self: Arc<Self>, input: Value) -> Result<Box<dyn ToolCall>, ToolError>;
+}
+
+/// One call, parsed: the policy judges [`ToolCall::facts`], then the dispatcher runs it.
+#[async_trait]
+pub trait ToolCall: Send {
+    /// What the policy judges for this call.
+    fn facts(&self) -> CallFacts;
+    /// Run the call. Its success text, or why it failed, goes back to the model.
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+/// Why a call did not succeed. The two kinds end differently: a failure is the model's to
+/// handle (it reads the message and tries another way); an internal fault is drover's, and
+/// the task ends with `internal_error` rather than let the model work around a broken runner.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The call failed (no such file, old_string not found, the command exited 1): the
+    /// model receives this text as an error result.
+    #[error("{0}")]
+    Failed(String),
+    /// drover itself failed while running the call (a worker panicked, the confined file
+    /// thread is gone): the task ends as an internal error.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ToolError {
+    /// An I/O error while `doing` something: a failure the model can act on, unless it
+    /// says drover's confined file thread is gone, which is drover's fault.
+    pub fn io(doing: impl std::fmt::Display, error: std::io::Error) -> Self {
+        if crate::workspace::confined::is_thread_gone(&error) {
+            ToolError::Internal(format!("{doing}: {error}"))
+        } else {
+            ToolError::Failed(format!("{doing}: {error}"))
+        }
+    }
+}
+
+/// The result of a call, exactly as the model will receive it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// drover failed while running a call; the message says how.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("internal error in {tool}: {message}")]
+pub struct InternalFault {
+    pub tool: String,
+    pub message: String,
+}
+
+/// Run a prepared call: what the model receives, or drover's own fault.
+pub async fn run_call(
+    tool: &str,
+    call: Box<dyn ToolCall>,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, InternalFault> {
+    match call.run(ctx).await {
+        Ok(content) => Ok(ToolOutput::ok(content)),
+        Err(ToolError::Failed(message)) => Ok(ToolOutput::error(message)),
+        Err(ToolError::Internal(message)) => Err(InternalFault {
+            tool: tool.to_string(),
+            message,
+        }),
+    }
+}
+
+/// Run `work` on tokio's blocking pool. A panic there is drover's fault, not the model's.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ToolError::Internal(format!("a file worker failed: {e}")))
+}
