@@ -2,19 +2,7 @@
 //! The decision table, continued: the classes an attacker found with only `Bash(cat *)`
 //! and `Bash(echo *)` allowed (the `narrow` policy), several spellings each, both sides.
 
-use super::table_tests::{bash, check, file};
-
-/// What the policy judges for `tool` called with `input`.
-fn facts(
-    registry: &crate::tools::Registry,
-    tool: &str,
-    input: &serde_json::Value,
-) -> crate::policy::CallFacts {
-    match registry.prepare(tool, input.clone()) {
-        Ok(call) => call.facts(),
-        Err(error) => panic!("{tool} {input}: {error}"),
-    }
-}
+use super::table_tests::{bash, check, facts, file};
 
 #[test]
 fn substitutions_in_here_documents_and_expansions() {

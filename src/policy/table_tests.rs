@@ -11,7 +11,7 @@ use super::*;
 use crate::tools::Registry;
 
 /// What the policy judges for `tool` called with `input`.
-fn facts(
+pub(super) fn facts(
     registry: &crate::tools::Registry,
     tool: &str,
     input: &serde_json::Value,

@@ -2,13 +2,12 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::shell_state::{CwdChange, CwdProbe};
 use super::text::cut_middle;
-use super::{ToolContext, ToolError, TypedTool};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 use crate::policy::Subject;
 use crate::sandbox::exec::{ShellOutcome, run_shell_with_env};
 
@@ -38,6 +37,12 @@ pub struct Input {
     run_in_background: bool,
 }
 
+impl ToolInput for Input {
+    fn subject(&self) -> Subject {
+        Subject::Command(self.command.clone())
+    }
+}
+
 const DESCRIPTION: &str = "Runs a bash command in the workspace and returns its output (stdout and stderr merged).
 
 Usage:
@@ -50,16 +55,9 @@ Usage:
 - Prefer the Read, Grep, Glob, LS, Edit and Write tools over cat, grep, find, ls, sed and echo redirection for files.
 - Quote paths containing spaces. Give a short description of what the command does.";
 
-#[async_trait]
 impl TypedTool for BashTool {
     type Input = Input;
-    const NAME: &'static str = "Bash";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = false;
-
-    fn subject(&self, input: &Input) -> Subject {
-        Subject::Command(input.command.clone())
-    }
+    const ABOUT: About = About::writes("Bash", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         if input.command.trim().is_empty() {

@@ -1,13 +1,12 @@
 //! BashOutput: what a background shell printed since the last look, and whether it is
 //! still running.
 
-use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::bash::MAX_OUTPUT_CHARS;
 use super::text::cut_middle;
-use super::{ToolContext, ToolError, TypedTool};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 
 #[derive(Clone, Copy)]
 pub struct BashOutputTool;
@@ -20,6 +19,8 @@ pub struct Input {
     bash_id: String,
 }
 
+impl ToolInput for Input {}
+
 const DESCRIPTION: &str = "Reads the output of a background shell started with Bash and run_in_background: true.
 
 Usage:
@@ -29,18 +30,13 @@ Usage:
 - New output longer than 30000 characters is cut in the middle; very large output between two calls keeps only its first and last megabyte.
 - Stop a shell you no longer need with KillShell; every background shell is killed when the run ends.";
 
-#[async_trait]
 impl TypedTool for BashOutputTool {
     type Input = Input;
-    const NAME: &'static str = "BashOutput";
-    const DESCRIPTION: &'static str = DESCRIPTION;
     // Not read-only: reading consumes the output, and calls must stay in order with the
     // Bash calls that start shells.
-    const READ_ONLY: bool = false;
     // It serves Bash's shells (`deny: [Bash]` withholds it too) and acts only on this
     // run's own state, which is allowed by default.
-    const GOVERNED_BY: &'static str = "Bash";
-    const RUN_STATE: bool = true;
+    const ABOUT: About = About::writes("BashOutput", DESCRIPTION).on_run_state_of("Bash");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let report = ctx

@@ -1,13 +1,12 @@
 //! Edit: replace an exact string in a file the run has read, keeping the file's line
 //! endings, byte-order mark and final newline as they were.
 
-use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::edit_apply::{IDENTICAL, Loaded, Replacement, apply, load, missing_file, write};
 use super::text::{Encoding, display_path, numbered_snippet};
-use super::{ToolContext, ToolError, TypedTool, resolve_file_path};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, resolve_file_path};
 use crate::policy::Subject;
 
 /// Lines of context shown around an edit in the success message.
@@ -30,6 +29,12 @@ pub struct Input {
     replace_all: bool,
 }
 
+impl ToolInput for Input {
+    fn subject(&self) -> Subject {
+        Subject::Path(self.file_path.clone())
+    }
+}
+
 const DESCRIPTION: &str = "Replaces an exact string in a file with another string.
 
 Usage:
@@ -41,16 +46,9 @@ Usage:
 - With an empty old_string on a file that does not exist (or is empty), the file is created with new_string.
 - Prefer Edit over Write for changing existing files.";
 
-#[async_trait]
 impl TypedTool for EditTool {
     type Input = Input;
-    const NAME: &'static str = "Edit";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = false;
-
-    fn subject(&self, input: &Input) -> Subject {
-        Subject::Path(input.file_path.clone())
-    }
+    const ABOUT: About = About::writes("Edit", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = resolve_file_path(ctx, &input.file_path)?;

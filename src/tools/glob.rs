@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use async_trait::async_trait;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::WalkState;
 
@@ -12,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::search_walk::{Batch, collected, search_root, walker};
-use super::{ToolContext, ToolError, TypedTool, blocking};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking};
 use crate::policy::Subject;
 use crate::workspace::Roots;
 use crate::workspace::paths::relative_to;
@@ -32,6 +31,12 @@ pub struct Input {
     path: Option<String>,
 }
 
+impl ToolInput for Input {
+    fn subject(&self) -> Subject {
+        Subject::Path(self.path.clone().unwrap_or_else(|| ".".to_string()))
+    }
+}
+
 const DESCRIPTION: &str = "Finds files whose path matches a glob pattern, fast, in any size of codebase.
 
 Usage:
@@ -41,16 +46,9 @@ Usage:
 - Files ignored by .gitignore and the .git directory are skipped; hidden files are included.
 - To search file contents, use Grep. For open-ended searches needing several rounds, combine Glob and Grep calls.";
 
-#[async_trait]
 impl TypedTool for GlobTool {
     type Input = Input;
-    const NAME: &'static str = "Glob";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = true;
-
-    fn subject(&self, input: &Input) -> Subject {
-        Subject::Path(input.path.clone().unwrap_or_else(|| ".".to_string()))
-    }
+    const ABOUT: About = About::reads("Glob", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let root = search_root(ctx, input.path.as_deref())?;

@@ -1,13 +1,12 @@
 //! Grep: search file contents with ripgrep's regex syntax and ignore rules.
 
-use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::grep_output::{format_hits, skipped_note};
 use super::grep_search::{FileHits, Options, build_matcher, search};
 use super::search_walk::search_root;
-use super::{ToolContext, ToolError, TypedTool, blocking};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking};
 use crate::policy::Subject;
 
 /// Entries returned when head_limit is not given.
@@ -57,6 +56,12 @@ pub struct Input {
     multiline: bool,
 }
 
+impl ToolInput for Input {
+    fn subject(&self) -> Subject {
+        Subject::Path(self.path.clone().unwrap_or_else(|| ".".to_string()))
+    }
+}
+
 // Plain comments, not doc comments: documented variants would turn the schema's `enum`
 // into a `oneOf` of constants.
 #[derive(Deserialize, JsonSchema, Clone, Copy, Default, PartialEq, Eq)]
@@ -84,16 +89,9 @@ Usage:
 - head_limit caps the entries returned (lines, files or counts; default 250, 0 for no limit) and offset skips entries, for paging; the output says when results were cut. Content lines over 500 characters are cut.
 - Paths are shown relative to the searched directory.";
 
-#[async_trait]
 impl TypedTool for GrepTool {
     type Input = Input;
-    const NAME: &'static str = "Grep";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = true;
-
-    fn subject(&self, input: &Input) -> Subject {
-        Subject::Path(input.path.clone().unwrap_or_else(|| ".".to_string()))
-    }
+    const ABOUT: About = About::reads("Grep", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let root = search_root(ctx, input.path.as_deref())?;

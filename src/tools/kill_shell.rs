@@ -1,11 +1,10 @@
 //! KillShell: stop a background shell and every process it started.
 
-use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::background::ShellStatus;
-use super::{ToolContext, ToolError, TypedTool};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 
 #[derive(Clone, Copy)]
 pub struct KillShellTool;
@@ -18,6 +17,8 @@ pub struct Input {
     shell_id: String,
 }
 
+impl ToolInput for Input {}
+
 const DESCRIPTION: &str = "Kills a background shell started with Bash and run_in_background: true.
 
 Usage:
@@ -27,16 +28,11 @@ Usage:
 - Output printed before the kill can still be read once with BashOutput.
 - You do not need to kill shells before finishing: every background shell is killed when the run ends.";
 
-#[async_trait]
 impl TypedTool for KillShellTool {
     type Input = Input;
-    const NAME: &'static str = "KillShell";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = false;
     // It serves Bash's shells (`deny: [Bash]` withholds it too) and acts only on this
     // run's own state, which is allowed by default.
-    const GOVERNED_BY: &'static str = "Bash";
-    const RUN_STATE: bool = true;
+    const ABOUT: About = About::writes("KillShell", DESCRIPTION).on_run_state_of("Bash");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let id = &input.shell_id;

@@ -3,13 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use async_trait::async_trait;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::search_walk::search_root;
-use super::{ToolContext, ToolError, TypedTool, blocking};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking};
 use crate::policy::Subject;
 
 /// At most this many entries are listed.
@@ -28,6 +27,12 @@ pub struct Input {
     ignore: Vec<String>,
 }
 
+impl ToolInput for Input {
+    fn subject(&self) -> Subject {
+        Subject::Path(self.path.clone())
+    }
+}
+
 const DESCRIPTION: &str = "Lists the entries of one directory (not recursive).
 
 Usage:
@@ -38,16 +43,9 @@ Usage:
 - At most 1000 entries are listed; a note says when there are more. To find files by name across directories use Glob; to search contents use Grep.
 - A path that does not exist, or is a file, is an error.";
 
-#[async_trait]
 impl TypedTool for LsTool {
     type Input = Input;
-    const NAME: &'static str = "LS";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = true;
-
-    fn subject(&self, input: &Input) -> Subject {
-        Subject::Path(input.path.clone())
-    }
+    const ABOUT: About = About::reads("LS", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let ignore = ignore_set(&input.ignore)?;

@@ -46,7 +46,7 @@ pub(crate) use tool::blocking;
 pub use tool::{InternalFault, Tool, ToolCall, ToolError, ToolOutput, run_call};
 #[cfg(test)]
 pub(crate) use typed::CallJson;
-pub use typed::{TypedTool, input_schema_for};
+pub use typed::{About, ToolInput, TypedTool, input_schema_for};
 
 /// Every built-in tool, in the order they are offered to the model.
 pub fn builtin() -> Vec<Arc<dyn Tool>> {

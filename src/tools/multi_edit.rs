@@ -1,13 +1,12 @@
 //! MultiEdit: several Edit replacements in one file, all or nothing.
 
-use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use similar::TextDiff;
 
 use super::edit_apply::{Loaded, Replacement, apply, load, missing_file, write};
 use super::text::{Encoding, display_path, numbered_snippet};
-use super::{ToolContext, ToolError, TypedTool, resolve_file_path};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, resolve_file_path};
 use crate::policy::Subject;
 
 /// Lines of context shown around each changed region in the success message.
@@ -26,6 +25,12 @@ pub struct Input {
     /// Replacements applied in order; all succeed or none is written.
     #[schemars(length(min = 1))]
     edits: Vec<EditInput>,
+}
+
+impl ToolInput for Input {
+    fn subject(&self) -> Subject {
+        Subject::Path(self.file_path.clone())
+    }
 }
 
 /// One replacement of a MultiEdit.
@@ -52,16 +57,9 @@ Usage:
 - To create a file, make the first edit's old_string empty (the file must not exist or be empty).
 - Prefer MultiEdit over several Edit calls for the same file; use Edit for a single change.";
 
-#[async_trait]
 impl TypedTool for MultiEditTool {
     type Input = Input;
-    const NAME: &'static str = "MultiEdit";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = false;
-
-    fn subject(&self, input: &Input) -> Subject {
-        Subject::Path(input.file_path.clone())
-    }
+    const ABOUT: About = About::writes("MultiEdit", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = resolve_file_path(ctx, &input.file_path)?;

@@ -1,13 +1,12 @@
 //! Read: show a text file with numbered lines, and remember what was seen so Edit and
 //! Write can check they act on the current content.
 
-use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::read_window::{WindowError, read_window};
 use super::text::display_path;
-use super::{ToolContext, ToolError, TypedTool, blocking, resolve_file_path};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking, resolve_file_path};
 use crate::policy::Subject;
 
 /// Lines shown when no limit is given.
@@ -20,7 +19,7 @@ pub struct ReadTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadInput {
+pub struct Input {
     /// The file to read, absolute or relative to the workspace root.
     file_path: String,
     /// The 1-based line number to start reading from. Only needed for files too long to read at once.
@@ -28,6 +27,12 @@ pub struct ReadInput {
     /// How many lines to read (default 2000).
     #[schemars(range(min = 1))]
     limit: Option<u64>,
+}
+
+impl ToolInput for Input {
+    fn subject(&self) -> Subject {
+        Subject::Path(self.file_path.clone())
+    }
 }
 
 const DESCRIPTION: &str = "Reads a text file from the workspace and shows it with line numbers.
@@ -43,18 +48,11 @@ Usage:
 - An empty file is reported as such rather than as an error.
 - Reading several files you will need is best done with several Read calls in one turn.";
 
-#[async_trait]
 impl TypedTool for ReadTool {
-    type Input = ReadInput;
-    const NAME: &'static str = "Read";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = true;
+    type Input = Input;
+    const ABOUT: About = About::reads("Read", DESCRIPTION);
 
-    fn subject(&self, input: &ReadInput) -> Subject {
-        Subject::Path(input.file_path.clone())
-    }
-
-    async fn run(&self, input: ReadInput, ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = resolve_file_path(ctx, &input.file_path)?;
         let shown = display_path(&ctx.workspace, &path);
         let first = usize::try_from(input.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);

@@ -1,11 +1,10 @@
 //! TodoWrite: the model keeps its plan as a todo list, replaced whole by each call.
 
-use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::todo::{Todo, TodoStatus};
-use super::{ToolContext, ToolError, TypedTool};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 
 #[derive(Clone, Copy)]
 pub struct TodoWriteTool;
@@ -17,6 +16,8 @@ pub struct Input {
     todos: Vec<Todo>,
 }
 
+impl ToolInput for Input {}
+
 const DESCRIPTION: &str = "Creates or replaces your todo list for this task: a plan you keep up to date as you work.
 
 Usage:
@@ -27,15 +28,11 @@ Usage:
 - Mark an item completed only when it is fully done: not when tests fail, the work is partial or you hit an error you could not resolve; keep it in_progress and add an item for the blocker instead.
 - The list is recorded in the run's transcript; it changes no files.";
 
-#[async_trait]
 impl TypedTool for TodoWriteTool {
     type Input = Input;
-    const NAME: &'static str = "TodoWrite";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = false;
     // Harmless, but it changes the run's state, so it is not read-only: it runs in order
     // with other calls. It acts only on the run's own state: allowed by default.
-    const RUN_STATE: bool = true;
+    const ABOUT: About = About::writes("TodoWrite", DESCRIPTION).on_run_state_of("TodoWrite");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let in_progress: Vec<&str> = input

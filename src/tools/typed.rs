@@ -14,42 +14,84 @@ use serde_json::Value;
 use super::{Tool, ToolCall, ToolContext, ToolError};
 use crate::policy::{CallFacts, Subject, ToolFacts};
 
-/// A built-in tool with a typed input. Implementing it makes the type a [`Tool`].
-#[async_trait]
-pub trait TypedTool: Send + Sync + 'static {
-    /// The input, deserialized once from the model's JSON. Its `JsonSchema` derive is the
-    /// schema the model is shown: doc comments on fields are their descriptions, and
-    /// `#[serde(deny_unknown_fields)]` makes unknown fields an error.
-    type Input: DeserializeOwned + JsonSchema + Send + 'static;
-    /// The name the model calls the tool by (Claude Code's names).
-    const NAME: &'static str;
-    /// Instructions for the model: what the tool does, its limits, mistakes to avoid.
-    const DESCRIPTION: &'static str;
-    /// Read-only calls may run concurrently with each other and are allowed by default
-    /// inside the workspace; anything else runs alone and needs an allow rule.
-    const READ_ONLY: bool;
-    /// The tool whose permission rules govern this one.
-    const GOVERNED_BY: &'static str = Self::NAME;
-    /// Whether the tool acts only on the run's own state (its to-do list, its background
-    /// shells), which the policy allows by default.
-    const RUN_STATE: bool = false;
-
+/// A built-in tool's input: deserialized once from the model's JSON, and the source of
+/// the schema the model is shown (its `JsonSchema` derive: doc comments on fields are
+/// their descriptions, `#[serde(deny_unknown_fields)]` makes unknown fields an error).
+pub trait ToolInput: DeserializeOwned + JsonSchema + Send + 'static {
     /// What the policy judges of this input: the path or command it acts on.
-    fn subject(&self, _input: &Self::Input) -> Subject {
+    fn subject(&self) -> Subject {
         Subject::None
     }
+}
+
+/// What a built-in tool is, whatever the call: the facts the policy and the dispatcher
+/// need, and the text the model reads.
+#[derive(Debug, Clone, Copy)]
+pub struct About {
+    /// The name the model calls the tool by (Claude Code's names).
+    pub name: &'static str,
+    /// Instructions for the model: what the tool does, its limits, mistakes to avoid.
+    pub description: &'static str,
+    /// Read-only calls may run concurrently with each other and are allowed by default
+    /// inside the workspace; anything else runs alone and needs an allow rule.
+    pub read_only: bool,
+    /// The tool whose permission rules govern this one (itself when None).
+    pub governed_by: Option<&'static str>,
+    /// Whether the tool acts only on the run's own state (its to-do list, its background
+    /// shells), which the policy allows by default.
+    pub run_state: bool,
+}
+
+impl About {
+    /// A tool that only reads.
+    pub const fn reads(name: &'static str, description: &'static str) -> Self {
+        About {
+            name,
+            description,
+            read_only: true,
+            governed_by: None,
+            run_state: false,
+        }
+    }
+
+    /// A tool that writes, executes or changes state: its calls run one at a time.
+    pub const fn writes(name: &'static str, description: &'static str) -> Self {
+        About {
+            read_only: false,
+            ..About::reads(name, description)
+        }
+    }
+
+    /// The same tool, acting only on the run's own state, under `family`'s rules.
+    pub const fn on_run_state_of(self, family: &'static str) -> Self {
+        About {
+            governed_by: Some(family),
+            run_state: true,
+            ..self
+        }
+    }
+}
+
+/// A built-in tool with a typed input. Implementing it makes the type a [`Tool`].
+pub trait TypedTool: Send + Sync + 'static {
+    type Input: ToolInput;
+    const ABOUT: About;
 
     /// Run the call with the input the policy judged.
-    async fn run(&self, input: Self::Input, ctx: &ToolContext) -> Result<String, ToolError>;
+    fn run(
+        &self,
+        input: Self::Input,
+        ctx: &ToolContext,
+    ) -> impl Future<Output = Result<String, ToolError>> + Send;
 }
 
 impl<T: TypedTool> Tool for T {
     fn name(&self) -> &str {
-        T::NAME
+        T::ABOUT.name
     }
 
     fn description(&self) -> &str {
-        T::DESCRIPTION
+        T::ABOUT.description
     }
 
     fn input_schema(&self) -> Value {
@@ -57,11 +99,12 @@ impl<T: TypedTool> Tool for T {
     }
 
     fn facts(&self) -> ToolFacts {
+        let about = T::ABOUT;
         ToolFacts {
-            name: T::NAME.to_string(),
-            read_only: T::READ_ONLY,
-            governed_by: T::GOVERNED_BY.to_string(),
-            run_state: T::RUN_STATE,
+            name: about.name.to_string(),
+            read_only: about.read_only,
+            governed_by: about.governed_by.unwrap_or(about.name).to_string(),
+            run_state: about.run_state,
         }
     }
 
@@ -71,7 +114,7 @@ impl<T: TypedTool> Tool for T {
         let input = serde_json::from_value(input).map_err(|e| {
             ToolError::Failed(format!(
                 "InputValidationError: the input to {name} is invalid: {e}\nFix the input and call {name} again.",
-                name = T::NAME
+                name = T::ABOUT.name
             ))
         })?;
         Ok(Box::new(TypedCall { tool: self, input }))
@@ -89,7 +132,7 @@ impl<T: TypedTool> ToolCall for TypedCall<T> {
     fn facts(&self) -> CallFacts {
         CallFacts {
             tool: self.tool.facts(),
-            subject: self.tool.subject(&self.input),
+            subject: self.input.subject(),
         }
     }
 
@@ -162,7 +205,7 @@ impl<T: TypedTool + Clone> CallJson for T {
             Err(ToolError::Failed(message)) => return super::ToolOutput::error(message),
             Err(ToolError::Internal(message)) => panic!("internal fault: {message}"),
         };
-        match super::run_call(T::NAME, prepared, ctx).await {
+        match super::run_call(T::ABOUT.name, prepared, ctx).await {
             Ok(output) => output,
             Err(fault) => panic!("{fault}"),
         }

@@ -1,11 +1,10 @@
 //! Write: create a file or replace one the run has read, atomically.
 
-use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::text::display_path;
-use super::{ToolContext, ToolError, TypedTool, blocking, resolve_file_path};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking, resolve_file_path};
 use crate::policy::Subject;
 
 #[derive(Clone, Copy)]
@@ -20,6 +19,12 @@ pub struct Input {
     content: String,
 }
 
+impl ToolInput for Input {
+    fn subject(&self) -> Subject {
+        Subject::Path(self.file_path.clone())
+    }
+}
+
 const DESCRIPTION: &str = "Writes a whole file to the workspace, creating it (and any missing parent directories) or replacing it.
 
 Usage:
@@ -29,16 +34,9 @@ Usage:
 - Do not create documentation or README files unless asked to.
 - The write is atomic and keeps the file's permission bits.";
 
-#[async_trait]
 impl TypedTool for WriteTool {
     type Input = Input;
-    const NAME: &'static str = "Write";
-    const DESCRIPTION: &'static str = DESCRIPTION;
-    const READ_ONLY: bool = false;
-
-    fn subject(&self, input: &Input) -> Subject {
-        Subject::Path(input.file_path.clone())
-    }
+    const ABOUT: About = About::writes("Write", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = resolve_file_path(ctx, &input.file_path)?;
