@@ -1,26 +1,35 @@
 //! drover: a headless runner for coding agents.
 //!
-//! The modules follow the data: a task [`spec`] drives the [`agent`] loop, which asks a
-//! [`model`] for turns, runs [`tools`] under a [`policy`] against a [`workspace`], and
-//! leaves a [`record`] behind. [`run`] schedules tasks and writes the artifacts.
+//! The modules follow the data: a task spec drives the agent loop, which asks a model for
+//! turns, runs tools under a policy against a workspace, and leaves a record behind; run
+//! schedules tasks and writes the artifacts. docs/architecture.md maps the layers.
+//!
+//! The library serves the `drover` binary (and the fuzz targets); it is not a public API.
 
-pub mod agent;
-pub mod bench;
+mod agent;
+mod bench;
 pub mod cli;
-pub mod commands;
-pub mod digest;
+mod commands;
+mod digest;
 pub mod exit;
-pub mod message;
-pub mod model;
-pub mod output;
-pub mod policy;
-pub mod record;
-pub mod run;
-pub mod sandbox;
-pub mod secret_names;
-pub mod spec;
-pub mod tools;
-pub mod workspace;
+mod message;
+mod model;
+mod output;
+mod policy;
+mod record;
+mod run;
+mod sandbox;
+mod secret_names;
+mod spec;
+mod tools;
+mod workspace;
+
+// What the binary and the fuzz targets use; everything else is the crate's own.
+pub use commands::dispatch;
+pub use policy::Rule;
+pub use policy::shell::{Analysis, analyse};
+pub use sandbox::launcher::sandbox_exec_main;
+pub use sandbox::own_environ::hide_own_environment;
 
 /// The version recorded in every transcript's `run_start` event.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -7,13 +7,13 @@ fn main() {
     // The sandbox launcher must stay single-threaded (Landlock restricts one thread):
     // it runs before the async runtime exists.
     if let drover::cli::Command::SandboxExec(args) = &cli.command {
-        let code = drover::sandbox::sandbox_exec_main(&args.policy, args.probe, &args.command);
+        let code = drover::sandbox_exec_main(&args.policy, args.probe, &args.command);
         std::process::exit(code);
     }
     // Before any thread exists: the agent's commands must not read drover's secrets from
     // /proc/<drover>/environ.
     // SAFETY: no other thread exists yet (the runtime is built below).
-    if let Err(reason) = unsafe { drover::sandbox::own_environ::hide_own_environment() } {
+    if let Err(reason) = unsafe { drover::hide_own_environment() } {
         eprintln!(
             "drover: warning: drover's environment stays readable in /proc by the agent's commands: {reason}"
         );
@@ -28,6 +28,6 @@ fn main() {
             std::process::exit(drover::exit::RUNNER_ERROR);
         }
     };
-    let code = runtime.block_on(drover::commands::dispatch(cli));
+    let code = runtime.block_on(drover::dispatch(cli));
     std::process::exit(code);
 }

@@ -4,7 +4,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|line: &str| {
-    let analysis = drover::policy::shell::analyse(line);
+    let analysis = drover::analyse(line);
     for command in &analysis.commands {
         assert!(!command.argv.is_empty());
         assert_eq!(command.text, command.argv.join(" "));

@@ -20,17 +20,7 @@ pub struct ToolFacts {
     pub run_state: bool,
 }
 
-impl ToolFacts {
-    /// A tool governed by its own rules that acts on more than the run's state.
-    pub fn new(name: &str, read_only: bool) -> ToolFacts {
-        ToolFacts {
-            name: name.to_string(),
-            read_only,
-            governed_by: name.to_string(),
-            run_state: false,
-        }
-    }
-}
+impl ToolFacts {}
 
 /// What one call acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use facts::{CallFacts, HiddenFilter, Subject, ToolFacts};
-pub use read_denials::{expressible_read_denial, read_denials};
-pub use rule::{KNOWN_TOOLS, Rule, RuleError, RuleSet, Specifier};
+pub use read_denials::read_denials;
+pub use rule::{Rule, RuleSet, Specifier};
 
 use crate::spec::{PermissionMode, Switch};
 

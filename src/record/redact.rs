@@ -16,7 +16,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 
 use crate::secret_names::looks_secret;
 
-pub use super::redact_safety::{MIN_SECRET_LEN, SkipReason, unsafe_to_redact};
+pub use super::redact_safety::{SkipReason, unsafe_to_redact};
 
 /// What a secret value is replaced with.
 pub const REDACTED: &str = "[redacted]";

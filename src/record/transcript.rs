@@ -230,10 +230,6 @@ impl TranscriptWriter {
         self.observer = Some(observer);
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Write one event as one line, secret values redacted, and flush it to the OS before
     /// returning.
     pub fn write(&mut self, event: Event) -> Result<(), TranscriptError> {

@@ -9,12 +9,15 @@ mod pricing;
 mod types;
 
 pub use connection::{RetrySpec, TimeoutsSpec};
-pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
-pub use limits::{LimitValue, LimitsSpec};
+#[cfg(test)]
+pub use expect::FilesChangedExpectation;
+pub use expect::{Expectations, PathGlob};
+pub use limits::LimitsSpec;
 pub use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
 pub use pricing::Pricing;
 pub use types::{
-    CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
-    Permissions, Provider, SandboxSettings, SandboxSpec, ScriptToolCall, ScriptTurn, ScriptUsage,
-    SpecDuration, SpecVersion, Switch, TaskName, TaskSpec, TimeoutLimit,
+    CheckSpec, Isolation, ModelSpec, PermissionMode, Permissions, Provider, SandboxSpec,
+    ScriptTurn, ScriptUsage, SpecDuration, Switch, TimeoutLimit,
 };
+#[cfg(test)]
+pub use types::{DEFAULT_TASK_TIMEOUT, ScriptToolCall};

@@ -220,23 +220,8 @@ impl BackgroundShells {
         }
     }
 
-    /// [`BackgroundShells::shutdown`], then wait until every shell's processes are gone
-    /// (each launcher has killed its command's tree and exited), so that nothing the
-    /// agent started runs while the diff is taken or a check runs.
-    pub async fn shutdown_and_wait(&self) {
-        self.shutdown();
-        let waiting: Vec<watch::Receiver<bool>> = self
-            .lock()
-            .shells
-            .values()
-            .map(|(_, shell)| shell.done.clone())
-            .collect();
-        for mut done in waiting {
-            let _ = tokio::time::timeout(STOP_GRACE + SETTLE, done.wait_for(|done| *done)).await;
-        }
-    }
-
     /// Ids of the shells started so far, in start order.
+    #[cfg(test)]
     pub fn ids(&self) -> Vec<String> {
         self.lock()
             .shells

@@ -88,11 +88,6 @@ impl ToolContext {
         self
     }
 
-    /// Is this absolute path hidden by the policy's read deny rules?
-    pub fn is_hidden(&self, path: &std::path::Path) -> bool {
-        (self.hidden)(path)
-    }
-
     /// The todo list as the model last wrote it (empty if it never used TodoWrite).
     pub fn todos(&self) -> Vec<Todo> {
         self.todo_list.get()

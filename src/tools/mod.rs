@@ -41,12 +41,12 @@ pub use background::BackgroundShells;
 pub use context::ToolContext;
 pub use registry::Registry;
 pub use shell_state::ShellState;
-pub use todo::{Todo, TodoList, TodoStatus};
+pub use todo::{Todo, TodoList};
 pub(crate) use tool::blocking;
 pub use tool::{InternalFault, Tool, ToolCall, ToolError, ToolOutput, run_call};
 #[cfg(test)]
 pub(crate) use typed::CallJson;
-pub use typed::{About, ToolInput, TypedTool, input_schema_for};
+pub use typed::{About, ToolInput, TypedTool};
 
 /// Every built-in tool, in the order they are offered to the model.
 pub fn builtin() -> Vec<Arc<dyn Tool>> {

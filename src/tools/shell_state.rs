@@ -77,11 +77,6 @@ impl ShellState {
         *cwd = resolved.clone();
         CwdChange::Moved(resolved)
     }
-
-    /// The workspace root the directory is confined to.
-    pub fn workspace(&self) -> &Path {
-        &self.workspace
-    }
 }
 
 /// Learns the directory a Bash command ends in without touching its command line or its
@@ -111,11 +106,6 @@ fn sh_quote(s: &[u8]) -> Vec<u8> {
 }
 
 impl CwdProbe {
-    /// Create the probe's files in the system's temporary directory.
-    pub fn new() -> std::io::Result<Self> {
-        Self::new_in(None)
-    }
-
     /// Create the probe's files in `dir` (default: the system's temporary directory). A
     /// sandboxed command can write only to its private temporary directory, so the probe
     /// must live there for the command's exit trap to record its directory.

@@ -72,6 +72,7 @@ impl Roots {
     }
 
     /// Whether operations run on a confined thread.
+    #[cfg(test)]
     pub fn is_confined(&self) -> bool {
         self.confined.is_some()
     }
@@ -125,6 +126,7 @@ impl Roots {
     }
 
     /// The whole content of a regular file.
+    #[cfg(test)]
     pub fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         use std::io::Read;
         let mut file = self.open_file(path)?;

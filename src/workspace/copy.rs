@@ -13,6 +13,7 @@ use super::snapshot::{Stop, named, stopped, walk_noting_build_trees};
 /// workspace walks see, with permission
 /// bits, and symlinks recreated as symlinks (their targets are not copied). `to` is
 /// created if missing and may already exist empty.
+#[cfg(test)]
 pub fn copy_workspace(from: &Path, to: &Path, excluded: &[PathBuf]) -> io::Result<()> {
     copy_workspace_until(from, to, excluded, &|| false).map(|_| ())
 }

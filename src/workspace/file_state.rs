@@ -88,16 +88,19 @@ impl FileStateCache {
     }
 
     /// The recorded state of `path`, if the run has read or written it.
+    #[cfg(test)]
     pub fn get(&self, path: &Path) -> Option<FileState> {
         self.lock().get(&key(path)).cloned()
     }
 
     /// Whether the run has read (or itself written) `path`.
+    #[cfg(test)]
     pub fn has_read(&self, path: &Path) -> bool {
         self.get(path).is_some()
     }
 
     /// Forget `path` (e.g. after it was deleted).
+    #[cfg(test)]
     pub fn forget(&self, path: &Path) {
         self.lock().remove(&key(path));
     }

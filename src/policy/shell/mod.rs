@@ -137,6 +137,7 @@ pub fn analyse(command_line: &str) -> Analysis {
 /// any characters (spaces too), a trailing ` *` is a word boundary (`ls *` matches `ls`
 /// and `ls -la`, not `lsof`), and the legacy `prefix:*` means `prefix *`. Matched on
 /// [`SimpleCommand::text`], so quoting cannot hide a command from a pattern.
+#[cfg(test)]
 pub fn matches_pattern(pattern: &str, command: &SimpleCommand) -> bool {
     super::command::matches(pattern, &command.text)
 }

@@ -26,10 +26,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-pub use compare::{Change, Comparison, Now};
+pub use compare::Comparison;
 pub use git_index::{IndexSnapshot, repository_top};
 use listing::Kind;
-pub use patch::Patch;
 use rules::StartRules;
 use sorted::SortedPaths;
 use stat::StatKey;
@@ -130,6 +129,7 @@ pub struct Exclusions {
 
 impl Exclusions {
     /// Only directories.
+    #[cfg(test)]
     pub fn dirs(dirs: &[PathBuf]) -> Exclusions {
         Exclusions {
             dirs: dirs.to_vec(),
@@ -173,6 +173,7 @@ pub struct Baseline {
 impl Baseline {
     /// The starting state of `root`, leaving out the `excluded` directories below it
     /// (drover's own artifacts); stops with [`stopped`] as soon as `stop` says so.
+    #[cfg(test)]
     pub fn take_until(root: &Path, excluded: &[PathBuf], stop: Stop<'_>) -> io::Result<Baseline> {
         let options = StartOptions {
             excluded: Exclusions::dirs(excluded),
@@ -307,16 +308,6 @@ impl Baseline {
             }
         }
         crate::digest::hex(&hasher.finalize())
-    }
-
-    /// How many files the starting state holds (ignored ones not counted).
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether the starting state holds no file at all.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 

@@ -61,10 +61,6 @@ impl<V> SortedPaths<V> {
     pub fn len(&self) -> usize {
         self.items.len()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
 }
 
 impl<V> std::ops::Index<&RelPath> for SortedPaths<V> {

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use super::patch::Patch;
 use super::*;
 
 fn write(root: &Path, rel: &str, content: &str) {
