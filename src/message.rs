@@ -9,7 +9,7 @@ use serde_json::Value;
 /// One block of a message, tagged the way the Anthropic Messages API tags it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentBlock {
+pub(crate) enum ContentBlock {
     Text {
         text: String,
     },
@@ -28,19 +28,19 @@ pub enum ContentBlock {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Role {
+pub(crate) enum Role {
     User,
     Assistant,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
+pub(crate) struct Message {
     pub role: Role,
     pub content: Vec<ContentBlock>,
 }
 
 impl Message {
-    pub fn user_text(text: impl Into<String>) -> Self {
+    pub(crate) fn user_text(text: impl Into<String>) -> Self {
         Message {
             role: Role::User,
             content: vec![ContentBlock::Text { text: text.into() }],
@@ -51,7 +51,7 @@ impl Message {
 /// Why the model stopped producing its turn; the Anthropic names, which the loop acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StopReason {
+pub(crate) enum StopReason {
     EndTurn,
     ToolUse,
     MaxTokens,
@@ -62,7 +62,7 @@ pub enum StopReason {
 
 /// Token counts for one response or, summed, for a whole run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
+pub(crate) struct Usage {
     #[serde(default)]
     pub input_tokens: u64,
     #[serde(default)]
@@ -81,7 +81,7 @@ impl Usage {
     /// Add another turn's usage. Counts come from a server and may be absurd (2^63 per
     /// turn): they saturate at `u64::MAX`, never wrap to a small number that would
     /// disable `max_tokens`.
-    pub fn add(&mut self, other: &Usage) {
+    pub(crate) fn add(&mut self, other: &Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.cache_creation_input_tokens = self
@@ -95,12 +95,12 @@ impl Usage {
 
     /// About four bytes of text make a token for the tokenizers in use; an estimate
     /// errs high rather than low only through the request's JSON overhead.
-    pub const BYTES_PER_TOKEN: usize = 4;
+    pub(crate) const BYTES_PER_TOKEN: usize = 4;
 
     /// `response`'s usage, or when the server reported none at all (every count zero:
     /// no real request costs nothing), an estimate from the request's and the answer's
     /// sizes, marked `estimated`.
-    pub fn estimate_if_missing(response: &mut ModelResponse, request_bytes: usize) {
+    pub(crate) fn estimate_if_missing(response: &mut ModelResponse, request_bytes: usize) {
         if response.usage != Usage::default() {
             return;
         }
@@ -124,7 +124,7 @@ impl Usage {
     }
 
     /// The total for people: `1234`, or `~1234 (estimated)` when drover estimated it.
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         if self.estimated {
             format!("~{} (estimated)", self.total())
         } else {
@@ -133,7 +133,7 @@ impl Usage {
     }
 
     /// Every token of the usage, saturating (see [`Usage::add`]).
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.input_tokens
             .saturating_add(self.output_tokens)
             .saturating_add(self.cache_creation_input_tokens)
@@ -164,7 +164,7 @@ mod usage_tests {
 
 /// A tool as offered to a model (the Anthropic `tools` array format).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolDefinition {
+pub(crate) struct ToolDefinition {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
@@ -172,7 +172,7 @@ pub struct ToolDefinition {
 
 /// One assistant turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelResponse {
+pub(crate) struct ModelResponse {
     pub content: Vec<ContentBlock>,
     pub stop_reason: StopReason,
     pub usage: Usage,
@@ -180,7 +180,7 @@ pub struct ModelResponse {
 
 impl ModelResponse {
     /// The tool calls of this turn, in the order the model made them.
-    pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
+    pub(crate) fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
         self.content.iter().filter_map(|block| match block {
             ContentBlock::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
             _ => None,
@@ -188,7 +188,7 @@ impl ModelResponse {
     }
 
     /// All text blocks of this turn joined by newlines.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let texts: Vec<&str> = self
             .content
             .iter()

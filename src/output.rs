@@ -8,7 +8,7 @@ use std::fmt;
 use std::io::Write;
 
 /// Write one line to stdout, ignoring write errors (a closed pipe above all).
-pub fn say(args: fmt::Arguments<'_>) {
+pub(crate) fn say(args: fmt::Arguments<'_>) {
     // Ignored on purpose: the reader went away (BrokenPipe) or stdout is unusable; either
     // way the run's outcome is its exit code, not this line.
     let _ = writeln!(std::io::stdout().lock(), "{args}");
@@ -28,7 +28,7 @@ macro_rules! say {
 /// Stdout as a writer for code that takes `&mut dyn Write`: what a closed pipe cannot
 /// take is dropped, like [`say`]'s lines, so writing on (a step summary after the
 /// annotations) is not cut short. Other errors are returned.
-pub struct Stdout;
+pub(crate) struct Stdout;
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -2,6 +2,8 @@
 //! on, keeps secrets out of command lines, and the docs show the example workflows exactly
 //! as they are in examples/workflows/ (which .ci/run lints with actionlint).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -1,6 +1,8 @@
 //! Batch runs end to end: many tasks at once without cross-talk, the worst outcome as
 //! the exit code, `isolation: worktree`, and progress output.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
+
 mod common;
 
 use std::collections::BTreeMap;

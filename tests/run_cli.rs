@@ -1,5 +1,7 @@
 //! `drover run`, `validate`, `tools`, `policy check` and `replay`, end to end.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
+
 mod common;
 
 use std::path::Path;

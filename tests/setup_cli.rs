@@ -2,6 +2,8 @@
 //! effects are the starting state (not in the diff), and whose failure ends the task
 //! with `setup_failed` (exit 3) before any model request.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
+
 mod common;
 #[path = "common/mock_server.rs"]
 mod mock_server;

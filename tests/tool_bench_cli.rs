@@ -1,6 +1,8 @@
 //! `drover tool` (one read-only call as a process) and `drover bench`, end to end. These
 //! check behaviour only: the figures `bench` prints are never asserted.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
+
 mod common;
 
 use common::drover;

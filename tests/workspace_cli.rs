@@ -1,6 +1,8 @@
 //! What a run's snapshots, copies and diffs hold (never drover's own artifacts, never
 //! build trees), and that a closed stdout never changes the exit code.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
+
 mod common;
 
 use std::path::Path;

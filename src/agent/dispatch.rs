@@ -11,7 +11,7 @@ use crate::tools::{InternalFault, Registry, ToolCall, ToolContext, ToolOutput, r
 
 /// One tool call as the model made it.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(crate) struct Call {
     pub id: String,
     pub name: String,
     pub input: Value,
@@ -19,14 +19,14 @@ pub struct Call {
 
 /// What happened before execution: the call is ready to run, or already has its
 /// (error) result.
-pub enum Prepared {
+pub(super) enum Prepared {
     /// Run the parsed call on the path the policy judged (if the call names one).
     Run(Box<dyn ToolCall>, Option<std::path::PathBuf>),
     Done(ToolOutput),
 }
 
 /// A permission decision about to be recorded.
-pub struct Verdict {
+pub(super) struct Verdict {
     pub allowed: bool,
     pub rule: Option<String>,
     pub reason: String,
@@ -34,7 +34,7 @@ pub struct Verdict {
 
 /// Look the call up, validate its input and ask the policy. Returns the outcome and,
 /// when the policy was asked, its verdict (for the transcript).
-pub fn prepare(
+pub(super) fn prepare(
     call: &Call,
     registry: &Registry,
     policy: &Policy,
@@ -76,7 +76,7 @@ pub fn prepare(
 }
 
 /// Split calls into batches: runs of read-only calls, and every other call alone.
-pub fn batches(calls: &[Call], registry: &Registry) -> Vec<std::ops::Range<usize>> {
+pub(super) fn batches(calls: &[Call], registry: &Registry) -> Vec<std::ops::Range<usize>> {
     let read_only = |call: &Call| {
         registry
             .facts(&call.name)
@@ -98,7 +98,7 @@ pub fn batches(calls: &[Call], registry: &Registry) -> Vec<std::ops::Range<usize
 }
 
 /// A call's result and how long the tool took (zero when it never ran).
-pub struct Executed {
+pub(super) struct Executed {
     pub call: Call,
     pub output: ToolOutput,
     pub duration: std::time::Duration,
@@ -107,7 +107,7 @@ pub struct Executed {
 }
 
 /// Execute a batch's prepared calls concurrently; results in call order.
-pub async fn execute(prepared: Vec<(Call, Prepared)>, ctx: &ToolContext) -> Vec<Executed> {
+pub(super) async fn execute(prepared: Vec<(Call, Prepared)>, ctx: &ToolContext) -> Vec<Executed> {
     let futures = prepared.into_iter().map(|(call, prepared)| async move {
         let started = std::time::Instant::now();
         let (output, fault) = match prepared {
@@ -131,7 +131,7 @@ pub async fn execute(prepared: Vec<(Call, Prepared)>, ctx: &ToolContext) -> Vec<
 }
 
 /// The denial record for the summary and JUnit.
-pub fn denial(call: &Call, verdict: &Verdict) -> Denial {
+pub(super) fn denial(call: &Call, verdict: &Verdict) -> Denial {
     Denial {
         tool_use_id: call.id.clone(),
         tool: call.name.clone(),

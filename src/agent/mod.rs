@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use dispatch::Call;
-pub use prompt::system_prompt;
+pub(crate) use dispatch::Call;
+pub(crate) use prompt::system_prompt;
 
 use crate::message::{ContentBlock, Message, Role, StopReason, Usage};
 use crate::model::pricing::cost;
@@ -27,7 +27,7 @@ use dispatch::Prepared;
 
 /// The limits and inputs of one loop.
 #[derive(Debug, Clone, Default)]
-pub struct AgentConfig {
+pub(crate) struct AgentConfig {
     pub system: String,
     pub prompt: String,
     pub max_turns: Option<u32>,
@@ -45,7 +45,7 @@ pub struct AgentConfig {
 
 /// Recorded tool results a replay is expected to reproduce, by tool_use id.
 #[derive(Debug, Default)]
-pub struct ReplayExpectations {
+pub(crate) struct ReplayExpectations {
     pub results: HashMap<String, (bool, String)>,
     /// Under `--strict` the first difference ends the run with `replay_drift`.
     pub strict: bool,
@@ -53,7 +53,7 @@ pub struct ReplayExpectations {
 
 /// How the loop ended.
 #[derive(Debug, Clone)]
-pub struct LoopOutcome {
+pub(crate) struct LoopOutcome {
     pub reason: EndReason,
     pub message: String,
     pub turns: u32,
@@ -71,7 +71,7 @@ pub struct LoopOutcome {
 }
 
 /// The loop's collaborators.
-pub struct Agent<'a> {
+pub(crate) struct Agent<'a> {
     pub model: &'a mut dyn Model,
     pub registry: &'a Registry,
     pub policy: &'a Policy,
@@ -98,7 +98,10 @@ type Stop = (EndReason, String);
 impl Agent<'_> {
     /// Run the loop to its end. An error means the transcript could not be written: the
     /// run cannot be trusted and the caller reports an internal error.
-    pub async fn run(&mut self, config: &AgentConfig) -> Result<LoopOutcome, TranscriptError> {
+    pub(crate) async fn run(
+        &mut self,
+        config: &AgentConfig,
+    ) -> Result<LoopOutcome, TranscriptError> {
         let started = Instant::now();
         let deadline = config.timeout.map(|t| started + t);
         let mut state = State {

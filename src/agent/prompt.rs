@@ -9,7 +9,7 @@ unless absolute. When the task is complete, end your turn with a short summary o
 you changed and how you verified it.";
 
 /// The system prompt for a task.
-pub fn system_prompt(workspace: &std::path::Path, extra: Option<&str>) -> String {
+pub(crate) fn system_prompt(workspace: &std::path::Path, extra: Option<&str>) -> String {
     let mut prompt = format!("{BASE}\n\nWorkspace root: {}", workspace.display());
     if let Some(extra) = extra.filter(|text| !text.trim().is_empty()) {
         prompt.push_str("\n\n");

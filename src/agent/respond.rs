@@ -12,7 +12,7 @@ use crate::record::transcript::TranscriptError;
 use crate::record::{Event, TranscriptWriter};
 
 /// The model's answer; the outer error means the transcript could not be written.
-pub async fn respond_recorded(
+pub(super) async fn respond_recorded(
     model: &mut dyn Model,
     notices: &mut Option<UnboundedReceiver<RetryNotice>>,
     transcript: &mut TranscriptWriter,

@@ -6,21 +6,21 @@ use std::path::Path;
 use serde_json::json;
 
 /// The literal searched for: common enough to hit many files and lines.
-pub const LITERAL: &str = "unsafe";
+pub(super) const LITERAL: &str = "unsafe";
 /// The regex searched for: a character class, repetition and an alternation, so neither
 /// side can get away with a plain substring search.
-pub const REGEX: &str = r"fn [a-z_]+\(&(mut )?self";
+pub(super) const REGEX: &str = r"fn [a-z_]+\(&(mut )?self";
 
 /// Which reference program a case compares against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reference {
+pub(super) enum Reference {
     Ripgrep,
     Fd,
 }
 
 impl Reference {
     /// Executable names to look for on PATH, in order (Debian names fd `fdfind`).
-    pub fn programs(self) -> &'static [&'static str] {
+    pub(super) fn programs(self) -> &'static [&'static str] {
         match self {
             Reference::Ripgrep => &["rg"],
             Reference::Fd => &["fdfind", "fd"],
@@ -28,7 +28,7 @@ impl Reference {
     }
 
     /// The Debian package that provides it.
-    pub fn package(self) -> &'static str {
+    pub(super) fn package(self) -> &'static str {
         match self {
             Reference::Ripgrep => "ripgrep",
             Reference::Fd => "fd-find",
@@ -39,7 +39,7 @@ impl Reference {
 /// One comparison: a drover tool call and the equivalent reference command line, both run
 /// with the tree as their working directory.
 #[derive(Debug, Clone)]
-pub struct Case {
+pub(super) struct Case {
     pub name: String,
     pub tool: &'static str,
     /// The tool input, as JSON text.
@@ -52,11 +52,11 @@ pub struct Case {
 }
 
 /// Grep within 1.1× of rg; Glob within 1.2× of fd (drover also sorts by mtime).
-pub const GREP_GOAL: f64 = 1.1;
-pub const GLOB_GOAL: f64 = 1.2;
+pub(super) const GREP_GOAL: f64 = 1.1;
+pub(super) const GLOB_GOAL: f64 = 1.2;
 
 /// Every case, in the order they are run and printed.
-pub fn all() -> Vec<Case> {
+pub(super) fn all() -> Vec<Case> {
     let mut cases = Vec::new();
     for (kind, pattern) in [("literal", LITERAL), ("regex", REGEX)] {
         for (mode, flag) in [
@@ -93,7 +93,7 @@ pub fn all() -> Vec<Case> {
 }
 
 /// What each side does, printed above the table so the figures can be judged.
-pub fn describe(tree: &Path) -> Vec<String> {
+pub(super) fn describe(tree: &Path) -> Vec<String> {
     vec![
         format!("tree: {} (every command runs in it)", tree.display()),
         format!(

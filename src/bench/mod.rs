@@ -42,7 +42,7 @@ pub struct BenchArgs {
 /// Run every case and print the table. Exits 0 when it could measure (a missing reference
 /// program only skips its cases), 2 for a bad tree, 3 when drover itself failed, and with
 /// `--check` 1 when a goal was missed.
-pub fn run(args: &BenchArgs) -> i32 {
+pub(crate) fn run(args: &BenchArgs) -> i32 {
     if args.workspace {
         let drover = match std::env::current_exe() {
             Ok(path) => path,

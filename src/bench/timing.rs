@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 /// One finished run.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(super) struct Run {
     pub wall: Duration,
     pub exit_code: Option<i32>,
     /// Lines written to stdout.
@@ -18,7 +18,7 @@ pub struct Run {
 
 /// Run `program args` in `dir` with stdin closed, counting stdout's lines as they arrive
 /// (so the output costs what writing to a reader costs, on both sides).
-pub fn run_once(program: &Path, args: &[String], dir: &Path) -> std::io::Result<Run> {
+pub(super) fn run_once(program: &Path, args: &[String], dir: &Path) -> std::io::Result<Run> {
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(args)
@@ -66,7 +66,7 @@ pub fn run_once(program: &Path, args: &[String], dir: &Path) -> std::io::Result<
 }
 
 /// The median of `times` (the mean of the middle two for an even count).
-pub fn median(times: &mut [Duration]) -> Option<Duration> {
+pub(super) fn median(times: &mut [Duration]) -> Option<Duration> {
     if times.is_empty() {
         return None;
     }

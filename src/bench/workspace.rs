@@ -29,7 +29,7 @@ struct Workspace {
 }
 
 /// Build the workspaces under `scratch`, measure, print; the exit code as for `bench`.
-pub fn run(drover: &Path, scratch: &Path, sizes: &[usize], runs: usize, check: bool) -> i32 {
+pub(super) fn run(drover: &Path, scratch: &Path, sizes: &[usize], runs: usize, check: bool) -> i32 {
     let mut workspaces = Vec::new();
     for &files in sizes {
         match build_repository(scratch, files) {

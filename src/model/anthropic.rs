@@ -17,9 +17,9 @@ use super::{Model, ModelError, ModelRequest};
 use crate::message::{Message, ModelResponse, ToolDefinition};
 
 /// The API version drover speaks.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
-pub struct AnthropicModel {
+pub(crate) struct AnthropicModel {
     name: String,
     max_tokens: u32,
     temperature: Option<f64>,
@@ -28,7 +28,7 @@ pub struct AnthropicModel {
 }
 
 impl AnthropicModel {
-    pub fn new(config: RemoteConfig) -> Self {
+    pub(crate) fn new(config: RemoteConfig) -> Self {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
@@ -76,7 +76,7 @@ fn ephemeral() -> Value {
 }
 
 /// The request body, with its three cache breakpoints.
-pub fn request_body(
+pub(crate) fn request_body(
     model: &str,
     max_tokens: u32,
     temperature: Option<f64>,

@@ -33,7 +33,7 @@ enum Partial {
 
 /// The decoder for one response.
 #[derive(Debug, Default)]
-pub struct AnthropicStream {
+pub(super) struct AnthropicStream {
     blocks: BTreeMap<u64, Partial>,
     usage: Usage,
     stop_reason: Option<String>,
@@ -41,7 +41,7 @@ pub struct AnthropicStream {
 }
 
 impl AnthropicStream {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self::default()
     }
 
@@ -219,7 +219,7 @@ impl Decoder for AnthropicStream {
 /// A tool call's input from its streamed JSON. No deltas: the start's input, or `{}`.
 /// JSON that does not parse (cut off, or malformed by the model) is kept as a string;
 /// the loop answers such a call with an input error the model can act on.
-pub fn tool_input(json: &str, start: Value) -> Value {
+pub(super) fn tool_input(json: &str, start: Value) -> Value {
     if json.trim().is_empty() {
         return match start {
             Value::Object(_) => start,

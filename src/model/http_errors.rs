@@ -23,7 +23,7 @@ pub(super) fn chain(error: &dyn std::error::Error) -> String {
 
 /// The human part of an error body: `error.message` (both providers use it, with
 /// `error.type` / `error.code` beside it), else the start of the body.
-pub fn error_message(body: &str) -> String {
+pub(crate) fn error_message(body: &str) -> String {
     if let Ok(value) = serde_json::from_str::<Value>(body) {
         let error = value.get("error").unwrap_or(&value);
         let message = error
@@ -57,7 +57,7 @@ pub fn error_message(body: &str) -> String {
 /// it): `exceed_context_size_error` "the request exceeds the available context size";
 /// LiteLLM and OpenRouter: `ContextWindowExceededError`; Bedrock and others: "input is too
 /// long"; 413 is a request too large to accept at all.
-pub fn is_context_error(status: u16, message: &str) -> bool {
+pub(crate) fn is_context_error(status: u16, message: &str) -> bool {
     let lower = message.to_lowercase();
     matches!(status, 400 | 413 | 422)
         && [

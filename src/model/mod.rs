@@ -6,27 +6,27 @@
 //! compared byte for byte. `anthropic` and `openai` stream from the real APIs (or any
 //! server speaking their wire format) through a shared transport with retries.
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 mod anthropic_stream;
 mod http_errors;
-pub mod openai;
+pub(crate) mod openai;
 mod openai_stream;
-pub mod pricing;
-pub mod remote;
-pub mod replay;
-pub mod retry;
-pub mod script;
-pub mod sse;
-pub mod transport;
+pub(crate) mod pricing;
+pub(crate) mod remote;
+pub(crate) mod replay;
+pub(crate) mod retry;
+pub(crate) mod script;
+pub(crate) mod sse;
+pub(crate) mod transport;
 
-pub use transport::RetryNotice;
+pub(crate) use transport::RetryNotice;
 
 use async_trait::async_trait;
 
 use crate::message::{Message, ModelResponse, ToolDefinition};
 
 /// What the loop sends for one turn.
-pub struct ModelRequest<'a> {
+pub(crate) struct ModelRequest<'a> {
     pub system: &'a str,
     pub messages: &'a [Message],
     pub tools: &'a [ToolDefinition],
@@ -34,7 +34,7 @@ pub struct ModelRequest<'a> {
 
 /// Why a model could not produce a turn.
 #[derive(Debug, thiserror::Error)]
-pub enum ModelError {
+pub(crate) enum ModelError {
     /// A replayed transcript has no more model responses although the loop asks for one:
     /// the replay no longer follows the recording.
     #[error(
@@ -52,7 +52,7 @@ pub enum ModelError {
 
 /// A source of assistant turns.
 #[async_trait]
-pub trait Model: Send {
+pub(crate) trait Model: Send {
     /// The provider name recorded in the transcript (`script`, `replay`, `anthropic`, …).
     fn provider(&self) -> &str;
     /// The model name recorded in the transcript.

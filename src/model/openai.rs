@@ -17,7 +17,7 @@ use super::transport::{RetryNotice, Transport};
 use super::{Model, ModelError, ModelRequest};
 use crate::message::{ContentBlock, Message, ModelResponse, Role};
 
-pub struct OpenAiModel {
+pub(crate) struct OpenAiModel {
     name: String,
     max_tokens: u32,
     temperature: Option<f64>,
@@ -27,7 +27,7 @@ pub struct OpenAiModel {
 }
 
 impl OpenAiModel {
-    pub fn new(config: RemoteConfig) -> Self {
+    pub(crate) fn new(config: RemoteConfig) -> Self {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(key) = &config.api_key
@@ -75,7 +75,7 @@ impl Model for OpenAiModel {
 }
 
 /// The request body.
-pub fn request_body(
+pub(crate) fn request_body(
     model: &str,
     max_tokens: u32,
     temperature: Option<f64>,

@@ -26,7 +26,7 @@ struct PartialCall {
 
 /// The decoder for one response.
 #[derive(Debug, Default)]
-pub struct OpenAiStream {
+pub(super) struct OpenAiStream {
     text: String,
     calls: BTreeMap<u64, PartialCall>,
     finish_reason: Option<String>,
@@ -38,7 +38,7 @@ pub struct OpenAiStream {
 
 impl OpenAiStream {
     /// `turn_tag` makes generated tool call ids unique across turns.
-    pub fn new(turn_tag: String) -> Self {
+    pub(super) fn new(turn_tag: String) -> Self {
         OpenAiStream {
             turn_tag,
             ..Self::default()

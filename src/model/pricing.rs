@@ -20,7 +20,7 @@ const fn openai(input: f64, cached: f64, output: f64) -> Pricing {
 }
 
 /// The cost in USD of `usage` at `pricing`.
-pub fn cost(usage: &Usage, pricing: &Pricing) -> f64 {
+pub(crate) fn cost(usage: &Usage, pricing: &Pricing) -> f64 {
     // u64 → f64 loses precision only beyond 2^53 tokens, far past any real run.
     let tokens = |count: u64| count as f64;
     (tokens(usage.input_tokens) * pricing.input
@@ -33,7 +33,7 @@ pub fn cost(usage: &Usage, pricing: &Pricing) -> f64 {
 /// The price of a run's tokens: the spec's `model.pricing` when given; nothing for the
 /// models that spend nothing (script, replay); else the table's price for `model`, or
 /// None when the table does not know it (its cost is then unknown, not zero).
-pub fn resolve(provider: &str, model: &str, custom: Option<&Pricing>) -> Option<Pricing> {
+pub(crate) fn resolve(provider: &str, model: &str, custom: Option<&Pricing>) -> Option<Pricing> {
     if let Some(custom) = custom {
         return Some(*custom);
     }
@@ -46,7 +46,7 @@ pub fn resolve(provider: &str, model: &str, custom: Option<&Pricing>) -> Option<
 /// The table's price for a model name: by exact name, else with a date or `-latest`
 /// suffix removed (`claude-sonnet-4-5-20250929` → `claude-sonnet-4-5`,
 /// `gpt-4o-2024-08-06` → `gpt-4o`).
-pub fn lookup(model: &str) -> Option<Pricing> {
+pub(crate) fn lookup(model: &str) -> Option<Pricing> {
     let model = model.trim();
     find(model).or_else(|| find(strip_version(model)?))
 }

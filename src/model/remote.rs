@@ -14,10 +14,10 @@ use crate::spec::{ModelSpec, Provider};
 /// An API key. Its `Debug` does not show it, so it cannot leak through a log line or an
 /// error that formats a config.
 #[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
+pub(crate) struct ApiKey(String);
 
 impl ApiKey {
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -29,11 +29,11 @@ impl std::fmt::Debug for ApiKey {
 }
 
 /// `api_key_env: none` — a local server that wants no key (llama.cpp, Ollama, vLLM).
-pub const NO_KEY: &str = "none";
+pub(crate) const NO_KEY: &str = "none";
 
 /// Everything a real provider needs for a task.
 #[derive(Debug, Clone)]
-pub struct RemoteConfig {
+pub(crate) struct RemoteConfig {
     pub provider: Provider,
     pub name: String,
     /// The full endpoint URL.
@@ -48,13 +48,13 @@ pub struct RemoteConfig {
 }
 
 /// `max_tokens` when the spec does not say.
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 impl RemoteConfig {
     /// Resolve a real provider's settings. `name` is the model name after `--model`;
     /// `env` reads the environment (a parameter so tests need not change the process's).
     /// Errors are worded for people and never contain a key.
-    pub fn resolve(
+    pub(crate) fn resolve(
         provider: Provider,
         spec: &ModelSpec,
         name: Option<String>,
@@ -135,7 +135,7 @@ impl RemoteConfig {
     }
 
     /// The model for this config.
-    pub fn build(self) -> Box<dyn Model> {
+    pub(crate) fn build(self) -> Box<dyn Model> {
         match self.provider {
             Provider::Openai => Box::new(OpenAiModel::new(self)),
             _ => Box::new(AnthropicModel::new(self)),
@@ -143,7 +143,7 @@ impl RemoteConfig {
     }
 
     /// The transport for the provider's headers, and where its retry notices arrive.
-    pub fn transport(
+    pub(crate) fn transport(
         &self,
         headers: reqwest::header::HeaderMap,
     ) -> (Transport, UnboundedReceiver<RetryNotice>) {

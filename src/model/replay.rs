@@ -7,7 +7,7 @@ use super::{Model, ModelError, ModelRequest};
 use crate::message::ModelResponse;
 use crate::record::Event;
 
-pub struct ReplayModel {
+pub(crate) struct ReplayModel {
     provider: String,
     name: String,
     responses: std::vec::IntoIter<ModelResponse>,
@@ -17,7 +17,7 @@ pub struct ReplayModel {
 impl ReplayModel {
     /// Build from a transcript's events: the recorded provider and model names are kept
     /// for the record, the `model_response` events become the turns.
-    pub fn from_events(events: &[Event]) -> Self {
+    pub(crate) fn from_events(events: &[Event]) -> Self {
         let mut provider = String::from("replay");
         let mut name = String::from("replay");
         let mut responses = Vec::new();

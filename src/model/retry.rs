@@ -11,7 +11,7 @@ use crate::spec::RetrySpec;
 
 /// The retry budget of one provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     pub max_retries: u32,
     pub initial_backoff: Duration,
     pub max_backoff: Duration,
@@ -19,7 +19,7 @@ pub struct RetryPolicy {
 
 /// A server's `retry-after` is honoured, but never beyond this: a run must end in
 /// bounded time even when a server asks for an hour.
-pub const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
+pub(crate) const MAX_SERVER_DELAY: Duration = Duration::from_secs(300);
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -41,7 +41,7 @@ impl RetryPolicy {
     /// The delay before retry number `retry` (0 for the first retry): the exponential
     /// step `initial * 2^retry` capped at `max_backoff`, of which a random half is taken
     /// off ("equal jitter"), so the delay is in `[step/2, step]`.
-    pub fn backoff(&self, retry: u32, random: f64) -> Duration {
+    pub(crate) fn backoff(&self, retry: u32, random: f64) -> Duration {
         let step = self
             .initial_backoff
             .saturating_mul(2u32.saturating_pow(retry.min(31)))
@@ -51,7 +51,7 @@ impl RetryPolicy {
     }
 
     /// The delay to use: the server's, when it gave one, else our backoff.
-    pub fn delay(&self, retry: u32, server: Option<Duration>) -> Duration {
+    pub(crate) fn delay(&self, retry: u32, server: Option<Duration>) -> Duration {
         match server {
             Some(delay) => delay.min(MAX_SERVER_DELAY),
             None => self.backoff(retry, jitter()),
@@ -74,13 +74,13 @@ fn jitter() -> f64 {
 
 /// HTTP statuses worth another attempt: timeouts, conflicts, rate limits, server
 /// errors and Anthropic's 529 "overloaded".
-pub fn retryable_status(status: u16) -> bool {
+pub(crate) fn retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529)
 }
 
 /// The delay a response asks for: `retry-after-ms` (milliseconds, non-standard but sent
 /// by OpenAI and Anthropic), else `retry-after` as seconds or as an HTTP date.
-pub fn server_delay(
+pub(crate) fn server_delay(
     retry_after_ms: Option<&str>,
     retry_after: Option<&str>,
     now: SystemTime,

@@ -10,14 +10,14 @@ use super::{Model, ModelError, ModelRequest};
 use crate::message::{ContentBlock, ModelResponse, StopReason, Usage};
 use crate::spec::{ScriptTurn, ScriptUsage};
 
-pub struct ScriptModel {
+pub(crate) struct ScriptModel {
     name: String,
     turns: std::vec::IntoIter<ScriptTurn>,
     turn: u32,
 }
 
 impl ScriptModel {
-    pub fn new(name: Option<&str>, turns: Vec<ScriptTurn>) -> Self {
+    pub(crate) fn new(name: Option<&str>, turns: Vec<ScriptTurn>) -> Self {
         ScriptModel {
             name: name.unwrap_or("script").to_string(),
             turns: turns.into_iter(),

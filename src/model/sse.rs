@@ -8,14 +8,14 @@
 /// One dispatched event: its `event:` name (empty when the stream gave none) and its
 /// `data:` lines joined by `\n`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     pub event: String,
     pub data: String,
 }
 
 /// Parser state between chunks.
 #[derive(Debug, Default)]
-pub struct SseParser {
+pub(crate) struct SseParser {
     /// The bytes of the line in progress.
     line: Vec<u8>,
     /// The previous chunk ended in `\r`: a `\n` at the start of the next one belongs to it.
@@ -30,12 +30,12 @@ pub struct SseParser {
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
 impl SseParser {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Feed the next chunk; returns the events it completed, in order.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
         for &byte in chunk {
             if self.after_cr {
@@ -59,7 +59,7 @@ impl SseParser {
 
     /// The stream ended: an event not terminated by a blank line is discarded, as the
     /// specification says (a cut stream must not look like a complete one).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.line.clear();
         self.event.clear();
         self.data.clear();

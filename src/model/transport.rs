@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::ModelError;
 use super::http_errors::chain;
-pub use super::http_errors::{error_message, is_context_error};
+pub(crate) use super::http_errors::{error_message, is_context_error};
 use super::retry::{RetryPolicy, retryable_status, server_delay};
 use super::sse::{SseEvent, SseParser};
 use crate::message::ModelResponse;
@@ -22,7 +22,7 @@ use crate::spec::TimeoutsSpec;
 
 /// A retry about to happen, for the transcript's `retry` event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryNotice {
+pub(crate) struct RetryNotice {
     /// The attempt that failed, from 1.
     pub attempt: u32,
     pub reason: String,
@@ -33,7 +33,7 @@ pub struct RetryNotice {
 
 /// How one attempt failed.
 #[derive(Debug)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// Worth another attempt (after `server_delay`, when the server named one).
     Retry {
         reason: String,
@@ -45,7 +45,7 @@ pub enum Failure {
 }
 
 impl Failure {
-    pub fn retry(reason: impl Into<String>) -> Self {
+    pub(crate) fn retry(reason: impl Into<String>) -> Self {
         Failure::Retry {
             reason: reason.into(),
             status: None,
@@ -55,7 +55,7 @@ impl Failure {
 }
 
 /// Turns a provider's event stream into one response.
-pub trait Decoder {
+pub(crate) trait Decoder {
     /// Take the next event; an error event or an unreadable one fails the attempt.
     fn event(&mut self, event: SseEvent) -> Result<(), Failure>;
     /// The stream has sent its final event: nothing more needs to be read.
@@ -67,7 +67,7 @@ pub trait Decoder {
 
 /// Connect, first-byte, idle and whole-request timeouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     pub connect: Duration,
     pub first_byte: Duration,
     pub idle: Duration,
@@ -86,7 +86,7 @@ impl From<TimeoutsSpec> for Timeouts {
 }
 
 /// An endpoint and everything needed to call it.
-pub struct Transport {
+pub(crate) struct Transport {
     /// Err when the HTTP client could not be built (reported on the first request).
     client: Result<reqwest::Client, String>,
     url: String,
@@ -105,7 +105,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 
 impl Transport {
     /// `headers` carry the authentication; mark the key's value sensitive before.
-    pub fn new(
+    pub(crate) fn new(
         url: String,
         headers: HeaderMap,
         key: Option<(String, String)>,
@@ -135,7 +135,7 @@ impl Transport {
     }
 
     /// POST `body` and decode the streamed answer, retrying what can be retried.
-    pub async fn send<D: Decoder>(
+    pub(crate) async fn send<D: Decoder>(
         &self,
         body: Vec<u8>,
         decoder: impl Fn() -> D,

@@ -61,7 +61,7 @@ impl CommandPattern {
 
 /// One-off matching (tests, tools): compiles the pattern each time.
 #[cfg(test)]
-pub fn matches(pattern: &str, command: &str) -> bool {
+pub(crate) fn matches(pattern: &str, command: &str) -> bool {
     CommandPattern::new(pattern).is_ok_and(|p| p.matches(command))
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// `word` with a leading `~`, `$HOME` or `${HOME}` replaced by `home`; None when the word
 /// still holds an expansion drover cannot resolve (or `~` with no home known).
-pub fn expand_home(word: &str, home: Option<&Path>) -> Option<PathBuf> {
+pub(super) fn expand_home(word: &str, home: Option<&Path>) -> Option<PathBuf> {
     let rest = ["~", "$HOME", "${HOME}"].iter().find_map(|prefix| {
         word.strip_prefix(prefix)
             .filter(|rest| rest.is_empty() || rest.starts_with('/'))
@@ -32,7 +32,7 @@ pub fn expand_home(word: &str, home: Option<&Path>) -> Option<PathBuf> {
 
 /// `word` as a path, with the home and working-directory spellings resolved (the working
 /// directory is `cwd`); None when it holds an expansion drover cannot resolve.
-pub fn expand_word(word: &str, home: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+pub(super) fn expand_word(word: &str, home: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
     for prefix in ["$PWD", "${PWD}", "~+", "/proc/self/cwd"] {
         if let Some(rest) = word.strip_prefix(prefix)
             && (rest.is_empty() || rest.starts_with('/'))
@@ -52,13 +52,13 @@ pub fn expand_word(word: &str, home: Option<&Path>, cwd: &Path) -> Option<PathBu
 }
 
 /// The program a command word names, without its directory (`/usr/bin/git` → `git`).
-pub fn basename(word: &str) -> &str {
+pub(super) fn basename(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
 /// The line with single-quoted text blanked out (bash expands nothing there), so
 /// textual checks see only what the shell interprets.
-pub fn blank_single_quotes(line: &str) -> String {
+pub(super) fn blank_single_quotes(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let (mut single, mut double, mut escaped) = (false, false, false);
     for c in line.chars() {
@@ -84,7 +84,7 @@ pub fn blank_single_quotes(line: &str) -> String {
 }
 
 /// The home directory drover runs with.
-pub fn home_dir() -> Option<PathBuf> {
+pub(super) fn home_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .filter(|home| !home.is_empty())
         .map(PathBuf::from)

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// What a tool is, whatever the call: enough to decide whether it is offered at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolFacts {
+pub(crate) struct ToolFacts {
     /// The name the model calls it by.
     pub name: String,
     /// Only reads: allowed by default inside the workspace, and offered in plan mode.
@@ -24,7 +24,7 @@ impl ToolFacts {}
 
 /// What one call acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Subject {
+pub(crate) enum Subject {
     /// The call names no path or command (or names none yet: a default applies).
     None,
     /// A file or directory, as written in the input (not yet resolved).
@@ -35,11 +35,11 @@ pub enum Subject {
 
 /// One call as the policy judges it: the tool's facts and what this input acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallFacts {
+pub(crate) struct CallFacts {
     pub tool: ToolFacts,
     pub subject: Subject,
 }
 
 /// Which files a Read deny rule hides from tools that walk directories (Grep, Glob,
 /// LS): true means skip it.
-pub type HiddenFilter = dyn Fn(&Path) -> bool + Send + Sync;
+pub(crate) type HiddenFilter = dyn Fn(&Path) -> bool + Send + Sync;

@@ -12,7 +12,7 @@ mod look_through;
 use look_through::GuardForm;
 
 /// Where the guardrails judge paths from.
-pub struct GuardContext<'a> {
+pub(crate) struct GuardContext<'a> {
     pub workspace: &'a Path,
     /// Where the command runs: relative arguments resolve against it.
     pub cwd: &'a Path,
@@ -21,7 +21,11 @@ pub struct GuardContext<'a> {
 
 /// Why a command line trips a guardrail, or None. `commands` are the argv of every
 /// simple command in it (wrappers stripped); `line` is the command line as written.
-pub fn check(commands: &[Vec<String>], line: &str, ctx: &GuardContext<'_>) -> Option<String> {
+pub(crate) fn check(
+    commands: &[Vec<String>],
+    line: &str,
+    ctx: &GuardContext<'_>,
+) -> Option<String> {
     if is_fork_bomb(line) {
         return Some("a fork bomb".into());
     }
@@ -350,6 +354,10 @@ fn is_precious(arg: &str, ctx: &GuardContext<'_>) -> bool {
 /// `:(){ :|:& };:` and its renamings: a function that pipes itself into itself in the
 /// background.
 fn is_fork_bomb(line: &str) -> bool {
+    #[expect(
+        clippy::expect_used,
+        reason = "invariant: a constant pattern, compiled by the tests"
+    )]
     static PATTERN: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"([\w:.]+)\s*\(\)\s*\{[^}]*?([\w:.]+)\s*\|\s*([\w:.]+)\s*&")
             // invariant: a constant pattern, compiled by the tests.

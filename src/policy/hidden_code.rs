@@ -12,7 +12,7 @@ use super::expand::blank_single_quotes;
 use super::shell::SimpleCommand;
 
 /// Why `line` (with its simple commands) may run code hidden in a variable, or None.
-pub fn hidden_code(line: &str, commands: &[SimpleCommand]) -> Option<String> {
+pub(super) fn hidden_code(line: &str, commands: &[SimpleCommand]) -> Option<String> {
     for command in commands {
         let program = command.argv.first().map(String::as_str).unwrap_or_default();
         let integer_attribute = matches!(program, "declare" | "typeset" | "local")
@@ -26,6 +26,10 @@ pub fn hidden_code(line: &str, commands: &[SimpleCommand]) -> Option<String> {
         }
     }
     let visible = blank_single_quotes(line);
+    #[expect(
+        clippy::expect_used,
+        reason = "invariant: a constant pattern, compiled by the tests"
+    )]
     static CHECKS: LazyLock<Vec<(Regex, &'static str)>> =
         LazyLock::new(|| {
             [

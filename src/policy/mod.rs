@@ -7,16 +7,16 @@
 //! every command in them must be allowed (see `bash`); guardrails come before any rule.
 
 mod bash;
-pub mod command;
+pub(crate) mod command;
 mod expand;
 mod facts;
-pub mod guardrails;
+pub(crate) mod guardrails;
 mod hidden_code;
 mod path_decision;
 mod path_pattern;
 mod read_denials;
 mod rule;
-pub mod shell;
+pub(crate) mod shell;
 mod shell_paths;
 mod words;
 
@@ -24,15 +24,16 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use facts::{CallFacts, HiddenFilter, Subject, ToolFacts};
-pub use read_denials::read_denials;
-pub use rule::{Rule, RuleSet, Specifier};
+pub(crate) use facts::{CallFacts, HiddenFilter, Subject, ToolFacts};
+pub(crate) use read_denials::read_denials;
+pub use rule::Rule;
+pub(crate) use rule::{RuleSet, Specifier};
 
 use crate::spec::{PermissionMode, Switch};
 
 /// A decision with its grounds, as recorded in the transcript and told to the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub allowed: bool,
     /// The rule that decided, or None for a default.
     pub rule: Option<String>,
@@ -64,7 +65,7 @@ impl Decision {
 }
 
 /// The rules of one task, bound to its workspace.
-pub struct Policy {
+pub(crate) struct Policy {
     allow: Vec<Rule>,
     deny: Vec<Rule>,
     workspace: PathBuf,
@@ -82,7 +83,7 @@ pub struct Policy {
 impl Policy {
     /// `workspace` and `additional` should be canonical; paths are compared after
     /// resolving symlinks.
-    pub fn new(rules: &RuleSet, workspace: &Path, additional: &[PathBuf]) -> Self {
+    pub(crate) fn new(rules: &RuleSet, workspace: &Path, additional: &[PathBuf]) -> Self {
         Policy {
             allow: rules.allow.clone(),
             deny: rules.deny.clone(),
@@ -96,7 +97,7 @@ impl Policy {
     }
 
     /// The same policy with `protected` (canonical paths) off limits to every tool.
-    pub fn with_protected(mut self, protected: Vec<PathBuf>) -> Self {
+    pub(crate) fn with_protected(mut self, protected: Vec<PathBuf>) -> Self {
         self.protected = protected;
         self
     }
@@ -111,7 +112,7 @@ impl Policy {
 
     /// Why `tool` is not offered to the model at all, or None when it is: a tool denied
     /// outright (`deny: [Bash]`), or a tool that is not read-only in plan mode.
-    pub fn withholds(&self, tool: &ToolFacts) -> Option<Decision> {
+    pub(crate) fn withholds(&self, tool: &ToolFacts) -> Option<Decision> {
         let name = &tool.name;
         if let Some(rule) = self
             .deny
@@ -133,13 +134,13 @@ impl Policy {
     }
 
     /// Decide one call. `input` has already passed the tool's schema.
-    pub fn decide(&self, call: &CallFacts) -> Decision {
+    pub(crate) fn decide(&self, call: &CallFacts) -> Decision {
         self.decide_in(call, &self.workspace.clone())
     }
 
     /// Decide one call whose shell command (if any) runs in `cwd`: a command's relative
     /// paths and `cd` targets are resolved where the command will really run.
-    pub fn decide_in(&self, call: &CallFacts, cwd: &Path) -> Decision {
+    pub(crate) fn decide_in(&self, call: &CallFacts, cwd: &Path) -> Decision {
         let tool = &call.tool;
         match &call.subject {
             Subject::Command(line) => self.decide_command(&tool.name, line, cwd),

@@ -20,7 +20,7 @@ pub(super) struct PathTarget {
 
 impl PathTarget {
     /// How decisions name the path: relative inside the workspace, else absolute.
-    pub fn shown(&self) -> String {
+    pub(super) fn shown(&self) -> String {
         match &self.relative {
             Some(rel) if rel.is_empty() => ".".to_string(),
             Some(rel) => rel.clone(),
@@ -30,7 +30,7 @@ impl PathTarget {
 
     /// Inside the workspace's `.git/`: git's own state, which an agent rewriting would
     /// corrupt history or plant hooks with.
-    pub fn in_git_internals(&self) -> bool {
+    pub(super) fn in_git_internals(&self) -> bool {
         self.relative
             .as_deref()
             .is_some_and(|rel| rel.split('/').any(|part| part == ".git"))
@@ -146,7 +146,7 @@ impl Policy {
 
     /// A filter saying which files the Read deny rules hide, for tools that walk
     /// directories (Grep, Glob, LS) to skip them.
-    pub fn hidden_filter(&self) -> std::sync::Arc<super::HiddenFilter> {
+    pub(crate) fn hidden_filter(&self) -> std::sync::Arc<super::HiddenFilter> {
         let rules: Vec<Rule> = self
             .deny
             .iter()

@@ -94,7 +94,7 @@ impl PathPattern {
 
 /// One-off matching (tests): compiles the pattern each time.
 #[cfg(test)]
-pub fn matches(pattern: &str, absolute: &Path, relative: Option<&str>) -> bool {
+pub(super) fn matches(pattern: &str, absolute: &Path, relative: Option<&str>) -> bool {
     PathPattern::new(pattern).is_ok_and(|p| p.matches(absolute, relative))
 }
 

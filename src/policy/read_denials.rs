@@ -8,7 +8,7 @@ use super::{Rule, Specifier};
 /// The fixed paths among `deny` that the sandbox should make unreadable (see
 /// [`expressible_read_denial`]); `home` is where `~/` points (None: such rules are left
 /// to the permission check alone).
-pub fn read_denials(deny: &[Rule], home: Option<&Path>) -> Vec<PathBuf> {
+pub(crate) fn read_denials(deny: &[Rule], home: Option<&Path>) -> Vec<PathBuf> {
     deny.iter()
         .filter_map(|rule| expressible_read_denial(rule, home))
         .collect()
@@ -17,7 +17,7 @@ pub fn read_denials(deny: &[Rule], home: Option<&Path>) -> Vec<PathBuf> {
 /// The absolute path a deny rule of the Read family names, when Landlock can express it:
 /// `Read(//abs/path)` or `Read(~/path)` with no glob characters (a trailing `/**` or `/`
 /// names the directory itself). None for every other rule.
-pub fn expressible_read_denial(rule: &Rule, home: Option<&Path>) -> Option<PathBuf> {
+pub(super) fn expressible_read_denial(rule: &Rule, home: Option<&Path>) -> Option<PathBuf> {
     if rule.tool() != "Read" {
         return None;
     }

@@ -11,7 +11,7 @@ use serde_saphyr::Spanned;
 use crate::spec::{PermissionMode, Permissions, Switch};
 
 /// Tools a rule may name (drover's built-ins and the Claude Code tools specs bring over).
-pub const KNOWN_TOOLS: &[&str] = &[
+pub(super) const KNOWN_TOOLS: &[&str] = &[
     "Read",
     "Write",
     "Edit",
@@ -57,7 +57,7 @@ pub enum Specifier {
 /// A task's permissions with its rules parsed: what the policy judges by. The spec holds
 /// the rules as text; [`RuleSet::from_spec`] is where they become rules.
 #[derive(Debug, Clone, Default)]
-pub struct RuleSet {
+pub(crate) struct RuleSet {
     pub allow: Vec<Rule>,
     pub deny: Vec<Rule>,
     pub mode: PermissionMode,
@@ -67,7 +67,7 @@ pub struct RuleSet {
 /// A rule of a spec that does not parse: which list, which entry, why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("permissions.{list}[{index}]: {message}")]
-pub struct RuleError {
+pub(crate) struct RuleError {
     /// `allow` or `deny`.
     pub list: &'static str,
     pub index: usize,
@@ -76,7 +76,7 @@ pub struct RuleError {
 
 impl RuleSet {
     /// Parse the rules of `permissions`; the first that does not parse is the error.
-    pub fn from_spec(permissions: &Permissions) -> Result<RuleSet, RuleError> {
+    pub(crate) fn from_spec(permissions: &Permissions) -> Result<RuleSet, RuleError> {
         let parse = |list: &'static str, texts: &[Spanned<String>]| {
             texts
                 .iter()

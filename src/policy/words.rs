@@ -16,7 +16,7 @@ const MAX_VARIANTS: usize = 64;
 /// `setsid git push`, `flock f git push` and `echo git push` all contain `git push`),
 /// with the program named by its basename (`/usr/bin/git`), brace expansions spelled
 /// out (`git pus{h,}`), and git's global options dropped (`git -C . push`).
-pub fn deny_forms(argv: &[String]) -> Vec<String> {
+pub(super) fn deny_forms(argv: &[String]) -> Vec<String> {
     let mut forms = Vec::new();
     for variant in brace_variants(argv) {
         for start in 0..variant.len() {
@@ -86,7 +86,11 @@ fn brace_variants(argv: &[String]) -> Vec<Vec<String>> {
 
 /// One level of brace expansion: `pre{a,b}post` → `preapost`, `prebpost` (recursively,
 /// bounded). A word without a comma inside braces is itself.
-pub fn expand_braces(word: &str) -> Vec<String> {
+pub(super) fn expand_braces(word: &str) -> Vec<String> {
+    #[expect(
+        clippy::expect_used,
+        reason = "invariant: a constant pattern, compiled by the tests"
+    )]
     static BRACES: LazyLock<Regex> = LazyLock::new(|| {
         // invariant: a constant pattern, compiled by the tests.
         Regex::new(r"\{([^{}]*,[^{}]*)\}").expect("invariant: a constant pattern that compiles")
@@ -112,7 +116,7 @@ pub fn expand_braces(word: &str) -> Vec<String> {
 /// The file names an argument may carry: the word itself, the value of `key=value`
 /// (`of=x`, `--output=x`), a value attached to a short option (`-ox`), and the path of
 /// git's `REV:path` (`git show HEAD:.env` prints the committed `.env`).
-pub fn path_candidates(arg: &str) -> Vec<String> {
+pub(super) fn path_candidates(arg: &str) -> Vec<String> {
     let mut out = Vec::new();
     if !arg.starts_with('-') {
         out.push(arg.to_string());
@@ -136,13 +140,17 @@ pub fn path_candidates(arg: &str) -> Vec<String> {
 
 /// Does the word depend on the shell's state (a variable, a command substitution) in a
 /// way the policy cannot resolve?
-pub fn is_dynamic(word: &str) -> bool {
+pub(super) fn is_dynamic(word: &str) -> bool {
     word.contains('$') || word.contains('`')
 }
 
 /// Files read through input redirections (`< f`, `0< f`, `3<f`, `<> f`) in the line,
 /// outside single quotes. Here-documents and process substitution are not files.
-pub fn input_redirections(line: &str) -> Vec<String> {
+pub(super) fn input_redirections(line: &str) -> Vec<String> {
+    #[expect(
+        clippy::expect_used,
+        reason = "invariant: a constant pattern, compiled by the tests"
+    )]
     static INPUT: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?:^|[^<>&0-9])[0-9]*<>?[ \t]*([^\s;&|<>()]+)")
             // invariant: a constant pattern, compiled by the tests.
@@ -160,7 +168,7 @@ pub fn input_redirections(line: &str) -> Vec<String> {
 /// An option that makes an allowed program run code it names (`cargo --config
 /// 'target.x.runner=…'`, `cargo -Z …`, `git -c core.pager=…`, `git --exec-path=…`).
 /// A `Bash(cargo test *)` rule does not vouch for those: the rule must name the option.
-pub fn code_running_option(argv: &[String]) -> Option<&str> {
+pub(super) fn code_running_option(argv: &[String]) -> Option<&str> {
     let program = basename(argv.first()?);
     let options: &[&str] = match program {
         "cargo" => &["--config", "-Z"],

@@ -10,12 +10,12 @@ use std::path::Path;
 use crate::digest::sha256_hex;
 
 /// The `prev` of the first line.
-pub fn genesis() -> String {
+pub(crate) fn genesis() -> String {
     sha256_hex(b"")
 }
 
 /// `line` (a serialized event object, no newline) with `"prev":"<hash>"` put first.
-pub fn chain_line(line: &str, prev: &str) -> String {
+pub(crate) fn chain_line(line: &str, prev: &str) -> String {
     match line.strip_prefix('{') {
         Some("}") => format!("{{\"prev\":\"{prev}\"}}"),
         Some(rest) => format!("{{\"prev\":\"{prev}\",{rest}"),
@@ -26,7 +26,7 @@ pub fn chain_line(line: &str, prev: &str) -> String {
 
 /// What is wrong with a transcript's chain, by 1-based line number.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ChainError {
+pub(crate) enum ChainError {
     #[error("cannot read {0}")]
     Unreadable(String),
     #[error("not a JSON object")]
@@ -49,7 +49,7 @@ pub enum ChainError {
 
 impl ChainError {
     /// The 1-based line the error is about, if it is about one.
-    pub fn line(&self) -> Option<usize> {
+    pub(crate) fn line(&self) -> Option<usize> {
         match self {
             ChainError::NotJson { line }
             | ChainError::Missing { line }
@@ -59,7 +59,7 @@ impl ChainError {
     }
 
     /// The error with its place: `FILE:LINE: message` or `FILE: message`.
-    pub fn at(&self, path: &Path) -> String {
+    pub(crate) fn at(&self, path: &Path) -> String {
         match self.line() {
             Some(line) => format!("{}:{line}: {self}", path.display()),
             None => format!("{}: {self}", path.display()),
@@ -68,14 +68,14 @@ impl ChainError {
 }
 
 /// How many lines a verified transcript has.
-pub fn verify_file(path: &Path) -> Result<usize, ChainError> {
+pub(crate) fn verify_file(path: &Path) -> Result<usize, ChainError> {
     let bytes = std::fs::read(path)
         .map_err(|e| ChainError::Unreadable(format!("{}: {e}", path.display())))?;
     verify(&bytes)
 }
 
 /// Verify the chain of a whole transcript's bytes.
-pub fn verify(bytes: &[u8]) -> Result<usize, ChainError> {
+pub(crate) fn verify(bytes: &[u8]) -> Result<usize, ChainError> {
     if bytes.is_empty() {
         return Err(ChainError::Empty);
     }

@@ -17,7 +17,7 @@ const ANNOTATION_OUTPUT: usize = 1500;
 
 /// What drover needs to know about the GitHub Actions environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GithubEnv {
+pub(crate) struct GithubEnv {
     /// `GITHUB_ACTIONS=true`: we run in a workflow, so workflow commands are understood.
     pub actions: bool,
     /// `$GITHUB_STEP_SUMMARY`: the file the job's summary page is built from.
@@ -28,7 +28,7 @@ pub struct GithubEnv {
 
 impl GithubEnv {
     /// Read the variables GitHub sets for every step.
-    pub fn from_env() -> GithubEnv {
+    pub(crate) fn from_env() -> GithubEnv {
         let path = |name: &str| {
             std::env::var_os(name)
                 .filter(|value| !value.is_empty())
@@ -46,7 +46,7 @@ impl GithubEnv {
 /// `annotate`, and the Markdown summary appended to the step summary. Does nothing
 /// outside GitHub Actions. `report merge` does not annotate: the shard jobs that ran the
 /// tasks already did, and GitHub would show every annotation twice.
-pub fn report_to_github(
+pub(crate) fn report_to_github(
     report: &RunReport,
     env: &GithubEnv,
     annotate: bool,
@@ -69,7 +69,7 @@ pub fn report_to_github(
 
 /// Append Markdown to the step summary file (GitHub concatenates what every step
 /// appends), cut to GitHub's size limit with a note saying where the rest is.
-pub fn append_step_summary(path: &Path, markdown: &str) -> std::io::Result<()> {
+pub(crate) fn append_step_summary(path: &Path, markdown: &str) -> std::io::Result<()> {
     let mut text = if markdown.len() > STEP_SUMMARY_MAX {
         let mut cut = STEP_SUMMARY_MAX;
         while !markdown.is_char_boundary(cut) {
@@ -95,7 +95,7 @@ pub fn append_step_summary(path: &Path, markdown: &str) -> std::io::Result<()> {
 
 /// The workflow commands for a run: an `::error` for every task that did not pass and
 /// every failed check, a `::warning` for every task whose tool calls the policy denied.
-pub fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<String> {
+pub(crate) fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<String> {
     let mut lines = Vec::new();
     for task in &report.tasks {
         let file = annotation_path(&task.spec_path, workspace);
@@ -174,7 +174,7 @@ fn command(kind: &str, file: &str, title: &str, message: &str) -> String {
 
 /// A workflow command's message: `%`, `\r` and `\n` percent-encoded (GitHub's rules, as in
 /// `@actions/core`), so a multi-line message stays one command.
-pub fn escape_data(text: &str) -> String {
+pub(crate) fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
@@ -182,7 +182,7 @@ pub fn escape_data(text: &str) -> String {
 
 /// A workflow command's property value: as data, plus `:` and `,`, which would otherwise
 /// end the value.
-pub fn escape_property(text: &str) -> String {
+pub(crate) fn escape_property(text: &str) -> String {
     escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 

@@ -12,7 +12,7 @@ use crate::record::{CheckReport, RunReport, Status, TaskReport};
 const FINAL_TEXT_TAIL: usize = 2000;
 
 /// The JUnit XML for a run: one `testsuite` per spec file, in the order tasks appear.
-pub fn junit_xml(report: &RunReport) -> String {
+pub(crate) fn junit_xml(report: &RunReport) -> String {
     let mut suites: Vec<(PathBuf, Vec<&TaskReport>)> = Vec::new();
     for task in &report.tasks {
         match suites.iter_mut().find(|(path, _)| *path == task.spec_path) {

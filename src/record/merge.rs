@@ -25,7 +25,7 @@ struct SummaryFile {
 /// order one unsharded run would list them (by spec path, then name), with
 /// `artifacts_dir` pointing into `out`. Errors are bad input (exit 2) and say which
 /// directory and what to do.
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, String> {
+pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, String> {
     let out_key = out.canonicalize().ok();
     let mut inputs = Vec::new();
     for dir in dirs {

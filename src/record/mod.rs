@@ -1,17 +1,17 @@
 //! What a run leaves behind: the transcript, the workspace diff, JUnit XML and summaries.
 
-pub mod chain;
-pub mod github;
-pub mod junit;
-pub mod merge;
-pub mod redact;
-pub mod redact_safety;
-pub mod report;
-pub mod summary;
-pub mod transcript;
+pub(crate) mod chain;
+pub(crate) mod github;
+pub(crate) mod junit;
+pub(crate) mod merge;
+pub(crate) mod redact;
+pub(crate) mod redact_safety;
+pub(crate) mod report;
+pub(crate) mod summary;
+pub(crate) mod transcript;
 
-pub use redact::Redactor;
-pub use report::{
+pub(crate) use redact::Redactor;
+pub(crate) use report::{
     CheckReport, Denial, EndReason, RunReport, ShardId, Status, TaskReport, Todo, TodoStatus,
 };
-pub use transcript::{Event, TranscriptReader, TranscriptWriter};
+pub(crate) use transcript::{Event, TranscriptReader, TranscriptWriter};

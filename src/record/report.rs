@@ -11,7 +11,7 @@ use crate::message::Usage;
 /// A task's outcome: it did its work, it did not, or drover could not run it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     Passed,
     Failed,
     Error,
@@ -19,7 +19,7 @@ pub enum Status {
 
 impl Status {
     /// The process exit code this outcome calls for (DESIGN.md: 0, 1, 3).
-    pub fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         match self {
             Status::Passed => 0,
             Status::Failed => 1,
@@ -31,7 +31,7 @@ impl Status {
 /// Why a task's run ended: the `reason` of the transcript's `run_end` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum EndReason {
+pub(crate) enum EndReason {
     /// The model ended its turn without asking for tools, and every check passed.
     EndTurn,
     MaxTurns,
@@ -59,7 +59,7 @@ pub enum EndReason {
 
 impl EndReason {
     /// The task status this reason implies.
-    pub fn status(self) -> Status {
+    pub(crate) fn status(self) -> Status {
         match self {
             EndReason::EndTurn => Status::Passed,
             EndReason::ProviderError
@@ -71,7 +71,7 @@ impl EndReason {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EndReason::EndTurn => "end_turn",
             EndReason::MaxTurns => "max_turns",
@@ -93,7 +93,7 @@ impl EndReason {
 
 /// One check command and how it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckReport {
+pub(crate) struct CheckReport {
     pub name: String,
     pub command: String,
     /// None when the command was killed (timeout) or could not start.
@@ -107,7 +107,7 @@ pub struct CheckReport {
 
 /// A tool call the policy denied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Denial {
+pub(crate) struct Denial {
     pub tool_use_id: String,
     pub tool: String,
     pub input: Value,
@@ -118,7 +118,7 @@ pub struct Denial {
 /// Where one todo stands.
 #[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
+pub(crate) enum TodoStatus {
     Pending,
     InProgress,
     Completed,
@@ -129,7 +129,7 @@ pub enum TodoStatus {
 #[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 #[schemars(description = "One item of the todo list.")]
-pub struct Todo {
+pub(crate) struct Todo {
     /// What is to be done, imperative ("Run the tests").
     #[schemars(length(min = 1))]
     pub content: String,
@@ -142,7 +142,7 @@ pub struct Todo {
 
 /// Everything the reports say about one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskReport {
+pub(crate) struct TaskReport {
     pub name: String,
     /// The spec file the task came from (its JUnit test suite).
     pub spec_path: PathBuf,
@@ -184,7 +184,7 @@ pub struct TaskReport {
 
 /// All tasks of one `drover run` or `drover replay`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunReport {
+pub(crate) struct RunReport {
     pub tasks: Vec<TaskReport>,
     /// The shard this run was (`--shard K/N`); None for a whole run or a merge.
     #[serde(default)]
@@ -193,14 +193,14 @@ pub struct RunReport {
 
 /// Which shard of how many a run was: `index` is 1-based, as `--shard K/N` says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ShardId {
+pub(crate) struct ShardId {
     pub index: usize,
     pub count: usize,
 }
 
 impl RunReport {
     /// The worst outcome of any task (passed when there are none).
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         self.tasks
             .iter()
             .map(|task| task.status)
@@ -214,11 +214,16 @@ mod duration_ms {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        duration: &Duration,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         serializer.serialize_u64(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Duration, D::Error> {
         Ok(Duration::from_millis(u64::deserialize(deserializer)?))
     }
 }

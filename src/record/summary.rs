@@ -27,7 +27,7 @@ struct Summary<'a> {
 
 /// How many tasks ended in each status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub passed: usize,
     pub failed: usize,
     pub error: usize,
@@ -35,7 +35,7 @@ pub struct Counts {
 
 impl Counts {
     /// Count the tasks of a run by status.
-    pub fn of(report: &RunReport) -> Counts {
+    pub(crate) fn of(report: &RunReport) -> Counts {
         let mut counts = Counts::default();
         for task in &report.tasks {
             match task.status {
@@ -50,7 +50,7 @@ impl Counts {
 
 /// `summary.json`: the overall status and exit code (the worst task decides), counts,
 /// and every task report, pretty-printed with a trailing newline.
-pub fn summary_json(report: &RunReport) -> String {
+pub(crate) fn summary_json(report: &RunReport) -> String {
     let status = report.status();
     let summary = Summary {
         drover_version: crate::VERSION,
@@ -76,7 +76,7 @@ pub fn summary_json(report: &RunReport) -> String {
 
 /// `summary.md`: a table with one row per task, then for each task that did not pass
 /// its message, failed checks with their last output lines, denials and changed files.
-pub fn summary_md(report: &RunReport) -> String {
+pub(crate) fn summary_md(report: &RunReport) -> String {
     let counts = Counts::of(report);
     let mut out = format!(
         "## drover: {} passed, {} failed, {} error\n\n",

@@ -17,7 +17,7 @@ use crate::record::Redactor;
 /// contract; fields are only ever added.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Event {
+pub(crate) enum Event {
     RunStart {
         drover_version: String,
         task: String,
@@ -127,7 +127,7 @@ pub enum Event {
 
 impl Event {
     /// The `check` event of a check (or expectation) that ran.
-    pub fn check(report: &crate::record::CheckReport) -> Event {
+    pub(crate) fn check(report: &crate::record::CheckReport) -> Event {
         Event::Check {
             name: report.name.clone(),
             command: report.command.clone(),
@@ -139,7 +139,7 @@ impl Event {
     }
 
     /// The `setup` event of a setup step that ran.
-    pub fn setup(report: &crate::record::CheckReport) -> Event {
+    pub(crate) fn setup(report: &crate::record::CheckReport) -> Event {
         Event::Setup {
             name: report.name.clone(),
             command: report.command.clone(),
@@ -154,7 +154,7 @@ impl Event {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Decision {
+pub(crate) enum Decision {
     Allow,
     Deny,
 }
@@ -170,7 +170,7 @@ struct Line {
 
 /// Why a transcript could not be written or read.
 #[derive(Debug, thiserror::Error)]
-pub enum TranscriptError {
+pub(crate) enum TranscriptError {
     #[error("cannot write transcript {path}: {source}")]
     Write {
         path: PathBuf,
@@ -191,10 +191,10 @@ pub enum TranscriptError {
 
 /// Called with every event once it is written: how progress output follows a run
 /// without the loop knowing anything about terminals.
-pub type EventObserver = Box<dyn FnMut(&Event) + Send>;
+pub(crate) type EventObserver = Box<dyn FnMut(&Event) + Send>;
 
 /// Appends events to a transcript file, one flushed line each.
-pub struct TranscriptWriter {
+pub(crate) struct TranscriptWriter {
     file: File,
     path: PathBuf,
     observer: Option<EventObserver>,
@@ -205,7 +205,7 @@ pub struct TranscriptWriter {
 }
 
 impl TranscriptWriter {
-    pub fn create(path: &Path) -> Result<Self, TranscriptError> {
+    pub(crate) fn create(path: &Path) -> Result<Self, TranscriptError> {
         let file = File::create(path).map_err(|source| TranscriptError::Write {
             path: path.to_path_buf(),
             source,
@@ -221,18 +221,18 @@ impl TranscriptWriter {
 
     /// Redact every line written from now on with `redactor`: the last pass that keeps
     /// secret values out of the transcript whatever event carries them.
-    pub fn redact_with(&mut self, redactor: Arc<Redactor>) {
+    pub(crate) fn redact_with(&mut self, redactor: Arc<Redactor>) {
         self.redactor = Some(redactor);
     }
 
     /// Show every event written from now on to `observer` too.
-    pub fn observe(&mut self, observer: EventObserver) {
+    pub(crate) fn observe(&mut self, observer: EventObserver) {
         self.observer = Some(observer);
     }
 
     /// Write one event as one line, secret values redacted, and flush it to the OS before
     /// returning.
-    pub fn write(&mut self, event: Event) -> Result<(), TranscriptError> {
+    pub(crate) fn write(&mut self, event: Event) -> Result<(), TranscriptError> {
         let mut line = Line {
             event,
             ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
@@ -292,10 +292,10 @@ fn redact_line(redactor: &Redactor, text: &str, line: &Line) -> Option<(String, 
 }
 
 /// Reads a whole transcript back into events.
-pub struct TranscriptReader;
+pub(crate) struct TranscriptReader;
 
 impl TranscriptReader {
-    pub fn read(path: &Path) -> Result<Vec<Event>, TranscriptError> {
+    pub(crate) fn read(path: &Path) -> Result<Vec<Event>, TranscriptError> {
         let file = File::open(path).map_err(|source| TranscriptError::Read {
             path: path.to_path_buf(),
             source,

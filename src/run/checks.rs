@@ -9,7 +9,7 @@ use crate::sandbox::exec::{self, CommandEnv};
 use crate::spec::CheckSpec;
 
 /// When a check sets no timeout.
-pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+pub(super) const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// How much of a check's output the reports keep.
 const OUTPUT_TAIL_CHARS: usize = 4000;
@@ -18,7 +18,7 @@ const OUTPUT_TAIL_CHARS: usize = 4000;
 /// scrubbed as `env` says (the agent's: secrets only by `env.pass`, never the model key),
 /// since a check such as `cargo test` runs code the agent wrote. Its output is redacted
 /// before it goes into any report.
-pub async fn run_check(
+pub(super) async fn run_check(
     check: &CheckSpec,
     workspace: &Path,
     env: &CommandEnv,
@@ -52,7 +52,7 @@ pub async fn run_check(
 }
 
 /// The last `max` characters of `text`, on a character boundary.
-pub fn tail(text: &str, max: usize) -> String {
+pub(super) fn tail(text: &str, max: usize) -> String {
     let count = text.chars().count();
     if count <= max {
         return text.to_string();
@@ -63,7 +63,7 @@ pub fn tail(text: &str, max: usize) -> String {
 }
 
 /// One line for people: why the check failed.
-pub fn failure_summary(check: &CheckReport) -> String {
+pub(super) fn failure_summary(check: &CheckReport) -> String {
     if check.timed_out {
         format!("check {:?} timed out and was killed", check.name)
     } else {

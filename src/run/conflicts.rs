@@ -12,7 +12,7 @@ use super::TaskPlan;
 pub(super) const RUN_FILES: [&str; 3] = ["junit.xml", "summary.json", "summary.md"];
 
 /// Task names that would collide with the run-wide report files.
-pub fn reserved_names(plans: &[TaskPlan]) -> Vec<String> {
+pub(super) fn reserved_names(plans: &[TaskPlan]) -> Vec<String> {
     plans
         .iter()
         .filter(|plan| RUN_FILES.contains(&plan.spec.name()))
@@ -31,7 +31,7 @@ pub fn reserved_names(plans: &[TaskPlan]) -> Vec<String> {
 /// half-done edits, and a copy made meanwhile would start from them. Workspaces count as
 /// shared when one contains the other. Worktrees start from the committed HEAD, so they
 /// are not affected.
-pub fn shared_workspaces(plans: &[TaskPlan], jobs: usize) -> Vec<String> {
+pub(super) fn shared_workspaces(plans: &[TaskPlan], jobs: usize) -> Vec<String> {
     let canonical: Vec<PathBuf> = plans
         .iter()
         .map(|plan| {

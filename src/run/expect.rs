@@ -10,7 +10,7 @@ use crate::workspace::RelPath;
 const LISTED: usize = 20;
 
 /// One report per expectation the spec sets, in a fixed order (only, max, must_include).
-pub fn evaluate(expect: &Expectations, changed: &[RelPath]) -> Vec<CheckReport> {
+pub(super) fn evaluate(expect: &Expectations, changed: &[RelPath]) -> Vec<CheckReport> {
     let mut reports = Vec::new();
     let Some(files) = &expect.files_changed else {
         return reports;
@@ -92,7 +92,7 @@ pub fn evaluate(expect: &Expectations, changed: &[RelPath]) -> Vec<CheckReport> 
 }
 
 /// One line for the task's message: which expectation failed and why.
-pub fn failure_summary(report: &CheckReport) -> String {
+pub(super) fn failure_summary(report: &CheckReport) -> String {
     let name = report.name.strip_prefix("expect: ").unwrap_or(&report.name);
     format!("expectation {name} failed: {}", report.output_tail)
 }

@@ -15,7 +15,7 @@ static LAST_WORDS: Mutex<Option<LastWords>> = Mutex::new(None);
 
 /// Register what to write when a second signal makes drover exit at once (the run's
 /// reports as far as they are known). Replaces what was registered before.
-pub fn on_second_signal(write: impl Fn() + Send + 'static) {
+pub(crate) fn on_second_signal(write: impl Fn() + Send + 'static) {
     // A poisoned lock only means a panic elsewhere while registering; register anyway.
     let mut slot = LAST_WORDS.lock().unwrap_or_else(|e| e.into_inner());
     *slot = Some(Box::new(write));
@@ -23,7 +23,7 @@ pub fn on_second_signal(write: impl Fn() + Send + 'static) {
 
 /// Listen for SIGINT and SIGTERM; the returned receiver becomes true on the first.
 /// None when the signal handlers cannot be installed (then the default actions apply).
-pub fn install() -> Option<watch::Receiver<bool>> {
+pub(crate) fn install() -> Option<watch::Receiver<bool>> {
     let mut interrupt = signal(SignalKind::interrupt()).ok()?;
     let mut terminate = signal(SignalKind::terminate()).ok()?;
     let (sender, receiver) = watch::channel(false);

@@ -4,14 +4,14 @@
 mod checks;
 mod conflicts;
 mod expect;
-pub mod interrupt;
+pub(crate) mod interrupt;
 mod prepare;
-pub mod progress;
+pub(crate) mod progress;
 mod replay;
 mod sandbox;
 mod setup;
-pub mod shard;
-pub mod spec_checks;
+pub(crate) mod shard;
+pub(crate) mod spec_checks;
 mod task;
 mod task_folder;
 mod task_redaction;
@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
-pub use replay::{ReplayOptions, plan_replay};
-pub use task::{ModelSource, TaskPlan, run_task, unfinished_report};
+pub(crate) use replay::{ReplayOptions, plan_replay};
+pub(crate) use task::{ModelSource, TaskPlan, run_task, unfinished_report};
 
 use crate::model::remote::RemoteConfig;
 use crate::record::junit::junit_xml;
@@ -37,7 +37,7 @@ use crate::spec::{Isolation, LoadedSpec, Provider};
 
 /// Command-line settings that override every spec of a run.
 #[derive(Debug, Clone, Default)]
-pub struct Overrides {
+pub(crate) struct Overrides {
     pub provider: Option<Provider>,
     pub model: Option<String>,
     pub max_turns: Option<u32>,
@@ -46,7 +46,7 @@ pub struct Overrides {
 
 /// Turn loaded specs into runnable plans, or say (all at once) why they cannot run.
 /// Every message names the spec file and what to do.
-pub fn plan_tasks(
+pub(crate) fn plan_tasks(
     specs: Vec<LoadedSpec>,
     overrides: &Overrides,
     jobs: usize,
@@ -171,7 +171,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
 /// Run every plan, `jobs` at a time, reports in plan order. Each task runs on its own
 /// (a task that errors, even one that panics, ends with its own error report and the
 /// others go on); `quiet` leaves only the final per-task lines.
-pub async fn run_plans(
+pub(crate) async fn run_plans(
     mut plans: Vec<TaskPlan>,
     artifacts: &Path,
     jobs: usize,
@@ -341,7 +341,7 @@ fn artifacts_exposed(plans: &[TaskPlan], artifacts: &Path) -> bool {
 /// agent that planted `summary.md -> ../somewhere` (the directory is often inside its
 /// workspace) gets its link replaced, not followed. A directory that became a symlink
 /// itself is refused.
-pub fn write_reports(report: &RunReport, artifacts: &Path) -> std::io::Result<()> {
+pub(crate) fn write_reports(report: &RunReport, artifacts: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(artifacts)?;
     if std::fs::symlink_metadata(artifacts)?
         .file_type()

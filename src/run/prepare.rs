@@ -14,7 +14,7 @@ use crate::workspace::snapshot::Stop;
 use super::worktree::Worktree;
 
 /// The directory a task works in, kept alive as long as the task needs it.
-pub struct PreparedWorkspace {
+pub(super) struct PreparedWorkspace {
     /// Canonical path the tools work in.
     pub dir: PathBuf,
     /// The scratch copy, removed when dropped.
@@ -31,7 +31,7 @@ impl PreparedWorkspace {
     /// In a git worktree, restore its `.git` file if the agent changed it (see
     /// [`Worktree::restore_git_link`]); Ok(false) when nothing was changed or there is no
     /// worktree.
-    pub fn restore_git_link(&self) -> std::io::Result<bool> {
+    pub(super) fn restore_git_link(&self) -> std::io::Result<bool> {
         match &self._worktree {
             Some(worktree) => worktree.restore_git_link(),
             None => Ok(false),
@@ -40,7 +40,7 @@ impl PreparedWorkspace {
 
     /// What the baseline of a copy can lean on; `pristine`: the copy is still exactly
     /// what was copied (no `setup:` has run in it).
-    pub fn copy_origin(&self, pristine: bool) -> Option<CopyOrigin<'_>> {
+    pub(super) fn copy_origin(&self, pristine: bool) -> Option<CopyOrigin<'_>> {
         let dir = self.copied_from.as_deref()?;
         Some(CopyOrigin {
             dir: pristine.then_some(dir),
@@ -49,7 +49,7 @@ impl PreparedWorkspace {
     }
 
     /// Paths inside the workspace no tool may write: a worktree's `.git` file.
-    pub fn protected(&self) -> Vec<PathBuf> {
+    pub(super) fn protected(&self) -> Vec<PathBuf> {
         self._worktree
             .iter()
             .map(|worktree| worktree.git_link_path())
@@ -58,7 +58,7 @@ impl PreparedWorkspace {
 }
 
 /// Work in place.
-pub fn in_place(origin: &Path) -> std::io::Result<PreparedWorkspace> {
+pub(super) fn in_place(origin: &Path) -> std::io::Result<PreparedWorkspace> {
     Ok(PreparedWorkspace {
         dir: origin.canonicalize()?,
         _scratch: None,
@@ -71,7 +71,7 @@ pub fn in_place(origin: &Path) -> std::io::Result<PreparedWorkspace> {
 /// Work in a scratch copy of `origin`'s files (not ignored ones, not `.git/`, not build
 /// trees, not the `excluded` directories).
 /// The copy stops (an `Interrupted` error) as soon as `stop` says so.
-pub fn scratch_copy(
+pub(super) fn scratch_copy(
     origin: &Path,
     excluded: &[PathBuf],
     stop: Stop<'_>,
@@ -91,7 +91,7 @@ pub fn scratch_copy(
 
 /// Work in a detached git worktree of `origin`'s repository at HEAD (in the same
 /// subdirectory `origin` is in), removed when the returned workspace is dropped.
-pub fn git_worktree(origin: &Path, label: &str) -> std::io::Result<PreparedWorkspace> {
+pub(super) fn git_worktree(origin: &Path, label: &str) -> std::io::Result<PreparedWorkspace> {
     let worktree = Worktree::add(origin, label)?;
     Ok(PreparedWorkspace {
         dir: worktree.dir.clone(),

@@ -21,7 +21,7 @@ use crate::record::{Event, Status, TaskReport};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// Only the final lines (stdout).
     Quiet,
     /// Timestamped lines on stderr, for logs.
@@ -32,7 +32,7 @@ pub enum Style {
 
 impl Style {
     /// Bars on a terminal (not a dumb one), lines elsewhere, nothing with `--quiet`.
-    pub fn detect(quiet: bool) -> Style {
+    pub(crate) fn detect(quiet: bool) -> Style {
         let dumb = std::env::var("TERM").is_ok_and(|term| term == "dumb");
         if quiet {
             Style::Quiet
@@ -45,7 +45,7 @@ impl Style {
 }
 
 /// `NO_COLOR` set to anything non-empty turns colours off (<https://no-color.org>).
-pub fn colors_enabled() -> bool {
+pub(crate) fn colors_enabled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
 }
 
@@ -58,14 +58,14 @@ struct Bars {
 }
 
 /// Progress of a whole run, shared by its tasks.
-pub struct Progress {
+pub(crate) struct Progress {
     style: Style,
     bars: Option<Bars>,
 }
 
 impl Progress {
     /// Progress for `total` tasks in `style`, coloured unless `color` is false.
-    pub fn new(style: Style, total: usize, color: bool) -> Arc<Progress> {
+    pub(crate) fn new(style: Style, total: usize, color: bool) -> Arc<Progress> {
         let bars = (style == Style::Bars).then(|| {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
             let (overall_template, task_template) = if color {
@@ -96,7 +96,7 @@ impl Progress {
     }
 
     /// What the task `name` reports, to be attached to its transcript.
-    pub fn observer(self: &Arc<Self>, name: &str) -> Option<EventObserver> {
+    pub(crate) fn observer(self: &Arc<Self>, name: &str) -> Option<EventObserver> {
         if self.style == Style::Quiet {
             return None;
         }
@@ -114,7 +114,7 @@ impl Progress {
     }
 
     /// A task ended: its final line on stdout, and its place in the progress.
-    pub fn task_finished(&self, report: &TaskReport) {
+    pub(crate) fn task_finished(&self, report: &TaskReport) {
         match &self.bars {
             Some(bars) => {
                 let bar = lock(&bars.running).remove(&report.name);
@@ -134,7 +134,7 @@ impl Progress {
     }
 
     /// The run is over: take the bars off the screen.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bars) = &self.bars {
             bars.overall.finish_and_clear();
             let _ = bars.multi.clear();
@@ -335,7 +335,7 @@ fn finished_text(report: &TaskReport) -> String {
 }
 
 /// The line printed on stdout for every task, whatever the progress style.
-pub fn final_line(report: &TaskReport) -> String {
+pub(crate) fn final_line(report: &TaskReport) -> String {
     format!(
         "drover: {} {} ({}: {}) — {} turns, {} denied calls, {} files changed — {}",
         report.name,

@@ -9,7 +9,7 @@ use crate::spec::{self, Isolation};
 
 use super::task::{ModelSource, TaskPlan};
 
-pub struct ReplayOptions {
+pub(crate) struct ReplayOptions {
     pub transcript: PathBuf,
     pub workspace: Option<PathBuf>,
     pub strict: bool,
@@ -21,7 +21,7 @@ pub struct ReplayOptions {
 }
 
 /// Read the transcript and plan the replay. Errors are bad input (exit 2).
-pub fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
+pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
     // A forged or damaged transcript is refused before anything of it runs.
     crate::record::chain::verify_file(&options.transcript).map_err(|e| {
         format!(

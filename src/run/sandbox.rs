@@ -13,7 +13,7 @@ use crate::sandbox::{Launcher, ResourceLimits, SandboxPolicy, TaskSandbox};
 use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, SandboxSpec, Switch};
 
 /// The command environment of one task, alive as long as the task.
-pub struct TaskCommands {
+pub(super) struct TaskCommands {
     pub env: CommandEnv,
     /// The task's sandbox policy, built even when the task's sandbox is off (a check may
     /// ask for it); with the network as the spec's `sandbox` says.
@@ -89,7 +89,7 @@ impl TaskCommands {
     /// The environment a check runs with: the task's scrubbed environment and private
     /// `TMPDIR`, and its sandbox unless the check's own `sandbox:` says otherwise (a
     /// check runs code the agent wrote, so it is confined like the agent by default).
-    pub fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, String> {
+    pub(super) fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, String> {
         let task_sandbox_on = self.task_sandbox_on();
         let policy = match &check.sandbox {
             None if task_sandbox_on => Some(self.policy.clone()),
@@ -111,7 +111,7 @@ impl TaskCommands {
     /// The environment a `setup:` command runs with: the task's scrubbed environment
     /// and sandbox, with the network on (fetching is what setup is for) unless the
     /// entry's own `sandbox:` says otherwise.
-    pub fn for_setup(&self, step: &CheckSpec) -> Result<CommandEnv, String> {
+    pub(super) fn for_setup(&self, step: &CheckSpec) -> Result<CommandEnv, String> {
         if step.sandbox.is_some() {
             return self.for_check(step);
         }
@@ -149,7 +149,7 @@ impl TaskCommands {
 /// Set up the commands of a task working in `workspace` (canonical). `probe`: check now
 /// that the sandbox can be enforced (when the task offers a tool that runs commands).
 /// An Err is an internal error (no temporary directory, no executable).
-pub async fn task_commands(
+pub(super) async fn task_commands(
     spec: &LoadedSpec,
     workspace: &Path,
     probe: bool,

@@ -12,7 +12,7 @@ use crate::record::{CheckReport, EndReason, Redactor};
 use crate::spec::CheckSpec;
 
 /// How setup ended when it did not complete.
-pub struct SetupStopped {
+pub(super) struct SetupStopped {
     pub reason: EndReason,
     pub message: String,
 }
@@ -21,7 +21,7 @@ pub struct SetupStopped {
 /// fails (`setup_failed`) or at a signal (`interrupted`). Every process a step left
 /// running is stopped before this returns: nothing from setup changes the workspace
 /// once the baseline is taken. An Err is an internal error.
-pub async fn run_setup(
+pub(super) async fn run_setup(
     steps: &[CheckSpec],
     workspace: &Path,
     commands: &TaskCommands,

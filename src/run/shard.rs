@@ -10,15 +10,15 @@
 use sha2::{Digest, Sha256};
 
 /// The environment variable holding the number of shards for `--shard auto`.
-pub const SHARD_COUNT_VAR: &str = "DROVER_SHARD_COUNT";
+pub(crate) const SHARD_COUNT_VAR: &str = "DROVER_SHARD_COUNT";
 /// Kubernetes sets this in every pod of an Indexed Job: the pod's 0-based index.
-pub const COMPLETION_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
+pub(crate) const COMPLETION_INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
 /// Accepted as the shard count when `DROVER_SHARD_COUNT` is not set.
-pub const COMPLETIONS_VAR: &str = "JOB_COMPLETIONS";
+pub(crate) const COMPLETIONS_VAR: &str = "JOB_COMPLETIONS";
 
 /// One shard of N: `index` is 1-based, as on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
+pub(crate) struct Shard {
     pub index: usize,
     pub count: usize,
 }
@@ -32,7 +32,7 @@ impl std::fmt::Display for Shard {
 impl Shard {
     /// Parse `--shard`: `K/N` with 1 ≤ K ≤ N, or `auto` (read from the environment with
     /// `env`, which is `std::env::var` outside tests).
-    pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
+    pub(crate) fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
         if text.trim() == "auto" {
             return Shard::from_env(env);
         }
@@ -49,7 +49,7 @@ impl Shard {
 
     /// `--shard auto`: a Kubernetes Indexed Job's pod index (`JOB_COMPLETION_INDEX`,
     /// 0-based) and the number of shards (`DROVER_SHARD_COUNT`, else `JOB_COMPLETIONS`).
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
+    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
         let get = |name: &str| env(name).filter(|value| !value.trim().is_empty());
         let Some(index) = get(COMPLETION_INDEX_VAR) else {
             return Err(format!(
@@ -84,7 +84,7 @@ impl Shard {
 
     /// The items of this shard, in their original order. `name` gives each item's task
     /// name; names are unique within a run.
-    pub fn select<T>(&self, items: Vec<T>, name: impl Fn(&T) -> &str) -> Vec<T> {
+    pub(crate) fn select<T>(&self, items: Vec<T>, name: impl Fn(&T) -> &str) -> Vec<T> {
         let shards = assign(&items.iter().map(&name).collect::<Vec<_>>(), self.count);
         items
             .into_iter()
@@ -96,7 +96,7 @@ impl Shard {
 }
 
 /// The 1-based shard of each name (same order as `names`) when split `count` ways.
-pub fn assign(names: &[&str], count: usize) -> Vec<usize> {
+pub(crate) fn assign(names: &[&str], count: usize) -> Vec<usize> {
     let count = count.max(1);
     let mut order: Vec<([u8; 32], &str, usize)> = names
         .iter()

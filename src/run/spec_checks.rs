@@ -8,19 +8,19 @@ use crate::policy::RuleSet;
 use crate::spec::{LoadedSpec, Position, SpecError};
 
 /// Every spec's problems, in order; empty when all are fine.
-pub fn check_all(specs: &[LoadedSpec]) -> Vec<SpecError> {
+pub(crate) fn check_all(specs: &[LoadedSpec]) -> Vec<SpecError> {
     specs.iter().filter_map(|spec| check(spec).err()).collect()
 }
 
 /// The first problem of `loaded`, if any.
-pub fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
+pub(crate) fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
     rule_set(loaded)?;
     budget_is_priced(loaded)
 }
 
 /// The spec's permission rules, parsed; a rule that does not parse is an error at its
 /// line and column.
-pub fn rule_set(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
+pub(crate) fn rule_set(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
     let permissions = &loaded.spec.permissions;
     RuleSet::from_spec(permissions).map_err(|error| {
         let list = if error.list == "allow" {

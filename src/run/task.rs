@@ -35,7 +35,7 @@ use super::sandbox::task_commands;
 use super::setup::run_setup;
 
 /// Where a task's assistant turns come from.
-pub enum ModelSource {
+pub(crate) enum ModelSource {
     Script {
         name: Option<String>,
         turns: Vec<ScriptTurn>,
@@ -50,7 +50,7 @@ pub enum ModelSource {
 }
 
 /// Everything needed to run one task, decided before any task starts.
-pub struct TaskPlan {
+pub(crate) struct TaskPlan {
     pub spec: LoadedSpec,
     pub model: ModelSource,
     pub max_turns: Option<u32>,
@@ -76,7 +76,7 @@ pub struct TaskPlan {
 /// drover's own paths in the artifacts directory, each left out only as what drover
 /// makes there: a file planted where a folder goes (or the reverse) is diffed.
 #[derive(Debug, Clone, Default)]
-pub struct OwnOutputs {
+pub(crate) struct OwnOutputs {
     /// Every task's folder.
     pub folders: Vec<PathBuf>,
     /// junit.xml, summary.json, summary.md.
@@ -87,7 +87,7 @@ pub struct OwnOutputs {
 /// transcript event is shown to `observer` too (progress output). `exposed`: the
 /// artifacts directory lies where an agent of this run may write, so the task's folder is
 /// staged and published when the task is over (see [`TaskFolder`]).
-pub async fn run_task(
+pub(crate) async fn run_task(
     plan: TaskPlan,
     artifacts: &Path,
     exposed: bool,
@@ -131,7 +131,7 @@ pub async fn run_task(
 
 /// The report of a task that has not finished: an internal error until it says more.
 /// Also what is reported when running the task failed outright.
-pub fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
+pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
     TaskReport {
         name: plan.spec.name().to_string(),
         spec_path: plan.spec.path.clone(),
@@ -168,7 +168,7 @@ pub(super) async fn signalled(interrupt: &mut Option<Interrupt>) {
 }
 
 /// Becomes true when drover is interrupted (see `run::interrupt`).
-pub type Interrupt = tokio::sync::watch::Receiver<bool>;
+pub(super) type Interrupt = tokio::sync::watch::Receiver<bool>;
 
 /// The task's steps; an Err is an internal error (drover could not do its job).
 async fn execute(

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::workspace::Roots;
 
 /// The folder of one task.
-pub struct TaskFolder {
+pub(super) struct TaskFolder {
     /// `artifacts/<task>`, where a user finds it.
     final_dir: PathBuf,
     /// The artifacts directory's handle and identity, taken before the agent ran.
@@ -37,7 +37,7 @@ impl TaskFolder {
     /// The folder for `final_dir` (`artifacts/<task>`). `exposed`: the artifacts directory
     /// lies inside a directory some agent of this run may write; the folder is then
     /// staged. The artifacts directory is created here, before any agent runs.
-    pub fn new(final_dir: &Path, exposed: bool) -> io::Result<Self> {
+    pub(super) fn new(final_dir: &Path, exposed: bool) -> io::Result<Self> {
         let artifacts_dir = final_dir.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(artifacts_dir)?;
         if !exposed {
@@ -64,7 +64,7 @@ impl TaskFolder {
     }
 
     /// Where the task writes its files now.
-    pub fn dir(&self) -> &Path {
+    pub(super) fn dir(&self) -> &Path {
         match &self.artifacts {
             Some(published) => published.staging.path(),
             None => &self.final_dir,
@@ -74,7 +74,7 @@ impl TaskFolder {
     /// Move a staged folder into `artifacts/<task>/` (nothing to do when not staged).
     /// Call it once the task's processes are all gone. On error the staged files are
     /// kept, and the error says where.
-    pub fn publish(self) -> io::Result<()> {
+    pub(super) fn publish(self) -> io::Result<()> {
         let Some(published) = self.artifacts else {
             return Ok(());
         };

@@ -16,7 +16,7 @@ use tempfile::TempDir;
 
 /// Where a workspace sits in its git repository.
 #[derive(Debug, Clone)]
-pub struct Repository {
+pub(super) struct Repository {
     /// The working tree's top directory.
     pub toplevel: PathBuf,
     /// The repository's shared `.git` directory (the same for all its worktrees): the
@@ -28,7 +28,7 @@ pub struct Repository {
 
 /// Find the repository `workspace` belongs to and check it has a commit to check out.
 /// The message says what to do instead.
-pub fn locate(workspace: &Path) -> Result<Repository, String> {
+pub(super) fn locate(workspace: &Path) -> Result<Repository, String> {
     let output = git(
         workspace,
         &["rev-parse", "--show-toplevel", "--git-common-dir"],
@@ -88,7 +88,7 @@ pub fn locate(workspace: &Path) -> Result<Repository, String> {
 
 /// A detached worktree, removed (with `git worktree remove --force` and `git worktree
 /// prune`) when dropped: on success, failure, error or panic alike.
-pub struct Worktree {
+pub(super) struct Worktree {
     repository: Repository,
     /// The worktree's root, inside `_scratch`.
     root: PathBuf,
@@ -105,7 +105,7 @@ pub struct Worktree {
 impl Worktree {
     /// Add a detached worktree at HEAD of `workspace`'s repository. `label` names the
     /// worktree's directory, so `git worktree list` says which task it belongs to.
-    pub fn add(workspace: &Path, label: &str) -> std::io::Result<Worktree> {
+    pub(super) fn add(workspace: &Path, label: &str) -> std::io::Result<Worktree> {
         let repository = locate(workspace).map_err(std::io::Error::other)?;
         let scratch = tempfile::Builder::new()
             .prefix(&crate::workspace::leftovers::temp_prefix("wt"))
@@ -152,7 +152,7 @@ impl Worktree {
     /// Put the worktree's `.git` file back as git wrote it, if anything changed it
     /// (rewritten, replaced by a directory or a symlink). Returns whether it had changed.
     /// Called once the agent's processes are gone, before the checks run.
-    pub fn restore_git_link(&self) -> std::io::Result<bool> {
+    pub(super) fn restore_git_link(&self) -> std::io::Result<bool> {
         let link = self.root.join(".git");
         let meta = std::fs::symlink_metadata(&link);
         let intact = meta.as_ref().is_ok_and(|m| m.file_type().is_file())
@@ -170,7 +170,7 @@ impl Worktree {
     }
 
     /// The worktree's `.git` file.
-    pub fn git_link_path(&self) -> PathBuf {
+    pub(super) fn git_link_path(&self) -> PathBuf {
         self.root.join(".git")
     }
 }

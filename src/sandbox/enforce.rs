@@ -26,7 +26,7 @@ const TERMINALS: &[&str] = &["/dev/tty", "/dev/ptmx", "/dev/pts"];
 
 /// What was enforced, for the probe to report.
 #[derive(Debug)]
-pub struct Enforced {
+pub(super) struct Enforced {
     pub abi: String,
     pub private_network: bool,
     /// Signals and abstract Unix sockets cannot reach outside the sandbox (ABI 6+).
@@ -35,7 +35,7 @@ pub struct Enforced {
 
 /// Restrict the current thread (and what it `exec`s) to `policy`, or say why not. On
 /// error the process may be partly restricted and must not run the command.
-pub fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
+pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
     let private_network = !policy.network && private_network_namespace();
     let read = AccessFs::from_read(BEST_ABI);
     let write = AccessFs::from_write(BEST_ABI);
@@ -106,7 +106,7 @@ pub fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
 /// nothing else: no network rules, no scopes. For drover's confined file thread (see
 /// `workspace::confined`); the thread must be dedicated to it, as the restriction cannot
 /// be lifted.
-pub fn enforce_files(policy: &SandboxPolicy) -> Result<(), String> {
+pub(crate) fn enforce_files(policy: &SandboxPolicy) -> Result<(), String> {
     let read = AccessFs::from_read(BEST_ABI);
     let write = AccessFs::from_write(BEST_ABI);
     let status = Ruleset::default()

@@ -10,7 +10,7 @@ use crate::secret_names::looks_secret;
 /// `vars` without the secret-looking ones, except those named in `pass` (exact names),
 /// and never those in `withheld` (the variable holding the model's API key, whatever its
 /// name looks like: the agent's commands have no business with it).
-pub fn scrub(
+pub(crate) fn scrub(
     vars: impl IntoIterator<Item = (OsString, OsString)>,
     pass: &[String],
     withheld: &[String],

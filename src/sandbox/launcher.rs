@@ -18,15 +18,15 @@ use super::enforce::enforce;
 use super::supervise;
 
 /// The launcher's exit code when the sandbox cannot be enforced.
-pub const EXIT_UNENFORCEABLE: i32 = 125;
+pub(crate) const EXIT_UNENFORCEABLE: i32 = 125;
 /// The launcher's exit code when the command cannot be executed.
-pub const EXIT_CANNOT_EXEC: i32 = 127;
+pub(crate) const EXIT_CANNOT_EXEC: i32 = 127;
 /// The hidden subcommand's name.
-pub const SUBCOMMAND: &str = "__sandbox-exec";
+pub(crate) const SUBCOMMAND: &str = "__sandbox-exec";
 
 /// How drover starts a command inside the sandbox: its own executable and the policy.
 #[derive(Debug, Clone)]
-pub struct Launcher {
+pub(crate) struct Launcher {
     exe: PathBuf,
     /// None: no OS sandbox (`sandbox: off`), the processes are still contained.
     policy: Option<SandboxPolicy>,
@@ -35,7 +35,7 @@ pub struct Launcher {
 
 impl Launcher {
     /// A launcher that re-executes the running drover binary.
-    pub fn new(policy: Option<SandboxPolicy>) -> Result<Self, String> {
+    pub(crate) fn new(policy: Option<SandboxPolicy>) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| {
             format!("cannot find drover's own executable to launch the sandbox: {e}")
         })?;
@@ -43,7 +43,7 @@ impl Launcher {
     }
 
     /// A launcher using the drover binary at `exe`.
-    pub fn with_exe(exe: PathBuf, policy: Option<SandboxPolicy>) -> Result<Self, String> {
+    pub(crate) fn with_exe(exe: PathBuf, policy: Option<SandboxPolicy>) -> Result<Self, String> {
         let policy_json = serde_json::to_string(&policy)
             .map_err(|e| format!("cannot serialize the sandbox policy: {e}"))?;
         Ok(Launcher {
@@ -53,18 +53,18 @@ impl Launcher {
         })
     }
 
-    pub fn policy(&self) -> Option<&SandboxPolicy> {
+    pub(crate) fn policy(&self) -> Option<&SandboxPolicy> {
         self.policy.as_ref()
     }
 
     /// The same launcher with another policy (a check's own sandbox settings).
-    pub fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<Self, String> {
+    pub(crate) fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<Self, String> {
         Self::with_exe(self.exe.clone(), policy)
     }
 
     /// The program to start and its first arguments; the command's own program and
     /// arguments follow.
-    pub fn prefix(&self) -> (PathBuf, Vec<OsString>) {
+    pub(crate) fn prefix(&self) -> (PathBuf, Vec<OsString>) {
         (
             self.exe.clone(),
             vec![
@@ -78,7 +78,7 @@ impl Launcher {
 
     /// Apply the policy in a throwaway launcher process: Ok when the kernel enforces all
     /// of it, else what failed. Run once per task before the agent loop.
-    pub async fn probe(&self) -> Result<(), String> {
+    pub(crate) async fn probe(&self) -> Result<(), String> {
         let output = tokio::process::Command::new(&self.exe)
             .arg(SUBCOMMAND)
             .arg("--policy")

@@ -8,18 +8,18 @@ use crate::spec::LimitsSpec;
 
 /// Default: processes of the user. The kernel does not apply RLIMIT_NPROC to root; a
 /// PID namespace then still makes the whole tree die with the command.
-pub const DEFAULT_PROCESSES: u64 = 4096;
+pub(crate) const DEFAULT_PROCESSES: u64 = 4096;
 /// Default: the largest file a command may write.
-pub const DEFAULT_FILE_SIZE: u64 = 8 << 30;
+pub(crate) const DEFAULT_FILE_SIZE: u64 = 8 << 30;
 /// Default: virtual memory per process. Generous, since JVMs and V8 reserve far more
 /// address space than they use; it stops a runaway allocation, not a big build.
-pub const DEFAULT_ADDRESS_SPACE: u64 = 64 << 30;
+pub(crate) const DEFAULT_ADDRESS_SPACE: u64 = 64 << 30;
 /// Default: open files per process.
-pub const DEFAULT_OPEN_FILES: u64 = 8192;
+pub(crate) const DEFAULT_OPEN_FILES: u64 = 8192;
 
 /// The limits in force; None is unlimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResourceLimits {
+pub(crate) struct ResourceLimits {
     pub processes: Option<u64>,
     pub file_size: Option<u64>,
     pub address_space: Option<u64>,
@@ -39,7 +39,7 @@ impl Default for ResourceLimits {
 
 impl ResourceLimits {
     /// The spec's limits over the defaults.
-    pub fn from_spec(spec: &LimitsSpec) -> Self {
+    pub(crate) fn from_spec(spec: &LimitsSpec) -> Self {
         let defaults = ResourceLimits::default();
         ResourceLimits {
             processes: spec.processes.map_or(defaults.processes, |v| v.0),
@@ -51,7 +51,7 @@ impl ResourceLimits {
 
     /// Apply to this process (and so to everything it starts). A limit is never raised
     /// above the one already in force: drover's own limits stay a ceiling.
-    pub fn apply(&self) -> Result<(), String> {
+    pub(crate) fn apply(&self) -> Result<(), String> {
         for (resource, value, name) in [
             (Resource::Nproc, self.processes, "processes"),
             (Resource::Fsize, self.file_size, "file_size"),

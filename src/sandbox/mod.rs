@@ -20,13 +20,13 @@
 //! facts (writable paths, denied paths, network) and the sandbox enforces those.
 
 mod enforce;
-pub mod env;
-pub mod exec;
-pub mod launcher;
-pub mod limits;
-pub mod own_environ;
+pub(crate) mod env;
+pub(crate) mod exec;
+pub(crate) mod launcher;
+pub(crate) mod limits;
+pub(crate) mod own_environ;
 mod read_grants;
-pub mod supervise;
+pub(crate) mod supervise;
 #[cfg(test)]
 mod tests;
 
@@ -34,14 +34,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use enforce::enforce_files;
-pub use launcher::{Launcher, sandbox_exec_main};
-pub use limits::ResourceLimits;
+pub(crate) use enforce::enforce_files;
+pub(crate) use launcher::{Launcher, sandbox_exec_main};
+pub(crate) use limits::ResourceLimits;
 
 /// Device files every program expects to open for writing (`> /dev/null`, terminals).
 /// They are writable as files: nothing else under `/dev` is. The terminal devices get no
 /// ioctl right, and `/dev/tty` is left out: commands have no controlling terminal.
-pub const WRITABLE_DEVICES: &[&str] = &[
+pub(crate) const WRITABLE_DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
@@ -53,7 +53,7 @@ pub const WRITABLE_DEVICES: &[&str] = &[
 
 /// What a sandboxed command may do. Serialized as JSON on the launcher's command line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SandboxPolicy {
+pub(crate) struct SandboxPolicy {
     /// Files and directories (with everything beneath) the command may write, create
     /// and delete in. Everything else is read-only.
     pub writable: Vec<PathBuf>,
@@ -67,7 +67,7 @@ pub struct SandboxPolicy {
 }
 
 /// The inputs of a task's sandbox policy.
-pub struct TaskSandbox<'a> {
+pub(crate) struct TaskSandbox<'a> {
     /// The workspace the task works in (canonical).
     pub workspace: &'a Path,
     /// `permissions.additional_directories` (canonical).
@@ -88,7 +88,7 @@ impl SandboxPolicy {
     /// private temporary directory and the usual device files; reads denied at each of
     /// `read_denials` that is not inside a writable directory (a command could move a
     /// file out of a writable directory and read it there).
-    pub fn for_task(task: &TaskSandbox<'_>) -> Self {
+    pub(crate) fn for_task(task: &TaskSandbox<'_>) -> Self {
         let mut writable = vec![task.workspace.to_path_buf()];
         writable.extend(task.additional.iter().cloned());
         writable.push(canonical_prefix(task.tmpdir));
@@ -110,7 +110,7 @@ impl SandboxPolicy {
     }
 
     /// What the `run_start` event records about the sandbox.
-    pub fn summary(&self) -> serde_json::Value {
+    pub(crate) fn summary(&self) -> serde_json::Value {
         serde_json::json!({
             "enabled": true,
             "network": self.network,
@@ -124,7 +124,7 @@ impl SandboxPolicy {
 /// `path` with its longest existing prefix canonicalized (symlinks resolved), the rest
 /// appended as written: a denial of a file that does not exist yet still lands in the
 /// right directory.
-pub fn canonical_prefix(path: &Path) -> PathBuf {
+pub(crate) fn canonical_prefix(path: &Path) -> PathBuf {
     let mut rest = Vec::new();
     let mut current = path.to_path_buf();
     loop {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// neither denied nor on the way to a denied path (Landlock checks the real location,
 /// and the real location is handled on its own). Entries that cannot be resolved are
 /// left out: that denies more, never less.
-pub fn read_grants(denied: &[PathBuf]) -> Vec<PathBuf> {
+pub(super) fn read_grants(denied: &[PathBuf]) -> Vec<PathBuf> {
     if denied.is_empty() {
         return vec![PathBuf::from("/")];
     }

@@ -31,21 +31,21 @@ use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions, kill_process, wait};
 
 /// The launcher's exit code when drover cut the lifeline and the command was killed.
-pub const EXIT_LIFELINE_CUT: i32 = 137;
+pub(crate) const EXIT_LIFELINE_CUT: i32 = 137;
 
 /// How often the launcher looks at the command while nothing happens on the lifeline.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// How the command was contained, for the probe to report.
 #[derive(Debug, Clone, Copy)]
-pub struct Containment {
+pub(crate) struct Containment {
     /// The command is process 1 of its own PID namespace.
     pub pid_namespace: bool,
 }
 
 /// Make this process the reaper of its descendants' orphans and, when the kernel lets
 /// it, put its future children in a new PID namespace. Call before any thread exists.
-pub fn prepare() -> Result<Containment, String> {
+pub(crate) fn prepare() -> Result<Containment, String> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
         .map_err(|e| format!("cannot become the subreaper of the command's processes: {e}"))?;
     // SAFETY: the launcher is single-threaded here, and NEWPID changes only which PID
@@ -57,7 +57,7 @@ pub fn prepare() -> Result<Containment, String> {
 
 /// Start `command` as described in the module docs and supervise it until it ends or the
 /// lifeline closes. Returns the launcher's exit code.
-pub fn run(command: &[OsString], containment: Containment) -> i32 {
+pub(crate) fn run(command: &[OsString], containment: Containment) -> i32 {
     let Some((program, args)) = command.split_first() else {
         eprintln!("drover sandbox: no command to run");
         return super::launcher::EXIT_CANNOT_EXEC;
@@ -140,7 +140,7 @@ fn supervise(main_pid: Option<Pid>) -> i32 {
 
 /// Kill every descendant: they are all children of this subreaper by now or will be once
 /// their parents die, so kill the children, reap, and repeat until there are none.
-pub fn kill_descendants() {
+pub(crate) fn kill_descendants() {
     loop {
         for pid in children_of_self() {
             let _ = kill_process(pid, Signal::KILL);

@@ -6,7 +6,7 @@ use serde::Deserialize;
 /// A limit as written: a number, a size such as `8GiB`, or `unlimited`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "LimitText")]
-pub struct LimitValue(pub Option<u64>);
+pub(crate) struct LimitValue(pub Option<u64>);
 
 /// Numbers and strings both reach [`LimitValue`] through this.
 #[derive(Deserialize)]
@@ -65,7 +65,7 @@ fn parse_limit(text: &str) -> Result<Option<u64>, String> {
 /// `sandbox.limits`; a field left out keeps its default (see `ResourceLimits`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LimitsSpec {
+pub(crate) struct LimitsSpec {
     /// Processes of the user (RLIMIT_NPROC; not enforced by the kernel for root).
     pub processes: Option<LimitValue>,
     /// The largest file a command may write (RLIMIT_FSIZE).

@@ -11,7 +11,7 @@ use super::types::{Provider, TaskSpec};
 
 /// A spec that parsed and validated, with what the runner needs to know about its file.
 #[derive(Debug, Clone)]
-pub struct LoadedSpec {
+pub(crate) struct LoadedSpec {
     pub path: PathBuf,
     /// The file's text, recorded in the transcript so a replay runs the same task.
     pub text: String,
@@ -22,7 +22,7 @@ pub struct LoadedSpec {
 impl LoadedSpec {
     /// The workspace directory: `workspace:` relative to the spec file, else the current
     /// directory.
-    pub fn workspace_dir(&self) -> PathBuf {
+    pub(crate) fn workspace_dir(&self) -> PathBuf {
         match &self.spec.workspace {
             Some(dir) => {
                 let base = self.path.parent().unwrap_or(Path::new("."));
@@ -34,7 +34,7 @@ impl LoadedSpec {
 
     /// `permissions.additional_directories`, relative to the spec file, canonicalized.
     /// A directory that does not exist is left out: nothing can be touched there.
-    pub fn additional_directories(&self) -> Vec<PathBuf> {
+    pub(crate) fn additional_directories(&self) -> Vec<PathBuf> {
         let base = self.path.parent().unwrap_or(Path::new("."));
         self.spec
             .permissions
@@ -44,14 +44,14 @@ impl LoadedSpec {
             .collect()
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.spec.name.value.as_str()
     }
 }
 
 /// A place in a spec file, printed `file:line:column`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Position {
+pub(crate) struct Position {
     pub path: PathBuf,
     pub line: u64,
     pub column: u64,
@@ -59,7 +59,7 @@ pub struct Position {
 
 impl Position {
     /// `location` in `path`; line and column 1 when the parser gave none.
-    pub fn at(path: &Path, location: Option<Location>) -> Self {
+    pub(crate) fn at(path: &Path, location: Option<Location>) -> Self {
         let (line, column) = location.map_or((1, 1), |l| (l.line().max(1), l.column().max(1)));
         Position {
             path: path.to_path_buf(),
@@ -77,7 +77,7 @@ impl fmt::Display for Position {
 
 /// Why specs could not be loaded. Every variant is bad input (exit 2).
 #[derive(Debug, thiserror::Error)]
-pub enum SpecError {
+pub(crate) enum SpecError {
     #[error("{}: cannot read spec: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -121,12 +121,12 @@ fn options() -> Options {
 }
 
 /// Load and validate one spec file.
-pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
+pub(crate) fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
     parse(path, read::spec_text(path)?)
 }
 
 /// Parse and validate spec text that came from `path` (errors name that path).
-pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
+pub(crate) fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
     let spec: TaskSpec =
         serde_saphyr::from_str_with_options(&text, options()).map_err(|error| {
             let position = Position::at(path, error.location());
@@ -354,7 +354,7 @@ fn budget_is_positive(path: &Path, limit: &Spanned<f64>) -> Result<(), SpecError
 
 /// Expand the CLI's SPEC|DIR arguments into spec files: a directory contributes its
 /// `*.yaml` and `*.yml` files, recursively, in path order.
-pub fn collect_spec_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, SpecError> {
+pub(crate) fn collect_spec_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, SpecError> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
@@ -399,7 +399,7 @@ fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
 
 /// Load every spec and check what spans them: task names are unique within a run.
 /// All errors are returned, so a user fixes them in one pass.
-pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
+pub(crate) fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
     let mut specs = Vec::new();
     let mut errors = Vec::new();
     for file in files {

@@ -8,16 +8,16 @@ mod load;
 mod pricing;
 mod types;
 
-pub use connection::{RetrySpec, TimeoutsSpec};
+pub(crate) use connection::{RetrySpec, TimeoutsSpec};
 #[cfg(test)]
-pub use expect::FilesChangedExpectation;
-pub use expect::{Expectations, PathGlob};
-pub use limits::LimitsSpec;
-pub use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
-pub use pricing::Pricing;
-pub use types::{
+pub(crate) use expect::FilesChangedExpectation;
+pub(crate) use expect::{Expectations, PathGlob};
+pub(crate) use limits::LimitsSpec;
+pub(crate) use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
+pub(crate) use pricing::Pricing;
+pub(crate) use types::{
     CheckSpec, Isolation, ModelSpec, PermissionMode, Permissions, Provider, SandboxSpec,
     ScriptTurn, ScriptUsage, SpecDuration, Switch, TimeoutLimit,
 };
 #[cfg(test)]
-pub use types::{DEFAULT_TASK_TIMEOUT, ScriptToolCall};
+pub(crate) use types::{DEFAULT_TASK_TIMEOUT, ScriptToolCall};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// USD per million tokens for each of the four usage counts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "PricingFields")]
-pub struct Pricing {
+pub(crate) struct Pricing {
     pub input: f64,
     pub output: f64,
     pub cache_write: f64,
@@ -16,9 +16,9 @@ pub struct Pricing {
 
 impl Pricing {
     /// What script and replay models spend: nothing.
-    pub const FREE: Pricing = Pricing::new(0.0, 0.0, 0.0, 0.0);
+    pub(crate) const FREE: Pricing = Pricing::new(0.0, 0.0, 0.0, 0.0);
 
-    pub const fn new(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Self {
+    pub(crate) const fn new(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Self {
         Pricing {
             input,
             output,

@@ -13,7 +13,7 @@ use super::Pricing;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TaskSpec {
+pub(crate) struct TaskSpec {
     #[expect(
         dead_code,
         reason = "required and checked when parsed: SpecVersion accepts only known versions"
@@ -54,7 +54,7 @@ pub struct TaskSpec {
 /// Only version 1 exists; anything else is refused rather than half-understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "u32")]
-pub struct SpecVersion;
+pub(crate) struct SpecVersion;
 
 impl TryFrom<u32> for SpecVersion {
     type Error = String;
@@ -71,15 +71,15 @@ impl TryFrom<u32> for SpecVersion {
 
 /// The longest task name: it names a directory (255 bytes at most on every common file
 /// system), with room for drover's prefixes and suffixes (worktree labels, staging).
-pub const MAX_TASK_NAME: usize = 100;
+pub(super) const MAX_TASK_NAME: usize = 100;
 
 /// A task name: it names the artifact directory, so it is restricted to `[A-Za-z0-9._-]`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String")]
-pub struct TaskName(String);
+pub(crate) struct TaskName(String);
 
 impl TaskName {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -117,7 +117,7 @@ impl TryFrom<String> for TaskName {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Isolation {
+pub(crate) enum Isolation {
     /// Edit the workspace in place.
     #[default]
     None,
@@ -129,7 +129,7 @@ pub enum Isolation {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Provider {
+pub(crate) enum Provider {
     Anthropic,
     Openai,
     Script,
@@ -137,7 +137,7 @@ pub enum Provider {
 }
 
 impl Provider {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Provider::Anthropic => "anthropic",
             Provider::Openai => "openai",
@@ -149,7 +149,7 @@ impl Provider {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ModelSpec {
+pub(crate) struct ModelSpec {
     pub provider: Provider,
     #[serde(default)]
     pub name: Option<String>,
@@ -186,7 +186,7 @@ pub struct ModelSpec {
 /// One scripted assistant turn: optional text, then tool calls in order.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptTurn {
+pub(crate) struct ScriptTurn {
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]
@@ -199,7 +199,7 @@ pub struct ScriptTurn {
 /// A scripted turn's token counts; the field names of the Anthropic `usage` object.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptUsage {
+pub(crate) struct ScriptUsage {
     #[serde(default)]
     pub input_tokens: u64,
     #[serde(default)]
@@ -212,7 +212,7 @@ pub struct ScriptUsage {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScriptToolCall {
+pub(crate) struct ScriptToolCall {
     pub name: String,
     #[serde(default = "empty_object")]
     pub input: Value,
@@ -224,7 +224,7 @@ fn empty_object() -> Value {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Permissions {
+pub(crate) struct Permissions {
     /// Rules as written (`Bash(cargo test *)`), each with its position; the policy parses
     /// them (see `policy::RuleSet`).
     #[serde(default)]
@@ -246,7 +246,7 @@ pub struct Permissions {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum PermissionMode {
+pub(crate) enum PermissionMode {
     #[default]
     Default,
     Plan,
@@ -255,7 +255,7 @@ pub enum PermissionMode {
 /// An explicit on/off setting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Switch {
+pub(crate) enum Switch {
     #[default]
     On,
     Off,
@@ -263,7 +263,7 @@ pub enum Switch {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Spanned so that a zero is reported at its place.
     #[serde(default)]
     pub max_turns: Option<Spanned<u32>>,
@@ -281,7 +281,7 @@ pub struct Limits {
 
 /// `sandbox: off`, `sandbox: on`, or `sandbox: { network: true }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SandboxSpec {
+pub(crate) enum SandboxSpec {
     Switch(Switch),
     Settings(SandboxSettings),
 }
@@ -323,7 +323,7 @@ impl<'de> Deserialize<'de> for SandboxSpec {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SandboxSettings {
+pub(crate) struct SandboxSettings {
     /// Let commands use the network (default: off).
     #[serde(default)]
     pub network: bool,
@@ -338,7 +338,7 @@ pub struct SandboxSettings {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EnvSpec {
+pub(crate) struct EnvSpec {
     /// Variables passed to commands even though they look like secrets.
     #[serde(default)]
     pub pass: Vec<String>,
@@ -346,7 +346,7 @@ pub struct EnvSpec {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CheckSpec {
+pub(crate) struct CheckSpec {
     pub name: String,
     pub run: String,
     #[serde(default)]
@@ -358,19 +358,19 @@ pub struct CheckSpec {
 }
 
 /// The agent loop's wall-clock limit when the spec sets none: a task never runs for ever.
-pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+pub(crate) const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// `limits.timeout`: a duration (`30m`), or `none` for no limit at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
-pub enum TimeoutLimit {
+pub(crate) enum TimeoutLimit {
     Unlimited,
     After(Duration),
 }
 
 impl TimeoutLimit {
     /// The limit in force, the default when the spec says nothing.
-    pub fn effective(limit: Option<TimeoutLimit>) -> Option<Duration> {
+    pub(crate) fn effective(limit: Option<TimeoutLimit>) -> Option<Duration> {
         match limit {
             None => Some(DEFAULT_TASK_TIMEOUT),
             Some(TimeoutLimit::Unlimited) => None,
@@ -394,7 +394,7 @@ impl TryFrom<String> for TimeoutLimit {
 /// A duration written the human way: `90s`, `20m`, `1h 30m`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
-pub struct SpecDuration(pub Duration);
+pub(crate) struct SpecDuration(pub Duration);
 
 impl TryFrom<String> for SpecDuration {
     type Error = String;

@@ -24,7 +24,7 @@ const SETTLE: Duration = Duration::from_secs(2);
 
 /// Where a background shell stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShellStatus {
+pub(crate) enum ShellStatus {
     Running,
     Exited(i32),
     /// Ended by a signal drover did not send.
@@ -46,7 +46,7 @@ impl fmt::Display for ShellStatus {
 
 /// What BashOutput reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShellReport {
+pub(crate) struct ShellReport {
     pub command: String,
     pub status: ShellStatus,
     /// Output produced since the previous report for this shell.
@@ -71,7 +71,7 @@ struct Inner {
 
 /// The background shells of one run, shared by every tool call of the run.
 #[derive(Default)]
-pub struct BackgroundShells {
+pub(crate) struct BackgroundShells {
     inner: Mutex<Inner>,
 }
 
@@ -89,7 +89,12 @@ impl BackgroundShells {
     /// Start `command` in `cwd` as `env` says (environment, sandbox) and return its id
     /// (`bash_1`, `bash_2`, … in start order). Outside a tokio runtime nothing is
     /// started and the error says why.
-    pub fn start(&self, command: &str, cwd: &Path, env: &CommandEnv) -> Result<String, String> {
+    pub(crate) fn start(
+        &self,
+        command: &str,
+        cwd: &Path,
+        env: &CommandEnv,
+    ) -> Result<String, String> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|e| format!("background shells need the async runtime: {e}"))?;
         let mut inner = self.lock();
@@ -170,7 +175,7 @@ impl BackgroundShells {
 
     /// The status of shell `id` and its output since the previous call; an error naming
     /// the known ids when there is no such shell.
-    pub fn read(&self, id: &str) -> Result<ShellReport, String> {
+    pub(crate) fn read(&self, id: &str) -> Result<ShellReport, String> {
         let inner = self.lock();
         let Some(shell) = Self::find(&inner, id) else {
             return Err(Self::unknown(&inner, id));
@@ -187,7 +192,7 @@ impl BackgroundShells {
 
     /// Kill shell `id` with its whole process group and wait (briefly) until it is gone.
     /// Returns the status it had before: killing a shell that already ended does nothing.
-    pub async fn kill(&self, id: &str) -> Result<ShellStatus, String> {
+    pub(crate) async fn kill(&self, id: &str) -> Result<ShellStatus, String> {
         let mut done = {
             let inner = self.lock();
             let Some(shell) = Self::find(&inner, id) else {
@@ -208,7 +213,7 @@ impl BackgroundShells {
 
     /// Kill every background shell still running and refuse new ones. The run calls this
     /// when the agent loop ends, so checks never race a leftover server or watcher.
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         let mut inner = self.lock();
         inner.shut_down = true;
         for (_, shell) in inner.shells.values() {
@@ -222,7 +227,7 @@ impl BackgroundShells {
 
     /// Ids of the shells started so far, in start order.
     #[cfg(test)]
-    pub fn ids(&self) -> Vec<String> {
+    pub(crate) fn ids(&self) -> Vec<String> {
         self.lock()
             .shells
             .values()

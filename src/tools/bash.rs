@@ -12,18 +12,18 @@ use crate::policy::Subject;
 use crate::sandbox::exec::{ShellOutcome, run_shell_with_env};
 
 /// Default timeout in milliseconds.
-pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Largest timeout a call may ask for, in milliseconds.
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
+pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output beyond this many characters is cut in the middle.
-pub const MAX_OUTPUT_CHARS: usize = 30_000;
+pub(crate) const MAX_OUTPUT_CHARS: usize = 30_000;
 
 #[derive(Clone, Copy)]
-pub struct BashTool;
+pub(crate) struct BashTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The command line to run with bash.
     command: String,
     /// Timeout in milliseconds (default 120000, max 600000).

@@ -9,11 +9,11 @@ use super::text::cut_middle;
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 
 #[derive(Clone, Copy)]
-pub struct BashOutputTool;
+pub(crate) struct BashOutputTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The id of the background shell, as returned by Bash (e.g. bash_1).
     #[schemars(length(min = 1))]
     bash_id: String,

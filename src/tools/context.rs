@@ -12,7 +12,7 @@ use crate::workspace::{FileStateCache, Roots};
 /// What a tool call sees of the world. Cloning shares the state: every call of one run
 /// sees the same files read, working directory, background shells and todo list.
 #[derive(Clone)]
-pub struct ToolContext {
+pub(crate) struct ToolContext {
     /// The workspace root, canonical (symlinks resolved). Relative paths resolve against it.
     pub workspace: PathBuf,
     /// What this run has read, so Edit and Write can refuse blind or stale writes.
@@ -40,12 +40,12 @@ pub struct ToolContext {
 impl ToolContext {
     /// A context whose commands run unsandboxed with a scrubbed environment (tests,
     /// `sandbox: off`); see [`ToolContext::with_env`].
-    pub fn new(workspace: PathBuf) -> Self {
+    pub(crate) fn new(workspace: PathBuf) -> Self {
         Self::with_env(workspace, CommandEnv::default())
     }
 
     /// A context whose shell commands start as `env` says.
-    pub fn with_env(workspace: PathBuf, env: CommandEnv) -> Self {
+    pub(crate) fn with_env(workspace: PathBuf, env: CommandEnv) -> Self {
         ToolContext {
             env: Arc::new(env),
             shell: Arc::new(ShellState::new(workspace.clone())),
@@ -60,7 +60,7 @@ impl ToolContext {
     }
 
     /// The same context with handles on the additional directories too (canonical).
-    pub fn with_additional(mut self, additional: &[PathBuf]) -> Self {
+    pub(crate) fn with_additional(mut self, additional: &[PathBuf]) -> Self {
         let mut dirs = vec![self.workspace.clone()];
         dirs.extend(additional.iter().cloned());
         self.roots = Arc::new(Roots::new(&dirs));
@@ -69,13 +69,16 @@ impl ToolContext {
 
     /// The same context with every file operation of the tools run on `thread`, which is
     /// under the task's OS confinement (see [`crate::workspace::confined`]).
-    pub fn confined_to(mut self, thread: crate::workspace::confined::ConfinedThread) -> Self {
+    pub(crate) fn confined_to(
+        mut self,
+        thread: crate::workspace::confined::ConfinedThread,
+    ) -> Self {
         self.roots = Arc::new(self.roots.confined_to(thread));
         self
     }
 
     /// This context for one call whose path the policy judged as `target`.
-    pub fn for_call(&self, target: Option<PathBuf>) -> Self {
+    pub(crate) fn for_call(&self, target: Option<PathBuf>) -> Self {
         ToolContext {
             target,
             ..self.clone()
@@ -83,19 +86,19 @@ impl ToolContext {
     }
 
     /// The same context with `hidden` deciding which files searches and listings skip.
-    pub fn with_hidden(mut self, hidden: Arc<HiddenFilter>) -> Self {
+    pub(crate) fn with_hidden(mut self, hidden: Arc<HiddenFilter>) -> Self {
         self.hidden = hidden;
         self
     }
 
     /// The todo list as the model last wrote it (empty if it never used TodoWrite).
-    pub fn todos(&self) -> Vec<Todo> {
+    pub(crate) fn todos(&self) -> Vec<Todo> {
         self.todo_list.get()
     }
 
     /// Kill every background shell still running and refuse new ones; the run calls it
     /// when the agent loop ends so nothing outlives the loop.
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         self.background.shutdown();
     }
 }

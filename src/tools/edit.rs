@@ -13,11 +13,11 @@ use crate::policy::Subject;
 const SNIPPET_CONTEXT: usize = 4;
 
 #[derive(Clone, Copy)]
-pub struct EditTool;
+pub(crate) struct EditTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The file to edit, absolute or relative to the workspace root.
     file_path: String,
     /// The exact text to replace.

@@ -130,7 +130,7 @@ fn not_found_message(content: &str, old: &str) -> String {
 }
 
 /// Edit and MultiEdit load the whole file; larger files are refused rather than loaded.
-pub const MAX_EDITED_FILE: u64 = 256 * 1024 * 1024;
+pub(super) const MAX_EDITED_FILE: u64 = 256 * 1024 * 1024;
 
 /// The bytes of a regular file opened beneath `roots`, unless it holds more than
 /// [`MAX_EDITED_FILE`] (a `FileTooLarge` error whose text is the size).

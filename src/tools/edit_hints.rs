@@ -8,7 +8,7 @@ use similar::TextDiff;
 
 /// How similar (0..=1, `similar`'s ratio over characters) a window of the file must be to
 /// old_string to be shown as a near match.
-pub const NEAR_MATCH_THRESHOLD: f32 = 0.8;
+pub(super) const NEAR_MATCH_THRESHOLD: f32 = 0.8;
 /// The search for a near match gives up after this long (huge files, long old_strings).
 const NEAR_MATCH_BUDGET: Duration = Duration::from_millis(300);
 /// Files with more lines than this are not searched for near matches.
@@ -16,7 +16,7 @@ const NEAR_MATCH_MAX_LINES: usize = 50_000;
 
 /// If every non-empty line of `s` starts with a Read line-number prefix (optional spaces,
 /// digits, a TAB), `s` without those prefixes.
-pub fn strip_line_number_prefixes(s: &str) -> Option<String> {
+pub(super) fn strip_line_number_prefixes(s: &str) -> Option<String> {
     let mut any = false;
     let mut out = Vec::new();
     for line in s.split('\n') {
@@ -46,7 +46,7 @@ fn squash(s: &str) -> String {
 
 /// The text in `content` that equals `wanted` except for whitespace (indentation, spaces,
 /// line breaks inside lines), as whole lines of the file. None when nothing matches.
-pub fn whitespace_insensitive_match(content: &str, wanted: &str) -> Option<String> {
+pub(super) fn whitespace_insensitive_match(content: &str, wanted: &str) -> Option<String> {
     let target = squash(wanted);
     if target.is_empty() {
         return None;
@@ -87,7 +87,7 @@ pub fn whitespace_insensitive_match(content: &str, wanted: &str) -> Option<Strin
 
 /// Text of the file nearly equal to an old_string that is not in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NearMatch {
+pub(super) struct NearMatch {
     /// 1-based, inclusive.
     pub first_line: usize,
     pub last_line: usize,
@@ -98,7 +98,7 @@ pub struct NearMatch {
 
 /// The window of whole lines of `content` (as many lines as `wanted` has) most similar
 /// to `wanted`, if its similarity ratio reaches [`NEAR_MATCH_THRESHOLD`].
-pub fn near_match(content: &str, wanted: &str) -> Option<NearMatch> {
+pub(super) fn near_match(content: &str, wanted: &str) -> Option<NearMatch> {
     let wanted = wanted.replace("\r\n", "\n");
     let wanted = wanted.trim_matches('\n');
     if wanted.trim().is_empty() {

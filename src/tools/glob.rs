@@ -17,14 +17,14 @@ use crate::workspace::Roots;
 use crate::workspace::paths::relative_to;
 
 /// Most paths returned by one call.
-pub const MAX_RESULTS: usize = 100;
+pub(crate) const MAX_RESULTS: usize = 100;
 
 #[derive(Clone, Copy)]
-pub struct GlobTool;
+pub(crate) struct GlobTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The glob pattern to match file paths against, e.g. "**/*.rs".
     pattern: String,
     /// The directory to search in (default: the workspace root).

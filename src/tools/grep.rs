@@ -10,16 +10,16 @@ use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking};
 use crate::policy::Subject;
 
 /// Entries returned when head_limit is not given.
-pub const DEFAULT_HEAD_LIMIT: usize = 250;
+pub(crate) const DEFAULT_HEAD_LIMIT: usize = 250;
 /// Content-mode lines longer than this are cut.
-pub const MAX_LINE_CHARS: usize = 500;
+pub(crate) const MAX_LINE_CHARS: usize = 500;
 
 #[derive(Clone, Copy)]
-pub struct GrepTool;
+pub(crate) struct GrepTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The regular expression to search for.
     pattern: String,
     /// File or directory to search (default: the workspace root).
@@ -66,7 +66,7 @@ impl ToolInput for Input {
 // into a `oneOf` of constants.
 #[derive(Deserialize, JsonSchema, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum OutputMode {
+pub(crate) enum OutputMode {
     // Matching lines, `path:line:text`.
     Content,
     // The paths of matching files.

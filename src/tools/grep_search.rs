@@ -18,7 +18,7 @@ use crate::workspace::Roots;
 /// One line of content-mode output: its number and where its text is in
 /// [`FileHits::text`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Line {
+pub(super) enum Line {
     Match(u64, Range<usize>),
     Context(u64, Range<usize>),
     /// Non-adjacent groups of lines in one file.
@@ -27,7 +27,7 @@ pub enum Line {
 
 /// What one file yielded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileHits {
+pub(super) struct FileHits {
     pub path: PathBuf,
     /// Matching lines (or match regions in multiline mode).
     pub count: u64,
@@ -52,14 +52,14 @@ impl FileHits {
     }
 
     /// The text of a line of [`FileHits::lines`].
-    pub fn line_text(&self, range: &Range<usize>) -> &str {
+    pub(super) fn line_text(&self, range: &Range<usize>) -> &str {
         self.text.get(range.clone()).unwrap_or_default()
     }
 }
 
 /// How to search.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub(super) struct Options {
     pub case_insensitive: bool,
     pub multiline: bool,
     pub before: usize,
@@ -74,7 +74,7 @@ pub struct Options {
 /// matches may span lines only in multiline mode. The error is the regex parser's, about
 /// the pattern exactly as written: the matcher builder parses it wrapped as `(?:…)`,
 /// which would show in its messages (and would accept an unbalanced `a)(b`).
-pub fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatcher, String> {
+pub(super) fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatcher, String> {
     regex_syntax::ParserBuilder::new()
         .utf8(false)
         .case_insensitive(opts.case_insensitive)
@@ -100,7 +100,7 @@ pub fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatcher, Stri
 }
 
 /// The most one file's search may hold in memory.
-pub const MAX_SEARCH_HEAP: usize = 64 * 1024 * 1024;
+pub(super) const MAX_SEARCH_HEAP: usize = 64 * 1024 * 1024;
 
 fn searcher(opts: &Options) -> Searcher {
     let mut builder = SearcherBuilder::new();
@@ -178,7 +178,7 @@ impl Sink for Collect<'_> {
 
 /// Search one file, opened beneath the task's roots (so a directory swapped for a symlink
 /// mid-walk is not followed); None when it has no match, is binary or cannot be read.
-pub fn search_file(
+pub(super) fn search_file(
     matcher: &RegexMatcher,
     searcher: &mut Searcher,
     opts: &Options,
@@ -221,7 +221,7 @@ pub fn search_file(
 
 /// Search `root` (a file, or a directory walked with ignore rules, on every core) and
 /// return the files with matches, sorted by path.
-pub fn search(
+pub(super) fn search(
     root: &Path,
     matcher: &RegexMatcher,
     opts: &Options,

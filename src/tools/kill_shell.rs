@@ -7,11 +7,11 @@ use super::background::ShellStatus;
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 
 #[derive(Clone, Copy)]
-pub struct KillShellTool;
+pub(crate) struct KillShellTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The id of the background shell to kill, as returned by Bash (e.g. bash_1).
     #[schemars(length(min = 1))]
     shell_id: String,

@@ -12,14 +12,14 @@ use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking};
 use crate::policy::Subject;
 
 /// At most this many entries are listed.
-pub const MAX_ENTRIES: usize = 1000;
+pub(crate) const MAX_ENTRIES: usize = 1000;
 
 #[derive(Clone, Copy)]
-pub struct LsTool;
+pub(crate) struct LsTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The directory to list, absolute or relative to the workspace root.
     path: String,
     /// Glob patterns of entry names to leave out.

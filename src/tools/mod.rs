@@ -6,50 +6,50 @@
 //! A tool never prints and never panics on bad input: what it has to say goes back to the
 //! model, and a fault of drover's own is reported apart ([`ToolError`]).
 
-pub mod background;
-pub mod bash;
-pub mod bash_output;
+pub(crate) mod background;
+pub(crate) mod bash;
+pub(crate) mod bash_output;
 mod context;
-pub mod edit;
+pub(crate) mod edit;
 mod edit_apply;
 mod edit_hints;
-pub mod glob;
-pub mod grep;
+pub(crate) mod glob;
+pub(crate) mod grep;
 mod grep_output;
 mod grep_search;
-pub mod kill_shell;
-pub mod ls;
-pub mod multi_edit;
-pub mod read;
+pub(crate) mod kill_shell;
+pub(crate) mod ls;
+pub(crate) mod multi_edit;
+pub(crate) mod read;
 mod read_window;
-pub mod registry;
+pub(crate) mod registry;
 #[cfg(test)]
 mod schema_tests;
 mod search_walk;
-pub mod shell_state;
+pub(crate) mod shell_state;
 mod text;
-pub mod todo;
-pub mod todo_write;
+pub(crate) mod todo;
+pub(crate) mod todo_write;
 mod tool;
 mod typed;
-pub mod write;
+pub(crate) mod write;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use background::BackgroundShells;
-pub use context::ToolContext;
-pub use registry::Registry;
-pub use shell_state::ShellState;
-pub use todo::{Todo, TodoList};
+pub(crate) use background::BackgroundShells;
+pub(crate) use context::ToolContext;
+pub(crate) use registry::Registry;
+pub(crate) use shell_state::ShellState;
+pub(crate) use todo::{Todo, TodoList};
 pub(crate) use tool::blocking;
-pub use tool::{InternalFault, Tool, ToolCall, ToolError, ToolOutput, run_call};
+pub(crate) use tool::{InternalFault, Tool, ToolCall, ToolError, ToolOutput, run_call};
 #[cfg(test)]
 pub(crate) use typed::CallJson;
-pub use typed::{About, ToolInput, TypedTool};
+pub(crate) use typed::{About, ToolInput, TypedTool};
 
 /// Every built-in tool, in the order they are offered to the model.
-pub fn builtin() -> Vec<Arc<dyn Tool>> {
+pub(crate) fn builtin() -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(read::ReadTool),
         Arc::new(write::WriteTool),

@@ -15,11 +15,11 @@ const SNIPPET_CONTEXT: usize = 3;
 const MAX_REGIONS: usize = 10;
 
 #[derive(Clone, Copy)]
-pub struct MultiEditTool;
+pub(crate) struct MultiEditTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The file to edit, absolute or relative to the workspace root.
     file_path: String,
     /// Replacements applied in order; all succeed or none is written.
@@ -36,7 +36,7 @@ impl ToolInput for Input {
 /// One replacement of a MultiEdit.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EditInput {
+pub(crate) struct EditInput {
     /// The exact text to replace.
     old_string: String,
     /// The text to replace it with.

@@ -10,16 +10,16 @@ use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking, resol
 use crate::policy::Subject;
 
 /// Lines shown when no limit is given.
-pub const DEFAULT_LIMIT: usize = 2000;
+pub(crate) const DEFAULT_LIMIT: usize = 2000;
 /// Longer lines are cut, so one minified file cannot flood the context.
-pub const MAX_LINE_CHARS: usize = 2000;
+pub(crate) const MAX_LINE_CHARS: usize = 2000;
 
 #[derive(Clone, Copy)]
-pub struct ReadTool;
+pub(crate) struct ReadTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The file to read, absolute or relative to the workspace root.
     file_path: String,
     /// The 1-based line number to start reading from. Only needed for files too long to read at once.

@@ -15,7 +15,7 @@ use crate::workspace::Roots;
 const MAX_KEPT_LINE_BYTES: usize = 4 * super::read::MAX_LINE_CHARS + 4;
 /// The shown lines together are kept up to this many bytes; a window that would hold
 /// more ends early and says where to continue.
-pub const MAX_WINDOW_BYTES: usize = 2 * 1024 * 1024;
+pub(super) const MAX_WINDOW_BYTES: usize = 2 * 1024 * 1024;
 /// UTF-16 files are decoded whole, so they are only read up to this size.
 const MAX_UTF16_BYTES: u64 = 64 * 1024 * 1024;
 /// Bytes read at a time.
@@ -23,7 +23,7 @@ const CHUNK: usize = 64 * 1024;
 
 /// The lines of a file Read shows, and what it learned about the whole file.
 #[derive(Debug)]
-pub struct Window {
+pub(super) struct Window {
     /// (1-based line number, the line as Read shows it after the tab).
     pub lines: Vec<(usize, String)>,
     /// Lines in the file, counted as `split('\n')` counts them (a final newline starts
@@ -40,7 +40,7 @@ pub struct Window {
 
 /// Why a window could not be read.
 #[derive(Debug)]
-pub enum WindowError {
+pub(super) enum WindowError {
     Io(io::Error),
     NotText(NotText),
     /// A UTF-16 file larger than [`MAX_UTF16_BYTES`].
@@ -55,7 +55,7 @@ impl From<io::Error> for WindowError {
 
 /// Lines `first..first+limit` (1-based) of the text file at `path`, opened beneath
 /// `roots`.
-pub fn read_window(
+pub(super) fn read_window(
     roots: &Roots,
     path: &Path,
     first: usize,

@@ -20,7 +20,7 @@ struct Entry {
 }
 
 /// The tools offered in one run.
-pub struct Registry {
+pub(crate) struct Registry {
     entries: BTreeMap<String, Entry>,
     order: Vec<String>,
 }
@@ -28,7 +28,7 @@ pub struct Registry {
 /// Why a registry could not be built: a tool's schema does not compile, or two tools
 /// share a name.
 #[derive(Debug, thiserror::Error)]
-pub enum RegistryError {
+pub(crate) enum RegistryError {
     #[error("the input schema of tool {tool} is invalid: {message}")]
     Schema { tool: String, message: String },
     #[error("two tools are named {0}")]
@@ -36,7 +36,7 @@ pub enum RegistryError {
 }
 
 impl Registry {
-    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, RegistryError> {
+    pub(crate) fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, RegistryError> {
         let mut registry = Registry {
             entries: BTreeMap::new(),
             order: Vec::new(),
@@ -48,12 +48,12 @@ impl Registry {
     }
 
     /// Every built-in tool.
-    pub fn builtin() -> Result<Self, RegistryError> {
+    pub(crate) fn builtin() -> Result<Self, RegistryError> {
         Self::new(super::builtin())
     }
 
     /// Offer one more tool, after those already offered.
-    pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+    pub(crate) fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
         let name = tool.name().to_string();
         if self.entries.contains_key(&name) {
             return Err(RegistryError::Duplicate(name));
@@ -80,24 +80,24 @@ impl Registry {
     }
 
     /// Keep only the tools whose facts `keep` accepts (e.g. drop tools denied outright).
-    pub fn retain(&mut self, keep: impl Fn(&ToolFacts) -> bool) {
+    pub(crate) fn retain(&mut self, keep: impl Fn(&ToolFacts) -> bool) {
         self.entries.retain(|_, entry| keep(&entry.facts));
         let entries = &self.entries;
         self.order.retain(|name| entries.contains_key(name));
     }
 
     /// What the policy knows of the tool called `name`, if there is one.
-    pub fn facts(&self, name: &str) -> Option<&ToolFacts> {
+    pub(crate) fn facts(&self, name: &str) -> Option<&ToolFacts> {
         self.entries.get(name).map(|entry| &entry.facts)
     }
 
     /// Tool names in offer order.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.order.clone()
     }
 
     /// The definitions sent to the model, in offer order.
-    pub fn definitions(&self) -> Vec<ToolDefinition> {
+    pub(crate) fn definitions(&self) -> Vec<ToolDefinition> {
         self.order
             .iter()
             .filter_map(|name| self.entries.get(name))
@@ -108,7 +108,7 @@ impl Registry {
     /// Validate `input` for the tool `name` and parse it into the call to judge and run.
     /// Every error is written for the model: an unknown tool names the available ones, and
     /// a schema error lists every problem, where it is in the input, and what was wanted.
-    pub fn prepare(&self, name: &str, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
+    pub(crate) fn prepare(&self, name: &str, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
         self.validate(name, &input).map_err(ToolError::Failed)?;
         let entry = self
             .entries
@@ -118,7 +118,7 @@ impl Registry {
     }
 
     /// Check `input` against the tool's schema (see [`Registry::prepare`]).
-    pub fn validate(&self, name: &str, input: &Value) -> Result<(), String> {
+    pub(crate) fn validate(&self, name: &str, input: &Value) -> Result<(), String> {
         let Some(entry) = self.entries.get(name) else {
             return Err(self.unknown(name));
         };

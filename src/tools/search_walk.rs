@@ -13,7 +13,7 @@ use crate::policy::HiddenFilter;
 
 /// Where a search starts: the path the policy judged (the workspace root by default),
 /// which exists.
-pub struct SearchRoot {
+pub(super) struct SearchRoot {
     pub path: PathBuf,
     /// The path as the model is shown it.
     pub shown: String,
@@ -22,7 +22,7 @@ pub struct SearchRoot {
 
 /// The search root `raw` names (see [`SearchRoot`]); a path that is invalid or does not
 /// exist is a failure for the model.
-pub fn search_root(ctx: &ToolContext, raw: Option<&str>) -> Result<SearchRoot, ToolError> {
+pub(super) fn search_root(ctx: &ToolContext, raw: Option<&str>) -> Result<SearchRoot, ToolError> {
     let path = judged_path(ctx, raw.unwrap_or("."))
         .map_err(|e| ToolError::Failed(format!("Invalid path: {e}")))?;
     let shown = display_path(&ctx.workspace, &path);
@@ -43,7 +43,7 @@ pub fn search_root(ctx: &ToolContext, raw: Option<&str>) -> Result<SearchRoot, T
 }
 
 /// The walker every search starts from.
-pub fn walker(root: &Path, hidden: Arc<HiddenFilter>) -> ignore::WalkBuilder {
+pub(super) fn walker(root: &Path, hidden: Arc<HiddenFilter>) -> ignore::WalkBuilder {
     let mut walk = ignore::WalkBuilder::new(root);
     walk.hidden(false)
         .require_git(false)
@@ -53,13 +53,13 @@ pub fn walker(root: &Path, hidden: Arc<HiddenFilter>) -> ignore::WalkBuilder {
 
 /// What one walker thread found, appended to the shared list once, when the thread is
 /// done (on drop), rather than taking the lock for every file.
-pub struct Batch<T> {
+pub(super) struct Batch<T> {
     pub found: Vec<T>,
     shared: Arc<Mutex<Vec<T>>>,
 }
 
 impl<T> Batch<T> {
-    pub fn new(shared: &Arc<Mutex<Vec<T>>>) -> Self {
+    pub(super) fn new(shared: &Arc<Mutex<Vec<T>>>) -> Self {
         Batch {
             found: Vec::new(),
             shared: Arc::clone(shared),
@@ -76,6 +76,6 @@ impl<T> Drop for Batch<T> {
 }
 
 /// Everything the batches handed over, once the walk is done.
-pub fn collected<T>(shared: Arc<Mutex<Vec<T>>>) -> Vec<T> {
+pub(super) fn collected<T>(shared: Arc<Mutex<Vec<T>>>) -> Vec<T> {
     std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner()))
 }

@@ -8,14 +8,14 @@ use std::sync::Mutex;
 
 /// Where the next Bash command starts. Shared by every call of one run.
 #[derive(Debug)]
-pub struct ShellState {
+pub(crate) struct ShellState {
     workspace: PathBuf,
     cwd: Mutex<PathBuf>,
 }
 
 /// What became of the working directory after a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CwdChange {
+pub(crate) enum CwdChange {
     /// Same directory as before (or the command's final directory is unknown).
     Unchanged,
     /// The command moved to another directory inside the workspace.
@@ -26,7 +26,7 @@ pub enum CwdChange {
 
 impl ShellState {
     /// A state starting at `workspace` (canonical).
-    pub fn new(workspace: PathBuf) -> Self {
+    pub(crate) fn new(workspace: PathBuf) -> Self {
         ShellState {
             cwd: Mutex::new(workspace.clone()),
             workspace,
@@ -40,13 +40,13 @@ impl ShellState {
 
     /// The directory the shell is in now, as recorded (for the policy, which resolves a
     /// command's relative paths where the command will run).
-    pub fn current(&self) -> PathBuf {
+    pub(crate) fn current(&self) -> PathBuf {
         self.lock().clone()
     }
 
     /// The directory the next command starts in. A directory deleted since the last
     /// command is replaced by the workspace root (with the reason), so the command can run.
-    pub fn cwd(&self) -> (PathBuf, Option<String>) {
+    pub(crate) fn cwd(&self) -> (PathBuf, Option<String>) {
         let mut cwd = self.lock();
         if *cwd != self.workspace && !cwd.is_dir() {
             let note = format!(
@@ -62,7 +62,7 @@ impl ShellState {
 
     /// Record where a command ended (`pwd -P` output). Outside the workspace (after
     /// resolving symlinks) resets to the root.
-    pub fn update(&self, reported: &Path) -> CwdChange {
+    pub(crate) fn update(&self, reported: &Path) -> CwdChange {
         let resolved = reported
             .canonicalize()
             .unwrap_or_else(|_| reported.to_path_buf());
@@ -84,7 +84,7 @@ impl ShellState {
 /// sets an EXIT trap writing `pwd -P` to a private temporary file. The trap keeps the
 /// command's exit status; the file unsets `BASH_ENV` (or restores the caller's) so
 /// scripts the command runs are not affected.
-pub struct CwdProbe {
+pub(crate) struct CwdProbe {
     dir: tempfile::TempDir,
 }
 
@@ -109,7 +109,7 @@ impl CwdProbe {
     /// Create the probe's files in `dir` (default: the system's temporary directory). A
     /// sandboxed command can write only to its private temporary directory, so the probe
     /// must live there for the command's exit trap to record its directory.
-    pub fn new_in(dir: Option<&Path>) -> std::io::Result<Self> {
+    pub(crate) fn new_in(dir: Option<&Path>) -> std::io::Result<Self> {
         let prefix = crate::workspace::leftovers::temp_prefix("bash");
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix);
@@ -137,13 +137,13 @@ impl CwdProbe {
     }
 
     /// The environment variable that installs the probe.
-    pub fn env(&self) -> (&'static str, OsString) {
+    pub(crate) fn env(&self) -> (&'static str, OsString) {
         ("BASH_ENV", self.dir.path().join(ENV_FILE).into_os_string())
     }
 
     /// The directory the command ended in, when it exited normally (not killed, no
     /// `exec`, no trap of its own replacing the probe's).
-    pub fn final_dir(&self) -> Option<PathBuf> {
+    pub(crate) fn final_dir(&self) -> Option<PathBuf> {
         let mut bytes = std::fs::read(self.dir.path().join(CWD_FILE)).ok()?;
         if bytes.last() == Some(&b'\n') {
             bytes.pop();

@@ -4,11 +4,11 @@
 use std::path::Path;
 
 /// How many leading bytes are inspected for a NUL byte to call a file binary.
-pub const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+pub(super) const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
 /// The encoding a text file was found in, so an edit can write it back the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
+pub(super) enum Encoding {
     Utf8 { bom: bool },
     Utf16Le,
     Utf16Be,
@@ -16,7 +16,7 @@ pub enum Encoding {
 
 /// A text file's content, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decoded {
+pub(super) struct Decoded {
     pub text: String,
     pub encoding: Encoding,
     /// Invalid sequences were replaced with U+FFFD: writing `text` back would change bytes
@@ -26,7 +26,7 @@ pub struct Decoded {
 
 /// Why a file's bytes are not text the file tools can show or change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotText {
+pub(super) enum NotText {
     /// A NUL byte in the first [`BINARY_SNIFF_BYTES`].
     Binary,
     /// A UTF-16 byte-order mark, then an odd number of bytes: the last byte is half a
@@ -47,7 +47,7 @@ impl std::fmt::Display for NotText {
 }
 
 /// Decode `bytes` as a text file: UTF-16 with a BOM, UTF-8 (BOM stripped), or why not.
-pub fn decode(bytes: &[u8]) -> Result<Decoded, NotText> {
+pub(super) fn decode(bytes: &[u8]) -> Result<Decoded, NotText> {
     if let Some(rest) = bytes.strip_prefix(&[0xFF, 0xFE]) {
         return decode_utf16(rest, Encoding::Utf16Le, u16::from_le_bytes);
     }
@@ -99,7 +99,7 @@ fn decode_utf16(
 }
 
 /// Encode `text` back into `encoding`, BOM included.
-pub fn encode(text: &str, encoding: Encoding) -> Vec<u8> {
+pub(super) fn encode(text: &str, encoding: Encoding) -> Vec<u8> {
     match encoding {
         Encoding::Utf8 { bom } => {
             let mut out = Vec::with_capacity(text.len() + 3);
@@ -121,7 +121,7 @@ pub fn encode(text: &str, encoding: Encoding) -> Vec<u8> {
 }
 
 /// The first `max` characters of `s`, and whether anything was cut.
-pub fn cut_chars(s: &str, max: usize) -> (&str, bool) {
+pub(super) fn cut_chars(s: &str, max: usize) -> (&str, bool) {
     match s.char_indices().nth(max) {
         Some((at, _)) => (&s[..at], true),
         None => (s, false),
@@ -130,7 +130,7 @@ pub fn cut_chars(s: &str, max: usize) -> (&str, bool) {
 
 /// Keep the first and last `max / 2` characters of `s` with a note about what was cut in
 /// the middle: errors usually show at the end of a command's output, context at the start.
-pub fn cut_middle(s: &str, max: usize) -> String {
+pub(super) fn cut_middle(s: &str, max: usize) -> String {
     let total = s.chars().count();
     if total <= max {
         return s.to_string();
@@ -149,7 +149,7 @@ pub fn cut_middle(s: &str, max: usize) -> String {
 }
 
 /// One line as Read shows it: `N<TAB>text`, `\r` removed, cut at `max_chars`.
-pub fn numbered_line(number: usize, line: &str, max_chars: usize) -> String {
+pub(super) fn numbered_line(number: usize, line: &str, max_chars: usize) -> String {
     let line = line.strip_suffix('\r').unwrap_or(line);
     let (shown, cut) = cut_chars(line, max_chars);
     if cut {
@@ -163,7 +163,7 @@ pub fn numbered_line(number: usize, line: &str, max_chars: usize) -> String {
 }
 
 /// Lines `first..=last` (1-based, clamped) of `text`, numbered as Read shows them.
-pub fn numbered_snippet(text: &str, first: usize, last: usize) -> String {
+pub(super) fn numbered_snippet(text: &str, first: usize, last: usize) -> String {
     text.split('\n')
         .enumerate()
         .map(|(i, line)| (i + 1, line))
@@ -175,7 +175,7 @@ pub fn numbered_snippet(text: &str, first: usize, last: usize) -> String {
 }
 
 /// `path` as the model should see it: relative to the workspace when inside it.
-pub fn display_path(workspace: &Path, path: &Path) -> String {
+pub(super) fn display_path(workspace: &Path, path: &Path) -> String {
     match crate::workspace::paths::relative_to(workspace, path) {
         Some(rel) if !rel.is_empty() => rel,
         _ => path.display().to_string(),

@@ -3,11 +3,11 @@
 
 use std::sync::Mutex;
 
-pub use crate::record::{Todo, TodoStatus};
+pub(crate) use crate::record::{Todo, TodoStatus};
 
 /// The current list; each TodoWrite replaces it whole.
 #[derive(Debug, Default)]
-pub struct TodoList {
+pub(crate) struct TodoList {
     todos: Mutex<Vec<Todo>>,
 }
 
@@ -18,12 +18,12 @@ impl TodoList {
     }
 
     /// A copy of the current list.
-    pub fn get(&self) -> Vec<Todo> {
+    pub(crate) fn get(&self) -> Vec<Todo> {
         self.lock().clone()
     }
 
     /// Replace the list.
-    pub fn set(&self, todos: Vec<Todo>) {
+    pub(crate) fn set(&self, todos: Vec<Todo>) {
         *self.lock() = todos;
     }
 }

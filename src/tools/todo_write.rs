@@ -7,11 +7,11 @@ use super::todo::{Todo, TodoStatus};
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 
 #[derive(Clone, Copy)]
-pub struct TodoWriteTool;
+pub(crate) struct TodoWriteTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The complete, updated todo list.
     todos: Vec<Todo>,
 }

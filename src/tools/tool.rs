@@ -14,7 +14,7 @@ use crate::policy::{CallFacts, ToolFacts};
 /// A tool as the registry holds it. Built-in tools implement [`super::TypedTool`] and get
 /// this trait from it; a tool whose schema arrives at run time implements it directly.
 #[async_trait]
-pub trait Tool: Send + Sync {
+pub(crate) trait Tool: Send + Sync {
     /// The name the model calls the tool by.
     fn name(&self) -> &str;
     /// Instructions for the model: what the tool does, its limits, mistakes to avoid.
@@ -30,7 +30,7 @@ pub trait Tool: Send + Sync {
 
 /// One call, parsed: the policy judges [`ToolCall::facts`], then the dispatcher runs it.
 #[async_trait]
-pub trait ToolCall: Send {
+pub(crate) trait ToolCall: Send {
     /// What the policy judges for this call.
     fn facts(&self) -> CallFacts;
     /// Run the call. Its success text, or why it failed, goes back to the model.
@@ -41,7 +41,7 @@ pub trait ToolCall: Send {
 /// handle (it reads the message and tries another way); an internal fault is drover's, and
 /// the task ends with `internal_error` rather than let the model work around a broken runner.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ToolError {
+pub(crate) enum ToolError {
     /// The call failed (no such file, old_string not found, the command exited 1): the
     /// model receives this text as an error result.
     #[error("{0}")]
@@ -55,7 +55,7 @@ pub enum ToolError {
 impl ToolError {
     /// An I/O error while `doing` something: a failure the model can act on, unless it
     /// says drover's confined file thread is gone, which is drover's fault.
-    pub fn io(doing: impl std::fmt::Display, error: std::io::Error) -> Self {
+    pub(crate) fn io(doing: impl std::fmt::Display, error: std::io::Error) -> Self {
         if crate::workspace::confined::is_thread_gone(&error) {
             ToolError::Internal(format!("{doing}: {error}"))
         } else {
@@ -66,20 +66,20 @@ impl ToolError {
 
 /// The result of a call, exactly as the model will receive it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutput {
+pub(crate) struct ToolOutput {
     pub content: String,
     pub is_error: bool,
 }
 
 impl ToolOutput {
-    pub fn ok(content: impl Into<String>) -> Self {
+    pub(crate) fn ok(content: impl Into<String>) -> Self {
         ToolOutput {
             content: content.into(),
             is_error: false,
         }
     }
 
-    pub fn error(content: impl Into<String>) -> Self {
+    pub(crate) fn error(content: impl Into<String>) -> Self {
         ToolOutput {
             content: content.into(),
             is_error: true,
@@ -90,13 +90,13 @@ impl ToolOutput {
 /// drover failed while running a call; the message says how.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("internal error in {tool}: {message}")]
-pub struct InternalFault {
+pub(crate) struct InternalFault {
     pub tool: String,
     pub message: String,
 }
 
 /// Run a prepared call: what the model receives, or drover's own fault.
-pub async fn run_call(
+pub(crate) async fn run_call(
     tool: &str,
     call: Box<dyn ToolCall>,
     ctx: &ToolContext,

@@ -17,7 +17,7 @@ use crate::policy::{CallFacts, Subject, ToolFacts};
 /// A built-in tool's input: deserialized once from the model's JSON, and the source of
 /// the schema the model is shown (its `JsonSchema` derive: doc comments on fields are
 /// their descriptions, `#[serde(deny_unknown_fields)]` makes unknown fields an error).
-pub trait ToolInput: DeserializeOwned + JsonSchema + Send + 'static {
+pub(crate) trait ToolInput: DeserializeOwned + JsonSchema + Send + 'static {
     /// What the policy judges of this input: the path or command it acts on.
     fn subject(&self) -> Subject {
         Subject::None
@@ -27,7 +27,7 @@ pub trait ToolInput: DeserializeOwned + JsonSchema + Send + 'static {
 /// What a built-in tool is, whatever the call: the facts the policy and the dispatcher
 /// need, and the text the model reads.
 #[derive(Debug, Clone, Copy)]
-pub struct About {
+pub(crate) struct About {
     /// The name the model calls the tool by (Claude Code's names).
     pub name: &'static str,
     /// Instructions for the model: what the tool does, its limits, mistakes to avoid.
@@ -44,7 +44,7 @@ pub struct About {
 
 impl About {
     /// A tool that only reads.
-    pub const fn reads(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn reads(name: &'static str, description: &'static str) -> Self {
         About {
             name,
             description,
@@ -55,7 +55,7 @@ impl About {
     }
 
     /// A tool that writes, executes or changes state: its calls run one at a time.
-    pub const fn writes(name: &'static str, description: &'static str) -> Self {
+    pub(crate) const fn writes(name: &'static str, description: &'static str) -> Self {
         About {
             read_only: false,
             ..About::reads(name, description)
@@ -63,7 +63,7 @@ impl About {
     }
 
     /// The same tool, acting only on the run's own state, under `family`'s rules.
-    pub const fn on_run_state_of(self, family: &'static str) -> Self {
+    pub(crate) const fn on_run_state_of(self, family: &'static str) -> Self {
         About {
             governed_by: Some(family),
             run_state: true,
@@ -73,7 +73,7 @@ impl About {
 }
 
 /// A built-in tool with a typed input. Implementing it makes the type a [`Tool`].
-pub trait TypedTool: Send + Sync + 'static {
+pub(crate) trait TypedTool: Send + Sync + 'static {
     type Input: ToolInput;
     const ABOUT: About;
 
@@ -145,7 +145,7 @@ impl<T: TypedTool> ToolCall for TypedCall<T> {
 /// The JSON Schema of `T` as tools offer it: every subschema inline (no `$ref`, which not
 /// every provider resolves), no meta-schema or title, and optional fields optional rather
 /// than nullable, as Claude Code's tools state them.
-pub fn input_schema_for<T: JsonSchema>() -> Value {
+pub(super) fn input_schema_for<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|settings| {
             settings.inline_subschemas = true;

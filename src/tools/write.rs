@@ -8,11 +8,11 @@ use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking, resol
 use crate::policy::Subject;
 
 #[derive(Clone, Copy)]
-pub struct WriteTool;
+pub(crate) struct WriteTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Input {
+pub(crate) struct Input {
     /// The file to write, absolute or relative to the workspace root.
     file_path: String,
     /// The complete new content of the file.

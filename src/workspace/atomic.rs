@@ -13,7 +13,7 @@ const NEW_FILE_MODE: u32 = 0o644;
 /// it, give it the existing file's permission bits, and rename it over `path`. Parent
 /// directories are created for new files. A symlink is followed, so the link stays a link
 /// and its target gets the new content.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let target: PathBuf = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let parent = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

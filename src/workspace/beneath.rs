@@ -47,7 +47,7 @@ struct Root {
 
 /// The directory handles a task's file tools act beneath, and the confined thread (when
 /// the task has one) every open, create, rename and removal runs on.
-pub struct Roots {
+pub(crate) struct Roots {
     handles: Arc<Handles>,
     confined: Option<Arc<ConfinedThread>>,
 }
@@ -56,7 +56,7 @@ impl Roots {
     /// Open handles on `dirs` (canonical: the workspace and the additional directories).
     /// A directory that cannot be opened is remembered as such: every operation under it
     /// fails with the reason, rather than falling back to a path.
-    pub fn new(dirs: &[PathBuf]) -> Self {
+    pub(crate) fn new(dirs: &[PathBuf]) -> Self {
         Roots {
             handles: Arc::new(Handles::new(dirs)),
             confined: None,
@@ -64,7 +64,7 @@ impl Roots {
     }
 
     /// The same handles, with every operation run on `thread` (see [`ConfinedThread`]).
-    pub fn confined_to(&self, thread: ConfinedThread) -> Self {
+    pub(crate) fn confined_to(&self, thread: ConfinedThread) -> Self {
         Roots {
             handles: Arc::clone(&self.handles),
             confined: Some(Arc::new(thread)),
@@ -73,7 +73,7 @@ impl Roots {
 
     /// Whether operations run on a confined thread.
     #[cfg(test)]
-    pub fn is_confined(&self) -> bool {
+    pub(crate) fn is_confined(&self) -> bool {
         self.confined.is_some()
     }
 
@@ -93,26 +93,26 @@ impl Roots {
 
     /// Open `path` (absolute, symlinks already resolved) with `flags`, following no
     /// symlink and never leaving the root that holds it.
-    pub fn open(&self, path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+    pub(crate) fn open(&self, path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
         let path = path.to_path_buf();
         self.call(move |h| h.open(&path, flags))
     }
 
     /// The metadata of `path` itself (a symlink at the end is reported as one).
-    pub fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
+    pub(crate) fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
         let fd = self.open(path, OFlags::PATH | OFlags::NOFOLLOW)?;
         File::from(fd).metadata()
     }
 
     /// The metadata of `path`, which must not be or contain a symlink.
-    pub fn metadata(&self, path: &Path) -> io::Result<Metadata> {
+    pub(crate) fn metadata(&self, path: &Path) -> io::Result<Metadata> {
         let fd = self.open(path, OFlags::PATH)?;
         File::from(fd).metadata()
     }
 
     /// Where the symlink `path` points (the link itself is found beneath the roots; its
     /// target is only text and is not resolved).
-    pub fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+    pub(crate) fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         let fd = self.open(path, OFlags::PATH | OFlags::NOFOLLOW)?;
         let target = rustix::fs::readlinkat(&fd, "", Vec::new()).map_err(|e| explain(path, e))?;
         Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
@@ -120,14 +120,14 @@ impl Roots {
 
     /// Open a regular file for reading. Opening does not block on a FIFO or device an
     /// agent planted: anything but a regular file is refused.
-    pub fn open_file(&self, path: &Path) -> io::Result<File> {
+    pub(crate) fn open_file(&self, path: &Path) -> io::Result<File> {
         let fd = self.open(path, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY)?;
         regular_file(path, fd)
     }
 
     /// The whole content of a regular file.
     #[cfg(test)]
-    pub fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+    pub(crate) fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         use std::io::Read;
         let mut file = self.open_file(path)?;
         let mut bytes = Vec::new();
@@ -140,7 +140,7 @@ impl Roots {
     /// the old file's permission bits, synced, and renamed over the name in that same
     /// handle. A reader (or a crash) sees the old file or the new one. Returns the new
     /// file's modification time, taken from its own handle.
-    pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<Option<SystemTime>> {
+    pub(crate) fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<Option<SystemTime>> {
         let path = path.to_path_buf();
         let bytes = bytes.to_vec();
         self.call(move |h| h.write_atomic(&path, &mut |file| file.write_all(&bytes)))
@@ -148,7 +148,7 @@ impl Roots {
 
     /// [`Roots::write_atomic`] with the content streamed from `source` (a large file
     /// is never held in memory).
-    pub fn write_atomic_from(&self, path: &Path, mut source: File) -> io::Result<()> {
+    pub(crate) fn write_atomic_from(&self, path: &Path, mut source: File) -> io::Result<()> {
         let path = path.to_path_buf();
         self.call(move |h| {
             h.write_atomic(&path, &mut |file| io::copy(&mut source, file).map(|_| ()))
@@ -157,21 +157,21 @@ impl Roots {
     }
 
     /// Remove the file or symlink `path` (the link itself, never its target).
-    pub fn remove_file(&self, path: &Path) -> io::Result<()> {
+    pub(crate) fn remove_file(&self, path: &Path) -> io::Result<()> {
         let path = path.to_path_buf();
         self.call(move |h| h.remove_file(&path))
     }
 
     /// Remove everything inside directory `path`, following no symlink: a link is removed
     /// as a link, a subdirectory is emptied through its own handle and removed.
-    pub fn clear_dir(&self, path: &Path) -> io::Result<()> {
+    pub(crate) fn clear_dir(&self, path: &Path) -> io::Result<()> {
         let path = path.to_path_buf();
         self.call(move |h| h.clear_dir(&path))
     }
 
     /// Open directory `path`, creating what is missing of it beneath its root, one
     /// component at a time and without following a symlink.
-    pub fn create_dir_all(&self, path: &Path) -> io::Result<OwnedFd> {
+    pub(crate) fn create_dir_all(&self, path: &Path) -> io::Result<OwnedFd> {
         let path = path.to_path_buf();
         self.call(move |h| h.create_dir_all(&path))
     }

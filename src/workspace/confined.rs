@@ -16,7 +16,7 @@ use std::sync::mpsc;
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The confined thread of one task; it ends when this is dropped.
-pub struct ConfinedThread {
+pub(crate) struct ConfinedThread {
     jobs: mpsc::Sender<Job>,
 }
 
@@ -24,7 +24,7 @@ impl ConfinedThread {
     /// Start the thread and run `restrict` on it first (it applies the ruleset to the
     /// calling thread). An Err says why the thread could not be confined; no job ever runs
     /// on a thread that was not.
-    pub fn start(
+    pub(crate) fn start(
         restrict: impl FnOnce() -> Result<(), String> + Send + 'static,
     ) -> Result<Self, String> {
         let (jobs, queue) = mpsc::channel::<Job>();
@@ -50,7 +50,7 @@ impl ConfinedThread {
 
     /// Run `job` on the confined thread and wait for its result. Jobs run one at a time,
     /// in the order they were sent.
-    pub fn run<T: Send + 'static>(
+    pub(crate) fn run<T: Send + 'static>(
         &self,
         job: impl FnOnce() -> T + Send + 'static,
     ) -> io::Result<T> {
@@ -70,14 +70,14 @@ impl ConfinedThread {
 #[error(
     "drover's confined file thread is gone (a file operation panicked); nothing more is opened"
 )]
-pub struct ThreadGone;
+pub(crate) struct ThreadGone;
 
 fn gone() -> io::Error {
     io::Error::other(ThreadGone)
 }
 
 /// Whether `error` says the confined thread is gone (see [`ThreadGone`]).
-pub fn is_thread_gone(error: &io::Error) -> bool {
+pub(crate) fn is_thread_gone(error: &io::Error) -> bool {
     error
         .get_ref()
         .is_some_and(|inner| inner.is::<ThreadGone>())

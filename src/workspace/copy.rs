@@ -14,14 +14,14 @@ use super::snapshot::{Stop, named, stopped, walk_noting_build_trees};
 /// bits, and symlinks recreated as symlinks (their targets are not copied). `to` is
 /// created if missing and may already exist empty.
 #[cfg(test)]
-pub fn copy_workspace(from: &Path, to: &Path, excluded: &[PathBuf]) -> io::Result<()> {
+pub(crate) fn copy_workspace(from: &Path, to: &Path, excluded: &[PathBuf]) -> io::Result<()> {
     copy_workspace_until(from, to, excluded, &|| false).map(|_| ())
 }
 
 /// [`copy_workspace`], stopping with an `Interrupted` error as soon as `stop` says so.
 /// Returns the build trees it left out (relative): they are part of the starting state
 /// the diff leaves out, though the copy does not hold them.
-pub fn copy_workspace_until(
+pub(crate) fn copy_workspace_until(
     from: &Path,
     to: &Path,
     excluded: &[PathBuf],

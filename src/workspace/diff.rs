@@ -12,7 +12,7 @@ use std::io::Write as _;
 use similar::{Algorithm, TextDiff, udiff::UnifiedHunkHeader};
 
 use blob_id::NULL_ID;
-pub use blob_id::blob_id;
+pub(crate) use blob_id::blob_id;
 
 use crate::workspace::RelPath;
 #[cfg(test)]
@@ -25,7 +25,7 @@ const CONTEXT_LINES: usize = 3;
 /// A `git apply`-able diff from `before` to `after` (trees in memory, as tests build
 /// them); empty when nothing changed.
 #[cfg(test)]
-pub fn unified_diff(before: &Snapshot, after: &Snapshot) -> String {
+pub(crate) fn unified_diff(before: &Snapshot, after: &Snapshot) -> String {
     let mut out = String::new();
     for path in before.changed_paths(after) {
         path_patch(
@@ -39,7 +39,7 @@ pub fn unified_diff(before: &Snapshot, after: &Snapshot) -> String {
 }
 
 /// Append the patch of one changed path (`None`: no file on that side) to `out`.
-pub fn path_patch(
+pub(crate) fn path_patch(
     out: &mut String,
     path: &RelPath,
     old: Option<&FileEntry>,
@@ -57,7 +57,7 @@ pub fn path_patch(
 }
 
 /// Whether git would treat this content as binary (or it cannot be shown as text).
-pub fn is_binary(content: &[u8]) -> bool {
+pub(crate) fn is_binary(content: &[u8]) -> bool {
     content.contains(&0) || std::str::from_utf8(content).is_err()
 }
 
@@ -146,6 +146,10 @@ fn text_hunks(out: &mut String, old: &str, new: &str) {
 }
 
 /// One `literal` section: the zlib-deflated content in base85 lines, then a blank line.
+#[expect(
+    clippy::expect_used,
+    reason = "invariant: deflating into a Vec<u8> cannot fail"
+)]
 fn literal(out: &mut String, content: &[u8]) {
     let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
     // invariant: writing into a Vec<u8> cannot fail, so neither can the encoder.
@@ -166,7 +170,7 @@ fn literal(out: &mut String, content: &[u8]) {
 /// Git's C-style quoting of a path in patch headers (`core.quotePath` default): names
 /// with control characters, quotes, backslashes or non-ASCII bytes go in double quotes
 /// with escapes, everything else verbatim.
-pub fn quote_path(name: &[u8]) -> String {
+pub(crate) fn quote_path(name: &[u8]) -> String {
     let needs_quotes = name
         .iter()
         .any(|&b| b < 0x20 || b == 0x7f || b >= 0x80 || b == b'"' || b == b'\\');
@@ -196,5 +200,5 @@ pub fn quote_path(name: &[u8]) -> String {
     out
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests;

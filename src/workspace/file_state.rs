@@ -16,7 +16,7 @@ use super::paths::canonicalize_for_write;
 
 /// The state of a file when this run last read or wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileState {
+pub(crate) struct FileState {
     /// sha256 of the bytes on disk.
     pub sha256: [u8; 32],
     /// Modification time on disk, when the platform reports one.
@@ -27,7 +27,7 @@ pub struct FileState {
 
 /// Per-path record of what the run has seen, shared by all tool calls of one run.
 #[derive(Debug, Default)]
-pub struct FileStateCache {
+pub(crate) struct FileStateCache {
     states: Mutex<HashMap<PathBuf, FileState>>,
 }
 
@@ -47,7 +47,7 @@ fn sha256_of(mut reader: impl std::io::Read) -> std::io::Result<[u8; 32]> {
 }
 
 /// sha256 of `bytes`, as stored in [`FileState`].
-pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
@@ -66,13 +66,19 @@ impl FileStateCache {
 
     /// Remember that `content` is what `path` holds now (after a Read or a write by a
     /// tool), and its modification time as the file's own handle reported it.
-    pub fn record(&self, path: &Path, content: &[u8], whole: bool, mtime: Option<SystemTime>) {
+    pub(crate) fn record(
+        &self,
+        path: &Path,
+        content: &[u8],
+        whole: bool,
+        mtime: Option<SystemTime>,
+    ) {
         self.record_digest(path, sha256(content), whole, mtime);
     }
 
     /// [`FileStateCache::record`] with the content's sha256 already computed (a file
     /// streamed rather than held).
-    pub fn record_digest(
+    pub(crate) fn record_digest(
         &self,
         path: &Path,
         sha256: [u8; 32],
@@ -89,19 +95,19 @@ impl FileStateCache {
 
     /// The recorded state of `path`, if the run has read or written it.
     #[cfg(test)]
-    pub fn get(&self, path: &Path) -> Option<FileState> {
+    pub(crate) fn get(&self, path: &Path) -> Option<FileState> {
         self.lock().get(&key(path)).cloned()
     }
 
     /// Whether the run has read (or itself written) `path`.
     #[cfg(test)]
-    pub fn has_read(&self, path: &Path) -> bool {
+    pub(crate) fn has_read(&self, path: &Path) -> bool {
         self.get(path).is_some()
     }
 
     /// Forget `path` (e.g. after it was deleted).
     #[cfg(test)]
-    pub fn forget(&self, path: &Path) {
+    pub(crate) fn forget(&self, path: &Path) {
         self.lock().remove(&key(path));
     }
 
@@ -112,7 +118,7 @@ impl FileStateCache {
     /// alone is fine when the content is the same (e.g. `touch`).
     ///
     /// `path` is judged (symlinks resolved); it is looked at only beneath `roots`.
-    pub fn check_writable(&self, path: &Path, roots: &Roots) -> Result<(), String> {
+    pub(crate) fn check_writable(&self, path: &Path, roots: &Roots) -> Result<(), String> {
         let meta = match roots.metadata(path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 /// The prefix of a temp directory of `kind` made by this process:
 /// `drover-<kind>-<pid>-` (tempfile adds a random suffix).
-pub fn temp_prefix(kind: &str) -> String {
+pub(crate) fn temp_prefix(kind: &str) -> String {
     format!("drover-{kind}-{}-", std::process::id())
 }
 
 /// The marker in an atomic write's temp file name: `.<name>.drover-<pid>-<n>-<x>.tmp`.
-pub const WRITE_TEMP_MARK: &str = ".drover-";
+pub(crate) const WRITE_TEMP_MARK: &str = ".drover-";
 
 /// Is `pid` a live drover process? (A reused pid of another program does not count.)
 fn drover_alive(pid: u32) -> bool {
@@ -30,7 +30,7 @@ fn temp_dir_owner(name: &str) -> Option<u32> {
 
 /// Remove the temp directories in `dir` that a drover process now gone left behind.
 /// Returns what was removed.
-pub fn remove_stale_temp_dirs(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn remove_stale_temp_dirs(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -49,7 +49,7 @@ pub fn remove_stale_temp_dirs(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Is `name` the temp file of an atomic write by a drover process that is gone?
-pub fn is_stale_write_temp(name: &str) -> bool {
+pub(crate) fn is_stale_write_temp(name: &str) -> bool {
     let Some(body) = name.strip_suffix(".tmp") else {
         return false;
     };

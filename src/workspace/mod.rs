@@ -2,21 +2,21 @@
 //! never blind or stale), atomic writes, and the baseline snapshot the diff is taken
 //! against.
 
-pub mod atomic;
-pub mod baseline;
-pub mod beneath;
-pub mod confined;
-pub mod copy;
-pub mod diff;
-pub mod file_state;
-pub mod leftovers;
-pub mod paths;
-pub mod rel_path;
-pub mod snapshot;
+pub(crate) mod atomic;
+pub(crate) mod baseline;
+pub(crate) mod beneath;
+pub(crate) mod confined;
+pub(crate) mod copy;
+pub(crate) mod diff;
+pub(crate) mod file_state;
+pub(crate) mod leftovers;
+pub(crate) mod paths;
+pub(crate) mod rel_path;
+pub(crate) mod snapshot;
 
-pub use baseline::Baseline;
-pub use beneath::Roots;
-pub use file_state::FileStateCache;
-pub use rel_path::RelPath;
+pub(crate) use baseline::Baseline;
+pub(crate) use beneath::Roots;
+pub(crate) use file_state::FileStateCache;
+pub(crate) use rel_path::RelPath;
 #[cfg(test)]
-pub use snapshot::Snapshot;
+pub(crate) use snapshot::Snapshot;

@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 /// the root itself ([`RelPath::root`]).
 /// Ordered by bytes, as git orders the paths of a diff.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RelPath(Vec<u8>);
+pub(crate) struct RelPath(Vec<u8>);
 
 impl RelPath {
     /// The path of `relative` (already relative to the root, as a walker yields it),
     /// its components joined with `/`.
-    pub fn from_relative(relative: &Path) -> RelPath {
+    pub(crate) fn from_relative(relative: &Path) -> RelPath {
         let mut bytes = Vec::new();
         for component in relative.components() {
             if !bytes.is_empty() {
@@ -27,18 +27,18 @@ impl RelPath {
     }
 
     /// The workspace root itself.
-    pub fn root() -> RelPath {
+    pub(crate) fn root() -> RelPath {
         RelPath(Vec::new())
     }
 
     /// A path given as raw bytes (from git's index), trusted to be relative and
     /// `/`-separated.
-    pub fn from_bytes(bytes: Vec<u8>) -> RelPath {
+    pub(crate) fn from_bytes(bytes: Vec<u8>) -> RelPath {
         RelPath(bytes)
     }
 
     /// The path of `name` (one component) inside this directory.
-    pub fn join(&self, name: &[u8]) -> RelPath {
+    pub(crate) fn join(&self, name: &[u8]) -> RelPath {
         let mut bytes = Vec::with_capacity(self.0.len() + 1 + name.len());
         bytes.extend_from_slice(&self.0);
         if !bytes.is_empty() {
@@ -49,14 +49,14 @@ impl RelPath {
     }
 
     /// Whether `self` is `prefix` or lies below it.
-    pub fn starts_with(&self, prefix: &RelPath) -> bool {
+    pub(crate) fn starts_with(&self, prefix: &RelPath) -> bool {
         prefix.0.is_empty()
             || self.0 == prefix.0
             || (self.0.starts_with(&prefix.0) && self.0.get(prefix.0.len()) == Some(&b'/'))
     }
 
     /// The last component (the whole path at the top).
-    pub fn file_name(&self) -> &[u8] {
+    pub(crate) fn file_name(&self) -> &[u8] {
         match self.0.iter().rposition(|&b| b == b'/') {
             Some(at) => &self.0[at + 1..],
             None => &self.0,
@@ -64,18 +64,18 @@ impl RelPath {
     }
 
     /// The directory holding this path (`None` at the top).
-    pub fn parent(&self) -> Option<RelPath> {
+    pub(crate) fn parent(&self) -> Option<RelPath> {
         let at = self.0.iter().rposition(|&b| b == b'/')?;
         Some(RelPath(self.0[..at].to_vec()))
     }
 
     /// The raw bytes: what git's quoting and blob hashing work on.
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.0
     }
 
     /// The path to join onto a root directory to reach the file.
-    pub fn to_path(&self) -> PathBuf {
+    pub(crate) fn to_path(&self) -> PathBuf {
         path_of_bytes(&self.0)
     }
 

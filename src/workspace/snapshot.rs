@@ -16,15 +16,15 @@ use sha2::{Digest, Sha256};
 use super::RelPath;
 
 /// Git's mode for a regular file without execute permission.
-pub const MODE_FILE: u32 = 0o100644;
+pub(crate) const MODE_FILE: u32 = 0o100644;
 /// Git's mode for a regular file with an execute bit set.
-pub const MODE_EXECUTABLE: u32 = 0o100755;
+pub(crate) const MODE_EXECUTABLE: u32 = 0o100755;
 /// Git's mode for a symbolic link (its content is the link target).
-pub const MODE_SYMLINK: u32 = 0o120000;
+pub(crate) const MODE_SYMLINK: u32 = 0o120000;
 
 /// One file as git would store it: the diff and the fingerprint only care about these.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileEntry {
+pub(crate) struct FileEntry {
     /// Unix mode bits as git writes them: 0o100644, 0o100755 or 0o120000 (symlink).
     pub mode: u32,
     /// File bytes (for a symlink: its target).
@@ -33,7 +33,7 @@ pub struct FileEntry {
 
 impl FileEntry {
     /// Symlinks are diffed by their target text and cannot become regular files in place.
-    pub fn is_symlink(&self) -> bool {
+    pub(crate) fn is_symlink(&self) -> bool {
         self.mode == MODE_SYMLINK
     }
 }
@@ -60,7 +60,7 @@ fn read_file(roots: &super::Roots, at: &Path) -> io::Result<FileEntry> {
 /// runs use the on-disk [`Baseline`](super::Baseline)).
 #[cfg(test)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// Relative path, as bytes → entry.
     pub files: BTreeMap<RelPath, FileEntry>,
     /// Files that could not be read (relative path, why): reported, never fatal, so one
@@ -77,7 +77,7 @@ impl Snapshot {
     /// inside `.git` and not in a build tree (see [`walker`]). Hidden files count: an agent
     /// can edit `.github/` too. Symlinks are recorded, never followed, so a link out of the
     /// workspace cannot pull files in.
-    pub fn take(root: &Path) -> io::Result<Snapshot> {
+    pub(crate) fn take(root: &Path) -> io::Result<Snapshot> {
         Snapshot::take_excluding(root, &[])
     }
 
@@ -86,13 +86,17 @@ impl Snapshot {
     ///
     /// Each file is opened beneath a handle on `root`, following no symlink, so a path
     /// that is not what the walk saw is an error rather than a read of something else.
-    pub fn take_excluding(root: &Path, excluded: &[PathBuf]) -> io::Result<Snapshot> {
+    pub(crate) fn take_excluding(root: &Path, excluded: &[PathBuf]) -> io::Result<Snapshot> {
         Snapshot::take_until(root, excluded, &|| false)
     }
 
     /// [`Snapshot::take_excluding`], stopping with [`stopped`] as soon as `stop` says so
     /// (a baseline of a huge tree must not outlast a cancelled job).
-    pub fn take_until(root: &Path, excluded: &[PathBuf], stop: Stop<'_>) -> io::Result<Snapshot> {
+    pub(crate) fn take_until(
+        root: &Path,
+        excluded: &[PathBuf],
+        stop: Stop<'_>,
+    ) -> io::Result<Snapshot> {
         let canonical = root.canonicalize().map_err(|e| named(root, e))?;
         let roots = super::Roots::new(std::slice::from_ref(&canonical));
         let mut files = BTreeMap::new();
@@ -138,7 +142,7 @@ impl Snapshot {
 
     /// Carry over from `before` the entries of files this snapshot could not read, so
     /// an unreadable file shows as unchanged rather than deleted.
-    pub fn keep_unreadable_from(&mut self, before: &Snapshot) {
+    pub(crate) fn keep_unreadable_from(&mut self, before: &Snapshot) {
         for (path, _) in &self.unreadable {
             if let Some(entry) = before.files.get(path) {
                 self.files.insert(path.clone(), entry.clone());
@@ -148,7 +152,7 @@ impl Snapshot {
 
     /// A short identity of the whole tree: equal fingerprints mean equal snapshots, so a
     /// replay can tell whether it starts from the same workspace as the recording.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let mut hasher = Sha256::new();
         for (path, entry) in &self.files {
             // Length prefixes keep (path, content) boundaries unambiguous.
@@ -163,7 +167,7 @@ impl Snapshot {
 
     /// Paths added, changed (content or mode) or deleted between `self` (before) and
     /// `after`, sorted: what the reports list as "files changed".
-    pub fn changed_paths(&self, after: &Snapshot) -> Vec<RelPath> {
+    pub(crate) fn changed_paths(&self, after: &Snapshot) -> Vec<RelPath> {
         let mut changed: Vec<RelPath> = self
             .files
             .iter()
@@ -280,10 +284,10 @@ pub(crate) struct WalkedEntry {
 }
 
 /// Asked between entries whether to stop (drover was interrupted).
-pub type Stop<'a> = &'a dyn Fn() -> bool;
+pub(crate) type Stop<'a> = &'a dyn Fn() -> bool;
 
 /// The error of a walk or copy stopped by [`Stop`].
-pub fn stopped() -> io::Error {
+pub(crate) fn stopped() -> io::Error {
     io::Error::new(io::ErrorKind::Interrupted, "interrupted")
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// What the server does with one request.
 #[derive(Clone, Debug)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// 200 `text/event-stream`, chunked; each piece is written and flushed on its own,
     /// `pause` apart. Unless `complete`, the connection is dropped without the final
     /// chunk (a stream cut mid-message).
@@ -31,7 +31,7 @@ pub enum Reply {
 
 impl Reply {
     /// A stream sent whole.
-    pub fn sse(stream: &str) -> Reply {
+    pub(crate) fn sse(stream: &str) -> Reply {
         Reply::Sse {
             pieces: vec![stream.as_bytes().to_vec()],
             pause: Duration::ZERO,
@@ -40,7 +40,7 @@ impl Reply {
     }
 
     /// A stream sent one byte per write.
-    pub fn sse_bytewise(stream: &str) -> Reply {
+    pub(crate) fn sse_bytewise(stream: &str) -> Reply {
         Reply::Sse {
             pieces: stream.bytes().map(|b| vec![b]).collect(),
             pause: Duration::ZERO,
@@ -49,7 +49,7 @@ impl Reply {
     }
 
     /// A stream split at each of `cuts` (byte offsets), a little pause between pieces.
-    pub fn sse_split(stream: &str, cuts: &[usize]) -> Reply {
+    pub(crate) fn sse_split(stream: &str, cuts: &[usize]) -> Reply {
         let bytes = stream.as_bytes();
         let mut pieces = Vec::new();
         let mut start = 0;
@@ -66,7 +66,7 @@ impl Reply {
     }
 
     /// The first `len` bytes of a stream, then the connection drops.
-    pub fn sse_cut(stream: &str, len: usize) -> Reply {
+    pub(crate) fn sse_cut(stream: &str, len: usize) -> Reply {
         Reply::Sse {
             pieces: vec![stream.as_bytes()[..len].to_vec()],
             pause: Duration::ZERO,
@@ -74,7 +74,7 @@ impl Reply {
         }
     }
 
-    pub fn status(status: u16, body: &str) -> Reply {
+    pub(crate) fn status(status: u16, body: &str) -> Reply {
         Reply::Status {
             status,
             headers: Vec::new(),
@@ -82,7 +82,7 @@ impl Reply {
         }
     }
 
-    pub fn with_header(mut self, name: &str, value: &str) -> Reply {
+    pub(crate) fn with_header(mut self, name: &str, value: &str) -> Reply {
         if let Reply::Status { headers, .. } = &mut self {
             headers.push((name.to_string(), value.to_string()));
         }
@@ -92,7 +92,7 @@ impl Reply {
 
 /// One request as received.
 #[derive(Clone, Debug)]
-pub struct Request {
+pub(crate) struct Request {
     /// `POST /v1/messages`
     pub line: String,
     /// The header block, lower-cased names as sent.
@@ -101,11 +101,11 @@ pub struct Request {
 }
 
 impl Request {
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).expect("request body is JSON")
     }
 
-    pub fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.headers.lines().find_map(|line| {
             let (key, value) = line.split_once(':')?;
             key.trim()
@@ -115,14 +115,14 @@ impl Request {
     }
 }
 
-pub struct MockServer {
+pub(crate) struct MockServer {
     pub base_url: String,
     requests: Arc<Mutex<Vec<Request>>>,
 }
 
 impl MockServer {
     /// Serve `replies` in order; requests past the last get a 500 saying so.
-    pub fn start(replies: Vec<Reply>) -> MockServer {
+    pub(crate) fn start(replies: Vec<Reply>) -> MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -140,7 +140,7 @@ impl MockServer {
         MockServer { base_url, requests }
     }
 
-    pub fn requests(&self) -> Vec<Request> {
+    pub(crate) fn requests(&self) -> Vec<Request> {
         self.requests.lock().unwrap().clone()
     }
 }

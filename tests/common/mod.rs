@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// The drover binary, with no stdin (it must never read it) and a clean environment
 /// for the variables that would change its behaviour.
-pub fn drover() -> assert_cmd::Command {
+pub(crate) fn drover() -> assert_cmd::Command {
     let mut command = assert_cmd::Command::cargo_bin("drover").expect("binary built");
     command.env_remove("GITHUB_ACTIONS");
     command
@@ -15,7 +15,7 @@ pub fn drover() -> assert_cmd::Command {
 
 /// [`drover`] with no proxy variables, for tests whose model is a mock server on
 /// 127.0.0.1 (a proxy from the machine's environment would intercept its traffic).
-pub fn drover_without_proxy() -> assert_cmd::Command {
+pub(crate) fn drover_without_proxy() -> assert_cmd::Command {
     let mut command = drover();
     for var in [
         "HTTP_PROXY",
@@ -31,12 +31,12 @@ pub fn drover_without_proxy() -> assert_cmd::Command {
 }
 
 /// The repository root (where tasks/ and fixtures/ are).
-pub fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Every line of a transcript, parsed; panics (fails the test) on a bad line.
-pub fn transcript(path: &Path) -> Vec<Value> {
+pub(crate) fn transcript(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("transcript exists");
     text.lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}")))
@@ -44,19 +44,19 @@ pub fn transcript(path: &Path) -> Vec<Value> {
 }
 
 /// The events of one type.
-pub fn events<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(crate) fn events<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 
 /// Write a spec file into `dir` and return its path.
-pub fn write_spec(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write_spec(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write spec");
     path
 }
 
 /// Copy a directory tree (files and directories only).
-pub fn copy_tree(from: &Path, to: &Path) {
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -72,7 +72,7 @@ pub fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// Processes whose command line holds `marker` (drover's own left out), as `pid: line`.
-pub fn running(marker: &str) -> Vec<String> {
+pub(crate) fn running(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
@@ -86,21 +86,21 @@ pub fn running(marker: &str) -> Vec<String> {
 }
 
 /// The run's summary.json.
-pub fn summary(artifacts: &Path) -> Value {
+pub(crate) fn summary(artifacts: &Path) -> Value {
     let text = std::fs::read_to_string(artifacts.join("summary.json")).expect("summary.json");
     serde_json::from_str(&text).expect("summary.json is JSON")
 }
 
 /// The spec of a task whose scripted model makes one Bash call, `command`, then ends;
 /// `extra` is appended as more top-level spec lines (`workspace: ws\n`, …).
-pub fn bash_task(name: &str, command: &str, extra: &str) -> String {
+pub(crate) fn bash_task(name: &str, command: &str, extra: &str) -> String {
     format!(
         "version: 1\nname: {name}\nprompt: p\n{extra}model:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Bash, input: {{ command: {command:?} }} }}]\n    - text: done\npermissions:\n  allow: [Bash]\n"
     )
 }
 
 /// `drover run SPEC --artifacts DIR`, finished.
-pub fn run_spec(spec: &Path, artifacts: &Path) -> std::process::Output {
+pub(crate) fn run_spec(spec: &Path, artifacts: &Path) -> std::process::Output {
     drover()
         .arg("run")
         .arg(spec)
@@ -111,7 +111,7 @@ pub fn run_spec(spec: &Path, artifacts: &Path) -> std::process::Output {
 }
 
 /// Assert the process exited with `code`, showing its stderr if not.
-pub fn assert_exit(output: &std::process::Output, code: i32) {
+pub(crate) fn assert_exit(output: &std::process::Output, code: i32) {
     assert_eq!(
         output.status.code(),
         Some(code),

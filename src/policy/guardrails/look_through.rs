@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 /// A command the guardrails judge, with where its last arguments come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GuardForm {
+pub(super) struct GuardForm {
     pub argv: Vec<String>,
     /// Arguments are appended or filled in when it runs (`xargs CMD`, `find -exec CMD
     /// {}`): its targets are not known before it runs.
@@ -125,7 +125,7 @@ const WRAPPERS: &[Wrapper] = &[
 const MAX_FORMS: usize = 64;
 
 /// `argv` and every command it runs through the wrappers above.
-pub fn forms(argv: &[String]) -> Vec<GuardForm> {
+pub(super) fn forms(argv: &[String]) -> Vec<GuardForm> {
     let mut out = Vec::new();
     let mut queue = VecDeque::from([GuardForm {
         argv: argv.to_vec(),

@@ -25,13 +25,13 @@ use std::fmt;
 use std::time::Duration;
 
 /// Longer command lines are not analysed (reported as [`Opaque::TooComplex`]).
-pub const MAX_INPUT: usize = 100 * 1024;
+pub(crate) const MAX_INPUT: usize = 100 * 1024;
 /// Deeper syntactic nesting (subshells, substitutions, `bash -c` levels …) is not
 /// followed, so that hostile input cannot exhaust the stack.
-pub const MAX_DEPTH: usize = 100;
+pub(crate) const MAX_DEPTH: usize = 100;
 /// Parsing is abandoned after this long (tree-sitter's error recovery can be slow on
 /// pathological input).
-pub const PARSE_TIME_LIMIT: Duration = Duration::from_secs(2);
+pub(crate) const PARSE_TIME_LIMIT: Duration = Duration::from_secs(2);
 
 /// What a command line would do, as far as can be known without running it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -138,7 +138,7 @@ pub fn analyse(command_line: &str) -> Analysis {
 /// and `ls -la`, not `lsof`), and the legacy `prefix:*` means `prefix *`. Matched on
 /// [`SimpleCommand::text`], so quoting cannot hide a command from a pattern.
 #[cfg(test)]
-pub fn matches_pattern(pattern: &str, command: &SimpleCommand) -> bool {
+pub(crate) fn matches_pattern(pattern: &str, command: &SimpleCommand) -> bool {
     super::command::matches(pattern, &command.text)
 }
 

@@ -193,7 +193,7 @@ pub(super) enum Written {
 }
 
 impl Written {
-    pub fn text<'a>(&'a self, argv: &'a [String]) -> &'a str {
+    pub(super) fn text<'a>(&'a self, argv: &'a [String]) -> &'a str {
         match self {
             Written::Word(index) => argv.get(*index).map_or("", String::as_str),
             Written::Attached(_, value) => value,

@@ -33,7 +33,7 @@ const EXCERPT: usize = 80;
 pub(super) struct Deadline(Instant);
 
 impl Deadline {
-    pub fn start() -> Self {
+    pub(super) fn start() -> Self {
         Deadline(Instant::now() + PARSE_TIME_LIMIT)
     }
 

@@ -29,7 +29,7 @@ pub(super) struct Word {
 }
 
 impl Word {
-    pub fn is_literal(&self) -> bool {
+    pub(super) fn is_literal(&self) -> bool {
         self.shape == Shape::Literal
     }
 }

@@ -15,17 +15,17 @@ use super::Launcher;
 use super::env::scrub;
 
 mod tracker;
-pub use tracker::{ProcessTracker, Token};
+pub(crate) use tracker::{ProcessTracker, Token};
 
 /// How much of the head and of the tail of the output is kept in memory.
-pub const KEEP_HEAD_BYTES: usize = 1 << 20;
+pub(crate) const KEEP_HEAD_BYTES: usize = 1 << 20;
 /// See [`KEEP_HEAD_BYTES`].
-pub const KEEP_TAIL_BYTES: usize = 1 << 20;
+pub(crate) const KEEP_TAIL_BYTES: usize = 1 << 20;
 
 /// The environment every shell command gets on top of drover's own: tools that would
 /// otherwise prompt, page or open an editor behave as in CI, and scripts can tell (via
 /// `DROVER=1`) that nobody is watching.
-pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
+pub(crate) const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
     ("CI", "true"),
     ("GIT_TERMINAL_PROMPT", "0"),
     ("GIT_PAGER", "cat"),
@@ -42,7 +42,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// How a shell command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShellOutcome {
+pub(crate) struct ShellOutcome {
     /// None when killed by a signal or the timeout.
     pub exit_code: Option<i32>,
     pub timed_out: bool,
@@ -55,7 +55,7 @@ pub struct ShellOutcome {
 /// including processes that left the group or the session; killing the launcher itself
 /// would orphan them. Without a launcher (unit tests), the process group is killed.
 #[derive(Debug)]
-pub struct Stopper {
+pub(crate) struct Stopper {
     pgid: Option<Pid>,
     lifeline: Mutex<Option<std::io::PipeWriter>>,
     stopped: tokio::sync::Notify,
@@ -64,7 +64,7 @@ pub struct Stopper {
 
 impl Stopper {
     /// Resolves once [`Stopper::stop`] has been called (at once if it already was).
-    pub async fn stopped(&self) {
+    pub(crate) async fn stopped(&self) {
         let notified = self.stopped.notified();
         if self.is_stopped() {
             return;
@@ -78,7 +78,7 @@ impl Stopper {
 
     /// Ask for the command's end: the lifeline is closed (or the group killed). Returns at
     /// once; await the launcher's exit to know everything is gone.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let lifeline = self
             .lifeline
             .lock()
@@ -99,7 +99,7 @@ impl Stopper {
 
     /// The last resort when the launcher did not exit after [`Stopper::stop`]: kill its
     /// process group outright.
-    pub fn force(&self) {
+    pub(crate) fn force(&self) {
         self.stop();
         if let Some(pgid) = self.pgid {
             kill_group(pgid);
@@ -109,7 +109,7 @@ impl Stopper {
 
 /// How long the launcher may take to kill a command's tree and exit after its lifeline
 /// is cut, before it is killed itself.
-pub const STOP_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Output retained with bounded memory: the first and the last bytes, and a count of
 /// what was dropped between them.
@@ -197,7 +197,7 @@ pub(crate) fn lock(capture: &Mutex<Capture>) -> std::sync::MutexGuard<'_, Captur
 /// How the agent's commands are started: the environment they get and the sandbox they
 /// run in. Shared by every Bash call of a task (foreground and background).
 #[derive(Debug, Clone, Default)]
-pub struct CommandEnv {
+pub(crate) struct CommandEnv {
     /// The sandbox launcher, or None to run commands unsandboxed (`sandbox: off`, tests).
     pub sandbox: Option<Launcher>,
     /// The task's private temporary directory, given to commands as `TMPDIR`.
@@ -212,7 +212,7 @@ pub struct CommandEnv {
 
 impl CommandEnv {
     /// The directory a command may write scratch files to (the private `TMPDIR`).
-    pub fn tmpdir(&self) -> Option<&Path> {
+    pub(crate) fn tmpdir(&self) -> Option<&Path> {
         self.tmpdir.as_deref()
     }
 
@@ -297,12 +297,12 @@ pub(crate) struct Spawned {
 
 impl Spawned {
     /// The output pipe (once).
-    pub fn take_reader(&mut self) -> Option<std::io::PipeReader> {
+    pub(crate) fn take_reader(&mut self) -> Option<std::io::PipeReader> {
         self.reader.take()
     }
 
     /// Wait for the launcher's exit.
-    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+    pub(crate) async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
         match self.child.as_mut() {
             Some(child) => child.wait().await,
             None => Err(std::io::Error::other("the command was already reaped")),
@@ -310,7 +310,7 @@ impl Spawned {
     }
 
     /// Stop the command and wait until its launcher is gone.
-    pub async fn stop_and_wait(&mut self) {
+    pub(crate) async fn stop_and_wait(&mut self) {
         self.stopper.stop();
         if let Some(child) = self.child.as_mut() {
             wait_stopped(child, &self.stopper).await;
@@ -388,7 +388,7 @@ pub(crate) fn pump(
 /// passed, the model key's variable always). Checks run this way with an `env` that has
 /// no sandbox and no private `TMPDIR`: they are the user's commands, but they run code
 /// the agent wrote (`cargo test`), which has no business with drover's keys.
-pub async fn run_shell(
+pub(crate) async fn run_shell(
     command: &str,
     cwd: &Path,
     timeout: Duration,
@@ -400,7 +400,7 @@ pub async fn run_shell(
 /// [`run_shell`] the agent's way: started as `env` says (scrubbed environment, private
 /// `TMPDIR`, sandbox), with more environment variables (set after
 /// [`NON_INTERACTIVE_ENV`]).
-pub async fn run_shell_with_env(
+pub(crate) async fn run_shell_with_env(
     command: &str,
     cwd: &Path,
     timeout: Duration,

@@ -12,7 +12,7 @@ use super::Stopper;
 
 /// The live commands of one task (foreground and background, checks too).
 #[derive(Debug, Default)]
-pub struct ProcessTracker {
+pub(crate) struct ProcessTracker {
     inner: Mutex<Inner>,
     changed: Notify,
 }
@@ -25,7 +25,7 @@ struct Inner {
 
 /// Held while a command's launcher may still run; dropping it unregisters the command.
 #[derive(Debug)]
-pub struct Token {
+pub(crate) struct Token {
     tracker: Arc<ProcessTracker>,
     id: u64,
 }
@@ -44,7 +44,7 @@ impl ProcessTracker {
     }
 
     /// Register a started command until the returned token is dropped.
-    pub fn register(self: &Arc<Self>, stopper: &Arc<Stopper>) -> Token {
+    pub(crate) fn register(self: &Arc<Self>, stopper: &Arc<Stopper>) -> Token {
         let mut inner = self.lock();
         inner.next += 1;
         let id = inner.next;
@@ -56,13 +56,13 @@ impl ProcessTracker {
     }
 
     /// How many commands may still run.
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.lock().live.len()
     }
 
     /// Stop every live command and wait until all are gone, at most `limit`. Returns
     /// whether all are gone.
-    pub async fn stop_all_and_wait(&self, limit: Duration) -> bool {
+    pub(crate) async fn stop_all_and_wait(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let notified = self.changed.notified();

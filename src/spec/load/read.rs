@@ -9,10 +9,10 @@ use std::path::Path;
 use super::{Position, SpecError};
 
 /// No real spec comes near this; a larger file is refused before it is parsed.
-pub const MAX_SPEC_BYTES: u64 = 4 * 1024 * 1024;
+pub(super) const MAX_SPEC_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The text of the spec at `path`.
-pub fn spec_text(path: &Path) -> Result<String, SpecError> {
+pub(super) fn spec_text(path: &Path) -> Result<String, SpecError> {
     let io = |source: std::io::Error| SpecError::Io {
         path: path.to_path_buf(),
         source,

@@ -16,7 +16,7 @@ use crate::workspace::{RelPath, Roots};
 
 /// One path that differs from the start.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     pub path: RelPath,
     /// What is there now; `None` when the file was deleted.
     pub now: Option<Now>,
@@ -24,14 +24,14 @@ pub struct Change {
 
 /// A file as it is at the end.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Now {
+pub(crate) struct Now {
     pub mode: u32,
     pub content: Content,
 }
 
 /// What changed between the start and the end.
 #[derive(Debug, Default)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// Sorted by path (bytes): added, modified (content or mode) and deleted files.
     pub changes: Vec<Change>,
     /// Files added, changed or deleted where the starting rules leave them out of the
@@ -43,14 +43,14 @@ pub struct Comparison {
 
 impl Comparison {
     /// The changed paths, sorted.
-    pub fn paths(&self) -> Vec<RelPath> {
+    pub(crate) fn paths(&self) -> Vec<RelPath> {
         self.changes.iter().map(|c| c.path.clone()).collect()
     }
 }
 
 impl Baseline {
     /// Compare the workspace as it is now with its starting state.
-    pub fn compare_until(&self, stop: Stop<'_>) -> io::Result<Comparison> {
+    pub(crate) fn compare_until(&self, stop: Stop<'_>) -> io::Result<Comparison> {
         let roots = Roots::new(std::slice::from_ref(&self.root));
         let start_unreadable: HashSet<&RelPath> = self.unreadable.iter().map(|(p, _)| p).collect();
         let mut comparison = Comparison::default();

@@ -18,7 +18,7 @@ use crate::workspace::RelPath;
 
 /// One clean-candidate entry: the blob id and the metadata git recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexEntry {
+pub(super) struct IndexEntry {
     pub id: [u8; 20],
     pub mode: u32,
     /// As git stores them: 32-bit truncated values.
@@ -27,7 +27,7 @@ pub struct IndexEntry {
 
 /// The metadata fields git compares (`ie_match_stat`), truncated to 32 bits as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IndexStat {
+pub(super) struct IndexStat {
     pub ctime: (u32, u32),
     pub mtime: (u32, u32),
     pub ino: u32,
@@ -37,7 +37,7 @@ pub struct IndexStat {
 impl IndexStat {
     /// Does the file's current metadata still match, and was the entry written safely
     /// before the file's last change could have happened (not "racily clean")?
-    pub fn matches(&self, current: &StatKey, index_written: Timestamp) -> bool {
+    pub(super) fn matches(&self, current: &StatKey, index_written: Timestamp) -> bool {
         let same_time = |stored: (u32, u32), now: Timestamp| {
             stored.0 == now.seconds as u32 && (stored.1 == 0 || stored.1 == now.nanos)
         };
@@ -60,7 +60,7 @@ impl IndexStat {
 
 /// The repository around a workspace, as far as the baseline needs it.
 #[derive(Debug)]
-pub struct GitIndex {
+pub(super) struct GitIndex {
     /// The object directory holding the blobs the entries name.
     pub objects: PathBuf,
     /// Tracked files below the workspace, relative to it.
@@ -81,7 +81,7 @@ const INTENT_TO_ADD: u16 = 0x2000;
 /// The index of the repository `workspace` lies in, limited to the files below it;
 /// `None` when there is none or it is of a kind not understood (then nothing is taken
 /// on trust).
-pub fn load(workspace: &Path) -> Option<GitIndex> {
+pub(super) fn load(workspace: &Path) -> Option<GitIndex> {
     load_saved(&IndexSnapshot::take(workspace)?, workspace)
 }
 
@@ -89,7 +89,7 @@ pub fn load(workspace: &Path) -> Option<GitIndex> {
 /// when a run starts, before any agent can write to `.git`, so a later task's baseline
 /// is not fooled by an index an earlier task's agent forged.
 #[derive(Debug)]
-pub struct IndexSnapshot {
+pub(crate) struct IndexSnapshot {
     /// The top of the work tree (the directory holding `.git`).
     top: PathBuf,
     objects: PathBuf,
@@ -101,12 +101,12 @@ pub struct IndexSnapshot {
 
 impl IndexSnapshot {
     /// The top of the work tree the index belongs to.
-    pub fn top(&self) -> &Path {
+    pub(crate) fn top(&self) -> &Path {
         &self.top
     }
 
     /// Keep aside the index of the repository `workspace` lies in.
-    pub fn take(workspace: &Path) -> Option<IndexSnapshot> {
+    pub(crate) fn take(workspace: &Path) -> Option<IndexSnapshot> {
         let (top, git_dir) = find_repository(workspace)?;
         let common = common_dir(&git_dir);
         if uses_other_object_format(&common) {
@@ -130,12 +130,12 @@ impl IndexSnapshot {
 }
 
 /// The top of the work tree of the repository `workspace` lies in (canonical).
-pub fn repository_top(workspace: &Path) -> Option<PathBuf> {
+pub(crate) fn repository_top(workspace: &Path) -> Option<PathBuf> {
     find_repository(workspace)?.0.canonicalize().ok()
 }
 
 /// The entries of a saved index below `workspace` (canonical), relative to it.
-pub fn load_saved(snapshot: &IndexSnapshot, workspace: &Path) -> Option<GitIndex> {
+pub(super) fn load_saved(snapshot: &IndexSnapshot, workspace: &Path) -> Option<GitIndex> {
     let prefix = workspace.strip_prefix(&snapshot.top).ok()?;
     let prefix = RelPath::from_relative(prefix);
     let file = std::fs::File::open(snapshot.saved.path().join("index")).ok()?;

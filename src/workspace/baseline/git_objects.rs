@@ -21,7 +21,7 @@ use super::{BlobId, MAX_DIFFED_FILE};
 const ANSWER_DEADLINE: Duration = Duration::from_secs(60);
 
 /// A running `git cat-file --batch`, killed when dropped.
-pub struct GitObjects {
+pub(super) struct GitObjects {
     child: Child,
     input: ChildStdin,
     answers: Receiver<io::Result<(String, Vec<u8>)>>,
@@ -33,7 +33,7 @@ pub struct GitObjects {
 
 impl GitObjects {
     /// Start reading from `objects` (a repository's object directory).
-    pub fn open(objects: &Path) -> io::Result<GitObjects> {
+    pub(super) fn open(objects: &Path) -> io::Result<GitObjects> {
         GitObjects::open_with_deadline(objects, ANSWER_DEADLINE)
     }
 
@@ -78,7 +78,7 @@ impl GitObjects {
     }
 
     /// The content of blob `id`, verified.
-    pub fn get(&mut self, id: &BlobId) -> io::Result<Vec<u8>> {
+    pub(super) fn get(&mut self, id: &BlobId) -> io::Result<Vec<u8>> {
         if self.stopped {
             return Err(io::Error::other(
                 "git was stopped after an earlier blob took too long",
@@ -182,7 +182,7 @@ fn read_answers(
 /// Whether a `git` executable is on PATH (else the baseline keeps every file itself).
 /// Looked up rather than run: starting `git --version` would cost every task a few
 /// milliseconds.
-pub fn git_available() -> bool {
+pub(super) fn git_available() -> bool {
     use std::os::unix::fs::PermissionsExt;
     let Some(path) = std::env::var_os("PATH") else {
         return false;

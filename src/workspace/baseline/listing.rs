@@ -13,7 +13,7 @@ use crate::workspace::RelPath;
 
 /// What an entry is, as the listing (or, failing that, `stat`) says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     File,
     Dir,
     Symlink,
@@ -22,7 +22,7 @@ pub enum Kind {
 }
 
 /// One listed entry of a directory.
-pub struct Child {
+pub(super) struct Child {
     /// Its path from the root (the directory's path and its name).
     pub relative: RelPath,
     pub kind: Kind,
@@ -30,7 +30,7 @@ pub struct Child {
 }
 
 /// What listing a directory found.
-pub enum Listing {
+pub(super) enum Listing {
     /// Its entries, in reverse name order (a walk pops the next from the end).
     Entries(Vec<Child>),
     /// It is gone, or no longer a directory (a symlink now): not there to walk.
@@ -40,7 +40,7 @@ pub enum Listing {
 }
 
 /// List directory `relative` (not the root) beneath `root_fd`.
-pub fn list_dir(root_fd: &OwnedFd, root: &Path, relative: &RelPath) -> Listing {
+pub(super) fn list_dir(root_fd: &OwnedFd, root: &Path, relative: &RelPath) -> Listing {
     let at = root.join(relative.to_path());
     match open_dir_beneath(root_fd, relative) {
         Ok(fd) => match list(fd, &at, relative) {
@@ -70,7 +70,7 @@ fn open_dir_beneath(root_fd: &OwnedFd, relative: &RelPath) -> rustix::io::Result
 /// The entries of the open directory `fd`, files `stat`ed, sorted in reverse name order
 /// (the walk pops from the end). Takes the descriptor: reading from a borrowed one would
 /// cost a second open of the directory.
-pub fn list(fd: OwnedFd, shown: &Path, relative: &RelPath) -> io::Result<Vec<Child>> {
+pub(super) fn list(fd: OwnedFd, shown: &Path, relative: &RelPath) -> io::Result<Vec<Child>> {
     let mut children = Vec::new();
     let mut dir = Dir::new(fd).map_err(|e| named(shown, e.into()))?;
     while let Some(entry) = dir.read() {

@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-pub use compare::Comparison;
-pub use git_index::{IndexSnapshot, repository_top};
+pub(crate) use compare::Comparison;
+pub(crate) use git_index::{IndexSnapshot, repository_top};
 use listing::Kind;
 use rules::StartRules;
 use sorted::SortedPaths;
@@ -40,29 +40,29 @@ use super::{RelPath, Roots};
 
 /// Files larger than this are known by metadata only: never copied, read or diffed
 /// (a change to one is listed, and named in diff.patch as left out).
-pub const MAX_DIFFED_FILE: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_DIFFED_FILE: u64 = 256 * 1024 * 1024;
 
 /// A git blob id (SHA-1 of `blob <len>\0<content>`): git's name for content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BlobId(pub [u8; 20]);
+pub(crate) struct BlobId(pub [u8; 20]);
 
 impl BlobId {
     /// The id of `content`.
-    pub fn of(content: &[u8]) -> BlobId {
+    pub(crate) fn of(content: &[u8]) -> BlobId {
         let mut hasher = store::blob_hasher(content.len() as u64);
         hasher.update(content);
         BlobId(hasher.finalize().into())
     }
 
     /// 40 lowercase hex digits, as git writes it.
-    pub fn hex(&self) -> String {
+    pub(crate) fn hex(&self) -> String {
         crate::digest::hex(&self.0)
     }
 }
 
 /// What the baseline knows of one file's starting content.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Content {
+pub(crate) enum Content {
     /// Identified by id; `source` says where its bytes are kept.
     Blob { id: BlobId, source: Source },
     /// A symlink's target.
@@ -73,7 +73,7 @@ pub enum Content {
 
 /// Where the starting content of a file can be read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// The baseline's own content store.
     Store,
     /// The repository's object database (a clean tracked file).
@@ -86,7 +86,7 @@ pub enum Source {
 }
 
 /// How a baseline is taken.
-pub struct StartOptions<'a> {
+pub(crate) struct StartOptions<'a> {
     /// drover's own paths inside the workspace.
     pub excluded: Exclusions,
     /// For a copied workspace: what it can lean on of its original. The original's build
@@ -99,7 +99,7 @@ pub struct StartOptions<'a> {
 }
 
 /// Where the git index that vouches for clean tracked files comes from.
-pub enum IndexSource<'a> {
+pub(crate) enum IndexSource<'a> {
     /// The repository's index as it is now: right for a workspace no agent has worked
     /// in yet (a fresh worktree).
     Discover,
@@ -109,7 +109,7 @@ pub enum IndexSource<'a> {
 }
 
 /// What the starting state of a copied workspace can lean on.
-pub struct CopyOrigin<'a> {
+pub(crate) struct CopyOrigin<'a> {
     /// The directory the copy was made from (canonical), when the copy is still as it was
     /// made (not after `setup:` changed it).
     pub dir: Option<&'a Path>,
@@ -122,7 +122,7 @@ pub struct CopyOrigin<'a> {
 /// something else planted at one of those names is diffed. The paths are compared as
 /// given (resolve them before any agent runs).
 #[derive(Debug, Clone, Default)]
-pub struct Exclusions {
+pub(crate) struct Exclusions {
     pub dirs: Vec<PathBuf>,
     pub files: Vec<PathBuf>,
 }
@@ -130,7 +130,7 @@ pub struct Exclusions {
 impl Exclusions {
     /// Only directories.
     #[cfg(test)]
-    pub fn dirs(dirs: &[PathBuf]) -> Exclusions {
+    pub(crate) fn dirs(dirs: &[PathBuf]) -> Exclusions {
         Exclusions {
             dirs: dirs.to_vec(),
             files: Vec::new(),
@@ -140,7 +140,7 @@ impl Exclusions {
 
 /// One file of the starting state.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Git's mode: 0o100644, 0o100755 or 0o120000.
     pub mode: u32,
     pub content: Content,
@@ -149,7 +149,7 @@ pub struct Entry {
 
 /// The starting state of a workspace.
 #[derive(Debug)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     root: PathBuf,
     excluded: Exclusions,
     entries: SortedPaths<Entry>,
@@ -174,7 +174,11 @@ impl Baseline {
     /// The starting state of `root`, leaving out the `excluded` directories below it
     /// (drover's own artifacts); stops with [`stopped`] as soon as `stop` says so.
     #[cfg(test)]
-    pub fn take_until(root: &Path, excluded: &[PathBuf], stop: Stop<'_>) -> io::Result<Baseline> {
+    pub(crate) fn take_until(
+        root: &Path,
+        excluded: &[PathBuf],
+        stop: Stop<'_>,
+    ) -> io::Result<Baseline> {
         let options = StartOptions {
             excluded: Exclusions::dirs(excluded),
             origin: None,
@@ -184,7 +188,11 @@ impl Baseline {
     }
 
     /// The starting state of `root` as `options` say (see [`StartOptions`]).
-    pub fn take(root: &Path, options: StartOptions<'_>, stop: Stop<'_>) -> io::Result<Baseline> {
+    pub(crate) fn take(
+        root: &Path,
+        options: StartOptions<'_>,
+        stop: Stop<'_>,
+    ) -> io::Result<Baseline> {
         let StartOptions {
             excluded,
             origin,
@@ -291,7 +299,7 @@ impl Baseline {
     /// A short identity of the whole starting tree (paths, modes and blob ids): equal
     /// fingerprints mean equal trees, so a replay can tell whether it starts from the
     /// same workspace as the recording.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let mut hasher = Sha256::new();
         for (path, entry) in self.entries.iter() {
             // Length prefixes keep the fields' boundaries unambiguous.

@@ -12,7 +12,7 @@ use crate::workspace::{RelPath, Roots};
 
 /// The diff and what it had to leave out.
 #[derive(Debug, Default)]
-pub struct Patch {
+pub(crate) struct Patch {
     /// `git apply`-able; empty when nothing changed.
     pub text: String,
     /// Lines saying which changed files are not in `text`, and why.
@@ -21,7 +21,7 @@ pub struct Patch {
 
 impl Baseline {
     /// The patch from the starting state to the workspace as `comparison` found it.
-    pub fn patch(&self, comparison: &Comparison) -> Patch {
+    pub(crate) fn patch(&self, comparison: &Comparison) -> Patch {
         let roots = Roots::new(std::slice::from_ref(&self.root));
         let mut objects: Option<io::Result<GitObjects>> = None;
         let mut patch = Patch::default();

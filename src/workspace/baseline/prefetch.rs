@@ -31,7 +31,7 @@ struct State {
 
 /// Shared by the walk and its helper thread.
 #[derive(Default)]
-pub struct Prefetcher {
+pub(super) struct Prefetcher {
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -95,7 +95,7 @@ impl Prefetcher {
     /// The listing of `relative`: the helper's if it has it, else made here. While the
     /// helper is still listing it, this thread lists the next wanted directory rather
     /// than wait, so both threads stay busy.
-    pub fn listing(&self, root_fd: &OwnedFd, root: &Path, relative: &RelPath) -> Listing {
+    pub(super) fn listing(&self, root_fd: &OwnedFd, root: &Path, relative: &RelPath) -> Listing {
         let mut state = self.lock();
         loop {
             if let Some(listing) = state.done.remove(relative) {
@@ -116,7 +116,7 @@ impl Prefetcher {
     }
 
     /// The walk will need these directories, the first of `soon` first.
-    pub fn look_ahead(&self, soon: impl DoubleEndedIterator<Item = RelPath>) {
+    pub(super) fn look_ahead(&self, soon: impl DoubleEndedIterator<Item = RelPath>) {
         let mut state = self.lock();
         let before = state.wanted.len();
         state.wanted.extend(soon.rev());
@@ -126,7 +126,7 @@ impl Prefetcher {
     }
 
     /// The helper's loop: list what is wanted until [`Prefetcher::finish`].
-    pub fn run(&self, root_fd: &OwnedFd, root: &Path) {
+    pub(super) fn run(&self, root_fd: &OwnedFd, root: &Path) {
         let mut state = self.lock();
         while !state.finished {
             state = match state.claim_wanted() {
@@ -137,7 +137,7 @@ impl Prefetcher {
     }
 
     /// Stop the helper (the walk is over, or gave up).
-    pub fn finish(&self) {
+    pub(super) fn finish(&self) {
         let mut state = self.lock();
         state.finished = true;
         self.notify(&state);
@@ -145,7 +145,7 @@ impl Prefetcher {
 }
 
 /// Calls [`Prefetcher::finish`] when dropped, so the helper ends however the walk does.
-pub struct FinishOnDrop<'a>(pub &'a Prefetcher);
+pub(super) struct FinishOnDrop<'a>(pub &'a Prefetcher);
 
 impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {

@@ -21,7 +21,7 @@ const MAX_IGNORE_FILE: u64 = 1024 * 1024;
 
 /// The exclusion rules of the starting state.
 #[derive(Debug)]
-pub struct StartRules {
+pub(super) struct StartRules {
     root: PathBuf,
     /// Per directory (the root is the empty path): `.ignore` then `.gitignore`, the
     /// order of precedence the walker of ripgrep uses.
@@ -31,7 +31,7 @@ pub struct StartRules {
 
 impl StartRules {
     /// No rules yet, for the workspace at `root` (canonical).
-    pub fn new(root: &Path) -> StartRules {
+    pub(super) fn new(root: &Path) -> StartRules {
         StartRules {
             root: root.to_path_buf(),
             dirs: HashMap::new(),
@@ -40,7 +40,7 @@ impl StartRules {
     }
 
     /// Count these directories as build trees of the starting state.
-    pub fn add_build_trees(&mut self, trees: &[RelPath]) {
+    pub(super) fn add_build_trees(&mut self, trees: &[RelPath]) {
         self.build_trees.extend(trees.iter().cloned());
     }
 
@@ -49,7 +49,12 @@ impl StartRules {
     /// of its entries is judged.
     /// `holds` says whether the directory's listing has an entry of that name (so
     /// absent files cost no open).
-    pub fn learn_dir(&mut self, roots: &Roots, dir: &RelPath, holds: &dyn Fn(&[u8]) -> bool) {
+    pub(super) fn learn_dir(
+        &mut self,
+        roots: &Roots,
+        dir: &RelPath,
+        holds: &dyn Fn(&[u8]) -> bool,
+    ) {
         let absolute = self.root.join(dir.to_path());
         if dir.as_bytes().is_empty() {
             // The workspace itself is never a build tree.
@@ -83,7 +88,7 @@ impl StartRules {
 
     /// Is `path` left out of the diff by the starting rules (its parent directory being
     /// left out is the caller's to know)?
-    pub fn excludes(&self, path: &RelPath, is_dir: bool) -> bool {
+    pub(super) fn excludes(&self, path: &RelPath, is_dir: bool) -> bool {
         if is_dir && self.build_trees.contains(path) {
             return true;
         }

@@ -6,7 +6,7 @@ use crate::workspace::RelPath;
 
 /// Paths (unique, sorted by bytes) with a value each.
 #[derive(Debug, Clone)]
-pub struct SortedPaths<V> {
+pub(super) struct SortedPaths<V> {
     items: Vec<(RelPath, V)>,
 }
 
@@ -19,7 +19,7 @@ impl<V> Default for SortedPaths<V> {
 impl<V> SortedPaths<V> {
     /// The map of `items` in any order; of two equal paths the first is kept. Sorted and
     /// deduplicated in place: no second copy of the items is made.
-    pub fn from_unsorted(mut items: Vec<(RelPath, V)>) -> SortedPaths<V> {
+    pub(super) fn from_unsorted(mut items: Vec<(RelPath, V)>) -> SortedPaths<V> {
         items.sort_by(|a, b| a.0.cmp(&b.0));
         items.dedup_by(|later, earlier| later.0 == earlier.0);
         items.shrink_to_fit();
@@ -27,14 +27,14 @@ impl<V> SortedPaths<V> {
     }
 
     /// Where `path` is, if it is there.
-    pub fn position(&self, path: &RelPath) -> Option<usize> {
+    pub(super) fn position(&self, path: &RelPath) -> Option<usize> {
         self.items.binary_search_by(|(p, _)| p.cmp(path)).ok()
     }
 
     /// [`SortedPaths::position`] for lookups made in about sorted order (a walk's):
     /// `cursor` is just past the last one found, and the entry there is tried before a
     /// binary search, so an in-order lookup costs one comparison.
-    pub fn position_from(&self, path: &RelPath, cursor: &mut usize) -> Option<usize> {
+    pub(super) fn position_from(&self, path: &RelPath, cursor: &mut usize) -> Option<usize> {
         let found = match self.items.get(*cursor) {
             Some((at_cursor, _)) if at_cursor == path => Some(*cursor),
             _ => self.position(path),
@@ -45,20 +45,20 @@ impl<V> SortedPaths<V> {
         found
     }
 
-    pub fn get(&self, path: &RelPath) -> Option<&V> {
+    pub(super) fn get(&self, path: &RelPath) -> Option<&V> {
         self.position(path).map(|at| &self.items[at].1)
     }
 
     /// The entry at a position [`SortedPaths::position`] gave.
-    pub fn at(&self, position: usize) -> Option<&(RelPath, V)> {
+    pub(super) fn at(&self, position: usize) -> Option<&(RelPath, V)> {
         self.items.get(position)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &(RelPath, V)> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &(RelPath, V)> {
         self.items.iter()
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.items.len()
     }
 }

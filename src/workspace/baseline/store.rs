@@ -12,7 +12,7 @@ use super::BlobId;
 
 /// A content-addressed directory that lives as long as the task's baseline.
 #[derive(Debug)]
-pub struct Store {
+pub(super) struct Store {
     dir: tempfile::TempDir,
 }
 
@@ -22,7 +22,7 @@ const CHUNK: usize = 64 * 1024;
 impl Store {
     /// A new, empty store in the system temp directory (named so that a later run
     /// removes it if this drover is killed).
-    pub fn new() -> io::Result<Store> {
+    pub(super) fn new() -> io::Result<Store> {
         let dir = tempfile::Builder::new()
             .prefix(&crate::workspace::leftovers::temp_prefix("base"))
             .tempdir()?;
@@ -32,7 +32,7 @@ impl Store {
     /// Copy everything `source` yields into the store and return its blob id. `size` is
     /// what the file's metadata said: if the content turns out to be of another length
     /// (it changed while being read), the id is computed again from what was stored.
-    pub fn put(&self, source: &mut impl Read, size: u64) -> io::Result<BlobId> {
+    pub(super) fn put(&self, source: &mut impl Read, size: u64) -> io::Result<BlobId> {
         let mut temp = tempfile::NamedTempFile::new_in(self.dir.path())?;
         let mut hasher = blob_hasher(size);
         let copied = for_each_chunk(source, |chunk| {
@@ -54,7 +54,7 @@ impl Store {
 
     /// The content stored under `id`, checked against it (a store that was tampered
     /// with gives an error, never other bytes).
-    pub fn get(&self, id: &BlobId) -> io::Result<Vec<u8>> {
+    pub(super) fn get(&self, id: &BlobId) -> io::Result<Vec<u8>> {
         let content = std::fs::read(self.path_of(id))?;
         if BlobId::of(&content) != *id {
             return Err(io::Error::new(
@@ -91,14 +91,14 @@ fn for_each_chunk(
 }
 
 /// A SHA-1 hasher already fed git's blob header for `size` bytes of content.
-pub fn blob_hasher(size: u64) -> Sha1 {
+pub(super) fn blob_hasher(size: u64) -> Sha1 {
     let mut hasher = Sha1::new();
     hasher.update(format!("blob {size}\0").as_bytes());
     hasher
 }
 
 /// The blob id of the `size` bytes `reader` yields, read in chunks.
-pub fn hash_reader(reader: &mut impl Read, size: u64) -> io::Result<BlobId> {
+pub(super) fn hash_reader(reader: &mut impl Read, size: u64) -> io::Result<BlobId> {
     let mut hasher = blob_hasher(size);
     let total = for_each_chunk(reader, |chunk| {
         hasher.update(chunk);

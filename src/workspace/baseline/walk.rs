@@ -23,7 +23,7 @@ use crate::workspace::snapshot::{Stop, stopped};
 use crate::workspace::{RelPath, Roots};
 
 /// One entry below the root.
-pub struct Walked {
+pub(super) struct Walked {
     pub relative: RelPath,
     pub kind: Kind,
     /// Taken without following symlinks; not taken for directories (nothing needs it,
@@ -36,7 +36,7 @@ pub struct Walked {
 }
 
 /// How the walk treats the ignore rules.
-pub enum Rules<'a> {
+pub(super) enum Rules<'a> {
     /// The start: read each directory's ignore files (beneath `roots`) as it is reached.
     Learn(&'a mut StartRules, &'a Roots),
     /// The end: judge by what the start learned; files the agent wrote do not count.
@@ -53,7 +53,7 @@ struct Frame {
 /// Walk `root` (canonical) in a fixed order (each directory's entries sorted by name,
 /// depth first), calling `visit` for every entry but the root, its `.git` and the
 /// `excluded` paths below the root; stops with [`stopped`] as soon as `stop` says.
-pub fn walk(
+pub(super) fn walk(
     root: &Path,
     excluded: &Exclusions,
     mut rules: Rules<'_>,

@@ -9,7 +9,7 @@ const ALPHABET: &[u8; 85] =
 const LINE_BYTES: usize = 52;
 
 /// Encode `data` as base85: every 4 bytes (the last group zero-padded) become 5 chars.
-pub fn encode(data: &[u8]) -> String {
+pub(super) fn encode(data: &[u8]) -> String {
     let mut out = String::with_capacity(data.len().div_ceil(4) * 5);
     for group in data.chunks(4) {
         let mut word = [0u8; 4];
@@ -27,7 +27,7 @@ pub fn encode(data: &[u8]) -> String {
 
 /// The lines of a binary patch body: each starts with a length char (`A`–`Z` for 1–26
 /// bytes, `a`–`z` for 27–52) followed by the base85 of up to 52 bytes, and ends in `\n`.
-pub fn encode_lines(data: &[u8]) -> String {
+pub(super) fn encode_lines(data: &[u8]) -> String {
     let mut out = String::new();
     for line in data.chunks(LINE_BYTES) {
         // chunks() yields 1..=52 bytes, so the length char stays in A-Z / a-z.

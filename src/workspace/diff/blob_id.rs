@@ -5,7 +5,7 @@
 use sha1::{Digest, Sha1};
 
 /// The id git would give a blob with this content, as 40 lowercase hex digits.
-pub fn blob_id(content: &[u8]) -> String {
+pub(crate) fn blob_id(content: &[u8]) -> String {
     let mut sha = Sha1::new();
     sha.update(format!("blob {}\0", content.len()).as_bytes());
     sha.update(content);
@@ -13,7 +13,7 @@ pub fn blob_id(content: &[u8]) -> String {
 }
 
 /// The id git writes for "no file" (`new file` / `deleted file` sides).
-pub const NULL_ID: &str = "0000000000000000000000000000000000000000";
+pub(super) const NULL_ID: &str = "0000000000000000000000000000000000000000";
 
 #[cfg(test)]
 mod tests {
