@@ -5,6 +5,7 @@ mod checks;
 mod conflicts;
 mod expect;
 pub(crate) mod interrupt;
+mod plan_error;
 mod prepare;
 pub(crate) mod progress;
 mod replay;
@@ -13,8 +14,11 @@ mod setup;
 pub(crate) mod shard;
 pub(crate) mod spec_checks;
 mod task;
+mod task_end;
+mod task_error;
 mod task_folder;
 mod task_redaction;
+mod task_start;
 mod worktree;
 
 use std::path::{Path, PathBuf};
@@ -26,6 +30,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
+pub(crate) use plan_error::PlanError;
 pub(crate) use replay::{ReplayOptions, plan_replay};
 pub(crate) use task::{ModelSource, TaskPlan, run_task, unfinished_report};
 
@@ -50,7 +55,7 @@ pub(crate) fn plan_tasks(
     specs: Vec<LoadedSpec>,
     overrides: &Overrides,
     jobs: usize,
-) -> Result<Vec<TaskPlan>, Vec<String>> {
+) -> Result<Vec<TaskPlan>, Vec<PlanError>> {
     let mut plans = Vec::new();
     let mut errors = Vec::new();
     for spec in specs {
@@ -59,9 +64,17 @@ pub(crate) fn plan_tasks(
             Err(error) => errors.push(error),
         }
     }
-    errors.extend(conflicts::reserved_names(&plans));
+    errors.extend(
+        conflicts::reserved_names(&plans)
+            .into_iter()
+            .map(PlanError::Conflict),
+    );
     if jobs > 1 {
-        errors.extend(conflicts::shared_workspaces(&plans, jobs));
+        errors.extend(
+            conflicts::shared_workspaces(&plans, jobs)
+                .into_iter()
+                .map(PlanError::Conflict),
+        );
     }
     if errors.is_empty() {
         Ok(plans)
@@ -71,7 +84,7 @@ pub(crate) fn plan_tasks(
 }
 
 /// Plan one task, or every reason (all of them, not only the first) it cannot run.
-fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String> {
+fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanError> {
     let mut errors = Vec::new();
     let model_spec = &spec.spec.model.value;
     let provider = overrides.provider.unwrap_or(model_spec.provider);
@@ -86,8 +99,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         .is_none()
     {
         errors.push(format!(
-            "{}: limits.max_cost_usd needs the model's price, but drover has no price for model {:?}; add model.pricing",
-            spec.path.display(),
+            "limits.max_cost_usd needs the model's price, but drover has no price for model {:?}; add model.pricing",
             name.clone().unwrap_or_default()
         ));
     }
@@ -95,10 +107,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         Provider::Script => match model_spec.script.clone() {
             Some(turns) => Some(ModelSource::Script { name, turns }),
             None => {
-                errors.push(format!(
-                    "{}: --provider script needs the spec to have model.script",
-                    spec.path.display()
-                ));
+                errors.push("--provider script needs the spec to have model.script".to_string());
                 None
             }
         },
@@ -111,16 +120,14 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
                         expectations: None,
                     }),
                     Err(e) => {
-                        errors.push(format!("{}: model.transcript: {e}", spec.path.display()));
+                        errors.push(format!("model.transcript: {e}"));
                         None
                     }
                 }
             }
             None => {
-                errors.push(format!(
-                    "{}: --provider replay needs the spec to have model.transcript",
-                    spec.path.display()
-                ));
+                errors
+                    .push("--provider replay needs the spec to have model.transcript".to_string());
                 None
             }
         },
@@ -129,7 +136,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
             match RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok()) {
                 Ok(config) => Some(ModelSource::Remote(Box::new(config))),
                 Err(e) => {
-                    errors.push(format!("{}: {e}", spec.path.display()));
+                    errors.push(e.to_string());
                     None
                 }
             }
@@ -141,19 +148,23 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, String
         .unwrap_or_else(|| spec.workspace_dir());
     if !origin.is_dir() {
         errors.push(format!(
-            "{}: the workspace {} is not a directory; fix `workspace:` (relative to the spec file) or pass --workspace",
-            spec.path.display(),
+            "the workspace {} is not a directory; fix `workspace:` (relative to the spec file) or pass --workspace",
             origin.display()
         ));
     } else if spec.spec.isolation == Isolation::Worktree
         && let Err(e) = worktree::locate(&origin)
     {
-        errors.push(format!("{}: {e}", spec.path.display()));
+        errors.push(e.to_string());
     }
     let Some(model) = model.filter(|_| errors.is_empty()) else {
-        return Err(errors.join("\n"));
+        return Err(PlanError::Spec {
+            spec: spec.path.clone(),
+            problems: errors,
+        });
     };
+    let rules = spec_checks::rule_set(&spec)?;
     Ok(TaskPlan {
+        rules,
         max_turns: overrides
             .max_turns
             .or(spec.spec.limits.max_turns.as_ref().map(|l| l.value)),

@@ -7,6 +7,7 @@ use crate::agent::ReplayExpectations;
 use crate::record::{Event, TranscriptReader};
 use crate::spec::{self, Isolation};
 
+use super::plan_error::{PlanError, ReplayError};
 use super::task::{ModelSource, TaskPlan};
 
 pub(crate) struct ReplayOptions {
@@ -21,15 +22,15 @@ pub(crate) struct ReplayOptions {
 }
 
 /// Read the transcript and plan the replay. Errors are bad input (exit 2).
-pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
+pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError> {
     // A forged or damaged transcript is refused before anything of it runs.
-    crate::record::chain::verify_file(&options.transcript).map_err(|e| {
-        format!(
-            "{}; it is not replayed (`drover transcript verify` checks a transcript)",
-            e.at(&options.transcript)
-        )
+    crate::record::chain::verify_file(&options.transcript).map_err(|source| {
+        ReplayError::Forged {
+            transcript: options.transcript.clone(),
+            source,
+        }
     })?;
-    let events = TranscriptReader::read(&options.transcript).map_err(|e| e.to_string())?;
+    let events = TranscriptReader::read(&options.transcript).map_err(ReplayError::from)?;
     let Some(Event::RunStart {
         spec_path,
         spec_yaml,
@@ -40,24 +41,24 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
         ..
     }) = events.first().cloned()
     else {
-        return Err(format!(
-            "{}: the transcript does not start with a run_start event; it cannot be replayed",
-            options.transcript.display()
-        ));
+        return Err(ReplayError::NoRunStart {
+            transcript: options.transcript.clone(),
+        }
+        .into());
     };
     let output = options.artifacts.join(&task).join("transcript.jsonl");
     if same_file(&output, &options.transcript) {
-        return Err(format!(
-            "replaying {} into {} would overwrite the transcript being replayed; pass --artifacts with another directory",
-            options.transcript.display(),
-            options.artifacts.display()
-        ));
+        return Err(ReplayError::WouldOverwrite {
+            transcript: options.transcript.clone(),
+            artifacts: options.artifacts.clone(),
+        }
+        .into());
     }
-    let mut spec = spec::parse(Path::new(&spec_path), spec_yaml).map_err(|e| {
-        format!(
-            "the spec recorded in {} no longer loads: {e}",
-            options.transcript.display()
-        )
+    let mut spec = spec::parse(Path::new(&spec_path), spec_yaml).map_err(|source| {
+        ReplayError::SpecNoLongerLoads {
+            transcript: options.transcript.clone(),
+            source,
+        }
     })?;
     // The transcript says what runs: its checks only when asked, and its commands always
     // in the sandbox with the network off, whatever the recorded spec says.
@@ -101,12 +102,11 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, String> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(&workspace));
     if !origin.is_dir() {
-        return Err(format!(
-            "the recorded workspace {} is not a directory here; pass --workspace DIR with a checkout of the run's starting state",
-            origin.display()
-        ));
+        return Err(ReplayError::NoWorkspace { workspace: origin }.into());
     }
+    let rules = super::spec_checks::rule_set(&spec)?;
     Ok(TaskPlan {
+        rules,
         max_turns,
         spec,
         model: ModelSource::Replay {

@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use super::task_error::TaskError;
+use crate::policy::RuleSet;
 use crate::sandbox::exec::CommandEnv;
-use crate::sandbox::{Launcher, ResourceLimits, SandboxPolicy, TaskSandbox};
+use crate::sandbox::{Launcher, ResourceLimits, SandboxError, SandboxPolicy, TaskSandbox};
 use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, SandboxSpec, Switch};
 
 /// The command environment of one task, alive as long as the task.
@@ -89,7 +91,7 @@ impl TaskCommands {
     /// The environment a check runs with: the task's scrubbed environment and private
     /// `TMPDIR`, and its sandbox unless the check's own `sandbox:` says otherwise (a
     /// check runs code the agent wrote, so it is confined like the agent by default).
-    pub(super) fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, String> {
+    pub(super) fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, SandboxError> {
         let task_sandbox_on = self.task_sandbox_on();
         let policy = match &check.sandbox {
             None if task_sandbox_on => Some(self.policy.clone()),
@@ -111,7 +113,7 @@ impl TaskCommands {
     /// The environment a `setup:` command runs with: the task's scrubbed environment
     /// and sandbox, with the network on (fetching is what setup is for) unless the
     /// entry's own `sandbox:` says otherwise.
-    pub(super) fn for_setup(&self, step: &CheckSpec) -> Result<CommandEnv, String> {
+    pub(super) fn for_setup(&self, step: &CheckSpec) -> Result<CommandEnv, SandboxError> {
         if step.sandbox.is_some() {
             return self.for_check(step);
         }
@@ -134,7 +136,7 @@ impl TaskCommands {
     }
 
     /// The task's command environment under `policy` (None: unsandboxed).
-    fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<CommandEnv, String> {
+    fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<CommandEnv, SandboxError> {
         let sandbox = match &self.env.sandbox {
             Some(launcher) => Some(launcher.with_policy(policy)?),
             None => None,
@@ -151,13 +153,14 @@ impl TaskCommands {
 /// An Err is an internal error (no temporary directory, no executable).
 pub(super) async fn task_commands(
     spec: &LoadedSpec,
+    rules: &RuleSet,
     workspace: &Path,
     probe: bool,
-) -> Result<TaskCommands, String> {
+) -> Result<TaskCommands, TaskError> {
     let tmpdir = tempfile::Builder::new()
         .prefix(&crate::workspace::leftovers::temp_prefix("tmp"))
         .tempdir()
-        .map_err(|e| format!("cannot create the task's temporary directory: {e}"))?;
+        .map_err(TaskError::TempDir)?;
     let tmp_path = tmpdir
         .path()
         .canonicalize()
@@ -181,7 +184,6 @@ pub(super) async fn task_commands(
     let (network, limits) = setting.unwrap_or_default();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let additional = spec.additional_directories();
-    let rules = super::spec_checks::rule_set(spec).map_err(|e| e.to_string())?;
     let read_denials = crate::policy::read_denials(&rules.deny, home.as_deref());
     let mut policy = SandboxPolicy::for_task(&TaskSandbox {
         workspace,
@@ -209,7 +211,6 @@ pub(super) async fn task_commands(
     let launcher = Launcher::new(Some(policy.clone()))?;
     let unavailable = if probe {
         launcher.probe().await.err().map(|reason| {
-            let reason = reason.strip_prefix("drover sandbox: ").unwrap_or(&reason);
             format!(
                 "the OS sandbox for shell commands cannot be enforced on this machine ({reason}), so the task did not run; run drover on a Linux kernel with Landlock enabled (6.7+ to cut the network), or write `sandbox: off` in the spec to run commands unsandboxed explicitly"
             )

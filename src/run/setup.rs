@@ -7,6 +7,7 @@ use std::path::Path;
 use super::checks::{failure_summary, run_check};
 use super::sandbox::TaskCommands;
 use super::task::{Interrupt, signalled};
+use super::task_error::TaskError;
 use crate::record::transcript::{Event, TranscriptWriter};
 use crate::record::{CheckReport, EndReason, Redactor};
 use crate::spec::CheckSpec;
@@ -29,7 +30,7 @@ pub(super) async fn run_setup(
     transcript: &mut TranscriptWriter,
     interrupt: &mut Option<Interrupt>,
     reports: &mut Vec<CheckReport>,
-) -> Result<Result<(), SetupStopped>, String> {
+) -> Result<Result<(), SetupStopped>, TaskError> {
     let mut stopped = None;
     for step in steps {
         let env = commands.for_setup(step)?;
@@ -46,9 +47,7 @@ pub(super) async fn run_setup(
                 break;
             }
         };
-        transcript
-            .write(Event::setup(&result))
-            .map_err(|e| e.to_string())?;
+        transcript.write(Event::setup(&result))?;
         let passed = result.passed;
         if !passed {
             let why = failure_summary(&result).replacen("check", "setup step", 1);

@@ -26,28 +26,54 @@ pub(super) struct Repository {
     pub prefix: PathBuf,
 }
 
+/// Why a workspace cannot be isolated in a git worktree; each says what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WorktreeError {
+    #[error("isolation: worktree needs git, which cannot run: {0}")]
+    NoGit(#[source] std::io::Error),
+    #[error(
+        "isolation: worktree needs the workspace {} to be inside a git repository ({git_says}); use isolation: copy, or make it a repository (git init, git commit)",
+        workspace.display()
+    )]
+    NotARepository {
+        workspace: PathBuf,
+        git_says: String,
+    },
+    #[error("git rev-parse gave an unexpected answer in {}: {answer:?}", workspace.display())]
+    UnexpectedAnswer { workspace: PathBuf, answer: String },
+    #[error(
+        "isolation: worktree checks out HEAD, but the repository {} has no commit yet; commit first or use isolation: copy",
+        repository.display()
+    )]
+    NoCommit { repository: PathBuf },
+    #[error(
+        "isolation: worktree checks out HEAD, and the workspace's directory {} is not in it (is it uncommitted?); commit it or use isolation: copy",
+        prefix.display()
+    )]
+    NotCommitted { prefix: PathBuf },
+}
+
 /// Find the repository `workspace` belongs to and check it has a commit to check out.
 /// The message says what to do instead.
-pub(super) fn locate(workspace: &Path) -> Result<Repository, String> {
+pub(super) fn locate(workspace: &Path) -> Result<Repository, WorktreeError> {
     let output = git(
         workspace,
         &["rev-parse", "--show-toplevel", "--git-common-dir"],
     )
-    .map_err(|e| format!("isolation: worktree needs git, which cannot run: {e}"))?;
+    .map_err(WorktreeError::NoGit)?;
     if !output.status.success() {
-        return Err(format!(
-            "isolation: worktree needs the workspace {} to be inside a git repository ({}); use isolation: copy, or make it a repository (git init, git commit)",
-            workspace.display(),
-            stderr_line(&output)
-        ));
+        return Err(WorktreeError::NotARepository {
+            workspace: workspace.to_path_buf(),
+            git_says: stderr_line(&output),
+        });
     }
     let text = String::from_utf8_lossy(&output.stdout);
     let mut lines = text.lines();
     let (Some(toplevel), Some(common_dir)) = (lines.next(), lines.next()) else {
-        return Err(format!(
-            "git rev-parse gave an unexpected answer in {}: {text:?}",
-            workspace.display()
-        ));
+        return Err(WorktreeError::UnexpectedAnswer {
+            workspace: workspace.to_path_buf(),
+            answer: text.to_string(),
+        });
     };
     let canonical = |path: PathBuf| path.canonicalize().unwrap_or(path);
     let toplevel = canonical(PathBuf::from(toplevel));
@@ -61,22 +87,18 @@ pub(super) fn locate(workspace: &Path) -> Result<Repository, String> {
         &toplevel,
         &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
     )
-    .map_err(|e| format!("cannot run git: {e}"))?;
+    .map_err(WorktreeError::NoGit)?;
     if !head.status.success() {
-        return Err(format!(
-            "isolation: worktree checks out HEAD, but the repository {} has no commit yet; commit first or use isolation: copy",
-            toplevel.display()
-        ));
+        return Err(WorktreeError::NoCommit {
+            repository: toplevel,
+        });
     }
     if !prefix.as_os_str().is_empty() {
         let tree = format!("HEAD:{}", prefix.to_string_lossy());
         let found = git(&toplevel, &["rev-parse", "--verify", "--quiet", &tree])
-            .map_err(|e| format!("cannot run git: {e}"))?;
+            .map_err(WorktreeError::NoGit)?;
         if !found.status.success() {
-            return Err(format!(
-                "isolation: worktree checks out HEAD, and the workspace's directory {} is not in it (is it uncommitted?); commit it or use isolation: copy",
-                prefix.display()
-            ));
+            return Err(WorktreeError::NotCommitted { prefix });
         }
     }
     Ok(Repository {
@@ -416,7 +438,7 @@ mod tests {
     #[test]
     fn outside_a_repository_or_before_the_first_commit_is_an_error() {
         let plain = tempfile::tempdir().unwrap();
-        let error = locate(plain.path()).unwrap_err();
+        let error = locate(plain.path()).unwrap_err().to_string();
         assert!(error.contains("git repository"), "{error}");
         Command::new("git")
             .arg("-C")
@@ -424,7 +446,7 @@ mod tests {
             .args(["init", "--quiet"])
             .output()
             .unwrap();
-        let error = locate(plain.path()).unwrap_err();
+        let error = locate(plain.path()).unwrap_err().to_string();
         assert!(error.contains("no commit"), "{error}");
     }
 
@@ -432,7 +454,7 @@ mod tests {
     fn a_workspace_directory_missing_from_head_is_an_error() {
         let repo = repo();
         std::fs::create_dir(repo.path().join("new")).unwrap();
-        let error = locate(&repo.path().join("new")).unwrap_err();
+        let error = locate(&repo.path().join("new")).unwrap_err().to_string();
         assert!(error.contains("not in it"), "{error}");
         assert!(locate(&repo.path().join("sub")).is_ok());
     }

@@ -2,6 +2,7 @@
 //! network namespace when it can be had). Only ever called in the launcher, a fresh
 //! single-threaded process that `exec`s the command right after.
 
+use super::SandboxError;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
@@ -35,23 +36,23 @@ pub(super) struct Enforced {
 
 /// Restrict the current thread (and what it `exec`s) to `policy`, or say why not. On
 /// error the process may be partly restricted and must not run the command.
-pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
+pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, SandboxError> {
     let private_network = !policy.network && private_network_namespace();
     let read = AccessFs::from_read(BEST_ABI);
     let write = AccessFs::from_write(BEST_ABI);
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(BEST_ABI))
         .and_then(|r| r.scope(Scope::from_all(BEST_ABI)))
-        .map_err(|e| format!("cannot set up the Landlock ruleset: {e}"))?;
+        .map_err(|e| SandboxError::failed("set up the Landlock ruleset", e))?;
     if !policy.network {
         let tcp: BitFlags<AccessNet> = AccessNet::BindTcp | AccessNet::ConnectTcp;
         ruleset = ruleset
             .handle_access(tcp)
-            .map_err(|e| format!("cannot set up the Landlock network rules: {e}"))?;
+            .map_err(|e| SandboxError::failed("set up the Landlock network rules", e))?;
     }
     let mut created = ruleset
         .create()
-        .map_err(|e| format!("cannot create the Landlock ruleset: {e}"))?;
+        .map_err(|e| SandboxError::failed("create the Landlock ruleset", e))?;
     // Listing directories is allowed everywhere; reading and executing files everywhere
     // but beneath the denied paths.
     let (terminals, writable): (Vec<_>, Vec<_>) = policy
@@ -68,31 +69,35 @@ pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
                 (read | write) & !AccessFs::IoctlDev,
             ))
         })
-        .map_err(|e| format!("cannot add the Landlock rules: {e}"))?;
+        .map_err(|e| SandboxError::failed("add the Landlock rules", e))?;
     let status = created
         .restrict_self()
-        .map_err(|e| format!("cannot apply the Landlock ruleset: {e}"))?;
+        .map_err(|e| SandboxError::failed("apply the Landlock ruleset", e))?;
     let abi = match status.landlock {
         LandlockStatus::Available { effective_abi, .. } => effective_abi,
         LandlockStatus::NotEnabled => {
-            return Err("Landlock is not enabled in this kernel (boot with lsm=…,landlock)".into());
+            return Err(SandboxError::Unenforceable(
+                "Landlock is not enabled in this kernel (boot with lsm=…,landlock)".to_string(),
+            ));
         }
         LandlockStatus::NotImplemented => {
-            return Err("this kernel has no Landlock support (Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK)".into());
+            return Err(SandboxError::Unenforceable("this kernel has no Landlock support (Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK)".to_string()));
         }
     };
     if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs {
-        return Err("the Landlock ruleset could not be enforced".into());
+        return Err(SandboxError::Unenforceable(
+            "the Landlock ruleset could not be enforced".to_string(),
+        ));
     }
     if abi < MIN_FS_ABI {
-        return Err(format!(
+        return Err(SandboxError::Unenforceable(format!(
             "the kernel's Landlock ABI {abi} is too old to confine writes (ABI {MIN_FS_ABI}, Linux 6.2, is needed)"
-        ));
+        )));
     }
     if !policy.network && abi < NET_ABI && !private_network {
-        return Err(format!(
+        return Err(SandboxError::Unenforceable(format!(
             "the network cannot be cut: the kernel's Landlock ABI {abi} cannot deny TCP (ABI {NET_ABI}, Linux 6.7, is needed) and no private network namespace could be created; set sandbox: {{network: true}} to allow the network"
-        ));
+        )));
     }
     Ok(Enforced {
         abi: abi.to_string(),
@@ -106,7 +111,7 @@ pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, String> {
 /// nothing else: no network rules, no scopes. For drover's confined file thread (see
 /// `workspace::confined`); the thread must be dedicated to it, as the restriction cannot
 /// be lifted.
-pub(crate) fn enforce_files(policy: &SandboxPolicy) -> Result<(), String> {
+pub(crate) fn enforce_files(policy: &SandboxPolicy) -> Result<(), SandboxError> {
     let read = AccessFs::from_read(BEST_ABI);
     let write = AccessFs::from_write(BEST_ABI);
     let status = Ruleset::default()
@@ -116,17 +121,19 @@ pub(crate) fn enforce_files(policy: &SandboxPolicy) -> Result<(), String> {
         .and_then(|r| r.add_rules(path_beneath_rules(read_grants(&policy.read_denied), read)))
         .and_then(|r| r.add_rules(path_beneath_rules(&policy.writable, read | write)))
         .and_then(|r| r.restrict_self())
-        .map_err(|e| format!("cannot confine drover's file tools with Landlock: {e}"))?;
+        .map_err(|e| SandboxError::failed("confine drover's file tools with Landlock", e))?;
     let abi = match status.landlock {
         LandlockStatus::Available { effective_abi, .. } => effective_abi,
         LandlockStatus::NotEnabled | LandlockStatus::NotImplemented => {
-            return Err("Landlock is not available to confine drover's file tools".into());
+            return Err(SandboxError::Unenforceable(
+                "Landlock is not available to confine drover's file tools".to_string(),
+            ));
         }
     };
     if status.ruleset == RulesetStatus::NotEnforced || abi < MIN_FS_ABI {
-        return Err(format!(
+        return Err(SandboxError::Unenforceable(format!(
             "drover's file tools cannot be confined: the kernel's Landlock ABI {abi} is too old (ABI {MIN_FS_ABI}, Linux 6.2, is needed)"
-        ));
+        )));
     }
     Ok(())
 }

@@ -10,6 +10,7 @@
 //! never runs), 127 when the command cannot be executed; stderr says why, starting with
 //! `drover sandbox:`.
 
+use super::SandboxError;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -35,17 +36,20 @@ pub(crate) struct Launcher {
 
 impl Launcher {
     /// A launcher that re-executes the running drover binary.
-    pub(crate) fn new(policy: Option<SandboxPolicy>) -> Result<Self, String> {
+    pub(crate) fn new(policy: Option<SandboxPolicy>) -> Result<Self, SandboxError> {
         let exe = std::env::current_exe().map_err(|e| {
-            format!("cannot find drover's own executable to launch the sandbox: {e}")
+            SandboxError::failed("find drover's own executable to launch the sandbox", e)
         })?;
         Self::with_exe(exe, policy)
     }
 
     /// A launcher using the drover binary at `exe`.
-    pub(crate) fn with_exe(exe: PathBuf, policy: Option<SandboxPolicy>) -> Result<Self, String> {
+    pub(crate) fn with_exe(
+        exe: PathBuf,
+        policy: Option<SandboxPolicy>,
+    ) -> Result<Self, SandboxError> {
         let policy_json = serde_json::to_string(&policy)
-            .map_err(|e| format!("cannot serialize the sandbox policy: {e}"))?;
+            .map_err(|e| SandboxError::failed("serialize the sandbox policy", e))?;
         Ok(Launcher {
             exe,
             policy,
@@ -58,7 +62,7 @@ impl Launcher {
     }
 
     /// The same launcher with another policy (a check's own sandbox settings).
-    pub(crate) fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<Self, String> {
+    pub(crate) fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<Self, SandboxError> {
         Self::with_exe(self.exe.clone(), policy)
     }
 
@@ -78,7 +82,7 @@ impl Launcher {
 
     /// Apply the policy in a throwaway launcher process: Ok when the kernel enforces all
     /// of it, else what failed. Run once per task before the agent loop.
-    pub(crate) async fn probe(&self) -> Result<(), String> {
+    pub(crate) async fn probe(&self) -> Result<(), SandboxError> {
         let output = tokio::process::Command::new(&self.exe)
             .arg(SUBCOMMAND)
             .arg("--policy")
@@ -89,9 +93,9 @@ impl Launcher {
             .output()
             .await
             .map_err(|e| {
-                format!(
-                    "cannot start the sandbox launcher {}: {e}",
-                    self.exe.display()
+                SandboxError::failed(
+                    format!("start the sandbox launcher {}", self.exe.display()),
+                    e,
                 )
             })?;
         if output.status.success() {
@@ -99,11 +103,13 @@ impl Launcher {
         }
         let stderr = String::from_utf8_lossy(&output.stderr);
         let reason = stderr.trim();
-        Err(if reason.is_empty() {
+        // The launcher says why on stderr, after its own prefix.
+        let reason = reason.strip_prefix("drover sandbox: ").unwrap_or(reason);
+        Err(SandboxError::Unenforceable(if reason.is_empty() {
             format!("the sandbox launcher failed ({})", output.status)
         } else {
             reason.to_string()
-        })
+        }))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Resource limits (rlimits) applied by the launcher before the command starts, so a fork
 //! bomb, a disk filler or a runaway allocation ends as a failed call, not a dead runner.
 
+use super::SandboxError;
 use rustix::process::{Resource, Rlimit, setrlimit};
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +52,7 @@ impl ResourceLimits {
 
     /// Apply to this process (and so to everything it starts). A limit is never raised
     /// above the one already in force: drover's own limits stay a ceiling.
-    pub(crate) fn apply(&self) -> Result<(), String> {
+    pub(crate) fn apply(&self) -> Result<(), SandboxError> {
         for (resource, value, name) in [
             (Resource::Nproc, self.processes, "processes"),
             (Resource::Fsize, self.file_size, "file_size"),
@@ -66,7 +67,7 @@ impl ResourceLimits {
                 maximum: cap(current.maximum),
             };
             setrlimit(resource, new)
-                .map_err(|e| format!("cannot set the {name} limit to {value}: {e}"))?;
+                .map_err(|e| SandboxError::failed(format!("set the {name} limit to {value}"), e))?;
         }
         Ok(())
     }

@@ -21,6 +21,7 @@
 
 mod enforce;
 pub(crate) mod env;
+mod error;
 pub(crate) mod exec;
 pub(crate) mod launcher;
 pub(crate) mod limits;
@@ -35,6 +36,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub(crate) use enforce::enforce_files;
+pub(crate) use error::SandboxError;
 pub(crate) use launcher::{Launcher, sandbox_exec_main};
 pub(crate) use limits::ResourceLimits;
 

@@ -20,6 +20,7 @@
 //! The launcher exits with the command's exit code (128 + the signal when it was killed
 //! by one; [`EXIT_LIFELINE_CUT`] when drover cut the lifeline).
 
+use super::SandboxError;
 use std::ffi::OsString;
 use std::io::ErrorKind;
 use std::os::unix::process::CommandExt;
@@ -45,9 +46,9 @@ pub(crate) struct Containment {
 
 /// Make this process the reaper of its descendants' orphans and, when the kernel lets
 /// it, put its future children in a new PID namespace. Call before any thread exists.
-pub(crate) fn prepare() -> Result<Containment, String> {
+pub(crate) fn prepare() -> Result<Containment, SandboxError> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
-        .map_err(|e| format!("cannot become the subreaper of the command's processes: {e}"))?;
+        .map_err(|e| SandboxError::failed("become the subreaper of the command's processes", e))?;
     // SAFETY: the launcher is single-threaded here, and NEWPID changes only which PID
     // namespace later children are created in, not file descriptor tables.
     let pid_namespace =

@@ -22,13 +22,13 @@ pub(crate) struct ConfinedThread {
 
 impl ConfinedThread {
     /// Start the thread and run `restrict` on it first (it applies the ruleset to the
-    /// calling thread). An Err says why the thread could not be confined; no job ever runs
-    /// on a thread that was not.
-    pub(crate) fn start(
-        restrict: impl FnOnce() -> Result<(), String> + Send + 'static,
-    ) -> Result<Self, String> {
+    /// calling thread). An Err says why the thread could not be confined (`restrict`'s own
+    /// error is its source); no job ever runs on a thread that was not.
+    pub(crate) fn start<E: std::error::Error + Send + Sync + 'static>(
+        restrict: impl FnOnce() -> Result<(), E> + Send + 'static,
+    ) -> io::Result<Self> {
         let (jobs, queue) = mpsc::channel::<Job>();
-        let (ready, confined) = mpsc::sync_channel::<Result<(), String>>(1);
+        let (ready, confined) = mpsc::sync_channel::<Result<(), E>>(1);
         std::thread::Builder::new()
             .name("drover-files".to_string())
             .spawn(move || {
@@ -41,10 +41,16 @@ impl ConfinedThread {
                     }
                 }
             })
-            .map_err(|e| format!("cannot start the confined file thread: {e}"))?;
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot start the confined file thread: {e}"),
+                )
+            })?;
         confined
             .recv()
-            .map_err(|_| "the confined file thread stopped while starting".to_string())??;
+            .map_err(|_| io::Error::other("the confined file thread stopped while starting"))?
+            .map_err(io::Error::other)?;
         Ok(ConfinedThread { jobs })
     }
 
@@ -89,21 +95,21 @@ mod tests {
 
     #[test]
     fn jobs_run_on_the_thread_in_order_and_a_failed_restriction_runs_none() {
-        let thread = ConfinedThread::start(|| Ok(())).unwrap();
+        let thread = ConfinedThread::start(|| Ok::<(), io::Error>(())).unwrap();
         let name = thread
             .run(|| std::thread::current().name().map(str::to_string))
             .unwrap();
         assert_eq!(name.as_deref(), Some("drover-files"));
         assert_eq!(thread.run(|| 1 + 1).unwrap(), 2);
-        let error = ConfinedThread::start(|| Err("no Landlock".into()))
+        let error = ConfinedThread::start(|| Err(io::Error::other("no Landlock")))
             .err()
             .unwrap();
-        assert_eq!(error, "no Landlock");
+        assert_eq!(error.to_string(), "no Landlock");
     }
 
     #[test]
     fn a_panicking_job_fails_closed() {
-        let thread = ConfinedThread::start(|| Ok(())).unwrap();
+        let thread = ConfinedThread::start(|| Ok::<(), io::Error>(())).unwrap();
         let job = || -> u8 { panic!("boom") };
         assert!(thread.run(job).is_err());
         assert!(

@@ -1,0 +1,80 @@
+//! Why a task cannot run, found before any task starts (bad input, exit 2): each error
+//! names the spec or transcript and says what to do.
+
+use std::path::PathBuf;
+
+use crate::record::chain::ChainError;
+use crate::record::transcript::TranscriptError;
+use crate::spec::SpecError;
+
+/// A task that cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlanError {
+    /// Every problem of one spec (all of them, not only the first), one per line.
+    #[error("{}", lines(spec, problems))]
+    Spec {
+        spec: PathBuf,
+        problems: Vec<String>,
+    },
+    /// A permission rule does not parse (at its line and column).
+    #[error(transparent)]
+    Rules(#[from] SpecError),
+    /// Tasks that cannot run together in one run (a reserved name, a shared workspace).
+    #[error("{0}")]
+    Conflict(String),
+    /// A recorded run that cannot be replayed.
+    #[error(transparent)]
+    Replay(Box<ReplayError>),
+}
+
+impl From<ReplayError> for PlanError {
+    fn from(error: ReplayError) -> Self {
+        PlanError::Replay(Box::new(error))
+    }
+}
+
+fn lines(spec: &std::path::Path, problems: &[String]) -> String {
+    let spec = spec.display();
+    let lines: Vec<String> = problems.iter().map(|p| format!("{spec}: {p}")).collect();
+    lines.join("\n")
+}
+
+/// Why a recorded transcript cannot be replayed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReplayError {
+    #[error(
+        "{}; it is not replayed (`drover transcript verify` checks a transcript)",
+        source.at(transcript)
+    )]
+    Forged {
+        transcript: PathBuf,
+        source: ChainError,
+    },
+    #[error(transparent)]
+    Unreadable(#[from] TranscriptError),
+    #[error(
+        "{}: the transcript does not start with a run_start event; it cannot be replayed",
+        transcript.display()
+    )]
+    NoRunStart { transcript: PathBuf },
+    #[error(
+        "replaying {} into {} would overwrite the transcript being replayed; pass --artifacts with another directory",
+        transcript.display(),
+        artifacts.display()
+    )]
+    WouldOverwrite {
+        transcript: PathBuf,
+        artifacts: PathBuf,
+    },
+    #[error("the spec recorded in {} no longer loads: {source}", transcript.display())]
+    SpecNoLongerLoads {
+        transcript: PathBuf,
+        #[source]
+        source: SpecError,
+    },
+    #[error(
+        "the recorded workspace {} is not a directory here; pass --workspace DIR with a checkout of the run's starting state",
+        workspace.display()
+    )]
+    NoWorkspace { workspace: PathBuf },
+}

@@ -1,0 +1,299 @@
+//! A task's first steps, before the agent loop: the workspace and its starting state,
+//! what the agent is allowed (policy, tools, commands, the confined file thread), the
+//! `run_start` event, and `setup:`.
+
+use std::path::{Path, PathBuf};
+
+use super::prepare::{PreparedWorkspace, git_worktree, in_place, scratch_copy};
+use super::sandbox::{TaskCommands, task_commands};
+use super::setup::run_setup;
+use super::task::{Interrupt, ModelSource, TaskPlan};
+use super::task_error::{Halt, TaskError};
+use super::task_redaction::{warn_unredacted, withheld_vars};
+use crate::model::Model;
+use crate::policy::Policy;
+use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
+use crate::spec::Isolation;
+use crate::tools::Registry;
+use crate::workspace::Baseline;
+use crate::workspace::baseline::{CopyOrigin, Exclusions, IndexSource, StartOptions};
+use crate::workspace::confined::ConfinedThread;
+
+/// The workspace the task works in and its starting state.
+pub(super) struct Started {
+    pub workspace: PreparedWorkspace,
+    pub baseline: Baseline,
+    /// What the baseline leaves out: drover's own folders and files.
+    excluded: Exclusions,
+}
+
+/// Isolate the workspace (in place, a copy, a worktree) and take its starting state.
+/// A signal stops both at once: nothing has changed yet, so the task ends interrupted.
+pub(super) fn workspace(
+    plan: &TaskPlan,
+    artifacts: &Path,
+    report: &TaskReport,
+    stop: &dyn Fn() -> bool,
+) -> Result<Started, Halt> {
+    // drover's own artifacts (this task's transcript, other tasks', earlier runs') are not
+    // the agent's work: a copy, the snapshots and the diff leave them out when they lie
+    // inside the workspace (the default: `drover-artifacts/` in the current directory).
+    // A copy leaves the whole artifacts directory out; the baseline of the workspace
+    // leaves out only what drover writes there, so files an agent plants in it are in
+    // the diff.
+    let mut copy_excluded = plan.excluded.clone();
+    copy_excluded.push(artifacts.to_path_buf());
+    let mut excluded_folders = plan.excluded.clone();
+    excluded_folders.extend(plan.own_outputs.folders.iter().cloned());
+    let excluded = Exclusions {
+        dirs: excluded_folders,
+        files: plan.own_outputs.files.clone(),
+    };
+    let prepared = isolate(plan, &copy_excluded, stop).and_then(|workspace| {
+        let options = start_options(plan, &excluded, workspace.copy_origin(true));
+        let baseline = Baseline::take(&workspace.dir, options, stop)?;
+        Ok((workspace, baseline))
+    });
+    let (workspace, baseline) = prepared.map_err(|error| {
+        interrupted_or(
+            error,
+            "interrupted while the workspace was prepared; the agent never ran",
+            |source| TaskError::Prepare {
+                workspace: plan.origin.clone(),
+                source,
+            },
+        )
+    })?;
+    if !baseline.leftovers.is_empty() {
+        let names: Vec<String> = baseline.leftovers.iter().map(ToString::to_string).collect();
+        eprintln!(
+            "drover: {}: removed {} temp file(s) a killed drover left in the workspace: {}",
+            report.name,
+            names.len(),
+            names.join(", ")
+        );
+    }
+    Ok(Started {
+        workspace,
+        baseline,
+        excluded,
+    })
+}
+
+/// A baseline that could not be taken: the task ends interrupted when a signal stopped
+/// it (`Interrupted`), else drover failed as `failed` says.
+fn interrupted_or(
+    error: std::io::Error,
+    interrupted: &str,
+    failed: impl FnOnce(std::io::Error) -> TaskError,
+) -> Halt {
+    if error.kind() == std::io::ErrorKind::Interrupted {
+        Halt::Early(EndReason::Interrupted, interrupted.to_string())
+    } else {
+        Halt::Failed(failed(error))
+    }
+}
+
+fn isolate(
+    plan: &TaskPlan,
+    excluded: &[PathBuf],
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<PreparedWorkspace> {
+    match plan.isolation {
+        Isolation::None => in_place(&plan.origin),
+        Isolation::Copy => scratch_copy(&plan.origin, excluded, stop),
+        Isolation::Worktree => git_worktree(&plan.origin, plan.spec.name()),
+    }
+}
+
+/// How the task's baseline is taken: drover's own paths left out, what a copy leans on,
+/// and which git index is trusted (in place: only the one saved when the run started).
+fn start_options<'a>(
+    plan: &'a TaskPlan,
+    excluded: &Exclusions,
+    origin: Option<CopyOrigin<'a>>,
+) -> StartOptions<'a> {
+    StartOptions {
+        excluded: excluded.clone(),
+        origin,
+        index: match plan.isolation {
+            Isolation::None => IndexSource::Saved(plan.saved_index.as_deref()),
+            Isolation::Copy | Isolation::Worktree => IndexSource::Discover,
+        },
+    }
+}
+
+/// What the agent may do: the policy, the tools it offers, how commands start, and the
+/// thread drover's file tools open files on.
+pub(super) struct Armed {
+    pub policy: Policy,
+    pub registry: Registry,
+    pub commands: TaskCommands,
+    pub file_thread: Option<ConfinedThread>,
+}
+
+/// Arm the task in `workspace`: the policy (with drover's own paths off limits), the
+/// tools it does not withhold, the command environment and sandbox, and the confined
+/// file thread. A sandbox that cannot be enforced is noted in `commands.unavailable`.
+pub(super) async fn arm(
+    plan: &TaskPlan,
+    workspace: &PreparedWorkspace,
+    artifacts: &Path,
+) -> Result<Armed, TaskError> {
+    // drover's artifacts and a worktree's `.git` file are off limits to every tool
+    // (the OS keeps them out of reach too: see task_folder and restore_git_link).
+    let mut protected = workspace.protected();
+    let artifacts_dir = crate::workspace::paths::canonicalize_for_write(
+        &std::path::absolute(artifacts).unwrap_or_else(|_| artifacts.to_path_buf()),
+    )
+    .unwrap_or_else(|_| artifacts.to_path_buf());
+    // An artifacts directory holding the whole workspace cannot be kept off limits
+    // without forbidding every write; the OS-side staging still protects its files.
+    if !workspace.dir.starts_with(&artifacts_dir) {
+        protected.push(artifacts_dir);
+    }
+    let policy = Policy::new(
+        &plan.rules,
+        &workspace.dir,
+        &plan.spec.additional_directories(),
+    )
+    .with_protected(protected);
+    let mut registry = Registry::builtin()?;
+    registry.retain(|facts| policy.withholds(facts).is_none());
+    let runs_commands = registry.names().iter().any(|name| name == "Bash");
+    // Setup and checks run in the sandbox too, so it is probed for them as for Bash.
+    let probe =
+        runs_commands || !plan.spec.spec.checks.is_empty() || !plan.spec.spec.setup.is_empty();
+    let mut commands = task_commands(&plan.spec, &plan.rules, &workspace.dir, probe).await?;
+    for name in withheld_vars(plan) {
+        if !commands.env.withheld.contains(&name) {
+            commands.env.withheld.push(name);
+        }
+    }
+    // drover's file tools get the same filesystem confinement as the commands: a thread
+    // under the task's Landlock ruleset does their opens (defence in depth beneath the
+    // path handling). Failing that, the task fails as it would for Bash.
+    let mut file_thread = None;
+    if commands.summary["enabled"] == true {
+        let sandbox = commands.policy.clone();
+        match ConfinedThread::start(move || crate::sandbox::enforce_files(&sandbox)) {
+            Ok(thread) => file_thread = Some(thread),
+            Err(reason) => {
+                commands.unavailable.get_or_insert(format!(
+                    "the OS sandbox cannot be enforced on this machine ({reason}), so the task did not run; run drover on a Linux kernel with Landlock enabled, or write `sandbox: off` in the spec to run without it explicitly"
+                ));
+            }
+        }
+    }
+    Ok(Armed {
+        policy,
+        registry,
+        commands,
+        file_thread,
+    })
+}
+
+/// Write `run_start`, then stop early when the task cannot run as recorded: the
+/// sandbox cannot be enforced, or (a strict replay) the workspace is not where the
+/// recording started.
+pub(super) fn record_start(
+    plan: &TaskPlan,
+    model: &dyn Model,
+    armed: &Armed,
+    fingerprint: &str,
+    redactor: &Redactor,
+    report: &TaskReport,
+    transcript: &mut TranscriptWriter,
+) -> Result<(), Halt> {
+    warn_unredacted(redactor);
+    transcript.write(Event::RunStart {
+        drover_version: crate::VERSION.to_string(),
+        task: report.name.clone(),
+        spec_sha256: plan.spec.sha256.clone(),
+        provider: model.provider().to_string(),
+        model: model.name().to_string(),
+        tools: armed.registry.names(),
+        spec_path: absolute(&plan.spec.path),
+        spec_yaml: plan.spec.text.clone(),
+        workspace: absolute(&plan.origin),
+        workspace_sha256: fingerprint.to_string(),
+        max_turns: plan.max_turns,
+        sandbox: armed.commands.summary.clone(),
+        redaction_skipped: redactor.skipped().to_vec(),
+    })?;
+    if let Some(message) = armed.commands.unavailable.clone() {
+        return Err(Halt::Early(EndReason::SandboxUnavailable, message));
+    }
+    if let Some(expected) = &plan.expected_fingerprint
+        && expected != fingerprint
+    {
+        let message = format!(
+            "the workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}); pass --workspace with a checkout of the starting state",
+            plan.origin.display(),
+            short(fingerprint),
+            short(expected)
+        );
+        let strict =
+            matches!(&plan.model, ModelSource::Replay { expectations: Some(e), .. } if e.strict);
+        if strict {
+            return Err(Halt::Early(EndReason::ReplayDrift, message));
+        }
+        eprintln!("drover: warning: {}: {message}", report.name);
+    }
+    Ok(())
+}
+
+/// Run `setup:` (if any) and take the baseline again after it: setup's effects are the
+/// starting state. Stops early when a step fails or a signal arrives.
+pub(super) async fn setup(
+    plan: &TaskPlan,
+    started: &mut Started,
+    commands: &TaskCommands,
+    interrupt: &Option<Interrupt>,
+    redactor: &Redactor,
+    report: &mut TaskReport,
+    transcript: &mut TranscriptWriter,
+) -> Result<(), Halt> {
+    if plan.spec.spec.setup.is_empty() {
+        return Ok(());
+    }
+    let mut setup_interrupt = interrupt.clone();
+    let ran = run_setup(
+        &plan.spec.spec.setup,
+        &started.workspace.dir,
+        commands,
+        redactor,
+        transcript,
+        &mut setup_interrupt,
+        &mut report.setup,
+    )
+    .await?;
+    if let Err(stopped) = ran {
+        return Err(Halt::Early(stopped.reason, stopped.message));
+    }
+    let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
+    let options = start_options(
+        plan,
+        &started.excluded,
+        started.workspace.copy_origin(false),
+    );
+    started.baseline = Baseline::take(&started.workspace.dir, options, &stop).map_err(|error| {
+        interrupted_or(
+            error,
+            "interrupted after setup, before the agent ran",
+            TaskError::Restart,
+        )
+    })?;
+    Ok(())
+}
+
+fn absolute(path: &Path) -> String {
+    path.canonicalize()
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn short(fingerprint: &str) -> &str {
+    fingerprint.get(..12).unwrap_or(fingerprint)
+}
