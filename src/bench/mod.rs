@@ -274,22 +274,22 @@ fn timed(
     args: &[String],
     tree: &Path,
     accept: &[i32],
-) -> Result<timing::Run, String> {
+) -> anyhow::Result<timing::Run> {
     match timing::run_once(program, args, tree) {
         Ok(run) if run.exit_code.is_some_and(|code| accept.contains(&code)) => Ok(run),
-        Ok(run) if run.stderr.is_empty() => Err(format!(
+        Ok(run) if run.stderr.is_empty() => Err(anyhow::anyhow!(
             "exit {:?} (run it by hand to see its output)",
             run.exit_code
         )),
-        Ok(run) => Err(format!("exit {:?}: {}", run.exit_code, run.stderr)),
-        Err(error) => Err(format!("cannot run it: {error}")),
+        Ok(run) => Err(anyhow::anyhow!("exit {:?}: {}", run.exit_code, run.stderr)),
+        Err(error) => Err(anyhow::Error::new(error).context("cannot run it")),
     }
 }
 
 /// The row of a case that could not be measured; drover failing is a runner error.
-fn error_row(case: &Case, who: &str, what: String) -> Row {
+fn error_row(case: &Case, who: &str, what: anyhow::Error) -> Row {
     Row {
-        text: format!("{:<30} error: {who}: {what}", case.name),
+        text: format!("{:<30} error: {who}: {what:#}", case.name),
         failed: who == "drover",
         missed: false,
     }

@@ -3,6 +3,7 @@
 //! sparse file — next to `git status` and `cp -r --reflink=auto` measured in the same run,
 //! with drover's peak memory.
 
+use anyhow::Context;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -105,11 +106,11 @@ fn measure(
     scratch: &Path,
     workspace: &Workspace,
     runs: usize,
-) -> Result<Row, String> {
+) -> anyhow::Result<Row> {
     let read_spec = spec(scratch, workspace, "none")?;
     let copy_spec = spec(scratch, workspace, "copy")?;
     let artifacts = scratch.join("artifacts");
-    let drover_run = |spec: &Path| -> Result<(Duration, u64), String> {
+    let drover_run = |spec: &Path| -> anyhow::Result<(Duration, u64)> {
         let args = [
             "run".into(),
             spec.display().to_string(),
@@ -118,7 +119,7 @@ fn measure(
         ];
         sampled(drover, &args, scratch)
     };
-    let git_status = || -> Result<(Duration, u64), String> {
+    let git_status = || -> anyhow::Result<(Duration, u64)> {
         sampled(
             Path::new("git"),
             &["status".into(), "--porcelain".into()],
@@ -128,16 +129,19 @@ fn measure(
     let copy_target = scratch.join("cp-target");
     // The same files drover copies: everything but `.git/`.
     let mut cp_args: Vec<String> = vec!["-r".into(), "--reflink=auto".into()];
-    for entry in std::fs::read_dir(&workspace.dir).map_err(|e| e.to_string())? {
-        let entry = entry.map_err(|e| e.to_string())?;
+    let listing = std::fs::read_dir(&workspace.dir)
+        .with_context(|| format!("cannot list {}", workspace.dir.display()))?;
+    for entry in listing {
+        let entry = entry.with_context(|| format!("cannot list {}", workspace.dir.display()))?;
         if entry.file_name() != ".git" {
             cp_args.push(entry.path().display().to_string());
         }
     }
     cp_args.push(copy_target.display().to_string());
-    let cp = || -> Result<(Duration, u64), String> {
+    let cp = || -> anyhow::Result<(Duration, u64)> {
         let _ = std::fs::remove_dir_all(&copy_target);
-        std::fs::create_dir_all(&copy_target).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&copy_target)
+            .with_context(|| format!("cannot create {}", copy_target.display()))?;
         sampled(Path::new("cp"), &cp_args, scratch)
     };
     let (mut read, mut status, mut copy, mut reference) = (vec![], vec![], vec![], vec![]);
@@ -185,20 +189,20 @@ fn measure(
 }
 
 /// A spec running one Read in `workspace` with the given isolation.
-fn spec(scratch: &Path, workspace: &Workspace, isolation: &str) -> Result<PathBuf, String> {
+fn spec(scratch: &Path, workspace: &Workspace, isolation: &str) -> anyhow::Result<PathBuf> {
     let path = scratch.join(format!("{}-{isolation}.yaml", workspace.name));
     let text = format!(
         "version: 1\nname: {}-{isolation}\nprompt: read one file\nworkspace: {}\nisolation: {isolation}\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: Read, input: {{ file_path: README.md, limit: 5 }} }}]\n    - text: done\npermissions:\n  allow: [Read]\n",
         workspace.name,
         workspace.dir.display()
     );
-    std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }
 
 /// Run a program to completion, returning its wall time and peak RSS (KiB). The wait is
 /// a blocking `wait` (the time is exact); a second thread samples the memory meanwhile.
-fn sampled(program: &Path, args: &[String], dir: &Path) -> Result<(Duration, u64), String> {
+fn sampled(program: &Path, args: &[String], dir: &Path) -> anyhow::Result<(Duration, u64)> {
     // Write back what earlier runs left dirty first, so no case pays for another's
     // writes (a copy's pages would otherwise be flushed during the next timed command).
     rustix::fs::sync();
@@ -210,7 +214,7 @@ fn sampled(program: &Path, args: &[String], dir: &Path) -> Result<(Duration, u64
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("{}: {e}", program.display()))?;
+        .with_context(|| program.display().to_string())?;
     let pid = child.id();
     let done = std::sync::atomic::AtomicBool::new(false);
     let (status, wall, peak) = std::thread::scope(|scope| {
@@ -229,13 +233,9 @@ fn sampled(program: &Path, args: &[String], dir: &Path) -> Result<(Duration, u64
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         (status, wall, sampler.join().unwrap_or(0))
     });
-    let status = status.map_err(|e| e.to_string())?;
+    let status = status.with_context(|| program.display().to_string())?;
     if !status.success() {
-        return Err(format!(
-            "{} {} failed: {status}",
-            program.display(),
-            args.join(" ")
-        ));
+        anyhow::bail!("{} {} failed: {status}", program.display(), args.join(" "));
     }
     Ok((wall, peak))
 }

@@ -47,6 +47,22 @@ pub(crate) struct RemoteConfig {
     pub timeouts: Timeouts,
 }
 
+/// Why a real provider cannot be used as the spec and environment say; each says what
+/// to do, and none contains a key.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RemoteConfigError {
+    #[error("provider {} is not a remote one", .0.as_str())]
+    NotRemote(Provider),
+    #[error("provider {} needs a model name: set model.name or pass --model", .0.as_str())]
+    NoModelName(Provider),
+    #[error(
+        "the API key variable {variable} is not set or empty: export the key in {variable}, set model.api_key_env to the variable that holds it, or `api_key_env: none` for a server that needs no key"
+    )]
+    NoKey { variable: String },
+    #[error("model.base_url {base:?} is not an http:// or https:// URL")]
+    NotHttp { base: String },
+}
+
 /// `max_tokens` when the spec does not say.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 8192;
 
@@ -59,7 +75,7 @@ impl RemoteConfig {
         spec: &ModelSpec,
         name: Option<String>,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RemoteConfigError> {
         let (default_key, base_env, default_base, default_path) = match provider {
             Provider::Anthropic => (
                 "ANTHROPIC_API_KEY",
@@ -74,18 +90,12 @@ impl RemoteConfig {
                 "/v1/chat/completions",
             ),
             Provider::Script | Provider::Replay => {
-                return Err(format!(
-                    "provider {} is not a remote one",
-                    provider.as_str()
-                ));
+                return Err(RemoteConfigError::NotRemote(provider));
             }
         };
-        let name = name.filter(|n| !n.trim().is_empty()).ok_or_else(|| {
-            format!(
-                "provider {} needs a model name: set model.name or pass --model",
-                provider.as_str()
-            )
-        })?;
+        let name = name
+            .filter(|n| !n.trim().is_empty())
+            .ok_or(RemoteConfigError::NoModelName(provider))?;
         let key_env = spec.api_key_env.as_deref().unwrap_or(default_key);
         let (api_key, key_env) = if key_env == NO_KEY {
             (None, None)
@@ -96,9 +106,9 @@ impl RemoteConfig {
                     Some(key_env.to_string()),
                 ),
                 _ => {
-                    return Err(format!(
-                        "the API key variable {key_env} is not set or empty: export the key in {key_env}, set model.api_key_env to the variable that holds it, or `api_key_env: none` for a server that needs no key"
-                    ));
+                    return Err(RemoteConfigError::NoKey {
+                        variable: key_env.to_string(),
+                    });
                 }
             }
         };
@@ -109,9 +119,7 @@ impl RemoteConfig {
             .unwrap_or_else(|| default_base.to_string());
         let base = base.trim().trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(format!(
-                "model.base_url {base:?} is not an http:// or https:// URL"
-            ));
+            return Err(RemoteConfigError::NotHttp { base });
         }
         let path = match &spec.path {
             Some(path) if path.starts_with('/') => path.clone(),
@@ -205,13 +213,19 @@ mod tests {
     #[test]
     fn missing_key_or_name_is_refused_without_the_key() {
         let s = spec("provider: openai\nname: gpt\n");
-        let error = RemoteConfig::resolve(Provider::Openai, &s, s.name.clone(), env).unwrap_err();
+        let error = RemoteConfig::resolve(Provider::Openai, &s, s.name.clone(), env)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("OPENAI_API_KEY"), "{error}");
         let s = spec("provider: openai\nname: gpt\napi_key_env: EMPTY\n");
-        let error = RemoteConfig::resolve(Provider::Openai, &s, s.name.clone(), env).unwrap_err();
+        let error = RemoteConfig::resolve(Provider::Openai, &s, s.name.clone(), env)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("EMPTY"), "{error}");
         let s = spec("provider: anthropic\n");
-        let error = RemoteConfig::resolve(Provider::Anthropic, &s, None, env).unwrap_err();
+        let error = RemoteConfig::resolve(Provider::Anthropic, &s, None, env)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("--model"), "{error}");
     }
 }

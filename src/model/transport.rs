@@ -88,7 +88,7 @@ impl From<TimeoutsSpec> for Timeouts {
 /// An endpoint and everything needed to call it.
 pub(crate) struct Transport {
     /// Err when the HTTP client could not be built (reported on the first request).
-    client: Result<reqwest::Client, String>,
+    client: Result<reqwest::Client, std::sync::Arc<reqwest::Error>>,
     url: String,
     headers: HeaderMap,
     /// The variable the key came from, to name in authentication errors.
@@ -117,7 +117,7 @@ impl Transport {
             .connect_timeout(timeouts.connect)
             .user_agent(concat!("drover/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)));
+            .map_err(std::sync::Arc::new);
         let (key_env, secret) = match key {
             Some((env, secret)) => (Some(env), Some(secret)),
             None => (None, None),
@@ -194,10 +194,10 @@ impl Transport {
         body: &[u8],
         mut decoder: D,
     ) -> Result<ModelResponse, Failure> {
-        let client = self
-            .client
-            .as_ref()
-            .map_err(|e| Failure::Fatal(ModelError::Provider(e.clone())))?;
+        let client = self.client.as_ref().map_err(|e| {
+            let why = format!("cannot set up the HTTP client: {}", chain(e.as_ref()));
+            Failure::Fatal(ModelError::Provider(why))
+        })?;
         let request = client
             .post(&self.url)
             .headers(self.headers.clone())

@@ -21,7 +21,9 @@ impl PartialEq for CommandPattern {
 impl Eq for CommandPattern {}
 
 impl CommandPattern {
-    pub fn new(pattern: &str) -> Result<Self, String> {
+    /// Compile a `Bash(...)` pattern; the error is the regex compiler's (a pattern too
+    /// large to compile).
+    pub fn new(pattern: &str) -> Result<Self, regex::Error> {
         let expanded = match pattern.strip_suffix(":*") {
             Some(prefix) => format!("{prefix} *"),
             None => pattern.to_string(),
@@ -41,7 +43,7 @@ impl CommandPattern {
             regex.push_str("(?: .*)?");
         }
         regex.push('$');
-        let regex = Regex::new(&regex).map_err(|e| format!("invalid command pattern: {e}"))?;
+        let regex = Regex::new(&regex)?;
         Ok(CommandPattern {
             source: pattern.to_string(),
             regex,

@@ -37,9 +37,21 @@ impl PathTarget {
     }
 }
 
+/// A path the policy will not judge, so every call naming it is denied.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unjudgeable {
+    /// Empty, NUL bytes, or not resolvable.
+    #[error(transparent)]
+    Invalid(#[from] paths::PathError),
+    #[error(
+        "{raw} goes through /proc or /dev/fd, whose meaning depends on the process that opens it; drover does not judge such paths"
+    )]
+    ThroughProcess { raw: String },
+}
+
 impl Policy {
     /// Resolve a path as written in a tool input (relative to the workspace, or absolute).
-    pub(super) fn resolve_path(&self, raw: &str) -> Result<PathTarget, String> {
+    pub(super) fn resolve_path(&self, raw: &str) -> Result<PathTarget, Unjudgeable> {
         self.resolve_path_from(&self.workspace, raw)
     }
 
@@ -48,15 +60,15 @@ impl Policy {
         &self,
         base: &std::path::Path,
         raw: &str,
-    ) -> Result<PathTarget, String> {
+    ) -> Result<PathTarget, Unjudgeable> {
         // Resolved as the kernel will: symlinks followed, `..` taken after them, so a
         // link inside the workspace cannot point a rule check at one file and the tool
         // at another.
-        let physical = paths::resolve_physical(base, raw).map_err(|e| e.to_string())?;
+        let physical = paths::resolve_physical(base, raw)?;
         if physical.through_process {
-            return Err(format!(
-                "{raw} goes through /proc or /dev/fd, whose meaning depends on the process that opens it; drover does not judge such paths"
-            ));
+            return Err(Unjudgeable::ThroughProcess {
+                raw: raw.to_string(),
+            });
         }
         let absolute = physical.path;
         let relative = paths::relative_to(&self.workspace, &absolute);
@@ -74,7 +86,7 @@ impl Policy {
     pub(super) fn decide_path(&self, tool: &ToolFacts, raw: Option<&str>) -> Decision {
         let target = match raw.map(|raw| self.resolve_path(raw)).transpose() {
             Ok(target) => target,
-            Err(reason) => return Decision::deny(None, reason),
+            Err(reason) => return Decision::deny(None, reason.to_string()),
         };
         let mut decision = self.judge_path(tool, target.as_ref());
         decision.target = target.map(|t| t.absolute);

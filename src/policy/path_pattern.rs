@@ -39,7 +39,7 @@ impl Eq for PathPattern {}
 
 impl PathPattern {
     /// Compile `pattern`; the error is the glob parser's.
-    pub fn new(pattern: &str) -> Result<Self, String> {
+    pub fn new(pattern: &str) -> Result<Self, globset::Error> {
         let (scope, glob) = if let Some(abs) = pattern.strip_prefix("//") {
             (Scope::Absolute, format!("/{abs}"))
         } else if let Some(rest) = pattern.strip_prefix("~/") {
@@ -63,7 +63,6 @@ impl PathPattern {
                 .backslash_escape(true)
                 .build()
                 .map(|g| g.compile_matcher())
-                .map_err(|e| e.to_string())
         };
         Ok(PathPattern {
             source: pattern.to_string(),

@@ -66,11 +66,20 @@ pub(crate) struct RuleSet {
 
 /// A rule of a spec that does not parse: which list, which entry, why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("permissions.{list}[{index}]: {message}")]
+#[error("permissions.{list}[{index}]: {source}")]
 pub(crate) struct RuleError {
     /// `allow` or `deny`.
     pub list: &'static str,
     pub index: usize,
+    pub source: InvalidRule,
+}
+
+/// A permission rule that does not parse; the message says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct InvalidRule {
+    /// The rule as written.
+    pub rule: String,
     pub message: String,
 }
 
@@ -82,10 +91,10 @@ impl RuleSet {
                 .iter()
                 .enumerate()
                 .map(|(index, text)| {
-                    Rule::try_from(text.value.clone()).map_err(|message| RuleError {
+                    Rule::try_from(text.value.clone()).map_err(|source| RuleError {
                         list,
                         index,
-                        message,
+                        source,
                     })
                 })
                 .collect::<Result<Vec<Rule>, RuleError>>()
@@ -157,17 +166,21 @@ impl fmt::Display for Rule {
 }
 
 impl TryFrom<String> for Rule {
-    type Error = String;
+    type Error = InvalidRule;
 
     fn try_from(text: String) -> Result<Self, Self::Error> {
+        let invalid = |message: String| InvalidRule {
+            rule: text.clone(),
+            message,
+        };
         let trimmed = text.trim();
         let (tool, specifier) = match trimmed.find('(') {
             None => (trimmed, None),
             Some(open) => {
                 let Some(inner) = trimmed[open + 1..].strip_suffix(')') else {
-                    return Err(format!(
+                    return Err(invalid(format!(
                         "malformed permission rule {text:?}: a specifier must end with ')', as in Bash(cargo test *)"
-                    ));
+                    )));
                 };
                 (&trimmed[..open], Some(inner.trim()))
             }
@@ -177,30 +190,30 @@ impl TryFrom<String> for Rule {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*')
         {
-            return Err(format!(
+            return Err(invalid(format!(
                 "malformed permission rule {text:?}: expected Tool or Tool(specifier)"
-            ));
+            )));
         }
         if let Some(rest) = tool.strip_prefix("mcp__") {
             let server = rest.split("__").next().unwrap_or_default();
             if server.is_empty() || server == "*" {
-                return Err(format!(
+                return Err(invalid(format!(
                     "malformed permission rule {text:?}: name the MCP server, as in mcp__github or mcp__github__create_issue"
-                ));
+                )));
             }
         }
         if !tool.starts_with("mcp__") && !KNOWN_TOOLS.contains(&tool) {
-            return Err(format!(
+            return Err(invalid(format!(
                 "unknown tool {tool:?} in permission rule {text:?}; known tools: {}, or mcp__server[__tool]",
                 KNOWN_TOOLS.join(", ")
-            ));
+            )));
         }
         let specifier = match specifier {
             None => None,
             Some("") => {
-                return Err(format!(
+                return Err(invalid(format!(
                     "empty specifier in permission rule {text:?}: write {tool} to match every call"
-                ));
+                )));
             }
             Some(inner) => Some(parse_specifier(tool, inner, &text)?),
         };
@@ -212,28 +225,41 @@ impl TryFrom<String> for Rule {
     }
 }
 
-fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, String> {
+/// The specifier of a `tool` rule written as `text`.
+fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, InvalidRule> {
+    let invalid = |message: String| InvalidRule {
+        rule: text.to_string(),
+        message,
+    };
     if tool == "Bash" {
         return super::command::CommandPattern::new(inner)
             .map(Specifier::Command)
-            .map_err(|e| format!("permission rule {text:?}: {e}"));
+            .map_err(|e| {
+                invalid(format!(
+                    "permission rule {text:?}: invalid command pattern: {e}"
+                ))
+            });
     }
     if tool == "WebFetch" {
         return match inner.strip_prefix("domain:") {
             Some(domain) if !domain.is_empty() => Ok(Specifier::Domain(domain.to_string())),
-            _ => Err(format!(
+            _ => Err(invalid(format!(
                 "malformed permission rule {text:?}: WebFetch takes domain:HOST, as in WebFetch(domain:example.com)"
-            )),
+            ))),
         };
     }
     if path_family(tool).is_some() {
         return super::path_pattern::PathPattern::new(inner)
             .map(Specifier::Path)
-            .map_err(|error| format!("invalid path pattern in permission rule {text:?}: {error}"));
+            .map_err(|error| {
+                invalid(format!(
+                    "invalid path pattern in permission rule {text:?}: {error}"
+                ))
+            });
     }
-    Err(format!(
+    Err(invalid(format!(
         "permission rule {text:?}: {tool} takes no specifier; write just {tool}"
-    ))
+    )))
 }
 
 #[cfg(test)]
@@ -241,7 +267,7 @@ mod tests {
     use super::*;
 
     fn rule(text: &str) -> Result<Rule, String> {
-        Rule::try_from(text.to_string())
+        Rule::try_from(text.to_string()).map_err(|e| e.to_string())
     }
 
     #[test]

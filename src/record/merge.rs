@@ -19,21 +19,132 @@ struct SummaryFile {
     shard: Option<ShardId>,
 }
 
+/// Why shards' artifacts cannot be merged (bad input, exit 2); each names the directory
+/// and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MergeError {
+    #[error("--out {} is also an input; merge into a new directory", out.display())]
+    OutIsInput { out: PathBuf },
+    #[error(
+        "task {task:?} is in both {} and {}; each task must come from one shard (were the same shards merged twice, or different --shard counts used?)",
+        first.display(),
+        second.display()
+    )]
+    TaskTwice {
+        task: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    #[error("cannot create {}: {source}", out.display())]
+    CreateOut {
+        out: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot copy {} to {}: {source}", from.display(), to.display())]
+    Copy {
+        from: PathBuf,
+        to: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "--out {} is not empty; merge into a new or empty directory (remove what an earlier merge left there)",
+        out.display()
+    )]
+    OutNotEmpty { out: PathBuf },
+    #[error(
+        "--out {} cannot be used: {source}; merge into a new or empty directory",
+        out.display()
+    )]
+    OutUnusable {
+        out: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{} is a whole run (no --shard) but {} is shard {}/{}; merge either the shards of one run or whole runs",
+        whole.display(),
+        shard_dir.display(),
+        shard.index,
+        shard.count
+    )]
+    WholeAmongShards {
+        whole: PathBuf,
+        shard_dir: PathBuf,
+        shard: ShardId,
+    },
+    #[error(
+        "the inputs are shards of different counts: {} is shard {}/{}, {} is shard {}/{}; merge the shards of one run",
+        first_dir.display(),
+        first.index,
+        first.count,
+        other_dir.display(),
+        other.index,
+        other.count
+    )]
+    CountsDiffer {
+        first_dir: PathBuf,
+        first: ShardId,
+        other_dir: PathBuf,
+        other: ShardId,
+    },
+    #[error(
+        "shard {}/{} is in both {} and {}; each shard must be merged once",
+        shard.index,
+        shard.count,
+        first.display(),
+        second.display()
+    )]
+    ShardTwice {
+        shard: ShardId,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    #[error(
+        "shard{} {} {} missing: the inputs hold {present} of the {count} shards; pass every shard's artifacts directory (did a shard job fail before uploading?)",
+        if missing.len() == 1 { "" } else { "s" },
+        missing.join(", "),
+        if missing.len() == 1 { "is" } else { "are" }
+    )]
+    ShardsMissing {
+        missing: Vec<String>,
+        present: usize,
+        count: usize,
+    },
+    #[error(
+        "cannot read {}: {source}; pass the --artifacts directories of `drover run`",
+        path.display()
+    )]
+    UnreadableSummary {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: not a drover summary.json: {source}", path.display())]
+    NotASummary {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{}: task name {task:?} is not a valid task name", path.display())]
+    BadTaskName { path: PathBuf, task: String },
+}
+
 /// Read every directory's `summary.json`, refuse task names seen twice and incomplete
 /// sets of shards, and copy (hard link where possible) each task's artifact directory
 /// into `out`, which must not exist or be empty. The returned report has the tasks in the
 /// order one unsharded run would list them (by spec path, then name), with
 /// `artifacts_dir` pointing into `out`. Errors are bad input (exit 2) and say which
 /// directory and what to do.
-pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, String> {
+pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, MergeError> {
     let out_key = out.canonicalize().ok();
     let mut inputs = Vec::new();
     for dir in dirs {
         if out_key.is_some() && dir.canonicalize().ok() == out_key {
-            return Err(format!(
-                "--out {} is also an input; merge into a new directory",
-                out.display()
-            ));
+            return Err(MergeError::OutIsInput {
+                out: out.to_path_buf(),
+            });
         }
         inputs.push((dir, read_summary(dir)?));
     }
@@ -42,30 +153,29 @@ pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, String> {
     for (dir, summary) in &inputs {
         for task in &summary.tasks {
             if let Some(first) = seen.insert(task.name.as_str(), dir.as_path()) {
-                return Err(format!(
-                    "task {:?} is in both {} and {}; each task must come from one shard (were the same shards merged twice, or different --shard counts used?)",
-                    task.name,
-                    first.display(),
-                    dir.display()
-                ));
+                return Err(MergeError::TaskTwice {
+                    task: task.name.clone(),
+                    first: first.to_path_buf(),
+                    second: dir.to_path_buf(),
+                });
             }
         }
     }
     check_shards(&inputs)?;
-    std::fs::create_dir_all(out)
-        .map_err(|error| format!("cannot create {}: {error}", out.display()))?;
+    std::fs::create_dir_all(out).map_err(|source| MergeError::CreateOut {
+        out: out.to_path_buf(),
+        source,
+    })?;
     let mut merged = RunReport::default();
     for (dir, summary) in inputs {
         for mut task in summary.tasks {
             let from = dir.join(&task.name);
             let to = out.join(&task.name);
             if from.is_dir() {
-                copy_tree(&from, &to).map_err(|error| {
-                    format!(
-                        "cannot copy {} to {}: {error}",
-                        from.display(),
-                        to.display()
-                    )
+                copy_tree(&from, &to).map_err(|source| MergeError::Copy {
+                    from: from.clone(),
+                    to: to.clone(),
+                    source,
                 })?;
             } else {
                 eprintln!(
@@ -90,29 +200,28 @@ pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, String> {
 
 /// `--out` must be new or empty: task directories left there by an earlier merge (or
 /// anything else) would sit beside the merged ones as if they belonged to this run.
-fn check_out_is_empty(out: &Path) -> Result<(), String> {
+fn check_out_is_empty(out: &Path) -> Result<(), MergeError> {
     match std::fs::read_dir(out) {
         Ok(mut entries) => {
             if entries.next().is_some() {
-                return Err(format!(
-                    "--out {} is not empty; merge into a new or empty directory (remove what an earlier merge left there)",
-                    out.display()
-                ));
+                return Err(MergeError::OutNotEmpty {
+                    out: out.to_path_buf(),
+                });
             }
             Ok(())
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(error) => Err(format!(
-            "--out {} cannot be used: {error}; merge into a new or empty directory",
-            out.display()
-        )),
+        Err(source) => Err(MergeError::OutUnusable {
+            out: out.to_path_buf(),
+            source,
+        }),
     }
 }
 
 /// When the inputs are shards (their summaries name `--shard K/N`), they must be all N
 /// shards of one N, each once: a shard missing from the merge would otherwise go unnoticed,
 /// its tasks simply absent from the report. Inputs that are all whole runs are not checked.
-fn check_shards(inputs: &[(&PathBuf, SummaryFile)]) -> Result<(), String> {
+fn check_shards(inputs: &[(&PathBuf, SummaryFile)]) -> Result<(), MergeError> {
     let sharded: Vec<(&Path, ShardId)> = inputs
         .iter()
         .filter_map(|(dir, summary)| summary.shard.map(|shard| (dir.as_path(), shard)))
@@ -121,35 +230,28 @@ fn check_shards(inputs: &[(&PathBuf, SummaryFile)]) -> Result<(), String> {
         return Ok(());
     };
     if let Some((dir, _)) = inputs.iter().find(|(_, summary)| summary.shard.is_none()) {
-        return Err(format!(
-            "{} is a whole run (no --shard) but {} is shard {}/{}; merge either the shards of one run or whole runs",
-            dir.display(),
-            first_dir.display(),
-            first.index,
-            first.count
-        ));
+        return Err(MergeError::WholeAmongShards {
+            whole: dir.to_path_buf(),
+            shard_dir: first_dir.to_path_buf(),
+            shard: first,
+        });
     }
     if let Some((dir, other)) = sharded.iter().find(|(_, s)| s.count != first.count) {
-        return Err(format!(
-            "the inputs are shards of different counts: {} is shard {}/{}, {} is shard {}/{}; merge the shards of one run",
-            first_dir.display(),
-            first.index,
-            first.count,
-            dir.display(),
-            other.index,
-            other.count
-        ));
+        return Err(MergeError::CountsDiffer {
+            first_dir: first_dir.to_path_buf(),
+            first,
+            other_dir: dir.to_path_buf(),
+            other: *other,
+        });
     }
     let mut by_index: BTreeMap<usize, &Path> = BTreeMap::new();
     for (dir, shard) in &sharded {
         if let Some(earlier) = by_index.insert(shard.index, dir) {
-            return Err(format!(
-                "shard {}/{} is in both {} and {}; each shard must be merged once",
-                shard.index,
-                shard.count,
-                earlier.display(),
-                dir.display()
-            ));
+            return Err(MergeError::ShardTwice {
+                shard: *shard,
+                first: earlier.to_path_buf(),
+                second: dir.to_path_buf(),
+            });
         }
     }
     let missing: Vec<String> = (1..=first.count)
@@ -157,36 +259,33 @@ fn check_shards(inputs: &[(&PathBuf, SummaryFile)]) -> Result<(), String> {
         .map(|index| format!("{index}/{}", first.count))
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
-            "shard{} {} {} missing: the inputs hold {} of the {} shards; pass every shard's artifacts directory (did a shard job fail before uploading?)",
-            if missing.len() == 1 { "" } else { "s" },
-            missing.join(", "),
-            if missing.len() == 1 { "is" } else { "are" },
-            by_index.len(),
-            first.count
-        ));
+        return Err(MergeError::ShardsMissing {
+            missing,
+            present: by_index.len(),
+            count: first.count,
+        });
     }
     Ok(())
 }
 
 /// The summary of one shard's artifacts directory.
-fn read_summary(dir: &Path) -> Result<SummaryFile, String> {
+fn read_summary(dir: &Path) -> Result<SummaryFile, MergeError> {
     let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).map_err(|error| {
-        format!(
-            "cannot read {}: {error}; pass the --artifacts directories of `drover run`",
-            path.display()
-        )
+    let text = std::fs::read_to_string(&path).map_err(|source| MergeError::UnreadableSummary {
+        path: path.clone(),
+        source,
     })?;
-    let summary: SummaryFile = serde_json::from_str(&text)
-        .map_err(|error| format!("{}: not a drover summary.json: {error}", path.display()))?;
+    let summary: SummaryFile =
+        serde_json::from_str(&text).map_err(|source| MergeError::NotASummary {
+            path: path.clone(),
+            source,
+        })?;
     // A task directory outside the input could be anything; names are checked at load.
     if let Some(task) = summary.tasks.iter().find(|task| !is_plain_name(&task.name)) {
-        return Err(format!(
-            "{}: task name {:?} is not a valid task name",
-            path.display(),
-            task.name
-        ));
+        return Err(MergeError::BadTaskName {
+            path,
+            task: task.name.clone(),
+        });
     }
     Ok(summary)
 }

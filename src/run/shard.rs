@@ -29,15 +29,45 @@ impl std::fmt::Display for Shard {
     }
 }
 
+/// A `--shard` that cannot be used; each says what to pass instead.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ShardError {
+    #[error("--shard {text:?}: expected K/N with 1 <= K <= N (e.g. 2/4), or auto")]
+    Usage { text: String },
+    #[error(
+        "--shard auto: {COMPLETION_INDEX_VAR} is not set; it is set by a Kubernetes Indexed Job (completionMode: Indexed) — elsewhere pass --shard K/N"
+    )]
+    NoIndex,
+    #[error(
+        "--shard auto: set {SHARD_COUNT_VAR} to the number of shards (the Job's spec.completions)"
+    )]
+    NoCount,
+    #[error("--shard auto: {variable}={value:?} is not a whole number")]
+    NotWhole {
+        variable: &'static str,
+        value: String,
+    },
+    #[error("--shard auto: {COMPLETION_INDEX_VAR}={index} must be below {count_variable}={count}")]
+    IndexTooLarge {
+        index: usize,
+        count_variable: &'static str,
+        count: usize,
+    },
+}
+
 impl Shard {
     /// Parse `--shard`: `K/N` with 1 ≤ K ≤ N, or `auto` (read from the environment with
     /// `env`, which is `std::env::var` outside tests).
-    pub(crate) fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
+    pub(crate) fn parse(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Shard, ShardError> {
         if text.trim() == "auto" {
             return Shard::from_env(env);
         }
-        let usage =
-            || format!("--shard {text:?}: expected K/N with 1 <= K <= N (e.g. 2/4), or auto");
+        let usage = || ShardError::Usage {
+            text: text.to_string(),
+        };
         let (k, n) = text.split_once('/').ok_or_else(usage)?;
         let index: usize = k.trim().parse().map_err(|_| usage())?;
         let count: usize = n.trim().parse().map_err(|_| usage())?;
@@ -49,32 +79,31 @@ impl Shard {
 
     /// `--shard auto`: a Kubernetes Indexed Job's pod index (`JOB_COMPLETION_INDEX`,
     /// 0-based) and the number of shards (`DROVER_SHARD_COUNT`, else `JOB_COMPLETIONS`).
-    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, String> {
+    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, ShardError> {
         let get = |name: &str| env(name).filter(|value| !value.trim().is_empty());
         let Some(index) = get(COMPLETION_INDEX_VAR) else {
-            return Err(format!(
-                "--shard auto: {COMPLETION_INDEX_VAR} is not set; it is set by a Kubernetes Indexed Job (completionMode: Indexed) — elsewhere pass --shard K/N"
-            ));
+            return Err(ShardError::NoIndex);
         };
         let Some((count_var, count)) = get(SHARD_COUNT_VAR)
             .map(|count| (SHARD_COUNT_VAR, count))
             .or_else(|| get(COMPLETIONS_VAR).map(|count| (COMPLETIONS_VAR, count)))
         else {
-            return Err(format!(
-                "--shard auto: set {SHARD_COUNT_VAR} to the number of shards (the Job's spec.completions)"
-            ));
+            return Err(ShardError::NoCount);
         };
-        let index: usize = index.trim().parse().map_err(|_| {
-            format!("--shard auto: {COMPLETION_INDEX_VAR}={index:?} is not a whole number")
+        let index: usize = index.trim().parse().map_err(|_| ShardError::NotWhole {
+            variable: COMPLETION_INDEX_VAR,
+            value: index.clone(),
         })?;
-        let count: usize = count
-            .trim()
-            .parse()
-            .map_err(|_| format!("--shard auto: {count_var}={count:?} is not a whole number"))?;
+        let count: usize = count.trim().parse().map_err(|_| ShardError::NotWhole {
+            variable: count_var,
+            value: count.clone(),
+        })?;
         if count == 0 || index >= count {
-            return Err(format!(
-                "--shard auto: {COMPLETION_INDEX_VAR}={index} must be below {count_var}={count}"
-            ));
+            return Err(ShardError::IndexTooLarge {
+                index,
+                count_variable: count_var,
+                count,
+            });
         }
         Ok(Shard {
             index: index + 1,

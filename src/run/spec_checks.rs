@@ -31,7 +31,7 @@ pub(crate) fn rule_set(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
         let location = list.get(error.index).map(|rule| rule.referenced);
         SpecError::Invalid {
             position: Position::at(&loaded.path, location),
-            message: error.message,
+            message: error.source.message,
         }
     })
 }

@@ -17,7 +17,7 @@ enum LimitText {
 }
 
 impl TryFrom<LimitText> for LimitValue {
-    type Error = String;
+    type Error = LimitError;
     fn try_from(value: LimitText) -> Result<Self, Self::Error> {
         match value {
             LimitText::Number(n) => Ok(LimitValue(Some(n))),
@@ -28,7 +28,7 @@ impl TryFrom<LimitText> for LimitValue {
 
 /// `unlimited`, a plain number, or a number with a binary (`KiB`, `MiB`, `GiB`, `TiB`,
 /// or `K`, `M`, `G`, `T`) or decimal (`KB`, `MB`, `GB`, `TB`) unit.
-fn parse_limit(text: &str) -> Result<Option<u64>, String> {
+fn parse_limit(text: &str) -> Result<Option<u64>, LimitError> {
     let trimmed = text.trim();
     if trimmed.eq_ignore_ascii_case("unlimited") {
         return Ok(None);
@@ -37,8 +37,8 @@ fn parse_limit(text: &str) -> Result<Option<u64>, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(trimmed.len());
     let (digits, unit) = trimmed.split_at(split);
-    let number: u64 = digits.parse().map_err(|_| {
-        format!("invalid limit {text:?}; write a number, a size such as 8GiB, or unlimited")
+    let number: u64 = digits.parse().map_err(|_| LimitError::NotANumber {
+        text: text.to_string(),
     })?;
     let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -51,15 +51,31 @@ fn parse_limit(text: &str) -> Result<Option<u64>, String> {
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
         other => {
-            return Err(format!(
-                "unknown unit {other:?} in limit {text:?}; use KiB, MiB, GiB or TiB (or KB, MB, GB, TB)"
-            ));
+            return Err(LimitError::UnknownUnit {
+                unit: other.to_string(),
+                text: text.to_string(),
+            });
         }
     };
     number
         .checked_mul(factor)
         .map(Some)
-        .ok_or_else(|| format!("limit {text:?} is too large"))
+        .ok_or_else(|| LimitError::TooLarge {
+            text: text.to_string(),
+        })
+}
+
+/// A `sandbox.limits` value that does not parse; each says what to write.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LimitError {
+    #[error("invalid limit {text:?}; write a number, a size such as 8GiB, or unlimited")]
+    NotANumber { text: String },
+    #[error(
+        "unknown unit {unit:?} in limit {text:?}; use KiB, MiB, GiB or TiB (or KB, MB, GB, TB)"
+    )]
+    UnknownUnit { unit: String, text: String },
+    #[error("limit {text:?} is too large")]
+    TooLarge { text: String },
 }
 
 /// `sandbox.limits`; a field left out keeps its default (see `ResourceLimits`).
@@ -87,10 +103,16 @@ mod tests {
         assert_eq!(parse_limit("8GiB"), Ok(Some(8 << 30)));
         assert_eq!(parse_limit("8 G"), Ok(Some(8 << 30)));
         assert_eq!(parse_limit("2MB"), Ok(Some(2_000_000)));
-        assert!(parse_limit("lots").unwrap_err().contains("unlimited"));
+        assert!(
+            parse_limit("lots")
+                .unwrap_err()
+                .to_string()
+                .contains("unlimited")
+        );
         assert!(
             parse_limit("3 parsecs")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown unit")
         );
         assert!(parse_limit("99999999999TiB").is_err());

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::ToolError;
 use crate::sandbox::exec::{
     Capture, CommandEnv, STOP_GRACE, Stopper, lock as lock_capture, pump, spawn_shell,
 };
@@ -94,22 +95,25 @@ impl BackgroundShells {
         command: &str,
         cwd: &Path,
         env: &CommandEnv,
-    ) -> Result<String, String> {
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|e| format!("background shells need the async runtime: {e}"))?;
+    ) -> Result<String, ToolError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
+            ToolError::Internal(format!("background shells need the async runtime: {e}"))
+        })?;
         let mut inner = self.lock();
         if inner.shut_down {
-            return Err("the run is ending; no new background shells can start".into());
+            return Err(ToolError::Failed(
+                "the run is ending; no new background shells can start".to_string(),
+            ));
         }
         let mut spawned = spawn_shell(command, cwd, &[], env)
-            .map_err(|e| format!("could not start the command: {e}"))?;
+            .map_err(|e| ToolError::Failed(format!("could not start the command: {e}")))?;
         inner.next += 1;
         let id = format!("bash_{}", inner.next);
         let stopper = Arc::clone(&spawned.stopper);
         let waiter_stopper = Arc::clone(&stopper);
-        let reader = spawned
-            .take_reader()
-            .ok_or_else(|| "could not start the command: no output pipe".to_string())?;
+        let reader = spawned.take_reader().ok_or_else(|| {
+            ToolError::Internal("could not start the command: no output pipe".to_string())
+        })?;
         let output = Arc::new(Mutex::new(Capture::default()));
         let status = Arc::new(Mutex::new(ShellStatus::Running));
         let (done_tx, done) = watch::channel(false);
@@ -175,10 +179,10 @@ impl BackgroundShells {
 
     /// The status of shell `id` and its output since the previous call; an error naming
     /// the known ids when there is no such shell.
-    pub(crate) fn read(&self, id: &str) -> Result<ShellReport, String> {
+    pub(crate) fn read(&self, id: &str) -> Result<ShellReport, ToolError> {
         let inner = self.lock();
         let Some(shell) = Self::find(&inner, id) else {
-            return Err(Self::unknown(&inner, id));
+            return Err(ToolError::Failed(Self::unknown(&inner, id)));
         };
         // Status first: output that arrived before an exit is then in this report.
         let status = *lock_status(&shell.status);
@@ -192,11 +196,11 @@ impl BackgroundShells {
 
     /// Kill shell `id` with its whole process group and wait (briefly) until it is gone.
     /// Returns the status it had before: killing a shell that already ended does nothing.
-    pub(crate) async fn kill(&self, id: &str) -> Result<ShellStatus, String> {
+    pub(crate) async fn kill(&self, id: &str) -> Result<ShellStatus, ToolError> {
         let mut done = {
             let inner = self.lock();
             let Some(shell) = Self::find(&inner, id) else {
-                return Err(Self::unknown(&inner, id));
+                return Err(ToolError::Failed(Self::unknown(&inner, id)));
             };
             let mut status = lock_status(&shell.status);
             let before = *status;

@@ -200,6 +200,6 @@ fn starting_outside_a_runtime_is_an_error_not_a_panic() {
     let err = shells
         .start("true", &std::env::temp_dir(), &Default::default())
         .unwrap_err();
-    assert!(err.contains("runtime"), "{err}");
+    assert!(err.to_string().contains("runtime"), "{err}");
     assert!(shells.ids().is_empty());
 }

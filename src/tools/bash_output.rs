@@ -39,10 +39,7 @@ impl TypedTool for BashOutputTool {
     const ABOUT: About = About::writes("BashOutput", DESCRIPTION).on_run_state_of("Bash");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
-        let report = ctx
-            .background
-            .read(&input.bash_id)
-            .map_err(ToolError::Failed)?;
+        let report = ctx.background.read(&input.bash_id)?;
         let output = report.new_output.trim_end_matches('\n');
         let mut text = format!("Shell {} {}.", input.bash_id, report.status);
         text.push_str(&format!(" Command: {}\n", report.command));

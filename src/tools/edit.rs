@@ -69,7 +69,7 @@ impl TypedTool for EditTool {
             write(ctx, &path, &shown, edit.new, utf8).await?;
             return Ok(format!("File created successfully at: {shown}"));
         };
-        let applied = apply(&decoded.text, edit).map_err(ToolError::Failed)?;
+        let applied = apply(&decoded.text, edit)?;
         write(ctx, &path, &shown, &applied.text, decoded.encoding).await?;
         if edit.old.is_empty() {
             return Ok(format!("The file {shown} has been updated."));

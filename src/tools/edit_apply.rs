@@ -35,13 +35,13 @@ pub(super) const IDENTICAL: &str =
 /// Apply `edit` to `content` under Edit's rules: exact and literal, unique unless
 /// `replace_all`, `\n` meaning `\r\n` in a CRLF file, an empty `old` only on empty
 /// content. The error is the message for the model.
-pub(super) fn apply(content: &str, edit: Replacement<'_>) -> Result<Applied, String> {
+pub(super) fn apply(content: &str, edit: Replacement<'_>) -> Result<Applied, ToolError> {
     if edit.old == edit.new {
-        return Err(IDENTICAL.to_string());
+        return Err(ToolError::Failed(IDENTICAL.to_string()));
     }
     if edit.old.is_empty() {
         if !content.trim().is_empty() {
-            return Err("old_string is empty, but the file already exists and is not empty: an empty old_string only creates a file (or fills an empty one). Give the old_string to replace, or Read the file and use Write to replace it whole.".to_string());
+            return Err(ToolError::Failed("old_string is empty, but the file already exists and is not empty: an empty old_string only creates a file (or fills an empty one). Give the old_string to replace, or Read the file and use Write to replace it whole.".to_string()));
         }
         return Ok(Applied {
             text: edit.new.to_string(),
@@ -64,16 +64,16 @@ pub(super) fn apply(content: &str, edit: Replacement<'_>) -> Result<Applied, Str
         })
         .find(|(_, _, count)| *count > 0)
     else {
-        return Err(not_found_message(content, edit.old));
+        return Err(ToolError::Failed(not_found_message(content, edit.old)));
     };
     if count > 1 && !edit.replace_all {
-        return Err(format!(
+        return Err(ToolError::Failed(format!(
             "Found {count} matches of the string to replace, but replace_all is false. To replace every occurrence, set replace_all to true. To replace only one, add more surrounding lines to old_string so that it matches exactly once.\nString: {}",
             edit.old
-        ));
+        )));
     }
     let Some(first_at) = content.find(old.as_str()) else {
-        return Err(not_found_message(content, edit.old));
+        return Err(ToolError::Failed(not_found_message(content, edit.old)));
     };
     let text = if edit.replace_all {
         content.replace(old.as_str(), &new)
@@ -182,9 +182,7 @@ pub(super) async fn load(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(ToolError::io(format!("Cannot read {shown}"), e)),
     };
-    if let Err(message) = ctx.files.check_writable(path, &ctx.roots) {
-        return Err(ToolError::Failed(message));
-    }
+    ctx.files.check_writable(path, &ctx.roots)?;
     let decoded = match decode(&bytes) {
         Ok(decoded) => decoded,
         Err(not_text) => {

@@ -74,7 +74,7 @@ pub(super) struct Options {
 /// matches may span lines only in multiline mode. The error is the regex parser's, about
 /// the pattern exactly as written: the matcher builder parses it wrapped as `(?:…)`,
 /// which would show in its messages (and would accept an unbalanced `a)(b`).
-pub(super) fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatcher, String> {
+pub(super) fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatcher, PatternError> {
     regex_syntax::ParserBuilder::new()
         .utf8(false)
         .case_insensitive(opts.case_insensitive)
@@ -83,7 +83,7 @@ pub(super) fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatche
         .dot_matches_new_line(opts.multiline)
         .build()
         .parse(pattern)
-        .map_err(|e| e.to_string())?;
+        .map_err(Box::new)?;
     let mut builder = RegexMatcherBuilder::new();
     builder
         .case_insensitive(opts.case_insensitive)
@@ -96,7 +96,18 @@ pub(super) fn build_matcher(pattern: &str, opts: &Options) -> Result<RegexMatche
     } else {
         builder.line_terminator(Some(b'\n'));
     }
-    builder.build(pattern).map_err(|e| e.to_string())
+    Ok(builder.build(pattern)?)
+}
+
+/// Why a Grep pattern is not a regex ripgrep would run.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PatternError {
+    /// The parser's message about the pattern exactly as written.
+    #[error(transparent)]
+    Syntax(#[from] Box<regex_syntax::Error>),
+    /// The matcher refused it (too large a program, a disallowed construct).
+    #[error(transparent)]
+    Matcher(#[from] grep::regex::Error),
 }
 
 /// The most one file's search may hold in memory.

@@ -43,7 +43,7 @@ impl TypedTool for KillShellTool {
             Ok(status) => Ok(format!(
                 "Shell {id} is not running (it {status}); nothing to kill."
             )),
-            Err(message) => Err(ToolError::Failed(message)),
+            Err(error) => Err(error),
         }
     }
 }

@@ -109,7 +109,7 @@ impl Registry {
     /// Every error is written for the model: an unknown tool names the available ones, and
     /// a schema error lists every problem, where it is in the input, and what was wanted.
     pub(crate) fn prepare(&self, name: &str, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
-        self.validate(name, &input).map_err(ToolError::Failed)?;
+        self.validate(name, &input)?;
         let entry = self
             .entries
             .get(name)
@@ -118,9 +118,9 @@ impl Registry {
     }
 
     /// Check `input` against the tool's schema (see [`Registry::prepare`]).
-    pub(crate) fn validate(&self, name: &str, input: &Value) -> Result<(), String> {
+    pub(crate) fn validate(&self, name: &str, input: &Value) -> Result<(), ToolError> {
         let Some(entry) = self.entries.get(name) else {
-            return Err(self.unknown(name));
+            return Err(ToolError::Failed(self.unknown(name)));
         };
         let problems: Vec<String> = entry
             .validator
@@ -137,10 +137,10 @@ impl Registry {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(format!(
+            Err(ToolError::Failed(format!(
                 "InputValidationError: the input to {name} does not match its schema:\n{}\nFix the input and call {name} again.",
                 problems.join("\n")
-            ))
+            )))
         }
     }
 

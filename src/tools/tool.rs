@@ -64,6 +64,19 @@ impl ToolError {
     }
 }
 
+impl From<crate::workspace::WriteRefused> for ToolError {
+    fn from(refused: crate::workspace::WriteRefused) -> Self {
+        let thread_gone = refused
+            .io_error()
+            .is_some_and(crate::workspace::confined::is_thread_gone);
+        if thread_gone {
+            ToolError::Internal(refused.to_string())
+        } else {
+            ToolError::Failed(refused.to_string())
+        }
+    }
+}
+
 /// The result of a call, exactly as the model will receive it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ToolOutput {

@@ -50,8 +50,8 @@ impl TypedTool for WriteTool {
             Ok(_) => true,
             Err(_) => false,
         };
-        if existed && let Err(message) = ctx.files.check_writable(&path, &ctx.roots) {
-            return Err(ToolError::Failed(message));
+        if existed {
+            ctx.files.check_writable(&path, &ctx.roots)?;
         }
         let bytes = input.content.into_bytes();
         let target = path.clone();

@@ -42,7 +42,7 @@ static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 /// One root: a canonical directory and its handle, opened when the task started.
 struct Root {
     path: PathBuf,
-    handle: Result<OwnedFd, String>,
+    handle: Result<OwnedFd, Errno>,
 }
 
 /// The directory handles a task's file tools act beneath, and the confined thread (when
@@ -211,11 +211,15 @@ impl Handles {
             let Ok(rest) = path.strip_prefix(&root.path) else {
                 continue;
             };
-            let handle = root.handle.as_ref().map_err(|reason| {
-                io::Error::other(format!(
-                    "{} cannot be opened, so nothing under it can be: {reason}",
-                    root.path.display()
-                ))
+            let handle = root.handle.as_ref().map_err(|&errno| {
+                io::Error::new(
+                    io::Error::from(errno).kind(),
+                    format!(
+                        "{} cannot be opened, so nothing under it can be: {}",
+                        root.path.display(),
+                        io::Error::from(errno)
+                    ),
+                )
             })?;
             let mut relative = PathBuf::new();
             for component in rest.components() {
@@ -370,13 +374,12 @@ fn regular_file(path: &Path, fd: OwnedFd) -> io::Result<File> {
 }
 
 /// Open a root directory by path (once, when the task starts).
-fn open_root(dir: &Path) -> Result<OwnedFd, String> {
+fn open_root(dir: &Path) -> Result<OwnedFd, Errno> {
     rustix::fs::open(
         dir,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| e.to_string())
 }
 
 /// Resolve `relative` beneath `root` following no symlink, retrying when the kernel

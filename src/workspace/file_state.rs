@@ -118,29 +118,34 @@ impl FileStateCache {
     /// alone is fine when the content is the same (e.g. `touch`).
     ///
     /// `path` is judged (symlinks resolved); it is looked at only beneath `roots`.
-    pub(crate) fn check_writable(&self, path: &Path, roots: &Roots) -> Result<(), String> {
+    pub(crate) fn check_writable(&self, path: &Path, roots: &Roots) -> Result<(), WriteRefused> {
         let meta = match roots.metadata(path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(format!("Cannot write {}: {e}", path.display())),
+            Err(source) => {
+                return Err(WriteRefused::Unreachable {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
         };
         let k = key(path);
         let Some(state) = self.lock().get(&k).cloned() else {
-            return Err(format!(
-                "File has not been read yet. Read it first before writing to it: {}",
-                path.display()
-            ));
+            return Err(WriteRefused::NotRead {
+                path: path.to_path_buf(),
+            });
         };
         let mtime = meta.modified().ok();
         if mtime == state.mtime && mtime.is_some() {
             return Ok(());
         }
-        let digest = roots.open_file(path).and_then(sha256_of).map_err(|e| {
-            format!(
-                "Could not read {} to check it is unchanged: {e}",
-                path.display()
-            )
-        })?;
+        let digest = roots
+            .open_file(path)
+            .and_then(sha256_of)
+            .map_err(|source| WriteRefused::Unverifiable {
+                path: path.to_path_buf(),
+                source,
+            })?;
         if digest == state.sha256 {
             // Same content, new mtime: remember the new mtime to skip hashing next time.
             let mut states = self.lock();
@@ -149,11 +154,44 @@ impl FileStateCache {
             }
             return Ok(());
         }
-        Err(format!(
-            "File has been modified since it was read, either by the user or by a linter or \
-             formatter: {}. Read it again before attempting to write it.",
-            path.display()
-        ))
+        Err(WriteRefused::Changed {
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// Why a tool may not overwrite a file now; the text is written for the model.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WriteRefused {
+    #[error("Cannot write {}: {source}", path.display())]
+    Unreachable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("File has not been read yet. Read it first before writing to it: {}", path.display())]
+    NotRead { path: PathBuf },
+    #[error("Could not read {} to check it is unchanged: {source}", path.display())]
+    Unverifiable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "File has been modified since it was read, either by the user or by a linter or formatter: {}. Read it again before attempting to write it.",
+        path.display()
+    )]
+    Changed { path: PathBuf },
+}
+
+impl WriteRefused {
+    /// The I/O error behind the refusal, if there is one.
+    pub(crate) fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            WriteRefused::Unreachable { source, .. }
+            | WriteRefused::Unverifiable { source, .. } => Some(source),
+            WriteRefused::NotRead { .. } | WriteRefused::Changed { .. } => None,
+        }
     }
 }
 
@@ -173,7 +211,7 @@ mod tests {
         let cache = FileStateCache::default();
         assert!(cache.check_writable(&file, &roots).is_ok());
         std::fs::write(&file, "x").unwrap();
-        let err = cache.check_writable(&file, &roots).unwrap_err();
+        let err = cache.check_writable(&file, &roots).unwrap_err().to_string();
         assert!(err.contains("has not been read yet"), "{err}");
         cache.record(&file, b"x", true, mtime(&file));
         assert!(cache.check_writable(&file, &roots).is_ok());
@@ -208,7 +246,7 @@ mod tests {
             .unwrap()
             .set_modified(future)
             .unwrap();
-        let err = cache.check_writable(&file, &roots).unwrap_err();
+        let err = cache.check_writable(&file, &roots).unwrap_err().to_string();
         assert!(err.contains("modified since it was read"), "{err}");
         assert!(err.contains("Read it again"), "{err}");
     }

@@ -16,7 +16,7 @@ pub(crate) mod snapshot;
 
 pub(crate) use baseline::Baseline;
 pub(crate) use beneath::Roots;
-pub(crate) use file_state::FileStateCache;
+pub(crate) use file_state::{FileStateCache, WriteRefused};
 pub(crate) use rel_path::RelPath;
 #[cfg(test)]
 pub(crate) use snapshot::Snapshot;

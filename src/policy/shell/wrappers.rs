@@ -167,8 +167,18 @@ fn step(words: &[Word]) -> Step {
 }
 
 /// Index of the first word after the options (which start at index 1).
-fn skip_options(words: &[Word], options: &Options) -> Result<usize, String> {
+fn skip_options(words: &[Word], options: &Options) -> Result<usize, Unreadable> {
     parse_options(words, options, &mut Vec::new())
+}
+
+/// Why a wrapper's options cannot be read, so what it runs cannot be told.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unreadable {
+    /// A word whose value is known only when the shell runs (`$OPTS`).
+    #[error("cannot read `{0}` statically")]
+    Dynamic(String),
+    #[error("unknown option `{0}`")]
+    UnknownOption(String),
 }
 
 /// An option given with a value (`-I {}`, `--replace=R`), or with none where the value
@@ -180,13 +190,13 @@ pub(super) fn parse_options(
     words: &[Word],
     options: &Options,
     values: &mut Vec<OptionValue>,
-) -> Result<usize, String> {
+) -> Result<usize, Unreadable> {
     let mut index = 1;
     while let Some(word) = words.get(index) {
         if !word.is_literal() {
             // `$OPTS` may expand to options, or to several words.
             if word.text.starts_with('-') || word.text.starts_with('$') {
-                return Err(format!("cannot read `{}` statically", word.source));
+                return Err(Unreadable::Dynamic(word.source.clone()));
             }
             return Ok(index);
         }
@@ -217,7 +227,7 @@ pub(super) fn parse_options(
                 index += if value.is_some() { 1 } else { 2 };
                 values.push((key, value.or(next)));
             } else {
-                return Err(format!("unknown option `{text}`"));
+                return Err(Unreadable::UnknownOption(text.to_string()));
             }
             continue;
         }
@@ -248,7 +258,7 @@ pub(super) fn parse_options(
                 values.push((format!("-{c}"), value));
                 break;
             }
-            return Err(format!("unknown option `-{c}`"));
+            return Err(Unreadable::UnknownOption(format!("-{c}")));
         }
         index += if consumed_next { 2 } else { 1 };
     }

@@ -84,7 +84,7 @@ fn a_task_in_two_shards_is_refused() {
     let a = shard(root.path(), "a", tasks[..2].to_vec());
     let b = shard(root.path(), "b", tasks[1..3].to_vec());
     let out = root.path().join("merged");
-    let error = merge(&[a, b], &out).unwrap_err();
+    let error = merge(&[a, b], &out).unwrap_err().to_string();
     assert!(error.contains("task \"refactor\" is in both"), "{error}");
     assert!(!out.exists(), "nothing is written on bad input");
 }
@@ -94,13 +94,15 @@ fn bad_inputs_are_refused_with_the_path() {
     let root = tempfile::tempdir().unwrap();
     let out = root.path().join("merged");
     let missing = root.path().join("missing");
-    let error = merge(std::slice::from_ref(&missing), &out).unwrap_err();
+    let error = merge(std::slice::from_ref(&missing), &out)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("missing/summary.json"), "{error}");
 
     let broken = root.path().join("broken");
     std::fs::create_dir_all(&broken).unwrap();
     std::fs::write(broken.join("summary.json"), "{\"tasks\": [{}]}").unwrap();
-    let error = merge(&[broken], &out).unwrap_err();
+    let error = merge(&[broken], &out).unwrap_err().to_string();
     assert!(error.contains("not a drover summary.json"), "{error}");
 
     let mut evil = sample_run().tasks[0].clone();
@@ -113,11 +115,11 @@ fn bad_inputs_are_refused_with_the_path() {
     });
     std::fs::write(evil_dir.join("summary.json"), text).unwrap();
     let evil = evil_dir;
-    let error = merge(&[evil], &out).unwrap_err();
+    let error = merge(&[evil], &out).unwrap_err().to_string();
     assert!(error.contains("not a valid task name"), "{error}");
 
     let a = shard(root.path(), "a", Vec::new());
-    let error = merge(std::slice::from_ref(&a), &a).unwrap_err();
+    let error = merge(std::slice::from_ref(&a), &a).unwrap_err().to_string();
     assert!(error.contains("is also an input"), "{error}");
 }
 
@@ -127,7 +129,9 @@ fn a_non_empty_out_is_refused() {
     let a = shard(root.path(), "a", sample_run().tasks);
     let out = root.path().join("merged");
     std::fs::create_dir_all(out.join("stale-task")).unwrap();
-    let error = merge(std::slice::from_ref(&a), &out).unwrap_err();
+    let error = merge(std::slice::from_ref(&a), &out)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("is not empty"), "{error}");
     assert!(
         !out.join("fix-add").exists(),
@@ -153,10 +157,14 @@ fn a_missing_shard_is_refused_and_says_which() {
     let s4 = shard_of(root.path(), "s4", tasks[3..].to_vec(), 4, 4);
     let out = root.path().join("merged");
 
-    let error = merge(&[s1.clone(), s3.clone(), s4.clone()], &out).unwrap_err();
+    let error = merge(&[s1.clone(), s3.clone(), s4.clone()], &out)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("shard 2/4 is missing"), "{error}");
     assert!(error.contains("3 of the 4 shards"), "{error}");
-    let error = merge(std::slice::from_ref(&s3), &out).unwrap_err();
+    let error = merge(std::slice::from_ref(&s3), &out)
+        .unwrap_err()
+        .to_string();
     assert!(
         error.contains("shards 1/4, 2/4, 4/4 are missing"),
         "{error}"
@@ -175,14 +183,19 @@ fn a_missing_shard_is_refused_and_says_which() {
         &[s1.clone(), s2.clone(), empty, again],
         &root.path().join("o2"),
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(error.contains("shard 2/4 is in both"), "{error}");
     let other = shard_of(root.path(), "other", Vec::new(), 2, 3);
-    let error = merge(&[s1.clone(), other], &root.path().join("o3")).unwrap_err();
+    let error = merge(&[s1.clone(), other], &root.path().join("o3"))
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("different counts"), "{error}");
     // A whole run mixed with shards.
     let whole = shard(root.path(), "whole", Vec::new());
-    let error = merge(&[s1, s2, s3, s4, whole], &root.path().join("o4")).unwrap_err();
+    let error = merge(&[s1, s2, s3, s4, whole], &root.path().join("o4"))
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("is a whole run"), "{error}");
 }
 

@@ -24,7 +24,7 @@ fn k_of_n_parses_and_bad_values_are_refused() {
     for bad in [
         "0/3", "4/3", "1/0", "3", "a/b", "1/2/3", "-1/2", "", "/", "2/",
     ] {
-        let error = Shard::parse(bad, &no_env).unwrap_err();
+        let error = Shard::parse(bad, &no_env).unwrap_err().to_string();
         assert!(error.contains("expected K/N"), "{bad}: {error}");
     }
     assert_eq!(Shard { index: 2, count: 5 }.to_string(), "2/5");
@@ -60,15 +60,18 @@ fn auto_reads_the_indexed_job_variables() {
     );
     assert_eq!(shard, Ok(Shard { index: 2, count: 2 }));
 
-    let error = Shard::parse("auto", &no_env).unwrap_err();
+    let error = Shard::parse("auto", &no_env).unwrap_err().to_string();
     assert!(error.contains("JOB_COMPLETION_INDEX is not set"), "{error}");
-    let error = Shard::parse("auto", &env(&[("JOB_COMPLETION_INDEX", "0")])).unwrap_err();
+    let error = Shard::parse("auto", &env(&[("JOB_COMPLETION_INDEX", "0")]))
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("set DROVER_SHARD_COUNT"), "{error}");
     let error = Shard::parse(
         "auto",
         &env(&[("JOB_COMPLETION_INDEX", "3"), ("DROVER_SHARD_COUNT", "3")]),
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         error.contains("must be below DROVER_SHARD_COUNT=3"),
         "{error}"
@@ -77,7 +80,8 @@ fn auto_reads_the_indexed_job_variables() {
         "auto",
         &env(&[("JOB_COMPLETION_INDEX", "x"), ("DROVER_SHARD_COUNT", "3")]),
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(error.contains("not a whole number"), "{error}");
 }
 

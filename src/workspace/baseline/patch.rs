@@ -51,9 +51,9 @@ impl Baseline {
 
     /// The original of a copied file, read beneath the original's directory and checked
     /// against the id the copy had at the start.
-    fn load_origin(&self, path: &RelPath, id: &BlobId) -> Result<Vec<u8>, String> {
+    fn load_origin(&self, path: &RelPath, id: &BlobId) -> Result<Vec<u8>, Undiffable> {
         let Some(origin) = &self.origin else {
-            return Err("its starting content is unknown".to_string());
+            return Err(Undiffable::StartUnknown);
         };
         let roots = Roots::new(std::slice::from_ref(origin));
         let bytes = roots
@@ -63,9 +63,9 @@ impl Baseline {
                 file.take(MAX_DIFFED_FILE + 1).read_to_end(&mut bytes)?;
                 Ok(bytes)
             })
-            .map_err(|e| format!("its original cannot be read: {e}"))?;
+            .map_err(Undiffable::OriginUnreadable)?;
         if BlobId::of(&bytes) != *id {
-            return Err("its original changed after the workspace was copied".to_string());
+            return Err(Undiffable::OriginChanged);
         }
         Ok(bytes)
     }
@@ -76,21 +76,18 @@ impl Baseline {
         path: &RelPath,
         entry: &Entry,
         objects: &mut Option<io::Result<GitObjects>>,
-    ) -> Result<FileEntry, String> {
+    ) -> Result<FileEntry, Undiffable> {
         let content = match &entry.content {
             Content::Link(target) => target.clone(),
-            Content::Large { size } => return Err(too_large(*size)),
+            Content::Large { size } => return Err(Undiffable::TooLarge(*size)),
             Content::Blob {
                 source: Source::None,
                 ..
-            } => return Err("its starting content is unknown".to_string()),
+            } => return Err(Undiffable::StartUnknown),
             Content::Blob {
                 id,
                 source: Source::Store,
-            } => self
-                .store
-                .get(id)
-                .map_err(|e| format!("its starting content is lost: {e}"))?,
+            } => self.store.get(id).map_err(Undiffable::StartLost)?,
             Content::Blob {
                 id,
                 source: Source::Origin,
@@ -100,14 +97,14 @@ impl Baseline {
                 source: Source::Git,
             } => {
                 let Some(directory) = &self.objects else {
-                    return Err("its starting content is unknown".to_string());
+                    return Err(Undiffable::StartUnknown);
                 };
                 let reader = objects.get_or_insert_with(|| GitObjects::open(directory));
                 match reader {
-                    Ok(reader) => reader
-                        .get(id)
-                        .map_err(|e| format!("its starting content cannot be read: {e}"))?,
-                    Err(e) => return Err(format!("git cannot be run to read it: {e}")),
+                    Ok(reader) => reader.get(id).map_err(Undiffable::StartUnreadable)?,
+                    Err(e) => {
+                        return Err(Undiffable::NoGit(io::Error::new(e.kind(), e.to_string())));
+                    }
                 }
             }
         };
@@ -125,22 +122,22 @@ fn load_now(
     path: &RelPath,
     mode: u32,
     content: &Content,
-) -> Result<FileEntry, String> {
+) -> Result<FileEntry, Undiffable> {
     let bytes = match content {
         Content::Link(target) => target.clone(),
-        Content::Large { size } => return Err(too_large(*size)),
+        Content::Large { size } => return Err(Undiffable::TooLarge(*size)),
         Content::Blob { .. } if mode == MODE_SYMLINK => {
-            return Err("it changed while the diff was written".to_string());
+            return Err(Undiffable::ChangedWhileWritten);
         }
         Content::Blob { .. } => {
             let at = root.join(path.to_path());
-            let file = roots.open_file(&at).map_err(|e| e.to_string())?;
+            let file = roots.open_file(&at).map_err(Undiffable::NowUnreadable)?;
             let mut bytes = Vec::new();
             file.take(MAX_DIFFED_FILE + 1)
                 .read_to_end(&mut bytes)
-                .map_err(|e| e.to_string())?;
+                .map_err(Undiffable::NowUnreadable)?;
             if bytes.len() as u64 > MAX_DIFFED_FILE {
-                return Err(too_large(bytes.len() as u64));
+                return Err(Undiffable::TooLarge(bytes.len() as u64));
             }
             bytes
         }
@@ -151,9 +148,25 @@ fn load_now(
     })
 }
 
-fn too_large(size: u64) -> String {
-    format!(
-        "{size} bytes, larger than the {} MiB drover diffs",
-        MAX_DIFFED_FILE / (1024 * 1024)
-    )
+/// Why a changed file is named in a note instead of diffed.
+#[derive(Debug, thiserror::Error)]
+enum Undiffable {
+    #[error("its starting content is unknown")]
+    StartUnknown,
+    #[error("its starting content is lost: {0}")]
+    StartLost(#[source] io::Error),
+    #[error("its starting content cannot be read: {0}")]
+    StartUnreadable(#[source] io::Error),
+    #[error("git cannot be run to read it: {0}")]
+    NoGit(#[source] io::Error),
+    #[error("its original cannot be read: {0}")]
+    OriginUnreadable(#[source] io::Error),
+    #[error("its original changed after the workspace was copied")]
+    OriginChanged,
+    #[error("{0} bytes, larger than the {max} MiB drover diffs", max = MAX_DIFFED_FILE / (1024 * 1024))]
+    TooLarge(u64),
+    #[error("it changed while the diff was written")]
+    ChangedWhileWritten,
+    #[error("{0}")]
+    NowUnreadable(#[source] io::Error),
 }
