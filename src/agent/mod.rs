@@ -10,14 +10,18 @@ mod respond;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 pub(crate) use dispatch::Call;
 pub(crate) use prompt::system_prompt;
 
-use crate::message::{ContentBlock, Message, Role, StopReason, Usage};
+use crate::message::{
+    ContentBlock, Message, ModelResponse, Role, StopReason, ToolDefinition, Usage,
+};
 use crate::model::pricing::cost;
-use crate::model::{Model, ModelError, ModelRequest};
+use crate::model::{Model, ModelError, ModelRequest, RetryNotice};
 use crate::policy::Policy;
 use crate::record::transcript::{Decision, TranscriptError};
 use crate::record::{Denial, EndReason, Event, Redactor, TranscriptWriter};
@@ -38,9 +42,9 @@ pub(crate) struct AgentConfig {
     pub max_tokens: Option<u64>,
     /// The model's prices; None when unknown (cost is then reported as null).
     pub pricing: Option<Pricing>,
-    /// Becomes true when drover is interrupted (SIGINT/SIGTERM): the loop stops at once,
+    /// Cancelled when drover is interrupted (SIGINT/SIGTERM): the loop stops at once,
     /// cancelling the request or tools in flight, and ends with reason `interrupted`.
-    pub interrupt: Option<tokio::sync::watch::Receiver<bool>>,
+    pub interrupt: CancellationToken,
 }
 
 /// Recorded tool results a replay is expected to reproduce, by tool_use id.
@@ -90,10 +94,36 @@ struct State {
     final_text: String,
     denials: Vec<Denial>,
     drifts: u32,
+    /// The tools offered, the same in every request.
+    tools: Vec<ToolDefinition>,
+    /// Where the provider reports its retries (taken once: the receiver is the model's).
+    notices: Option<UnboundedReceiver<RetryNotice>>,
 }
 
 /// Why tool dispatch ended the run, with a message for people.
 type Stop = (EndReason, String);
+
+/// What `usage` cost; None when the model's price is unknown.
+fn run_cost(config: &AgentConfig, usage: &Usage) -> Option<f64> {
+    config.pricing.map(|pricing| cost(usage, &pricing))
+}
+
+/// When the loop started and when it must end.
+#[derive(Clone, Copy)]
+struct Clock {
+    started: Instant,
+    deadline: Option<Instant>,
+}
+
+/// What a model turn asks of the loop next.
+enum Next {
+    /// Run these tool calls, then ask the model again.
+    Calls(Vec<Call>),
+    /// Ask the model again (`pause_turn`: a server-side tool paused the turn).
+    Ask,
+    /// The loop ends.
+    Stop(Stop),
+}
 
 impl Agent<'_> {
     /// Run the loop to its end. An error means the transcript could not be written: the
@@ -103,7 +133,10 @@ impl Agent<'_> {
         config: &AgentConfig,
     ) -> Result<LoopOutcome, TranscriptError> {
         let started = Instant::now();
-        let deadline = config.timeout.map(|t| started + t);
+        let clock = Clock {
+            started,
+            deadline: config.timeout.map(|t| started + t),
+        };
         let mut state = State {
             messages: vec![Message::user_text(config.prompt.clone())],
             turns: 0,
@@ -111,112 +144,25 @@ impl Agent<'_> {
             final_text: String::new(),
             denials: Vec::new(),
             drifts: 0,
+            tools: self.registry.definitions(),
+            notices: self.model.retry_notices(),
         };
-        let tools = self.registry.definitions();
-        let run_cost = |usage: &Usage| config.pricing.map(|pricing| cost(usage, &pricing));
-        let mut notices = self.model.retry_notices();
-        let mut interrupt = config.interrupt.clone();
         let (reason, message) = loop {
-            if interrupt.as_ref().is_some_and(|i| *i.borrow()) {
-                break interrupted(state.turns);
-            }
-            let spent = limits::Spent {
-                turns: state.turns,
-                usage: &state.usage,
-                cost_usd: run_cost(&state.usage),
-            };
-            if let Some(stop) = limits::before_request(config, started, &spent) {
-                break stop;
-            }
-            let request = ModelRequest {
-                system: &config.system,
-                messages: &state.messages,
-                tools: &tools,
-            };
-            let answer = respond::respond_recorded(
-                &mut *self.model,
-                &mut notices,
-                &mut *self.transcript,
-                request,
-            );
-            let response = match bounded(deadline, interrupt.as_mut(), answer).await {
-                Bounded::TimedOut => break limits::timeout(config, started, state.turns),
-                Bounded::Interrupted => break interrupted(state.turns),
-                Bounded::Done(answer) => answer,
-            };
-            let response = match response? {
-                Err(ModelError::ReplayExhausted { turn }) => {
-                    break (
-                        EndReason::ReplayDrift,
-                        format!(
-                            "the recording has no model response for turn {turn}: the replay took a different path"
-                        ),
-                    );
-                }
-                Err(error @ ModelError::ContextExhausted(_)) => {
-                    break (EndReason::ContextExhausted, error.to_string());
-                }
-                Err(error) => break (EndReason::ProviderError, error.to_string()),
+            let response = match self.request_turn(config, clock, &mut state).await? {
                 Ok(response) => response,
+                Err(stop) => break stop,
             };
-            state.turns += 1;
-            state.usage.add(&response.usage);
-            self.transcript.write(Event::ModelResponse {
-                turn: state.turns,
-                content: response.content.clone(),
-                stop_reason: response.stop_reason,
-                usage: response.usage,
-                cost_usd: run_cost(&response.usage),
-            })?;
-            let text = response.text();
-            if !text.is_empty() {
-                state.final_text = text;
-            }
-            let calls: Vec<Call> = response
-                .tool_calls()
-                .map(|(id, name, input)| Call {
-                    id: id.to_string(),
-                    name: name.to_string(),
-                    input: input.clone(),
-                })
-                .collect();
-            state.messages.push(Message {
-                role: Role::Assistant,
-                content: response.content.clone(),
-            });
-            match response.stop_reason {
-                StopReason::MaxTokens => {
-                    break (
-                        EndReason::MaxTokens,
-                        format!(
-                            "the model's output was cut at its token limit in turn {}; its tool calls were not run",
-                            state.turns
-                        ),
-                    );
-                }
-                StopReason::Refusal => {
-                    break (
-                        EndReason::Refusal,
-                        format!("the model refused to continue in turn {}", state.turns),
-                    );
-                }
-                _ => {}
-            }
-            if calls.is_empty() {
-                if response.stop_reason == StopReason::PauseTurn {
-                    continue;
-                }
-                break (
-                    EndReason::EndTurn,
-                    format!("the model ended its turn after {} turns", state.turns),
-                );
-            }
+            let calls = match self.take_turn(response, config, &mut state)? {
+                Next::Calls(calls) => calls,
+                Next::Ask => continue,
+                Next::Stop(stop) => break stop,
+            };
             match self
-                .dispatch(&calls, deadline, interrupt.as_mut(), &mut state)
+                .dispatch(&calls, clock.deadline, &config.interrupt, &mut state)
                 .await?
             {
                 Some((EndReason::Timeout, _)) => {
-                    break limits::timeout(config, started, state.turns);
+                    break limits::timeout(config, clock.started, state.turns);
                 }
                 Some((EndReason::Interrupted, _)) => break interrupted(state.turns),
                 Some(stop) => break stop,
@@ -228,10 +174,116 @@ impl Agent<'_> {
             message,
             turns: state.turns,
             usage: state.usage,
-            cost_usd: run_cost(&state.usage),
+            cost_usd: run_cost(config, &state.usage),
             final_text: state.final_text,
             denials: state.denials,
             drifts: state.drifts,
+        })
+    }
+
+    /// Ask the model for its next turn, unless a limit or a signal ends the loop first
+    /// (or while it waits: the request is cancelled).
+    async fn request_turn(
+        &mut self,
+        config: &AgentConfig,
+        clock: Clock,
+        state: &mut State,
+    ) -> Result<Result<ModelResponse, Stop>, TranscriptError> {
+        if config.interrupt.is_cancelled() {
+            return Ok(Err(interrupted(state.turns)));
+        }
+        let spent = limits::Spent {
+            turns: state.turns,
+            usage: &state.usage,
+            cost_usd: run_cost(config, &state.usage),
+        };
+        if let Some(stop) = limits::before_request(config, clock.started, &spent) {
+            return Ok(Err(stop));
+        }
+        let request = ModelRequest {
+            system: &config.system,
+            messages: &state.messages,
+            tools: &state.tools,
+        };
+        let answer = respond::respond_recorded(
+            &mut *self.model,
+            &mut state.notices,
+            &mut *self.transcript,
+            request,
+        );
+        let answer = match bounded(clock.deadline, &config.interrupt, answer).await {
+            Bounded::TimedOut => {
+                return Ok(Err(limits::timeout(config, clock.started, state.turns)));
+            }
+            Bounded::Interrupted => return Ok(Err(interrupted(state.turns))),
+            Bounded::Done(answer) => answer?,
+        };
+        Ok(answer.map_err(|error| match error {
+            ModelError::ReplayExhausted { turn } => (
+                EndReason::ReplayDrift,
+                format!(
+                    "the recording has no model response for turn {turn}: the replay took a different path"
+                ),
+            ),
+            error @ ModelError::ContextExhausted(_) => {
+                (EndReason::ContextExhausted, error.to_string())
+            }
+            error => (EndReason::ProviderError, error.to_string()),
+        }))
+    }
+
+    /// Record a model turn and say what follows it: its tool calls, another request, or
+    /// the end (the model ended its turn, refused, or was cut at its token limit).
+    fn take_turn(
+        &mut self,
+        response: ModelResponse,
+        config: &AgentConfig,
+        state: &mut State,
+    ) -> Result<Next, TranscriptError> {
+        state.turns += 1;
+        state.usage.add(&response.usage);
+        self.transcript.write(Event::ModelResponse {
+            turn: state.turns,
+            content: response.content.clone(),
+            stop_reason: response.stop_reason,
+            usage: response.usage,
+            cost_usd: run_cost(config, &response.usage),
+        })?;
+        let text = response.text();
+        if !text.is_empty() {
+            state.final_text = text;
+        }
+        let calls: Vec<Call> = response
+            .tool_calls()
+            .map(|(id, name, input)| Call {
+                id: id.to_string(),
+                name: name.to_string(),
+                input: input.clone(),
+            })
+            .collect();
+        let stop_reason = response.stop_reason;
+        state.messages.push(Message {
+            role: Role::Assistant,
+            content: response.content,
+        });
+        let turn = state.turns;
+        Ok(match stop_reason {
+            StopReason::MaxTokens => Next::Stop((
+                EndReason::MaxTokens,
+                format!(
+                    "the model's output was cut at its token limit in turn {turn}; its tool calls were not run"
+                ),
+            )),
+            StopReason::Refusal => Next::Stop((
+                EndReason::Refusal,
+                format!("the model refused to continue in turn {turn}"),
+            )),
+            _ if !calls.is_empty() => Next::Calls(calls),
+            StopReason::PauseTurn => Next::Ask,
+            _ => Next::Stop((
+                EndReason::EndTurn,
+                format!("the model ended its turn after {turn} turns"),
+            )),
         })
     }
 
@@ -240,7 +292,7 @@ impl Agent<'_> {
         &mut self,
         calls: &[Call],
         deadline: Option<Instant>,
-        mut interrupt: Option<&mut tokio::sync::watch::Receiver<bool>>,
+        interrupt: &CancellationToken,
         state: &mut State,
     ) -> Result<Option<Stop>, TranscriptError> {
         let mut results: Vec<ContentBlock> = Vec::with_capacity(calls.len());
@@ -282,8 +334,7 @@ impl Agent<'_> {
             }
             let batch: Vec<Call> = prepared.iter().map(|(call, _)| call.clone()).collect();
             let execution = dispatch::execute(prepared, &self.ctx);
-            let (executed, why) = match bounded(deadline, interrupt.as_deref_mut(), execution).await
-            {
+            let (executed, why) = match bounded(deadline, interrupt, execution).await {
                 Bounded::Done(executed) => (executed, None),
                 Bounded::TimedOut => (Vec::new(), Some(EndReason::Timeout)),
                 Bounded::Interrupted => (Vec::new(), Some(EndReason::Interrupted)),
@@ -394,7 +445,7 @@ enum Bounded<T> {
 /// Run `future` until it finishes, the deadline passes, or drover is interrupted.
 async fn bounded<F: std::future::Future>(
     deadline: Option<Instant>,
-    interrupt: Option<&mut tokio::sync::watch::Receiver<bool>>,
+    interrupt: &CancellationToken,
     future: F,
 ) -> Bounded<F::Output> {
     let timed = async {
@@ -403,24 +454,12 @@ async fn bounded<F: std::future::Future>(
             None => Some(future.await),
         }
     };
-    let interrupted = async {
-        match interrupt {
-            // wait_for returns at once when the flag is already set; an error means the
-            // sender is gone, which can no longer interrupt: wait forever then.
-            Some(receiver) => {
-                if receiver.wait_for(|set| *set).await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
     tokio::select! {
         outcome = timed => match outcome {
             Some(output) => Bounded::Done(output),
             None => Bounded::TimedOut,
         },
-        () = interrupted => Bounded::Interrupted,
+        () = interrupt.cancelled() => Bounded::Interrupted,
     }
 }
 
@@ -447,5 +486,7 @@ fn cancelled(reason: EndReason) -> ToolOutput {
     })
 }
 
+#[cfg(test)]
+mod stop_reason_tests;
 #[cfg(test)]
 mod tests;

@@ -177,7 +177,7 @@ async fn a_fault_of_drovers_ends_the_task_as_an_internal_error_not_a_model_failu
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn consecutive_read_only_calls_overlap_and_results_keep_call_order() {
     let (log, events) = run_turn(vec![call("Glob", "a", 150), call("Glob", "b", 10)], &[]).await;
     // Both started before either ended: they ran concurrently; b finished first.
@@ -190,7 +190,7 @@ async fn consecutive_read_only_calls_overlap_and_results_keep_call_order() {
     assert_eq!(results, vec!["result a", "result b"]);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_call_that_writes_runs_alone_in_order() {
     let (log, _) = run_turn(
         vec![

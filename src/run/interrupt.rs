@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// What a second signal does before it exits: write the reports drover has so far.
 type LastWords = Box<dyn Fn() + Send>;
@@ -21,12 +21,18 @@ pub(crate) fn on_second_signal(write: impl Fn() + Send + 'static) {
     *slot = Some(Box::new(write));
 }
 
-/// Listen for SIGINT and SIGTERM; the returned receiver becomes true on the first.
-/// None when the signal handlers cannot be installed (then the default actions apply).
-pub(crate) fn install() -> Option<watch::Receiver<bool>> {
-    let mut interrupt = signal(SignalKind::interrupt()).ok()?;
-    let mut terminate = signal(SignalKind::terminate()).ok()?;
-    let (sender, receiver) = watch::channel(false);
+/// Listen for SIGINT and SIGTERM; the returned token is cancelled on the first. When the
+/// signal handlers cannot be installed the default actions apply, and the token is never
+/// cancelled.
+pub(crate) fn install() -> CancellationToken {
+    let token = CancellationToken::new();
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return token;
+    };
+    let cancel = token.clone();
     tokio::spawn(async move {
         let name = tokio::select! {
             _ = interrupt.recv() => "SIGINT",
@@ -35,7 +41,7 @@ pub(crate) fn install() -> Option<watch::Receiver<bool>> {
         eprintln!(
             "drover: {name}: stopping every task and writing transcripts, diffs and reports (send it again to exit at once)"
         );
-        let _ = sender.send(true);
+        cancel.cancel();
         tokio::select! {
             _ = interrupt.recv() => {},
             _ = terminate.recv() => {},
@@ -50,5 +56,5 @@ pub(crate) fn install() -> Option<watch::Receiver<bool>> {
         }
         std::process::exit(crate::exit::RUNNER_ERROR);
     });
-    Some(receiver)
+    token
 }

@@ -187,7 +187,7 @@ pub(crate) async fn run_plans(
     artifacts: &Path,
     jobs: usize,
     quiet: bool,
-    interrupt: Option<task::Interrupt>,
+    interrupt: task::Interrupt,
 ) -> RunReport {
     // Resolved now, before any agent has run: the baseline compares these paths as
     // written, so a symlink an agent plants later at one of them redirects nothing.
@@ -276,7 +276,7 @@ pub(crate) async fn run_plans(
                 let so_far = Arc::clone(&so_far);
                 async move {
                     let mut fallback = unfinished_report(&plan, &artifacts);
-                    if interrupt.as_ref().is_some_and(|i| *i.borrow()) {
+                    if interrupt.is_cancelled() {
                         // Interrupted before this task's turn came: it never starts.
                         fallback.reason = EndReason::Interrupted;
                         fallback.status = EndReason::Interrupted.status();

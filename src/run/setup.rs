@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::checks::{failure_summary, run_check};
 use super::sandbox::TaskCommands;
-use super::task::{Interrupt, signalled};
+use super::task::Interrupt;
 use super::task_error::TaskError;
 use crate::record::transcript::{Event, TranscriptWriter};
 use crate::record::{CheckReport, EndReason, Redactor};
@@ -28,7 +28,7 @@ pub(super) async fn run_setup(
     commands: &TaskCommands,
     redactor: &Redactor,
     transcript: &mut TranscriptWriter,
-    interrupt: &mut Option<Interrupt>,
+    interrupt: &Interrupt,
     reports: &mut Vec<CheckReport>,
 ) -> Result<Result<(), SetupStopped>, TaskError> {
     let mut stopped = None;
@@ -36,7 +36,7 @@ pub(super) async fn run_setup(
         let env = commands.for_setup(step)?;
         let result = tokio::select! {
             result = run_check(step, workspace, &env, redactor) => result,
-            () = signalled(interrupt) => {
+            () = interrupt.cancelled() => {
                 stopped = Some(SetupStopped {
                     reason: EndReason::Interrupted,
                     message: format!(

@@ -83,7 +83,7 @@ pub(crate) async fn run_task(
     artifacts: &Path,
     exposed: bool,
     observer: Option<EventObserver>,
-    interrupt: Option<Interrupt>,
+    interrupt: Interrupt,
 ) -> TaskReport {
     let started = Instant::now();
     let mut report = unfinished_report(&plan, artifacts);
@@ -150,19 +150,8 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
     }
 }
 
-/// Resolves when drover is interrupted; never without an interrupt channel (or when its
-/// sender is gone, which is not a signal).
-pub(super) async fn signalled(interrupt: &mut Option<Interrupt>) {
-    if let Some(receiver) = interrupt
-        && receiver.wait_for(|set| *set).await.is_ok()
-    {
-        return;
-    }
-    std::future::pending().await
-}
-
-/// Becomes true when drover is interrupted (see `run::interrupt`).
-pub(super) type Interrupt = tokio::sync::watch::Receiver<bool>;
+/// Cancelled when drover is interrupted (see `run::interrupt`).
+pub(super) type Interrupt = tokio_util::sync::CancellationToken;
 
 /// The task's steps; an Err is an internal error (drover could not do its job).
 async fn execute(
@@ -171,7 +160,7 @@ async fn execute(
     task_dir: &Path,
     report: &mut TaskReport,
     observer: Option<EventObserver>,
-    interrupt: Option<Interrupt>,
+    interrupt: Interrupt,
     redactor: Arc<Redactor>,
 ) -> Result<(), TaskError> {
     let mut transcript = TranscriptWriter::create(&task_dir.join("transcript.jsonl"))?;
@@ -230,11 +219,11 @@ async fn steps(
     artifacts: &Path,
     task_dir: &Path,
     report: &mut TaskReport,
-    interrupt: Option<Interrupt>,
+    interrupt: Interrupt,
     redactor: &Redactor,
     transcript: &mut TranscriptWriter,
 ) -> Result<(), Halt> {
-    let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
+    let stop = || interrupt.is_cancelled();
     let mut started = task_start::workspace(&plan, artifacts, report, &stop)?;
     let fingerprint = started.baseline.fingerprint();
     let mut model = build_model(&plan);

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::checks::{failure_summary, run_check};
 use super::expect;
 use super::sandbox::TaskCommands;
-use super::task::{Interrupt, TaskPlan, signalled};
+use super::task::{Interrupt, TaskPlan};
 use super::task_error::TaskError;
 use super::task_start::{Armed, Started};
 use crate::agent::{Agent, AgentConfig, LoopOutcome, ReplayExpectations, system_prompt};
@@ -22,7 +22,7 @@ use crate::workspace::atomic::write_atomic;
 pub(super) struct LoopInputs<'a> {
     pub model: &'a mut dyn Model,
     pub replay: Option<ReplayExpectations>,
-    pub interrupt: Option<Interrupt>,
+    pub interrupt: Interrupt,
 }
 
 /// Run the agent loop, then make the workspace still: every command the agent started
@@ -96,7 +96,7 @@ fn loop_config(
     workspace: &Path,
     model: &dyn Model,
     report: &TaskReport,
-    interrupt: Option<Interrupt>,
+    interrupt: Interrupt,
 ) -> AgentConfig {
     let limits = &plan.spec.spec.limits;
     let prices = pricing::resolve(
@@ -194,7 +194,7 @@ pub(super) async fn judge(
     commands: &TaskCommands,
     outcome: LoopOutcome,
     changes: &Changes,
-    mut interrupt: Option<Interrupt>,
+    interrupt: Interrupt,
     redactor: &Redactor,
     report: &mut TaskReport,
     transcript: &mut TranscriptWriter,
@@ -209,7 +209,7 @@ pub(super) async fn judge(
             // task ends interrupted: a cancelled job never reports a pass.
             let result = tokio::select! {
                 result = run_check(check, &started.workspace.dir, &check_env, redactor) => result,
-                () = signalled(&mut interrupt) => {
+                () = interrupt.cancelled() => {
                     reason = EndReason::Interrupted;
                     message = format!(
                         "interrupted while check \"{}\" ran; it was stopped and the checks after it did not run",

@@ -249,7 +249,7 @@ pub(super) async fn setup(
     plan: &TaskPlan,
     started: &mut Started,
     commands: &TaskCommands,
-    interrupt: &Option<Interrupt>,
+    interrupt: &Interrupt,
     redactor: &Redactor,
     report: &mut TaskReport,
     transcript: &mut TranscriptWriter,
@@ -257,21 +257,20 @@ pub(super) async fn setup(
     if plan.spec.spec.setup.is_empty() {
         return Ok(());
     }
-    let mut setup_interrupt = interrupt.clone();
     let ran = run_setup(
         &plan.spec.spec.setup,
         &started.workspace.dir,
         commands,
         redactor,
         transcript,
-        &mut setup_interrupt,
+        interrupt,
         &mut report.setup,
     )
     .await?;
     if let Err(stopped) = ran {
         return Err(Halt::Early(stopped.reason, stopped.message));
     }
-    let stop = || interrupt.as_ref().is_some_and(|i| *i.borrow());
+    let stop = || interrupt.is_cancelled();
     let options = start_options(
         plan,
         &started.excluded,
