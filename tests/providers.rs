@@ -815,3 +815,123 @@ fn a_server_that_reports_no_usage_gets_an_estimate_and_the_budget_holds() {
     let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
     assert!(md.contains("(estimated)"), "{md}");
 }
+
+/// An HTTPS server on 127.0.0.1 whose certificate (for `localhost`) is signed by a
+/// private certificate authority, as behind a corporate TLS proxy. It answers every
+/// connection with `reply` (a whole HTTP response). Returns the port and the CA in PEM.
+fn private_ca_server(reply: String) -> (u16, String) {
+    use std::io::{Read, Write};
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "drover test corporate CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca, &ca_key)
+        .unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![leaf.der().clone()],
+        rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+    )
+    .unwrap();
+    let config = std::sync::Arc::new(config);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let Ok(connection) = rustls::ServerConnection::new(config.clone()) else {
+                continue;
+            };
+            let mut tls = rustls::StreamOwned::new(connection, stream);
+            // Read the request head and its body (Content-Length), then answer.
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 8192];
+            let complete = loop {
+                match tls.read(&mut buffer) {
+                    Ok(0) | Err(_) => break false,
+                    Ok(n) => request.extend_from_slice(&buffer[..n]),
+                }
+                let text = String::from_utf8_lossy(&request).to_string();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length = text[..end]
+                        .lines()
+                        .find_map(|line| {
+                            let (name, value) = line.split_once(':')?;
+                            name.eq_ignore_ascii_case("content-length")
+                                .then(|| value.trim().parse::<usize>().ok())?
+                        })
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + length {
+                        break true;
+                    }
+                }
+            };
+            if complete {
+                let _ = tls.write_all(reply.as_bytes());
+                let _ = tls.flush();
+            }
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    });
+    (port, ca.pem())
+}
+
+#[test]
+fn a_private_certificate_authority_is_trusted_through_ssl_cert_file_and_only_then() {
+    let stream = anthropic_final_turn();
+    let reply = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{stream}",
+        stream.len()
+    );
+    let (port, ca_pem) = private_ca_server(reply);
+    let (dir, spec) = task("anthropic", &format!("https://localhost:{port}"), "");
+    with_max_retries(&spec, 0);
+    let ca_file = dir.path().join("corporate-ca.pem");
+    std::fs::write(&ca_file, ca_pem).unwrap();
+
+    // The platform's trust store, as SSL_CERT_FILE names it, is used: the run passes.
+    let mut command = drover();
+    command
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("trusted"))
+        .env(KEY_ENV, KEY)
+        .env("SSL_CERT_FILE", &ca_file)
+        .env_remove("SSL_CERT_DIR");
+    no_proxy(&mut command);
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    // Without it the certificate is not trusted: the task is a provider error, and the
+    // message says why.
+    let mut command = drover();
+    command
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("untrusted"))
+        .env(KEY_ENV, KEY)
+        .env_remove("SSL_CERT_FILE")
+        .env("SSL_CERT_DIR", dir.path().join("no-such-dir"));
+    no_proxy(&mut command);
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("untrusted/t/transcript.jsonl"));
+    let end = run_end(&lines);
+    assert_eq!(end["reason"], "provider_error");
+    let message = end["message"].as_str().unwrap().to_lowercase();
+    assert!(message.contains("certificate"), "{message}");
+}
