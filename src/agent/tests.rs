@@ -40,6 +40,7 @@ impl Tool for Timed {
             read_only: self.read_only,
             governed_by: self.name.to_string(),
             run_state: false,
+            path_family: None,
         }
     }
     fn prepare(self: Arc<Self>, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {

@@ -5,6 +5,7 @@
 //! may not leave the workspace. What cannot be analysed statically is denied unless the
 //! policy allows `Bash` outright.
 
+use super::ToolFacts;
 use std::path::Path;
 
 use super::expand::basename;
@@ -270,7 +271,7 @@ impl Policy {
                 ));
             }
             for target in self.arg_targets(&input, dirs) {
-                if let Some(rule) = self.path_denied_by("Read", &target) {
+                if let Some(rule) = self.path_denied_by(&ToolFacts::reading_files(), &target) {
                     return Some(Decision::deny(
                         Some(rule),
                         format!(

@@ -18,9 +18,33 @@ pub(crate) struct ToolFacts {
     /// Acts only on this run's own state (its to-do list, its background shells):
     /// allowed by default, like a read.
     pub run_state: bool,
+    /// The rule family whose path rules also govern this tool's paths, as in Claude
+    /// Code: `Read` for a tool that reads files (Glob, Grep, LS), `Edit` for one that
+    /// writes them (Write, MultiEdit). None: only rules naming the tool itself.
+    pub path_family: Option<String>,
 }
 
-impl ToolFacts {}
+impl ToolFacts {
+    /// A command's file reads, judged as Read would be (by `Read` rules).
+    pub(crate) fn reading_files() -> ToolFacts {
+        ToolFacts::family("Read", true)
+    }
+
+    /// A command's file writes, judged as Edit would be (by `Edit` rules).
+    pub(crate) fn writing_files() -> ToolFacts {
+        ToolFacts::family("Edit", false)
+    }
+
+    fn family(name: &str, read_only: bool) -> ToolFacts {
+        ToolFacts {
+            name: name.to_string(),
+            read_only,
+            governed_by: name.to_string(),
+            run_state: false,
+            path_family: Some(name.to_string()),
+        }
+    }
+}
 
 /// What one call acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -114,11 +114,7 @@ impl Policy {
     /// outright (`deny: [Bash]`), or a tool that is not read-only in plan mode.
     pub(crate) fn withholds(&self, tool: &ToolFacts) -> Option<Decision> {
         let name = &tool.name;
-        if let Some(rule) = self
-            .deny
-            .iter()
-            .find(|rule| rule.covers_whole_tool(&tool.governed_by))
-        {
+        if let Some(rule) = self.deny.iter().find(|rule| rule.covers_whole(tool)) {
             return Some(Decision::deny(
                 Some(rule),
                 format!("{name} is denied outright by rule {rule} and not offered to the model"),

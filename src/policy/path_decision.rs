@@ -100,11 +100,8 @@ impl Policy {
             None => name.to_string(),
         };
         let denied = match target {
-            Some(target) => self.path_denied_by(name, target),
-            None => self
-                .deny
-                .iter()
-                .find(|rule| rule.governs(name) && rule.specifier().is_none()),
+            Some(target) => self.path_denied_by(tool, target),
+            None => self.deny.iter().find(|rule| rule.covers_whole(tool)),
         };
         if let Some(rule) = denied {
             return Decision::deny(Some(rule), format!("{described} is denied by rule {rule}"));
@@ -119,11 +116,8 @@ impl Policy {
             );
         }
         let allowed = match target {
-            Some(target) => self.path_allowed_by(name, read_only, target),
-            None => self
-                .allow
-                .iter()
-                .find(|rule| rule.governs(name) && rule.specifier().is_none()),
+            Some(target) => self.path_allowed_by(tool, target),
+            None => self.allow.iter().find(|rule| rule.covers_whole(tool)),
         };
         if let Some(rule) = allowed {
             return Decision::allow(Some(rule), format!("{described} is allowed by rule {rule}"));
@@ -163,7 +157,7 @@ impl Policy {
             .deny
             .iter()
             .filter(|rule| {
-                rule.governs("Read") && matches!(rule.specifier(), Some(Specifier::Path(_)))
+                rule.tool() == "Read" && matches!(rule.specifier(), Some(Specifier::Path(_)))
             })
             .cloned()
             .collect();
@@ -177,11 +171,11 @@ impl Policy {
         })
     }
 
-    /// The first deny rule of `name`'s family that covers the path.
-    pub(super) fn path_denied_by(&self, name: &str, target: &PathTarget) -> Option<&Rule> {
+    /// The first deny rule governing `tool` that covers the path.
+    pub(super) fn path_denied_by(&self, tool: &ToolFacts, target: &PathTarget) -> Option<&Rule> {
         self.deny
             .iter()
-            .filter(|rule| rule.governs(name))
+            .filter(|rule| rule.governs_tool(tool))
             .find(|rule| match rule.specifier() {
                 None => true,
                 Some(Specifier::Path(pattern)) => {
@@ -192,18 +186,13 @@ impl Policy {
             })
     }
 
-    /// The first allow rule of `name`'s family that covers the path. A bare rule does not
+    /// The first allow rule governing `tool` that covers the path. A bare rule does not
     /// carry writes out of the workspace, and writes into `.git/` need a rule naming it.
-    pub(super) fn path_allowed_by(
-        &self,
-        name: &str,
-        read_only: bool,
-        target: &PathTarget,
-    ) -> Option<&Rule> {
-        let git_internals = !read_only && target.in_git_internals();
+    pub(super) fn path_allowed_by(&self, tool: &ToolFacts, target: &PathTarget) -> Option<&Rule> {
+        let git_internals = !tool.read_only && target.in_git_internals();
         self.allow
             .iter()
-            .filter(|rule| rule.governs(name))
+            .filter(|rule| rule.governs_tool(tool))
             .filter(|rule| !git_internals || names_git_dir(rule))
             .find(|rule| match rule.specifier() {
                 // A bare rule is not explicit about paths: it never reaches outside.

@@ -8,6 +8,7 @@ use std::fmt;
 
 use serde_saphyr::Spanned;
 
+use super::ToolFacts;
 use crate::spec::{PermissionMode, Permissions, Switch};
 
 /// Tools a rule may name (drover's built-ins and the Claude Code tools specs bring over).
@@ -28,19 +29,14 @@ pub(super) const KNOWN_TOOLS: &[&str] = &[
     "NotebookEdit",
 ];
 
-/// Tools whose specifier is a path pattern, and which tools a rule on them governs.
-fn path_family(rule_tool: &str) -> Option<&'static [&'static str]> {
-    match rule_tool {
-        "Read" => Some(&["Read", "Glob", "Grep", "LS"]),
-        "Edit" => Some(&["Edit", "MultiEdit", "Write", "NotebookEdit"]),
-        "Write" => Some(&["Write"]),
-        "MultiEdit" => Some(&["MultiEdit"]),
-        "Glob" => Some(&["Glob"]),
-        "Grep" => Some(&["Grep"]),
-        "LS" => Some(&["LS"]),
-        "NotebookEdit" => Some(&["NotebookEdit"]),
-        _ => None,
-    }
+/// Tools whose rules take a path pattern as specifier (`Edit(src/**)`). Which tools a
+/// `Read` or `Edit` rule governs besides its own is the tools' to say
+/// ([`ToolFacts::path_family`]).
+fn takes_path_specifier(rule_tool: &str) -> bool {
+    matches!(
+        rule_tool,
+        "Read" | "Edit" | "Write" | "MultiEdit" | "Glob" | "Grep" | "LS" | "NotebookEdit"
+    )
 }
 
 /// What a rule's parenthesised part means.
@@ -130,23 +126,33 @@ impl Rule {
         self.specifier.as_ref()
     }
 
-    /// Does this rule concern `tool_name` at all (before looking at the specifier)?
-    /// `Edit` rules govern Edit, MultiEdit and Write; `Read` rules govern Read, Glob, Grep
-    /// and LS — bare or with a path.
+    /// Does this rule name `tool_name` itself (an `mcp__server` rule: any tool of the
+    /// server), before looking at the specifier?
     pub fn governs(&self, tool_name: &str) -> bool {
         if self.tool == tool_name {
             return true;
         }
-        if self.tool.starts_with("mcp__") {
-            return mcp_matches(&self.tool, tool_name);
-        }
-        matches!(self.specifier, None | Some(Specifier::Path(_)))
-            && path_family(&self.tool).is_some_and(|family| family.contains(&tool_name))
+        self.tool.starts_with("mcp__") && mcp_matches(&self.tool, tool_name)
     }
 
-    /// A rule without specifier that governs this tool: it covers every call.
+    /// A rule without specifier naming this tool: it covers every call.
     pub fn covers_whole_tool(&self, tool_name: &str) -> bool {
         self.specifier.is_none() && self.governs(tool_name)
+    }
+
+    /// Does this rule concern calls of `tool` (before looking at the specifier)? It
+    /// names the tool or the tool it serves, or (bare or with a path) the rule family
+    /// the tool says governs its paths: `Read` rules govern Glob, Grep and LS too.
+    pub(crate) fn governs_tool(&self, tool: &ToolFacts) -> bool {
+        self.governs(&tool.name)
+            || self.governs(&tool.governed_by)
+            || (matches!(self.specifier, None | Some(Specifier::Path(_)))
+                && tool.path_family.as_deref() == Some(self.tool.as_str()))
+    }
+
+    /// A rule without specifier that governs `tool`: it covers every call.
+    pub(crate) fn covers_whole(&self, tool: &ToolFacts) -> bool {
+        self.specifier.is_none() && self.governs_tool(tool)
     }
 }
 
@@ -248,7 +254,7 @@ fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, Inv
             ))),
         };
     }
-    if path_family(tool).is_some() {
+    if takes_path_specifier(tool) {
         return super::path_pattern::PathPattern::new(inner)
             .map(Specifier::Path)
             .map_err(|error| {
@@ -310,15 +316,49 @@ mod tests {
         );
     }
 
+    /// A tool named `name` whose paths `family`'s rules govern too.
+    fn tool(name: &str, family: Option<&str>) -> ToolFacts {
+        ToolFacts {
+            name: name.to_string(),
+            read_only: false,
+            governed_by: name.to_string(),
+            run_state: false,
+            path_family: family.map(str::to_string),
+        }
+    }
+
     #[test]
-    fn path_rules_govern_their_family() {
+    fn path_rules_govern_the_tools_that_name_their_family() {
+        let (grep, glob) = (tool("Grep", Some("Read")), tool("Glob", Some("Read")));
+        let (write, multi_edit) = (tool("Write", Some("Edit")), tool("MultiEdit", Some("Edit")));
         let read = rule("Read(secrets/**)").unwrap();
-        assert!(read.governs("Grep") && read.governs("Glob") && !read.governs("Edit"));
+        assert!(read.governs_tool(&grep) && read.governs_tool(&glob));
+        assert!(!read.governs_tool(&tool("Edit", None)));
         let edit = rule("Edit(src/**)").unwrap();
-        assert!(edit.governs("Write") && edit.governs("MultiEdit"));
+        assert!(edit.governs_tool(&write) && edit.governs_tool(&multi_edit));
         let bare = rule("Edit").unwrap();
-        assert!(bare.governs("Write") && bare.covers_whole_tool("MultiEdit"));
-        assert!(!rule("Write").unwrap().governs("Edit"));
+        assert!(bare.governs_tool(&write) && bare.covers_whole(&multi_edit));
+        assert!(!rule("Write").unwrap().governs_tool(&tool("Edit", None)));
+        // A command rule never governs a tool through a path family.
+        assert!(!rule("Glob").unwrap().governs_tool(&grep));
+    }
+
+    #[test]
+    fn the_grammar_knows_every_built_in_tool_and_the_families_they_state() {
+        // The rule grammar names tools before any registry exists (a spec is checked when
+        // it loads); this keeps it in step with the tools' own facts.
+        let registry = crate::tools::Registry::builtin().unwrap();
+        for name in registry.names() {
+            assert!(KNOWN_TOOLS.contains(&name.as_str()), "{name}");
+            let facts = registry.facts(&name).unwrap();
+            if let Some(family) = &facts.path_family {
+                assert!(
+                    matches!(family.as_str(), "Read" | "Edit"),
+                    "{name}: {family}"
+                );
+                assert!(takes_path_specifier(&name) && takes_path_specifier(family));
+            }
+        }
     }
 
     #[test]

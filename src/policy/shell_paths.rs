@@ -3,6 +3,7 @@
 //! arguments and redirections name (globs expanded, `$PWD` and `~+` resolved), and the
 //! Read/Edit rules on those files.
 
+use super::ToolFacts;
 use std::path::Path;
 
 use super::bash::is_cd;
@@ -31,7 +32,7 @@ impl Policy {
                     ),
                 ));
             }
-            if let Some(rule) = self.path_denied_by("Read", &target) {
+            if let Some(rule) = self.path_denied_by(&ToolFacts::reading_files(), &target) {
                 return Some(Decision::deny(
                     Some(rule),
                     format!(
@@ -41,7 +42,7 @@ impl Policy {
                     ),
                 ));
             }
-            if let Some(rule) = self.path_denied_by("Edit", &target) {
+            if let Some(rule) = self.path_denied_by(&ToolFacts::writing_files(), &target) {
                 return Some(Decision::deny(
                     Some(rule),
                     format!(
@@ -61,7 +62,7 @@ impl Policy {
     pub(super) fn has_path_deny_rules(&self) -> bool {
         self.deny.iter().any(|rule| {
             matches!(rule.specifier(), Some(Specifier::Path(p)) if !p.as_str().starts_with("//") && !p.as_str().starts_with("~/"))
-                && (rule.governs("Read") || rule.governs("Edit"))
+                && matches!(rule.tool(), "Read" | "Edit")
         })
     }
 
@@ -140,7 +141,7 @@ impl Policy {
                 ),
             ));
         }
-        if let Some(rule) = self.path_denied_by("Edit", &target) {
+        if let Some(rule) = self.path_denied_by(&ToolFacts::writing_files(), &target) {
             return Err(Decision::deny(
                 Some(rule),
                 format!(
@@ -159,7 +160,7 @@ impl Policy {
                 ),
             ));
         }
-        if let Some(rule) = self.path_allowed_by("Edit", false, &target) {
+        if let Some(rule) = self.path_allowed_by(&ToolFacts::writing_files(), &target) {
             return Ok(Some(rule));
         }
         if target.in_git_internals() {

@@ -26,6 +26,12 @@ impl Fake {
             read_only: self.read_only,
             governed_by: self.name.to_string(),
             run_state: false,
+            // As the built-in tools state it.
+            path_family: match self.name {
+                "Glob" | "Grep" | "LS" => Some("Read".to_string()),
+                "Write" | "MultiEdit" => Some("Edit".to_string()),
+                _ => None,
+            },
         }
     }
 

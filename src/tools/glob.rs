@@ -48,7 +48,7 @@ Usage:
 
 impl TypedTool for GlobTool {
     type Input = Input;
-    const ABOUT: About = About::reads("Glob", DESCRIPTION);
+    const ABOUT: About = About::reads("Glob", DESCRIPTION).paths_governed_by("Read");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let root = search_root(ctx, input.path.as_deref())?;

@@ -91,7 +91,7 @@ Usage:
 
 impl TypedTool for GrepTool {
     type Input = Input;
-    const ABOUT: About = About::reads("Grep", DESCRIPTION);
+    const ABOUT: About = About::reads("Grep", DESCRIPTION).paths_governed_by("Read");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let root = search_root(ctx, input.path.as_deref())?;

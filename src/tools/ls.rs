@@ -45,7 +45,7 @@ Usage:
 
 impl TypedTool for LsTool {
     type Input = Input;
-    const ABOUT: About = About::reads("LS", DESCRIPTION);
+    const ABOUT: About = About::reads("LS", DESCRIPTION).paths_governed_by("Read");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let ignore = ignore_set(&input.ignore)?;

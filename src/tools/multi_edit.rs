@@ -59,7 +59,7 @@ Usage:
 
 impl TypedTool for MultiEditTool {
     type Input = Input;
-    const ABOUT: About = About::writes("MultiEdit", DESCRIPTION);
+    const ABOUT: About = About::writes("MultiEdit", DESCRIPTION).paths_governed_by("Edit");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = resolve_file_path(ctx, &input.file_path)?;

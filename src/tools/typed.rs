@@ -40,6 +40,8 @@ pub(crate) struct About {
     /// Whether the tool acts only on the run's own state (its to-do list, its background
     /// shells), which the policy allows by default.
     pub run_state: bool,
+    /// The rule family (`Read`, `Edit`) whose path rules govern this tool's paths too.
+    pub path_family: Option<&'static str>,
 }
 
 impl About {
@@ -51,6 +53,7 @@ impl About {
             read_only: true,
             governed_by: None,
             run_state: false,
+            path_family: None,
         }
     }
 
@@ -59,6 +62,15 @@ impl About {
         About {
             read_only: false,
             ..About::reads(name, description)
+        }
+    }
+
+    /// The same tool, its paths governed by `family`'s path rules too (`Read` rules
+    /// govern Glob's paths, `Edit` rules Write's).
+    pub(crate) const fn paths_governed_by(self, family: &'static str) -> Self {
+        About {
+            path_family: Some(family),
+            ..self
         }
     }
 
@@ -105,6 +117,7 @@ impl<T: TypedTool> Tool for T {
             read_only: about.read_only,
             governed_by: about.governed_by.unwrap_or(about.name).to_string(),
             run_state: about.run_state,
+            path_family: about.path_family.map(str::to_string),
         }
     }
 

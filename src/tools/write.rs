@@ -36,7 +36,7 @@ Usage:
 
 impl TypedTool for WriteTool {
     type Input = Input;
-    const ABOUT: About = About::writes("Write", DESCRIPTION);
+    const ABOUT: About = About::writes("Write", DESCRIPTION).paths_governed_by("Edit");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = resolve_file_path(ctx, &input.file_path)?;
