@@ -92,29 +92,7 @@ async fn run(turns: Vec<(Vec<RetryNotice>, ModelResponse)>) -> (LoopOutcome, Vec
     let registry = Registry::builtin().unwrap();
     let policy = Policy::new(&RuleSet::default(), &workspace, &[]);
     let mut model = Stub::new(turns);
-    let path = workspace.join("t.jsonl");
-    let mut transcript = TranscriptWriter::create(&path).unwrap();
-    let redactor = Redactor::default();
-    let mut agent = Agent {
-        model: &mut model,
-        registry: &registry,
-        policy: &policy,
-        ctx: ToolContext::new(workspace.clone()),
-        transcript: &mut transcript,
-        replay: None,
-        redactor: &redactor,
-    };
-    let config = AgentConfig {
-        prompt: "p".into(),
-        ..AgentConfig::default()
-    };
-    let outcome = agent.run(&config).await.unwrap();
-    let events = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    (outcome, events)
+    super::tests::run_loop(&mut model, &registry, &policy, &workspace).await
 }
 
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {

@@ -125,31 +125,41 @@ async fn run_turn_to_its_end(
             usage: None,
         }],
     );
-    let path = dir.path().join("t.jsonl");
+    let (outcome, events) = run_loop(&mut model, &registry, &policy, dir.path()).await;
+    let log = log.lock().unwrap().clone();
+    (outcome, log, events)
+}
+
+/// Run the loop with prompt "p" in `workspace`; how it ended and the transcript's events.
+pub(super) async fn run_loop(
+    model: &mut dyn Model,
+    registry: &Registry,
+    policy: &Policy,
+    workspace: &std::path::Path,
+) -> (LoopOutcome, Vec<Value>) {
+    let path = workspace.join("t.jsonl");
     let mut transcript = TranscriptWriter::create(&path).unwrap();
     let redactor = Redactor::default();
     let mut agent = Agent {
-        model: &mut model,
-        registry: &registry,
-        policy: &policy,
-        ctx: ToolContext::new(dir.path().to_path_buf()),
+        model,
+        registry,
+        policy,
+        ctx: ToolContext::new(workspace.to_path_buf()),
         transcript: &mut transcript,
         replay: None,
         redactor: &redactor,
     };
     let config = AgentConfig {
-        system: String::new(),
         prompt: "p".into(),
         ..AgentConfig::default()
     };
     let outcome = agent.run(&config).await.unwrap();
-    let events: Vec<Value> = std::fs::read_to_string(&path)
+    let events = std::fs::read_to_string(&path)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let log = log.lock().unwrap().clone();
-    (outcome, log, events)
+    (outcome, events)
 }
 
 #[tokio::test]
