@@ -1,9 +1,7 @@
 //! `expect:` end to end: each expectation passes or fails like a check, with a message
 //! saying what was wrong, in the transcript, summary.json and junit.xml.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

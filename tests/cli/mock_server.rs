@@ -1,7 +1,6 @@
 //! A tiny HTTP/1.1 server on 127.0.0.1 for provider tests, written on raw sockets so a
 //! test controls every byte: how a stream is chunked, when it is cut, when a connection
 //! is reset. Replies are served in order, one per connection (`Connection: close`).
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

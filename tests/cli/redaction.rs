@@ -3,11 +3,8 @@
 //! secret from a file gets `[redacted]` in its result, and checks run with the scrubbed
 //! environment and have their output redacted too. Sandbox on and off alike.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
-#[path = "common/mock_server.rs"]
-mod mock_server;
+use crate::common;
+use crate::mock_server;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -3,9 +3,7 @@
 //! resource limits, and a check (which runs code the agent wrote) is sandboxed too.
 //! A future change must keep every test here green.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -1,9 +1,7 @@
 //! `drover tool` (one read-only call as a process) and `drover bench`, end to end. These
 //! check behaviour only: the figures `bench` prints are never asserted.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use common::drover;
 

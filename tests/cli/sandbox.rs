@@ -3,9 +3,7 @@
 //! environment; the sandbox (on by default) stops each, and the spec's explicit opt-ins
 //! (`sandbox: {network: true}`, `env.pass`, `sandbox: off`) lift exactly what they say.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

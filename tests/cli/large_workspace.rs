@@ -2,9 +2,7 @@
 //! change and `git apply`s on a pristine copy, attempts to hide changes from it, and a
 //! Read of a huge file that stays small in memory.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -1,9 +1,7 @@
 //! The Claude Code parity tools (MultiEdit, LS, TodoWrite, background Bash with
 //! BashOutput and KillShell), end to end through `drover run` with a scripted model.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

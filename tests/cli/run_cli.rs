@@ -1,8 +1,6 @@
 //! `drover run`, `validate`, `tools`, `policy check` and `replay`, end to end.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::path::Path;
 

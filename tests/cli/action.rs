@@ -2,9 +2,7 @@
 //! on, keeps secrets out of command lines, and the docs show the example workflows exactly
 //! as they are in examples/workflows/ (which .ci/run lints with actionlint).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

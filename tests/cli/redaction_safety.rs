@@ -2,11 +2,8 @@
 //! server (`x`, `none`, `ollama`) is not redacted, drover says so once, and a real secret
 //! is still redacted everywhere, diff.patch included.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
-#[path = "common/mock_server.rs"]
-mod mock_server;
+use crate::common;
+use crate::mock_server;
 
 use std::path::Path;
 use std::process::Output;

@@ -1,9 +1,7 @@
 //! Limits end to end: scripted turns that report token usage, priced with
 //! `model.pricing`, run through the binary until a limit stops them.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -3,9 +3,7 @@
 //! Read of a missing file, Bash, Write and an invalid regex. It asserts which calls are
 //! errors, what the model is told, and the exact diff left behind.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use common::{drover, events, transcript, write_spec};
 

@@ -1,9 +1,7 @@
 //! `--shard K/N`, `--shard auto`, `drover report merge` and the GitHub Actions reporting,
 //! end to end: shards of a run together equal the run, and their merge reads like it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

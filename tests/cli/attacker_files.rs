@@ -4,9 +4,7 @@
 //! LS through it, never gets a byte read or written outside. A future change must keep
 //! every test here green.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use common::{drover, events, transcript, write_spec};
 use serde_json::{Value, json};

@@ -2,11 +2,8 @@
 //! effects are the starting state (not in the diff), and whose failure ends the task
 //! with `setup_failed` (exit 3) before any model request.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
-#[path = "common/mock_server.rs"]
-mod mock_server;
+use crate::common;
+use crate::mock_server;
 
 use common::{
     assert_exit, drover_without_proxy, events, run_spec, summary, transcript, write_spec,

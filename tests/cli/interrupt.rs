@@ -1,9 +1,7 @@
 //! A cancelled CI job sends SIGTERM: drover stops its tasks at once and still leaves a
 //! complete transcript, diff and reports, with a truthful exit code.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,9 +1,7 @@
 //! Batch runs end to end: many tasks at once without cross-talk, the worst outcome as
 //! the exit code, `isolation: worktree`, and progress output.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,9 +1,7 @@
 //! Attacker suite, transcripts: a replay never runs a transcript's checks unless asked,
 //! and a transcript that was edited or cut short is detected and not replayed.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::path::Path;
 

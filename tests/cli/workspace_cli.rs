@@ -1,9 +1,7 @@
 //! What a run's snapshots, copies and diffs hold (never drover's own artifacts, never
 //! build trees), and that a closed stdout never changes the exit code.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -1,11 +1,8 @@
 //! `provider: anthropic` and `provider: openai` end to end: the binary against a mock
 //! server on 127.0.0.1 that speaks both wire formats, with faults injected.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
-#[path = "common/mock_server.rs"]
-mod mock_server;
+use crate::common;
+use crate::mock_server;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -1,8 +1,6 @@
 //! The README's main command, end to end: run, apply the diff, replay.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
-
-mod common;
+use crate::common;
 
 use std::process::Command;
 

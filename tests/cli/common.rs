@@ -1,5 +1,4 @@
 //! Helpers shared by the end-to-end tests: they run the real binary.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 

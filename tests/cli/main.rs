@@ -1,0 +1,30 @@
+//! drover's end-to-end tests: each module runs the `drover` binary as users do, against
+//! scratch workspaces, mock servers on 127.0.0.1 and scripted or replayed models. One test
+//! binary, so the suite links once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
+
+mod common;
+mod mock_server;
+
+mod action;
+mod attacker_files;
+mod attacker_processes;
+mod attacker_replay;
+mod batch_cli;
+mod demo;
+mod expect_cli;
+mod interrupt;
+mod large_workspace;
+mod limits;
+mod parity;
+mod providers;
+mod redaction;
+mod redaction_safety;
+mod run_cli;
+mod sandbox;
+mod setup_cli;
+mod sharding;
+mod tool_bench_cli;
+mod tools_cli;
+mod workspace_cli;
