@@ -167,7 +167,7 @@ mod tests {
     use crate::tools::{CallJson, Tool, ToolOutput};
 
     fn ctx(dir: &tempfile::TempDir) -> ToolContext {
-        ToolContext::new(dir.path().canonicalize().unwrap())
+        ToolContext::in_temp(dir)
     }
 
     async fn bash(ctx: &ToolContext, input: Value) -> ToolOutput {

@@ -44,6 +44,17 @@ impl ToolContext {
         Self::with_env(workspace, CommandEnv::default())
     }
 
+    /// A context for a test's temporary workspace (canonical, as the task's is).
+    #[cfg(test)]
+    pub(crate) fn in_temp(dir: &tempfile::TempDir) -> Self {
+        // invariant (tests): a fresh temporary directory canonicalizes.
+        Self::new(
+            dir.path()
+                .canonicalize()
+                .unwrap_or_else(|_| dir.path().to_path_buf()),
+        )
+    }
+
     /// A context whose shell commands start as `env` says.
     pub(crate) fn with_env(workspace: PathBuf, env: CommandEnv) -> Self {
         ToolContext {

@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::edit_apply::{IDENTICAL, Loaded, Replacement, apply, load, missing_file, write};
-use super::text::{Encoding, display_path, numbered_snippet};
-use super::{About, ToolContext, ToolError, ToolInput, TypedTool, resolve_file_path};
+use super::text::{Encoding, numbered_snippet};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, file_target};
 use crate::policy::Subject;
 
 /// Lines of context shown around an edit in the success message.
@@ -51,8 +51,7 @@ impl TypedTool for EditTool {
     const ABOUT: About = About::writes("Edit", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = resolve_file_path(ctx, &input.file_path)?;
-        let shown = display_path(&ctx.workspace, &path);
+        let (path, shown) = file_target(ctx, &input.file_path)?;
         let edit = Replacement {
             old: &input.old_string,
             new: &input.new_string,

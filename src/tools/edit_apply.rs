@@ -215,13 +215,5 @@ pub(super) async fn write(
     text: &str,
     encoding: Encoding,
 ) -> Result<(), ToolError> {
-    let bytes = encode(text, encoding);
-    let target = path.to_path_buf();
-    let to_write = bytes.clone();
-    let roots = std::sync::Arc::clone(&ctx.roots);
-    let mtime = blocking(move || roots.write_atomic(&target, &to_write))
-        .await?
-        .map_err(|e| ToolError::io(format!("Could not write {shown}"), e))?;
-    ctx.files.record(path, &bytes, true, mtime);
-    Ok(())
+    super::write_file(ctx, path, shown, encode(text, encoding)).await
 }

@@ -10,7 +10,7 @@ use ignore::WalkState;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::search_walk::{Batch, collected, search_root, walker};
+use super::search_walk::{Batch, collected, regular_file, search_root, walker};
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking};
 use crate::policy::Subject;
 use crate::workspace::Roots;
@@ -132,12 +132,9 @@ fn find(
     walker(root, hidden).build_parallel().run(|| {
         let mut batch = Batch::new(&shared);
         Box::new(move |entry| {
-            let Ok(entry) = entry else {
+            let Some(entry) = regular_file(entry) else {
                 return WalkState::Continue;
             };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
-            }
             let Ok(rel) = entry.path().strip_prefix(root) else {
                 return WalkState::Continue;
             };

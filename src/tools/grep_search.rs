@@ -12,7 +12,7 @@ use grep::searcher::{
 };
 use ignore::WalkState;
 
-use super::search_walk::{Batch, collected, walker};
+use super::search_walk::{Batch, collected, regular_file, walker};
 use crate::workspace::Roots;
 
 /// One line of content-mode output: its number and where its text is in
@@ -263,12 +263,9 @@ pub(super) fn search(
         let mut searcher = searcher(opts);
         let mut batch = Batch::new(&shared);
         Box::new(move |entry| {
-            let Ok(entry) = entry else {
+            let Some(entry) = regular_file(entry) else {
                 return WalkState::Continue;
             };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
-            }
             if let Some(hits) = search_file(&matcher, &mut searcher, opts, roots, entry.path()) {
                 batch.found.push(hits);
             }

@@ -73,6 +73,35 @@ pub(crate) fn resolve_file_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf,
     judged_path(ctx, raw).map_err(|e| ToolError::Failed(format!("Invalid file_path: {e}")))
 }
 
+/// The file a `file_path` input names (see [`resolve_file_path`]) and how the model is
+/// shown it (relative to the workspace when inside it).
+pub(crate) fn file_target(ctx: &ToolContext, raw: &str) -> Result<(PathBuf, String), ToolError> {
+    let path = resolve_file_path(ctx, raw)?;
+    let shown = text::display_path(&ctx.workspace, &path);
+    Ok((path, shown))
+}
+
+/// Write `bytes` to the judged `path` the way every file tool writes: atomically, beneath
+/// the task's roots, and recorded as this run's own content (so it may be edited next
+/// without a Read).
+pub(crate) async fn write_file(
+    ctx: &ToolContext,
+    path: &std::path::Path,
+    shown: &str,
+    bytes: Vec<u8>,
+) -> Result<(), ToolError> {
+    let target = path.to_path_buf();
+    let roots = Arc::clone(&ctx.roots);
+    let (mtime, bytes) = blocking(move || {
+        let written = roots.write_atomic(&target, &bytes);
+        (written, bytes)
+    })
+    .await?;
+    let mtime = mtime.map_err(|e| ToolError::io(format!("Could not write {shown}"), e))?;
+    ctx.files.record(path, &bytes, true, mtime);
+    Ok(())
+}
+
 /// The judged path of a call naming `raw` (see [`resolve_file_path`]).
 pub(crate) fn judged_path(
     ctx: &ToolContext,

@@ -5,8 +5,8 @@ use serde::Deserialize;
 use similar::TextDiff;
 
 use super::edit_apply::{Loaded, Replacement, apply, load, missing_file, write};
-use super::text::{Encoding, display_path, numbered_snippet};
-use super::{About, ToolContext, ToolError, ToolInput, TypedTool, resolve_file_path};
+use super::text::{Encoding, numbered_snippet};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, file_target};
 use crate::policy::Subject;
 
 /// Lines of context shown around each changed region in the success message.
@@ -62,8 +62,7 @@ impl TypedTool for MultiEditTool {
     const ABOUT: About = About::writes("MultiEdit", DESCRIPTION).paths_governed_by("Edit");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = resolve_file_path(ctx, &input.file_path)?;
-        let shown = display_path(&ctx.workspace, &path);
+        let (path, shown) = file_target(ctx, &input.file_path)?;
         let Some(first) = input.edits.first() else {
             return Err(ToolError::Failed(
                 "edits is empty; give at least one edit.".to_string(),

@@ -5,8 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::read_window::{WindowError, read_window};
-use super::text::display_path;
-use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking, resolve_file_path};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking, file_target};
 use crate::policy::Subject;
 
 /// Lines shown when no limit is given.
@@ -53,8 +52,7 @@ impl TypedTool for ReadTool {
     const ABOUT: About = About::reads("Read", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = resolve_file_path(ctx, &input.file_path)?;
-        let shown = display_path(&ctx.workspace, &path);
+        let (path, shown) = file_target(ctx, &input.file_path)?;
         let first = usize::try_from(input.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
         let limit = input
             .limit
@@ -140,7 +138,7 @@ mod tests {
     use crate::tools::{CallJson, Tool, ToolOutput};
 
     fn ctx(dir: &tempfile::TempDir) -> ToolContext {
-        ToolContext::new(dir.path().canonicalize().unwrap())
+        ToolContext::in_temp(dir)
     }
 
     async fn read(ctx: &ToolContext, input: Value) -> ToolOutput {

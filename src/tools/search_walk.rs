@@ -51,6 +51,16 @@ pub(super) fn walker(root: &Path, hidden: Arc<HiddenFilter>) -> ignore::WalkBuil
     walk
 }
 
+/// The entry if the walk reached a regular file; None for a directory, a symlink, or an
+/// entry the walk could not read (skipped, as ripgrep does).
+pub(crate) fn regular_file(
+    entry: Result<ignore::DirEntry, ignore::Error>,
+) -> Option<ignore::DirEntry> {
+    entry
+        .ok()
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+}
+
 /// What one walker thread found, appended to the shared list once, when the thread is
 /// done (on drop), rather than taking the lock for every file.
 pub(super) struct Batch<T> {

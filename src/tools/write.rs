@@ -3,8 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::text::display_path;
-use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking, resolve_file_path};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, file_target, write_file};
 use crate::policy::Subject;
 
 #[derive(Clone, Copy)]
@@ -39,8 +38,7 @@ impl TypedTool for WriteTool {
     const ABOUT: About = About::writes("Write", DESCRIPTION).paths_governed_by("Edit");
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = resolve_file_path(ctx, &input.file_path)?;
-        let shown = display_path(&ctx.workspace, &path);
+        let (path, shown) = file_target(ctx, &input.file_path)?;
         let existed = match ctx.roots.symlink_metadata(&path) {
             Ok(meta) if meta.is_dir() => {
                 return Err(ToolError::Failed(format!(
@@ -53,14 +51,7 @@ impl TypedTool for WriteTool {
         if existed {
             ctx.files.check_writable(&path, &ctx.roots)?;
         }
-        let bytes = input.content.into_bytes();
-        let target = path.clone();
-        let to_write = bytes.clone();
-        let roots = std::sync::Arc::clone(&ctx.roots);
-        let mtime = blocking(move || roots.write_atomic(&target, &to_write))
-            .await?
-            .map_err(|e| ToolError::io(format!("Could not write {shown}"), e))?;
-        ctx.files.record(&path, &bytes, true, mtime);
+        write_file(ctx, &path, &shown, input.content.into_bytes()).await?;
         if existed {
             Ok(format!("The file {shown} has been updated."))
         } else {
@@ -78,7 +69,7 @@ mod tests {
     use crate::tools::{CallJson, Tool, ToolOutput};
 
     fn ctx(dir: &tempfile::TempDir) -> ToolContext {
-        ToolContext::new(dir.path().canonicalize().unwrap())
+        ToolContext::in_temp(dir)
     }
 
     #[tokio::test]
