@@ -26,8 +26,8 @@ mod workspace;
 
 // What the binary and the fuzz targets use; everything else is the crate's own.
 pub use commands::dispatch;
+pub use drover_shell::{Analysis, analyse};
 pub use policy::Rule;
-pub use policy::shell::{Analysis, analyse};
 pub use sandbox::launcher::sandbox_exec_main;
 pub use sandbox::own_environ::hide_own_environment;
 

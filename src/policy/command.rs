@@ -106,4 +106,25 @@ mod tests {
         assert!(matches("make", "make"));
         assert!(!matches("make", "make install"));
     }
+
+    #[test]
+    fn patterns_match_the_analysed_command_text() {
+        // Matched on the analyser's `SimpleCommand::text`, so quoting cannot hide a command.
+        let first = |line: &str| crate::policy::shell::analyse(line).commands.remove(0).text;
+        assert!(matches("ls *", &first("ls")));
+        assert!(matches("ls *", &first("ls -la")));
+        assert!(!matches("ls *", &first("lsof")));
+        assert!(matches("cargo test:*", &first("cargo test --quiet")));
+        assert!(!matches("cargo test:*", &first("cargo testx")));
+        assert!(matches(
+            "git * --dry-run",
+            &first("git push origin --dry-run")
+        ));
+        assert!(matches("rm *", &first("\"r\"m -rf /")));
+        assert!(matches("rm *", &first("timeout 5 r\\m -rf /")));
+        assert!(!matches("rm *", &first("rｍ -rf /")));
+        assert!(matches("echo *", &first("echo 'a && rm x'")));
+        assert!(matches("make", &first("make")));
+        assert!(!matches("make", &first("make install")));
+    }
 }

@@ -16,7 +16,7 @@ mod path_decision;
 mod path_pattern;
 mod read_denials;
 mod rule;
-pub(crate) mod shell;
+pub(crate) use drover_shell as shell;
 mod shell_paths;
 mod words;
 

@@ -133,14 +133,5 @@ pub fn analyse(command_line: &str) -> Analysis {
     analysis
 }
 
-/// Does `command` match a `Bash(...)` pattern, with Claude Code's semantics? `*` matches
-/// any characters (spaces too), a trailing ` *` is a word boundary (`ls *` matches `ls`
-/// and `ls -la`, not `lsof`), and the legacy `prefix:*` means `prefix *`. Matched on
-/// [`SimpleCommand::text`], so quoting cannot hide a command from a pattern.
-#[cfg(test)]
-pub(crate) fn matches_pattern(pattern: &str, command: &SimpleCommand) -> bool {
-    super::command::matches(pattern, &command.text)
-}
-
 #[cfg(test)]
 mod tests;
