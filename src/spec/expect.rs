@@ -2,6 +2,7 @@
 //! it may change. Globs are compiled while the spec loads, so a bad one is a spec error
 //! at its own line and column rather than a surprise after an expensive run.
 
+use super::types::InvalidValue;
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 
@@ -63,16 +64,18 @@ impl std::fmt::Display for PathGlob {
 }
 
 impl TryFrom<String> for PathGlob {
-    type Error = String;
+    type Error = InvalidValue;
     fn try_from(text: String) -> Result<Self, Self::Error> {
         let trimmed = text.trim().trim_end_matches('/');
         if trimmed.is_empty() {
-            return Err("an empty glob matches nothing; write e.g. src/** or *.md".into());
+            return Err(InvalidValue(
+                "an empty glob matches nothing; write e.g. src/** or *.md".into(),
+            ));
         }
         if trimmed.starts_with("//") || trimmed.starts_with("~/") {
-            return Err(format!(
+            return Err(InvalidValue(format!(
                 "glob {text:?} is not relative to the workspace; expectations are about the workspace's files"
-            ));
+            )));
         }
         let anchored = match trimmed.strip_prefix('/') {
             Some(rest) => rest.to_string(),
@@ -85,7 +88,7 @@ impl TryFrom<String> for PathGlob {
                 .backslash_escape(true)
                 .build()
                 .map(|g| g.compile_matcher())
-                .map_err(|e| format!("invalid glob {text:?}: {}", e.kind()))
+                .map_err(|e| InvalidValue(format!("invalid glob {text:?}: {}", e.kind())))
         };
         Ok(PathGlob {
             exact: build(&anchored)?,
@@ -117,7 +120,9 @@ mod tests {
 
     #[test]
     fn bad_globs_are_refused_with_the_reason() {
-        let error = PathGlob::try_from("src/[".to_string()).unwrap_err();
+        let error = PathGlob::try_from("src/[".to_string())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("src/["), "{error}");
         assert!(PathGlob::try_from(String::new()).is_err());
         assert!(PathGlob::try_from("//etc/**".to_string()).is_err());

@@ -2,6 +2,7 @@
 //! tokens in the four classes of a model's usage). Plain figures: the model layer holds
 //! the built-in table and does the arithmetic.
 
+use super::types::InvalidValue;
 use serde::{Deserialize, Serialize};
 
 /// USD per million tokens for each of the four usage counts.
@@ -42,7 +43,7 @@ struct PricingFields {
 }
 
 impl TryFrom<PricingFields> for Pricing {
-    type Error = String;
+    type Error = InvalidValue;
     fn try_from(fields: PricingFields) -> Result<Self, Self::Error> {
         let pricing = Pricing {
             input: fields.input,
@@ -58,9 +59,9 @@ impl TryFrom<PricingFields> for Pricing {
         ];
         for (field, price) in prices {
             if !(price.is_finite() && price >= 0.0) {
-                return Err(format!(
+                return Err(InvalidValue(format!(
                     "model.pricing.{field} must be a non-negative number of USD per million tokens, not {price}"
-                ));
+                )));
             }
         }
         Ok(pricing)

@@ -57,14 +57,14 @@ pub(crate) struct TaskSpec {
 pub(crate) struct SpecVersion;
 
 impl TryFrom<u32> for SpecVersion {
-    type Error = String;
+    type Error = InvalidValue;
     fn try_from(value: u32) -> Result<Self, Self::Error> {
         if value == 1 {
             Ok(SpecVersion)
         } else {
-            Err(format!(
+            Err(InvalidValue(format!(
                 "unsupported spec version {value}: this drover reads version 1"
-            ))
+            )))
         }
     }
 }
@@ -91,24 +91,26 @@ impl std::fmt::Display for TaskName {
 }
 
 impl TryFrom<String> for TaskName {
-    type Error = String;
+    type Error = InvalidValue;
     fn try_from(value: String) -> Result<Self, Self::Error> {
         let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
         if value.is_empty() {
-            Err("the task name is empty; use letters, digits, '.', '_' and '-'".into())
-        } else if !value.chars().all(valid_char) {
-            Err(format!(
-                "invalid task name {value:?}: use only letters, digits, '.', '_' and '-' (it names the artifact directory)"
+            Err(InvalidValue(
+                "the task name is empty; use letters, digits, '.', '_' and '-'".into(),
             ))
+        } else if !value.chars().all(valid_char) {
+            Err(InvalidValue(format!(
+                "invalid task name {value:?}: use only letters, digits, '.', '_' and '-' (it names the artifact directory)"
+            )))
         } else if value.len() > MAX_TASK_NAME {
-            Err(format!(
+            Err(InvalidValue(format!(
                 "the task name has {} characters, more than {MAX_TASK_NAME} (it names the artifact directory and the worktree)",
                 value.len()
-            ))
+            )))
         } else if value == "." || value == ".." {
-            Err(format!(
+            Err(InvalidValue(format!(
                 "invalid task name {value:?}: it cannot name a directory"
-            ))
+            )))
         } else {
             Ok(TaskName(value))
         }
@@ -380,16 +382,22 @@ impl TimeoutLimit {
 }
 
 impl TryFrom<String> for TimeoutLimit {
-    type Error = String;
+    type Error = InvalidValue;
     fn try_from(value: String) -> Result<Self, Self::Error> {
         if value.trim() == "none" {
             return Ok(TimeoutLimit::Unlimited);
         }
         SpecDuration::try_from(value)
             .map(|d| TimeoutLimit::After(d.0))
-            .map_err(|e| format!("{e}, or none for no limit"))
+            .map_err(|e| InvalidValue(format!("{e}, or none for no limit")))
     }
 }
+
+/// A spec value that does not convert (a bad duration, name, glob or price); the YAML
+/// parser adds the file, line and column, and the text says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct InvalidValue(pub String);
 
 /// A duration written the human way: `90s`, `20m`, `1h 30m`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -397,16 +405,16 @@ impl TryFrom<String> for TimeoutLimit {
 pub(crate) struct SpecDuration(pub Duration);
 
 impl TryFrom<String> for SpecDuration {
-    type Error = String;
+    type Error = InvalidValue;
     fn try_from(value: String) -> Result<Self, Self::Error> {
         match humantime::parse_duration(value.trim()) {
             Ok(duration) if !duration.is_zero() => Ok(SpecDuration(duration)),
-            Ok(_) => Err(format!(
+            Ok(_) => Err(InvalidValue(format!(
                 "duration {value:?} is zero; give a positive duration such as 90s or 20m"
-            )),
-            Err(error) => Err(format!(
+            ))),
+            Err(error) => Err(InvalidValue(format!(
                 "invalid duration {value:?} ({error}); write e.g. 90s, 20m or 1h 30m"
-            )),
+            ))),
         }
     }
 }
