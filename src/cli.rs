@@ -68,6 +68,10 @@ pub struct SandboxExecArgs {
     /// Only check that the policy can be enforced: exit 0 if so, 125 if not.
     #[arg(long)]
     pub probe: bool,
+    /// Pass stdin and stdout through to the command (an MCP server's channel). The
+    /// lifeline is then stdin itself: when drover closes it, the command is killed.
+    #[arg(long)]
+    pub stdio: bool,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("tools", 4),
     // The loop.
     ("agent", 5),
+    ("mcp", 5),
     // Tasks, batches, artifacts; the benchmark harness.
     ("run", 6),
     ("bench", 6),

@@ -55,6 +55,8 @@ pub(crate) enum EndReason {
     Interrupted,
     /// A `setup:` command failed; the agent never ran (no model request was made).
     SetupFailed,
+    /// A required MCP server did not start; the agent never ran.
+    McpUnavailable,
 }
 
 impl EndReason {
@@ -66,7 +68,8 @@ impl EndReason {
             | EndReason::InternalError
             | EndReason::SandboxUnavailable
             | EndReason::Interrupted
-            | EndReason::SetupFailed => Status::Error,
+            | EndReason::SetupFailed
+            | EndReason::McpUnavailable => Status::Error,
             _ => Status::Failed,
         }
     }
@@ -87,6 +90,7 @@ impl EndReason {
             EndReason::SandboxUnavailable => "sandbox_unavailable",
             EndReason::Interrupted => "interrupted",
             EndReason::SetupFailed => "setup_failed",
+            EndReason::McpUnavailable => "mcp_unavailable",
         }
     }
 }

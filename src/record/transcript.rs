@@ -13,6 +13,13 @@ use serde_json::Value;
 use crate::message::{ContentBlock, StopReason, Usage};
 use crate::record::Redactor;
 
+/// An MCP tool's name on its server and the name the model calls it by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct McpToolName {
+    pub tool: String,
+    pub name: String,
+}
+
 /// One transcript event. The `type` names and the fields listed in DESIGN.md are a
 /// contract; fields are only ever added.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,6 +113,21 @@ pub(crate) enum Event {
         passed: bool,
         timed_out: bool,
         duration_ms: u64,
+    },
+    /// An MCP server started, with its protocol version and the names its tools are
+    /// offered under, or could not start, with why.
+    McpServer {
+        server: String,
+        /// `started` or `failed`.
+        status: String,
+        required: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        protocol_version: Option<String>,
+        /// Each tool's own name and the name offered to the model.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<McpToolName>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     RunEnd {
         status: crate::record::Status,

@@ -82,6 +82,8 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         }
     }
     spec.spec.sandbox = Some(spec::SandboxSpec::Switch(spec::Switch::On));
+    // A replay starts no MCP server: it must not act on anything outside the workspace.
+    spec.spec.mcp = None;
     for check in &mut spec.spec.checks {
         check.sandbox = None;
     }

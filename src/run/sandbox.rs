@@ -92,8 +92,17 @@ impl TaskCommands {
     /// `TMPDIR`, and its sandbox unless the check's own `sandbox:` says otherwise (a
     /// check runs code the agent wrote, so it is confined like the agent by default).
     pub(super) fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, SandboxError> {
+        self.for_sandbox(check.sandbox.as_ref())
+    }
+
+    /// The environment of a command with its own `sandbox:` setting (a check, an MCP
+    /// server): the task's sandbox when it says nothing, network off.
+    pub(super) fn for_sandbox(
+        &self,
+        sandbox: Option<&SandboxSpec>,
+    ) -> Result<CommandEnv, SandboxError> {
         let task_sandbox_on = self.task_sandbox_on();
-        let policy = match &check.sandbox {
+        let policy = match sandbox {
             None if task_sandbox_on => Some(self.policy.clone()),
             None => None,
             Some(spec) => sandbox_setting(Some(spec)).map(|(network, _)| {

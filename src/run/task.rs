@@ -229,7 +229,7 @@ async fn steps(
     let mut model = build_model(&plan);
     report.provider = model.provider().to_string();
     report.model = model.name().to_string();
-    let armed = task_start::arm(&plan, &started.workspace, artifacts).await?;
+    let armed = task_start::arm(&plan, &started.workspace, artifacts, task_dir).await?;
     task_start::record_start(
         &plan,
         model.as_ref(),

@@ -42,6 +42,7 @@ pub(super) async fn run_agent(
         registry,
         commands,
         file_thread,
+        mcp,
     } = armed;
     let workspace = &started.workspace;
     let config = loop_config(plan, &workspace.dir, inputs.model, report, inputs.interrupt);
@@ -62,8 +63,10 @@ pub(super) async fn run_agent(
     };
     let outcome = agent.run(&config).await;
     // Nothing the agent started may outlive the loop, change the workspace while the
-    // diff is taken, or race the checks: stop every command and wait until it is gone.
+    // diff is taken, or race the checks: stop every command and server and wait until
+    // they are gone.
     agent.ctx.shutdown();
+    mcp.shutdown().await;
     let tracker = &commands.env.tracker;
     if !tracker
         .stop_all_and_wait(crate::sandbox::exec::STOP_GRACE * 2)

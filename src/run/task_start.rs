@@ -10,8 +10,10 @@ use super::setup::run_setup;
 use super::task::{Interrupt, ModelSource, TaskPlan};
 use super::task_error::{Halt, TaskError};
 use super::task_redaction::{warn_unredacted, withheld_vars};
+use crate::mcp::{McpSession, Setup as McpSetup};
 use crate::model::Model;
 use crate::policy::Policy;
+use crate::record::transcript::McpToolName;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::Isolation;
 use crate::tools::Registry;
@@ -130,6 +132,8 @@ pub(super) struct Armed {
     pub registry: Registry,
     pub commands: TaskCommands,
     pub file_thread: Option<ConfinedThread>,
+    /// The task's MCP servers (none without `mcp:`), stopped when the task ends.
+    pub mcp: McpSession,
 }
 
 /// Arm the task in `workspace`: the policy (with drover's own paths off limits), the
@@ -139,6 +143,7 @@ pub(super) async fn arm(
     plan: &TaskPlan,
     workspace: &PreparedWorkspace,
     artifacts: &Path,
+    task_dir: &Path,
 ) -> Result<Armed, TaskError> {
     // drover's artifacts and a worktree's `.git` file are off limits to every tool
     // (the OS keeps them out of reach too: see task_folder and restore_git_link).
@@ -159,7 +164,6 @@ pub(super) async fn arm(
     )
     .with_protected(protected);
     let mut registry = Registry::builtin()?;
-    registry.retain(|facts| policy.withholds(facts).is_none());
     let runs_commands = registry.names().iter().any(|name| name == "Bash");
     // Setup and checks run in the sandbox too, so it is probed for them as for Bash.
     let probe =
@@ -185,11 +189,33 @@ pub(super) async fn arm(
             }
         }
     }
+    // MCP servers start only for a task that will run, each in its sandbox.
+    let mut mcp = McpSession::default();
+    if let Some(spec) = &plan.spec.spec.mcp
+        && commands.unavailable.is_none()
+    {
+        let env_for = |sandbox: Option<&crate::spec::SandboxSpec>| commands.for_sandbox(sandbox);
+        let setup = McpSetup {
+            spec_dir: plan.spec.path.parent().unwrap_or(Path::new(".")),
+            workspace: &workspace.dir,
+            log_dir: task_dir,
+            env_for: &env_for,
+        };
+        mcp = McpSession::start(&spec.value, &setup).await;
+        for tool in &mcp.tools {
+            // A server's schema that does not compile leaves its tool out, not the task.
+            if let Err(error) = registry.add(tool.clone()) {
+                eprintln!("drover: warning: MCP tool {} left out: {error}", tool.name);
+            }
+        }
+    }
+    registry.retain(|facts| policy.withholds(facts).is_none());
     Ok(Armed {
         policy,
         registry,
         commands,
         file_thread,
+        mcp,
     })
 }
 
@@ -224,6 +250,7 @@ pub(super) fn record_start(
     if let Some(message) = armed.commands.unavailable.clone() {
         return Err(Halt::Early(EndReason::SandboxUnavailable, message));
     }
+    record_mcp_servers(&armed.mcp, report, transcript)?;
     if let Some(expected) = &plan.expected_fingerprint
         && expected != fingerprint
     {
@@ -241,6 +268,64 @@ pub(super) fn record_start(
         eprintln!("drover: warning: {}: {message}", report.name);
     }
     Ok(())
+}
+
+/// An `mcp_server` event for each server; a required one that did not start ends the
+/// task before any model request, an optional one is left out with a warning.
+fn record_mcp_servers(
+    mcp: &McpSession,
+    report: &TaskReport,
+    transcript: &mut TranscriptWriter,
+) -> Result<(), Halt> {
+    let mut unavailable = Vec::new();
+    for server in &mcp.reports {
+        let event = match &server.outcome {
+            Ok(started) => Event::McpServer {
+                server: server.server.clone(),
+                status: "started".to_string(),
+                required: server.required,
+                protocol_version: Some(started.protocol_version.clone()),
+                tools: started
+                    .tools
+                    .iter()
+                    .map(|named| McpToolName {
+                        tool: named.tool.clone(),
+                        name: named.name.clone(),
+                    })
+                    .collect(),
+                message: None,
+            },
+            Err(why) => {
+                if server.required {
+                    unavailable.push(format!("{}: {why}", server.server));
+                } else {
+                    eprintln!(
+                        "drover: warning: {}: optional MCP server {} did not start, its tools are not offered: {why}",
+                        report.name, server.server
+                    );
+                }
+                Event::McpServer {
+                    server: server.server.clone(),
+                    status: "failed".to_string(),
+                    required: server.required,
+                    protocol_version: None,
+                    tools: Vec::new(),
+                    message: Some(why.clone()),
+                }
+            }
+        };
+        transcript.write(event)?;
+    }
+    if unavailable.is_empty() {
+        return Ok(());
+    }
+    Err(Halt::Early(
+        EndReason::McpUnavailable,
+        format!(
+            "required MCP server(s) did not start, so the agent never ran: {}; see mcp-<server>.log in the task's artifacts",
+            unavailable.join("; ")
+        ),
+    ))
 }
 
 /// Run `setup:` (if any) and take the baseline again after it: setup's effects are the

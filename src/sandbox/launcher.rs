@@ -80,6 +80,15 @@ impl Launcher {
         )
     }
 
+    /// [`Launcher::prefix`] for a command that talks over its stdin and stdout (an MCP
+    /// server): the launcher passes both through, and takes the hang-up of its stdin
+    /// (drover closed the channel, or died) as the cut lifeline.
+    pub(crate) fn stdio_prefix(&self) -> (PathBuf, Vec<OsString>) {
+        let (program, mut args) = self.prefix();
+        args.insert(args.len() - 1, "--stdio".into());
+        (program, args)
+    }
+
     /// Apply the policy in a throwaway launcher process: Ok when the kernel enforces all
     /// of it, else what failed. Run once per task before the agent loop.
     pub(crate) async fn probe(&self) -> Result<(), SandboxError> {
@@ -114,8 +123,10 @@ impl Launcher {
 }
 
 /// The launcher's main: contain, enforce `policy_json` (`null`: no sandbox), then run
-/// `command` under supervision (or, with `probe`, exit 0). Returns the exit code.
-pub fn sandbox_exec_main(policy_json: &str, probe: bool, command: &[OsString]) -> i32 {
+/// `command` under supervision (or, with `probe`, exit 0). With `stdio` the command
+/// talks over the launcher's stdin and stdout (see [`Launcher::stdio_prefix`]). Returns
+/// the exit code.
+pub fn sandbox_exec_main(policy_json: &str, probe: bool, stdio: bool, command: &[OsString]) -> i32 {
     let policy: Option<SandboxPolicy> = match serde_json::from_str(policy_json) {
         Ok(policy) => policy,
         Err(e) => {
@@ -175,5 +186,5 @@ pub fn sandbox_exec_main(policy_json: &str, probe: bool, command: &[OsString]) -
         }
         return 0;
     }
-    supervise::run(command, containment)
+    supervise::run(command, containment, stdio)
 }

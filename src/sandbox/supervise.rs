@@ -14,7 +14,9 @@
 //!   push keystrokes into with `TIOCSTI`), stdin `/dev/null`;
 //! - watches its own stdin, the *lifeline*: drover holds the pipe's write end, so when
 //!   drover wants the command gone (a timeout, KillShell, the task's end) or drover
-//!   itself dies (even by SIGKILL), the pipe closes and the launcher kills the whole tree;
+//!   itself dies (even by SIGKILL), the pipe closes and the launcher kills the whole tree.
+//!   In stdio mode (an MCP server) stdin and stdout are the command's channel, passed
+//!   through; the launcher then only watches stdin for its hang-up, never reading it;
 //! - when the command's main process ends, kills whatever it left behind.
 //!
 //! The launcher exits with the command's exit code (128 + the signal when it was killed
@@ -58,13 +60,16 @@ pub(crate) fn prepare() -> Result<Containment, SandboxError> {
 
 /// Start `command` as described in the module docs and supervise it until it ends or the
 /// lifeline closes. Returns the launcher's exit code.
-pub(crate) fn run(command: &[OsString], containment: Containment) -> i32 {
+pub(crate) fn run(command: &[OsString], containment: Containment, stdio: bool) -> i32 {
     let Some((program, args)) = command.split_first() else {
         eprintln!("drover sandbox: no command to run");
         return super::launcher::EXIT_CANNOT_EXEC;
     };
     let mut child = std::process::Command::new(program);
-    child.args(args).stdin(Stdio::null());
+    child.args(args);
+    if !stdio {
+        child.stdin(Stdio::null());
+    }
     let pid_namespace = containment.pid_namespace;
     // SAFETY: between fork and exec the closure only makes two raw system calls
     // (setsid, prctl), which are async-signal-safe and allocate nothing.
@@ -92,13 +97,15 @@ pub(crate) fn run(command: &[OsString], containment: Containment) -> i32 {
     let main_pid = i32::try_from(main.id()).ok().and_then(Pid::from_raw);
     // The std handle is not waited on: the launcher reaps every child itself.
     drop(main);
-    let code = supervise(main_pid);
+    let code = supervise(main_pid, stdio);
     kill_descendants();
     code
 }
 
-/// Wait for the main process to end (its exit code) or the lifeline to close.
-fn supervise(main_pid: Option<Pid>) -> i32 {
+/// Wait for the main process to end (its exit code) or the lifeline to close. With
+/// `stdio` the lifeline is the command's own input: it is polled for its hang-up only
+/// (no events asked for), so no byte meant for the command is consumed.
+fn supervise(main_pid: Option<Pid>, stdio: bool) -> i32 {
     let stdin = std::io::stdin();
     loop {
         // Reap whatever ended: the main process, or orphans re-parented to us.
@@ -118,13 +125,20 @@ fn supervise(main_pid: Option<Pid>) -> i32 {
                 Err(_) => return 1,
             }
         }
-        let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+        let wanted = if stdio {
+            PollFlags::empty()
+        } else {
+            PollFlags::IN
+        };
+        let mut fds = [PollFd::new(&stdin, wanted)];
         let timeout = rustix::event::Timespec {
             tv_sec: 0,
             tv_nsec: POLL_INTERVAL.as_nanos() as _,
         };
         match poll(&mut fds, Some(&timeout)) {
             Ok(0) | Err(Errno::INTR) => continue,
+            // Only a hang-up or an error can wake a poll that asked for nothing.
+            Ok(_) if stdio => return EXIT_LIFELINE_CUT,
             Ok(_) => {
                 let mut buf = [0u8; 64];
                 match rustix::io::read(&stdin, &mut buf) {

@@ -5,6 +5,7 @@ mod connection;
 mod expect;
 mod limits;
 mod load;
+mod mcp;
 mod pricing;
 mod types;
 
@@ -14,6 +15,7 @@ pub(crate) use expect::FilesChangedExpectation;
 pub(crate) use expect::{Expectations, PathGlob};
 pub(crate) use limits::LimitsSpec;
 pub(crate) use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
+pub(crate) use mcp::{McpServerSpec, McpSpec, McpTimeouts};
 pub(crate) use pricing::Pricing;
 pub(crate) use types::{
     CheckSpec, Isolation, ModelSpec, PermissionMode, Permissions, Provider, SandboxSpec,

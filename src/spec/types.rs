@@ -49,6 +49,9 @@ pub(crate) struct TaskSpec {
     /// What the result must look like (files changed), checked after the checks.
     #[serde(default)]
     pub expect: Option<super::expect::Expectations>,
+    /// MCP servers whose tools join the built-in ones.
+    #[serde(default)]
+    pub mcp: Option<Spanned<super::mcp::McpSpec>>,
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.

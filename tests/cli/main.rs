@@ -17,6 +17,7 @@ mod expect_cli;
 mod interrupt;
 mod large_workspace;
 mod limits;
+mod mcp;
 mod parity;
 mod providers;
 mod redaction;

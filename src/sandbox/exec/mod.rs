@@ -219,16 +219,36 @@ impl CommandEnv {
     /// `bash -c command`, launched through the sandbox when there is one, with drover's
     /// environment scrubbed of secrets and `TMPDIR` pointing at the private directory.
     fn bash(&self, command: &str) -> tokio::process::Command {
+        let args = [OsStr::new("-c"), OsStr::new(command)];
+        self.command(false, OsStr::new("bash"), &args)
+    }
+
+    /// `program args` as a long-lived server talking over its stdin and stdout (an MCP
+    /// server), started like every command of the task: through the sandbox when there
+    /// is one (which passes both through), scrubbed environment, private `TMPDIR`.
+    pub(crate) fn stdio_command(
+        &self,
+        program: &OsStr,
+        args: &[&OsStr],
+    ) -> tokio::process::Command {
+        self.command(true, program, args)
+    }
+
+    fn command(&self, stdio: bool, program: &OsStr, args: &[&OsStr]) -> tokio::process::Command {
         let mut cmd = match &self.sandbox {
             Some(launcher) => {
-                let (program, args) = launcher.prefix();
-                let mut cmd = tokio::process::Command::new(program);
-                cmd.args(args).arg("bash");
+                let (exe, prefix) = if stdio {
+                    launcher.stdio_prefix()
+                } else {
+                    launcher.prefix()
+                };
+                let mut cmd = tokio::process::Command::new(exe);
+                cmd.args(prefix).arg(program);
                 cmd
             }
-            None => tokio::process::Command::new("bash"),
+            None => tokio::process::Command::new(program),
         };
-        cmd.arg("-c").arg(command);
+        cmd.args(args);
         cmd.env_clear()
             .envs(scrub(std::env::vars_os(), &self.pass, &self.withheld));
         if let Some(tmpdir) = &self.tmpdir {

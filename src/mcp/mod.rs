@@ -1,0 +1,179 @@
+//! MCP servers of a task: started in parallel before the first model request, their
+//! tools offered beside the built-in ones as `mcp__<server>__<tool>`, judged by the
+//! policy like any tool (denied unless a rule allows them), and stopped with the task.
+
+mod content;
+mod names;
+mod server;
+mod tool;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::sandbox::SandboxError;
+use crate::sandbox::exec::CommandEnv;
+use crate::spec::{McpServerSpec, McpSpec, SandboxSpec};
+pub(crate) use names::OfferedName;
+use server::{Launch, RunningServer};
+pub(crate) use tool::McpTool;
+
+/// A server's startup limit when the spec sets none.
+const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
+/// A call's limit when the spec sets none.
+const DEFAULT_CALL: Duration = Duration::from_secs(120);
+/// Tokens a result may hold when the spec sets none.
+const DEFAULT_MAX_OUTPUT: u64 = 25_000;
+
+/// What starting one server came to.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerReport {
+    pub server: String,
+    pub required: bool,
+    pub outcome: Result<Started, String>,
+}
+
+/// A server that started: its protocol version and its tools' offered names.
+#[derive(Debug, Clone)]
+pub(crate) struct Started {
+    pub protocol_version: String,
+    pub tools: Vec<OfferedName>,
+}
+
+/// The task's running servers and the tools they offer.
+#[derive(Default)]
+pub(crate) struct McpSession {
+    servers: Vec<RunningServer>,
+    pub tools: Vec<Arc<McpTool>>,
+    pub reports: Vec<ServerReport>,
+}
+
+/// What starting the servers needs from the task.
+pub(crate) struct Setup<'a> {
+    pub spec_dir: &'a Path,
+    pub workspace: &'a Path,
+    /// Where each server's stderr log is written (`mcp-<server>.log`).
+    pub log_dir: &'a Path,
+    /// The command environment for a server with this `sandbox:` setting.
+    pub env_for: &'a (dyn Fn(Option<&SandboxSpec>) -> Result<CommandEnv, SandboxError> + Sync),
+}
+
+impl McpSession {
+    /// Start every server of `spec` at once and collect their tools. A server that does
+    /// not start is reported (the caller decides what a required one's failure means).
+    pub(crate) async fn start(spec: &McpSpec, setup: &Setup<'_>) -> McpSession {
+        let starts = spec
+            .servers
+            .iter()
+            .map(|(name, server)| start_one(spec, name, server, setup));
+        let results = futures::future::join_all(starts).await;
+        let mut session = McpSession::default();
+        let mut running = Vec::new();
+        let mut failed = Vec::new();
+        for ((name, server), result) in spec.servers.iter().zip(results) {
+            match result {
+                Ok(started) => running.push((server, started)),
+                Err(why) => failed.push(ServerReport {
+                    server: name.clone(),
+                    required: server.required,
+                    outcome: Err(why),
+                }),
+            }
+        }
+        let pairs: Vec<(String, String)> = running
+            .iter()
+            .flat_map(|(_, server)| {
+                server
+                    .tools
+                    .iter()
+                    .map(|tool| (server.name.clone(), tool.name.to_string()))
+            })
+            .collect();
+        let offered = names::offered_names(&pairs);
+        let max_output = spec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
+        for (server_spec, server) in running {
+            let call = limit(spec, server_spec, |t| t.call).unwrap_or(DEFAULT_CALL);
+            let named: Vec<OfferedName> = offered
+                .iter()
+                .filter(|n| n.server == server.name)
+                .cloned()
+                .collect();
+            for listed in &server.tools {
+                let Some(name) = named.iter().find(|n| n.tool == listed.name) else {
+                    continue;
+                };
+                session.tools.push(Arc::new(McpTool {
+                    name: name.name.clone(),
+                    server: server.name.clone(),
+                    tool: listed.name.to_string(),
+                    description: listed
+                        .description
+                        .as_deref()
+                        .unwrap_or_default()
+                        .to_string(),
+                    input_schema: serde_json::Value::Object((*listed.input_schema).clone()),
+                    peer: server.service.peer().clone(),
+                    call_timeout: call,
+                    max_output,
+                }));
+            }
+            session.reports.push(ServerReport {
+                server: server.name.clone(),
+                required: server_spec.required,
+                outcome: Ok(Started {
+                    protocol_version: server.protocol_version.clone(),
+                    tools: named,
+                }),
+            });
+            session.servers.push(server);
+        }
+        session.reports.extend(failed);
+        session.reports.sort_by(|a, b| a.server.cmp(&b.server));
+        session
+    }
+
+    /// Stop every server at once: each channel closed, each launcher waited for (it
+    /// kills its server's whole tree when the channel closes) or killed.
+    pub(crate) async fn shutdown(self) {
+        futures::future::join_all(self.servers.into_iter().map(RunningServer::stop)).await;
+    }
+}
+
+async fn start_one(
+    spec: &McpSpec,
+    name: &str,
+    server: &McpServerSpec,
+    setup: &Setup<'_>,
+) -> Result<RunningServer, String> {
+    let env = (setup.env_for)(server.sandbox.as_ref()).map_err(|e| e.to_string())?;
+    let startup = limit(spec, server, |t| t.startup).unwrap_or(DEFAULT_STARTUP);
+    let launch = Launch {
+        name,
+        spec: server,
+        spec_dir: setup.spec_dir,
+        workspace: setup.workspace,
+        env: &env,
+        log: log_path(setup.log_dir, name),
+        startup,
+    };
+    server::start(launch).await.map_err(|e| e.to_string())
+}
+
+/// The server's own limit, else the section's.
+fn limit(
+    spec: &McpSpec,
+    server: &McpServerSpec,
+    pick: impl Fn(&crate::spec::McpTimeouts) -> Option<crate::spec::SpecDuration>,
+) -> Option<Duration> {
+    server
+        .timeouts
+        .as_ref()
+        .and_then(&pick)
+        .or_else(|| pick(&spec.timeouts))
+        .map(|d| d.0)
+}
+
+/// Where a server's stderr is kept.
+pub(crate) fn log_path(log_dir: &Path, server: &str) -> PathBuf {
+    log_dir.join(format!("mcp-{server}.log"))
+}

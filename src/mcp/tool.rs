@@ -1,0 +1,124 @@
+//! An MCP server's tool as the registry holds it: the schema the server listed, the
+//! facts drover states for it (never the server: it is not read-only, it is governed by
+//! rules naming it or its server), and a call that waits at most `timeouts.call`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::RoleClient;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::Peer;
+use serde_json::Value;
+
+use super::content;
+use crate::policy::{CallFacts, Subject, ToolFacts};
+use crate::tools::{Tool, ToolCall, ToolContext, ToolError};
+
+/// One tool of one server.
+pub(crate) struct McpTool {
+    /// The name offered to the model (`mcp__<server>__<tool>`, made safe).
+    pub name: String,
+    pub server: String,
+    /// The tool's own name on its server.
+    pub tool: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub peer: Peer<RoleClient>,
+    pub call_timeout: Duration,
+    /// Tokens (estimated) a result may hold.
+    pub max_output: u64,
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        self.input_schema.clone()
+    }
+
+    fn facts(&self) -> ToolFacts {
+        ToolFacts {
+            name: self.name.clone(),
+            read_only: false,
+            governed_by: self.name.clone(),
+            run_state: false,
+            path_family: None,
+        }
+    }
+
+    fn prepare(self: Arc<Self>, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
+        let Value::Object(arguments) = input else {
+            return Err(ToolError::Failed(format!(
+                "InputValidationError: the input to {} must be a JSON object",
+                self.name
+            )));
+        };
+        Ok(Box::new(McpCall {
+            tool: self,
+            arguments,
+        }))
+    }
+}
+
+/// One call of an MCP tool.
+struct McpCall {
+    tool: Arc<McpTool>,
+    arguments: serde_json::Map<String, Value>,
+}
+
+#[async_trait]
+impl ToolCall for McpCall {
+    fn facts(&self) -> CallFacts {
+        CallFacts {
+            tool: self.tool.facts(),
+            subject: Subject::None,
+        }
+    }
+
+    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let tool = &self.tool;
+        let params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(self.arguments);
+        // A call that outlives its limit is dropped, which cancels the request.
+        let answer = tokio::time::timeout(tool.call_timeout, tool.peer.call_tool(params)).await;
+        let result = match answer {
+            Err(_) => {
+                return Err(ToolError::Failed(format!(
+                    "MCP server {} did not answer {} within {:?} (mcp timeouts.call); the call was cancelled",
+                    tool.server, tool.tool, tool.call_timeout
+                )));
+            }
+            Ok(Err(error)) => {
+                return Err(ToolError::Failed(format!(
+                    "MCP server {} failed the call of {}: {error}",
+                    tool.server, tool.tool
+                )));
+            }
+            Ok(Ok(result)) => result,
+        };
+        let blocks: Vec<Value> = result
+            .content
+            .iter()
+            .filter_map(|block| serde_json::to_value(block).ok())
+            .collect();
+        let mut text = content::render(&blocks);
+        if text.is_empty()
+            && let Some(structured) = &result.structured_content
+        {
+            text = structured.to_string();
+        }
+        let text = content::limit(text, tool.max_output);
+        if result.is_error == Some(true) {
+            Err(ToolError::Failed(text))
+        } else {
+            Ok(text)
+        }
+    }
+}

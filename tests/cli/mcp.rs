@@ -1,0 +1,284 @@
+//! MCP servers end to end: the reference server `@modelcontextprotocol/server-everything`
+//! (installed by .ci/run into .ci/node) started over stdio in the task's sandbox, its
+//! tools offered as `mcp__everything__*`, judged by the policy, and stopped with the task.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::common::{self, drover, events, transcript, write_spec};
+
+/// The reference server's entry point, or None (with a note) when it is not installed;
+/// under CI=true a missing server fails the test.
+fn everything() -> Option<PathBuf> {
+    let path = common::repo()
+        .join(".ci/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let node = std::process::Command::new("node").arg("--version").output();
+    if path.is_file() && node.is_ok_and(|o| o.status.success()) {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "the MCP reference server is not installed, and CI=true: run .ci/run (npm install --prefix .ci/node @modelcontextprotocol/server-everything)"
+    );
+    eprintln!("note: node or server-everything is not installed (.ci/run installs them); skipping");
+    None
+}
+
+/// A task in a fresh directory whose script calls `calls` (tool, JSON input) in one turn.
+fn task(servers: &str, allow: &str, calls: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let spec = format!(
+        "version: 1\nname: t\nprompt: use the tools\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{calls}]\n    - text: done\npermissions:\n  allow: [{allow}]\nmcp:\n  timeouts: {{ startup: 60s, call: 20s }}\n  servers:\n{servers}"
+    );
+    let path = write_spec(dir.path(), "task.yaml", &spec);
+    (dir, path)
+}
+
+fn everything_server(path: &Path) -> String {
+    format!(
+        "    everything:\n      command: node\n      args: [{}, stdio]\n",
+        serde_json::to_string(&path.display().to_string()).unwrap()
+    )
+}
+
+fn run(dir: &Path, spec: &Path) -> Output {
+    drover()
+        .arg("run")
+        .arg(spec)
+        .arg("--artifacts")
+        .arg(dir.join("out"))
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_reference_server_tool_is_offered_allowed_called_and_its_server_stopped() {
+    let Some(server) = everything() else { return };
+    let (dir, spec) = task(
+        &everything_server(&server),
+        "mcp__everything",
+        r#"{ name: mcp__everything__echo, input: { message: "hello from drover" } }"#,
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let start = events(&lines, "run_start")[0];
+    let tools: Vec<&str> = start["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(tools.contains(&"mcp__everything__echo"), "{tools:?}");
+    let started = events(&lines, "mcp_server")[0];
+    assert_eq!(started["status"], "started");
+    assert!(!started["protocol_version"].as_str().unwrap().is_empty());
+    assert!(
+        started["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["tool"] == "echo" && t["name"] == "mcp__everything__echo")
+    );
+    let result = events(&lines, "tool_result")[0];
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("hello from drover"),
+        "{result}"
+    );
+    // The server's stderr is kept with the task's artifacts.
+    assert!(dir.path().join("out/t/mcp-everything.log").is_file());
+}
+
+#[test]
+fn an_mcp_tool_no_rule_allows_is_denied_and_never_called() {
+    let Some(server) = everything() else { return };
+    let (dir, spec) = task(
+        &everything_server(&server),
+        "Read",
+        r#"{ name: mcp__everything__echo, input: { message: "x" } }"#,
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let permission = events(&lines, "permission")[0];
+    assert_eq!(permission["decision"], "deny");
+    let result = events(&lines, "tool_result")[0];
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied")
+    );
+}
+
+#[test]
+fn a_required_server_that_cannot_start_ends_the_task_before_any_model_request() {
+    let (dir, spec) = task(
+        "    broken:\n      command: /nonexistent/mcp-server\n",
+        "mcp__broken",
+        r#"{ name: Read, input: { file_path: x } }"#,
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    assert!(events(&lines, "model_response").is_empty());
+    let failed = events(&lines, "mcp_server")[0];
+    assert_eq!(failed["status"], "failed");
+    let end = lines.last().unwrap();
+    assert_eq!(end["reason"], "mcp_unavailable");
+    assert!(end["message"].as_str().unwrap().contains("broken"), "{end}");
+}
+
+#[test]
+fn an_optional_server_that_cannot_start_is_left_out_with_a_warning() {
+    let (dir, spec) = task(
+        "    extra:\n      command: /nonexistent/mcp-server\n      required: false\n",
+        "Read",
+        r#"{ name: LS, input: { path: "." } }"#,
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("optional MCP server extra did not start"));
+}
+
+#[test]
+fn server_names_that_would_blur_tool_names_are_spec_errors() {
+    for name in ["a__b", "a_", "_a", "a.b"] {
+        let (_dir, spec) = task(
+            &format!("    {name:?}:\n      command: node\n"),
+            "Read",
+            r#"{ name: LS, input: { path: "." } }"#,
+        );
+        let output = drover().arg("validate").arg(&spec).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{name}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("MCP server name"),
+            "{}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn http_servers_are_refused_until_they_are_supported() {
+    let (_dir, spec) = task(
+        "    docs:\n      url: http://127.0.0.1:3001/mcp\n",
+        "Read",
+        r#"{ name: LS, input: { path: "." } }"#,
+    );
+    let output = drover().arg("validate").arg(&spec).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("not supported yet"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn results_of_every_kind_reach_the_model_and_a_slow_call_is_cut_at_its_limit() {
+    let Some(server) = everything() else { return };
+    let calls = [
+        r#"{ name: mcp__everything__get-tiny-image, input: {} }"#,
+        r#"{ name: mcp__everything__get-resource-links, input: { count: 2 } }"#,
+        r#"{ name: mcp__everything__get-env, input: {} }"#,
+        r#"{ name: mcp__everything__trigger-long-running-operation, input: { duration: 30, steps: 3 } }"#,
+        r#"{ name: mcp__everything__get-sum, input: { a: 2, b: 3 } }"#,
+    ];
+    let (dir, spec) = task(
+        &everything_server(&server),
+        "mcp__everything",
+        &calls.join(", "),
+    );
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("call: 20s", "call: 2s");
+    std::fs::write(&spec, text).unwrap();
+    let output = drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("out"))
+        .env("DROVER_TEST_MCP_SECRET_TOKEN", "s3cr3t-value-for-mcp-test")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let results: Vec<&Value> = events(&lines, "tool_result");
+    let content = |i: usize| results[i]["content"].as_str().unwrap().to_string();
+    assert!(
+        content(0).contains("[image content (image/png"),
+        "{}",
+        content(0)
+    );
+    assert!(content(1).contains("[resource link: "), "{}", content(1));
+    // The server runs with the scrubbed environment: drover's secrets are not in it.
+    assert!(
+        !content(2).contains("s3cr3t-value-for-mcp-test"),
+        "{}",
+        content(2)
+    );
+    assert!(!content(2).contains("DROVER_TEST_MCP_SECRET_TOKEN"));
+    assert_eq!(results[3]["is_error"], true);
+    assert!(content(3).contains("timeouts.call"), "{}", content(3));
+    // The server still answers after a cancelled call.
+    assert_eq!(results[4]["is_error"], false, "{}", content(4));
+    assert!(content(4).contains('5'), "{}", content(4));
+}
+
+/// Processes whose environment holds `marker`.
+fn processes_marked(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ.windows(marker.len()).any(|w| w == marker.as_bytes()) {
+            found.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn nothing_a_server_started_outlives_the_task() {
+    let Some(server) = everything() else { return };
+    let marker = format!("drover-mcp-marker-{}", std::process::id());
+    // The server leaves a detached sleeper behind: the launcher must kill it.
+    let servers = format!(
+        "    everything:\n      command: bash\n      args: [-c, \"setsid sleep 300 & exec node {} stdio\"]\n      env: {{ MARKER: {marker} }}\n",
+        server.display()
+    );
+    let (dir, spec) = task(
+        &servers,
+        "mcp__everything",
+        r#"{ name: mcp__everything__echo, input: { message: "x" } }"#,
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The launcher may take a moment after drover's exit to finish its work.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let left = processes_marked(&marker);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "processes outlived the task: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
