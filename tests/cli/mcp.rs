@@ -245,7 +245,10 @@ fn processes_marked(marker: &str) -> Vec<String> {
         let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
             continue;
         };
-        if environ.windows(marker.len()).any(|w| w == marker.as_bytes()) {
+        if environ
+            .windows(marker.len())
+            .any(|w| w == marker.as_bytes())
+        {
             found.push(entry.file_name().to_string_lossy().into_owned());
         }
     }
