@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, RunArgs, ToolArgs};
 use crate::exit;
-use crate::policy::Policy;
+use crate::policy::{CallFacts, Policy, Subject};
 use crate::record::github::{GithubEnv, report_to_github};
 use crate::run::{self, Overrides, ReplayOptions};
 use crate::spec::{self, LoadedSpec};
@@ -294,26 +294,37 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
             return exit::RUNNER_ERROR;
         }
     };
-    let Some(tool_facts) = registry.facts(tool_name) else {
-        eprintln!(
-            "drover: unknown tool {tool_name}; the tools are: {}",
-            registry.names().join(", ")
-        );
-        return exit::BAD_INPUT;
-    };
-    let call = match registry.prepare(tool_name, input) {
-        Ok(call) => call,
-        Err(error) => {
-            eprintln!("drover: {error}");
+    // An MCP tool is judged by the facts drover states for every MCP tool, without
+    // starting its server: the decision depends on the rules only.
+    let (tool_facts, call_facts) = if tool_name.starts_with("mcp__") {
+        let facts = crate::mcp::facts_of(tool_name);
+        let call = CallFacts {
+            tool: facts.clone(),
+            subject: Subject::None,
+        };
+        (facts, call)
+    } else {
+        let Some(facts) = registry.facts(tool_name).cloned() else {
+            eprintln!(
+                "drover: unknown tool {tool_name}; the tools are: {}, or mcp__<server>__<tool>",
+                registry.names().join(", ")
+            );
             return exit::BAD_INPUT;
+        };
+        match registry.prepare(tool_name, input) {
+            Ok(call) => (facts, call.facts()),
+            Err(error) => {
+                eprintln!("drover: {error}");
+                return exit::BAD_INPUT;
+            }
         }
     };
     let workspace_dir = loaded.workspace_dir();
     let workspace = workspace_dir.canonicalize().unwrap_or(workspace_dir);
     let policy = Policy::new(&rules, &workspace, &loaded.additional_directories());
     let decision = policy
-        .withholds(tool_facts)
-        .unwrap_or_else(|| policy.decide(&call.facts()));
+        .withholds(&tool_facts)
+        .unwrap_or_else(|| policy.decide(&call_facts));
     let output = json!({
         "tool": tool_name,
         "decision": if decision.allowed { "allow" } else { "deny" },

@@ -16,7 +16,7 @@ use crate::sandbox::exec::CommandEnv;
 use crate::spec::{McpServerSpec, McpSpec, SandboxSpec};
 pub(crate) use names::OfferedName;
 use server::{Launch, RunningServer};
-pub(crate) use tool::McpTool;
+pub(crate) use tool::{McpTool, facts_of};
 
 /// A server's startup limit when the spec sets none.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);

@@ -45,13 +45,7 @@ impl Tool for McpTool {
     }
 
     fn facts(&self) -> ToolFacts {
-        ToolFacts {
-            name: self.name.clone(),
-            read_only: false,
-            governed_by: self.name.clone(),
-            run_state: false,
-            path_family: None,
-        }
+        facts_of(&self.name)
     }
 
     fn prepare(self: Arc<Self>, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
@@ -65,6 +59,19 @@ impl Tool for McpTool {
             tool: self,
             arguments,
         }))
+    }
+}
+
+/// What the policy knows of the MCP tool offered as `name`, whatever its server says:
+/// it may act on anything (not read-only, not only the run's state) and only rules
+/// naming it or its server govern it.
+pub(crate) fn facts_of(name: &str) -> ToolFacts {
+    ToolFacts {
+        name: name.to_string(),
+        read_only: false,
+        governed_by: name.to_string(),
+        run_state: false,
+        path_family: None,
     }
 }
 

@@ -285,3 +285,32 @@ fn nothing_a_server_started_outlives_the_task() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+#[test]
+fn policy_check_judges_mcp_tools_by_the_rules_without_starting_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: t\nprompt: x\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - text: done\npermissions:\n  allow: [mcp__docs]\n  deny: [mcp__docs__delete]\nmcp:\n  servers:\n    docs:\n      command: /nonexistent/server\n",
+    );
+    let check = |tool: &str| {
+        let output = drover()
+            .args(["policy", "check", "--spec"])
+            .arg(&spec)
+            .args(["--tool", tool, "--input", "{}"])
+            .output()
+            .unwrap();
+        let decision: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (output.status.code(), decision)
+    };
+    let (code, allowed) = check("mcp__docs__search");
+    assert_eq!(code, Some(0), "{allowed}");
+    assert_eq!(allowed["rule"], "mcp__docs");
+    let (code, denied) = check("mcp__docs__delete");
+    assert_eq!(code, Some(1), "{denied}");
+    assert_eq!(denied["rule"], "mcp__docs__delete");
+    let (code, other) = check("mcp__other__x");
+    assert_eq!(code, Some(1), "{other}");
+}
