@@ -7,6 +7,7 @@ mod names;
 mod server;
 mod tool;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,16 +62,19 @@ pub(crate) struct Setup<'a> {
 impl McpSession {
     /// Start every server of `spec` at once and collect their tools. A server that does
     /// not start is reported (the caller decides what a required one's failure means).
-    pub(crate) async fn start(spec: &McpSpec, setup: &Setup<'_>) -> McpSession {
-        let starts = spec
-            .servers
+    pub(crate) async fn start(
+        servers: &BTreeMap<String, McpServerSpec>,
+        spec: &McpSpec,
+        setup: &Setup<'_>,
+    ) -> McpSession {
+        let starts = servers
             .iter()
             .map(|(name, server)| start_one(spec, name, server, setup));
         let results = futures::future::join_all(starts).await;
         let mut session = McpSession::default();
         let mut running = Vec::new();
         let mut failed = Vec::new();
-        for ((name, server), result) in spec.servers.iter().zip(results) {
+        for ((name, server), result) in servers.iter().zip(results) {
             match result {
                 Ok(started) => running.push((server, started)),
                 Err(why) => failed.push(ServerReport {

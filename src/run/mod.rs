@@ -163,8 +163,10 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         });
     };
     let rules = spec_checks::rule_set(&spec)?;
+    let mcp_servers = spec_checks::mcp_servers(&spec)?;
     Ok(TaskPlan {
         rules,
+        mcp_servers,
         max_turns: overrides
             .max_turns
             .or(spec.spec.limits.max_turns.as_ref().map(|l| l.value)),

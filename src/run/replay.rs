@@ -109,6 +109,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     let rules = super::spec_checks::rule_set(&spec)?;
     Ok(TaskPlan {
         rules,
+        mcp_servers: Default::default(),
         max_turns,
         spec,
         model: ModelSource::Replay {

@@ -3,9 +3,13 @@
 //! model layer's table). `spec` holds plain data and knows neither, so every command
 //! that loads specs runs these next; the errors still name the file, line and column.
 
+use std::collections::BTreeMap;
+
 use crate::model::pricing;
 use crate::policy::RuleSet;
-use crate::spec::{LoadedSpec, Position, SpecError};
+use crate::spec::{
+    LoadedSpec, McpServerSpec, Position, SpecError, server_problem, servers_of_claude_config,
+};
 
 /// Every spec's problems, in order; empty when all are fine.
 pub(crate) fn check_all(specs: &[LoadedSpec]) -> Vec<SpecError> {
@@ -15,7 +19,49 @@ pub(crate) fn check_all(specs: &[LoadedSpec]) -> Vec<SpecError> {
 /// The first problem of `loaded`, if any.
 pub(crate) fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
     rule_set(loaded)?;
+    mcp_servers(loaded)?;
     budget_is_priced(loaded)
+}
+
+/// The task's MCP servers: those of `mcp.servers` and of the `.mcp.json` that
+/// `mcp.config` names, each checked; errors are at `mcp:`'s position and name the server.
+pub(crate) fn mcp_servers(
+    loaded: &LoadedSpec,
+) -> Result<BTreeMap<String, McpServerSpec>, SpecError> {
+    let Some(mcp) = &loaded.spec.mcp else {
+        return Ok(BTreeMap::new());
+    };
+    let invalid = |message: String| SpecError::Invalid {
+        position: Position::at(&loaded.path, Some(mcp.referenced)),
+        message,
+    };
+    let mut servers = mcp.value.servers.clone();
+    if let Some(config) = &mcp.value.config {
+        let path = loaded
+            .path
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join(config);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| invalid(format!("mcp.config: cannot read {}: {e}", path.display())))?;
+        let from_config = servers_of_claude_config(&text)
+            .map_err(|e| invalid(format!("mcp.config {}: {e}", path.display())))?;
+        for (name, server) in from_config {
+            if servers.contains_key(&name) {
+                return Err(invalid(format!(
+                    "MCP server {name} is both in mcp.servers and in {}; rename one",
+                    path.display()
+                )));
+            }
+            servers.insert(name, server);
+        }
+    }
+    for (name, server) in &servers {
+        if let Some(message) = server_problem(name, server) {
+            return Err(invalid(message));
+        }
+    }
+    Ok(servers)
 }
 
 /// The spec's permission rules, parsed; a rule that does not parse is an error at its

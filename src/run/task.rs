@@ -43,6 +43,9 @@ pub(crate) struct TaskPlan {
     pub spec: LoadedSpec,
     /// The spec's permission rules, parsed once when the task was planned.
     pub rules: RuleSet,
+    /// The MCP servers to start (`mcp.servers` and `mcp.config`'s), checked when the
+    /// task was planned; none for a replay.
+    pub mcp_servers: std::collections::BTreeMap<String, crate::spec::McpServerSpec>,
     pub model: ModelSource,
     pub max_turns: Option<u32>,
     /// The workspace as the task starts from it.

@@ -191,9 +191,14 @@ pub(super) async fn arm(
     }
     // MCP servers start only for a task that will run, each in its sandbox.
     let mut mcp = McpSession::default();
-    if let Some(spec) = &plan.spec.spec.mcp
-        && commands.unavailable.is_none()
-    {
+    if !plan.mcp_servers.is_empty() && commands.unavailable.is_none() {
+        let limits = plan
+            .spec
+            .spec
+            .mcp
+            .as_ref()
+            .map(|mcp| mcp.value.clone())
+            .unwrap_or_default();
         let env_for = |sandbox: Option<&crate::spec::SandboxSpec>| commands.for_sandbox(sandbox);
         let setup = McpSetup {
             spec_dir: plan.spec.path.parent().unwrap_or(Path::new(".")),
@@ -201,7 +206,7 @@ pub(super) async fn arm(
             log_dir: task_dir,
             env_for: &env_for,
         };
-        mcp = McpSession::start(&spec.value, &setup).await;
+        mcp = McpSession::start(&plan.mcp_servers, &limits, &setup).await;
         for tool in &mcp.tools {
             // A server's schema that does not compile leaves its tool out, not the task.
             if let Err(error) = registry.add(tool.clone()) {

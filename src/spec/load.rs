@@ -334,16 +334,6 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
             }
         }
     }
-    if let Some(mcp) = &spec.mcp {
-        for (name, server) in &mcp.value.servers {
-            if let Some(message) = super::mcp::server_problem(name, server) {
-                return Err(SpecError::Invalid {
-                    position: Position::at(path, Some(mcp.referenced)),
-                    message,
-                });
-            }
-        }
-    }
     Ok(())
 }
 

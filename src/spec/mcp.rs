@@ -14,6 +14,10 @@ pub(crate) struct McpSpec {
     /// By name (`[A-Za-z0-9_-]`, no `__`): the name is part of every tool's name.
     #[serde(default)]
     pub servers: BTreeMap<String, McpServerSpec>,
+    /// Claude Code's `.mcp.json` (`{"mcpServers": {...}}`), relative to the spec file:
+    /// its servers join these (a name in both is an error).
+    #[serde(default)]
+    pub config: Option<String>,
     /// Defaults for every server: `startup` 30s, `call` 120s.
     #[serde(default)]
     pub timeouts: McpTimeouts,
@@ -69,6 +73,73 @@ pub(crate) struct McpTimeouts {
     pub call: Option<SpecDuration>,
 }
 
+/// A server of Claude Code's `.mcp.json`: `command`/`args`/`env`, or `type: http` (or
+/// `sse`) with `url`/`headers`. Fields drover does not use are ignored, as Claude Code's
+/// file may carry more.
+#[derive(Debug, Deserialize)]
+struct ClaudeServer {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ClaudeConfig {
+    #[serde(rename = "mcpServers", default)]
+    servers: BTreeMap<String, ClaudeServer>,
+}
+
+/// Why a `.mcp.json` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum McpConfigError {
+    #[error("not Claude Code's .mcp.json format ({{\"mcpServers\": {{...}}}}): {0}")]
+    Format(#[from] serde_json::Error),
+    #[error("server {name}: type {kind:?} is not one drover knows (stdio, http, sse)")]
+    Kind { name: String, kind: String },
+}
+
+/// The servers of a Claude Code `.mcp.json`, as spec entries (required, default limits).
+pub(crate) fn servers_of_claude_config(
+    text: &str,
+) -> Result<BTreeMap<String, McpServerSpec>, McpConfigError> {
+    let config: ClaudeConfig = serde_json::from_str(text)?;
+    let mut servers = BTreeMap::new();
+    for (name, server) in config.servers {
+        let remote = match server.kind.as_deref() {
+            None | Some("stdio") => server.command.is_none() && server.url.is_some(),
+            Some("http" | "sse") => true,
+            Some(kind) => {
+                return Err(McpConfigError::Kind {
+                    name,
+                    kind: kind.to_string(),
+                });
+            }
+        };
+        let entry = McpServerSpec {
+            command: if remote { None } else { server.command },
+            args: server.args,
+            env: server.env,
+            cwd: None,
+            sandbox: None,
+            url: if remote { server.url } else { None },
+            headers: server.headers,
+            required: true,
+            timeouts: None,
+        };
+        servers.insert(name, entry);
+    }
+    Ok(servers)
+}
+
 /// Why a server entry cannot be used; the spec check names the server.
 pub(crate) fn server_problem(name: &str, server: &McpServerSpec) -> Option<String> {
     let valid_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
@@ -95,5 +166,44 @@ pub(crate) fn server_problem(name: &str, server: &McpServerSpec) -> Option<Strin
         _ => Some(format!(
             "mcp.servers.{name} needs command: (the program that speaks MCP over stdio)"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_code_configs_become_server_entries() {
+        let text = r#"{"mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "server-fs", "."], "env": {"A": "1"}, "disabled": false},
+            "docs": {"type": "http", "url": "http://127.0.0.1:3001/mcp", "headers": {"X": "y"}},
+            "old": {"url": "http://127.0.0.1:3002/sse"}
+        }}"#;
+        let servers = servers_of_claude_config(text).unwrap();
+        let fs = &servers["fs"];
+        assert_eq!(fs.command.as_deref(), Some("npx"));
+        assert_eq!(fs.args, ["-y", "server-fs", "."]);
+        assert_eq!(fs.env["A"], "1");
+        assert!(fs.required && fs.url.is_none());
+        assert_eq!(
+            servers["docs"].url.as_deref(),
+            Some("http://127.0.0.1:3001/mcp")
+        );
+        assert!(servers["docs"].command.is_none());
+        assert!(servers["old"].url.is_some());
+        // Remote servers are refused by the check until they are supported.
+        assert!(server_problem("docs", &servers["docs"]).is_some());
+        assert!(server_problem("fs", fs).is_none());
+    }
+
+    #[test]
+    fn unknown_server_types_and_other_formats_are_errors() {
+        let error = servers_of_claude_config(r#"{"mcpServers": {"x": {"type": "ws"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("type \"ws\""), "{error}");
+        assert!(servers_of_claude_config("[1]").is_err());
+        assert!(servers_of_claude_config("{}").unwrap().is_empty());
     }
 }

@@ -15,7 +15,9 @@ pub(crate) use expect::FilesChangedExpectation;
 pub(crate) use expect::{Expectations, PathGlob};
 pub(crate) use limits::LimitsSpec;
 pub(crate) use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
-pub(crate) use mcp::{McpServerSpec, McpSpec, McpTimeouts};
+pub(crate) use mcp::{
+    McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config,
+};
 pub(crate) use pricing::Pricing;
 pub(crate) use types::{
     CheckSpec, Isolation, ModelSpec, PermissionMode, Permissions, Provider, SandboxSpec,

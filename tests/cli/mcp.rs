@@ -314,3 +314,42 @@ fn policy_check_judges_mcp_tools_by_the_rules_without_starting_servers() {
     let (code, other) = check("mcp__other__x");
     assert_eq!(code, Some(1), "{other}");
 }
+
+#[test]
+fn servers_of_a_claude_code_mcp_json_join_the_specs() {
+    let Some(server) = everything() else { return };
+    let (dir, spec) = task(
+        "",
+        "mcp__everything",
+        r#"{ name: mcp__everything__get-sum, input: { a: 20, b: 22 } }"#,
+    );
+    let config = serde_json::json!({"mcpServers": {"everything": {
+        "command": "node", "args": [server.display().to_string(), "stdio"]}}});
+    std::fs::write(dir.path().join(".mcp.json"), config.to_string()).unwrap();
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("  servers:\n", "  config: .mcp.json\n");
+    std::fs::write(&spec, text).unwrap();
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let result = events(&lines, "tool_result")[0];
+    assert!(
+        result["content"].as_str().unwrap().contains("42"),
+        "{result}"
+    );
+
+    // A server named in both places is a spec error, before anything runs.
+    let both = std::fs::read_to_string(&spec).unwrap().replace(
+        "  config: .mcp.json\n",
+        "  config: .mcp.json\n  servers:\n    everything:\n      command: node\n",
+    );
+    std::fs::write(&spec, both).unwrap();
+    let output = drover().arg("validate").arg(&spec).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("both in mcp.servers and in"),
+        "{}",
+        stderr(&output)
+    );
+}
