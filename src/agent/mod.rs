@@ -26,7 +26,7 @@ use crate::policy::Policy;
 use crate::record::transcript::{Decision, TranscriptError};
 use crate::record::{Denial, EndReason, Event, Redactor, TranscriptWriter};
 use crate::spec::Pricing;
-use crate::tools::{Registry, ToolContext, ToolOutput};
+use crate::tools::{InternalFault, Registry, ToolContext, ToolOutput};
 use dispatch::Prepared;
 
 /// The limits and inputs of one loop.
@@ -362,7 +362,11 @@ impl Agent<'_> {
             } in executed
             {
                 if let Some(fault) = fault {
-                    stop.get_or_insert((EndReason::InternalError, fault.to_string()));
+                    let reason = match fault {
+                        InternalFault::Drover { .. } => EndReason::InternalError,
+                        InternalFault::Unavailable { .. } => EndReason::McpUnavailable,
+                    };
+                    stop.get_or_insert((reason, fault.to_string()));
                 }
                 // A command can print drover's own environment (`/proc/$PPID/environ`) or
                 // a key file: what the transcript records and the model reads is the

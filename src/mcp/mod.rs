@@ -118,6 +118,7 @@ impl McpSession {
                     input_schema: serde_json::Value::Object((*listed.input_schema).clone()),
                     peer: server.service.peer().clone(),
                     call_timeout: call,
+                    required: server_spec.required,
                     max_output,
                 }));
             }

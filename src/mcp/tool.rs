@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::RoleClient;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::Peer;
+use rmcp::service::{Peer, ServiceError};
 use serde_json::Value;
 
 use super::content;
@@ -26,6 +26,8 @@ pub(crate) struct McpTool {
     pub input_schema: Value,
     pub peer: Peer<RoleClient>,
     pub call_timeout: Duration,
+    /// The task cannot go on without this tool's server.
+    pub required: bool,
     /// Tokens (estimated) a result may hold.
     pub max_output: u64,
 }
@@ -101,6 +103,20 @@ impl ToolCall for McpCall {
                     "MCP server {} did not answer {} within {:?} (mcp timeouts.call); the call was cancelled",
                     tool.server, tool.tool, tool.call_timeout
                 )));
+            }
+            Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                let gone = format!(
+                    "MCP server {} is gone (its process ended or closed the connection)",
+                    tool.server
+                );
+                return Err(if tool.required {
+                    ToolError::Unavailable(format!(
+                        "required {gone}; the task cannot go on without it (see mcp-{}.log in the task's artifacts)",
+                        tool.server
+                    ))
+                } else {
+                    ToolError::Failed(format!("{gone}; its tools cannot be called"))
+                });
             }
             Ok(Err(error)) => {
                 return Err(ToolError::Failed(format!(

@@ -64,6 +64,9 @@ pub(crate) struct CallFacts {
     pub subject: Subject,
 }
 
-/// Which files a Read deny rule hides from tools that walk directories (Grep, Glob,
-/// LS): true means skip it.
+/// Which files a search tool walking directories (Grep, Glob, LS) must skip: true means
+/// skip it.
 pub(crate) type HiddenFilter = dyn Fn(&Path) -> bool + Send + Sync;
+
+/// [`HiddenFilter`] for every search tool at once: (tool name, path) → skip it.
+pub(crate) type SearchFilter = dyn Fn(&str, &Path) -> bool + Send + Sync;

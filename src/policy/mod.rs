@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub(crate) use facts::{CallFacts, HiddenFilter, Subject, ToolFacts};
+pub(crate) use facts::{CallFacts, HiddenFilter, SearchFilter, Subject, ToolFacts};
 pub(crate) use read_denials::read_denials;
 pub use rule::Rule;
 pub(crate) use rule::{RuleSet, Specifier};

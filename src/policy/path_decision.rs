@@ -150,24 +150,27 @@ impl Policy {
         )
     }
 
-    /// A filter saying which files the Read deny rules hide, for tools that walk
-    /// directories (Grep, Glob, LS) to skip them.
-    pub(crate) fn hidden_filter(&self) -> std::sync::Arc<super::HiddenFilter> {
+    /// A filter saying which files a search tool walking directories (Grep, Glob, LS)
+    /// must skip: those a `Read(…)` deny rule covers, for every search tool, and those a
+    /// deny rule naming the search tool itself covers (`Grep(secrets/**)`), for it. So a
+    /// search of a directory cannot read or list around a deny rule on a path.
+    pub(crate) fn hidden_filter(&self) -> std::sync::Arc<super::SearchFilter> {
         let rules: Vec<Rule> = self
             .deny
             .iter()
-            .filter(|rule| {
-                rule.tool() == "Read" && matches!(rule.specifier(), Some(Specifier::Path(_)))
-            })
+            .filter(|rule| matches!(rule.specifier(), Some(Specifier::Path(_))))
             .cloned()
             .collect();
         let workspace = self.workspace.clone();
-        std::sync::Arc::new(move |path: &std::path::Path| {
+        std::sync::Arc::new(move |tool: &str, path: &std::path::Path| {
             let relative = paths::relative_to(&workspace, path);
-            rules.iter().any(|rule| match rule.specifier() {
-                Some(Specifier::Path(pattern)) => pattern.matches(path, relative.as_deref()),
-                _ => false,
-            })
+            rules
+                .iter()
+                .filter(|rule| rule.tool() == "Read" || rule.tool() == tool)
+                .any(|rule| match rule.specifier() {
+                    Some(Specifier::Path(pattern)) => pattern.matches(path, relative.as_deref()),
+                    _ => false,
+                })
         })
     }
 

@@ -345,3 +345,19 @@ fn protected_paths_are_off_limits_to_writes_whatever_the_rules() {
     );
     assert!(p.decide(&facts(&BASH, &cmd("echo x > notes.md"))).allowed);
 }
+
+#[test]
+fn searches_skip_what_read_rules_hide_and_what_their_own_rules_deny() {
+    let p = policy(&[], &["Read(.env)", "Grep(secrets/**)"]);
+    let hidden = p.hidden_filter();
+    let env = Path::new("/ws/.env");
+    let key = Path::new("/ws/secrets/key");
+    // A Read deny rule hides the file from every search tool.
+    for tool in ["Grep", "Glob", "LS"] {
+        assert!(hidden(tool, env), "{tool}");
+    }
+    // A rule naming one search tool hides the path from that tool only.
+    assert!(hidden("Grep", key));
+    assert!(!hidden("Glob", key) && !hidden("LS", key));
+    assert!(!hidden("Grep", Path::new("/ws/src/lib.rs")));
+}

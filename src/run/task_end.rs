@@ -276,6 +276,7 @@ fn runs_checks(reason: EndReason) -> bool {
         EndReason::Timeout
             | EndReason::ProviderError
             | EndReason::InternalError
+            | EndReason::McpUnavailable
             | EndReason::Interrupted
     )
 }

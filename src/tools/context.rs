@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{BackgroundShells, ShellState, Todo, TodoList};
-use crate::policy::HiddenFilter;
+use crate::policy::{HiddenFilter, SearchFilter};
 use crate::sandbox::exec::CommandEnv;
 use crate::workspace::{FileStateCache, Roots};
 
@@ -25,9 +25,10 @@ pub(crate) struct ToolContext {
     pub todo_list: Arc<TodoList>,
     /// How shell commands start: scrubbed environment, private `TMPDIR`, sandbox.
     pub env: Arc<CommandEnv>,
-    /// Files the policy denies reading: searches and listings (Grep, Glob, LS) skip them,
-    /// so a search of a directory cannot read around a `Read(.env)` deny rule.
-    pub hidden: Arc<HiddenFilter>,
+    /// Files the policy denies a search tool: searches and listings (Grep, Glob, LS)
+    /// skip them, so a search of a directory cannot read around a `Read(.env)` or
+    /// `Grep(secrets/**)` deny rule. See [`ToolContext::hidden_for`].
+    pub hidden: Arc<SearchFilter>,
     /// Handles on the workspace and the additional directories, opened when the task
     /// starts: every file operation of a tool resolves beneath one of them.
     pub roots: Arc<Roots>,
@@ -64,7 +65,7 @@ impl ToolContext {
             files: Arc::new(FileStateCache::default()),
             background: Arc::new(BackgroundShells::default()),
             todo_list: Arc::new(TodoList::default()),
-            hidden: Arc::new(|_: &std::path::Path| false),
+            hidden: Arc::new(|_: &str, _: &std::path::Path| false),
             roots: Arc::new(Roots::new(std::slice::from_ref(&workspace))),
             target: None,
         }
@@ -97,9 +98,15 @@ impl ToolContext {
     }
 
     /// The same context with `hidden` deciding which files searches and listings skip.
-    pub(crate) fn with_hidden(mut self, hidden: Arc<HiddenFilter>) -> Self {
+    pub(crate) fn with_hidden(mut self, hidden: Arc<SearchFilter>) -> Self {
         self.hidden = hidden;
         self
+    }
+
+    /// Which files the search tool `tool` skips.
+    pub(crate) fn hidden_for(&self, tool: &'static str) -> Arc<HiddenFilter> {
+        let hidden = Arc::clone(&self.hidden);
+        Arc::new(move |path: &std::path::Path| hidden(tool, path))
     }
 
     /// The todo list as the model last wrote it (empty if it never used TodoWrite).

@@ -79,7 +79,7 @@ impl TypedTool for GlobTool {
             Err(e) => return Err(ToolError::Failed(format!("Invalid glob pattern: {e}"))),
         };
         let walk_root = root.clone();
-        let hidden = std::sync::Arc::clone(&ctx.hidden);
+        let hidden = ctx.hidden_for(Self::ABOUT.name);
         let roots = std::sync::Arc::clone(&ctx.roots);
         let mut found = blocking(move || find(&walk_root, &matcher, hidden, &roots)).await?;
         if found.is_empty() {

@@ -108,7 +108,7 @@ impl TypedTool for GrepTool {
         let types = file_types(input.file_type.as_deref())?;
         let overrides = globs(input.glob.as_deref(), &root.path)?;
         let walk_root = root.path.clone();
-        let hidden = std::sync::Arc::clone(&ctx.hidden);
+        let hidden = ctx.hidden_for(Self::ABOUT.name);
         let search_opts = opts.clone();
         let roots = std::sync::Arc::clone(&ctx.roots);
         let hits = blocking(move || {

@@ -58,7 +58,7 @@ impl TypedTool for LsTool {
         }
         let (path, shown) = (root.path, root.shown);
         let dir = path.clone();
-        let hidden = std::sync::Arc::clone(&ctx.hidden);
+        let hidden = ctx.hidden_for(Self::ABOUT.name);
         let roots = std::sync::Arc::clone(&ctx.roots);
         let (entries, total) = blocking(move || list(&dir, &ignore, hidden, &roots))
             .await?

@@ -50,6 +50,10 @@ pub(crate) enum ToolError {
     /// thread is gone): the task ends as an internal error.
     #[error("internal error: {0}")]
     Internal(String),
+    /// Something the task cannot go on without is gone (a required MCP server died): the
+    /// task ends as `mcp_unavailable`.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl ToolError {
@@ -100,12 +104,15 @@ impl ToolOutput {
     }
 }
 
-/// drover failed while running a call; the message says how.
+/// A call that ends the task instead of returning a result to the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("internal error in {tool}: {message}")]
-pub(crate) struct InternalFault {
-    pub tool: String,
-    pub message: String,
+pub(crate) enum InternalFault {
+    /// drover failed while running the call; the message says how.
+    #[error("internal error in {tool}: {message}")]
+    Drover { tool: String, message: String },
+    /// What the task needs is gone ([`ToolError::Unavailable`]).
+    #[error("{message}")]
+    Unavailable { message: String },
 }
 
 /// Run a prepared call: what the model receives, or drover's own fault.
@@ -117,10 +124,11 @@ pub(crate) async fn run_call(
     match call.run(ctx).await {
         Ok(content) => Ok(ToolOutput::ok(content)),
         Err(ToolError::Failed(message)) => Ok(ToolOutput::error(message)),
-        Err(ToolError::Internal(message)) => Err(InternalFault {
+        Err(ToolError::Internal(message)) => Err(InternalFault::Drover {
             tool: tool.to_string(),
             message,
         }),
+        Err(ToolError::Unavailable(message)) => Err(InternalFault::Unavailable { message }),
     }
 }
 

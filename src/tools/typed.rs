@@ -216,7 +216,7 @@ impl<T: TypedTool + Clone> CallJson for T {
         let prepared = match Arc::new(self.clone()).prepare(input) {
             Ok(call) => call,
             Err(ToolError::Failed(message)) => return super::ToolOutput::error(message),
-            Err(ToolError::Internal(message)) => panic!("internal fault: {message}"),
+            Err(error) => panic!("the call ends the task: {error}"),
         };
         match super::run_call(T::ABOUT.name, prepared, ctx).await {
             Ok(output) => output,

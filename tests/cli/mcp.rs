@@ -353,3 +353,56 @@ fn servers_of_a_claude_code_mcp_json_join_the_specs() {
         stderr(&output)
     );
 }
+
+/// A server that serves for `seconds`, then ends.
+fn dying_server(server: &Path, seconds: u32, required: bool) -> String {
+    format!(
+        "    everything:\n      command: bash\n      args: [-c, \"node {} stdio <&0 & sleep {seconds}; kill $!\"]\n      required: {required}\n",
+        server.display()
+    )
+}
+
+/// A script: echo (served), a 6 s pause, echo again (the server is gone by then).
+const ECHO_PAUSE_ECHO: &str = r#"{ name: mcp__everything__echo, input: { message: "one" } }, { name: Bash, input: { command: "sleep 6" } }, { name: mcp__everything__echo, input: { message: "two" } }"#;
+
+#[test]
+fn a_required_server_that_dies_mid_run_ends_the_task_as_mcp_unavailable() {
+    let Some(server) = everything() else { return };
+    let (dir, spec) = task(
+        &dying_server(&server, 3, true),
+        "mcp__everything, Bash",
+        ECHO_PAUSE_ECHO,
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let results = events(&lines, "tool_result");
+    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert_eq!(results[2]["is_error"], true);
+    let end = lines.last().unwrap();
+    assert_eq!(end["reason"], "mcp_unavailable", "{end}");
+    assert!(
+        end["message"].as_str().unwrap().contains("is gone"),
+        "{end}"
+    );
+}
+
+#[test]
+fn an_optional_server_that_dies_mid_run_only_fails_its_calls() {
+    let Some(server) = everything() else { return };
+    let (dir, spec) = task(
+        &dying_server(&server, 3, false),
+        "mcp__everything, Bash",
+        ECHO_PAUSE_ECHO,
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let results = events(&lines, "tool_result");
+    assert_eq!(results[2]["is_error"], true);
+    assert!(
+        results[2]["content"].as_str().unwrap().contains("is gone"),
+        "{}",
+        results[2]
+    );
+}
