@@ -4,6 +4,7 @@
 
 mod content;
 mod names;
+mod resources;
 mod server;
 mod tool;
 
@@ -16,8 +17,11 @@ use crate::sandbox::SandboxError;
 use crate::sandbox::exec::CommandEnv;
 use crate::spec::{McpServerSpec, McpSpec, SandboxSpec};
 pub(crate) use names::OfferedName;
+use resources::{ResourceServers, ResourceTool};
 use server::{Launch, RunningServer};
 pub(crate) use tool::{McpTool, facts_of};
+
+use crate::tools::Tool;
 
 /// A server's startup limit when the spec sets none.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
@@ -45,7 +49,8 @@ pub(crate) struct Started {
 #[derive(Default)]
 pub(crate) struct McpSession {
     servers: Vec<RunningServer>,
-    pub tools: Vec<Arc<McpTool>>,
+    /// The servers' tools, and the resource tools when a server has resources.
+    pub tools: Vec<Arc<dyn Tool>>,
     pub reports: Vec<ServerReport>,
 }
 
@@ -95,6 +100,7 @@ impl McpSession {
             .collect();
         let offered = names::offered_names(&pairs);
         let max_output = spec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
+        let mut with_resources = BTreeMap::new();
         for (server_spec, server) in running {
             let call = limit(spec, server_spec, |t| t.call).unwrap_or(DEFAULT_CALL);
             let named: Vec<OfferedName> = offered
@@ -122,6 +128,13 @@ impl McpSession {
                     max_output,
                 }));
             }
+            let has_resources = server
+                .service
+                .peer_info()
+                .is_some_and(|info| info.capabilities.resources.is_some());
+            if has_resources {
+                with_resources.insert(server.name.clone(), server.service.peer().clone());
+            }
             session.reports.push(ServerReport {
                 server: server.name.clone(),
                 required: server_spec.required,
@@ -131,6 +144,16 @@ impl McpSession {
                 }),
             });
             session.servers.push(server);
+        }
+        if !with_resources.is_empty() {
+            let servers = ResourceServers {
+                peers: with_resources,
+                call_timeout: spec.timeouts.call.map_or(DEFAULT_CALL, |d| d.0),
+                max_output,
+            };
+            for tool in ResourceTool::both(servers) {
+                session.tools.push(tool);
+            }
         }
         session.reports.extend(failed);
         session.reports.sort_by(|a, b| a.server.cmp(&b.server));

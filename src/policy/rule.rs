@@ -27,6 +27,8 @@ pub(super) const KNOWN_TOOLS: &[&str] = &[
     "WebFetch",
     "WebSearch",
     "NotebookEdit",
+    "ListMcpResources",
+    "ReadMcpResource",
 ];
 
 /// Tools whose rules take a path pattern as specifier (`Edit(src/**)`). Which tools a

@@ -3,6 +3,7 @@
 //! `run_start` event, and `setup:`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::prepare::{PreparedWorkspace, git_worktree, in_place, scratch_copy};
 use super::sandbox::{TaskCommands, task_commands};
@@ -209,8 +210,11 @@ pub(super) async fn arm(
         mcp = McpSession::start(&plan.mcp_servers, &limits, &setup).await;
         for tool in &mcp.tools {
             // A server's schema that does not compile leaves its tool out, not the task.
-            if let Err(error) = registry.add(tool.clone()) {
-                eprintln!("drover: warning: MCP tool {} left out: {error}", tool.name);
+            if let Err(error) = registry.add(Arc::clone(tool)) {
+                eprintln!(
+                    "drover: warning: MCP tool {} left out: {error}",
+                    tool.name()
+                );
             }
         }
     }

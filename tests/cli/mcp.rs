@@ -406,3 +406,41 @@ fn an_optional_server_that_dies_mid_run_only_fails_its_calls() {
         results[2]
     );
 }
+
+#[test]
+fn a_servers_resources_are_listed_and_read_through_the_resource_tools() {
+    let Some(server) = everything() else { return };
+    let calls = [
+        r#"{ name: ListMcpResources, input: {} }"#,
+        r#"{ name: ReadMcpResource, input: { server: everything, uri: "demo://resource/static/document/features.md" } }"#,
+        r#"{ name: ReadMcpResource, input: { server: nowhere, uri: "x" } }"#,
+    ];
+    let (dir, spec) = task(
+        &everything_server(&server),
+        "ListMcpResources, ReadMcpResource",
+        &calls.join(", "),
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let results = events(&lines, "tool_result");
+    let listed = results[0]["content"].as_str().unwrap();
+    assert!(
+        listed.contains("everything\tdemo://resource/static/document/features.md"),
+        "{listed}"
+    );
+    let read = results[1]["content"].as_str().unwrap();
+    assert_eq!(results[1]["is_error"], false, "{read}");
+    assert!(
+        read.starts_with("[resource demo://resource/static/document/features.md]\n"),
+        "{read}"
+    );
+    // The server's name is checked against the schema's list of servers with resources.
+    assert_eq!(results[2]["is_error"], true);
+    assert!(
+        results[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("InputValidationError")
+    );
+}
