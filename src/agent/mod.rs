@@ -66,6 +66,8 @@ pub(crate) struct LoopOutcome {
     pub cost_usd: Option<f64>,
     pub final_text: String,
     pub denials: Vec<Denial>,
+    /// Calls the policy allowed, by tool name.
+    pub calls: std::collections::BTreeMap<String, u64>,
     /// Tool results that differed from the recording (replay only).
     #[expect(
         dead_code,
@@ -94,6 +96,8 @@ struct State {
     final_text: String,
     denials: Vec<Denial>,
     drifts: u32,
+    /// Calls the policy allowed, by tool name.
+    calls: std::collections::BTreeMap<String, u64>,
     /// The tools offered, the same in every request.
     tools: Vec<ToolDefinition>,
     /// Where the provider reports its retries (taken once: the receiver is the model's).
@@ -144,6 +148,7 @@ impl Agent<'_> {
             final_text: String::new(),
             denials: Vec::new(),
             drifts: 0,
+            calls: Default::default(),
             tools: self.registry.definitions(),
             notices: self.model.retry_notices(),
         };
@@ -177,6 +182,7 @@ impl Agent<'_> {
             cost_usd: run_cost(config, &state.usage),
             final_text: state.final_text,
             denials: state.denials,
+            calls: state.calls,
             drifts: state.drifts,
         })
     }
@@ -326,7 +332,9 @@ impl Agent<'_> {
                         rule: verdict.rule.clone(),
                         reason: verdict.reason.clone(),
                     })?;
-                    if !verdict.allowed {
+                    if verdict.allowed {
+                        *state.calls.entry(call.name.clone()).or_default() += 1;
+                    } else {
                         state.denials.push(dispatch::denial(call, &verdict));
                     }
                 }

@@ -184,6 +184,23 @@ pub(crate) struct TaskReport {
     /// transcript and artifacts.
     #[serde(default)]
     pub redacted: u64,
+    /// The task's MCP servers: how each started and how many calls its tools got.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServerReport>,
+}
+
+/// One MCP server of a task, for summary.json.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct McpServerReport {
+    pub name: String,
+    /// `started` or `failed`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// Tools offered to the model.
+    pub tools: usize,
+    /// Calls of its tools the policy allowed and drover made.
+    pub calls: u64,
 }
 
 /// All tasks of one `drover run` or `drover replay`.

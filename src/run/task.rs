@@ -150,6 +150,7 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         todos: Vec::new(),
         artifacts_dir: artifacts.join(plan.spec.name()),
         redacted: 0,
+        mcp_servers: Vec::new(),
     }
 }
 

@@ -66,6 +66,15 @@ pub(super) async fn run_agent(
     // diff is taken, or race the checks: stop every command and server and wait until
     // they are gone.
     agent.ctx.shutdown();
+    let offered: Vec<(String, Vec<String>)> = mcp
+        .reports
+        .iter()
+        .filter_map(|server| {
+            let started = server.outcome.as_ref().ok()?;
+            let names = started.tools.iter().map(|t| t.name.clone()).collect();
+            Some((server.server.clone(), names))
+        })
+        .collect();
     mcp.shutdown().await;
     let tracker = &commands.env.tracker;
     if !tracker
@@ -90,6 +99,15 @@ pub(super) async fn run_agent(
     report.final_text = outcome.final_text.clone();
     report.denials = outcome.denials.clone();
     report.todos = agent.ctx.todos();
+    for summary in &mut report.mcp_servers {
+        let names = offered.iter().find(|(server, _)| *server == summary.name);
+        summary.calls = names.map_or(0, |(_, names)| {
+            names
+                .iter()
+                .filter_map(|name| outcome.calls.get(name))
+                .sum()
+        });
+    }
     Ok((outcome, commands))
 }
 

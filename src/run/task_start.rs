@@ -14,6 +14,7 @@ use super::task_redaction::{warn_unredacted, withheld_vars};
 use crate::mcp::{McpSession, Setup as McpSetup};
 use crate::model::Model;
 use crate::policy::Policy;
+use crate::record::McpServerReport;
 use crate::record::transcript::McpToolName;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::Isolation;
@@ -237,7 +238,7 @@ pub(super) fn record_start(
     armed: &Armed,
     fingerprint: &str,
     redactor: &Redactor,
-    report: &TaskReport,
+    report: &mut TaskReport,
     transcript: &mut TranscriptWriter,
 ) -> Result<(), Halt> {
     warn_unredacted(redactor);
@@ -283,11 +284,30 @@ pub(super) fn record_start(
 /// task before any model request, an optional one is left out with a warning.
 fn record_mcp_servers(
     mcp: &McpSession,
-    report: &TaskReport,
+    report: &mut TaskReport,
     transcript: &mut TranscriptWriter,
 ) -> Result<(), Halt> {
     let mut unavailable = Vec::new();
     for server in &mcp.reports {
+        report.mcp_servers.push(McpServerReport {
+            name: server.server.clone(),
+            status: if server.outcome.is_ok() {
+                "started"
+            } else {
+                "failed"
+            }
+            .to_string(),
+            protocol_version: server
+                .outcome
+                .as_ref()
+                .ok()
+                .map(|started| started.protocol_version.clone()),
+            tools: server
+                .outcome
+                .as_ref()
+                .map_or(0, |started| started.tools.len()),
+            calls: 0,
+        });
         let event = match &server.outcome {
             Ok(started) => Event::McpServer {
                 server: server.server.clone(),

@@ -98,6 +98,16 @@ fn a_reference_server_tool_is_offered_allowed_called_and_its_server_stopped() {
     );
     // The server's stderr is kept with the task's artifacts.
     assert!(dir.path().join("out/t/mcp-everything.log").is_file());
+    // summary.json lists the server and the calls of its tools.
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let servers = &summary["tasks"][0]["mcp_servers"];
+    assert_eq!(servers[0]["name"], "everything", "{servers}");
+    assert_eq!(servers[0]["status"], "started");
+    assert_eq!(servers[0]["calls"], 1);
+    assert!(servers[0]["tools"].as_u64().unwrap() > 5);
 }
 
 #[test]

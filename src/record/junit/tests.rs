@@ -35,6 +35,7 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         todos: Vec::new(),
         artifacts_dir: PathBuf::from("drover-artifacts").join(name),
         redacted: 0,
+        mcp_servers: Vec::new(),
     }
 }
 
