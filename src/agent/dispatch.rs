@@ -113,7 +113,7 @@ pub(super) async fn execute(prepared: Vec<(Call, Prepared)>, ctx: &ToolContext) 
         let (output, fault) = match prepared {
             Prepared::Done(output) => (output, None),
             Prepared::Run(parsed, target) => {
-                match run_call(&call.name, parsed, &ctx.for_call(target)).await {
+                match run_call(&call.name, parsed, &ctx.for_call(&call.id, target)).await {
                     Ok(output) => (output, None),
                     // The transcript still gets a result for the call: the fault itself.
                     Err(fault) => (ToolOutput::error(fault.to_string()), Some(fault)),

@@ -4,6 +4,7 @@
 
 mod content;
 mod names;
+mod recorded;
 mod resources;
 mod server;
 mod tool;
@@ -17,6 +18,8 @@ use crate::sandbox::SandboxError;
 use crate::sandbox::exec::CommandEnv;
 use crate::spec::{McpServerSpec, McpSpec, SandboxSpec};
 pub(crate) use names::OfferedName;
+pub(crate) use recorded::{RecordedResults, RecordedTool};
+pub(crate) use resources::{LIST as LIST_RESOURCES, READ as READ_RESOURCE};
 use resources::{ResourceServers, ResourceTool};
 use server::{Launch, RunningServer};
 pub(crate) use tool::{McpTool, facts_of};

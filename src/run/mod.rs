@@ -167,6 +167,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
     Ok(TaskPlan {
         rules,
         mcp_servers,
+        replayed_mcp_tools: Vec::new(),
         max_turns: overrides
             .max_turns
             .or(spec.spec.limits.max_turns.as_ref().map(|l| l.value)),

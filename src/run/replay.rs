@@ -21,6 +21,27 @@ pub(crate) struct ReplayOptions {
     pub artifacts: PathBuf,
 }
 
+/// The MCP tools (and MCP resource tools) the recorded run offered or called, by name.
+fn mcp_tools_used(events: &[Event]) -> Vec<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for event in events {
+        match event {
+            Event::McpServer { tools, .. } => {
+                names.extend(tools.iter().map(|tool| tool.name.clone()));
+            }
+            Event::ToolCall { name, .. }
+                if name.starts_with("mcp__")
+                    || name == crate::mcp::LIST_RESOURCES
+                    || name == crate::mcp::READ_RESOURCE =>
+            {
+                names.insert(name.clone());
+            }
+            _ => {}
+        }
+    }
+    names.into_iter().collect()
+}
+
 /// Read the transcript and plan the replay. Errors are bad input (exit 2).
 pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError> {
     // A forged or damaged transcript is refused before anything of it runs.
@@ -107,9 +128,11 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         return Err(ReplayError::NoWorkspace { workspace: origin }.into());
     }
     let rules = super::spec_checks::rule_set(&spec)?;
+    let replayed_mcp_tools = mcp_tools_used(&events);
     Ok(TaskPlan {
         rules,
         mcp_servers: Default::default(),
+        replayed_mcp_tools,
         max_turns,
         spec,
         model: ModelSource::Replay {

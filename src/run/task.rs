@@ -46,6 +46,8 @@ pub(crate) struct TaskPlan {
     /// The MCP servers to start (`mcp.servers` and `mcp.config`'s), checked when the
     /// task was planned; none for a replay.
     pub mcp_servers: std::collections::BTreeMap<String, crate::spec::McpServerSpec>,
+    /// A replay: the MCP tools the recording used, answered from the recording.
+    pub replayed_mcp_tools: Vec<String>,
     pub model: ModelSource,
     pub max_turns: Option<u32>,
     /// The workspace as the task starts from it.

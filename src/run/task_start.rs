@@ -11,7 +11,7 @@ use super::setup::run_setup;
 use super::task::{Interrupt, ModelSource, TaskPlan};
 use super::task_error::{Halt, TaskError};
 use super::task_redaction::{warn_unredacted, withheld_vars};
-use crate::mcp::{McpSession, Setup as McpSetup};
+use crate::mcp::{McpSession, RecordedResults, RecordedTool, Setup as McpSetup};
 use crate::model::Model;
 use crate::policy::Policy;
 use crate::record::McpServerReport;
@@ -217,6 +217,19 @@ pub(super) async fn arm(
                     tool.name()
                 );
             }
+        }
+    }
+    // A replay answers the recording's MCP calls with their recorded results.
+    if let ModelSource::Replay {
+        expectations: Some(expectations),
+        ..
+    } = &plan.model
+        && !plan.replayed_mcp_tools.is_empty()
+    {
+        let results: RecordedResults = Arc::new(expectations.results.clone());
+        for name in &plan.replayed_mcp_tools {
+            let tool = RecordedTool::new(name.clone(), Arc::clone(&results));
+            registry.add(Arc::new(tool))?;
         }
     }
     registry.retain(|facts| policy.withholds(facts).is_none());

@@ -36,6 +36,9 @@ pub(crate) struct ToolContext {
     /// dispatcher: the tool acts on exactly this path, so nothing that changes on disk
     /// between the decision and the action can redirect it.
     pub target: Option<PathBuf>,
+    /// The model's id of this call (`tool_use` id), set per call by the dispatcher: a
+    /// replayed tool answers with what was recorded for it.
+    pub call_id: Option<String>,
 }
 
 impl ToolContext {
@@ -68,6 +71,7 @@ impl ToolContext {
             hidden: Arc::new(|_: &str, _: &std::path::Path| false),
             roots: Arc::new(Roots::new(std::slice::from_ref(&workspace))),
             target: None,
+            call_id: None,
         }
     }
 
@@ -89,10 +93,11 @@ impl ToolContext {
         self
     }
 
-    /// This context for one call whose path the policy judged as `target`.
-    pub(crate) fn for_call(&self, target: Option<PathBuf>) -> Self {
+    /// This context for the call `call_id` whose path the policy judged as `target`.
+    pub(crate) fn for_call(&self, call_id: &str, target: Option<PathBuf>) -> Self {
         ToolContext {
             target,
+            call_id: Some(call_id.to_string()),
             ..self.clone()
         }
     }

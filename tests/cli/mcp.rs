@@ -454,3 +454,36 @@ fn a_servers_resources_are_listed_and_read_through_the_resource_tools() {
             .contains("InputValidationError")
     );
 }
+
+#[test]
+fn a_replay_answers_mcp_calls_from_the_recording_without_starting_servers() {
+    let Some(server) = everything() else { return };
+    let (dir, spec) = task(
+        &everything_server(&server),
+        "mcp__everything",
+        r#"{ name: mcp__everything__echo, input: { message: "recorded" } }"#,
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let recorded = dir.path().join("out/t/transcript.jsonl");
+    let replay = drover()
+        .arg("replay")
+        .arg(&recorded)
+        .arg("--strict")
+        .arg("--artifacts")
+        .arg(dir.path().join("replayed"))
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let lines = transcript(&dir.path().join("replayed/t/transcript.jsonl"));
+    assert!(
+        events(&lines, "mcp_server").is_empty(),
+        "no server was started"
+    );
+    assert!(events(&lines, "replay_drift").is_empty());
+    let result = events(&lines, "tool_result")[0];
+    assert!(
+        result["content"].as_str().unwrap().contains("recorded"),
+        "{result}"
+    );
+}

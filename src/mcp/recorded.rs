@@ -1,0 +1,80 @@
+//! MCP tools in a replay: no server is started (a replay acts on nothing outside the
+//! workspace), so each MCP tool the recording used answers with the result recorded for
+//! that call. The policy judges the call as it judged the recorded one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::facts_of;
+use crate::policy::{CallFacts, Subject, ToolFacts};
+use crate::tools::{Tool, ToolCall, ToolContext, ToolError};
+
+/// Recorded results by call id: whether it was an error, and its content.
+pub(crate) type RecordedResults = Arc<HashMap<String, (bool, String)>>;
+
+/// An MCP tool of the recording.
+pub(crate) struct RecordedTool {
+    name: String,
+    results: RecordedResults,
+}
+
+impl RecordedTool {
+    pub(crate) fn new(name: String, results: RecordedResults) -> Self {
+        RecordedTool { name, results }
+    }
+}
+
+#[async_trait]
+impl Tool for RecordedTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        "An MCP tool of the recorded run, answering with the recorded result."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+
+    fn facts(&self) -> ToolFacts {
+        facts_of(&self.name)
+    }
+
+    fn prepare(self: Arc<Self>, _input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
+        Ok(Box::new(RecordedCall { tool: self }))
+    }
+}
+
+struct RecordedCall {
+    tool: Arc<RecordedTool>,
+}
+
+#[async_trait]
+impl ToolCall for RecordedCall {
+    fn facts(&self) -> CallFacts {
+        CallFacts {
+            tool: self.tool.facts(),
+            subject: Subject::None,
+        }
+    }
+
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<String, ToolError> {
+        let recorded = ctx
+            .call_id
+            .as_ref()
+            .and_then(|id| self.tool.results.get(id));
+        match recorded {
+            Some((false, content)) => Ok(content.clone()),
+            Some((true, content)) => Err(ToolError::Failed(content.clone())),
+            None => Err(ToolError::Failed(format!(
+                "the recording has no result for this call of {}: the replay took a different path (MCP servers are not started in a replay)",
+                self.tool.name
+            ))),
+        }
+    }
+}
