@@ -128,6 +128,7 @@ impl McpSession {
                     peer: server.service.peer().clone(),
                     call_timeout: call,
                     required: server_spec.required,
+                    output_schema: output_validator(&server.name, listed),
                     max_output,
                 }));
             }
@@ -188,6 +189,22 @@ async fn start_one(
         startup,
     };
     server::start(launch).await.map_err(|e| e.to_string())
+}
+
+/// The tool's `outputSchema`, compiled; a schema that does not compile is not checked
+/// (said once, as a warning).
+fn output_validator(server: &str, tool: &rmcp::model::Tool) -> Option<Arc<jsonschema::Validator>> {
+    let schema = serde_json::Value::Object((*tool.output_schema.clone()?).clone());
+    match jsonschema::validator_for(&schema) {
+        Ok(validator) => Some(Arc::new(validator)),
+        Err(error) => {
+            eprintln!(
+                "drover: warning: MCP server {server}: the outputSchema of {} does not compile, so its results are not checked: {error}",
+                tool.name
+            );
+            None
+        }
+    }
 }
 
 /// The server's own limit, else the section's.

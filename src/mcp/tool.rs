@@ -28,6 +28,8 @@ pub(crate) struct McpTool {
     pub call_timeout: Duration,
     /// The task cannot go on without this tool's server.
     pub required: bool,
+    /// The tool's `outputSchema`, compiled: `structuredContent` is checked against it.
+    pub output_schema: Option<Arc<jsonschema::Validator>>,
     /// Tokens (estimated) a result may hold.
     pub max_output: u64,
 }
@@ -131,6 +133,23 @@ impl ToolCall for McpCall {
             .iter()
             .filter_map(|block| serde_json::to_value(block).ok())
             .collect();
+        if let (Some(validator), Some(structured)) =
+            (&tool.output_schema, &result.structured_content)
+        {
+            let problems: Vec<String> = validator
+                .iter_errors(structured)
+                .take(5)
+                .map(|error| error.to_string())
+                .collect();
+            if !problems.is_empty() {
+                return Err(ToolError::Failed(format!(
+                    "MCP server {} answered {} with structured content that does not match the tool's outputSchema: {}",
+                    tool.server,
+                    tool.tool,
+                    problems.join("; ")
+                )));
+            }
+        }
         let mut text = content::render(&blocks);
         if text.is_empty()
             && let Some(structured) = &result.structured_content

@@ -206,6 +206,7 @@ fn results_of_every_kind_reach_the_model_and_a_slow_call_is_cut_at_its_limit() {
         r#"{ name: mcp__everything__get-env, input: {} }"#,
         r#"{ name: mcp__everything__trigger-long-running-operation, input: { duration: 30, steps: 3 } }"#,
         r#"{ name: mcp__everything__get-sum, input: { a: 2, b: 3 } }"#,
+        r#"{ name: mcp__everything__get-structured-content, input: { location: "New York" } }"#,
     ];
     let (dir, spec) = task(
         &everything_server(&server),
@@ -246,6 +247,9 @@ fn results_of_every_kind_reach_the_model_and_a_slow_call_is_cut_at_its_limit() {
     // The server still answers after a cancelled call.
     assert_eq!(results[4]["is_error"], false, "{}", content(4));
     assert!(content(4).contains('5'), "{}", content(4));
+    // Structured content that matches the tool's outputSchema passes the check.
+    assert_eq!(results[5]["is_error"], false, "{}", content(5));
+    assert!(content(5).contains("temperature"), "{}", content(5));
 }
 
 /// Processes whose environment holds `marker`.
@@ -484,6 +488,42 @@ fn a_replay_answers_mcp_calls_from_the_recording_without_starting_servers() {
     let result = events(&lines, "tool_result")[0];
     assert!(
         result["content"].as_str().unwrap().contains("recorded"),
+        "{result}"
+    );
+}
+
+#[test]
+fn structured_content_that_breaks_the_output_schema_is_an_error_result() {
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "python3 is not installed, and CI=true"
+        );
+        eprintln!("note: python3 is not installed; skipping");
+        return;
+    }
+    let script = common::repo().join("tests/cli/fixtures/bad_structured_server.py");
+    let servers = format!(
+        "    weather:\n      command: python3\n      args: [{}]\n",
+        serde_json::to_string(&script.display().to_string()).unwrap()
+    );
+    let (dir, spec) = task(
+        &servers,
+        "mcp__weather",
+        r#"{ name: mcp__weather__weather, input: {} }"#,
+    );
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let started = events(&lines, "mcp_server")[0];
+    assert_eq!(started["protocol_version"], "2025-11-25", "{started}");
+    let result = events(&lines, "tool_result")[0];
+    assert_eq!(result["is_error"], true, "{result}");
+    assert!(
+        result["content"].as_str().unwrap().contains("outputSchema"),
         "{result}"
     );
 }
