@@ -101,8 +101,7 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(log)
-        .process_group(0)
-        .kill_on_drop(true);
+        .process_group(0);
     let spawn_error = |source| StartError::Spawn {
         command: program.to_string(),
         source,
@@ -126,8 +125,9 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
             .map_err(|e| StartError::ListTools(e.to_string()))?;
         Ok::<_, StartError>((service, tools))
     };
-    // On any failure the launcher is dropped, which kills it (`kill_on_drop`), and
-    // with it, closed channel or not, the server's tree.
+    // On any failure (or a signal dropping this future) the channel is dropped, and the
+    // launcher, seeing its stdin hang up, kills the server's whole tree and exits. It is
+    // not killed itself first: that would orphan the tree instead.
     let (service, tools) = match tokio::time::timeout(launch.startup, connect).await {
         Ok(connected) => connected?,
         Err(_) => return Err(StartError::Timeout(launch.startup)),

@@ -235,7 +235,15 @@ async fn steps(
     let mut model = build_model(&plan);
     report.provider = model.provider().to_string();
     report.model = model.name().to_string();
-    let armed = task_start::arm(&plan, &started.workspace, artifacts, task_dir).await?;
+    // Arming starts the MCP servers, which may take their startup time: a signal stops
+    // it at once (the servers started so far are killed with the dropped future).
+    let armed = tokio::select! {
+        armed = task_start::arm(&plan, &started.workspace, artifacts, task_dir) => armed?,
+        () = interrupt.cancelled() => {
+            let message = "interrupted while the task's tools and MCP servers were set up; the agent never ran";
+            return Err(Halt::Early(EndReason::Interrupted, message.to_string()));
+        }
+    };
     task_start::record_start(
         &plan,
         model.as_ref(),

@@ -527,3 +527,57 @@ fn structured_content_that_breaks_the_output_schema_is_an_error_result() {
         "{result}"
     );
 }
+
+#[test]
+fn a_signal_while_servers_start_ends_the_task_at_once() {
+    let marker = format!("drover-mcp-silent-{}", std::process::id());
+    // A "server" that never answers the handshake, with a long startup limit.
+    let (dir, spec) = task(
+        &format!(
+            "    silent:\n      command: sleep\n      args: [\"300\"]\n      env: {{ MARKER: {marker} }}\n"
+        ),
+        "mcp__silent",
+        r#"{ name: LS, input: { path: "." } }"#,
+    );
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("startup: 60s", "startup: 120s");
+    std::fs::write(&spec, text).unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("drover"))
+        .arg("run")
+        .arg(&spec)
+        .arg("--quiet")
+        .arg("--artifacts")
+        .arg(dir.path().join("out"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let signalled = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if signalled.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("drover did not stop within 20 s of the signal while servers started");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(3));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    assert_eq!(lines.last().unwrap()["reason"], "interrupted");
+    // The server that was starting is gone too.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_marked(&marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the starting server outlived the task"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
