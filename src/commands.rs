@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, RunArgs, ToolArgs};
 use crate::exit;
-use crate::policy::{CallFacts, Policy, Subject};
+use crate::policy::{CallFacts, Policy};
 use crate::record::github::{GithubEnv, report_to_github};
 use crate::run::{self, Overrides, ReplayOptions};
 use crate::spec::{self, LoadedSpec};
@@ -298,11 +298,7 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
     // starting its server: the decision depends on the rules only.
     let (tool_facts, call_facts) = if tool_name.starts_with("mcp__") {
         let facts = crate::mcp::facts_of(tool_name);
-        let call = CallFacts {
-            tool: facts.clone(),
-            subject: Subject::None,
-        };
-        (facts, call)
+        (facts.clone(), CallFacts::without_subject(facts))
     } else {
         let Some(facts) = registry.facts(tool_name).cloned() else {
             eprintln!(

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::facts_of;
-use crate::policy::{CallFacts, Subject, ToolFacts};
+use crate::policy::{CallFacts, ToolFacts};
 use crate::tools::{Tool, ToolCall, ToolContext, ToolError};
 
 /// Recorded results by call id: whether it was an error, and its content.
@@ -57,10 +57,7 @@ struct RecordedCall {
 #[async_trait]
 impl ToolCall for RecordedCall {
     fn facts(&self) -> CallFacts {
-        CallFacts {
-            tool: self.tool.facts(),
-            subject: Subject::None,
-        }
+        CallFacts::without_subject(self.tool.facts())
     }
 
     async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -13,7 +13,7 @@ use rmcp::service::Peer;
 use serde_json::{Value, json};
 
 use super::content;
-use crate::policy::{CallFacts, Subject, ToolFacts};
+use crate::policy::{CallFacts, ToolFacts};
 use crate::tools::{Tool, ToolCall, ToolContext, ToolError};
 
 pub(crate) const LIST: &str = "ListMcpResources";
@@ -72,13 +72,7 @@ impl Tool for ResourceTool {
     }
 
     fn facts(&self) -> ToolFacts {
-        ToolFacts {
-            name: self.name.to_string(),
-            read_only: false,
-            governed_by: self.name.to_string(),
-            run_state: false,
-            path_family: None,
-        }
+        super::facts_of(self.name)
     }
 
     fn prepare(self: Arc<Self>, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
@@ -100,10 +94,7 @@ struct ResourceCall {
 #[async_trait]
 impl ToolCall for ResourceCall {
     fn facts(&self) -> CallFacts {
-        CallFacts {
-            tool: self.tool.facts(),
-            subject: Subject::None,
-        }
+        CallFacts::without_subject(self.tool.facts())
     }
 
     async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<String, ToolError> {

@@ -12,7 +12,7 @@ use rmcp::service::{Peer, ServiceError};
 use serde_json::Value;
 
 use super::content;
-use crate::policy::{CallFacts, Subject, ToolFacts};
+use crate::policy::{CallFacts, ToolFacts};
 use crate::tools::{Tool, ToolCall, ToolContext, ToolError};
 
 /// One tool of one server.
@@ -88,10 +88,7 @@ struct McpCall {
 #[async_trait]
 impl ToolCall for McpCall {
     fn facts(&self) -> CallFacts {
-        CallFacts {
-            tool: self.tool.facts(),
-            subject: Subject::None,
-        }
+        CallFacts::without_subject(self.tool.facts())
     }
 
     async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<String, ToolError> {

@@ -64,6 +64,16 @@ pub(crate) struct CallFacts {
     pub subject: Subject,
 }
 
+impl CallFacts {
+    /// A call of `tool` that names no path or command (an MCP tool's call).
+    pub(crate) fn without_subject(tool: ToolFacts) -> CallFacts {
+        CallFacts {
+            tool,
+            subject: Subject::None,
+        }
+    }
+}
+
 /// Which files a search tool walking directories (Grep, Glob, LS) must skip: true means
 /// skip it.
 pub(crate) type HiddenFilter = dyn Fn(&Path) -> bool + Send + Sync;
