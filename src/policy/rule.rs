@@ -158,13 +158,23 @@ impl Rule {
     }
 }
 
-/// `mcp__server` covers every tool of the server; `mcp__server__*` too.
+/// `mcp__server` covers every tool of the server; `mcp__server__*` too. A rule naming
+/// one tool (`mcp__server__tool`) covers that tool only: not `mcp__server__tool__x`, a
+/// name the server chose to ride on the rule.
 fn mcp_matches(rule: &str, tool: &str) -> bool {
-    let rule = rule.strip_suffix("__*").unwrap_or(rule);
+    if let Some(server) = rule.strip_suffix("__*") {
+        return tool
+            .strip_prefix(server)
+            .is_some_and(|rest| rest.starts_with("__"));
+    }
+    let names_a_tool = rule
+        .strip_prefix("mcp__")
+        .is_some_and(|rest| rest.contains("__"));
     tool == rule
-        || tool
-            .strip_prefix(rule)
-            .is_some_and(|rest| rest.starts_with("__"))
+        || (!names_a_tool
+            && tool
+                .strip_prefix(rule)
+                .is_some_and(|rest| rest.starts_with("__")))
 }
 
 impl fmt::Display for Rule {
@@ -361,6 +371,17 @@ mod tests {
                 assert!(takes_path_specifier(&name) && takes_path_specifier(family));
             }
         }
+    }
+
+    #[test]
+    fn a_rule_naming_one_mcp_tool_covers_that_tool_only() {
+        let one = rule("mcp__srv__read").unwrap();
+        assert!(one.covers_whole_tool("mcp__srv__read"));
+        assert!(!one.covers_whole_tool("mcp__srv__read__all"));
+        assert!(!one.covers_whole_tool("mcp__srv__readx"));
+        let server = rule("mcp__srv").unwrap();
+        assert!(server.covers_whole_tool("mcp__srv__read__all"));
+        assert!(!server.covers_whole_tool("mcp__srvx__read"));
     }
 
     #[test]
