@@ -40,6 +40,17 @@ pub(crate) enum NameChange {
     Collided,
 }
 
+impl NameChange {
+    /// The word the transcript records.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            NameChange::Sanitized => "sanitized",
+            NameChange::Shortened => "shortened",
+            NameChange::Collided => "collided",
+        }
+    }
+}
+
 /// Name every `(server, tool)` pair; the result is in (server, tool) order whatever the
 /// order given, so the names do not depend on the order servers answered in. A pair
 /// given twice is named once.

@@ -18,6 +18,10 @@ use crate::record::Redactor;
 pub(crate) struct McpToolName {
     pub tool: String,
     pub name: String,
+    /// Why `name` is not `mcp__<server>__<tool>`: `sanitized`, `shortened` or
+    /// `collided` (another tool came out with the same name first); absent when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renamed: Option<String>,
 }
 
 /// One transcript event. The `type` names and the fields listed in DESIGN.md are a

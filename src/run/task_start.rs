@@ -333,6 +333,7 @@ fn record_mcp_servers(
                     .map(|named| McpToolName {
                         tool: named.tool.clone(),
                         name: named.name.clone(),
+                        renamed: named.changed.map(|why| why.as_str().to_string()),
                     })
                     .collect(),
                 message: None,

@@ -85,7 +85,9 @@ fn a_reference_server_tool_is_offered_allowed_called_and_its_server_stopped() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|t| t["tool"] == "echo" && t["name"] == "mcp__everything__echo")
+            .any(|t| t["tool"] == "echo"
+                && t["name"] == "mcp__everything__echo"
+                && t.get("renamed").is_none())
     );
     let result = events(&lines, "tool_result")[0];
     assert_eq!(result["is_error"], false, "{result}");
@@ -520,6 +522,14 @@ fn structured_content_that_breaks_the_output_schema_is_an_error_result() {
     let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
     let started = events(&lines, "mcp_server")[0];
     assert_eq!(started["protocol_version"], "2025-11-25", "{started}");
+    let renamed = started["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "get.forecast")
+        .unwrap();
+    assert_eq!(renamed["name"], "mcp__weather__get_forecast", "{renamed}");
+    assert_eq!(renamed["renamed"], "sanitized");
     let result = events(&lines, "tool_result")[0];
     assert_eq!(result["is_error"], true, "{result}");
     assert!(
