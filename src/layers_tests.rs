@@ -12,6 +12,7 @@ const LAYERS: &[(&str, u8)] = &[
     // Foundations: small, pure, used everywhere.
     ("digest", 0),
     ("exit", 0),
+    ("http_client", 0),
     ("output", 0),
     ("message", 0),
     ("secret_names", 0),

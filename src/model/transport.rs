@@ -113,9 +113,8 @@ impl Transport {
         timeouts: Timeouts,
         notices: Option<UnboundedSender<RetryNotice>>,
     ) -> Self {
-        let client = reqwest::Client::builder()
+        let client = crate::http_client::builder()
             .connect_timeout(timeouts.connect)
-            .user_agent(concat!("drover/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(std::sync::Arc::new);
         let (key_env, secret) = match key {
