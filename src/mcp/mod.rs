@@ -3,6 +3,7 @@
 //! policy like any tool (denied unless a rule allows them), and stopped with the task.
 
 mod content;
+mod http;
 mod names;
 mod recorded;
 mod resources;
@@ -17,10 +18,12 @@ use std::time::Duration;
 use crate::sandbox::SandboxError;
 use crate::sandbox::exec::CommandEnv;
 use crate::spec::{McpServerSpec, McpSpec, SandboxSpec};
+pub(crate) use http::endpoint_problem;
 pub(crate) use names::OfferedName;
 pub(crate) use recorded::{RecordedResults, RecordedTool};
 pub(crate) use resources::{LIST as LIST_RESOURCES, READ as READ_RESOURCE};
 use resources::{ResourceServers, ResourceTool};
+pub(crate) use server::referenced_vars;
 use server::{Launch, RunningServer};
 pub(crate) use tool::{McpTool, facts_of};
 
@@ -177,8 +180,13 @@ async fn start_one(
     server: &McpServerSpec,
     setup: &Setup<'_>,
 ) -> Result<RunningServer, String> {
-    let env = (setup.env_for)(server.sandbox.as_ref()).map_err(|e| e.to_string())?;
     let startup = limit(spec, server, |t| t.startup).unwrap_or(DEFAULT_STARTUP);
+    if let Some(url) = &server.url {
+        return server::connect(name, server, url, startup)
+            .await
+            .map_err(|e| e.to_string());
+    }
+    let env = (setup.env_for)(server.sandbox.as_ref()).map_err(|e| e.to_string())?;
     let launch = Launch {
         name,
         spec: server,

@@ -1,6 +1,7 @@
-//! Starting one MCP server over stdio: the command through the task's sandbox launcher
-//! (in stdio mode), its own process group, stderr into the task's artifacts, the
-//! protocol handshake (the 2026-07-28 `server/discover`, falling back to the legacy
+//! Starting one MCP server: over stdio, the command through the task's sandbox launcher
+//! (in stdio mode), its own process group, stderr into the task's artifacts; over
+//! streamable HTTP, a connection to its `url:` (see [`super::http`]). Then the protocol
+//! handshake (the 2026-07-28 `server/discover`, falling back to the legacy
 //! `initialize`), and its tools listed page by page, all within the startup timeout.
 
 use std::ffi::OsStr;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::IntoTransport;
 
 use crate::sandbox::exec::CommandEnv;
 use crate::spec::McpServerSpec;
@@ -19,8 +21,9 @@ use crate::spec::McpServerSpec;
 pub(crate) struct RunningServer {
     pub name: String,
     pub service: RunningService<RoleClient, ()>,
-    /// The sandbox launcher: it kills the server's whole tree when the channel closes.
-    pub launcher: tokio::process::Child,
+    /// The sandbox launcher of a stdio server: it kills the server's whole tree when the
+    /// channel closes. None for a server over HTTP, which drover did not start.
+    pub launcher: Option<tokio::process::Child>,
     pub protocol_version: String,
     pub tools: Vec<rmcp::model::Tool>,
 }
@@ -30,15 +33,37 @@ pub(crate) struct RunningServer {
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 impl RunningServer {
-    /// Close the channel (the launcher's lifeline), wait for the launcher to kill the
-    /// server's tree and exit, and kill it if it does not.
-    pub(crate) async fn stop(mut self) {
+    fn new(
+        name: &str,
+        service: Service,
+        launcher: Option<tokio::process::Child>,
+        tools: Vec<rmcp::model::Tool>,
+    ) -> RunningServer {
+        let protocol_version = service
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+            .unwrap_or_default();
+        RunningServer {
+            name: name.to_string(),
+            service,
+            launcher,
+            protocol_version,
+            tools,
+        }
+    }
+
+    /// Close the channel (the launcher's lifeline; over HTTP, the session is ended), wait
+    /// for the launcher to kill the server's tree and exit, and kill it if it does not.
+    pub(crate) async fn stop(self) {
         let _ = tokio::time::timeout(STOP_GRACE, self.service.cancel()).await;
-        if tokio::time::timeout(STOP_GRACE, self.launcher.wait())
+        let Some(mut launcher) = self.launcher else {
+            return;
+        };
+        if tokio::time::timeout(STOP_GRACE, launcher.wait())
             .await
             .is_err()
         {
-            let _ = self.launcher.kill().await;
+            let _ = launcher.kill().await;
         }
     }
 }
@@ -58,6 +83,8 @@ pub(crate) enum StartError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Http(#[from] super::http::HttpSetupError),
     #[error("the MCP handshake failed: {0}")]
     Handshake(String),
     #[error("listing its tools failed: {0}")]
@@ -80,7 +107,20 @@ pub(crate) struct Launch<'a> {
     pub startup: Duration,
 }
 
-/// Start the server and list its tools, or say why not.
+/// Connect to the server at `url` and list its tools, or say why not.
+pub(crate) async fn connect(
+    name: &str,
+    spec: &McpServerSpec,
+    url: &str,
+    startup: Duration,
+) -> Result<RunningServer, StartError> {
+    let transport = super::http::transport(url, &spec.headers, startup)?;
+    let (service, tools) = handshake(transport, startup).await?;
+    Ok(RunningServer::new(name, service, None, tools))
+}
+
+/// Start the server's command under the sandbox launcher, talk to it over stdio and list
+/// its tools, or say why not.
 pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartError> {
     let spec = launch.spec;
     let program = spec.command.as_deref().unwrap_or_default();
@@ -110,13 +150,34 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     let (Some(stdout), Some(stdin)) = (launcher.stdout.take(), launcher.stdin.take()) else {
         return Err(spawn_error(std::io::Error::other("no stdio pipes")));
     };
+    // On any failure (or a signal dropping this future) the channel is dropped, and the
+    // launcher, seeing its stdin hang up, kills the server's whole tree and exits. It is
+    // not killed itself first: that would orphan the tree instead.
+    let (service, tools) = handshake((stdout, stdin), launch.startup).await?;
+    Ok(RunningServer::new(
+        launch.name,
+        service,
+        Some(launcher),
+        tools,
+    ))
+}
+
+/// The protocol handshake and the tool listing over `transport`, within `startup`.
+async fn handshake<T, E, A>(
+    transport: T,
+    startup: Duration,
+) -> Result<(Service, Vec<rmcp::model::Tool>), StartError>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let connect = async {
         let lifecycle = ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::LATEST],
             legacy_version: None,
         };
         let service =
-            ().serve_with_lifecycle((stdout, stdin), lifecycle)
+            ().serve_with_lifecycle(transport, lifecycle)
                 .await
                 .map_err(|e| StartError::Handshake(e.to_string()))?;
         let tools = service
@@ -125,24 +186,22 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
             .map_err(|e| StartError::ListTools(e.to_string()))?;
         Ok::<_, StartError>((service, tools))
     };
-    // On any failure (or a signal dropping this future) the channel is dropped, and the
-    // launcher, seeing its stdin hang up, kills the server's whole tree and exits. It is
-    // not killed itself first: that would orphan the tree instead.
-    let (service, tools) = match tokio::time::timeout(launch.startup, connect).await {
-        Ok(connected) => connected?,
-        Err(_) => return Err(StartError::Timeout(launch.startup)),
-    };
-    let protocol_version = service
-        .peer_info()
-        .map(|info| info.protocol_version.to_string())
-        .unwrap_or_default();
-    Ok(RunningServer {
-        name: launch.name.to_string(),
-        service,
-        launcher,
-        protocol_version,
-        tools,
-    })
+    match tokio::time::timeout(startup, connect).await {
+        Ok(connected) => connected,
+        Err(_) => Err(StartError::Timeout(startup)),
+    }
+}
+
+type Service = RunningService<RoleClient, ()>;
+
+/// The variables `value` takes from drover's environment (`${VAR}`, `${VAR:-default}`).
+pub(crate) fn referenced_vars(value: &str) -> Vec<String> {
+    let names = std::cell::RefCell::new(Vec::new());
+    expand_with(value, &|name| {
+        names.borrow_mut().push(name.to_string());
+        None
+    });
+    names.into_inner()
 }
 
 /// `${VAR}` and `${VAR:-default}` replaced from drover's environment; anything else kept.
@@ -185,5 +244,14 @@ mod tests {
         assert_eq!(expand_with("${MISSING}x", &env), "x");
         assert_eq!(expand_with("a ${TOKEN:-d} b", &env), "a t0k b");
         assert_eq!(expand_with("no ${close", &env), "no ${close");
+    }
+
+    #[test]
+    fn the_variables_a_value_takes_are_named() {
+        assert_eq!(
+            referenced_vars("Bearer ${TOKEN} ${ORG:-x}"),
+            ["TOKEN", "ORG"]
+        );
+        assert!(referenced_vars("plain").is_empty());
     }
 }

@@ -60,6 +60,11 @@ pub(crate) fn mcp_servers(
         if let Some(message) = server_problem(name, server) {
             return Err(invalid(message));
         }
+        if let Some(url) = &server.url
+            && let Some(message) = crate::mcp::endpoint_problem(url, &server.headers)
+        {
+            return Err(invalid(format!("mcp.servers.{name}: {message}")));
+        }
     }
     Ok(servers)
 }

@@ -42,7 +42,7 @@ pub(super) fn warn_unredacted(redactor: &Redactor) {
 
 /// The variables no command of the task may see, whatever `env.pass` says: the one
 /// holding the model's API key (the spec's `model.api_key_env`, or the provider's default
-/// that the key was read from).
+/// that the key was read from), and those MCP servers' `headers:` take values from.
 pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
     let mut names: Vec<String> = plan
         .spec
@@ -59,6 +59,17 @@ pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
         && !names.contains(name)
     {
         names.push(name.clone());
+    }
+    // What MCP servers' headers take from the environment is a credential, whatever
+    // the variable is called.
+    for server in plan.mcp_servers.values() {
+        for value in server.headers.values() {
+            for name in crate::mcp::referenced_vars(value) {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
     }
     names
 }

@@ -27,7 +27,7 @@ pub(crate) struct McpSpec {
     pub max_output: Option<u64>,
 }
 
-/// One server, started as a command speaking MCP over its stdin and stdout.
+/// One server: a command speaking MCP over its stdin and stdout, or a `url:`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct McpServerSpec {
@@ -45,9 +45,11 @@ pub(crate) struct McpServerSpec {
     /// The server's sandbox: by default the task's, with the network off.
     #[serde(default)]
     pub sandbox: Option<SandboxSpec>,
-    /// A streamable HTTP server (not supported yet: refused when the spec is checked).
+    /// A streamable HTTP server, instead of `command:`: drover connects, it starts nothing.
     #[serde(default)]
     pub url: Option<String>,
+    /// Sent with every request to a `url:` server; `${VAR}` and `${VAR:-default}` are
+    /// taken from drover's environment (and their values redacted like secrets).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// A required server that fails to start ends the task (`mcp_unavailable`) before
@@ -73,8 +75,8 @@ pub(crate) struct McpTimeouts {
     pub call: Option<SpecDuration>,
 }
 
-/// A server of Claude Code's `.mcp.json`: `command`/`args`/`env`, or `type: http` (or
-/// `sse`) with `url`/`headers`. Fields drover does not use are ignored, as Claude Code's
+/// A server of Claude Code's `.mcp.json`: `command`/`args`/`env`, or `type: http` with
+/// `url`/`headers` (`sse`, the older transport, is refused by name). Fields drover does not use are ignored, as Claude Code's
 /// file may carry more.
 #[derive(Debug, Deserialize)]
 struct ClaudeServer {
@@ -103,8 +105,12 @@ struct ClaudeConfig {
 pub(crate) enum McpConfigError {
     #[error("not Claude Code's .mcp.json format ({{\"mcpServers\": {{...}}}}): {0}")]
     Format(#[from] serde_json::Error),
-    #[error("server {name}: type {kind:?} is not one drover knows (stdio, http, sse)")]
+    #[error("server {name}: type {kind:?} is not one drover knows (stdio, http)")]
     Kind { name: String, kind: String },
+    #[error(
+        "server {name}: type \"sse\" is the HTTP+SSE transport MCP replaced in 2025-03-26, which drover does not speak; give the server's streamable HTTP endpoint as type \"http\""
+    )]
+    Sse { name: String },
 }
 
 /// The servers of a Claude Code `.mcp.json`, as spec entries (required, default limits).
@@ -116,7 +122,8 @@ pub(crate) fn servers_of_claude_config(
     for (name, server) in config.servers {
         let remote = match server.kind.as_deref() {
             None | Some("stdio") => server.command.is_none() && server.url.is_some(),
-            Some("http" | "sse") => true,
+            Some("http") => true,
+            Some("sse") => return Err(McpConfigError::Sse { name }),
             Some(kind) => {
                 return Err(McpConfigError::Kind {
                     name,
@@ -124,14 +131,19 @@ pub(crate) fn servers_of_claude_config(
                 });
             }
         };
+        // What the other kind of server would use is left out: Claude Code ignores it too.
         let entry = McpServerSpec {
             command: if remote { None } else { server.command },
-            args: server.args,
-            env: server.env,
+            args: if remote { Vec::new() } else { server.args },
+            env: if remote { BTreeMap::new() } else { server.env },
             cwd: None,
             sandbox: None,
             url: if remote { server.url } else { None },
-            headers: server.headers,
+            headers: if remote {
+                server.headers
+            } else {
+                BTreeMap::new()
+            },
             required: true,
             timeouts: None,
         };
@@ -151,20 +163,25 @@ pub(crate) fn server_problem(name: &str, server: &McpServerSpec) -> Option<Strin
             "MCP server name {name:?} must be letters, digits, '_' and '-', without \"__\" and not starting or ending with '_' (it is part of every tool name: mcp__<server>__<tool>)"
         ));
     }
-    if server.url.is_some() {
-        return Some(format!(
-            "mcp.servers.{name}: streamable HTTP servers (url:) are not supported yet; start the server over stdio with command:"
-        ));
-    }
-    if !server.headers.is_empty() {
-        return Some(format!(
+    match (&server.command, &server.url) {
+        (Some(_), Some(_)) => Some(format!(
+            "mcp.servers.{name} has both command: (a stdio server) and url: (an HTTP server); keep one"
+        )),
+        (Some(command), None) if command.trim().is_empty() => Some(format!(
+            "mcp.servers.{name}: command: is empty (the program that speaks MCP over stdio)"
+        )),
+        (Some(_), None) if !server.headers.is_empty() => Some(format!(
             "mcp.servers.{name}: headers: apply to url: servers only"
-        ));
-    }
-    match &server.command {
-        Some(command) if !command.trim().is_empty() => None,
-        _ => Some(format!(
-            "mcp.servers.{name} needs command: (the program that speaks MCP over stdio)"
+        )),
+        (None, Some(_)) if server.cwd.is_some() || server.sandbox.is_some() => Some(format!(
+            "mcp.servers.{name}: cwd: and sandbox: apply to command: servers only (drover does not start a url: server)"
+        )),
+        (None, Some(_)) if !server.env.is_empty() || !server.args.is_empty() => Some(format!(
+            "mcp.servers.{name}: args: and env: apply to command: servers only; a url: server takes headers:"
+        )),
+        (Some(_), None) | (None, Some(_)) => None,
+        (None, None) => Some(format!(
+            "mcp.servers.{name} needs command: (a program that speaks MCP over stdio) or url: (a streamable HTTP server)"
         )),
     }
 }
@@ -192,8 +209,7 @@ mod tests {
         );
         assert!(servers["docs"].command.is_none());
         assert!(servers["old"].url.is_some());
-        // Remote servers are refused by the check until they are supported.
-        assert!(server_problem("docs", &servers["docs"]).is_some());
+        assert!(server_problem("docs", &servers["docs"]).is_none());
         assert!(server_problem("fs", fs).is_none());
     }
 
@@ -203,6 +219,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("type \"ws\""), "{error}");
+        let sse = servers_of_claude_config(
+            r#"{"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(sse.contains("streamable HTTP endpoint"), "{sse}");
         assert!(servers_of_claude_config("[1]").is_err());
         assert!(servers_of_claude_config("{}").unwrap().is_empty());
     }

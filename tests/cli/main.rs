@@ -18,6 +18,8 @@ mod interrupt;
 mod large_workspace;
 mod limits;
 mod mcp;
+mod mcp_http;
+mod mcp_modern;
 mod parity;
 mod providers;
 mod redaction;

@@ -11,7 +11,7 @@ use crate::common::{self, drover, events, transcript, write_spec};
 
 /// The reference server's entry point, or None (with a note) when it is not installed;
 /// under CI=true a missing server fails the test.
-fn everything() -> Option<PathBuf> {
+pub(crate) fn everything() -> Option<PathBuf> {
     let path = common::repo()
         .join(".ci/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let node = std::process::Command::new("node").arg("--version").output();
@@ -27,7 +27,7 @@ fn everything() -> Option<PathBuf> {
 }
 
 /// A task in a fresh directory whose script calls `calls` (tool, JSON input) in one turn.
-fn task(servers: &str, allow: &str, calls: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn task(servers: &str, allow: &str, calls: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     let spec = format!(
@@ -44,8 +44,8 @@ fn everything_server(path: &Path) -> String {
     )
 }
 
-fn run(dir: &Path, spec: &Path) -> Output {
-    drover()
+pub(crate) fn run(dir: &Path, spec: &Path) -> Output {
+    crate::common::drover_without_proxy()
         .arg("run")
         .arg(spec)
         .arg("--artifacts")
@@ -54,7 +54,7 @@ fn run(dir: &Path, spec: &Path) -> Output {
         .unwrap()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
@@ -181,22 +181,6 @@ fn server_names_that_would_blur_tool_names_are_spec_errors() {
             stderr(&output)
         );
     }
-}
-
-#[test]
-fn http_servers_are_refused_until_they_are_supported() {
-    let (_dir, spec) = task(
-        "    docs:\n      url: http://127.0.0.1:3001/mcp\n",
-        "Read",
-        r#"{ name: LS, input: { path: "." } }"#,
-    );
-    let output = drover().arg("validate").arg(&spec).output().unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("not supported yet"),
-        "{}",
-        stderr(&output)
-    );
 }
 
 #[test]

@@ -1,0 +1,135 @@
+//! MCP servers over streamable HTTP (`url:`): both protocol eras, as over stdio — the
+//! stateless 2026-07-28 revision and the legacy session (`Mcp-Session-Id`), which rmcp's
+//! transport keeps. drover does not start these servers; it connects from its own
+//! process, so the sandbox does not apply to them (docs/mcp.md says so).
+//!
+//! Headers take `${VAR}` values from drover's environment when the server is reached:
+//! a token is never written in a spec, and the task's redactor and command environment
+//! treat every variable a header names as a secret (see `run::task_redaction`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+/// Headers the transport sets itself; a spec may not set them (checked when the spec is).
+pub(crate) const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// Why a connection to an HTTP server cannot even be tried.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HttpSetupError {
+    #[error("header {name}: its value (after ${{VAR}} expansion) is not a valid HTTP header value")]
+    HeaderValue { name: String },
+    #[error("header {name:?} is not a valid HTTP header name")]
+    HeaderName { name: String },
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
+}
+
+/// The transport to `url`, sending `headers` (values expanded) with every request.
+pub(crate) fn transport(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    connect_timeout: Duration,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, HttpSetupError> {
+    let client = crate::http_client::builder()
+        .connect_timeout(connect_timeout)
+        // A redirect could carry the headers (a token) to another host: none is followed.
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url).custom_headers(header_map(headers)?);
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+fn header_map(
+    headers: &BTreeMap<String, String>,
+) -> Result<HashMap<HeaderName, HeaderValue>, HttpSetupError> {
+    let mut map = HashMap::new();
+    for (name, value) in headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| HttpSetupError::HeaderName { name: name.clone() })?;
+        let mut value = HeaderValue::from_str(&super::server::expand(value))
+            .map_err(|_| HttpSetupError::HeaderValue { name: name.clone() })?;
+        value.set_sensitive(true);
+        map.insert(header, value);
+    }
+    Ok(map)
+}
+
+/// Why a `url:`/`headers:` entry cannot be used, for the spec check; None when fine.
+pub(crate) fn endpoint_problem(url: &str, headers: &BTreeMap<String, String>) -> Option<String> {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {}
+        _ => return Some(format!("url: {url:?} is not an http:// or https:// URL")),
+    }
+    for name in headers.keys() {
+        if HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Some(format!("headers: {name:?} is not a valid HTTP header name"));
+        }
+        if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+            return Some(format!(
+                "headers: {name} is set by the MCP transport itself and cannot be overridden"
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn endpoints_must_be_http_urls_with_headers_the_transport_leaves_alone() {
+        let none = BTreeMap::new();
+        assert_eq!(endpoint_problem("http://127.0.0.1:3001/mcp", &none), None);
+        assert_eq!(endpoint_problem("https://mcp.example.com/", &none), None);
+        for bad in [
+            "ftp://example.com/",
+            "127.0.0.1:3001",
+            "http://",
+            "not a url",
+        ] {
+            let problem = endpoint_problem(bad, &none).unwrap();
+            assert!(problem.contains("http:// or https://"), "{bad}: {problem}");
+        }
+        let ok = headers(&[("Authorization", "Bearer ${TOKEN}"), ("X-Org", "a")]);
+        assert_eq!(endpoint_problem("http://h/", &ok), None);
+        let reserved = endpoint_problem("http://h/", &headers(&[("Mcp-Session-Id", "x")]));
+        assert!(reserved.unwrap().contains("cannot be overridden"));
+        let invalid = endpoint_problem("http://h/", &headers(&[("bad header", "x")]));
+        assert!(invalid.unwrap().contains("not a valid HTTP header name"));
+    }
+
+    #[test]
+    fn header_values_are_expanded_and_marked_sensitive() {
+        let map = header_map(&headers(&[
+            ("X-Plain", "v"),
+            ("X-Default", "${DROVER_TEST_NO_SUCH_VAR:-fallback}"),
+        ]))
+        .unwrap();
+        let value = &map[&HeaderName::from_static("x-default")];
+        assert_eq!(value.to_str().unwrap(), "fallback");
+        assert!(value.is_sensitive());
+        let broken = header_map(&headers(&[("X-Bad", "line\nbreak")])).unwrap_err();
+        assert!(broken.to_string().contains("X-Bad"), "{broken}");
+    }
+}
