@@ -181,3 +181,12 @@ async fn read(
         .collect();
     Ok(content::render(&blocks))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_deny_of_every_mcp_tool_covers_the_resource_tools() {
+        let named = crate::policy::MCP_RESOURCE_TOOLS;
+        assert!(named.contains(&super::LIST) && named.contains(&super::READ));
+    }
+}

@@ -27,7 +27,7 @@ use serde::Serialize;
 pub(crate) use facts::{CallFacts, HiddenFilter, SearchFilter, Subject, ToolFacts};
 pub(crate) use read_denials::read_denials;
 pub use rule::Rule;
-pub(crate) use rule::{RuleSet, Specifier};
+pub(crate) use rule::{MCP_RESOURCE_TOOLS, RuleSet, Specifier};
 
 use crate::spec::{PermissionMode, Switch};
 

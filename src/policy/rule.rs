@@ -97,8 +97,21 @@ impl RuleSet {
                 })
                 .collect::<Result<Vec<Rule>, RuleError>>()
         };
+        let allow = parse("allow", &permissions.allow)?;
+        if let Some(index) = allow.iter().position(|rule| rule.tool == EVERY_MCP_TOOL) {
+            return Err(RuleError {
+                list: "allow",
+                index,
+                source: InvalidRule {
+                    rule: allow[index].text.clone(),
+                    message: format!(
+                        "{EVERY_MCP_TOOL} is for deny: only; allow each server by name (mcp__<server>, or mcp__<server>__<tool>) so a server added later is not allowed unseen"
+                    ),
+                },
+            });
+        }
         Ok(RuleSet {
-            allow: parse("allow", &permissions.allow)?,
+            allow,
             deny: parse("deny", &permissions.deny)?,
             mode: permissions.mode,
             guardrails: permissions.guardrails,
@@ -134,6 +147,9 @@ impl Rule {
         if self.tool == tool_name {
             return true;
         }
+        if self.tool == EVERY_MCP_TOOL {
+            return tool_name.starts_with("mcp__") || MCP_RESOURCE_TOOLS.contains(&tool_name);
+        }
         self.tool.starts_with("mcp__") && mcp_matches(&self.tool, tool_name)
     }
 
@@ -157,6 +173,13 @@ impl Rule {
         self.specifier.is_none() && self.governs_tool(tool)
     }
 }
+
+/// The deny rule for every MCP tool of every server, and the resource tools that read
+/// from them.
+const EVERY_MCP_TOOL: &str = "mcp__*";
+
+/// The tools that reach MCP servers without an `mcp__` name.
+pub(crate) const MCP_RESOURCE_TOOLS: &[&str] = &["ListMcpResources", "ReadMcpResource"];
 
 /// `mcp__server` covers every tool of the server; `mcp__server__*` too. A rule naming
 /// one tool (`mcp__server__tool`) covers that tool only: not `mcp__server__tool__x`, a
@@ -212,7 +235,9 @@ impl TryFrom<String> for Rule {
                 "malformed permission rule {text:?}: expected Tool or Tool(specifier)"
             )));
         }
-        if let Some(rest) = tool.strip_prefix("mcp__") {
+        if let Some(rest) = tool.strip_prefix("mcp__")
+            && tool != EVERY_MCP_TOOL
+        {
             let server = rest.split("__").next().unwrap_or_default();
             if server.is_empty() || server == "*" {
                 return Err(invalid(format!(
@@ -386,6 +411,12 @@ mod tests {
 
     #[test]
     fn mcp_rules_cover_server_tools() {
+        let every = rule("mcp__*").unwrap();
+        assert!(every.covers_whole_tool("mcp__github__create_issue"));
+        assert!(every.covers_whole_tool("ReadMcpResource"));
+        assert!(every.covers_whole_tool("ListMcpResources"));
+        assert!(!every.covers_whole_tool("Read"));
+        assert!(rule("mcp__*(x)").is_err());
         let server = rule("mcp__github").unwrap();
         assert!(server.covers_whole_tool("mcp__github__create_issue"));
         assert!(!server.covers_whole_tool("mcp__githubx__a"));

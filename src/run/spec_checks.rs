@@ -186,4 +186,24 @@ limits:
         assert!(error.contains("bad.yaml:6:17"), "{error}");
         assert!(error.contains("unknown tool"), "{error}");
     }
+
+    #[test]
+    fn every_mcp_tool_may_be_denied_but_not_allowed_in_one_rule() {
+        let spec = "version: 1\nname: t\nprompt: p\nmodel: { provider: script, script: [{ text: hi }] }\npermissions:\n  allow: [mcp__docs]\n  deny: [mcp__*]\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ok.yaml");
+        std::fs::write(&path, spec).unwrap();
+        let rules = rule_set(&crate::spec::load(&path).unwrap()).unwrap();
+        let policy = crate::policy::Policy::new(&rules, dir.path(), &[]);
+        for name in ["mcp__docs__search", "ReadMcpResource"] {
+            let facts = crate::mcp::facts_of(name);
+            let withheld = policy.withholds(&facts).unwrap();
+            assert_eq!(withheld.rule.as_deref(), Some("mcp__*"), "{name}");
+            let call = crate::policy::CallFacts::without_subject(facts);
+            assert!(!policy.decide(&call).allowed, "{name}");
+        }
+        let error = error_of(&spec.replace("allow: [mcp__docs]", "allow: [Read, mcp__*]"));
+        assert!(error.contains("bad.yaml:6:17"), "{error}");
+        assert!(error.contains("is for deny: only"), "{error}");
+    }
 }
