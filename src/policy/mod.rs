@@ -26,8 +26,10 @@ use serde::Serialize;
 
 pub(crate) use facts::{CallFacts, HiddenFilter, SearchFilter, Subject, ToolFacts};
 pub(crate) use read_denials::read_denials;
+#[cfg(test)]
+pub(crate) use rule::MCP_RESOURCE_TOOLS;
 pub use rule::Rule;
-pub(crate) use rule::{MCP_RESOURCE_TOOLS, RuleSet, Specifier};
+pub(crate) use rule::{RuleSet, Specifier};
 
 use crate::spec::{PermissionMode, Switch};
 
