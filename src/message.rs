@@ -23,7 +23,19 @@ pub(crate) enum ContentBlock {
         content: String,
         #[serde(default)]
         is_error: bool,
+        /// Images the tool returned (an MCP tool's image content), after the text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
+}
+
+/// An image a tool returned, as the Anthropic API takes it in a tool result: base64 data
+/// and its media type. Providers that take no images get the text's note only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Image {
+    pub media_type: String,
+    /// Base64, as the tool sent it.
+    pub data: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -50,7 +50,7 @@ pub(crate) struct AgentConfig {
 /// Recorded tool results a replay is expected to reproduce, by tool_use id.
 #[derive(Debug, Default)]
 pub(crate) struct ReplayExpectations {
-    pub results: HashMap<String, (bool, String)>,
+    pub results: HashMap<String, ToolOutput>,
     /// Under `--strict` the first difference ends the run with `replay_drift`.
     pub strict: bool,
 }
@@ -379,14 +379,17 @@ impl Agent<'_> {
                 // A command can print drover's own environment (`/proc/$PPID/environ`) or
                 // a key file: what the transcript records and the model reads is the
                 // same text, with every secret value replaced.
+                // Images are passed as the tool sent them: binary data, not text a
+                // secret could be found in.
                 let output = ToolOutput {
                     content: self.redactor.redact_owned(output.content),
-                    is_error: output.is_error,
+                    ..output
                 };
                 self.transcript.write(Event::ToolResult {
                     tool_use_id: call.id.clone(),
                     is_error: output.is_error,
                     content: output.content.clone(),
+                    images: output.images.clone(),
                     duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
                 })?;
                 if let Some(drift) = self.check_replay(&call, &output, state)? {
@@ -396,6 +399,7 @@ impl Agent<'_> {
                     tool_use_id: call.id,
                     content: output.content,
                     is_error: output.is_error,
+                    images: output.images,
                 });
             }
         }
@@ -417,16 +421,13 @@ impl Agent<'_> {
             return Ok(None);
         };
         let expected = replay.results.get(&call.id);
-        let same = expected.is_some_and(|(is_error, content)| {
-            *is_error == output.is_error && *content == output.content
-        });
-        if same {
+        if expected == Some(output) {
             return Ok(None);
         }
         let strict = replay.strict;
         let expected_text = expected.map_or_else(
             || "(no recorded result)".to_string(),
-            |(_, content)| content.clone(),
+            |expected| expected.content.clone(),
         );
         self.transcript.write(Event::ReplayDrift {
             tool_use_id: call.id.clone(),

@@ -61,7 +61,7 @@ impl ToolCall for TimedCall {
             subject: Subject::None,
         }
     }
-    async fn run(self: Box<Self>, _: &ToolContext) -> Result<String, ToolError> {
+    async fn run(self: Box<Self>, _: &ToolContext) -> Result<ToolOutput, ToolError> {
         let tag = self.input["tag"].as_str().unwrap_or_default().to_string();
         self.tool.log.lock().unwrap().push(format!("start {tag}"));
         let millis = self.input["millis"].as_u64().unwrap_or(0);
@@ -70,7 +70,7 @@ impl ToolCall for TimedCall {
         if self.input["fault"] == json!(true) {
             return Err(ToolError::Internal(format!("{tag} broke")));
         }
-        Ok(format!("result {tag}"))
+        Ok(ToolOutput::ok(format!("result {tag}")))
     }
 }
 

@@ -1,30 +1,50 @@
-//! What an MCP tool result becomes for the model: text blocks as text, anything else
-//! named in a line of text (an image's type and size, a resource's URI), cut to the
-//! task's `max_output`.
+//! What an MCP tool result becomes for the model: text blocks as text; images attached
+//! (the Anthropic provider sends them as image blocks, others get the note) when they are
+//! in a format models take; anything else named in a line of text (a resource's URI), the
+//! text cut to the task's `max_output`.
 
+use base64::Engine;
 use serde_json::Value;
+
+use crate::message::Image;
 
 /// Bytes per token when estimating a result's size (the usual rough figure).
 const BYTES_PER_TOKEN: u64 = 4;
+/// The largest image a model takes (the Anthropic API's limit per image).
+const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+/// The most images one result attaches; more are named, not sent.
+const MAX_IMAGES: usize = 8;
 
-/// The text of `content` blocks (as the MCP `content` array serializes), one block per
-/// paragraph.
-pub(crate) fn render(content: &[Value]) -> String {
-    let parts: Vec<String> = content.iter().map(block).collect();
-    parts.join("\n\n")
+/// A result's text and the images it attaches.
+#[derive(Debug, Default)]
+pub(crate) struct Rendered {
+    pub text: String,
+    pub images: Vec<Image>,
 }
 
-fn block(value: &Value) -> String {
+/// The text of `content` blocks (as the MCP `content` array serializes), one block per
+/// paragraph, and its images.
+pub(crate) fn render(content: &[Value]) -> Rendered {
+    let mut images = Vec::new();
+    let parts: Vec<String> = content
+        .iter()
+        .map(|value| block(value, &mut images))
+        .collect();
+    Rendered {
+        text: parts.join("\n\n"),
+        images,
+    }
+}
+
+fn block(value: &Value, images: &mut Vec<Image>) -> String {
     let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
     match text("type") {
         "text" => text("text").to_string(),
-        kind @ ("image" | "audio") => {
-            let size = value
-                .get("data")
-                .and_then(Value::as_str)
-                .map_or(0, |data| data.len() * 3 / 4);
+        "image" => image(text("data"), text("mimeType"), images),
+        "audio" => {
+            let size = text("data").len() * 3 / 4;
             format!(
-                "[{kind} content ({}, about {size} bytes) returned by the tool; drover passes MCP {kind} content to the model as this note]",
+                "[audio content ({}, about {size} bytes) returned by the tool; drover passes MCP audio to the model as this note]",
                 text("mimeType")
             )
         }
@@ -57,6 +77,55 @@ fn block(value: &Value) -> String {
     }
 }
 
+/// The note for an image, which is attached when models take it: valid base64, PNG,
+/// JPEG, GIF or WebP by its bytes (the declared type is not trusted: a mismatch would
+/// make the API refuse the whole request), at most [`MAX_IMAGE_BYTES`], at most
+/// [`MAX_IMAGES`] per result.
+fn image(data: &str, declared: &str, images: &mut Vec<Image>) -> String {
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+        return format!("[image content ({declared}) that is not valid base64; not shown]");
+    };
+    let size = bytes.len();
+    let Some(media_type) = sniff(&bytes) else {
+        return format!(
+            "[image content ({declared}, {size} bytes) not in a format models take (PNG, JPEG, GIF, WebP); not shown]"
+        );
+    };
+    if size > MAX_IMAGE_BYTES {
+        return format!(
+            "[image ({media_type}, {size} bytes) larger than the {MAX_IMAGE_BYTES} bytes a model takes; not shown]"
+        );
+    }
+    if images.len() >= MAX_IMAGES {
+        return format!(
+            "[image ({media_type}, {size} bytes) not shown: at most {MAX_IMAGES} images per result]"
+        );
+    }
+    images.push(Image {
+        media_type: media_type.to_string(),
+        data: data.to_string(),
+    });
+    format!(
+        "[image {}: {media_type}, {size} bytes, attached]",
+        images.len()
+    )
+}
+
+/// The media type of an image by its first bytes, for the formats models take.
+fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
 /// `text` cut to about `max_tokens` tokens, with a note saying so.
 pub(crate) fn limit(text: String, max_tokens: u64) -> String {
     let max_bytes =
@@ -81,18 +150,66 @@ mod tests {
 
     use super::*;
 
+    fn encoded(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
     #[test]
     fn text_images_and_resources_are_told_apart() {
+        let png = encoded(b"\x89PNG\r\n\x1a\nrest");
         let content = [
             json!({"type": "text", "text": "hello"}),
-            json!({"type": "image", "mimeType": "image/png", "data": "AAAA"}),
+            json!({"type": "image", "mimeType": "image/png", "data": png}),
             json!({"type": "resource_link", "uri": "test://static/resource/1", "name": "Resource 1"}),
             json!({"type": "resource", "resource": {"uri": "file:///a.txt", "text": "body"}}),
         ];
-        let text = render(&content);
-        assert!(text.starts_with("hello\n\n[image content (image/png, about 3 bytes)"));
+        let rendered = render(&content);
+        let text = rendered.text;
+        assert!(text.starts_with("hello\n\n[image 1: image/png, 12 bytes, attached]"));
         assert!(text.contains("[resource link: test://static/resource/1 (Resource 1)]"));
         assert!(text.ends_with("[resource file:///a.txt]\nbody"));
+        assert_eq!(
+            rendered.images,
+            [Image {
+                media_type: "image/png".into(),
+                data: png
+            }]
+        );
+    }
+
+    #[test]
+    fn images_models_would_refuse_are_named_not_attached() {
+        let jpeg = encoded(&[0xff, 0xd8, 0xff, 0xe0, 1, 2]);
+        let content = [
+            // Declared PNG, really JPEG: the bytes decide.
+            json!({"type": "image", "mimeType": "image/png", "data": jpeg}),
+            json!({"type": "image", "mimeType": "image/png", "data": "not base64!"}),
+            json!({"type": "image", "mimeType": "image/svg+xml", "data": encoded(b"<svg/>")}),
+        ];
+        let rendered = render(&content);
+        assert_eq!(rendered.images.len(), 1);
+        assert_eq!(rendered.images[0].media_type, "image/jpeg");
+        assert!(
+            rendered.text.contains("not valid base64"),
+            "{}",
+            rendered.text
+        );
+        assert!(
+            rendered
+                .text
+                .contains("(image/svg+xml, 6 bytes) not in a format models take")
+        );
+        let many: Vec<Value> = (0..10)
+            .map(
+                |_| json!({"type": "image", "mimeType": "image/gif", "data": encoded(b"GIF89a..")}),
+            )
+            .collect();
+        let rendered = render(&many);
+        assert_eq!(rendered.images.len(), MAX_IMAGES);
+        assert!(rendered.text.contains("at most 8 images per result"));
+        let webp = encoded(b"RIFF\0\0\0\0WEBPVP8 ");
+        let rendered = render(&[json!({"type": "image", "mimeType": "image/webp", "data": webp})]);
+        assert_eq!(rendered.images[0].media_type, "image/webp");
     }
 
     #[test]

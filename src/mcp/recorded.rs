@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::facts_of;
 use crate::policy::{CallFacts, ToolFacts};
-use crate::tools::{Tool, ToolCall, ToolContext, ToolError};
+use crate::tools::{Tool, ToolCall, ToolContext, ToolError, ToolOutput};
 
-/// Recorded results by call id: whether it was an error, and its content.
-pub(crate) type RecordedResults = Arc<HashMap<String, (bool, String)>>;
+/// Recorded results by call id.
+pub(crate) type RecordedResults = Arc<HashMap<String, ToolOutput>>;
 
 /// An MCP tool of the recording.
 pub(crate) struct RecordedTool {
@@ -60,14 +60,13 @@ impl ToolCall for RecordedCall {
         CallFacts::without_subject(self.tool.facts())
     }
 
-    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let recorded = ctx
             .call_id
             .as_ref()
             .and_then(|id| self.tool.results.get(id));
         match recorded {
-            Some((false, content)) => Ok(content.clone()),
-            Some((true, content)) => Err(ToolError::Failed(content.clone())),
+            Some(output) => Ok(output.clone()),
             None => Err(ToolError::Failed(format!(
                 "the recording has no result for this call of {}: the replay took a different path (MCP servers are not started in a replay)",
                 self.tool.name

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::content;
 use crate::policy::{CallFacts, ToolFacts};
-use crate::tools::{Tool, ToolCall, ToolContext, ToolError};
+use crate::tools::{Tool, ToolCall, ToolContext, ToolError, ToolOutput};
 
 pub(crate) const LIST: &str = "ListMcpResources";
 pub(crate) const READ: &str = "ReadMcpResource";
@@ -97,7 +97,7 @@ impl ToolCall for ResourceCall {
         CallFacts::without_subject(self.tool.facts())
     }
 
-    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let servers = &self.tool.servers;
         let work = async {
             if self.tool.name == LIST {
@@ -107,7 +107,9 @@ impl ToolCall for ResourceCall {
             }
         };
         match tokio::time::timeout(servers.call_timeout, work).await {
-            Ok(result) => result.map(|text| content::limit(text, servers.max_output)),
+            Ok(result) => {
+                result.map(|text| ToolOutput::ok(content::limit(text, servers.max_output)))
+            }
             Err(_) => Err(ToolError::Failed(format!(
                 "the MCP server did not answer within {:?} (mcp timeouts.call)",
                 servers.call_timeout
@@ -179,7 +181,8 @@ async fn read(
         .filter_map(|contents| serde_json::to_value(contents).ok())
         .map(|resource| json!({"type": "resource", "resource": resource}))
         .collect();
-    Ok(content::render(&blocks))
+    // Embedded resources only: no image is attached, binary contents are named.
+    Ok(content::render(&blocks).text)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::content;
 use crate::policy::{CallFacts, ToolFacts};
-use crate::tools::{Tool, ToolCall, ToolContext, ToolError};
+use crate::tools::{Tool, ToolCall, ToolContext, ToolError, ToolOutput};
 
 /// One tool of one server.
 pub(crate) struct McpTool {
@@ -91,7 +91,7 @@ impl ToolCall for McpCall {
         CallFacts::without_subject(self.tool.facts())
     }
 
-    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let tool = &self.tool;
         let params = CallToolRequestParams::new(tool.tool.clone()).with_arguments(self.arguments);
         // A call that outlives its limit is dropped, which cancels the request.
@@ -147,17 +147,16 @@ impl ToolCall for McpCall {
                 )));
             }
         }
-        let mut text = content::render(&blocks);
-        if text.is_empty()
+        let mut rendered = content::render(&blocks);
+        if rendered.text.is_empty()
             && let Some(structured) = &result.structured_content
         {
-            text = structured.to_string();
+            rendered.text = structured.to_string();
         }
-        let text = content::limit(text, tool.max_output);
-        if result.is_error == Some(true) {
-            Err(ToolError::Failed(text))
-        } else {
-            Ok(text)
-        }
+        Ok(ToolOutput {
+            content: content::limit(rendered.text, tool.max_output),
+            is_error: result.is_error == Some(true),
+            images: rendered.images,
+        })
     }
 }

@@ -141,6 +141,7 @@ fn messages(messages: &[Message]) -> Value {
                         Some("tool_use") if !value["input"].is_object() => {
                             value["input"] = json!({});
                         }
+                        Some("tool_result") => attach_images(&mut value),
                         _ => {}
                     }
                     Some(value)
@@ -160,6 +161,29 @@ fn messages(messages: &[Message]) -> Value {
         last["cache_control"] = ephemeral();
     }
     Value::Array(out)
+}
+
+/// A tool result with images carries its content as blocks: the text, then each image
+/// as a base64 image block.
+fn attach_images(result: &mut Value) {
+    let Some(Value::Array(images)) = result.as_object_mut().and_then(|o| o.remove("images")) else {
+        return;
+    };
+    let mut blocks = Vec::new();
+    if result["content"]
+        .as_str()
+        .is_some_and(|text| !text.is_empty())
+    {
+        blocks.push(json!({"type": "text", "text": result["content"]}));
+    }
+    blocks.extend(images.into_iter().map(|image| {
+        json!({"type": "image", "source": {
+            "type": "base64",
+            "media_type": image["media_type"],
+            "data": image["data"],
+        }})
+    }));
+    result["content"] = Value::Array(blocks);
 }
 
 #[cfg(test)]
@@ -196,11 +220,23 @@ mod tests {
             },
             Message {
                 role: Role::User,
-                content: vec![ContentBlock::ToolResult {
-                    tool_use_id: "t1".into(),
-                    content: "bad".into(),
-                    is_error: true,
-                }],
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "t0".into(),
+                        content: "[image 1: image/png, 12 bytes, attached]".into(),
+                        is_error: false,
+                        images: vec![crate::message::Image {
+                            media_type: "image/png".into(),
+                            data: "iVBORw0KGgpyZXN0".into(),
+                        }],
+                    },
+                    ContentBlock::ToolResult {
+                        tool_use_id: "t1".into(),
+                        content: "bad".into(),
+                        is_error: true,
+                        images: Vec::new(),
+                    },
+                ],
             },
         ];
         let request = ModelRequest {
@@ -219,8 +255,18 @@ mod tests {
         assert!(sent[0]["content"][0].get("cache_control").is_none());
         assert_eq!(sent[1]["content"].as_array().unwrap().len(), 1);
         assert_eq!(sent[1]["content"][0]["input"], json!({}));
-        assert_eq!(sent[2]["content"][0]["type"], "tool_result");
-        assert_eq!(sent[2]["content"][0]["is_error"], true);
-        assert_eq!(sent[2]["content"][0]["cache_control"]["type"], "ephemeral");
+        // An MCP image goes as an image block inside the tool result.
+        let with_image = &sent[2]["content"][0];
+        assert_eq!(with_image["type"], "tool_result");
+        assert!(with_image.get("images").is_none(), "{with_image}");
+        assert_eq!(with_image["content"][0]["type"], "text");
+        assert_eq!(
+            with_image["content"][1],
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgpyZXN0"}})
+        );
+        assert_eq!(sent[2]["content"][1]["type"], "tool_result");
+        assert_eq!(sent[2]["content"][1]["content"], "bad");
+        assert_eq!(sent[2]["content"][1]["is_error"], true);
+        assert_eq!(sent[2]["content"][1]["cache_control"]["type"], "ephemeral");
     }
 }

@@ -143,13 +143,21 @@ fn translate(message: &Message, out: &mut Vec<Value>) {
                 tool_use_id,
                 content,
                 is_error,
+                images,
             } => {
                 // OpenAI has no error flag on tool results; say it in the content.
-                let content = if *is_error && !content.starts_with("Error") {
+                let mut content = if *is_error && !content.starts_with("Error") {
                     format!("Error: {content}")
                 } else {
                     content.clone()
                 };
+                // Tool messages take text only: the images stay named in the text.
+                if !images.is_empty() {
+                    content.push_str(&format!(
+                        "\n\n[the {} attached image(s) are not shown: this provider's tool results take text only]",
+                        images.len()
+                    ));
+                }
                 out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
             }
         }
@@ -210,11 +218,16 @@ mod tests {
                         tool_use_id: "call_1".into(),
                         content: "1\tx".into(),
                         is_error: false,
+                        images: vec![crate::message::Image {
+                            media_type: "image/png".into(),
+                            data: "iVBORw0KGgo=".into(),
+                        }],
                     },
                     ContentBlock::ToolResult {
                         tool_use_id: "call_2".into(),
                         content: "InputValidationError: bad".into(),
                         is_error: true,
+                        images: Vec::new(),
                     },
                 ],
             },
@@ -243,6 +256,10 @@ mod tests {
         assert_eq!(sent[2]["tool_calls"][1]["function"]["arguments"], "{broken");
         assert_eq!(sent[3]["role"], "tool");
         assert_eq!(sent[3]["tool_call_id"], "call_1");
+        assert_eq!(
+            sent[3]["content"],
+            "1\tx\n\n[the 1 attached image(s) are not shown: this provider's tool results take text only]"
+        );
         assert_eq!(sent[4]["content"], "Error: InputValidationError: bad");
     }
 }

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::message::{ContentBlock, StopReason, Usage};
+use crate::message::{ContentBlock, Image, StopReason, Usage};
 use crate::record::Redactor;
 
 /// An MCP tool's name on its server and the name the model calls it by.
@@ -89,6 +89,9 @@ pub(crate) enum Event {
         tool_use_id: String,
         is_error: bool,
         content: String,
+        /// Images the tool returned (an MCP tool's), which the model received too.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
         /// How long the tool ran (0 when it never ran: invalid, denied, cancelled).
         #[serde(default)]
         duration_ms: u64,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::agent::ReplayExpectations;
 use crate::record::{Event, TranscriptReader};
 use crate::spec::{self, Isolation};
+use crate::tools::ToolOutput;
 
 use super::plan_error::{PlanError, ReplayError};
 use super::task::{ModelSource, TaskPlan};
@@ -115,8 +116,16 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
                 tool_use_id,
                 is_error,
                 content,
+                images,
                 ..
-            } => Some((tool_use_id.clone(), (*is_error, content.clone()))),
+            } => Some((
+                tool_use_id.clone(),
+                ToolOutput {
+                    content: content.clone(),
+                    is_error: *is_error,
+                    images: images.clone(),
+                },
+            )),
             _ => None,
         })
         .collect();

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::ToolContext;
+use crate::message::Image;
 use crate::policy::{CallFacts, ToolFacts};
 
 /// A tool as the registry holds it. Built-in tools implement [`super::TypedTool`] and get
@@ -33,8 +34,9 @@ pub(crate) trait Tool: Send + Sync {
 pub(crate) trait ToolCall: Send {
     /// What the policy judges for this call.
     fn facts(&self) -> CallFacts;
-    /// Run the call. Its success text, or why it failed, goes back to the model.
-    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<String, ToolError>;
+    /// Run the call. What it returns (or why it failed) goes back to the model; an
+    /// output may be an error result the tool itself reported (an MCP `isError`).
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
 
 /// Why a call did not succeed. The two kinds end differently: a failure is the model's to
@@ -86,6 +88,8 @@ impl From<crate::workspace::WriteRefused> for ToolError {
 pub(crate) struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// Images after the text (only MCP tools return any).
+    pub images: Vec<Image>,
 }
 
 impl ToolOutput {
@@ -93,6 +97,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -100,6 +105,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 }
@@ -122,7 +128,7 @@ pub(crate) async fn run_call(
     ctx: &ToolContext,
 ) -> Result<ToolOutput, InternalFault> {
     match call.run(ctx).await {
-        Ok(content) => Ok(ToolOutput::ok(content)),
+        Ok(output) => Ok(output),
         Err(ToolError::Failed(message)) => Ok(ToolOutput::error(message)),
         Err(ToolError::Internal(message)) => Err(InternalFault::Drover {
             tool: tool.to_string(),

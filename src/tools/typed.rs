@@ -11,7 +11,7 @@ use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Tool, ToolCall, ToolContext, ToolError};
+use super::{Tool, ToolCall, ToolContext, ToolError, ToolOutput};
 use crate::policy::{CallFacts, Subject, ToolFacts};
 
 /// A built-in tool's input: deserialized once from the model's JSON, and the source of
@@ -149,9 +149,9 @@ impl<T: TypedTool> ToolCall for TypedCall<T> {
         }
     }
 
-    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let TypedCall { tool, input } = *self;
-        tool.run(input, ctx).await
+        tool.run(input, ctx).await.map(ToolOutput::ok)
     }
 }
 

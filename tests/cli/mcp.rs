@@ -215,11 +215,8 @@ fn results_of_every_kind_reach_the_model_and_a_slow_call_is_cut_at_its_limit() {
     let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
     let results: Vec<&Value> = events(&lines, "tool_result");
     let content = |i: usize| results[i]["content"].as_str().unwrap().to_string();
-    assert!(
-        content(0).contains("[image content (image/png"),
-        "{}",
-        content(0)
-    );
+    assert!(content(0).contains("[image 1: image/png"), "{}", content(0));
+    assert_eq!(results[0]["images"][0]["media_type"], "image/png");
     assert!(content(1).contains("[resource link: "), "{}", content(1));
     // The server runs with the scrubbed environment: drover's secrets are not in it.
     assert!(

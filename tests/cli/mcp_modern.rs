@@ -74,3 +74,84 @@ fn a_python_sdk_server_is_discovered_with_the_2026_07_28_revision_over_stdio() {
         results[1]
     );
 }
+
+#[test]
+fn an_mcp_image_reaches_the_anthropic_model_as_an_image_block_and_replays_exactly() {
+    use crate::mock_server::{MockServer, Reply};
+    use crate::providers::{anthropic_final_turn, anthropic_tool_turn};
+
+    let Some((python, script)) = modern_server() else {
+        return;
+    };
+    let model = MockServer::start(vec![
+        Reply::sse(&anthropic_tool_turn(
+            "mcp__modern__pixel",
+            &["{}"],
+            "tool_use",
+        )),
+        Reply::sse(&anthropic_final_turn()),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let spec = common::write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: t\nprompt: show me the pixel\nworkspace: ws\nmodel:\n  provider: anthropic\n  name: test-model\n  base_url: {}\n  api_key_env: DROVER_TEST_IMAGE_KEY\npermissions:\n  allow: [mcp__modern]\nmcp:\n  servers:\n    modern:\n      command: {}\n      args: [{}, stdio]\n",
+            model.base_url,
+            serde_json::to_string(&python).unwrap(),
+            serde_json::to_string(&script).unwrap()
+        ),
+    );
+    let output = common::drover_without_proxy()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("out"))
+        .env("DROVER_TEST_IMAGE_KEY", "sk-test-image-key-0123456789")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = model.requests();
+    let second = requests[1].json();
+    let messages = second["messages"].as_array().unwrap();
+    let result = &messages.last().unwrap()["content"][0];
+    assert_eq!(result["type"], "tool_result", "{result}");
+    let blocks = result["content"].as_array().unwrap();
+    assert_eq!(blocks[0]["type"], "text");
+    assert!(
+        blocks[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("[image 1: image/png"),
+        "{result}"
+    );
+    assert_eq!(blocks[1]["type"], "image", "{result}");
+    assert_eq!(blocks[1]["source"]["type"], "base64");
+    assert_eq!(blocks[1]["source"]["media_type"], "image/png");
+    assert!(
+        blocks[1]["source"]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBORw0KGgo")
+    );
+
+    // The transcript keeps the image, so a replay gives the model the same result.
+    let recorded = dir.path().join("out/t/transcript.jsonl");
+    let lines = transcript(&recorded);
+    let event = events(&lines, "tool_result")[0];
+    assert_eq!(event["images"][0]["media_type"], "image/png", "{event}");
+    let replay = common::drover()
+        .arg("replay")
+        .arg(&recorded)
+        .arg("--strict")
+        .arg("--artifacts")
+        .arg(dir.path().join("replayed"))
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let lines = transcript(&dir.path().join("replayed/t/transcript.jsonl"));
+    assert!(events(&lines, "replay_drift").is_empty());
+    assert_eq!(events(&lines, "tool_result")[0]["images"], event["images"]);
+}

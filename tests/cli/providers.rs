@@ -68,7 +68,7 @@ fn anthropic_read_turn() -> String {
     stream + &anthropic_end("tool_use", 30)
 }
 
-fn anthropic_final_turn() -> String {
+pub(crate) fn anthropic_final_turn() -> String {
     anthropic_start(50, 0, 2100)
         + &anthropic_text(0, "Done: the notes say h\u{e9}llo.")
         + &anthropic_end("end_turn", 12)
@@ -552,7 +552,7 @@ fn provider_and_model_flags_override_the_spec() {
     assert_eq!(requests[0].json()["model"], "gpt-flag");
 }
 
-fn anthropic_tool_turn(name: &str, pieces: &[&str], stop: &str) -> String {
+pub(crate) fn anthropic_tool_turn(name: &str, pieces: &[&str], stop: &str) -> String {
     let mut stream = anthropic_start(10, 0, 0);
     stream += &sse(
         "content_block_start",
