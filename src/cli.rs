@@ -33,6 +33,10 @@ pub enum Command {
         /// Print the Anthropic-format tool definitions (name, description, input_schema).
         #[arg(long)]
         json: bool,
+        /// List what this task would offer: the built-in tools and its MCP servers'
+        /// (started for the listing), less those its policy withholds.
+        #[arg(long, value_name = "SPEC")]
+        spec: Option<std::path::PathBuf>,
     },
     /// Permission policy commands.
     Policy {

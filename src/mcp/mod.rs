@@ -167,6 +167,15 @@ impl McpSession {
         session
     }
 
+    /// The offered names of every started server's tools.
+    pub(crate) fn offered_names(&self) -> Vec<OfferedName> {
+        self.reports
+            .iter()
+            .filter_map(|report| report.outcome.as_ref().ok())
+            .flat_map(|started| started.tools.iter().cloned())
+            .collect()
+    }
+
     /// Stop every server at once: each channel closed, each launcher waited for (it
     /// kills its server's whole tree when the channel closes) or killed.
     pub(crate) async fn shutdown(self) {

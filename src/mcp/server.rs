@@ -91,6 +91,11 @@ pub(crate) enum StartError {
     ListTools(String),
     #[error("it did not start and list its tools within {0:?} (timeouts.startup)")]
     Timeout(Duration),
+    #[error("{error}; its stderr ends: {said}")]
+    Said {
+        error: Box<StartError>,
+        said: String,
+    },
 }
 
 /// Where and how a server starts.
@@ -153,7 +158,20 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     // On any failure (or a signal dropping this future) the channel is dropped, and the
     // launcher, seeing its stdin hang up, kills the server's whole tree and exits. It is
     // not killed itself first: that would orphan the tree instead.
-    let (service, tools) = handshake((stdout, stdin), launch.startup).await?;
+    let (service, tools) = match handshake((stdout, stdin), launch.startup).await {
+        Ok(connected) => connected,
+        Err(error) => {
+            // What the server (or the launcher, failing to start it) said is the why.
+            let said = log_tail(&launch.log);
+            return Err(match said {
+                Some(said) => StartError::Said {
+                    error: Box::new(error),
+                    said,
+                },
+                None => error,
+            });
+        }
+    };
     Ok(RunningServer::new(
         launch.name,
         service,
@@ -193,6 +211,25 @@ where
 }
 
 type Service = RunningService<RoleClient, ()>;
+
+/// The last lines a server wrote to its log (at most 3 lines, 400 bytes), if any.
+fn log_tail(log: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    if tail.is_empty() {
+        return None;
+    }
+    let mut start = tail.len().saturating_sub(400);
+    while !tail.is_char_boundary(start) {
+        start += 1;
+    }
+    Some(tail[start..].to_string())
+}
 
 /// The variables `value` takes from drover's environment (`${VAR}`, `${VAR:-default}`).
 pub(crate) fn referenced_vars(value: &str) -> Vec<String> {

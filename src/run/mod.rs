@@ -19,6 +19,7 @@ mod task_error;
 mod task_folder;
 mod task_redaction;
 mod task_start;
+mod tool_listing;
 mod worktree;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ use futures::StreamExt;
 pub(crate) use plan_error::PlanError;
 pub(crate) use replay::{ReplayOptions, plan_replay};
 pub(crate) use task::{ModelSource, TaskPlan, run_task, unfinished_report};
+pub(crate) use tool_listing::{ListedTool, list_tools};
 
 use crate::model::remote::RemoteConfig;
 use crate::record::junit::junit_xml;

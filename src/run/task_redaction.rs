@@ -2,7 +2,10 @@
 //! variables its commands never see, and the one warning about values too short or too
 //! common to redact.
 
+use std::collections::BTreeMap;
+
 use crate::record::{Redactor, TaskReport};
+use crate::spec::McpServerSpec;
 
 use super::task::{ModelSource, TaskPlan};
 
@@ -60,17 +63,24 @@ pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
     {
         names.push(name.clone());
     }
-    // What MCP servers' headers take from the environment is a credential, whatever
-    // the variable is called.
-    for server in plan.mcp_servers.values() {
-        for value in server.headers.values() {
-            for name in crate::mcp::referenced_vars(value) {
-                if !names.contains(&name) {
-                    names.push(name);
-                }
-            }
+    for name in header_vars(&plan.mcp_servers) {
+        if !names.contains(&name) {
+            names.push(name);
         }
     }
+    names
+}
+
+/// The variables MCP servers' `headers:` take from the environment: credentials,
+/// whatever they are called.
+pub(super) fn header_vars(servers: &BTreeMap<String, McpServerSpec>) -> Vec<String> {
+    let mut names: Vec<String> = servers
+        .values()
+        .flat_map(|server| server.headers.values())
+        .flat_map(|value| crate::mcp::referenced_vars(value))
+        .collect();
+    names.sort();
+    names.dedup();
     names
 }
 

@@ -155,3 +155,62 @@ fn an_mcp_image_reaches_the_anthropic_model_as_an_image_block_and_replays_exactl
     assert!(events(&lines, "replay_drift").is_empty());
     assert_eq!(events(&lines, "tool_result")[0]["images"], event["images"]);
 }
+
+#[test]
+fn tools_with_a_spec_lists_what_the_task_would_offer_its_mcp_tools_included() {
+    let Some((python, script)) = modern_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let spec = common::write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: t\nprompt: x\nworkspace: ws\nmodel: {{ provider: script, script: [{{ text: done }}] }}\npermissions:\n  allow: [mcp__modern]\n  deny: [Bash, mcp__modern__whoami]\nmcp:\n  servers:\n    modern:\n      command: {}\n      args: [{}, stdio]\n    broken:\n      command: /nonexistent/mcp-server\n      required: false\n",
+            serde_json::to_string(&python).unwrap(),
+            serde_json::to_string(&script).unwrap()
+        ),
+    );
+    let output = common::drover()
+        .args(["tools", "--json", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let tools: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"Read"), "{names:?}");
+    // Denied outright: not offered, so not listed.
+    assert!(!names.contains(&"Bash"), "{names:?}");
+    assert!(!names.contains(&"mcp__modern__whoami"), "{names:?}");
+    let add = tools
+        .iter()
+        .find(|t| t["name"] == "mcp__modern__add")
+        .unwrap();
+    assert_eq!(
+        add["mcp"],
+        serde_json::json!({"server": "modern", "tool": "add"})
+    );
+    assert_eq!(add["input_schema"]["properties"]["a"]["type"], "integer");
+    // The optional server that did not start is named, with what it said.
+    let said = stderr(&output);
+    assert!(
+        said.contains("optional MCP server broken did not start"),
+        "{said}"
+    );
+    assert!(said.contains("/nonexistent/mcp-server"), "{said}");
+
+    // A required one that does not start makes the listing incomplete: exit 3.
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("      required: false\n", "");
+    std::fs::write(&spec, text).unwrap();
+    let output = common::drover()
+        .args(["tools", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(stderr(&output).contains("required MCP server broken did not start"));
+}

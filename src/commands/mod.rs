@@ -13,13 +13,15 @@ use crate::run::{self, Overrides, ReplayOptions};
 use crate::spec::{self, LoadedSpec};
 use crate::tools::Registry;
 
+mod tools;
+
 /// Run the parsed command line.
 pub async fn dispatch(cli: Cli) -> i32 {
     match cli.command {
         Command::Run(args) => run_command(args).await,
         Command::Replay(args) => replay_command(args).await,
         Command::Validate { specs } => validate_command(&specs),
-        Command::Tools { json } => tools_command(json),
+        Command::Tools { json, spec } => tools::tools_command(json, spec.as_deref()).await,
         Command::Policy {
             command: PolicyCommand::Check { spec, tool, input },
         } => policy_check_command(&spec, &tool, &input),
@@ -226,40 +228,6 @@ fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {
     }
     for (path, name) in named {
         crate::say!("ok: {path} (task {name})");
-    }
-    exit::PASSED
-}
-
-fn tools_command(json: bool) -> i32 {
-    let registry = match Registry::builtin() {
-        Ok(registry) => registry,
-        Err(error) => {
-            eprintln!("drover: internal error: {error}");
-            return exit::RUNNER_ERROR;
-        }
-    };
-    let definitions = registry.definitions();
-    if json {
-        match serde_json::to_string_pretty(&definitions) {
-            Ok(text) => crate::say!("{text}"),
-            Err(error) => {
-                eprintln!("drover: internal error: {error}");
-                return exit::RUNNER_ERROR;
-            }
-        }
-    } else {
-        for definition in &definitions {
-            let read_only = registry
-                .facts(&definition.name)
-                .is_some_and(|facts| facts.read_only);
-            let summary = definition.description.lines().next().unwrap_or_default();
-            let kind = if read_only {
-                "read-only"
-            } else {
-                "writes/executes"
-            };
-            crate::say!("{:<10} {:<16} {summary}", definition.name, kind);
-        }
     }
     exit::PASSED
 }

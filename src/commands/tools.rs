@@ -1,0 +1,123 @@
+//! `drover tools`: the tools offered to models, built in or (with `--spec`) those a
+//! task would offer, MCP servers' tools included.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::exit;
+use crate::run::{ListedTool, list_tools};
+use crate::spec;
+use crate::tools::Registry;
+
+/// List the tools; with `spec`, start its MCP servers to list theirs. A required server
+/// that does not start makes the listing incomplete: exit 3, as the task would.
+pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
+    let (tools, failed_required) = match spec_path {
+        None => match builtin() {
+            Ok(tools) => (tools, false),
+            Err(error) => {
+                eprintln!("drover: internal error: {error}");
+                return exit::RUNNER_ERROR;
+            }
+        },
+        Some(path) => {
+            let loaded = match spec::load(path) {
+                Ok(loaded) => loaded,
+                Err(error) => {
+                    eprintln!("drover: {error}");
+                    return exit::BAD_INPUT;
+                }
+            };
+            let listing = match list_tools(&loaded).await {
+                Ok(listing) => listing,
+                Err(error) => {
+                    eprintln!("drover: {error}");
+                    return exit::BAD_INPUT;
+                }
+            };
+            let mut failed_required = false;
+            for report in &listing.servers {
+                if let Err(why) = &report.outcome {
+                    let kind = if report.required {
+                        "required"
+                    } else {
+                        "optional"
+                    };
+                    eprintln!(
+                        "drover: {kind} MCP server {} did not start: {why}",
+                        report.server
+                    );
+                    failed_required |= report.required;
+                }
+            }
+            (listing.tools, failed_required)
+        }
+    };
+    if json {
+        let definitions: Vec<Value> = tools.iter().map(definition_json).collect();
+        match serde_json::to_string_pretty(&definitions) {
+            Ok(text) => crate::say!("{text}"),
+            Err(error) => {
+                eprintln!("drover: internal error: {error}");
+                return exit::RUNNER_ERROR;
+            }
+        }
+    } else {
+        let width = tools
+            .iter()
+            .map(|tool| tool.definition.name.len())
+            .max()
+            .unwrap_or(0);
+        for tool in &tools {
+            let kind = if tool.facts.read_only {
+                "read-only"
+            } else {
+                "writes/executes"
+            };
+            let summary = tool
+                .definition
+                .description
+                .lines()
+                .next()
+                .unwrap_or_default();
+            crate::say!("{:<width$} {:<16} {summary}", tool.definition.name, kind);
+        }
+    }
+    if failed_required {
+        exit::RUNNER_ERROR
+    } else {
+        exit::PASSED
+    }
+}
+
+/// The built-in tools, as listed.
+fn builtin() -> Result<Vec<ListedTool>, crate::tools::RegistryError> {
+    let registry = Registry::builtin()?;
+    Ok(registry
+        .definitions()
+        .into_iter()
+        .filter_map(|definition| {
+            let facts = registry.facts(&definition.name)?;
+            Some(ListedTool {
+                definition,
+                facts: facts.clone(),
+                mcp: None,
+            })
+        })
+        .collect())
+}
+
+/// A tool's Anthropic-format definition; an MCP tool's also names its server and its
+/// own name there.
+fn definition_json(tool: &ListedTool) -> Value {
+    let mut value = json!({
+        "name": tool.definition.name,
+        "description": tool.definition.description,
+        "input_schema": tool.definition.input_schema,
+    });
+    if let Some((server, name)) = &tool.mcp {
+        value["mcp"] = json!({"server": server, "tool": name});
+    }
+    value
+}

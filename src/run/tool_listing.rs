@@ -1,0 +1,114 @@
+//! `drover tools --spec TASK`: the tools that task would offer the model — the built-in
+//! ones and its MCP servers' (started for the listing, in their sandboxes, and stopped),
+//! less what its policy withholds.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::mcp::{McpSession, ServerReport, Setup as McpSetup};
+use crate::message::ToolDefinition;
+use crate::policy::{Policy, ToolFacts};
+use crate::spec::LoadedSpec;
+use crate::tools::Registry;
+
+use super::sandbox::task_commands;
+use super::spec_checks::{mcp_servers, rule_set};
+use super::task_error::TaskError;
+use super::task_redaction::header_vars;
+use crate::spec::SpecError;
+
+/// A tool as the task would offer it, with what the policy knows of it.
+pub(crate) struct ListedTool {
+    pub definition: ToolDefinition,
+    pub facts: ToolFacts,
+    /// The MCP server it comes from, and the tool's own name there.
+    pub mcp: Option<(String, String)>,
+}
+
+/// The task's offered tools, and how starting each MCP server went.
+pub(crate) struct ToolListing {
+    pub tools: Vec<ListedTool>,
+    pub servers: Vec<ServerReport>,
+}
+
+/// Why the tools cannot be listed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ListingError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error("the workspace {} cannot be used: {source}", path.display())]
+    Workspace {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Task(#[from] TaskError),
+}
+
+/// List the tools `loaded` would offer. Its MCP servers start as they would for the
+/// task (in the spec's workspace, not a copy: they are only asked for their tools).
+pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, ListingError> {
+    let servers = mcp_servers(loaded)?;
+    let rules = rule_set(loaded)?;
+    let workspace =
+        loaded
+            .workspace_dir()
+            .canonicalize()
+            .map_err(|source| ListingError::Workspace {
+                path: loaded.workspace_dir(),
+                source,
+            })?;
+    let policy = Policy::new(&rules, &workspace, &loaded.additional_directories());
+    let mut registry = Registry::builtin().map_err(TaskError::from)?;
+    let mut session = McpSession::default();
+    if !servers.is_empty() {
+        let mut commands = task_commands(loaded, &rules, &workspace, true).await?;
+        commands.env.withheld.extend(header_vars(&servers));
+        let limits = loaded
+            .spec
+            .mcp
+            .as_ref()
+            .map(|mcp| mcp.value.clone())
+            .unwrap_or_default();
+        let logs = tempfile::tempdir().map_err(TaskError::TempDir)?;
+        // The servers' stderr is kept only for the listing's length.
+        let env_for = |sandbox: Option<&crate::spec::SandboxSpec>| commands.for_sandbox(sandbox);
+        let setup = McpSetup {
+            spec_dir: loaded.path.parent().unwrap_or(Path::new(".")),
+            workspace: &workspace,
+            log_dir: logs.path(),
+            env_for: &env_for,
+        };
+        session = McpSession::start(&servers, &limits, &setup).await;
+        for tool in &session.tools {
+            if let Err(error) = registry.add(Arc::clone(tool)) {
+                eprintln!(
+                    "drover: warning: MCP tool {} left out: {error}",
+                    tool.name()
+                );
+            }
+        }
+    }
+    registry.retain(|facts| policy.withholds(facts).is_none());
+    let offered = session.offered_names();
+    let tools = registry
+        .definitions()
+        .into_iter()
+        .filter_map(|definition| {
+            let facts = registry.facts(&definition.name)?;
+            let mcp = offered
+                .iter()
+                .find(|name| name.name == definition.name)
+                .map(|name| (name.server.clone(), name.tool.clone()));
+            Some(ListedTool {
+                definition,
+                facts: facts.clone(),
+                mcp,
+            })
+        })
+        .collect();
+    let servers = session.reports.clone();
+    session.shutdown().await;
+    Ok(ToolListing { tools, servers })
+}
