@@ -141,6 +141,10 @@ pub struct ReplayArgs {
     /// this flag they are listed, not run).
     #[arg(long)]
     pub checks: bool,
+    /// Start the recorded spec's MCP servers and call them, comparing their results with
+    /// the recording (without this flag, MCP calls are answered from the recording).
+    #[arg(long)]
+    pub mcp: bool,
     /// Where to write the artifacts.
     #[arg(long, default_value = "drover-artifacts", value_name = "DIR")]
     pub artifacts: PathBuf,

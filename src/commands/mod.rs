@@ -132,6 +132,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         workspace: args.workspace,
         strict: args.strict,
         checks: args.checks,
+        mcp: args.mcp,
         quiet: args.quiet,
         artifacts: args.artifacts,
     };

@@ -212,7 +212,7 @@ async fn start_one(
 /// (said once, as a warning).
 fn output_validator(server: &str, tool: &rmcp::model::Tool) -> Option<Arc<jsonschema::Validator>> {
     let schema = serde_json::Value::Object((*tool.output_schema.clone()?).clone());
-    match jsonschema::validator_for(&schema) {
+    match crate::tools::schema_validator(&schema) {
         Ok(validator) => Some(Arc::new(validator)),
         Err(error) => {
             eprintln!(

@@ -1,6 +1,7 @@
 //! `drover replay`: the recorded run again, from its recorded starting workspace, with
 //! the recorded model responses, through the same loop and tools.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::agent::ReplayExpectations;
@@ -17,6 +18,9 @@ pub(crate) struct ReplayOptions {
     pub strict: bool,
     /// Run the recorded spec's checks too (`--checks`).
     pub checks: bool,
+    /// Start the recorded spec's MCP servers rather than answer from the recording
+    /// (`--mcp`).
+    pub mcp: bool,
     /// Only errors on stderr (`--quiet`).
     pub quiet: bool,
     pub artifacts: PathBuf,
@@ -104,11 +108,17 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         }
     }
     spec.spec.sandbox = Some(spec::SandboxSpec::Switch(spec::Switch::On));
-    // A replay starts no MCP server: it must not act on anything outside the workspace.
-    spec.spec.mcp = None;
     for check in &mut spec.spec.checks {
         check.sandbox = None;
     }
+    // Unless asked, a replay starts no MCP server (it must not act on anything outside
+    // the workspace): the recording answers.
+    let mcp_servers = if options.mcp {
+        replay_servers(&spec, options.quiet)?
+    } else {
+        spec.spec.mcp = None;
+        Default::default()
+    };
     let results = events
         .iter()
         .filter_map(|event| match event {
@@ -137,10 +147,14 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         return Err(ReplayError::NoWorkspace { workspace: origin }.into());
     }
     let rules = super::spec_checks::rule_set(&spec)?;
-    let replayed_mcp_tools = mcp_tools_used(&events);
+    let replayed_mcp_tools = if options.mcp {
+        Vec::new()
+    } else {
+        mcp_tools_used(&events)
+    };
     Ok(TaskPlan {
         rules,
-        mcp_servers: Default::default(),
+        mcp_servers,
         replayed_mcp_tools,
         max_turns,
         spec,
@@ -161,6 +175,33 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         own_outputs: Default::default(),
         saved_index: None,
     })
+}
+
+/// The recorded spec's MCP servers, for `--mcp`: each stdio server in the replay's
+/// sandbox with the network off (as checks are), whatever its recorded `sandbox:`; each
+/// named on stderr, as they run commands.
+fn replay_servers(
+    spec: &spec::LoadedSpec,
+    quiet: bool,
+) -> Result<BTreeMap<String, spec::McpServerSpec>, PlanError> {
+    let mut servers = super::spec_checks::mcp_servers(spec)?;
+    for (name, server) in &mut servers {
+        server.sandbox = None;
+        if quiet {
+            continue;
+        }
+        match (&server.command, &server.url) {
+            (Some(command), _) => eprintln!(
+                "drover: replay: will start MCP server {name}: {command} {}",
+                server.args.join(" ")
+            ),
+            (None, Some(url)) => {
+                eprintln!("drover: replay: will connect to MCP server {name} at {url}")
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(servers)
 }
 
 /// The artifacts directory the transcript was recorded into (`DIR/<task>/transcript.jsonl`

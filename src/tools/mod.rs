@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 pub(crate) use background::BackgroundShells;
 pub(crate) use context::ToolContext;
-pub(crate) use registry::{Registry, RegistryError};
+pub(crate) use registry::{Registry, RegistryError, schema_validator};
 pub(crate) use shell_state::ShellState;
 pub(crate) use todo::{Todo, TodoList};
 pub(crate) use tool::blocking;

@@ -59,11 +59,10 @@ impl Registry {
             return Err(RegistryError::Duplicate(name));
         }
         let input_schema = tool.input_schema();
-        let validator =
-            jsonschema::validator_for(&input_schema).map_err(|e| RegistryError::Schema {
-                tool: name.clone(),
-                message: e.to_string(),
-            })?;
+        let validator = schema_validator(&input_schema).map_err(|e| RegistryError::Schema {
+            tool: name.clone(),
+            message: e.to_string(),
+        })?;
         let entry = Entry {
             definition: ToolDefinition {
                 name: name.clone(),
@@ -150,4 +149,20 @@ impl Registry {
             self.order.join(", ")
         )
     }
+}
+/// How far a `pattern` may backtrack before its match is given up (and the value counts
+/// as invalid): schemas come from MCP servers too, and a hostile pattern must not hang a
+/// call's validation.
+const PATTERN_BACKTRACK_LIMIT: usize = 1_000_000;
+
+/// A JSON Schema compiled for validating tool inputs and outputs, whoever wrote it:
+/// look-around patterns are supported, their backtracking bounded.
+pub(crate) fn schema_validator(
+    schema: &serde_json::Value,
+) -> Result<jsonschema::Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::options()
+        .with_pattern_options(
+            jsonschema::PatternOptions::fancy_regex().backtrack_limit(PATTERN_BACKTRACK_LIMIT),
+        )
+        .build(schema)
 }

@@ -182,3 +182,20 @@ fn an_unknown_tool_is_named_with_the_available_ones() {
         ))
     );
 }
+
+#[test]
+fn a_hostile_pattern_in_a_server_schema_cannot_hang_validation() {
+    // Catastrophic backtracking: exponential in the input's length without a limit
+    // (2^40 steps: without the limit this test would not finish).
+    let schema =
+        json!({"type": "object", "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}}});
+    let validator = super::schema_validator(&schema).unwrap();
+    let hostile = json!({"q": format!("{}b", "a".repeat(40))});
+    assert!(!validator.is_valid(&hostile));
+    assert!(validator.is_valid(&json!({"q": "aaaa"})));
+    // Look-around, which servers' schemas use, still compiles.
+    let lookahead = json!({"type": "string", "pattern": "^(?=.*[0-9]).+$"});
+    let validator = super::schema_validator(&lookahead).unwrap();
+    assert!(validator.is_valid(&json!("a1")));
+    assert!(!validator.is_valid(&json!("ab")));
+}

@@ -214,3 +214,66 @@ fn tools_with_a_spec_lists_what_the_task_would_offer_its_mcp_tools_included() {
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(stderr(&output).contains("required MCP server broken did not start"));
 }
+
+#[test]
+fn a_replay_with_mcp_calls_the_servers_again_and_reports_what_changed_as_drift() {
+    let Some((python, script)) = modern_server() else {
+        return;
+    };
+    // The server is a copy the test can change between the recording and the replay.
+    let dir = tempfile::tempdir().unwrap();
+    let server_copy = dir.path().join("server.py");
+    std::fs::copy(&script, &server_copy).unwrap();
+    let server = format!(
+        "    modern:\n      command: {}\n      args: [{}, stdio]\n",
+        serde_json::to_string(&python).unwrap(),
+        serde_json::to_string(&server_copy).unwrap()
+    );
+    let (task_dir, spec) = task(
+        &server,
+        "mcp__modern",
+        r#"{ name: mcp__modern__add, input: { a: 2, b: 40 } }"#,
+    );
+    let output = crate::mcp::run(task_dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let recorded = task_dir.path().join("out/t/transcript.jsonl");
+    let replay = |name: &str, extra: &[&str]| {
+        let output = common::drover()
+            .arg("replay")
+            .arg(&recorded)
+            .args(extra)
+            .arg("--artifacts")
+            .arg(task_dir.path().join(name))
+            .output()
+            .unwrap();
+        let lines = transcript(&task_dir.path().join(name).join("t/transcript.jsonl"));
+        (output, lines)
+    };
+
+    // The same server: started, called, no drift.
+    let (output, lines) = replay("same", &["--mcp", "--strict"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("will start MCP server modern"));
+    assert_eq!(events(&lines, "mcp_server")[0]["status"], "started");
+    assert!(events(&lines, "replay_drift").is_empty());
+
+    // The server now answers differently: drift, which --strict fails on.
+    let changed = std::fs::read_to_string(&server_copy)
+        .unwrap()
+        .replace("return a + b", "return a + b + 1");
+    std::fs::write(&server_copy, changed).unwrap();
+    let (output, lines) = replay("strict", &["--mcp", "--strict"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let drift = events(&lines, "replay_drift")[0];
+    assert_eq!(drift["expected"], "42", "{drift}");
+    assert_eq!(drift["actual"], "43", "{drift}");
+    let (output, lines) = replay("lenient", &["--mcp"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(events(&lines, "replay_drift").len(), 1);
+
+    // Without --mcp the recording answers: no server, no drift.
+    let (output, lines) = replay("recorded", &["--strict"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(events(&lines, "mcp_server").is_empty());
+    assert_eq!(events(&lines, "tool_result")[0]["content"], "42");
+}
