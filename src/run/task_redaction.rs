@@ -45,7 +45,7 @@ pub(super) fn warn_unredacted(redactor: &Redactor) {
 
 /// The variables no command of the task may see, whatever `env.pass` says: the one
 /// holding the model's API key (the spec's `model.api_key_env`, or the provider's default
-/// that the key was read from), and those MCP servers' `headers:` take values from.
+/// that the key was read from), and those MCP servers take credentials from.
 pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
     let mut names: Vec<String> = plan
         .spec
@@ -63,7 +63,7 @@ pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
     {
         names.push(name.clone());
     }
-    for name in header_vars(&plan.mcp_servers) {
+    for name in mcp_credential_vars(&plan.mcp_servers) {
         if !names.contains(&name) {
             names.push(name);
         }
@@ -71,12 +71,21 @@ pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
     names
 }
 
-/// The variables MCP servers' `headers:` take from the environment: credentials,
-/// whatever they are called.
-pub(super) fn header_vars(servers: &BTreeMap<String, McpServerSpec>) -> Vec<String> {
+/// The variables MCP servers take credentials from: every one a `headers:` value names,
+/// and those an `env:` entry with a secret-looking name takes (`GITHUB_TOKEN: ${GH_PAT}`),
+/// whatever the variables themselves are called.
+pub(super) fn mcp_credential_vars(servers: &BTreeMap<String, McpServerSpec>) -> Vec<String> {
+    let secret_env = servers.values().flat_map(|server| {
+        server
+            .env
+            .iter()
+            .filter(|(key, _)| crate::secret_names::looks_secret(key))
+            .map(|(_, value)| value)
+    });
     let mut names: Vec<String> = servers
         .values()
         .flat_map(|server| server.headers.values())
+        .chain(secret_env)
         .flat_map(|value| crate::mcp::referenced_vars(value))
         .collect();
     names.sort();
@@ -103,5 +112,20 @@ pub(super) fn redact_report(report: &mut TaskReport, redactor: &Redactor) {
     for todo in &mut report.todos {
         todo.content = redactor.redact_owned(std::mem::take(&mut todo.content));
         todo.active_form = redactor.redact_owned(std::mem::take(&mut todo.active_form));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_credentials_are_the_variables_headers_and_secret_env_entries_name() {
+        let text = "servers:\n  docs:\n    url: http://h/mcp\n    headers: { Authorization: \"Bearer ${DOCS_BEARER}\", X-Org: \"${ORG_NAME:-x}\" }\n  gh:\n    command: server\n    env: { GITHUB_TOKEN: \"${GH_PAT}\", LOG_LEVEL: \"${LEVEL:-warn}\" }\n";
+        let mcp: crate::spec::McpSpec = serde_saphyr::from_str(text).unwrap();
+        assert_eq!(
+            mcp_credential_vars(&mcp.servers),
+            ["DOCS_BEARER", "GH_PAT", "ORG_NAME"]
+        );
     }
 }

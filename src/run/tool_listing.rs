@@ -14,7 +14,7 @@ use crate::tools::Registry;
 use super::sandbox::task_commands;
 use super::spec_checks::{mcp_servers, rule_set};
 use super::task_error::TaskError;
-use super::task_redaction::header_vars;
+use super::task_redaction::mcp_credential_vars;
 use crate::spec::SpecError;
 
 /// A tool as the task would offer it, with what the policy knows of it.
@@ -64,7 +64,7 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
     let mut session = McpSession::default();
     if !servers.is_empty() {
         let mut commands = task_commands(loaded, &rules, &workspace, true).await?;
-        commands.env.withheld.extend(header_vars(&servers));
+        commands.env.withheld.extend(mcp_credential_vars(&servers));
         let limits = loaded
             .spec
             .mcp
