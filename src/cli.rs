@@ -145,6 +145,11 @@ pub struct ReplayArgs {
     /// the recording (without this flag, MCP calls are answered from the recording).
     #[arg(long)]
     pub mcp: bool,
+    /// With --mcp: a variable of drover's environment the recorded servers' `env:` and
+    /// `headers:` may take (`${VAR}`); repeat for more. Every other one is left unset,
+    /// so a transcript cannot choose which of your secrets go to which server.
+    #[arg(long = "mcp-env", value_name = "VAR", requires = "mcp")]
+    pub mcp_env: Vec<String>,
     /// Where to write the artifacts.
     #[arg(long, default_value = "drover-artifacts", value_name = "DIR")]
     pub artifacts: PathBuf,

@@ -133,6 +133,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         strict: args.strict,
         checks: args.checks,
         mcp: args.mcp,
+        mcp_env: args.mcp_env,
         quiet: args.quiet,
         artifacts: args.artifacts,
     };

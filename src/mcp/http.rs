@@ -14,6 +14,8 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+use super::server::{VarSource, expand};
+
 /// Headers the transport sets itself; a spec may not set them (checked when the spec is).
 pub(crate) const RESERVED_HEADERS: &[&str] = &[
     "accept",
@@ -41,25 +43,27 @@ pub(crate) fn transport(
     url: &str,
     headers: &BTreeMap<String, String>,
     connect_timeout: Duration,
+    vars: &VarSource,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, HttpSetupError> {
     let client = crate::http_client::builder()
         .connect_timeout(connect_timeout)
         // A redirect could carry the headers (a token) to another host: none is followed.
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(url).custom_headers(header_map(headers)?);
+    let config = StreamableHttpClientTransportConfig::with_uri(url)
+        .custom_headers(header_map(headers, vars)?);
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
 fn header_map(
     headers: &BTreeMap<String, String>,
+    vars: &VarSource,
 ) -> Result<HashMap<HeaderName, HeaderValue>, HttpSetupError> {
     let mut map = HashMap::new();
     for (name, value) in headers {
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| HttpSetupError::HeaderName { name: name.clone() })?;
-        let mut value = HeaderValue::from_str(&super::server::expand(value))
+        let mut value = HeaderValue::from_str(&expand(value, vars))
             .map_err(|_| HttpSetupError::HeaderValue { name: name.clone() })?;
         value.set_sensitive(true);
         map.insert(header, value);
@@ -121,15 +125,29 @@ mod tests {
 
     #[test]
     fn header_values_are_expanded_and_marked_sensitive() {
-        let map = header_map(&headers(&[
-            ("X-Plain", "v"),
-            ("X-Default", "${DROVER_TEST_NO_SUCH_VAR:-fallback}"),
-        ]))
+        let map = header_map(
+            &headers(&[
+                ("X-Plain", "v"),
+                ("X-Default", "${DROVER_TEST_NO_SUCH_VAR:-fallback}"),
+            ]),
+            &VarSource::Environment,
+        )
         .unwrap();
         let value = &map[&HeaderName::from_static("x-default")];
         assert_eq!(value.to_str().unwrap(), "fallback");
         assert!(value.is_sensitive());
-        let broken = header_map(&headers(&[("X-Bad", "line\nbreak")])).unwrap_err();
+        let broken = header_map(
+            &headers(&[("X-Bad", "line\nbreak")]),
+            &VarSource::Environment,
+        )
+        .unwrap_err();
+        // A variable the source does not pass is unset: its default, else empty.
+        let path = header_map(
+            &headers(&[("X-Path", "${PATH:-none}")]),
+            &VarSource::Only(Default::default()),
+        )
+        .unwrap();
+        assert_eq!(path[&HeaderName::from_static("x-path")], "none");
         assert!(broken.to_string().contains("X-Bad"), "{broken}");
     }
 }

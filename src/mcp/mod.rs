@@ -23,8 +23,8 @@ pub(crate) use names::OfferedName;
 pub(crate) use recorded::{RecordedResults, RecordedTool};
 pub(crate) use resources::{LIST as LIST_RESOURCES, READ as READ_RESOURCE};
 use resources::{ResourceServers, ResourceTool};
-pub(crate) use server::referenced_vars;
 use server::{Launch, RunningServer};
+pub(crate) use server::{VarSource, referenced_vars};
 pub(crate) use tool::{McpTool, facts_of};
 
 use crate::tools::Tool;
@@ -66,6 +66,8 @@ pub(crate) struct Setup<'a> {
     pub workspace: &'a Path,
     /// Where each server's stderr log is written (`mcp-<server>.log`).
     pub log_dir: &'a Path,
+    /// Where `${VAR}` in servers' `env:` and `headers:` takes values from.
+    pub vars: &'a VarSource,
     /// The command environment for a server with this `sandbox:` setting.
     pub env_for: &'a (dyn Fn(Option<&SandboxSpec>) -> Result<CommandEnv, SandboxError> + Sync),
 }
@@ -191,7 +193,7 @@ async fn start_one(
 ) -> Result<RunningServer, String> {
     let startup = limit(spec, server, |t| t.startup).unwrap_or(DEFAULT_STARTUP);
     if let Some(url) = &server.url {
-        return server::connect(name, server, url, startup)
+        return server::connect(name, server, url, startup, setup.vars)
             .await
             .map_err(|e| e.to_string());
     }
@@ -203,6 +205,7 @@ async fn start_one(
         workspace: setup.workspace,
         env: &env,
         log: log_path(setup.log_dir, name),
+        vars: setup.vars,
         startup,
     };
     server::start(launch).await.map_err(|e| e.to_string())

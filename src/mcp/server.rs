@@ -109,6 +109,8 @@ pub(crate) struct Launch<'a> {
     pub env: &'a CommandEnv,
     /// The server's stderr goes here.
     pub log: PathBuf,
+    /// Where `${VAR}` in `env:` takes values from.
+    pub vars: &'a VarSource,
     pub startup: Duration,
 }
 
@@ -118,8 +120,9 @@ pub(crate) async fn connect(
     spec: &McpServerSpec,
     url: &str,
     startup: Duration,
+    vars: &VarSource,
 ) -> Result<RunningServer, StartError> {
-    let transport = super::http::transport(url, &spec.headers, startup)?;
+    let transport = super::http::transport(url, &spec.headers, startup, vars)?;
     let (service, tools) = handshake(transport, startup).await?;
     Ok(RunningServer::new(name, service, None, tools))
 }
@@ -142,7 +145,7 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     // The channel is the launcher's stdin and stdout; closing it is the lifeline's cut.
     command
         .current_dir(cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k, expand(v))))
+        .envs(spec.env.iter().map(|(k, v)| (k, expand(v, launch.vars))))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(log)
@@ -241,9 +244,30 @@ pub(crate) fn referenced_vars(value: &str) -> Vec<String> {
     names.into_inner()
 }
 
-/// `${VAR}` and `${VAR:-default}` replaced from drover's environment; anything else kept.
-pub(crate) fn expand(value: &str) -> String {
-    expand_with(value, &|name| std::env::var(name).ok())
+/// Where `${VAR}` in a server's `env:` and `headers:` takes its values from.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum VarSource {
+    /// drover's environment (a run: the spec is the task author's).
+    #[default]
+    Environment,
+    /// Only these variables of drover's environment; the rest are unset (a replay: the
+    /// spec comes from a transcript, which must not pick what to send where).
+    Only(std::collections::BTreeSet<String>),
+}
+
+impl VarSource {
+    fn get(&self, name: &str) -> Option<String> {
+        match self {
+            VarSource::Environment => std::env::var(name).ok(),
+            VarSource::Only(allowed) if allowed.contains(name) => std::env::var(name).ok(),
+            VarSource::Only(_) => None,
+        }
+    }
+}
+
+/// `${VAR}` and `${VAR:-default}` replaced from `vars`; anything else kept.
+pub(crate) fn expand(value: &str, vars: &VarSource) -> String {
+    expand_with(value, &|name| vars.get(name))
 }
 
 fn expand_with(value: &str, env: &dyn Fn(&str) -> Option<String>) -> String {

@@ -170,6 +170,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         rules,
         mcp_servers,
         replayed_mcp_tools: Vec::new(),
+        mcp_vars: crate::mcp::VarSource::Environment,
         max_turns: overrides
             .max_turns
             .or(spec.spec.limits.max_turns.as_ref().map(|l| l.value)),

@@ -21,6 +21,9 @@ pub(crate) struct ReplayOptions {
     /// Start the recorded spec's MCP servers rather than answer from the recording
     /// (`--mcp`).
     pub mcp: bool,
+    /// The variables of drover's environment the servers' `${VAR}` may take
+    /// (`--mcp-env`); every other one is unset.
+    pub mcp_env: Vec<String>,
     /// Only errors on stderr (`--quiet`).
     pub quiet: bool,
     pub artifacts: PathBuf,
@@ -114,7 +117,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     // Unless asked, a replay starts no MCP server (it must not act on anything outside
     // the workspace): the recording answers.
     let mcp_servers = if options.mcp {
-        replay_servers(&spec, options.quiet)?
+        replay_servers(&spec, options)?
     } else {
         spec.spec.mcp = None;
         Default::default()
@@ -155,6 +158,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     Ok(TaskPlan {
         rules,
         mcp_servers,
+        mcp_vars: crate::mcp::VarSource::Only(options.mcp_env.iter().cloned().collect()),
         replayed_mcp_tools,
         max_turns,
         spec,
@@ -182,13 +186,26 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
 /// named on stderr, as they run commands.
 fn replay_servers(
     spec: &spec::LoadedSpec,
-    quiet: bool,
+    options: &ReplayOptions,
 ) -> Result<BTreeMap<String, spec::McpServerSpec>, PlanError> {
     let mut servers = super::spec_checks::mcp_servers(spec)?;
     for (name, server) in &mut servers {
         server.sandbox = None;
-        if quiet {
+        if options.quiet {
             continue;
+        }
+        let unset: Vec<String> = server
+            .env
+            .values()
+            .chain(server.headers.values())
+            .flat_map(|value| crate::mcp::referenced_vars(value))
+            .filter(|var| !options.mcp_env.contains(var))
+            .collect();
+        if !unset.is_empty() {
+            eprintln!(
+                "drover: replay: MCP server {name} names ${{{}}}, left unset: a replay passes only the variables given with --mcp-env",
+                unset.join("}, ${")
+            );
         }
         match (&server.command, &server.url) {
             (Some(command), _) => eprintln!(

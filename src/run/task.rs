@@ -48,6 +48,9 @@ pub(crate) struct TaskPlan {
     pub mcp_servers: std::collections::BTreeMap<String, crate::spec::McpServerSpec>,
     /// A replay: the MCP tools the recording used, answered from the recording.
     pub replayed_mcp_tools: Vec<String>,
+    /// Where `${VAR}` in MCP servers' `env:`/`headers:` takes values from: drover's
+    /// environment for a run, only the `--mcp-env` variables for a replay.
+    pub mcp_vars: crate::mcp::VarSource,
     pub model: ModelSource,
     pub max_turns: Option<u32>,
     /// The workspace as the task starts from it.

@@ -206,6 +206,7 @@ pub(super) async fn arm(
             spec_dir: plan.spec.path.parent().unwrap_or(Path::new(".")),
             workspace: &workspace.dir,
             log_dir: task_dir,
+            vars: &plan.mcp_vars,
             env_for: &env_for,
         };
         mcp = McpSession::start(&plan.mcp_servers, &limits, &setup).await;

@@ -78,6 +78,7 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
             spec_dir: loaded.path.parent().unwrap_or(Path::new(".")),
             workspace: &workspace,
             log_dir: logs.path(),
+            vars: &crate::mcp::VarSource::Environment,
             env_for: &env_for,
         };
         session = McpSession::start(&servers, &limits, &setup).await;

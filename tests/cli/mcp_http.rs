@@ -245,3 +245,66 @@ fn http_server_entries_are_checked_with_the_spec() {
         assert!(text.contains("task.yaml:"), "{text}");
     }
 }
+
+#[test]
+fn a_replay_sends_a_server_only_the_variables_given_with_mcp_env() {
+    let Some((python, script)) = modern_server() else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let mut command = Command::new(python);
+    command.arg(script).arg("http");
+    let served = serve(command, scratch.path());
+    let headers = "      headers: { Authorization: \"Bearer ${DROVER_TEST_REPLAY_HEADER}\" }\n";
+    let (dir, spec) = task(
+        &url_server("modern", served.port, headers),
+        "mcp__modern",
+        r#"{ name: mcp__modern__whoami, input: {} }"#,
+    );
+    let secret = "replay-hdr-5e1f0c9a7b";
+    let run = |args: &[&str], out: &str| {
+        let output = crate::common::drover_without_proxy()
+            .args(args)
+            .arg("--artifacts")
+            .arg(dir.path().join(out))
+            .env("DROVER_TEST_REPLAY_HEADER", secret)
+            .output()
+            .unwrap();
+        let lines = transcript(&dir.path().join(out).join("t/transcript.jsonl"));
+        let whoami = events(&lines, "tool_result")[0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (output, whoami)
+    };
+    let (output, recorded) = run(&["run", spec.to_str().unwrap()], "out");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(recorded, "authorization: Bearer [redacted]");
+    let transcript_path = dir.path().join("out/t/transcript.jsonl");
+    let transcript_arg = transcript_path.to_str().unwrap();
+
+    // The transcript names the variable, but the replay does not send it unasked.
+    let (output, replayed) = run(&["replay", transcript_arg, "--mcp"], "unasked");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("${DROVER_TEST_REPLAY_HEADER}, left unset"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(replayed, "authorization: Bearer");
+
+    // Given with --mcp-env, it is sent, and the result matches the recording.
+    let (output, replayed) = run(
+        &[
+            "replay",
+            transcript_arg,
+            "--mcp",
+            "--strict",
+            "--mcp-env",
+            "DROVER_TEST_REPLAY_HEADER",
+        ],
+        "asked",
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(replayed, "authorization: Bearer [redacted]");
+}
