@@ -54,6 +54,14 @@ fn serve(mut command: Command, dir: &Path) -> Served {
     served
 }
 
+/// The Python SDK's server over streamable HTTP, or None when it is not installed.
+fn serve_modern(dir: &Path) -> Option<Served> {
+    let (python, script) = modern_server()?;
+    let mut command = Command::new(python);
+    command.arg(script).arg("http");
+    Some(serve(command, dir))
+}
+
 fn url_server(name: &str, port: u16, extra: &str) -> String {
     format!("    {name}:\n      url: http://127.0.0.1:{port}/mcp\n{extra}")
 }
@@ -112,13 +120,10 @@ fn the_reference_server_over_http_serves_its_tools_and_its_session_is_ended() {
 
 #[test]
 fn header_secrets_reach_the_server_and_never_the_artifacts_or_the_commands() {
-    let Some((python, script)) = modern_server() else {
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(served) = serve_modern(scratch.path()) else {
         return;
     };
-    let scratch = tempfile::tempdir().unwrap();
-    let mut command = Command::new(python);
-    command.arg(script).arg("http");
-    let served = serve(command, scratch.path());
     // A variable whose name does not look secret: naming it in a header makes it one.
     let headers = "      headers: { Authorization: \"Bearer ${DROVER_TEST_DOCS_HEADER}\" }\n";
     let (dir, spec) = task(
@@ -248,13 +253,10 @@ fn http_server_entries_are_checked_with_the_spec() {
 
 #[test]
 fn a_replay_sends_a_server_only_the_variables_given_with_mcp_env() {
-    let Some((python, script)) = modern_server() else {
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(served) = serve_modern(scratch.path()) else {
         return;
     };
-    let scratch = tempfile::tempdir().unwrap();
-    let mut command = Command::new(python);
-    command.arg(script).arg("http");
-    let served = serve(command, scratch.path());
     let headers = "      headers: { Authorization: \"Bearer ${DROVER_TEST_REPLAY_HEADER}\" }\n";
     let (dir, spec) = task(
         &url_server("modern", served.port, headers),

@@ -2,7 +2,7 @@
 //! .ci/venv), which speaks the stateless 2026-07-28 revision: drover discovers it with
 //! `server/discover` rather than the legacy handshake.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::common::{self, events, transcript};
 use crate::mcp::{stderr, task};
@@ -29,16 +29,21 @@ pub(crate) fn modern_server() -> Option<(PathBuf, PathBuf)> {
     None
 }
 
+/// The `mcp.servers` entry that starts `script` over stdio as server `modern`.
+fn stdio_entry(python: &Path, script: &Path) -> String {
+    format!(
+        "    modern:\n      command: {}\n      args: [{}, stdio]\n",
+        serde_json::to_string(python).unwrap(),
+        serde_json::to_string(script).unwrap()
+    )
+}
+
 #[test]
 fn a_python_sdk_server_is_discovered_with_the_2026_07_28_revision_over_stdio() {
     let Some((python, script)) = modern_server() else {
         return;
     };
-    let server = format!(
-        "    modern:\n      command: {}\n      args: [{}, stdio]\n",
-        serde_json::to_string(&python).unwrap(),
-        serde_json::to_string(&script).unwrap()
-    );
+    let server = stdio_entry(&python, &script);
     let (dir, spec) = task(
         &server,
         "mcp__modern",
@@ -224,11 +229,7 @@ fn a_replay_with_mcp_calls_the_servers_again_and_reports_what_changed_as_drift()
     let dir = tempfile::tempdir().unwrap();
     let server_copy = dir.path().join("server.py");
     std::fs::copy(&script, &server_copy).unwrap();
-    let server = format!(
-        "    modern:\n      command: {}\n      args: [{}, stdio]\n",
-        serde_json::to_string(&python).unwrap(),
-        serde_json::to_string(&server_copy).unwrap()
-    );
+    let server = stdio_entry(&python, &server_copy);
     let (task_dir, spec) = task(
         &server,
         "mcp__modern",
