@@ -150,6 +150,11 @@ pub struct ReplayArgs {
     /// so a transcript cannot choose which of your secrets go to which server.
     #[arg(long = "mcp-env", value_name = "VAR", requires = "mcp")]
     pub mcp_env: Vec<String>,
+    /// With --mcp: connect to the recorded `url:` server NAME at URL (repeat for more).
+    /// A `url:` server not given here is left out: a transcript does not choose which
+    /// hosts drover connects to.
+    #[arg(long = "mcp-url", value_name = "NAME=URL", requires = "mcp", value_parser = parse_mcp_url)]
+    pub mcp_urls: Vec<(String, String)>,
     /// Where to write the artifacts.
     #[arg(long, default_value = "drover-artifacts", value_name = "DIR")]
     pub artifacts: PathBuf,
@@ -214,5 +219,20 @@ impl From<ProviderArg> for crate::spec::Provider {
             ProviderArg::Script => Self::Script,
             ProviderArg::Replay => Self::Replay,
         }
+    }
+}
+
+/// `NAME=URL` for `--mcp-url`.
+fn parse_mcp_url(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, url)) if !name.is_empty() => match reqwest::Url::parse(url) {
+            Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {
+                Ok((name.to_string(), url.to_string()))
+            }
+            _ => Err(format!("{url:?} is not an http:// or https:// URL")),
+        },
+        _ => Err(format!(
+            "expected NAME=URL, as in docs=http://127.0.0.1:3001/mcp, not {text:?}"
+        )),
     }
 }

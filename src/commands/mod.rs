@@ -134,6 +134,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         checks: args.checks,
         mcp: args.mcp,
         mcp_env: args.mcp_env,
+        mcp_urls: args.mcp_urls,
         quiet: args.quiet,
         artifacts: args.artifacts,
     };

@@ -24,6 +24,9 @@ pub(crate) struct ReplayOptions {
     /// The variables of drover's environment the servers' `${VAR}` may take
     /// (`--mcp-env`); every other one is unset.
     pub mcp_env: Vec<String>,
+    /// The URL to reach each recorded `url:` server at (`--mcp-url NAME=URL`); one not
+    /// given is left out.
+    pub mcp_urls: Vec<(String, String)>,
     /// Only errors on stderr (`--quiet`).
     pub quiet: bool,
     pub artifacts: PathBuf,
@@ -117,7 +120,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     // Unless asked, a replay starts no MCP server (it must not act on anything outside
     // the workspace): the recording answers.
     let mcp_servers = if options.mcp {
-        replay_servers(&spec, options)?
+        replay_servers(&mut spec, options)?
     } else {
         spec.spec.mcp = None;
         Default::default()
@@ -181,19 +184,50 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     })
 }
 
-/// The recorded spec's MCP servers, for `--mcp`: each stdio server in the replay's
-/// sandbox with the network off (as checks are), whatever its recorded `sandbox:`; each
-/// named on stderr, as they run commands.
+/// The recorded spec's MCP servers, for `--mcp`. The transcript may come from anywhere,
+/// so it chooses nothing outside itself: only its `mcp.servers` (not a `mcp.config` file
+/// on this machine), each stdio server in the replay's sandbox with the network off
+/// (as checks are), a `url:` server only at the URL given with `--mcp-url`, and each
+/// named on stderr.
 fn replay_servers(
-    spec: &spec::LoadedSpec,
+    spec: &mut spec::LoadedSpec,
     options: &ReplayOptions,
 ) -> Result<BTreeMap<String, spec::McpServerSpec>, PlanError> {
+    let say = |line: String| {
+        if !options.quiet {
+            eprintln!("drover: replay: {line}");
+        }
+    };
+    if let Some(mcp) = &mut spec.spec.mcp
+        && let Some(config) = mcp.value.config.take()
+    {
+        say(format!(
+            "the recording's mcp.config ({config}) is not loaded: a replay starts only the servers its transcript spells out"
+        ));
+    }
     let mut servers = super::spec_checks::mcp_servers(spec)?;
+    servers.retain(|name, server| {
+        let Some(recorded) = &server.url else {
+            return true;
+        };
+        match options.mcp_urls.iter().find(|(server, _)| server == name) {
+            Some((_, url)) => {
+                say(format!(
+                    "will connect to MCP server {name} at {url} (recorded: {recorded})"
+                ));
+                server.url = Some(url.clone());
+                true
+            }
+            None => {
+                say(format!(
+                    "MCP server {name} ({recorded}) is left out: give --mcp-url {name}=URL to connect to it"
+                ));
+                false
+            }
+        }
+    });
     for (name, server) in &mut servers {
         server.sandbox = None;
-        if options.quiet {
-            continue;
-        }
         let unset: Vec<String> = server
             .env
             .values()
@@ -202,20 +236,16 @@ fn replay_servers(
             .filter(|var| !options.mcp_env.contains(var))
             .collect();
         if !unset.is_empty() {
-            eprintln!(
-                "drover: replay: MCP server {name} names ${{{}}}, left unset: a replay passes only the variables given with --mcp-env",
+            say(format!(
+                "MCP server {name} names ${{{}}}, left unset: a replay passes only the variables given with --mcp-env",
                 unset.join("}, ${")
-            );
+            ));
         }
-        match (&server.command, &server.url) {
-            (Some(command), _) => eprintln!(
-                "drover: replay: will start MCP server {name}: {command} {}",
+        if let Some(command) = &server.command {
+            say(format!(
+                "will start MCP server {name}: {command} {}",
                 server.args.join(" ")
-            ),
-            (None, Some(url)) => {
-                eprintln!("drover: replay: will connect to MCP server {name} at {url}")
-            }
-            (None, None) => {}
+            ));
         }
     }
     Ok(servers)

@@ -285,8 +285,28 @@ fn a_replay_sends_a_server_only_the_variables_given_with_mcp_env() {
     let transcript_path = dir.path().join("out/t/transcript.jsonl");
     let transcript_arg = transcript_path.to_str().unwrap();
 
+    // A transcript does not choose the hosts drover connects to: without --mcp-url the
+    // server is left out, and its call fails (drift).
+    let output = crate::common::drover()
+        .args(["replay", transcript_arg, "--mcp", "--artifacts"])
+        .arg(dir.path().join("no-url"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("give --mcp-url modern=URL"),
+        "{}",
+        stderr(&output)
+    );
+    let lines = transcript(&dir.path().join("no-url/t/transcript.jsonl"));
+    assert_eq!(events(&lines, "replay_drift").len(), 1);
+    let url = format!("modern=http://127.0.0.1:{}/mcp", served.port);
+
     // The transcript names the variable, but the replay does not send it unasked.
-    let (output, replayed) = run(&["replay", transcript_arg, "--mcp"], "unasked");
+    let (output, replayed) = run(
+        &["replay", transcript_arg, "--mcp", "--mcp-url", &url],
+        "unasked",
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("${DROVER_TEST_REPLAY_HEADER}, left unset"),
@@ -302,6 +322,8 @@ fn a_replay_sends_a_server_only_the_variables_given_with_mcp_env() {
             transcript_arg,
             "--mcp",
             "--strict",
+            "--mcp-url",
+            &url,
             "--mcp-env",
             "DROVER_TEST_REPLAY_HEADER",
         ],
