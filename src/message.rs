@@ -38,6 +38,16 @@ pub(crate) struct Image {
     pub data: String,
 }
 
+impl Image {
+    /// The image's bytes; None when `data` is not valid base64.
+    pub(crate) fn bytes(&self) -> Option<Vec<u8>> {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(&self.data)
+            .ok()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Role {

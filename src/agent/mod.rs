@@ -379,10 +379,25 @@ impl Agent<'_> {
                 // A command can print drover's own environment (`/proc/$PPID/environ`) or
                 // a key file: what the transcript records and the model reads is the
                 // same text, with every secret value replaced.
-                // Images are passed as the tool sent them: binary data, not text a
-                // secret could be found in.
+                // An image holding a secret value (a file of secrets dressed as a GIF)
+                // is dropped whole: binary data cannot be redacted in place.
+                let mut content = self.redactor.redact_owned(output.content);
+                let mut images = output.images;
+                let before = images.len();
+                images.retain(|image| {
+                    image
+                        .bytes()
+                        .is_some_and(|bytes| !self.redactor.finds_in(&bytes))
+                });
+                if images.len() < before {
+                    content.push_str(&format!(
+                        "\n\n[{} image(s) withheld: they hold a secret value]",
+                        before - images.len()
+                    ));
+                }
                 let output = ToolOutput {
-                    content: self.redactor.redact_owned(output.content),
+                    content,
+                    images,
                     ..output
                 };
                 self.transcript.write(Event::ToolResult {

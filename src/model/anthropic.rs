@@ -153,6 +153,7 @@ fn messages(messages: &[Message]) -> Value {
             json!({"role": message.role, "content": blocks})
         })
         .collect();
+    keep_newest_images(&mut out);
     if let Some(last) = out
         .last_mut()
         .and_then(|m| m["content"].as_array_mut())
@@ -161,6 +162,41 @@ fn messages(messages: &[Message]) -> Value {
         last["cache_control"] = ephemeral();
     }
     Value::Array(out)
+}
+
+/// The most images one request carries, and their most base64 in all: well inside the
+/// API's limits on images and request size, so images piling up over a long run do
+/// not get every later request refused.
+const MAX_REQUEST_IMAGES: usize = 20;
+const MAX_REQUEST_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+
+/// Keep the newest images within the request's limits; older ones become a line of text.
+fn keep_newest_images(messages: &mut [Value]) {
+    let (mut count, mut bytes) = (0, 0);
+    for message in messages.iter_mut().rev() {
+        let Some(blocks) = message["content"].as_array_mut() else {
+            continue;
+        };
+        for block in blocks.iter_mut().rev() {
+            let Some(parts) = block["content"].as_array_mut() else {
+                continue;
+            };
+            for part in parts.iter_mut().rev() {
+                if part["type"] != "image" {
+                    continue;
+                }
+                let size = part["source"]["data"].as_str().map_or(0, str::len);
+                if count < MAX_REQUEST_IMAGES && bytes + size <= MAX_REQUEST_IMAGE_BYTES {
+                    count += 1;
+                    bytes += size;
+                } else {
+                    *part = json!({"type": "text", "text": format!(
+                        "[an earlier image, no longer sent: a request carries only the newest {MAX_REQUEST_IMAGES} images]"
+                    )});
+                }
+            }
+        }
+    }
 }
 
 /// A tool result with images carries its content as blocks: the text, then each image
@@ -190,6 +226,32 @@ fn attach_images(result: &mut Value) {
 mod tests {
     use super::*;
     use crate::message::{ContentBlock, Role};
+
+    #[test]
+    fn only_the_newest_images_are_sent() {
+        let image = |n: usize| crate::message::Image {
+            media_type: "image/png".into(),
+            data: format!("iVBORw0K{n}"),
+        };
+        let messages: Vec<Message> = (0..25)
+            .map(|n| Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: format!("t{n}"),
+                    content: format!("result {n}"),
+                    is_error: false,
+                    images: vec![image(n)],
+                }],
+            })
+            .collect();
+        let sent = super::messages(&messages);
+        let sent = sent.as_array().unwrap();
+        let part = |m: usize| sent[m]["content"][0]["content"][1].clone();
+        assert_eq!(part(24)["type"], "image");
+        assert_eq!(part(5)["type"], "image");
+        assert_eq!(part(4)["type"], "text");
+        assert!(part(0)["text"].as_str().unwrap().contains("no longer sent"));
+    }
 
     #[test]
     fn the_body_carries_three_cache_breakpoints() {

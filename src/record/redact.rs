@@ -176,6 +176,19 @@ impl Redactor {
     }
 
     /// `text` with every secret value replaced by [`REDACTED`]; borrowed when nothing was.
+    /// Does `bytes` (binary data, such as an image) hold a secret value? Counted as a
+    /// replacement when it does: the caller drops the data.
+    pub(crate) fn finds_in(&self, bytes: &[u8]) -> bool {
+        let found = self
+            .matcher
+            .as_ref()
+            .is_some_and(|matcher| matcher.is_match(bytes));
+        if found {
+            self.replaced.fetch_add(1, Ordering::Relaxed);
+        }
+        found
+    }
+
     pub(crate) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match &self.matcher {
             Some(matcher) if matcher.is_match(text) => {

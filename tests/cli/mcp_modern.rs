@@ -64,6 +64,7 @@ fn a_python_sdk_server_is_discovered_with_the_2026_07_28_revision_over_stdio() {
         offered,
         [
             "mcp__modern__add",
+            "mcp__modern__gif_of",
             "mcp__modern__pixel",
             "mcp__modern__whoami"
         ]
@@ -277,4 +278,40 @@ fn a_replay_with_mcp_calls_the_servers_again_and_reports_what_changed_as_drift()
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(events(&lines, "mcp_server").is_empty());
     assert_eq!(events(&lines, "tool_result")[0]["content"], "42");
+}
+
+#[test]
+fn an_image_that_holds_a_secret_value_is_withheld() {
+    let Some((python, script)) = modern_server() else {
+        return;
+    };
+    let secret = "img-secret-4d2c9e81f7";
+    let (dir, spec) = task(
+        &stdio_entry(&python, &script),
+        "mcp__modern",
+        &format!(
+            r#"{{ name: mcp__modern__gif_of, input: {{ text: "plain" }} }}, {{ name: mcp__modern__gif_of, input: {{ text: "{secret}" }} }}"#
+        ),
+    );
+    let output = common::drover_without_proxy()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("out"))
+        .env("DROVER_TEST_IMAGE_SECRET_TOKEN", secret)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let results = events(&lines, "tool_result");
+    assert_eq!(results[0]["images"].as_array().unwrap().len(), 1);
+    assert!(results[1].get("images").is_none(), "{}", results[1]);
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("1 image(s) withheld: they hold a secret value"),
+        "{}",
+        results[1]
+    );
 }
