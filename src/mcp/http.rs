@@ -25,6 +25,14 @@ pub(crate) const RESERVED_HEADERS: &[&str] = &[
     "mcp-session-id",
     "mcp-protocol-version",
     "last-event-id",
+    // Hop-by-hop: the HTTP client's own business.
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
 ];
 
 /// Why a connection to an HTTP server cannot even be tried.
@@ -45,6 +53,11 @@ pub(crate) fn transport(
     connect_timeout: Duration,
     vars: &VarSource,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, HttpSetupError> {
+    if !headers.is_empty() && plain_http_off_machine(url) {
+        eprintln!(
+            "drover: warning: MCP server at {url}: its headers go over plain http:// to another machine; use https://"
+        );
+    }
     let client = crate::http_client::builder()
         .connect_timeout(connect_timeout)
         // A redirect could carry the headers (a token) to another host: none is followed.
@@ -71,11 +84,32 @@ fn header_map(
     Ok(map)
 }
 
+/// An `http://` URL whose host is not this machine: what it sends can be read on the way.
+fn plain_http_off_machine(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let host = parsed.host_str().unwrap_or_default();
+    let ip = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host == "localhost"
+        || ip
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    parsed.scheme() == "http" && !loopback
+}
+
 /// Why a `url:`/`headers:` entry cannot be used, for the spec check; None when fine.
 pub(crate) fn endpoint_problem(url: &str, headers: &BTreeMap<String, String>) -> Option<String> {
-    match reqwest::Url::parse(url) {
-        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {}
+    let parsed = match reqwest::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => parsed,
         _ => return Some(format!("url: {url:?} is not an http:// or https:// URL")),
+    };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        // A URL is printed and recorded; credentials belong in headers, from variables.
+        return Some(
+            "url: has a user name or password in it; send credentials in headers: instead, from a variable (Authorization: \"Bearer ${TOKEN}\")"
+                .to_string(),
+        );
     }
     for name in headers.keys() {
         if HeaderName::from_bytes(name.as_bytes()).is_err() {
@@ -117,6 +151,17 @@ mod tests {
         }
         let ok = headers(&[("Authorization", "Bearer ${TOKEN}"), ("X-Org", "a")]);
         assert_eq!(endpoint_problem("http://h/", &ok), None);
+        let userinfo = endpoint_problem("https://me:pw@h/mcp", &none).unwrap();
+        assert!(
+            userinfo.contains("send credentials in headers"),
+            "{userinfo}"
+        );
+        assert!(endpoint_problem("http://h/", &headers(&[("Connection", "close")])).is_some());
+        assert!(plain_http_off_machine("http://docs.example.com/mcp"));
+        assert!(!plain_http_off_machine("http://127.0.0.1:3001/mcp"));
+        assert!(!plain_http_off_machine("http://[::1]:3001/mcp"));
+        assert!(!plain_http_off_machine("http://localhost/mcp"));
+        assert!(!plain_http_off_machine("https://docs.example.com/mcp"));
         let reserved = endpoint_problem("http://h/", &headers(&[("Mcp-Session-Id", "x")]));
         assert!(reserved.unwrap().contains("cannot be overridden"));
         let invalid = endpoint_problem("http://h/", &headers(&[("bad header", "x")]));

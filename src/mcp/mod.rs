@@ -24,7 +24,7 @@ pub(crate) use recorded::{RecordedResults, RecordedTool};
 pub(crate) use resources::{LIST as LIST_RESOURCES, READ as READ_RESOURCE};
 use resources::{ResourceServers, ResourceTool};
 use server::{Launch, RunningServer};
-pub(crate) use server::{VarSource, referenced_vars};
+pub(crate) use server::{VarSource, expand, referenced_vars};
 pub(crate) use tool::{McpTool, facts_of};
 
 use crate::tools::Tool;

@@ -215,9 +215,17 @@ where
 
 type Service = RunningService<RoleClient, ()>;
 
-/// The last lines a server wrote to its log (at most 3 lines, 400 bytes), if any.
+/// The last lines a server wrote to its log (at most 3 lines, 400 bytes), if any. It
+/// may hold a secret: whoever prints it redacts it (the transcript always does).
 fn log_tail(log: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(log).ok()?;
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(log).ok()?;
+    let length = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(length.saturating_sub(4096)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)

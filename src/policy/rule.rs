@@ -235,6 +235,15 @@ impl TryFrom<String> for Rule {
                 "malformed permission rule {text:?}: expected Tool or Tool(specifier)"
             )));
         }
+        let wildcard_ok = tool == EVERY_MCP_TOOL
+            || tool
+                .strip_suffix("__*")
+                .is_some_and(|server| !server.contains('*'));
+        if tool.contains('*') && !wildcard_ok {
+            return Err(invalid(format!(
+                "malformed permission rule {text:?}: * stands only for a whole name, as in mcp__* (deny only) or mcp__github__*"
+            )));
+        }
         if let Some(rest) = tool.strip_prefix("mcp__")
             && tool != EVERY_MCP_TOOL
         {
@@ -417,6 +426,13 @@ mod tests {
         assert!(every.covers_whole_tool("ListMcpResources"));
         assert!(!every.covers_whole_tool("Read"));
         assert!(rule("mcp__*(x)").is_err());
+        for silent in ["mcp__**", "mcp__gith*", "mcp__*__x", "Re*d"] {
+            let error = rule(silent).unwrap_err();
+            assert!(
+                error.contains("stands only for a whole name"),
+                "{silent}: {error}"
+            );
+        }
         let server = rule("mcp__github").unwrap();
         assert!(server.covers_whole_tool("mcp__github__create_issue"));
         assert!(!server.covers_whole_tool("mcp__githubx__a"));

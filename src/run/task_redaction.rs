@@ -19,12 +19,60 @@ pub(super) fn task_redactor(plan: &TaskPlan) -> Redactor {
         }),
         ModelSource::Script { .. } | ModelSource::Replay { .. } => None,
     };
+    redactor_with_mcp(
+        api_key,
+        &plan.spec.spec.env.pass,
+        withheld_vars(plan),
+        &plan.mcp_servers,
+    )
+}
+
+/// The redactor of drover's environment (less what `pass` passes on, plus `withheld`)
+/// and of the MCP servers' credential headers.
+pub(super) fn redactor_with_mcp(
+    api_key: Option<(&str, &str)>,
+    pass: &[String],
+    mut withheld: Vec<String>,
+    servers: &BTreeMap<String, McpServerSpec>,
+) -> Redactor {
+    let headers = credential_headers(servers);
+    withheld.extend(headers.iter().map(|(label, _)| label.clone()));
+    let header_values = headers
+        .into_iter()
+        .map(|(label, value)| (label.into(), value.into()));
     Redactor::for_task(
         api_key,
-        std::env::vars_os(),
-        &plan.spec.spec.env.pass,
-        &withheld_vars(plan),
+        std::env::vars_os().chain(header_values),
+        pass,
+        &withheld,
     )
+}
+
+/// The values of MCP servers' credential headers (`Authorization`, `Cookie`, a
+/// secret-looking name such as `X-Api-Key`) as they are sent, even when written
+/// literally in a `.mcp.json`; a `Bearer <token>`'s token on its own too. Each is
+/// labelled `mcp.servers.<server>.headers.<name>` for warnings.
+fn credential_headers(servers: &BTreeMap<String, McpServerSpec>) -> Vec<(String, String)> {
+    let mut values = Vec::new();
+    for (server, spec) in servers {
+        for (name, value) in &spec.headers {
+            let lower = name.to_ascii_lowercase();
+            let credential = matches!(
+                lower.as_str(),
+                "authorization" | "proxy-authorization" | "cookie"
+            ) || crate::secret_names::looks_secret(&lower.replace('-', "_"));
+            if !credential {
+                continue;
+            }
+            let label = format!("mcp.servers.{server}.headers.{name}");
+            let sent = crate::mcp::expand(value, &crate::mcp::VarSource::Environment);
+            if let Some((_, token)) = sent.trim().rsplit_once(' ') {
+                values.push((format!("{label} (its last word)"), token.to_string()));
+            }
+            values.push((label, sent));
+        }
+    }
+    values
 }
 
 /// Say on stderr, once per drover process whatever the number of tasks, which secrets are
@@ -118,6 +166,24 @@ pub(super) fn redact_report(report: &mut TaskReport, redactor: &Redactor) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literal_credential_headers_are_secrets_too() {
+        let text = "servers:\n  docs:\n    url: http://h/mcp\n    headers: { Authorization: \"Bearer ghp_literal0123456789\", X-Api-Key: k3y-literal-value, Accept-Language: en }\n";
+        let mcp: crate::spec::McpSpec = serde_saphyr::from_str(text).unwrap();
+        let values: Vec<String> = credential_headers(&mcp.servers)
+            .into_iter()
+            .map(|(_, value)| value)
+            .collect();
+        assert_eq!(
+            values,
+            [
+                "ghp_literal0123456789",
+                "Bearer ghp_literal0123456789",
+                "k3y-literal-value"
+            ]
+        );
+    }
 
     #[test]
     fn mcp_credentials_are_the_variables_headers_and_secret_env_entries_name() {

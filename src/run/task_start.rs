@@ -274,7 +274,7 @@ pub(super) fn record_start(
     if let Some(message) = armed.commands.unavailable.clone() {
         return Err(Halt::Early(EndReason::SandboxUnavailable, message));
     }
-    record_mcp_servers(&armed.mcp, report, transcript)?;
+    record_mcp_servers(&armed.mcp, redactor, report, transcript)?;
     if let Some(expected) = &plan.expected_fingerprint
         && expected != fingerprint
     {
@@ -298,6 +298,7 @@ pub(super) fn record_start(
 /// task before any model request, an optional one is left out with a warning.
 fn record_mcp_servers(
     mcp: &McpSession,
+    redactor: &Redactor,
     report: &mut TaskReport,
     transcript: &mut TranscriptWriter,
 ) -> Result<(), Halt> {
@@ -343,9 +344,12 @@ fn record_mcp_servers(
                 if server.required {
                     unavailable.push(format!("{}: {why}", server.server));
                 } else {
+                    // `why` quotes the server's stderr, which may hold a secret.
                     eprintln!(
-                        "drover: warning: {}: optional MCP server {} did not start, its tools are not offered: {why}",
-                        report.name, server.server
+                        "drover: warning: {}: optional MCP server {} did not start, its tools are not offered: {}",
+                        report.name,
+                        server.server,
+                        redactor.redact(why)
                     );
                 }
                 Event::McpServer {

@@ -14,7 +14,7 @@ use crate::tools::Registry;
 use super::sandbox::task_commands;
 use super::spec_checks::{mcp_servers, rule_set};
 use super::task_error::TaskError;
-use super::task_redaction::mcp_credential_vars;
+use super::task_redaction::{mcp_credential_vars, redactor_with_mcp};
 use crate::spec::SpecError;
 
 /// A tool as the task would offer it, with what the policy knows of it.
@@ -44,6 +44,8 @@ pub(crate) enum ListingError {
     },
     #[error(transparent)]
     Task(#[from] TaskError),
+    #[error("the MCP servers cannot be started: {0}")]
+    Sandbox(String),
 }
 
 /// List the tools `loaded` would offer. Its MCP servers start as they would for the
@@ -64,7 +66,14 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
     let mut session = McpSession::default();
     if !servers.is_empty() {
         let mut commands = task_commands(loaded, &rules, &workspace, true).await?;
+        if let Some(reason) = commands.unavailable.take() {
+            return Err(ListingError::Sandbox(reason));
+        }
         commands.env.withheld.extend(mcp_credential_vars(&servers));
+        commands
+            .env
+            .withheld
+            .extend(loaded.spec.model.value.api_key_env.iter().cloned());
         let limits = loaded
             .spec
             .mcp
@@ -109,7 +118,22 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
             })
         })
         .collect();
-    let servers = session.reports.clone();
+    // Why a server did not start quotes its stderr, which may hold a secret.
+    let redactor = redactor_with_mcp(
+        None,
+        &loaded.spec.env.pass,
+        mcp_credential_vars(&servers),
+        &servers,
+    );
+    let mut reports = session.reports.clone();
+    for report in &mut reports {
+        if let Err(why) = &mut report.outcome {
+            *why = redactor.redact_owned(std::mem::take(why));
+        }
+    }
     session.shutdown().await;
-    Ok(ToolListing { tools, servers })
+    Ok(ToolListing {
+        tools,
+        servers: reports,
+    })
 }
