@@ -503,6 +503,7 @@ fn structured_content_that_breaks_the_output_schema_is_an_error_result() {
     let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
     let started = events(&lines, "mcp_server")[0];
     assert_eq!(started["protocol_version"], "2025-11-25", "{started}");
+    // get.forecast is on the second page of tools/list: the cursor was followed.
     let renamed = started["tools"]
         .as_array()
         .unwrap()
