@@ -225,12 +225,13 @@ impl From<ProviderArg> for crate::spec::Provider {
 /// `NAME=URL` for `--mcp-url`.
 fn parse_mcp_url(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
-        Some((name, url)) if !name.is_empty() => match reqwest::Url::parse(url) {
-            Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {
-                Ok((name.to_string(), url.to_string()))
+        // The same checks as a spec's `url:`.
+        Some((name, url)) if !name.is_empty() => {
+            match crate::mcp::endpoint_problem(url, &Default::default()) {
+                None => Ok((name.to_string(), url.to_string())),
+                Some(problem) => Err(problem),
             }
-            _ => Err(format!("{url:?} is not an http:// or https:// URL")),
-        },
+        }
         _ => Err(format!(
             "expected NAME=URL, as in docs=http://127.0.0.1:3001/mcp, not {text:?}"
         )),

@@ -6,15 +6,14 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::exit;
-use crate::run::{ListedTool, list_tools};
+use crate::run::{ListedTool, list_builtin_tools, list_tools};
 use crate::spec;
-use crate::tools::Registry;
 
 /// List the tools; with `spec`, start its MCP servers to list theirs. A required server
 /// that does not start makes the listing incomplete: exit 3, as the task would.
 pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
     let (tools, failed_required) = match spec_path {
-        None => match builtin() {
+        None => match list_builtin_tools() {
             Ok(tools) => (tools, false),
             Err(error) => {
                 eprintln!("drover: internal error: {error}");
@@ -89,23 +88,6 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
     } else {
         exit::PASSED
     }
-}
-
-/// The built-in tools, as listed.
-fn builtin() -> Result<Vec<ListedTool>, crate::tools::RegistryError> {
-    let registry = Registry::builtin()?;
-    Ok(registry
-        .definitions()
-        .into_iter()
-        .filter_map(|definition| {
-            let facts = registry.facts(&definition.name)?;
-            Some(ListedTool {
-                definition,
-                facts: facts.clone(),
-                mcp: None,
-            })
-        })
-        .collect())
 }
 
 /// A tool's Anthropic-format definition; an MCP tool's also names its server and its

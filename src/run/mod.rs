@@ -34,7 +34,7 @@ use futures::StreamExt;
 pub(crate) use plan_error::PlanError;
 pub(crate) use replay::{ReplayOptions, plan_replay};
 pub(crate) use task::{ModelSource, TaskPlan, run_task, unfinished_report};
-pub(crate) use tool_listing::{ListedTool, list_tools};
+pub(crate) use tool_listing::{ListedTool, list_builtin_tools, list_tools};
 
 use crate::model::remote::RemoteConfig;
 use crate::record::junit::junit_xml;

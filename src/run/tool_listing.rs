@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::mcp::{McpSession, ServerReport, Setup as McpSetup};
+use crate::mcp::{McpSession, OfferedName, ServerReport, Setup as McpSetup};
 use crate::message::ToolDefinition;
 use crate::policy::{Policy, ToolFacts};
 use crate::spec::LoadedSpec;
@@ -23,6 +23,31 @@ pub(crate) struct ListedTool {
     pub facts: ToolFacts,
     /// The MCP server it comes from, and the tool's own name there.
     pub mcp: Option<(String, String)>,
+}
+
+/// The registry's tools as listed; those in `offered` are MCP tools.
+fn listed(registry: &Registry, offered: &[OfferedName]) -> Vec<ListedTool> {
+    registry
+        .definitions()
+        .into_iter()
+        .filter_map(|definition| {
+            let facts = registry.facts(&definition.name)?.clone();
+            let mcp = offered
+                .iter()
+                .find(|name| name.name == definition.name)
+                .map(|name| (name.server.clone(), name.tool.clone()));
+            Some(ListedTool {
+                definition,
+                facts,
+                mcp,
+            })
+        })
+        .collect()
+}
+
+/// The built-in tools, as listed.
+pub(crate) fn list_builtin_tools() -> Result<Vec<ListedTool>, crate::tools::RegistryError> {
+    Ok(listed(&Registry::builtin()?, &[]))
 }
 
 /// The task's offered tools, and how starting each MCP server went.
@@ -101,23 +126,7 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
         }
     }
     registry.retain(|facts| policy.withholds(facts).is_none());
-    let offered = session.offered_names();
-    let tools = registry
-        .definitions()
-        .into_iter()
-        .filter_map(|definition| {
-            let facts = registry.facts(&definition.name)?;
-            let mcp = offered
-                .iter()
-                .find(|name| name.name == definition.name)
-                .map(|name| (name.server.clone(), name.tool.clone()));
-            Some(ListedTool {
-                definition,
-                facts: facts.clone(),
-                mcp,
-            })
-        })
-        .collect();
+    let tools = listed(&registry, &session.offered_names());
     // Why a server did not start quotes its stderr, which may hold a secret.
     let redactor = redactor_with_mcp(
         None,
