@@ -27,6 +27,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("model", 3),
     // The tools, which describe themselves to the policy.
     ("tools", 4),
+    // Hooks: user commands at points of the loop, run like the agent's commands.
+    ("hooks", 4),
     // The loop.
     ("agent", 5),
     ("mcp", 5),

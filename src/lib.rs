@@ -12,6 +12,7 @@ pub mod cli;
 mod commands;
 mod digest;
 pub mod exit;
+mod hooks;
 mod http_client;
 mod mcp;
 mod message;

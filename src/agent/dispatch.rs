@@ -32,28 +32,29 @@ pub(super) struct Verdict {
     pub reason: String,
 }
 
-/// Look the call up, validate its input and ask the policy. Returns the outcome and,
-/// when the policy was asked, its verdict (for the transcript).
-pub(super) fn prepare(
-    call: &Call,
-    registry: &Registry,
-    policy: &Policy,
-    cwd: &std::path::Path,
-) -> (Prepared, Option<Verdict>) {
-    let failed = |message: String| (Prepared::Done(ToolOutput::error(message)), None);
+/// Look the call up and validate its input: the parsed call, or the error result the
+/// model gets instead.
+pub(super) fn parse(call: &Call, registry: &Registry) -> Result<Box<dyn ToolCall>, ToolOutput> {
     // A provider keeps tool input JSON it could not parse as a string (see
     // model::anthropic_stream::tool_input): tell the model, which can send it again.
     if let (Some(_), Value::String(raw)) = (registry.facts(&call.name), &call.input) {
         let shown: String = raw.chars().take(2000).collect();
-        return failed(format!(
+        return Err(ToolOutput::error(format!(
             "InputValidationError: the input to {} was not valid JSON (it may have been cut off): {shown}\nCall {} again with its input as one JSON object.",
             call.name, call.name
-        ));
+        )));
     }
-    let parsed = match registry.prepare(&call.name, call.input.clone()) {
-        Ok(parsed) => parsed,
-        Err(error) => return failed(error.to_string()),
-    };
+    registry
+        .prepare(&call.name, call.input.clone())
+        .map_err(|error| ToolOutput::error(error.to_string()))
+}
+
+/// Ask the policy about a parsed call.
+pub(super) fn judge(
+    parsed: Box<dyn ToolCall>,
+    policy: &Policy,
+    cwd: &std::path::Path,
+) -> (Prepared, Verdict) {
     let decision = policy.decide_in(&parsed.facts(), cwd);
     let verdict = Verdict {
         allowed: decision.allowed,
@@ -61,7 +62,7 @@ pub(super) fn prepare(
         reason: decision.reason.clone(),
     };
     if decision.allowed {
-        (Prepared::Run(parsed, decision.target), Some(verdict))
+        (Prepared::Run(parsed, decision.target), verdict)
     } else {
         let rule = decision
             .rule
@@ -71,7 +72,7 @@ pub(super) fn prepare(
             "Permission denied by {rule}: {}. This task's policy does not allow this call; do not retry it unchanged, choose another way.",
             decision.reason
         );
-        (Prepared::Done(ToolOutput::error(message)), Some(verdict))
+        (Prepared::Done(ToolOutput::error(message)), verdict)
     }
 }
 

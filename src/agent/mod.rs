@@ -2,32 +2,35 @@
 //! model ends its turn or a limit ends the run. Every step is a transcript event,
 //! written before the loop moves on.
 
+mod calls;
 mod dispatch;
+mod end_turn;
+mod hooked;
 mod limits;
+mod output;
 mod prompt;
 mod respond;
+mod session;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use dispatch::Call;
+pub(crate) use output::{OutputSchema, STRUCTURED_OUTPUT};
 pub(crate) use prompt::system_prompt;
+pub(crate) use session::Session;
 
-use crate::message::{
-    ContentBlock, Message, ModelResponse, Role, StopReason, ToolDefinition, Usage,
-};
+use crate::message::{Message, ModelResponse, Role, StopReason, Usage};
 use crate::model::pricing::cost;
-use crate::model::{Model, ModelError, ModelRequest, RetryNotice};
+use crate::model::{Model, ModelError, ModelRequest, OutputMode};
 use crate::policy::Policy;
-use crate::record::transcript::{Decision, TranscriptError};
+use crate::record::transcript::TranscriptError;
 use crate::record::{Denial, EndReason, Event, Redactor, TranscriptWriter};
 use crate::spec::Pricing;
-use crate::tools::{InternalFault, Registry, ToolContext, ToolOutput};
-use dispatch::Prepared;
+use crate::tools::{Registry, ToolContext, ToolOutput};
 
 /// The limits and inputs of one loop.
 #[derive(Debug, Clone, Default)]
@@ -45,6 +48,8 @@ pub(crate) struct AgentConfig {
     /// Cancelled when drover is interrupted (SIGINT/SIGTERM): the loop stops at once,
     /// cancelling the request or tools in flight, and ends with reason `interrupted`.
     pub interrupt: CancellationToken,
+    /// `output.schema`: the final answer must be a JSON value valid against it.
+    pub output: Option<std::sync::Arc<OutputSchema>>,
 }
 
 /// Recorded tool results a replay is expected to reproduce, by tool_use id.
@@ -86,22 +91,8 @@ pub(crate) struct Agent<'a> {
     pub replay: Option<ReplayExpectations>,
     /// Secret values taken out of every tool result before it is recorded or sent.
     pub redactor: &'a Redactor,
-}
-
-/// Mutable state of one run of the loop.
-struct State {
-    messages: Vec<Message>,
-    turns: u32,
-    usage: Usage,
-    final_text: String,
-    denials: Vec<Denial>,
-    drifts: u32,
-    /// Calls the policy allowed, by tool name.
-    calls: std::collections::BTreeMap<String, u64>,
-    /// The tools offered, the same in every request.
-    tools: Vec<ToolDefinition>,
-    /// Where the provider reports its retries (taken once: the receiver is the model's).
-    notices: Option<UnboundedReceiver<RetryNotice>>,
+    /// The task's hooks (none: every event passes).
+    pub hooks: &'a crate::hooks::Hooks,
 }
 
 /// Why tool dispatch ended the run, with a message for people.
@@ -112,17 +103,12 @@ fn run_cost(config: &AgentConfig, usage: &Usage) -> Option<f64> {
     config.pricing.map(|pricing| cost(usage, &pricing))
 }
 
-/// When the loop started and when it must end.
-#[derive(Clone, Copy)]
-struct Clock {
-    started: Instant,
-    deadline: Option<Instant>,
-}
-
 /// What a model turn asks of the loop next.
 enum Next {
     /// Run these tool calls, then ask the model again.
     Calls(Vec<Call>),
+    /// The model ended its turn: see whether it may stop.
+    EndTurn(Stop),
     /// Ask the model again (`pause_turn`: a server-side tool paused the turn).
     Ask,
     /// The loop ends.
@@ -130,61 +116,103 @@ enum Next {
 }
 
 impl Agent<'_> {
-    /// Run the loop to its end. An error means the transcript could not be written: the
-    /// run cannot be trusted and the caller reports an internal error.
-    pub(crate) async fn run(
-        &mut self,
-        config: &AgentConfig,
-    ) -> Result<LoopOutcome, TranscriptError> {
+    /// A new conversation for this task: the prompt, the tools, the clock started.
+    pub(crate) fn begin(&mut self, config: &AgentConfig) -> Session {
         let started = Instant::now();
-        let clock = Clock {
+        let clock = session::Clock {
             started,
             deadline: config.timeout.map(|t| started + t),
         };
-        let mut state = State {
-            messages: vec![Message::user_text(config.prompt.clone())],
-            turns: 0,
-            usage: Usage::default(),
-            final_text: String::new(),
-            denials: Vec::new(),
-            drifts: 0,
-            calls: Default::default(),
-            tools: self.registry.definitions(),
-            notices: self.model.retry_notices(),
+        let mut tools = self.registry.definitions();
+        if let Some(schema) = &config.output
+            && self.model.output_mode() == OutputMode::Tool
+        {
+            tools.push(schema.tool());
+        }
+        Session::new(
+            config.prompt.clone(),
+            tools,
+            self.model.retry_notices(),
+            clock,
+        )
+    }
+
+    /// Run the loop until it ends (or, for a session sent back to work, until it ends
+    /// again). An error means the transcript could not be written: the run cannot be
+    /// trusted and the caller reports an internal error.
+    pub(crate) async fn run(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+    ) -> Result<LoopOutcome, TranscriptError> {
+        let opening = if session.opened {
+            None
+        } else {
+            self.open(config, session).await?
         };
-        let (reason, message) = loop {
-            let response = match self.request_turn(config, clock, &mut state).await? {
-                Ok(response) => response,
-                Err(stop) => break stop,
-            };
-            let calls = match self.take_turn(response, config, &mut state)? {
-                Next::Calls(calls) => calls,
-                Next::Ask => continue,
-                Next::Stop(stop) => break stop,
-            };
-            match self
-                .dispatch(&calls, clock.deadline, &config.interrupt, &mut state)
-                .await?
-            {
-                Some((EndReason::Timeout, _)) => {
-                    break limits::timeout(config, clock.started, state.turns);
-                }
-                Some((EndReason::Interrupted, _)) => break interrupted(state.turns),
-                Some(stop) => break stop,
-                None => {}
-            }
+        let (reason, message) = match opening {
+            Some(stop) => stop,
+            None => self.turns(config, session).await?,
         };
         Ok(LoopOutcome {
             reason,
             message,
-            turns: state.turns,
-            usage: state.usage,
-            cost_usd: run_cost(config, &state.usage),
-            final_text: state.final_text,
-            denials: state.denials,
-            calls: state.calls,
-            drifts: state.drifts,
+            turns: session.turns,
+            usage: session.usage,
+            cost_usd: run_cost(config, &session.usage),
+            final_text: session.final_text.clone(),
+            denials: session.denials.clone(),
+            calls: session.calls.clone(),
+            drifts: session.drifts,
         })
+    }
+
+    /// Model turn, tool calls, model turn … until something ends the loop.
+    async fn turns(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+    ) -> Result<Stop, TranscriptError> {
+        loop {
+            let response = match self.request_turn(config, session).await? {
+                Ok(response) => response,
+                Err(stop) => return Ok(stop),
+            };
+            let calls = match self.take_turn(response, config, session)? {
+                Next::Calls(calls) => calls,
+                Next::Ask => continue,
+                Next::EndTurn(stop) => match self.at_end_turn(config, session, stop).await? {
+                    Some(stop) => return Ok(stop),
+                    None => continue,
+                },
+                Next::Stop(stop) => return Ok(stop),
+            };
+            let answered = session.output.is_some();
+            match self.dispatch(&calls, config, session).await? {
+                Some((EndReason::Timeout, _)) => {
+                    return Ok(limits::timeout(
+                        config,
+                        session.clock.started,
+                        session.turns,
+                    ));
+                }
+                Some((EndReason::Interrupted, _)) => return Ok(interrupted(session.turns)),
+                Some(stop) => return Ok(stop),
+                None => {}
+            }
+            // A valid StructuredOutput call is the model's last word: the loop ends as
+            // if it had ended its turn.
+            if !answered && session.output.is_some() {
+                let turn = session.turns;
+                let done = (
+                    EndReason::EndTurn,
+                    format!("the model gave its final answer in turn {turn}"),
+                );
+                if let Some(stop) = self.at_end_turn(config, session, done).await? {
+                    return Ok(stop);
+                }
+            }
+        }
     }
 
     /// Ask the model for its next turn, unless a limit or a signal ends the loop first
@@ -192,38 +220,46 @@ impl Agent<'_> {
     async fn request_turn(
         &mut self,
         config: &AgentConfig,
-        clock: Clock,
-        state: &mut State,
+        session: &mut Session,
     ) -> Result<Result<ModelResponse, Stop>, TranscriptError> {
+        let clock = session.clock;
         if config.interrupt.is_cancelled() {
-            return Ok(Err(interrupted(state.turns)));
+            return Ok(Err(interrupted(session.turns)));
         }
         let spent = limits::Spent {
-            turns: state.turns,
-            usage: &state.usage,
-            cost_usd: run_cost(config, &state.usage),
+            turns: session.turns,
+            usage: &session.usage,
+            cost_usd: run_cost(config, &session.usage),
         };
         if let Some(stop) = limits::before_request(config, clock.started, &spent) {
             return Ok(Err(stop));
         }
+        let text_schema = config
+            .output
+            .as_ref()
+            .filter(|_| self.model.output_mode() == OutputMode::Text)
+            .map(|schema| &schema.schema);
         let request = ModelRequest {
             system: &config.system,
-            messages: &state.messages,
-            tools: &state.tools,
+            messages: &session.messages,
+            tools: &session.tools,
+            tool_choice: session.force_output.then_some(STRUCTURED_OUTPUT),
+            output_schema: text_schema,
         };
         let answer = respond::respond_recorded(
             &mut *self.model,
-            &mut state.notices,
+            &mut session.notices,
             &mut *self.transcript,
             request,
         );
         let answer = match bounded(clock.deadline, &config.interrupt, answer).await {
             Bounded::TimedOut => {
-                return Ok(Err(limits::timeout(config, clock.started, state.turns)));
+                return Ok(Err(limits::timeout(config, clock.started, session.turns)));
             }
-            Bounded::Interrupted => return Ok(Err(interrupted(state.turns))),
+            Bounded::Interrupted => return Ok(Err(interrupted(session.turns))),
             Bounded::Done(answer) => answer?,
         };
+        session.force_output = false;
         Ok(answer.map_err(|error| match error {
             ModelError::ReplayExhausted { turn } => (
                 EndReason::ReplayDrift,
@@ -244,12 +280,12 @@ impl Agent<'_> {
         &mut self,
         response: ModelResponse,
         config: &AgentConfig,
-        state: &mut State,
+        session: &mut Session,
     ) -> Result<Next, TranscriptError> {
-        state.turns += 1;
-        state.usage.add(&response.usage);
+        session.turns += 1;
+        session.usage.add(&response.usage);
         self.transcript.write(Event::ModelResponse {
-            turn: state.turns,
+            turn: session.turns,
             content: response.content.clone(),
             stop_reason: response.stop_reason,
             usage: response.usage,
@@ -257,7 +293,7 @@ impl Agent<'_> {
         })?;
         let text = response.text();
         if !text.is_empty() {
-            state.final_text = text;
+            session.final_text = text;
         }
         let calls: Vec<Call> = response
             .tool_calls()
@@ -268,11 +304,11 @@ impl Agent<'_> {
             })
             .collect();
         let stop_reason = response.stop_reason;
-        state.messages.push(Message {
+        session.messages.push(Message {
             role: Role::Assistant,
             content: response.content,
         });
-        let turn = state.turns;
+        let turn = session.turns;
         Ok(match stop_reason {
             StopReason::MaxTokens => Next::Stop((
                 EndReason::MaxTokens,
@@ -286,151 +322,21 @@ impl Agent<'_> {
             )),
             _ if !calls.is_empty() => Next::Calls(calls),
             StopReason::PauseTurn => Next::Ask,
-            _ => Next::Stop((
+            _ => Next::EndTurn((
                 EndReason::EndTurn,
                 format!("the model ended its turn after {turn} turns"),
             )),
         })
     }
+}
 
-    /// Run one turn's tool calls and append their results as the next user message.
-    async fn dispatch(
-        &mut self,
-        calls: &[Call],
-        deadline: Option<Instant>,
-        interrupt: &CancellationToken,
-        state: &mut State,
-    ) -> Result<Option<Stop>, TranscriptError> {
-        let mut results: Vec<ContentBlock> = Vec::with_capacity(calls.len());
-        let mut stop = None;
-        for range in dispatch::batches(calls, self.registry) {
-            let mut prepared = Vec::new();
-            for call in &calls[range] {
-                self.transcript.write(Event::ToolCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    input: call.input.clone(),
-                })?;
-                let (outcome, verdict) = if stop.is_some() {
-                    (
-                        Prepared::Done(cancelled(
-                            stop.as_ref().map_or(EndReason::Timeout, |(r, _)| *r),
-                        )),
-                        None,
-                    )
-                } else {
-                    dispatch::prepare(call, self.registry, self.policy, &self.ctx.shell.current())
-                };
-                if let Some(verdict) = verdict {
-                    self.transcript.write(Event::Permission {
-                        tool_use_id: call.id.clone(),
-                        decision: if verdict.allowed {
-                            Decision::Allow
-                        } else {
-                            Decision::Deny
-                        },
-                        rule: verdict.rule.clone(),
-                        reason: verdict.reason.clone(),
-                    })?;
-                    if verdict.allowed {
-                        *state.calls.entry(call.name.clone()).or_default() += 1;
-                    } else {
-                        state.denials.push(dispatch::denial(call, &verdict));
-                    }
-                }
-                prepared.push((call.clone(), outcome));
-            }
-            let batch: Vec<Call> = prepared.iter().map(|(call, _)| call.clone()).collect();
-            let execution = dispatch::execute(prepared, &self.ctx);
-            let (executed, why) = match bounded(deadline, interrupt, execution).await {
-                Bounded::Done(executed) => (executed, None),
-                Bounded::TimedOut => (Vec::new(), Some(EndReason::Timeout)),
-                Bounded::Interrupted => (Vec::new(), Some(EndReason::Interrupted)),
-            };
-            let executed = match why {
-                None => executed,
-                Some(reason) => {
-                    stop = Some((reason, String::new()));
-                    batch
-                        .into_iter()
-                        .map(|call| dispatch::Executed {
-                            call,
-                            output: cancelled(reason),
-                            duration: Duration::ZERO,
-                            fault: None,
-                        })
-                        .collect()
-                }
-            };
-            for dispatch::Executed {
-                call,
-                output,
-                duration,
-                fault,
-            } in executed
-            {
-                if let Some(fault) = fault {
-                    let reason = match fault {
-                        InternalFault::Drover { .. } => EndReason::InternalError,
-                        InternalFault::Unavailable { .. } => EndReason::McpUnavailable,
-                    };
-                    stop.get_or_insert((reason, fault.to_string()));
-                }
-                // A command can print drover's own environment (`/proc/$PPID/environ`) or
-                // a key file: what the transcript records and the model reads is the
-                // same text, with every secret value replaced.
-                // An image holding a secret value (a file of secrets dressed as a GIF)
-                // is dropped whole: binary data cannot be redacted in place.
-                let mut content = self.redactor.redact_owned(output.content);
-                let mut images = output.images;
-                let before = images.len();
-                images.retain(|image| {
-                    image
-                        .bytes()
-                        .is_some_and(|bytes| !self.redactor.finds_in(&bytes))
-                });
-                if images.len() < before {
-                    content.push_str(&format!(
-                        "\n\n[{} image(s) withheld: they hold a secret value]",
-                        before - images.len()
-                    ));
-                }
-                let output = ToolOutput {
-                    content,
-                    images,
-                    ..output
-                };
-                self.transcript.write(Event::ToolResult {
-                    tool_use_id: call.id.clone(),
-                    is_error: output.is_error,
-                    content: output.content.clone(),
-                    images: output.images.clone(),
-                    duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-                })?;
-                if let Some(drift) = self.check_replay(&call, &output, state)? {
-                    stop.get_or_insert(drift);
-                }
-                results.push(ContentBlock::ToolResult {
-                    tool_use_id: call.id,
-                    content: output.content,
-                    is_error: output.is_error,
-                    images: output.images,
-                });
-            }
-        }
-        state.messages.push(Message {
-            role: Role::User,
-            content: results,
-        });
-        Ok(stop)
-    }
-
+impl Agent<'_> {
     /// Compare a replayed result with the recording.
     fn check_replay(
         &mut self,
         call: &Call,
         output: &ToolOutput,
-        state: &mut State,
+        session: &mut Session,
     ) -> Result<Option<Stop>, TranscriptError> {
         let Some(replay) = &self.replay else {
             return Ok(None);
@@ -449,7 +355,7 @@ impl Agent<'_> {
             expected: expected_text,
             actual: output.content.clone(),
         })?;
-        state.drifts += 1;
+        session.drifts += 1;
         Ok(strict.then(|| {
             (
                 EndReason::ReplayDrift,

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::*;
+use crate::message::ContentBlock;
+use crate::model::RetryNotice;
 use crate::policy::RuleSet;
 
 /// A model that answers with the queued responses, announcing the queued retry notices

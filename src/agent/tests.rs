@@ -140,6 +140,7 @@ pub(super) async fn run_loop(
     let path = workspace.join("t.jsonl");
     let mut transcript = TranscriptWriter::create(&path).unwrap();
     let redactor = Redactor::default();
+    let hooks = crate::hooks::Hooks::none();
     let mut agent = Agent {
         model,
         registry,
@@ -148,12 +149,14 @@ pub(super) async fn run_loop(
         transcript: &mut transcript,
         replay: None,
         redactor: &redactor,
+        hooks: &hooks,
     };
     let config = AgentConfig {
         prompt: "p".into(),
         ..AgentConfig::default()
     };
-    let outcome = agent.run(&config).await.unwrap();
+    let mut session = agent.begin(&config);
+    let outcome = agent.run(&config, &mut session).await.unwrap();
     let events = std::fs::read_to_string(&path)
         .unwrap()
         .lines()

@@ -100,6 +100,9 @@ pub(crate) fn request_body(
     if !request.tools.is_empty() {
         body["tools"] = tools(request.tools);
     }
+    if let Some(name) = request.tool_choice {
+        body["tool_choice"] = json!({"type": "tool", "name": name});
+    }
     body["messages"] = messages(request.messages);
     body
 }
@@ -305,6 +308,8 @@ mod tests {
             system: "be good",
             messages: &messages,
             tools: &tools,
+            tool_choice: None,
+            output_schema: None,
         };
         let body = request_body("claude-x", 1000, Some(0.0), &request);
         assert_eq!(body["stream"], true);

@@ -30,6 +30,19 @@ pub(crate) struct ModelRequest<'a> {
     pub system: &'a str,
     pub messages: &'a [Message],
     pub tools: &'a [ToolDefinition],
+    /// The tool the model must call this turn (the final `StructuredOutput`).
+    pub tool_choice: Option<&'a str>,
+    /// The final answer's JSON Schema, for providers that constrain the text to it.
+    pub output_schema: Option<&'a serde_json::Value>,
+}
+
+/// How a provider gives a final answer that must match a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OutputMode {
+    /// As the input of a `StructuredOutput` tool call (forced with `tool_choice`).
+    Tool,
+    /// As the final text, constrained by the provider's JSON response format.
+    Text,
 }
 
 /// Why a model could not produce a turn.
@@ -61,6 +74,10 @@ pub(crate) trait Model: Send {
     /// over once; the agent writes each notice to the transcript as it arrives).
     fn retry_notices(&mut self) -> Option<tokio::sync::mpsc::UnboundedReceiver<RetryNotice>> {
         None
+    }
+    /// How this provider gives a schema-valid final answer.
+    fn output_mode(&self) -> OutputMode {
+        OutputMode::Tool
     }
     /// Produce the next assistant turn for the conversation so far.
     async fn respond(&mut self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError>;

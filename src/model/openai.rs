@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::openai_stream::OpenAiStream;
 use super::remote::RemoteConfig;
 use super::transport::{RetryNotice, Transport};
-use super::{Model, ModelError, ModelRequest};
+use super::{Model, ModelError, ModelRequest, OutputMode};
 use crate::message::{ContentBlock, Message, ModelResponse, Role};
 
 pub(crate) struct OpenAiModel {
@@ -24,6 +24,15 @@ pub(crate) struct OpenAiModel {
     transport: Transport,
     notices: Option<UnboundedReceiver<RetryNotice>>,
     turn: u32,
+    /// Whether to send `response_format` (until the server refuses it once).
+    response_format: bool,
+}
+
+/// Whether a provider error is a refusal of `response_format` (a 400 that names it).
+fn refuses_response_format(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    (lower.starts_with("http 400") || lower.starts_with("http 422"))
+        && (lower.contains("response_format") || lower.contains("json_schema"))
 }
 
 impl OpenAiModel {
@@ -44,6 +53,7 @@ impl OpenAiModel {
             transport,
             notices: Some(notices),
             turn: 0,
+            response_format: true,
         }
     }
 }
@@ -62,15 +72,48 @@ impl Model for OpenAiModel {
         self.notices.take()
     }
 
+    fn output_mode(&self) -> OutputMode {
+        OutputMode::Text
+    }
+
     async fn respond(&mut self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
         self.turn += 1;
-        let body = request_body(&self.name, self.max_tokens, self.temperature, &request);
+        let schema = request.output_schema.filter(|_| self.response_format);
+        let request = ModelRequest {
+            output_schema: schema,
+            ..request
+        };
         let tag = self.turn.to_string();
-        self.transport
+        let body = request_body(&self.name, self.max_tokens, self.temperature, &request);
+        let sent = self
+            .transport
             .send(body.to_string().into_bytes(), || {
                 OpenAiStream::new(tag.clone())
             })
-            .await
+            .await;
+        match sent {
+            // A server without JSON response formats refuses the request: the schema is
+            // still in the system prompt and the final text is parsed and validated.
+            Err(ModelError::Provider(message))
+                if schema.is_some() && refuses_response_format(&message) =>
+            {
+                self.response_format = false;
+                eprintln!(
+                    "drover: warning: the server refused response_format json_schema ({message}); asking again without it: the final text is parsed and validated by drover"
+                );
+                let request = ModelRequest {
+                    output_schema: None,
+                    ..request
+                };
+                let body = request_body(&self.name, self.max_tokens, self.temperature, &request);
+                self.transport
+                    .send(body.to_string().into_bytes(), || {
+                        OpenAiStream::new(tag.clone())
+                    })
+                    .await
+            }
+            sent => sent,
+        }
     }
 }
 
@@ -114,6 +157,12 @@ pub(crate) fn request_body(
             })
             .collect();
         body["tools"] = Value::Array(tools);
+    }
+    if let Some(schema) = request.output_schema {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {"name": "final_answer", "schema": schema, "strict": false},
+        });
     }
     body
 }
@@ -236,6 +285,8 @@ mod tests {
             system: "sys",
             messages: &messages,
             tools: &tools,
+            tool_choice: None,
+            output_schema: None,
         };
         let body = request_body("gpt-x", 500, None, &request);
         assert_eq!(body["stream_options"]["include_usage"], true);

@@ -59,6 +59,15 @@ impl Model for ReplayModel {
         &self.provider
     }
 
+    /// The recording's provider decides how its final answer was given.
+    fn output_mode(&self) -> super::OutputMode {
+        if self.provider == "replay:openai" {
+            super::OutputMode::Text
+        } else {
+            super::OutputMode::Tool
+        }
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

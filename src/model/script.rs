@@ -95,6 +95,8 @@ mod tests {
             system: "",
             messages: &[],
             tools: &[],
+            tool_choice: None,
+            output_schema: None,
         }
     }
 

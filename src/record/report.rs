@@ -57,6 +57,11 @@ pub(crate) enum EndReason {
     SetupFailed,
     /// A required MCP server did not start; the agent never ran.
     McpUnavailable,
+    /// The final answer was not valid against `output.schema` after it was sent back
+    /// twice.
+    InvalidOutput,
+    /// A hook ended the run (`continue: false`, or a blocked prompt).
+    HookStopped,
 }
 
 impl EndReason {
@@ -91,6 +96,8 @@ impl EndReason {
             EndReason::Interrupted => "interrupted",
             EndReason::SetupFailed => "setup_failed",
             EndReason::McpUnavailable => "mcp_unavailable",
+            EndReason::InvalidOutput => "invalid_output",
+            EndReason::HookStopped => "hook_stopped",
         }
     }
 }
@@ -187,6 +194,19 @@ pub(crate) struct TaskReport {
     /// The task's MCP servers: how each started and how many calls its tools got.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<McpServerReport>,
+    /// Rounds of the agent loop (`retry.max_attempts`); the status is the last one's.
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// Hook commands run (or, in a replay, answered from the recording).
+    #[serde(default)]
+    pub hook_runs: u64,
+    /// The final answer, valid against `output.schema` (also in `output.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One MCP server of a task, for summary.json.

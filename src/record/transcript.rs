@@ -54,6 +54,9 @@ pub(crate) enum Event {
         /// corrupt ordinary text (a dummy key `x`): names and reasons, never values.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         redaction_skipped: Vec<crate::record::redact::SkippedSecret>,
+        /// `output:`'s schema as the run used it (so a replay needs no schema file).
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        output_schema: Value,
     },
     ModelResponse {
         turn: u32,
@@ -135,6 +138,47 @@ pub(crate) enum Event {
         tools: Vec<McpToolName>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+    },
+    /// A round of the agent loop begins (`retry.max_attempts`); from the second on,
+    /// `failed` names what failed and `message` is what the agent was sent.
+    Attempt {
+        attempt: u32,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        failed: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// One hook command ran (or, in a replay, its recorded answer was given again).
+    Hook {
+        event: String,
+        matcher: String,
+        command: String,
+        exit_code: Option<i32>,
+        #[serde(default)]
+        timed_out: bool,
+        duration_ms: u64,
+        /// `block`, `stop`, `deny`, `ask`, `allow`, `defer`, `error` or `none`.
+        decision: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_use_id: Option<String>,
+        /// What the hook printed (redacted), from which a replay reads its answer again.
+        #[serde(default)]
+        stdout: String,
+        #[serde(default)]
+        stderr: String,
+    },
+    /// A message drover itself added to the conversation as the user: a Stop hook's
+    /// reason, failed checks, an invalid final answer, hook context.
+    UserMessage { source: String, text: String },
+    /// The final answer checked against `output.schema`.
+    Output {
+        valid: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<Value>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        errors: Vec<String>,
     },
     RunEnd {
         status: crate::record::Status,

@@ -1,6 +1,7 @@
 //! Running tasks: planning every task before any starts (so bad input fails fast and
 //! nothing half-runs), running them, and writing the run-wide reports.
 
+mod attempts;
 mod checks;
 mod conflicts;
 mod expect;
@@ -166,9 +167,16 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
     };
     let rules = spec_checks::rule_set(&spec)?;
     let mcp_servers = spec_checks::mcp_servers(&spec)?;
+    let (hooks, notes) = spec_checks::task_hooks(&spec)?;
+    for note in notes {
+        eprintln!("drover: note: {}: {note}", spec.name());
+    }
+    let output_schema = spec_checks::output_schema(&spec)?;
     Ok(TaskPlan {
         rules,
         mcp_servers,
+        hooks,
+        output_schema,
         replayed_mcp_tools: Vec::new(),
         mcp_vars: crate::mcp::VarSource::Environment,
         max_turns: overrides

@@ -70,6 +70,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         workspace_sha256,
         task,
         max_turns,
+        output_schema,
         ..
     }) = events.first().cloned()
     else {
@@ -161,6 +162,9 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     Ok(TaskPlan {
         rules,
         mcp_servers,
+        // Hooks are not run in a replay: their recorded answers are given again.
+        hooks: Default::default(),
+        output_schema: (!output_schema.is_null()).then_some(output_schema),
         mcp_vars: crate::mcp::VarSource::Only(options.mcp_env.iter().cloned().collect()),
         replayed_mcp_tools,
         max_turns,

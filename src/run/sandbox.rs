@@ -26,6 +26,10 @@ pub(super) struct TaskCommands {
     pub unavailable: Option<String>,
     /// The private `TMPDIR`, removed when the task ends.
     _tmpdir: TempDir,
+    /// Where hooks' inputs are written for them to read: made before the sandbox so its
+    /// read grants cover it, and outside everything the agent's commands may write, so
+    /// nothing the agent runs can change what a hook is shown.
+    hook_dir: TempDir,
 }
 
 /// What a `sandbox:` value says: None for off, else the network and the limits.
@@ -88,6 +92,11 @@ fn setup_caches() -> Vec<PathBuf> {
 }
 
 impl TaskCommands {
+    /// The directory hooks' inputs are written to (see the field).
+    pub(super) fn hook_dir(&self) -> &Path {
+        self.hook_dir.path()
+    }
+
     /// The environment a check runs with: the task's scrubbed environment and private
     /// `TMPDIR`, and its sandbox unless the check's own `sandbox:` says otherwise (a
     /// check runs code the agent wrote, so it is confined like the agent by default).
@@ -170,6 +179,10 @@ pub(super) async fn task_commands(
         .prefix(&crate::workspace::leftovers::temp_prefix("tmp"))
         .tempdir()
         .map_err(TaskError::TempDir)?;
+    let hook_dir = tempfile::Builder::new()
+        .prefix(&crate::workspace::leftovers::temp_prefix("hooks"))
+        .tempdir()
+        .map_err(TaskError::TempDir)?;
     let tmp_path = tmpdir
         .path()
         .canonicalize()
@@ -214,6 +227,7 @@ pub(super) async fn task_commands(
             summary: json!({"enabled": false}),
             unavailable: None,
             _tmpdir: tmpdir,
+            hook_dir,
         });
     }
     let summary = policy.summary();
@@ -234,6 +248,7 @@ pub(super) async fn task_commands(
         summary,
         unavailable,
         _tmpdir: tmpdir,
+        hook_dir,
     })
 }
 

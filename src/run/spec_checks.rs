@@ -7,8 +7,11 @@ use std::collections::BTreeMap;
 
 use crate::model::pricing;
 use crate::policy::RuleSet;
+use serde_json::Value;
+
 use crate::spec::{
-    LoadedSpec, McpServerSpec, Position, SpecError, server_problem, servers_of_claude_config,
+    HooksSpec, LoadedSpec, McpServerSpec, Position, SpecError, hooks_of_claude_settings,
+    hooks_problem, server_problem, servers_of_claude_config,
 };
 
 /// Every spec's problems, in order; empty when all are fine.
@@ -20,7 +23,92 @@ pub(crate) fn check_all(specs: &[LoadedSpec]) -> Vec<SpecError> {
 pub(crate) fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
     rule_set(loaded)?;
     mcp_servers(loaded)?;
+    task_hooks(loaded)?;
+    output_schema(loaded)?;
     budget_is_priced(loaded)
+}
+
+/// The spec's file `name` names, relative to the spec file.
+fn beside_spec(loaded: &LoadedSpec, name: &str) -> std::path::PathBuf {
+    loaded
+        .path
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(name)
+}
+
+/// The task's hooks: `hooks:` and those of the settings file `hooks_from:` names (each
+/// event's entries after the spec's own), with notes on what a settings file had that
+/// does not run headless.
+pub(crate) fn task_hooks(loaded: &LoadedSpec) -> Result<(HooksSpec, Vec<String>), SpecError> {
+    let mut hooks = loaded
+        .spec
+        .hooks
+        .as_ref()
+        .map(|h| h.value.clone())
+        .unwrap_or_default();
+    let Some(from) = &loaded.spec.hooks_from else {
+        return Ok((hooks, Vec::new()));
+    };
+    let invalid = |message: String| SpecError::Invalid {
+        position: Position::at(&loaded.path, Some(from.referenced)),
+        message,
+    };
+    let path = beside_spec(loaded, &from.value);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| invalid(format!("hooks_from: cannot read {}: {e}", path.display())))?;
+    let (from_file, notes) = hooks_of_claude_settings(&text)
+        .map_err(|e| invalid(format!("hooks_from {}: {e}", path.display())))?;
+    if let Some(problem) = hooks_problem(&from_file) {
+        return Err(invalid(format!("hooks_from {}: {problem}", path.display())));
+    }
+    for (event, entries) in from_file {
+        hooks.entry(event).or_default().extend(entries);
+    }
+    let notes = notes
+        .into_iter()
+        .map(|note| format!("hooks_from {}: {note}", path.display()))
+        .collect();
+    Ok((hooks, notes))
+}
+
+/// `output:`'s schema (inline or from `schema_file`), compiled once to prove it is a
+/// schema; None when the task has no `output:`.
+pub(crate) fn output_schema(loaded: &LoadedSpec) -> Result<Option<Value>, SpecError> {
+    let Some(output) = &loaded.spec.output else {
+        return Ok(None);
+    };
+    let invalid = |message: String| SpecError::Invalid {
+        position: Position::at(&loaded.path, Some(output.referenced)),
+        message,
+    };
+    let schema = match (&output.value.schema, &output.value.schema_file) {
+        (Some(schema), _) => schema.clone(),
+        (None, Some(file)) => {
+            let path = beside_spec(loaded, file);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                invalid(format!(
+                    "output.schema_file: cannot read {}: {e}",
+                    path.display()
+                ))
+            })?;
+            serde_json::from_str(&text).map_err(|e| {
+                invalid(format!(
+                    "output.schema_file {}: not valid JSON: {e}",
+                    path.display()
+                ))
+            })?
+        }
+        (None, None) => return Err(invalid("output: give `schema` or `schema_file`".into())),
+    };
+    if !(schema.is_object() || schema.is_boolean()) {
+        return Err(invalid(
+            "output: the schema must be a JSON object (or true/false)".into(),
+        ));
+    }
+    crate::tools::schema_validator(&schema)
+        .map_err(|e| invalid(format!("output: the schema does not compile: {e}")))?;
+    Ok(Some(schema))
 }
 
 /// The task's MCP servers: those of `mcp.servers` and of the `.mcp.json` that

@@ -51,6 +51,10 @@ pub(crate) struct TaskPlan {
     /// Where `${VAR}` in MCP servers' `env:`/`headers:` takes values from: drover's
     /// environment for a run, only the `--mcp-env` variables for a replay.
     pub mcp_vars: crate::mcp::VarSource,
+    /// The task's hooks (`hooks:` and `hooks_from:`'s), checked when it was planned.
+    pub hooks: crate::spec::HooksSpec,
+    /// `output:`'s schema, read and compiled when the task was planned.
+    pub output_schema: Option<serde_json::Value>,
     pub model: ModelSource,
     pub max_turns: Option<u32>,
     /// The workspace as the task starts from it.
@@ -156,6 +160,9 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         artifacts_dir: artifacts.join(plan.spec.name()),
         redacted: 0,
         mcp_servers: Vec::new(),
+        attempts: 1,
+        hook_runs: 0,
+        output: None,
     }
 }
 
@@ -274,12 +281,24 @@ async fn steps(
         model: model.as_mut(),
         replay,
         interrupt: interrupt.clone(),
+        task_dir,
     };
-    let (outcome, commands) =
+    let rounds =
         task_end::run_agent(&plan, &started, armed, inputs, redactor, report, transcript).await?;
-    let changes = task_end::diff(&started, task_dir, redactor, report)?;
+    let (changes, evaluation) = match rounds.settled {
+        Some((changes, evaluation)) => (changes, Some(evaluation)),
+        None => (task_end::diff(&started, task_dir, redactor, report)?, None),
+    };
     let (reason, message) = task_end::judge(
-        &plan, &started, &commands, outcome, &changes, interrupt, redactor, report, transcript,
+        &plan,
+        &started,
+        &rounds.commands,
+        (rounds.outcome, evaluation),
+        &changes,
+        interrupt,
+        redactor,
+        report,
+        transcript,
     )
     .await?;
     finish(transcript, redactor, report, reason, message)?;

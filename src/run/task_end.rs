@@ -2,18 +2,22 @@
 //! judged (every command stopped, the worktree's git link restored), the diff, and the
 //! checks and expectations that decide how the task ended.
 
+use std::collections::VecDeque;
 use std::path::Path;
 
-use super::checks::{failure_summary, run_check};
-use super::expect;
+use super::attempts::{Evaluation, evaluate, feedback};
 use super::sandbox::TaskCommands;
-use super::task::{Interrupt, TaskPlan};
+use super::task::{Interrupt, ModelSource, TaskPlan};
 use super::task_error::TaskError;
 use super::task_start::{Armed, Started};
-use crate::agent::{Agent, AgentConfig, LoopOutcome, ReplayExpectations, system_prompt};
+use crate::agent::{
+    Agent, AgentConfig, LoopOutcome, OutputSchema, ReplayExpectations, system_prompt,
+};
+use crate::hooks::{HookCommand, HookEntry, HookSession, Hooks};
 use crate::model::Model;
 use crate::model::pricing;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
+use crate::spec::{DEFAULT_HOOK_TIMEOUT_SECS, HookMatcher};
 use crate::tools::ToolContext;
 use crate::workspace::RelPath;
 use crate::workspace::atomic::write_atomic;
@@ -23,11 +27,23 @@ pub(super) struct LoopInputs<'a> {
     pub model: &'a mut dyn Model,
     pub replay: Option<ReplayExpectations>,
     pub interrupt: Interrupt,
+    /// Where the task's artifacts are being written (the transcript hooks are shown).
+    pub task_dir: &'a Path,
 }
 
-/// Run the agent loop, then make the workspace still: every command the agent started
-/// stopped and gone, the worktree's `.git` file restored. The report gets the loop's
-/// turns, usage, final text, denials and todos.
+/// How the loop's rounds ended: the last round's outcome and, when that round was
+/// already judged (an earlier round under `retry:` whose checks passed), its diff and
+/// evaluation, which stand.
+pub(super) struct Rounds {
+    pub outcome: LoopOutcome,
+    pub commands: TaskCommands,
+    pub settled: Option<(Changes, Evaluation)>,
+}
+
+/// Run the agent loop, as many rounds as `retry.max_attempts` allows while checks
+/// fail, then make the workspace still: every command the agent started stopped and
+/// gone, the worktree's `.git` file restored. The report gets the loop's turns, usage,
+/// final text, denials, todos, attempts, hook runs and final answer.
 pub(super) async fn run_agent(
     plan: &TaskPlan,
     started: &Started,
@@ -36,7 +52,7 @@ pub(super) async fn run_agent(
     redactor: &Redactor,
     report: &mut TaskReport,
     transcript: &mut TranscriptWriter,
-) -> Result<(LoopOutcome, TaskCommands), TaskError> {
+) -> Result<Rounds, TaskError> {
     let Armed {
         policy,
         registry,
@@ -45,7 +61,20 @@ pub(super) async fn run_agent(
         mcp,
     } = armed;
     let workspace = &started.workspace;
-    let config = loop_config(plan, &workspace.dir, inputs.model, report, inputs.interrupt);
+    let config = loop_config(
+        plan,
+        &workspace.dir,
+        inputs.model,
+        report,
+        inputs.interrupt.clone(),
+    );
+    let hooks = task_hooks(
+        plan,
+        &commands,
+        &workspace.dir,
+        inputs.task_dir,
+        &report.name,
+    )?;
     let mut ctx = ToolContext::with_env(workspace.dir.clone(), commands.env.clone())
         .with_additional(&plan.spec.additional_directories())
         .with_hidden(policy.hidden_filter());
@@ -60,8 +89,82 @@ pub(super) async fn run_agent(
         transcript,
         replay: inputs.replay,
         redactor,
+        hooks: &hooks,
     };
-    let outcome = agent.run(&config).await;
+    let mut session = agent.begin(&config);
+    let max_attempts = plan
+        .spec
+        .spec
+        .retry
+        .as_ref()
+        .map_or(1, |r| r.value.max_attempts);
+    let mut recorded = recorded_attempts(plan);
+    let mut attempt = 1;
+    let mut settled = None;
+    let outcome = loop {
+        if max_attempts > 1
+            && attempt == 1
+            && let Err(error) = agent.transcript.write(Event::Attempt {
+                attempt,
+                failed: Vec::new(),
+                message: None,
+            })
+        {
+            break Err(error);
+        }
+        let outcome = match agent.run(&config, &mut session).await {
+            Ok(outcome) => outcome,
+            Err(error) => break Err(error),
+        };
+        if attempt >= max_attempts || outcome.reason != EndReason::EndTurn {
+            break Ok(outcome);
+        }
+        // Another round may follow: judge this one as the last would be judged.
+        let (failed, message) = match recorded.as_mut() {
+            Some(recorded) => match recorded.pop_front() {
+                Some(next) => next,
+                None => break Ok(outcome),
+            },
+            None => {
+                settle(&agent.ctx, &commands, workspace, report).await?;
+                let changes = diff(started, inputs.task_dir, redactor, report)?;
+                let evaluation = evaluate(
+                    plan,
+                    started,
+                    &commands,
+                    &changes,
+                    &config.interrupt,
+                    redactor,
+                    agent.transcript,
+                )
+                .await?;
+                if evaluation.passed() || evaluation.interrupted.is_some() {
+                    settled = Some((changes, evaluation));
+                    break Ok(outcome);
+                }
+                let names = evaluation
+                    .checks
+                    .iter()
+                    .filter(|c| !c.passed)
+                    .map(|c| c.name.clone())
+                    .collect();
+                (names, feedback(&evaluation, attempt + 1, max_attempts))
+            }
+        };
+        attempt += 1;
+        if let Err(error) = agent.transcript.write(Event::Attempt {
+            attempt,
+            failed,
+            message: Some(message.clone()),
+        }) {
+            break Err(error);
+        }
+        session.push_user_text(message);
+    };
+    if let Ok(outcome) = &outcome {
+        // SessionEnd: the agent's work is over, whatever comes next.
+        agent.close(&config, &session, outcome.reason).await?;
+    }
     // Nothing the agent started may outlive the loop, change the workspace while the
     // diff is taken, or race the checks: stop every command and server and wait until
     // they are gone.
@@ -76,6 +179,49 @@ pub(super) async fn run_agent(
         })
         .collect();
     mcp.shutdown().await;
+    settle(&agent.ctx, &commands, workspace, report).await?;
+    let outcome = outcome?;
+    report.turns = outcome.turns;
+    report.usage = outcome.usage;
+    report.cost_usd = outcome.cost_usd;
+    report.final_text = outcome.final_text.clone();
+    report.denials = outcome.denials.clone();
+    report.todos = agent.ctx.todos();
+    report.attempts = attempt;
+    report.hook_runs = hooks.count();
+    report.output = session.output().cloned();
+    if let Some(value) = &report.output {
+        let path = inputs.task_dir.join("output.json");
+        let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+        text.push('\n');
+        let text = redactor.redact_owned(text);
+        write_atomic(&path, text.as_bytes()).map_err(|source| TaskError::Write { path, source })?;
+    }
+    for summary in &mut report.mcp_servers {
+        let names = offered.iter().find(|(server, _)| *server == summary.name);
+        summary.calls = names.map_or(0, |(_, names)| {
+            names
+                .iter()
+                .filter_map(|name| outcome.calls.get(name))
+                .sum()
+        });
+    }
+    Ok(Rounds {
+        outcome,
+        commands,
+        settled,
+    })
+}
+
+/// Stop every command the agent started and wait until they are gone, then restore the
+/// worktree's git link: the workspace is still for a diff or a check.
+async fn settle(
+    ctx: &ToolContext,
+    commands: &TaskCommands,
+    workspace: &super::prepare::PreparedWorkspace,
+    report: &TaskReport,
+) -> Result<(), TaskError> {
+    ctx.stop_background();
     let tracker = &commands.env.tracker;
     if !tracker
         .stop_all_and_wait(crate::sandbox::exec::STOP_GRACE * 2)
@@ -92,23 +238,81 @@ pub(super) async fn run_agent(
             report.name
         );
     }
-    let outcome = outcome?;
-    report.turns = outcome.turns;
-    report.usage = outcome.usage;
-    report.cost_usd = outcome.cost_usd;
-    report.final_text = outcome.final_text.clone();
-    report.denials = outcome.denials.clone();
-    report.todos = agent.ctx.todos();
-    for summary in &mut report.mcp_servers {
-        let names = offered.iter().find(|(server, _)| *server == summary.name);
-        summary.calls = names.map_or(0, |(_, names)| {
-            names
-                .iter()
-                .filter_map(|name| outcome.calls.get(name))
-                .sum()
-        });
+    Ok(())
+}
+
+/// A replay's rounds follow the recording: the failures and message of each recorded
+/// round after the first (None for a live run: checks decide).
+fn recorded_attempts(plan: &TaskPlan) -> Option<VecDeque<(Vec<String>, String)>> {
+    let ModelSource::Replay { events, .. } = &plan.model else {
+        return None;
+    };
+    Some(
+        events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Attempt {
+                    failed,
+                    message: Some(message),
+                    ..
+                } => Some((failed.clone(), message.clone())),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// The task's hooks, ready to run: each with its own command environment (the task's
+/// sandbox unless it says otherwise). A replay gives the recorded answers again and
+/// runs nothing.
+fn task_hooks(
+    plan: &TaskPlan,
+    commands: &TaskCommands,
+    workspace: &Path,
+    task_dir: &Path,
+    task: &str,
+) -> Result<Hooks, TaskError> {
+    if let ModelSource::Replay { events, .. } = &plan.model {
+        return Ok(Hooks::recorded(events));
     }
-    Ok((outcome, commands))
+    if plan.hooks.is_empty() {
+        return Ok(Hooks::none());
+    }
+    let mut entries = Vec::new();
+    for (event, matchers) in &plan.hooks {
+        for entry in matchers {
+            let text = entry.matcher.clone().unwrap_or_default();
+            // Checked when the spec was loaded; a matcher that fails now matches all.
+            let compiled = HookMatcher::new(&text).unwrap_or(HookMatcher::All);
+            let mut hooks = Vec::new();
+            for hook in &entry.hooks {
+                hooks.push(HookCommand {
+                    command: hook.command.clone(),
+                    timeout: std::time::Duration::from_secs(
+                        hook.timeout.unwrap_or(DEFAULT_HOOK_TIMEOUT_SECS),
+                    ),
+                    env: commands.for_sandbox(hook.sandbox.as_ref())?,
+                });
+            }
+            entries.push(HookEntry {
+                event: *event,
+                matcher: text,
+                compiled,
+                hooks,
+            });
+        }
+    }
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let session = HookSession {
+        session_id: format!("{task}-{}-{millis}", std::process::id()),
+        transcript_path: task_dir.join("transcript.jsonl"),
+        cwd: workspace.to_path_buf(),
+        task: task.to_string(),
+        io_dir: commands.hook_dir().to_path_buf(),
+    };
+    Ok(Hooks::live(entries, session))
 }
 
 /// The loop's limits and prompts; warns when the model's price is unknown.
@@ -132,8 +336,18 @@ fn loop_config(
             unknown_price(&report.model)
         );
     }
+    let output = plan
+        .output_schema
+        .clone()
+        .and_then(OutputSchema::new)
+        .map(std::sync::Arc::new);
+    let mut system = system_prompt(workspace, plan.spec.spec.system.as_deref());
+    if let Some(schema) = &output {
+        system.push_str("\n\n");
+        system.push_str(&schema.instructions(model.output_mode()));
+    }
     AgentConfig {
-        system: system_prompt(workspace, plan.spec.spec.system.as_deref()),
+        system,
         prompt: plan.spec.spec.prompt.clone(),
         max_turns: plan.max_turns,
         timeout: crate::spec::TimeoutLimit::effective(limits.timeout),
@@ -141,6 +355,7 @@ fn loop_config(
         max_tokens: limits.max_tokens.as_ref().map(|l| l.value),
         pricing: prices,
         interrupt,
+        output,
     }
 }
 
@@ -202,9 +417,9 @@ pub(super) fn write_diff(task_dir: &Path, patch: &[u8]) -> Result<(), TaskError>
     write_atomic(&path, patch).map_err(|source| TaskError::Write { path, source })
 }
 
-/// Run the checks and expectations after a loop that ended on its own, and say how the
-/// task ended: the loop's reason unless a check failed (`checks_failed`) or a signal
-/// stopped a check (`interrupted`).
+/// Run the checks and expectations after a loop that ended on its own (unless the
+/// last round was judged already), and say how the task ended: the loop's reason unless
+/// a check failed (`checks_failed`) or a signal stopped a check (`interrupted`).
 #[expect(
     clippy::too_many_arguments,
     reason = "the task's parts, each used once"
@@ -213,65 +428,40 @@ pub(super) async fn judge(
     plan: &TaskPlan,
     started: &Started,
     commands: &TaskCommands,
-    outcome: LoopOutcome,
+    rounds: (LoopOutcome, Option<Evaluation>),
     changes: &Changes,
     interrupt: Interrupt,
     redactor: &Redactor,
     report: &mut TaskReport,
     transcript: &mut TranscriptWriter,
 ) -> Result<(EndReason, String), TaskError> {
+    let (outcome, settled) = rounds;
     let (mut reason, mut message) = (outcome.reason, outcome.message);
     if runs_checks(reason) {
-        // Checks get the agent's scrubbed environment and, unless a check says otherwise,
-        // its sandbox: they run code the agent wrote.
-        for check in &plan.spec.spec.checks {
-            let check_env = commands.for_check(check)?;
-            // A signal stops the check at once (dropping it kills its processes) and the
-            // task ends interrupted: a cancelled job never reports a pass.
-            let result = tokio::select! {
-                result = run_check(check, &started.workspace.dir, &check_env, redactor) => result,
-                () = interrupt.cancelled() => {
-                    reason = EndReason::Interrupted;
-                    message = format!(
-                        "interrupted while check \"{}\" ran; it was stopped and the checks after it did not run",
-                        check.name
-                    );
-                    break;
-                }
-            };
-            transcript.write(Event::check(&result))?;
-            report.checks.push(result);
-        }
-        let mut failed: Vec<String> = report
-            .checks
-            .iter()
-            .filter(|c| !c.passed)
-            .map(failure_summary)
-            .collect();
-        if reason == EndReason::Interrupted {
-            // The stopped check's processes are gone before the reports say so.
-            commands
-                .env
-                .tracker
-                .stop_all_and_wait(crate::sandbox::exec::STOP_GRACE * 2)
-                .await;
-        }
-        // Expectations are reported like checks and fail the task like them.
-        if let Some(expectations) = &plan.spec.spec.expect
-            && reason != EndReason::Interrupted
-        {
-            for result in expect::evaluate(expectations, &changes.paths) {
-                transcript.write(Event::check(&result))?;
-                if !result.passed {
-                    failed.push(expect::failure_summary(&result));
-                }
-                report.checks.push(result);
+        let evaluation = match settled {
+            Some(evaluation) => evaluation,
+            None => {
+                evaluate(
+                    plan, started, commands, changes, &interrupt, redactor, transcript,
+                )
+                .await?
             }
-        }
-        if reason == EndReason::EndTurn && !failed.is_empty() {
+        };
+        report.checks = evaluation.checks;
+        if let Some(why) = evaluation.interrupted {
+            reason = EndReason::Interrupted;
+            message = why;
+        } else if reason == EndReason::EndTurn && !evaluation.failed.is_empty() {
             reason = EndReason::ChecksFailed;
-            message = failed.join("; ");
+            message = evaluation.failed.join("; ");
         }
+    }
+    if report.attempts > 1 {
+        message = format!(
+            "{message} (attempt {} of {})",
+            report.attempts,
+            max_attempts(plan)
+        );
     }
     if !changes.unreadable.is_empty() {
         message = format!(
@@ -284,6 +474,14 @@ pub(super) async fn judge(
         message = format!("{message} ({})", unknown_price(&report.model));
     }
     Ok((reason, message))
+}
+
+fn max_attempts(plan: &TaskPlan) -> u32 {
+    plan.spec
+        .spec
+        .retry
+        .as_ref()
+        .map_or(1, |r| r.value.max_attempts)
 }
 
 /// Checks say something useful after any loop that ran to a stop of its own; after a

@@ -270,6 +270,7 @@ pub(super) fn record_start(
         max_turns: plan.max_turns,
         sandbox: armed.commands.summary.clone(),
         redaction_skipped: redactor.skipped().to_vec(),
+        output_schema: plan.output_schema.clone().unwrap_or_default(),
     })?;
     if let Some(message) = armed.commands.unavailable.clone() {
         return Err(Halt::Early(EndReason::SandboxUnavailable, message));

@@ -320,6 +320,7 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
             message: "limits.max_turns must be at least 1".into(),
         });
     }
+    extensions_are_valid(path, spec)?;
     for (list, what) in [(&spec.checks, "checks"), (&spec.setup, "setup steps")] {
         let mut seen = HashMap::new();
         for step in list {
@@ -333,6 +334,40 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
                 });
             }
         }
+    }
+    Ok(())
+}
+
+/// `retry:`, `output:` and `hooks:` say something drover can do.
+fn extensions_are_valid(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
+    let at = |location| Position::at(path, Some(location));
+    if let Some(retry) = &spec.retry {
+        let attempts = retry.value.max_attempts;
+        if !(1..=super::MAX_ATTEMPTS).contains(&attempts) {
+            return Err(SpecError::Invalid {
+                position: at(retry.referenced),
+                message: format!(
+                    "retry.max_attempts must be between 1 and {}, not {attempts}",
+                    super::MAX_ATTEMPTS
+                ),
+            });
+        }
+    }
+    if let Some(output) = &spec.output
+        && let Some(message) = super::output::output_problem(&output.value)
+    {
+        return Err(SpecError::Invalid {
+            position: at(output.referenced),
+            message,
+        });
+    }
+    if let Some(hooks) = &spec.hooks
+        && let Some(message) = super::hooks_problem(&hooks.value)
+    {
+        return Err(SpecError::Invalid {
+            position: at(hooks.referenced),
+            message,
+        });
     }
     Ok(())
 }

@@ -3,9 +3,11 @@
 
 mod connection;
 mod expect;
+mod hooks;
 mod limits;
 mod load;
 mod mcp;
+mod output;
 mod pricing;
 mod types;
 
@@ -13,11 +15,16 @@ pub(crate) use connection::{RetrySpec, TimeoutsSpec};
 #[cfg(test)]
 pub(crate) use expect::FilesChangedExpectation;
 pub(crate) use expect::{Expectations, PathGlob};
+pub(crate) use hooks::{
+    DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,
+    hooks_problem,
+};
 pub(crate) use limits::LimitsSpec;
 pub(crate) use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
 pub(crate) use mcp::{
     McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config,
 };
+pub(crate) use output::MAX_ATTEMPTS;
 pub(crate) use pricing::Pricing;
 pub(crate) use types::{
     CheckSpec, Isolation, ModelSpec, PermissionMode, Permissions, Provider, SandboxSpec,

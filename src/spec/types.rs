@@ -52,6 +52,18 @@ pub(crate) struct TaskSpec {
     /// MCP servers whose tools join the built-in ones.
     #[serde(default)]
     pub mcp: Option<Spanned<super::mcp::McpSpec>>,
+    /// Failed checks sent back to the agent: `{ max_attempts: N }`.
+    #[serde(default)]
+    pub retry: Option<Spanned<super::output::AttemptsSpec>>,
+    /// The final answer as a JSON value valid against a schema.
+    #[serde(default)]
+    pub output: Option<Spanned<super::output::OutputSpec>>,
+    /// Claude Code-compatible hooks.
+    #[serde(default)]
+    pub hooks: Option<Spanned<super::hooks::HooksSpec>>,
+    /// A Claude Code settings file (relative to the spec file) whose `hooks` join these.
+    #[serde(default)]
+    pub hooks_from: Option<Spanned<String>>,
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.

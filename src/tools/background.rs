@@ -218,8 +218,14 @@ impl BackgroundShells {
     /// Kill every background shell still running and refuse new ones. The run calls this
     /// when the agent loop ends, so checks never race a leftover server or watcher.
     pub(crate) fn shutdown(&self) {
-        let mut inner = self.lock();
-        inner.shut_down = true;
+        self.lock().shut_down = true;
+        self.stop_running();
+    }
+
+    /// Kill every background shell still running, still taking new ones: between two
+    /// rounds of a task (its checks run in between, and nothing may race them).
+    pub(crate) fn stop_running(&self) {
+        let inner = self.lock();
         for (_, shell) in inner.shells.values() {
             let mut status = lock_status(&shell.status);
             if *status == ShellStatus::Running {

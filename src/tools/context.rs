@@ -124,4 +124,10 @@ impl ToolContext {
     pub(crate) fn shutdown(&self) {
         self.background.shutdown();
     }
+
+    /// Kill every background shell still running, but keep taking new ones (between
+    /// two rounds of the loop).
+    pub(crate) fn stop_background(&self) {
+        self.background.stop_running();
+    }
 }

@@ -36,6 +36,9 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         artifacts_dir: PathBuf::from("drover-artifacts").join(name),
         redacted: 0,
         mcp_servers: Vec::new(),
+        attempts: 1,
+        hook_runs: 0,
+        output: None,
     }
 }
 

@@ -268,8 +268,24 @@ pub(crate) fn spawn_shell(
     extra_env: &[(&str, &OsStr)],
     env: &CommandEnv,
 ) -> std::io::Result<Spawned> {
+    spawn_shell_with(command, cwd, extra_env, env, false).map(|(spawned, _)| spawned)
+}
+
+/// [`spawn_shell`], with stderr on a pipe of its own (returned) when `split_stderr`.
+fn spawn_shell_with(
+    command: &str,
+    cwd: &Path,
+    extra_env: &[(&str, &OsStr)],
+    env: &CommandEnv,
+    split_stderr: bool,
+) -> std::io::Result<(Spawned, Option<std::io::PipeReader>)> {
     let (reader, writer) = std::io::pipe()?;
-    let writer_err = writer.try_clone()?;
+    let (err_reader, writer_err) = if split_stderr {
+        let (err_reader, err_writer) = std::io::pipe()?;
+        (Some(err_reader), err_writer)
+    } else {
+        (None, writer.try_clone()?)
+    };
     let mut cmd = env.bash(command);
     let lifeline = if env.sandbox.is_some() {
         let (lifeline_reader, lifeline) = std::io::pipe()?;
@@ -297,12 +313,13 @@ pub(crate) fn spawn_shell(
         requested: std::sync::atomic::AtomicBool::new(false),
     });
     let token = env.tracker.register(&stopper);
-    Ok(Spawned {
+    let spawned = Spawned {
         child: Some(child),
         reader: Some(reader),
         stopper,
         token: Some(token),
-    })
+    };
+    Ok((spawned, err_reader))
 }
 
 /// A started command: its launcher (or shell), its output pipe and how to stop it. If
@@ -430,6 +447,46 @@ pub(crate) async fn run_shell_with_env(
     run_spawned(spawn_shell(command, cwd, extra_env, env)?, timeout).await
 }
 
+/// How a command with separate stdout and stderr ended (a hook's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SplitOutcome {
+    /// None when killed by a signal or the timeout.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// [`run_shell_with_env`] with stdout and stderr kept apart and stdin read from the file
+/// `input` (a hook's JSON): the file is opened by the shell itself, as its first
+/// redirection, because the launcher's own stdin is the command's lifeline.
+pub(crate) async fn run_shell_split(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    extra_env: &[(&str, &OsStr)],
+    env: &CommandEnv,
+    input: &Path,
+) -> std::io::Result<SplitOutcome> {
+    let script = format!("exec 0<\"$DROVER_HOOK_INPUT\" || exit 1\n{command}");
+    let mut all_env: Vec<(&str, &OsStr)> = extra_env.to_vec();
+    all_env.push(("DROVER_HOOK_INPUT", input.as_os_str()));
+    let (spawned, err_reader) = spawn_shell_with(&script, cwd, &all_env, env, true)?;
+    let stderr = Arc::new(Mutex::new(Capture::default()));
+    let err_task = err_reader.map(|reader| pump(reader, Arc::clone(&stderr)));
+    let outcome = run_spawned(spawned, timeout).await?;
+    if let Some(task) = err_task {
+        let _ = tokio::time::timeout(DRAIN_GRACE, task).await;
+    }
+    let stderr = lock(&stderr).render();
+    Ok(SplitOutcome {
+        exit_code: outcome.exit_code,
+        timed_out: outcome.timed_out,
+        stdout: outcome.output,
+        stderr,
+    })
+}
+
 async fn run_spawned(mut spawned: Spawned, timeout: Duration) -> std::io::Result<ShellOutcome> {
     let capture = Arc::new(Mutex::new(Capture::default()));
     let reader_task = spawned
@@ -476,6 +533,26 @@ mod tests {
         )
         .await
         .unwrap()
+    }
+
+    #[tokio::test]
+    async fn split_runs_read_stdin_from_the_file_and_keep_stderr_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.json");
+        std::fs::write(&input, "{\"a\":1}").unwrap();
+        let out = run_shell_split(
+            "cat; echo oops >&2; exit 2",
+            dir.path(),
+            Duration::from_secs(10),
+            &[],
+            &CommandEnv::default(),
+            &input,
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.exit_code, Some(2));
+        assert_eq!(out.stdout, "{\"a\":1}");
+        assert_eq!(out.stderr, "oops\n");
     }
 
     #[tokio::test]

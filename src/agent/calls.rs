@@ -1,0 +1,383 @@
+//! One turn's tool calls, in the loop: each recorded, parsed, shown to PreToolUse hooks,
+//! judged by the policy, run (read-only batches together), shown to PostToolUse hooks,
+//! redacted, recorded, and answered. The final answer's `StructuredOutput` call is
+//! checked against the output schema instead of run.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::dispatch::{self, Call, Prepared, Verdict};
+use super::end_turn::Verdict as AnswerVerdict;
+use super::session::Session;
+use super::{Agent, AgentConfig, Bounded, STRUCTURED_OUTPUT, Stop, bounded, cancelled};
+use crate::hooks::Permission;
+use crate::message::{ContentBlock, Message, Role};
+use crate::model::OutputMode;
+use crate::record::transcript::{Decision, TranscriptError};
+use crate::record::{EndReason, Event};
+use crate::spec::HookEvent;
+use crate::tools::{InternalFault, ToolOutput};
+
+/// A prepared call and what PreToolUse hooks want the model told with its result.
+struct Ready {
+    call: Call,
+    outcome: Prepared,
+    context: Vec<String>,
+}
+
+impl Agent<'_> {
+    /// Run one turn's tool calls and append their results as the next user message.
+    pub(super) async fn dispatch(
+        &mut self,
+        calls: &[Call],
+        config: &AgentConfig,
+        session: &mut Session,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        let mut results: Vec<ContentBlock> = Vec::with_capacity(calls.len());
+        let mut stop: Option<Stop> = None;
+        for range in dispatch::batches(calls, self.registry) {
+            let mut ready = Vec::new();
+            for call in &calls[range] {
+                self.transcript.write(Event::ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                })?;
+                let prepared = match &stop {
+                    Some((reason, _)) => Ready {
+                        call: call.clone(),
+                        outcome: Prepared::Done(cancelled(*reason)),
+                        context: Vec::new(),
+                    },
+                    None => self.prepare(call, config, session, &mut stop).await?,
+                };
+                ready.push(prepared);
+            }
+            let ran: HashSet<String> = ready
+                .iter()
+                .filter(|r| matches!(r.outcome, Prepared::Run(..)))
+                .map(|r| r.call.id.clone())
+                .collect();
+            let contexts: Vec<Vec<String>> = ready.iter().map(|r| r.context.clone()).collect();
+            let batch: Vec<Call> = ready.iter().map(|r| r.call.clone()).collect();
+            let prepared = ready.into_iter().map(|r| (r.call, r.outcome)).collect();
+            let execution = dispatch::execute(prepared, &self.ctx);
+            let (executed, why) =
+                match bounded(session.clock.deadline, &config.interrupt, execution).await {
+                    Bounded::Done(executed) => (executed, None),
+                    Bounded::TimedOut => (Vec::new(), Some(EndReason::Timeout)),
+                    Bounded::Interrupted => (Vec::new(), Some(EndReason::Interrupted)),
+                };
+            let executed = match why {
+                None => executed,
+                Some(reason) => {
+                    stop = Some((reason, String::new()));
+                    batch
+                        .into_iter()
+                        .map(|call| dispatch::Executed {
+                            call,
+                            output: cancelled(reason),
+                            duration: Duration::ZERO,
+                            fault: None,
+                        })
+                        .collect()
+                }
+            };
+            for (executed, context) in executed.into_iter().zip(contexts) {
+                let dispatch::Executed {
+                    call,
+                    mut output,
+                    duration,
+                    fault,
+                } = executed;
+                if let Some(fault) = fault {
+                    let reason = match fault {
+                        InternalFault::Drover { .. } => EndReason::InternalError,
+                        InternalFault::Unavailable { .. } => EndReason::McpUnavailable,
+                    };
+                    stop.get_or_insert((reason, fault.to_string()));
+                }
+                if stop.is_none() && ran.contains(&call.id) {
+                    output = self
+                        .after_call(&call, output, duration, config, session, &mut stop)
+                        .await?;
+                }
+                for note in context {
+                    output
+                        .content
+                        .push_str(&format!("\n\n[PreToolUse hook] {note}"));
+                }
+                let output = self.redacted(output);
+                self.transcript.write(Event::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    is_error: output.is_error,
+                    content: output.content.clone(),
+                    images: output.images.clone(),
+                    duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+                })?;
+                if let Some(drift) = self.check_replay(&call, &output, session)? {
+                    stop.get_or_insert(drift);
+                }
+                results.push(ContentBlock::ToolResult {
+                    tool_use_id: call.id,
+                    content: output.content,
+                    is_error: output.is_error,
+                    images: output.images,
+                });
+            }
+        }
+        session.messages.push(Message {
+            role: Role::User,
+            content: results,
+        });
+        Ok(stop)
+    }
+
+    /// A command can print drover's own environment (`/proc/$PPID/environ`) or a key
+    /// file: what the transcript records and the model reads is the same text, with
+    /// every secret value replaced. An image holding a secret value (a file of secrets
+    /// dressed as a GIF) is dropped whole: binary data cannot be redacted in place.
+    fn redacted(&self, output: ToolOutput) -> ToolOutput {
+        let mut content = self.redactor.redact_owned(output.content);
+        let mut images = output.images;
+        let before = images.len();
+        images.retain(|image| {
+            image
+                .bytes()
+                .is_some_and(|bytes| !self.redactor.finds_in(&bytes))
+        });
+        if images.len() < before {
+            content.push_str(&format!(
+                "\n\n[{} image(s) withheld: they hold a secret value]",
+                before - images.len()
+            ));
+        }
+        ToolOutput {
+            content,
+            images,
+            ..output
+        }
+    }
+
+    /// Parse the call, show it to PreToolUse hooks, and judge it (again, when a hook
+    /// rewrote its input). `stop` is set when a hook or a limit ends the run.
+    async fn prepare(
+        &mut self,
+        call: &Call,
+        config: &AgentConfig,
+        session: &mut Session,
+        stop: &mut Option<Stop>,
+    ) -> Result<Ready, TranscriptError> {
+        let done = |call: &Call, output: ToolOutput| Ready {
+            call: call.clone(),
+            outcome: Prepared::Done(output),
+            context: Vec::new(),
+        };
+        if call.name == STRUCTURED_OUTPUT
+            && let Some(schema) = config.output.clone()
+            && self.model.output_mode() == OutputMode::Tool
+        {
+            let value = schema.answer_in_input(&call.input);
+            let errors = schema.errors(&value);
+            if errors.is_empty() {
+                self.transcript.write(Event::Output {
+                    valid: true,
+                    value: Some(value.clone()),
+                    errors: Vec::new(),
+                })?;
+                session.output = Some(value);
+                return Ok(done(call, ToolOutput::ok("Final answer recorded.")));
+            }
+            let message = match self.invalid_answer(session, errors, OutputMode::Tool)? {
+                Some(AnswerVerdict::Fail(failed)) => {
+                    let message = failed.1.clone();
+                    *stop = Some(failed);
+                    message
+                }
+                Some(AnswerVerdict::Again(message)) => message,
+                None => String::new(),
+            };
+            return Ok(done(call, ToolOutput::error(message)));
+        }
+        let mut parsed = match dispatch::parse(call, self.registry) {
+            Ok(parsed) => parsed,
+            Err(output) => return Ok(done(call, output)),
+        };
+        let mut call = call.clone();
+        let mut context = Vec::new();
+        let mut hook_verdict: Option<Verdict> = None;
+        let mut fields = Map::new();
+        fields.insert("tool_name".into(), json!(call.name));
+        fields.insert("tool_input".into(), call.input.clone());
+        fields.insert("tool_use_id".into(), json!(call.id));
+        let answer = self
+            .raise(
+                config,
+                session,
+                HookEvent::PreToolUse,
+                &call.name,
+                Some(&call.id),
+                fields,
+            )
+            .await?;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(halt) => {
+                let output = cancelled(halt.0);
+                *stop = Some(halt);
+                return Ok(done(&call, output));
+            }
+        };
+        context.extend(answer.additional_context.iter().cloned());
+        let hook_says = answer.permission.clone();
+        if let Some(reason) = answer.block_reason() {
+            hook_verdict = Some(hook_denial(format!(
+                "blocked by a PreToolUse hook: {reason}"
+            )));
+        } else if let Some((Permission::Deny | Permission::Ask, why)) = &hook_says {
+            let kind = hook_says.as_ref().map_or("deny", |(p, _)| p.as_str());
+            let why = why.as_deref().unwrap_or("no reason given");
+            let what = if kind == "ask" {
+                format!(
+                    "a PreToolUse hook asked for a person's approval, and nobody can give it in a headless run: {why}"
+                )
+            } else {
+                format!("denied by a PreToolUse hook: {why}")
+            };
+            hook_verdict = Some(hook_denial(self.redactor.redact(&what).into_owned()));
+        } else if let Some(updated) = answer.updated_input.clone() {
+            // The rewritten input is a new call: validated and judged from scratch.
+            let rewritten = Call {
+                input: updated,
+                ..call.clone()
+            };
+            match dispatch::parse(&rewritten, self.registry) {
+                Ok(reparsed) => {
+                    parsed = reparsed;
+                    call = rewritten;
+                }
+                Err(error) => {
+                    hook_verdict = Some(hook_denial(format!(
+                        "a PreToolUse hook rewrote the input to one that is not valid: {}",
+                        error.content
+                    )));
+                }
+            }
+        }
+        let (outcome, verdict) = match hook_verdict {
+            Some(verdict) => {
+                let message = format!(
+                    "Permission denied: {}. Do not retry this call unchanged.",
+                    verdict.reason
+                );
+                (Prepared::Done(ToolOutput::error(message)), verdict)
+            }
+            None => dispatch::judge(parsed, self.policy, &self.ctx.shell.current()),
+        };
+        self.record_verdict(&call, &verdict, session)?;
+        Ok(Ready {
+            call,
+            outcome,
+            context,
+        })
+    }
+
+    fn record_verdict(
+        &mut self,
+        call: &Call,
+        verdict: &Verdict,
+        session: &mut Session,
+    ) -> Result<(), TranscriptError> {
+        self.transcript.write(Event::Permission {
+            tool_use_id: call.id.clone(),
+            decision: if verdict.allowed {
+                Decision::Allow
+            } else {
+                Decision::Deny
+            },
+            rule: verdict.rule.clone(),
+            reason: verdict.reason.clone(),
+        })?;
+        if verdict.allowed {
+            *session.calls.entry(call.name.clone()).or_default() += 1;
+        } else {
+            session.denials.push(dispatch::denial(call, verdict));
+        }
+        Ok(())
+    }
+
+    /// PostToolUse (or PostToolUseFailure, for an error result) for a call that ran:
+    /// hooks may replace what the model sees, add to it, or block with a reason the
+    /// model reads.
+    async fn after_call(
+        &mut self,
+        call: &Call,
+        mut output: ToolOutput,
+        duration: Duration,
+        config: &AgentConfig,
+        session: &mut Session,
+        stop: &mut Option<Stop>,
+    ) -> Result<ToolOutput, TranscriptError> {
+        let event = if output.is_error {
+            HookEvent::PostToolUseFailure
+        } else {
+            HookEvent::PostToolUse
+        };
+        let mut fields = Map::new();
+        fields.insert("tool_name".into(), json!(call.name));
+        fields.insert("tool_input".into(), call.input.clone());
+        fields.insert("tool_use_id".into(), json!(call.id));
+        fields.insert(
+            "duration_ms".into(),
+            json!(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)),
+        );
+        // What the hook is shown is redacted like what the model is shown.
+        let shown = self.redactor.redact(&output.content);
+        if output.is_error {
+            fields.insert("error".into(), json!(shown));
+            fields.insert("is_interrupt".into(), json!(false));
+        } else {
+            fields.insert("tool_response".into(), json!({"content": shown}));
+        }
+        let answer = match self
+            .raise(config, session, event, &call.name, Some(&call.id), fields)
+            .await?
+        {
+            Ok(answer) => answer,
+            Err(halt) => {
+                *stop = Some(halt);
+                return Ok(output);
+            }
+        };
+        let blocked = answer.block_reason();
+        if let Some(updated) = answer.updated_tool_output {
+            output.content = match updated {
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            output.images.clear();
+        }
+        for note in answer.additional_context {
+            output
+                .content
+                .push_str(&format!("\n\n[{} hook] {note}", event.as_str()));
+        }
+        if let Some(reason) = blocked {
+            output
+                .content
+                .push_str(&format!("\n\n[{} hook blocked] {reason}", event.as_str()));
+        }
+        Ok(output)
+    }
+}
+
+/// A hook's refusal, recorded like a policy denial (rule `hook:PreToolUse`).
+fn hook_denial(reason: String) -> Verdict {
+    Verdict {
+        allowed: false,
+        rule: Some("hook:PreToolUse".to_string()),
+        reason,
+    }
+}

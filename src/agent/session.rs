@@ -1,0 +1,94 @@
+//! The state of one task's conversation, kept across the rounds of the loop: a task
+//! whose checks fail goes back to work in the same conversation, under the same limits.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::time::Instant;
+
+use crate::message::{ContentBlock, Message, Role, ToolDefinition, Usage};
+use crate::model::RetryNotice;
+use crate::record::Denial;
+
+/// When the loop started and when it must end (all rounds together).
+#[derive(Clone, Copy)]
+pub(super) struct Clock {
+    pub started: Instant,
+    pub deadline: Option<Instant>,
+}
+
+/// One task's conversation and what it has used.
+pub(crate) struct Session {
+    pub(super) messages: Vec<Message>,
+    pub(super) turns: u32,
+    pub(super) usage: Usage,
+    pub(super) final_text: String,
+    pub(super) denials: Vec<Denial>,
+    pub(super) drifts: u32,
+    /// Calls the policy allowed, by tool name.
+    pub(super) calls: BTreeMap<String, u64>,
+    /// The tools offered, the same in every request.
+    pub(super) tools: Vec<ToolDefinition>,
+    /// Where the provider reports its retries (taken once: the receiver is the model's).
+    pub(super) notices: Option<UnboundedReceiver<RetryNotice>>,
+    pub(super) clock: Clock,
+    /// SessionStart and UserPromptSubmit have run.
+    pub(super) opened: bool,
+    /// Stop hooks that blocked in a row.
+    pub(super) stop_blocks: u32,
+    /// The last final answer valid against `output.schema`.
+    pub(super) output: Option<Value>,
+    /// Final answers found invalid so far.
+    pub(super) invalid_outputs: u32,
+    /// The next request forces the `StructuredOutput` call.
+    pub(super) force_output: bool,
+    /// The model was already asked once for its `StructuredOutput` call.
+    pub(super) force_output_asked: bool,
+}
+
+impl Session {
+    pub(super) fn new(
+        prompt: String,
+        tools: Vec<ToolDefinition>,
+        notices: Option<UnboundedReceiver<RetryNotice>>,
+        clock: Clock,
+    ) -> Session {
+        Session {
+            messages: vec![Message::user_text(prompt)],
+            turns: 0,
+            usage: Usage::default(),
+            final_text: String::new(),
+            denials: Vec::new(),
+            drifts: 0,
+            calls: BTreeMap::new(),
+            tools,
+            notices,
+            clock,
+            opened: false,
+            stop_blocks: 0,
+            output: None,
+            invalid_outputs: 0,
+            force_output: false,
+            force_output_asked: false,
+        }
+    }
+
+    /// Add `text` to the conversation as the user's: to the last message when it is
+    /// the user's (tool results), else as a new message.
+    pub(crate) fn push_user_text(&mut self, text: String) {
+        let block = ContentBlock::Text { text };
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(block),
+            _ => self.messages.push(Message {
+                role: Role::User,
+                content: vec![block],
+            }),
+        }
+    }
+
+    /// The valid final answer, if the task has one.
+    pub(crate) fn output(&self) -> Option<&Value> {
+        self.output.as_ref()
+    }
+}

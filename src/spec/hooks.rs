@@ -1,0 +1,273 @@
+//! `hooks:` — Claude Code's hook settings, as they are written in `.claude/settings.json`,
+//! so users can bring theirs unchanged. Plain data; running them is `hooks`' job.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::SandboxSpec;
+
+/// The events drover raises, by Claude Code's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub(crate) enum HookEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    Stop,
+    SessionEnd,
+}
+
+impl HookEvent {
+    pub(crate) const ALL: [HookEvent; 7] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::PostToolUseFailure,
+        HookEvent::Stop,
+        HookEvent::SessionEnd,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PostToolUseFailure => "PostToolUseFailure",
+            HookEvent::Stop => "Stop",
+            HookEvent::SessionEnd => "SessionEnd",
+        }
+    }
+
+    pub(crate) fn parse(name: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+}
+
+/// Claude Code events that have no meaning without a person or a UI; a settings file
+/// that has them still loads (they are skipped, with a note).
+pub(crate) const INTERACTIVE_ONLY_EVENTS: &[&str] = &[
+    "Notification",
+    "PermissionRequest",
+    "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
+];
+
+/// The hooks of each event.
+pub(crate) type HooksSpec = BTreeMap<HookEvent, Vec<HookMatcherSpec>>;
+
+/// Hooks for the calls (or sources) a matcher selects.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HookMatcherSpec {
+    /// `*` or empty: everything; only letters, digits, `_`, `-`, spaces, `,` and `|`:
+    /// exact names; anything else: a regular expression searched in the name.
+    #[serde(default)]
+    pub matcher: Option<String>,
+    pub hooks: Vec<HookCommandSpec>,
+}
+
+/// One hook command.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HookCommandSpec {
+    /// Only `command` runs headless; other Claude Code hook types are refused by name.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub command: String,
+    /// Seconds (Claude Code's unit); default 600.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// The hook's sandbox: by default the task's (the agent can write the files a hook
+    /// runs); `off` runs it unsandboxed, `{ network: true }` lets it fetch.
+    #[serde(default)]
+    pub sandbox: Option<SandboxSpec>,
+    /// Claude Code's spinner text: accepted from settings files, unused headless.
+    #[serde(default, rename = "statusMessage")]
+    pub status_message: Option<String>,
+}
+
+/// A hook's timeout when it sets none (Claude Code's default).
+pub(crate) const DEFAULT_HOOK_TIMEOUT_SECS: u64 = 600;
+
+/// What is wrong with `hooks`, if anything: a hook type that does not run headless, an
+/// empty command, a zero timeout, a matcher that is not a valid regular expression.
+pub(crate) fn hooks_problem(hooks: &HooksSpec) -> Option<String> {
+    for (event, matchers) in hooks {
+        for (i, entry) in matchers.iter().enumerate() {
+            let at = format!("hooks.{}[{i}]", event.as_str());
+            if let Some(matcher) = &entry.matcher
+                && let Err(error) = HookMatcher::new(matcher)
+            {
+                return Some(format!("{at}.matcher: {error}"));
+            }
+            for (j, hook) in entry.hooks.iter().enumerate() {
+                let at = format!("{at}.hooks[{j}]");
+                if hook.kind != "command" {
+                    return Some(format!(
+                        "{at}: hook type {:?} does not run headless; drover runs `type: command` hooks only (remove it or make it a command)",
+                        hook.kind
+                    ));
+                }
+                if hook.command.trim().is_empty() {
+                    return Some(format!("{at}: the command is empty"));
+                }
+                if hook.timeout == Some(0) {
+                    return Some(format!("{at}: timeout must be at least 1 (seconds)"));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A compiled `matcher`.
+#[derive(Debug, Clone)]
+pub(crate) enum HookMatcher {
+    All,
+    Names(Vec<String>),
+    Pattern(regex::Regex),
+}
+
+impl HookMatcher {
+    pub(crate) fn new(matcher: &str) -> Result<HookMatcher, String> {
+        let trimmed = matcher.trim();
+        if trimmed.is_empty() || trimmed == "*" {
+            return Ok(HookMatcher::All);
+        }
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ' | ',' | '|');
+        if trimmed.chars().all(plain) {
+            let names = trimmed
+                .split(['|', ','])
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_string)
+                .collect();
+            return Ok(HookMatcher::Names(names));
+        }
+        regex::RegexBuilder::new(trimmed)
+            .size_limit(1 << 20)
+            .build()
+            .map(HookMatcher::Pattern)
+            .map_err(|error| format!("{trimmed:?} is not a valid regular expression: {error}"))
+    }
+
+    /// Whether the hook applies to `name` (a tool name, or the event's source/reason).
+    pub(crate) fn matches(&self, name: &str) -> bool {
+        match self {
+            HookMatcher::All => true,
+            HookMatcher::Names(names) => names.iter().any(|n| n == name),
+            HookMatcher::Pattern(pattern) => pattern.is_match(name),
+        }
+    }
+}
+
+/// The hooks of a Claude Code settings file (its `hooks` key), with the notes about
+/// what was skipped. An unknown event name is an error: it may be a typo of one that
+/// guards something.
+pub(crate) fn hooks_of_claude_settings(text: &str) -> Result<(HooksSpec, Vec<String>), String> {
+    let settings: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let Some(hooks) = settings.get("hooks") else {
+        return Ok((HooksSpec::new(), Vec::new()));
+    };
+    let serde_json::Value::Object(events) = hooks else {
+        return Err("`hooks` is not an object of events".to_string());
+    };
+    let mut spec = HooksSpec::new();
+    let mut notes = Vec::new();
+    for (name, entries) in events {
+        let Some(event) = HookEvent::parse(name) else {
+            if INTERACTIVE_ONLY_EVENTS.contains(&name.as_str()) {
+                notes.push(format!(
+                    "{name} hooks skipped: the event does not happen headless"
+                ));
+                continue;
+            }
+            return Err(format!(
+                "unknown hook event {name:?}; drover runs {}",
+                HookEvent::ALL.map(HookEvent::as_str).join(", ")
+            ));
+        };
+        let entries: Vec<HookMatcherSpec> = serde_json::from_value(strip_ignored(entries.clone()))
+            .map_err(|e| format!("hooks.{name}: {e}"))?;
+        spec.insert(event, entries);
+    }
+    Ok((spec, notes))
+}
+
+/// Claude Code fields that change nothing headless (`async`, `once`) are dropped so the
+/// settings load; everything else must be understood.
+fn strip_ignored(mut entries: serde_json::Value) -> serde_json::Value {
+    if let serde_json::Value::Array(list) = &mut entries {
+        for entry in list {
+            if let Some(serde_json::Value::Array(hooks)) = entry.get_mut("hooks") {
+                for hook in hooks {
+                    if let serde_json::Value::Object(map) = hook {
+                        map.remove("once");
+                    }
+                }
+            }
+        }
+    }
+    entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matchers_are_exact_name_lists_or_searched_patterns() {
+        let list = HookMatcher::new("Bash|Edit").unwrap();
+        assert!(list.matches("Bash") && list.matches("Edit"));
+        assert!(!list.matches("MultiEdit") && !list.matches("Bas"));
+        let commas = HookMatcher::new("Write, Edit").unwrap();
+        assert!(commas.matches("Edit") && commas.matches("Write"));
+        assert!(HookMatcher::new("*").unwrap().matches("anything"));
+        assert!(HookMatcher::new("").unwrap().matches("anything"));
+        let pattern = HookMatcher::new("mcp__github__.*").unwrap();
+        assert!(pattern.matches("mcp__github__create_issue"));
+        assert!(!pattern.matches("mcp__gitlab__x"));
+        let edit = HookMatcher::new("^(Edit|Write)$").unwrap();
+        assert!(edit.matches("Edit") && !edit.matches("MultiEdit"));
+        assert!(HookMatcher::new("(unclosed").is_err());
+    }
+
+    #[test]
+    fn settings_files_load_with_interactive_events_skipped_and_typos_refused() {
+        let text = r#"{"permissions": {}, "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 30}]}],
+            "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
+        }}"#;
+        let (spec, notes) = hooks_of_claude_settings(text).unwrap();
+        assert_eq!(
+            spec[&HookEvent::PreToolUse][0].hooks[0].command,
+            "./guard.sh"
+        );
+        assert_eq!(spec[&HookEvent::PreToolUse][0].hooks[0].timeout, Some(30));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let typo = r#"{"hooks": {"PreToolUsed": []}}"#;
+        assert!(
+            hooks_of_claude_settings(typo)
+                .unwrap_err()
+                .contains("PreToolUsed")
+        );
+        assert!(hooks_of_claude_settings("{}").unwrap().0.is_empty());
+    }
+
+    #[test]
+    fn hook_types_that_need_a_person_or_a_model_are_refused() {
+        let text = r#"{"hooks": {"Stop": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}"#;
+        let (spec, _) = hooks_of_claude_settings(text).unwrap();
+        assert!(
+            hooks_problem(&spec)
+                .unwrap()
+                .contains("does not run headless")
+        );
+    }
+}
