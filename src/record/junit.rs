@@ -91,6 +91,15 @@ fn agent_output(task: &TaskReport) -> String {
         task.cost_usd
             .map_or_else(|| "n/a".to_string(), |c| format!("${c:.4}")),
     );
+    if task.attempts > 1 {
+        out.push_str(&format!("attempts: {}\n", task.attempts));
+    }
+    if task.hook_runs > 0 {
+        out.push_str(&format!("hook runs: {}\n", task.hook_runs));
+    }
+    if let Some(value) = &task.output {
+        out.push_str(&format!("output: {value}\n"));
+    }
     out.push_str(&format!("files changed: {}\n", task.files_changed.len()));
     for path in &task.files_changed {
         out.push_str(&format!("  {path}\n"));

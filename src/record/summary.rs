@@ -103,8 +103,33 @@ pub(crate) fn summary_md(report: &RunReport) -> String {
             task.denials.len(),
         );
     }
+    let retried: Vec<String> = report
+        .tasks
+        .iter()
+        .filter(|t| t.attempts > 1)
+        .map(|t| format!("{} ({} attempts)", clean(&t.name), t.attempts))
+        .collect();
+    if !retried.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSent back to work after failed checks: {}.",
+            retried.join(", ")
+        );
+    }
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
         failed_section(&mut out, task);
+    }
+    for task in &report.tasks {
+        if let Some(value) = &task.output {
+            let text = serde_json::to_string_pretty(value).unwrap_or_default();
+            let shown: String = text.chars().take(4000).collect();
+            let _ = write!(
+                out,
+                "\n### {}: output\n\n```json\n{}\n```\n",
+                clean(&task.name),
+                shown.replace("```", "'''")
+            );
+        }
     }
     for task in report.tasks.iter().filter(|t| !t.todos.is_empty()) {
         todo_section(&mut out, task);

@@ -11,7 +11,7 @@ use common::{drover, events, transcript, write_spec};
 use mock_server::{MockServer, Reply};
 use serde_json::{Value, json};
 
-const KEY: &str = "sk-test-SECRET-d41d8cd98f00b204";
+pub(crate) const KEY: &str = "sk-test-SECRET-d41d8cd98f00b204";
 const KEY_ENV: &str = "DROVER_TEST_PROVIDER_KEY";
 
 fn sse(event: &str, data: Value) -> String {
@@ -74,14 +74,14 @@ pub(crate) fn anthropic_final_turn() -> String {
         + &anthropic_end("end_turn", 12)
 }
 
-fn openai_chunk(delta: Value, finish: Option<&str>) -> String {
+pub(crate) fn openai_chunk(delta: Value, finish: Option<&str>) -> String {
     format!(
         "data: {}\n\n",
         json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     )
 }
 
-fn openai_usage(prompt: u64, completion: u64, cached: u64) -> String {
+pub(crate) fn openai_usage(prompt: u64, completion: u64, cached: u64) -> String {
     format!(
         "data: {}\n\ndata: [DONE]\n\n",
         json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion, "prompt_tokens_details": {"cached_tokens": cached}}})
@@ -109,7 +109,11 @@ fn openai_final_turn() -> String {
 }
 
 /// A temp dir with a workspace holding notes.txt and a spec for `provider`.
-fn task(provider: &str, base_url: &str, extra_model: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn task(
+    provider: &str,
+    base_url: &str,
+    extra_model: &str,
+) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     std::fs::write(dir.path().join("ws/notes.txt"), "h\u{e9}llo\n").unwrap();
@@ -128,7 +132,7 @@ fn with_max_retries(spec: &Path, retries: u32) {
     std::fs::write(spec, text).unwrap();
 }
 
-fn run(spec: &Path, artifacts: &Path, key: Option<&str>) -> Output {
+pub(crate) fn run(spec: &Path, artifacts: &Path, key: Option<&str>) -> Output {
     let mut command = drover();
     command
         .arg("run")

@@ -1,0 +1,175 @@
+//! `output.schema` against both providers' wire formats on a mock server: Anthropic's
+//! forced `StructuredOutput` tool call, OpenAI's `response_format` with the final text
+//! parsed, and a server that refuses `response_format`.
+
+use crate::common;
+use crate::mock_server;
+use crate::providers::{
+    KEY, anthropic_final_turn, anthropic_tool_turn, openai_chunk, openai_usage, run, task,
+};
+
+use std::path::Path;
+
+use common::{assert_exit, summary};
+use mock_server::{MockServer, Reply};
+use serde_json::json;
+
+const SCHEMA: &str = "output:\n  schema: { type: object, required: [verdict], properties: { verdict: { enum: [approve, request_changes] } } }\n";
+
+fn with_output(spec: &Path) {
+    let text = std::fs::read_to_string(spec).unwrap();
+    std::fs::write(spec, format!("{text}{SCHEMA}")).unwrap();
+}
+
+fn openai_text_turn(text: &str) -> String {
+    openai_chunk(json!({"role": "assistant", "content": text}), None)
+        + &openai_chunk(json!({}), Some("stop"))
+        + &openai_usage(100, 5, 0)
+}
+
+#[test]
+fn anthropic_gets_the_structured_output_tool_forced_after_the_model_ends_its_turn() {
+    let server = MockServer::start(vec![
+        Reply::sse(&anthropic_final_turn()),
+        Reply::sse(&anthropic_tool_turn(
+            "StructuredOutput",
+            &["{\"verdict\": \"maybe\"}"],
+            "tool_use",
+        )),
+        Reply::sse(&anthropic_tool_turn(
+            "StructuredOutput",
+            &["{\"verdict\": \"approve\"}"],
+            "tool_use",
+        )),
+    ]);
+    let (dir, spec) = task("anthropic", &server.base_url, "");
+    with_output(&spec);
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_exit(&output, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = requests[0].json();
+    let tool = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "StructuredOutput")
+        .expect("the StructuredOutput tool is offered");
+    assert_eq!(tool["input_schema"]["required"], json!(["verdict"]));
+    assert!(first.get("tool_choice").is_none());
+    assert!(
+        first["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("StructuredOutput")
+    );
+    let second = requests[1].json();
+    assert_eq!(
+        second["tool_choice"],
+        json!({"type": "tool", "name": "StructuredOutput"})
+    );
+    // The invalid answer goes back as the tool's error result, and the call is forced
+    // again.
+    let third = requests[2].json();
+    assert_eq!(third["tool_choice"]["name"], "StructuredOutput");
+    let last = third["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let result = &last["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"].to_string().contains("at /verdict"),
+        "{result}"
+    );
+    let report = summary(&artifacts);
+    assert_eq!(report["tasks"][0]["output"], json!({"verdict": "approve"}));
+}
+
+#[test]
+fn openai_gets_response_format_and_the_final_text_is_parsed_and_sent_back_when_invalid() {
+    let server = MockServer::start(vec![
+        Reply::sse(&openai_text_turn("I think it is fine.")),
+        Reply::sse(&openai_text_turn("```json\n{\"verdict\": \"maybe\"}\n```")),
+        Reply::sse(&openai_text_turn("{\"verdict\": \"request_changes\"}")),
+    ]);
+    let (dir, spec) = task("openai", &server.base_url, "");
+    with_output(&spec);
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_exit(&output, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = requests[0].json();
+    assert_eq!(first["response_format"]["type"], "json_schema");
+    assert_eq!(
+        first["response_format"]["json_schema"]["schema"]["required"],
+        json!(["verdict"])
+    );
+    assert!(
+        !first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "StructuredOutput")
+    );
+    let second = requests[1].json();
+    let sent_back = second["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(sent_back["role"], "user");
+    assert!(
+        sent_back["content"]
+            .as_str()
+            .unwrap()
+            .contains("not a JSON value"),
+        "{sent_back}"
+    );
+    let report = summary(&artifacts);
+    assert_eq!(
+        report["tasks"][0]["output"],
+        json!({"verdict": "request_changes"})
+    );
+}
+
+#[test]
+fn openai_three_invalid_answers_fail_with_invalid_output() {
+    let server = MockServer::start(vec![
+        Reply::sse(&openai_text_turn("{\"verdict\": 1}")),
+        Reply::sse(&openai_text_turn("{\"verdict\": 2}")),
+        Reply::sse(&openai_text_turn("{\"verdict\": 3}")),
+    ]);
+    let (dir, spec) = task("openai", &server.base_url, "");
+    with_output(&spec);
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_exit(&output, 1);
+    let report = summary(&artifacts);
+    assert_eq!(report["tasks"][0]["reason"], "invalid_output");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[test]
+fn a_server_refusing_response_format_is_asked_again_without_it() {
+    let server = MockServer::start(vec![
+        Reply::status(
+            400,
+            r#"{"error": {"type": "invalid_request_error", "message": "response_format json_schema is not supported"}}"#,
+        ),
+        Reply::sse(&openai_text_turn("{\"verdict\": \"approve\"}")),
+    ]);
+    let (dir, spec) = task("openai", &server.base_url, "");
+    with_output(&spec);
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_exit(&output, 0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("refused response_format"), "{stderr}");
+    let requests = server.requests();
+    assert!(requests[0].json().get("response_format").is_some());
+    assert!(requests[1].json().get("response_format").is_none());
+    let report = summary(&artifacts);
+    assert_eq!(report["tasks"][0]["output"], json!({"verdict": "approve"}));
+}
