@@ -100,7 +100,14 @@ fn action_yml_has_the_documented_inputs_and_outputs() {
         "{:?}",
         action.inputs.keys()
     );
-    for name in ["conclusion", "exit-code", "junit", "summary", "artifacts"] {
+    for name in [
+        "conclusion",
+        "exit-code",
+        "junit",
+        "summary",
+        "artifacts",
+        "output",
+    ] {
         let output = action
             .outputs
             .get(name)
@@ -167,7 +174,14 @@ fn action_yml_is_a_composite_that_caches_runs_and_uploads() {
         .find(|s| s.id.as_deref() == Some("run"))
         .unwrap();
     let script = run.run.as_ref().unwrap();
-    for output in ["exit-code", "conclusion", "junit", "summary", "artifacts"] {
+    for output in [
+        "exit-code",
+        "conclusion",
+        "junit",
+        "summary",
+        "artifacts",
+        "output",
+    ] {
         assert!(script.contains(&format!("echo \"{output}=")), "{output}");
     }
     // The step that runs drover never fails by itself: the upload must still happen.
@@ -259,4 +273,50 @@ fn the_kubernetes_merge_is_applied_after_the_shards() {
     assert!(merge.contains("kubectl wait --for=condition=complete job/drover-shards"));
     let doc = std::fs::read_to_string(repo.join("docs/scaling.md")).unwrap();
     assert!(doc.contains("kubectl wait --for=condition=complete job/drover-shards"));
+}
+
+/// The `output` output: one task's answer as one line of JSON (an answer cannot add
+/// lines to GITHUB_OUTPUT), the artifacts directory for several, empty for none.
+#[test]
+fn the_output_output_is_one_line_of_json_or_a_path() {
+    let action = action();
+    let run = action
+        .runs
+        .steps
+        .iter()
+        .find(|s| s.id.as_deref() == Some("run"))
+        .unwrap();
+    let script = run.run.as_ref().unwrap();
+    let start = script.find("shopt -s nullglob\nanswers=").unwrap();
+    let end = start + script[start..].find("\nfi\n").unwrap() + 4;
+    let snippet = &script[start..end];
+    let dir = tempfile::tempdir().unwrap();
+    let artifacts = dir.path().join("out");
+    std::fs::create_dir_all(artifacts.join("review")).unwrap();
+    std::fs::write(
+        artifacts.join("review/output.json"),
+        "{\n  \"verdict\": \"approve\",\n  \"note\": \"line\\nsneaky=1\"\n}\n",
+    )
+    .unwrap();
+    let outputs = dir.path().join("github_output");
+    let run_snippet = || {
+        std::fs::write(&outputs, "").unwrap();
+        let status = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(snippet)
+            .env("ARTIFACTS", &artifacts)
+            .env("GITHUB_OUTPUT", &outputs)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::read_to_string(&outputs).unwrap()
+    };
+    let one = run_snippet();
+    assert_eq!(one.lines().count(), 1, "{one}");
+    let value: serde_json::Value =
+        serde_json::from_str(one.trim_end().strip_prefix("output=").unwrap()).unwrap();
+    assert_eq!(value["note"], "line\nsneaky=1");
+    std::fs::create_dir_all(artifacts.join("other")).unwrap();
+    std::fs::write(artifacts.join("other/output.json"), "{}\n").unwrap();
+    assert_eq!(run_snippet(), format!("output={}\n", artifacts.display()));
 }

@@ -346,3 +346,44 @@ fn hook_specs_with_bad_matchers_or_types_are_refused_at_their_line() {
     assert_exit(&output, 2);
     assert!(String::from_utf8_lossy(&output.stderr).contains("PreToolUsed"));
 }
+
+#[test]
+fn a_replay_gives_the_recorded_hook_answers_again_and_runs_no_hook() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("hook-ran");
+    script(
+        dir.path(),
+        "guard.sh",
+        &format!(
+            "echo ran >> {}\nif grep -q touch; then echo 'no touching' >&2; exit 2; fi\n",
+            marker.display()
+        ),
+    );
+    let spec = task(
+        dir.path(),
+        "recorded",
+        "    - tool_calls: [{ name: Bash, input: { command: \"touch x\" } }]\n    - text: done\n",
+        "permissions:\n  allow: [Bash]\nhooks:\n  PreToolUse:\n    - hooks: [{ type: command, command: ./guard.sh, sandbox: off }]\n",
+    );
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_spec(&spec, &artifacts), 0);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+    let replayed = dir.path().join("replayed");
+    let output = common::drover()
+        .args(["replay", "--strict", "--quiet", "--artifacts"])
+        .arg(&replayed)
+        .arg(artifacts.join("recorded/transcript.jsonl"))
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "ran\n",
+        "the replay ran no hook command"
+    );
+    let events_ = transcript(&replayed.join("recorded/transcript.jsonl"));
+    let hook = &of(&events_, "hook")[0];
+    assert_eq!(hook["decision"], "block");
+    assert_eq!(of(&events_, "permission")[0]["rule"], "hook:PreToolUse");
+    assert!(!dir.path().join("ws/x").exists());
+}
