@@ -43,12 +43,19 @@ impl Agent<'_> {
         for run in &runs {
             self.transcript.write(run.event(tool_use_id))?;
             if let Some(message) = &run.effect.system_message {
-                eprintln!(
-                    "drover: {} hook ({}): {}",
-                    event.as_str(),
-                    run.command,
-                    self.redactor.redact(message)
-                );
+                // One line of printable text: a hook's words must not become a CI
+                // workflow command (`::add-mask::`) or a terminal escape.
+                let line: String = self
+                    .redactor
+                    .redact(message)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(500)
+                    .collect();
+                eprintln!("drover: {} hook says: {}", event.as_str(), line.trim());
             }
         }
         let mut combined = Combined::of(runs.iter().map(|run| &run.effect));
@@ -139,28 +146,32 @@ impl Agent<'_> {
     }
 
     /// SessionEnd, once the agent's work is over (`reason`: how the loop ended). Its
-    /// answers change nothing; they are recorded.
+    /// answers change nothing; they are recorded. Returns how many hooks ran.
     pub(crate) async fn close(
         &mut self,
         config: &AgentConfig,
         session: &Session,
         reason: EndReason,
-    ) -> Result<(), TranscriptError> {
+    ) -> Result<usize, TranscriptError> {
         let mut fields = Map::new();
         fields.insert("reason".into(), json!(reason.as_str()));
-        // A deadline already passed still lets SessionEnd hooks run to their own timeout:
-        // they are the user's cleanup, and the interrupt still stops them.
+        // Cleanup gets the task's deadline, and at least SESSION_END_GRACE even when the
+        // deadline has passed: never more (the agent can rewrite these scripts too).
+        let floor = tokio::time::Instant::now() + SESSION_END_GRACE;
+        let deadline = Some(session.clock.deadline.map_or(floor, |d| d.max(floor)));
         let runs = self
             .hooks
             .run(HookEvent::SessionEnd, reason.as_str(), None, fields);
-        let runs = tokio::select! {
-            runs = runs => runs,
-            () = config.interrupt.cancelled() => Vec::new(),
+        let runs = match bounded(deadline, &config.interrupt, runs).await {
+            Bounded::Done(runs) => runs,
+            Bounded::TimedOut | Bounded::Interrupted => Vec::new(),
         };
         for run in &runs {
             self.transcript.write(run.event(None))?;
         }
-        let _ = session;
-        Ok(())
+        Ok(runs.len())
     }
 }
+
+/// How long SessionEnd hooks may run after the task's deadline has passed.
+const SESSION_END_GRACE: std::time::Duration = std::time::Duration::from_secs(30);

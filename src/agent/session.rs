@@ -87,6 +87,17 @@ impl Session {
         }
     }
 
+    /// Send the agent back to work with `message` (failed checks): a new round, in
+    /// which a final answer must be given again.
+    pub(crate) fn next_round(&mut self, message: String) {
+        self.output = None;
+        self.invalid_outputs = 0;
+        self.force_output = false;
+        self.force_output_asked = false;
+        self.stop_blocks = 0;
+        self.push_user_text(message);
+    }
+
     /// The valid final answer, if the task has one.
     pub(crate) fn output(&self) -> Option<&Value> {
         self.output.as_ref()

@@ -8,11 +8,11 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Permission {
     Deny,
+    /// Leave it to the policy (as if the hook had said nothing).
+    Defer,
     /// Nobody can be asked headless: drover treats it as a deny, with the reason.
     Ask,
     Allow,
-    /// Leave it to the policy (as if the hook had said nothing).
-    Defer,
 }
 
 impl Permission {
@@ -56,11 +56,14 @@ pub(crate) struct Effect {
 
 impl Effect {
     /// The effect of a hook that ended with `exit_code` (None: killed, timed out).
+    /// `plain_is_context`: plain stdout (not JSON) is context for the model, as for
+    /// SessionStart and UserPromptSubmit; elsewhere it is ignored.
     pub(crate) fn of(
         exit_code: Option<i32>,
         timed_out: bool,
         stdout: &str,
         stderr: &str,
+        plain_is_context: bool,
     ) -> Effect {
         if timed_out {
             return Effect {
@@ -69,7 +72,7 @@ impl Effect {
             };
         }
         match exit_code {
-            Some(0) => parse_answer(stdout),
+            Some(0) => parse_answer(stdout, plain_is_context),
             Some(2) => {
                 let reason = stderr.trim();
                 Effect {
@@ -120,12 +123,12 @@ fn first_line(text: &str) -> String {
 
 /// Exit 0: stdout is a JSON answer when it starts with `{`, else plain output (for
 /// SessionStart and UserPromptSubmit, added to the context, as Claude Code does).
-fn parse_answer(stdout: &str) -> Effect {
+fn parse_answer(stdout: &str, plain_is_context: bool) -> Effect {
     let trimmed = stdout.trim_start();
     if !trimmed.starts_with('{') {
         let text = stdout.trim();
         return Effect {
-            additional_context: (!text.is_empty()).then(|| text.to_string()),
+            additional_context: (plain_is_context && !text.is_empty()).then(|| text.to_string()),
             ..Effect::default()
         };
     }
@@ -248,26 +251,28 @@ mod tests {
     #[test]
     fn exit_codes_mean_what_claude_code_says() {
         assert_eq!(
-            Effect::of(Some(2), false, "", "no rm\n").block.as_deref(),
+            Effect::of(Some(2), false, "", "no rm\n", true)
+                .block
+                .as_deref(),
             Some("no rm")
         );
-        let error = Effect::of(Some(1), false, "{\"decision\":\"block\"}", "boom");
+        let error = Effect::of(Some(1), false, "{\"decision\":\"block\"}", "boom", true);
         assert!(error.block.is_none() && error.error.unwrap().contains("exit code 1"));
-        let timed = Effect::of(None, true, "", "");
+        let timed = Effect::of(None, true, "", "", true);
         assert!(timed.block.is_none() && timed.error.unwrap().contains("timed out"));
-        let plain = Effect::of(Some(0), false, "remember the tests\n", "");
+        let plain = Effect::of(Some(0), false, "remember the tests\n", "", true);
         assert_eq!(
             plain.additional_context.as_deref(),
             Some("remember the tests")
         );
-        let broken = Effect::of(Some(0), false, "{not json", "");
+        let broken = Effect::of(Some(0), false, "{not json", "", true);
         assert!(broken.error.is_some() && broken.block.is_none());
     }
 
     #[test]
     fn json_answers_are_read_from_both_levels() {
         let out = r#"{"continue": true, "systemMessage": "hi", "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "not on main", "updatedInput": {"command": "ls"}}}"#;
-        let effect = Effect::of(Some(0), false, out, "");
+        let effect = Effect::of(Some(0), false, out, "", true);
         assert_eq!(effect.permission, Some(Permission::Deny));
         assert_eq!(effect.permission_reason.as_deref(), Some("not on main"));
         assert_eq!(
@@ -280,6 +285,7 @@ mod tests {
             false,
             r#"{"continue": false, "stopReason": "enough"}"#,
             "",
+            true,
         );
         assert_eq!(stop.stop.as_deref(), Some("enough"));
         let block = Effect::of(
@@ -287,6 +293,7 @@ mod tests {
             false,
             r#"{"decision": "block", "reason": "run the tests"}"#,
             "",
+            true,
         );
         assert_eq!(block.block.as_deref(), Some("run the tests"));
         let odd = Effect::of(
@@ -294,11 +301,21 @@ mod tests {
             false,
             r#"{"hookSpecificOutput": {"permissionDecision": "yes please"}}"#,
             "",
+            true,
         );
         assert_eq!(
             odd.permission,
             Some(Permission::Deny),
             "an unreadable answer is no consent"
+        );
+    }
+
+    #[test]
+    fn plain_output_is_context_only_where_claude_code_says() {
+        assert!(
+            Effect::of(Some(0), false, "lint ok\n", "", false)
+                .additional_context
+                .is_none()
         );
     }
 
@@ -317,11 +334,14 @@ mod tests {
             permission: Some(Permission::Defer),
             ..Effect::default()
         };
-        let combined = Combined::of([&allow, &ask, &defer]);
+        let combined = Combined::of([&allow, &ask]);
         assert_eq!(
             combined.permission,
             Some((Permission::Ask, Some("check".into())))
         );
+        // Claude Code's order: deny > defer > ask > allow.
+        let deferred = Combined::of([&allow, &ask, &defer]);
+        assert_eq!(deferred.permission.unwrap().0, Permission::Defer);
         let deny = Effect {
             permission: Some(Permission::Deny),
             ..Effect::default()

@@ -109,6 +109,8 @@ pub(crate) struct Hooks {
     source: Source,
     session: Option<HookSession>,
     runs: AtomicU64,
+    /// Numbers each input file, so no two invocations share one.
+    inputs: AtomicU64,
 }
 
 impl Hooks {
@@ -118,6 +120,7 @@ impl Hooks {
             source: Source::Live(Vec::new()),
             session: None,
             runs: AtomicU64::new(0),
+            inputs: AtomicU64::new(0),
         }
     }
 
@@ -126,6 +129,7 @@ impl Hooks {
             source: Source::Live(entries),
             session: Some(session),
             runs: AtomicU64::new(0),
+            inputs: AtomicU64::new(0),
         }
     }
 
@@ -157,7 +161,13 @@ impl Hooks {
                             exit_code: *exit_code,
                             timed_out: *timed_out,
                             duration_ms: *duration_ms,
-                            effect: Effect::of(*exit_code, *timed_out, stdout, stderr),
+                            effect: Effect::of(
+                                *exit_code,
+                                *timed_out,
+                                stdout,
+                                stderr,
+                                plain_is_context(kind),
+                            ),
                             stdout: stdout.clone(),
                             stderr: stderr.clone(),
                         },
@@ -170,6 +180,7 @@ impl Hooks {
             source: Source::Recorded(Mutex::new(runs)),
             session: None,
             runs: AtomicU64::new(0),
+            inputs: AtomicU64::new(0),
         }
     }
 
@@ -215,7 +226,12 @@ impl Hooks {
         let matching: Vec<(&HookEntry, &HookCommand)> = entries
             .iter()
             .filter(|entry| entry.event == event)
-            .filter(|entry| !has_matcher || entry.compiled.matches(subject))
+            .filter(|entry| {
+                !has_matcher
+                    || entry.compiled.matches(subject)
+                    // Claude Code's own SessionEnd reason for an unattended end.
+                    || (event == HookEvent::SessionEnd && entry.compiled.matches("other"))
+            })
             .flat_map(|entry| entry.hooks.iter().map(move |hook| (entry, hook)))
             .collect();
         let Some(session) = self.session.as_ref().filter(|_| !matching.is_empty()) else {
@@ -231,7 +247,7 @@ impl Hooks {
         input.insert("permission_mode".into(), json!("dontAsk"));
         input.insert("hook_event_name".into(), json!(event.as_str()));
         input.extend(fields);
-        let number = self.runs.load(Ordering::Relaxed);
+        let number = self.inputs.fetch_add(1, Ordering::Relaxed);
         let path = session.io_dir.join(format!(
             "{}-{number}-{}.json",
             event.as_str(),
@@ -266,14 +282,24 @@ impl Hooks {
                 let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                 let (exit_code, timed_out, stdout, stderr, effect) = match outcome {
                     Ok(out) => {
-                        let effect =
-                            Effect::of(out.exit_code, out.timed_out, &out.stdout, &out.stderr);
+                        let effect = Effect::of(
+                            out.exit_code,
+                            out.timed_out,
+                            &out.stdout,
+                            &out.stderr,
+                            plain_is_context(event),
+                        );
                         (out.exit_code, out.timed_out, out.stdout, out.stderr, effect)
                     }
                     Err(error) => {
                         let message = format!("drover could not start the hook: {error}");
+                        // A guard that could not run is no consent: a PreToolUse hook
+                        // drover failed to start denies the call (fail closed).
+                        let refused = (event == HookEvent::PreToolUse).then_some(Permission::Deny);
                         let effect = Effect {
                             error: Some(message.clone()),
+                            permission: refused,
+                            permission_reason: refused.map(|_| message.clone()),
                             ..Effect::default()
                         };
                         (None, false, String::new(), message, effect)
@@ -307,6 +333,11 @@ fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
         .create_new(true)
         .open(path)?;
     file.write_all(bytes)
+}
+
+/// Whether plain stdout is context for the model (Claude Code: these two events only).
+fn plain_is_context(event: HookEvent) -> bool {
+    matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit)
 }
 
 fn take_recorded(

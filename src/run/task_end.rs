@@ -101,7 +101,7 @@ pub(super) async fn run_agent(
     let mut recorded = recorded_attempts(plan);
     let mut attempt = 1;
     let mut settled = None;
-    let outcome = loop {
+    let outcome: Result<LoopOutcome, TaskError> = loop {
         if max_attempts > 1
             && attempt == 1
             && let Err(error) = agent.transcript.write(Event::Attempt {
@@ -110,11 +110,11 @@ pub(super) async fn run_agent(
                 message: None,
             })
         {
-            break Err(error);
+            break Err(error.into());
         }
         let outcome = match agent.run(&config, &mut session).await {
             Ok(outcome) => outcome,
-            Err(error) => break Err(error),
+            Err(error) => break Err(error.into()),
         };
         if attempt >= max_attempts || outcome.reason != EndReason::EndTurn {
             break Ok(outcome);
@@ -126,18 +126,22 @@ pub(super) async fn run_agent(
                 None => break Ok(outcome),
             },
             None => {
-                settle(&agent.ctx, &commands, workspace, report).await?;
-                let changes = diff(started, inputs.task_dir, redactor, report)?;
-                let evaluation = evaluate(
+                let judged = judge_round(
                     plan,
                     started,
                     &commands,
-                    &changes,
-                    &config.interrupt,
+                    &agent.ctx,
+                    &config,
+                    inputs.task_dir,
                     redactor,
+                    report,
                     agent.transcript,
                 )
-                .await?;
+                .await;
+                let (changes, evaluation) = match judged {
+                    Ok(judged) => judged,
+                    Err(error) => break Err(error),
+                };
                 if evaluation.passed() || evaluation.interrupted.is_some() {
                     settled = Some((changes, evaluation));
                     break Ok(outcome);
@@ -148,7 +152,8 @@ pub(super) async fn run_agent(
                     .filter(|c| !c.passed)
                     .map(|c| c.name.clone())
                     .collect();
-                (names, feedback(&evaluation, attempt + 1, max_attempts))
+                let message = feedback(&evaluation, attempt + 1, max_attempts);
+                (names, redactor.redact_owned(message))
             }
         };
         attempt += 1;
@@ -157,13 +162,23 @@ pub(super) async fn run_agent(
             failed,
             message: Some(message.clone()),
         }) {
-            break Err(error);
+            break Err(error.into());
         }
-        session.push_user_text(message);
+        session.next_round(message);
     };
     if let Ok(outcome) = &outcome {
-        // SessionEnd: the agent's work is over, whatever comes next.
-        agent.close(&config, &session, outcome.reason).await?;
+        // SessionEnd: the agent's work is over, whatever comes next. Its hooks can
+        // change the workspace, so a round judged before them is judged again.
+        match agent.close(&config, &session, outcome.reason).await {
+            Ok(0) => {}
+            Ok(_) => settled = None,
+            Err(error) => {
+                agent.ctx.shutdown();
+                mcp.shutdown().await;
+                settle(&agent.ctx, &commands, workspace, report).await?;
+                return Err(error.into());
+            }
+        }
     }
     // Nothing the agent started may outlive the loop, change the workspace while the
     // diff is taken, or race the checks: stop every command and server and wait until
@@ -189,12 +204,15 @@ pub(super) async fn run_agent(
     report.todos = agent.ctx.todos();
     report.attempts = attempt;
     report.hook_runs = hooks.count();
-    report.output = session.output().cloned();
+    report.output = session.output().cloned().map(|mut value| {
+        // Redacted as JSON: a secret with characters JSON escapes is still found.
+        redactor.redact_json(&mut value);
+        value
+    });
     if let Some(value) = &report.output {
         let path = inputs.task_dir.join("output.json");
         let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
         text.push('\n');
-        let text = redactor.redact_owned(text);
         write_atomic(&path, text.as_bytes()).map_err(|source| TaskError::Write { path, source })?;
     }
     for summary in &mut report.mcp_servers {
@@ -211,6 +229,38 @@ pub(super) async fn run_agent(
         commands,
         settled,
     })
+}
+
+/// Judge a round that another may follow: the workspace made still, its diff, its
+/// checks and expectations.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the task's parts, each used once"
+)]
+async fn judge_round(
+    plan: &TaskPlan,
+    started: &Started,
+    commands: &TaskCommands,
+    ctx: &ToolContext,
+    config: &AgentConfig,
+    task_dir: &Path,
+    redactor: &Redactor,
+    report: &mut TaskReport,
+    transcript: &mut TranscriptWriter,
+) -> Result<(Changes, Evaluation), TaskError> {
+    settle(ctx, commands, &started.workspace, report).await?;
+    let changes = diff(started, task_dir, redactor, report)?;
+    let evaluation = evaluate(
+        plan,
+        started,
+        commands,
+        &changes,
+        &config.interrupt,
+        redactor,
+        transcript,
+    )
+    .await?;
+    Ok((changes, evaluation))
 }
 
 /// Stop every command the agent started and wait until they are gone, then restore the
@@ -278,6 +328,16 @@ fn task_hooks(
     if plan.hooks.is_empty() {
         return Ok(Hooks::none());
     }
+    let io_dir = commands.hook_dir().to_path_buf();
+    let real = io_dir.canonicalize().unwrap_or_else(|_| io_dir.clone());
+    if commands
+        .policy
+        .writable
+        .iter()
+        .any(|w| real.starts_with(w.canonicalize().unwrap_or_else(|_| w.clone())))
+    {
+        return Err(TaskError::HookDirWritable(io_dir));
+    }
     let mut entries = Vec::new();
     for (event, matchers) in &plan.hooks {
         for entry in matchers {
@@ -310,7 +370,7 @@ fn task_hooks(
         transcript_path: task_dir.join("transcript.jsonl"),
         cwd: workspace.to_path_buf(),
         task: task.to_string(),
-        io_dir: commands.hook_dir().to_path_buf(),
+        io_dir,
     };
     Ok(Hooks::live(entries, session))
 }

@@ -36,6 +36,10 @@ pub(crate) enum TaskError {
     Restart(#[source] io::Error),
     #[error("cannot create the task's temporary directory: {0}")]
     TempDir(#[source] io::Error),
+    #[error(
+        "the hooks' input directory {0} lies under a path the sandbox lets the agent write (sandbox.writable or permissions.additional_directories), so the agent could change what a hook is shown; the hooks were not run. Narrow that path, or set TMPDIR for drover to a directory outside it"
+    )]
+    HookDirWritable(PathBuf),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
     #[error(transparent)]

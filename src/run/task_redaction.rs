@@ -157,6 +157,9 @@ pub(super) fn redact_report(report: &mut TaskReport, redactor: &Redactor) {
         denial.reason = redactor.redact_owned(std::mem::take(&mut denial.reason));
         redactor.redact_json(&mut denial.input);
     }
+    if let Some(output) = &mut report.output {
+        redactor.redact_json(output);
+    }
     for todo in &mut report.todos {
         todo.content = redactor.redact_owned(std::mem::take(&mut todo.content));
         todo.active_form = redactor.redact_owned(std::mem::take(&mut todo.active_form));

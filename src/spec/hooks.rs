@@ -208,7 +208,10 @@ fn strip_ignored(mut entries: serde_json::Value) -> serde_json::Value {
             if let Some(serde_json::Value::Array(hooks)) = entry.get_mut("hooks") {
                 for hook in hooks {
                     if let serde_json::Value::Object(map) = hook {
+                        // `once`: drover runs a session once anyway; `async`: run
+                        // to completion (nothing is left running behind a task).
                         map.remove("once");
+                        map.remove("async");
                     }
                 }
             }
