@@ -173,3 +173,61 @@ fn a_server_refusing_response_format_is_asked_again_without_it() {
     let report = summary(&artifacts);
     assert_eq!(report["tasks"][0]["output"], json!({"verdict": "approve"}));
 }
+
+#[test]
+fn anthropic_three_invalid_answers_fail_with_invalid_output() {
+    let bad = || {
+        Reply::sse(&anthropic_tool_turn(
+            "StructuredOutput",
+            &["{\"verdict\": 7}"],
+            "tool_use",
+        ))
+    };
+    let server = MockServer::start(vec![bad(), bad(), bad()]);
+    let (dir, spec) = task("anthropic", &server.base_url, "");
+    with_output(&spec);
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_exit(&output, 1);
+    let report = summary(&artifacts);
+    assert_eq!(report["tasks"][0]["reason"], "invalid_output");
+    assert_eq!(server.requests().len(), 3);
+    assert!(!artifacts.join("t/output.json").exists());
+}
+
+#[test]
+fn failed_checks_reach_the_model_as_its_next_message() {
+    let server = MockServer::start(vec![
+        Reply::sse(&anthropic_final_turn()),
+        Reply::sse(&anthropic_final_turn()),
+    ]);
+    let (dir, spec) = task("anthropic", &server.base_url, "");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        format!(
+            "{text}checks:\n  - name: notes-updated\n    run: \"grep -q updated notes.txt || {{ echo 'notes.txt does not say updated'; exit 1; }}\"\nretry:\n  max_attempts: 2\n"
+        ),
+    )
+    .unwrap();
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_exit(&output, 1);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let second = requests[1].json();
+    let last = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    let sent = last["content"].to_string();
+    assert!(sent.contains("notes-updated"), "{sent}");
+    assert!(sent.contains("notes.txt does not say updated"), "{sent}");
+    assert!(sent.contains("attempt 2 of 2"), "{sent}");
+    let report = summary(&artifacts);
+    assert_eq!(report["tasks"][0]["attempts"], 2);
+    assert_eq!(report["tasks"][0]["reason"], "checks_failed");
+}
