@@ -182,12 +182,7 @@ impl Agent<'_> {
             let value = schema.answer_in_input(&call.input);
             let errors = schema.errors(&value);
             if errors.is_empty() {
-                self.transcript.write(Event::Output {
-                    valid: true,
-                    value: Some(value.clone()),
-                    errors: Vec::new(),
-                })?;
-                session.output = Some(value);
+                self.accept_answer(session, value)?;
                 return Ok(done(call, ToolOutput::ok("Final answer recorded.")));
             }
             let message = match self.invalid_answer(session, errors, OutputMode::Tool)? {

@@ -105,24 +105,34 @@ impl Agent<'_> {
                 self.invalid_answer(session, errors, mode)
             }
             OutputMode::Text => {
-                let value = match OutputSchema::from_text(&session.final_text) {
+                let value = match OutputSchema::from_text(&session.last_turn_text) {
                     Ok(value) => value,
                     Err(error) => return self.invalid_answer(session, vec![error], mode),
                 };
                 let errors = schema.errors(&value);
                 if errors.is_empty() {
-                    self.transcript.write(Event::Output {
-                        valid: true,
-                        value: Some(value.clone()),
-                        errors: Vec::new(),
-                    })?;
-                    session.output = Some(value);
+                    self.accept_answer(session, value)?;
                     Ok(None)
                 } else {
                     self.invalid_answer(session, errors, mode)
                 }
             }
         }
+    }
+
+    /// Record a valid final answer; it stands until a new one replaces it.
+    pub(super) fn accept_answer(
+        &mut self,
+        session: &mut Session,
+        value: serde_json::Value,
+    ) -> Result<(), TranscriptError> {
+        self.transcript.write(Event::Output {
+            valid: true,
+            value: Some(value.clone()),
+            errors: Vec::new(),
+        })?;
+        session.output = Some(value);
+        Ok(())
     }
 
     /// Count an invalid answer: send it back with its errors, or fail the task after

@@ -293,8 +293,9 @@ impl Agent<'_> {
         })?;
         let text = response.text();
         if !text.is_empty() {
-            session.final_text = text;
+            session.final_text.clone_from(&text);
         }
+        session.last_turn_text = text;
         let calls: Vec<Call> = response
             .tool_calls()
             .map(|(id, name, input)| Call {

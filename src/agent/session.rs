@@ -24,6 +24,9 @@ pub(crate) struct Session {
     pub(super) turns: u32,
     pub(super) usage: Usage,
     pub(super) final_text: String,
+    /// The text of the last turn only (empty when it had none): a final answer given as
+    /// text must be the last turn's, not an earlier one's.
+    pub(super) last_turn_text: String,
     pub(super) denials: Vec<Denial>,
     pub(super) drifts: u32,
     /// Calls the policy allowed, by tool name.
@@ -59,6 +62,7 @@ impl Session {
             turns: 0,
             usage: Usage::default(),
             final_text: String::new(),
+            last_turn_text: String::new(),
             denials: Vec::new(),
             drifts: 0,
             calls: BTreeMap::new(),
