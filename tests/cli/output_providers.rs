@@ -21,6 +21,29 @@ fn with_output(spec: &Path) {
     std::fs::write(spec, format!("{text}{SCHEMA}")).unwrap();
 }
 
+/// Run the task against a mock `provider` server answering `replies`, with `output:`;
+/// the scratch directory (artifacts in `out/`), the server (for its requests), drover's
+/// output and summary.json.
+fn run_with_output(
+    provider: &str,
+    replies: Vec<Reply>,
+    exit: i32,
+) -> (
+    tempfile::TempDir,
+    MockServer,
+    std::process::Output,
+    serde_json::Value,
+) {
+    let server = MockServer::start(replies);
+    let (dir, spec) = task(provider, &server.base_url, "");
+    with_output(&spec);
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_exit(&output, exit);
+    let report = summary(&artifacts);
+    (dir, server, output, report)
+}
+
 fn openai_text_turn(text: &str) -> String {
     openai_chunk(json!({"role": "assistant", "content": text}), None)
         + &openai_chunk(json!({}), Some("stop"))
@@ -29,24 +52,23 @@ fn openai_text_turn(text: &str) -> String {
 
 #[test]
 fn anthropic_gets_the_structured_output_tool_forced_after_the_model_ends_its_turn() {
-    let server = MockServer::start(vec![
-        Reply::sse(&anthropic_final_turn()),
-        Reply::sse(&anthropic_tool_turn(
-            "StructuredOutput",
-            &["{\"verdict\": \"maybe\"}"],
-            "tool_use",
-        )),
-        Reply::sse(&anthropic_tool_turn(
-            "StructuredOutput",
-            &["{\"verdict\": \"approve\"}"],
-            "tool_use",
-        )),
-    ]);
-    let (dir, spec) = task("anthropic", &server.base_url, "");
-    with_output(&spec);
-    let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, Some(KEY));
-    assert_exit(&output, 0);
+    let (_dir, server, _output, report) = run_with_output(
+        "anthropic",
+        vec![
+            Reply::sse(&anthropic_final_turn()),
+            Reply::sse(&anthropic_tool_turn(
+                "StructuredOutput",
+                &["{\"verdict\": \"maybe\"}"],
+                "tool_use",
+            )),
+            Reply::sse(&anthropic_tool_turn(
+                "StructuredOutput",
+                &["{\"verdict\": \"approve\"}"],
+                "tool_use",
+            )),
+        ],
+        0,
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     let first = requests[0].json();
@@ -86,22 +108,20 @@ fn anthropic_gets_the_structured_output_tool_forced_after_the_model_ends_its_tur
         result["content"].to_string().contains("at /verdict"),
         "{result}"
     );
-    let report = summary(&artifacts);
     assert_eq!(report["tasks"][0]["output"], json!({"verdict": "approve"}));
 }
 
 #[test]
 fn openai_gets_response_format_and_the_final_text_is_parsed_and_sent_back_when_invalid() {
-    let server = MockServer::start(vec![
-        Reply::sse(&openai_text_turn("I think it is fine.")),
-        Reply::sse(&openai_text_turn("```json\n{\"verdict\": \"maybe\"}\n```")),
-        Reply::sse(&openai_text_turn("{\"verdict\": \"request_changes\"}")),
-    ]);
-    let (dir, spec) = task("openai", &server.base_url, "");
-    with_output(&spec);
-    let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, Some(KEY));
-    assert_exit(&output, 0);
+    let (_dir, server, _output, report) = run_with_output(
+        "openai",
+        vec![
+            Reply::sse(&openai_text_turn("I think it is fine.")),
+            Reply::sse(&openai_text_turn("```json\n{\"verdict\": \"maybe\"}\n```")),
+            Reply::sse(&openai_text_turn("{\"verdict\": \"request_changes\"}")),
+        ],
+        0,
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     let first = requests[0].json();
@@ -127,7 +147,6 @@ fn openai_gets_response_format_and_the_final_text_is_parsed_and_sent_back_when_i
             .contains("not a JSON value"),
         "{sent_back}"
     );
-    let report = summary(&artifacts);
     assert_eq!(
         report["tasks"][0]["output"],
         json!({"verdict": "request_changes"})
@@ -136,41 +155,37 @@ fn openai_gets_response_format_and_the_final_text_is_parsed_and_sent_back_when_i
 
 #[test]
 fn openai_three_invalid_answers_fail_with_invalid_output() {
-    let server = MockServer::start(vec![
-        Reply::sse(&openai_text_turn("{\"verdict\": 1}")),
-        Reply::sse(&openai_text_turn("{\"verdict\": 2}")),
-        Reply::sse(&openai_text_turn("{\"verdict\": 3}")),
-    ]);
-    let (dir, spec) = task("openai", &server.base_url, "");
-    with_output(&spec);
-    let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, Some(KEY));
-    assert_exit(&output, 1);
-    let report = summary(&artifacts);
+    let (_dir, server, _output, report) = run_with_output(
+        "openai",
+        vec![
+            Reply::sse(&openai_text_turn("{\"verdict\": 1}")),
+            Reply::sse(&openai_text_turn("{\"verdict\": 2}")),
+            Reply::sse(&openai_text_turn("{\"verdict\": 3}")),
+        ],
+        1,
+    );
     assert_eq!(report["tasks"][0]["reason"], "invalid_output");
     assert_eq!(server.requests().len(), 3);
 }
 
 #[test]
 fn a_server_refusing_response_format_is_asked_again_without_it() {
-    let server = MockServer::start(vec![
-        Reply::status(
-            400,
-            r#"{"error": {"type": "invalid_request_error", "message": "response_format json_schema is not supported"}}"#,
-        ),
-        Reply::sse(&openai_text_turn("{\"verdict\": \"approve\"}")),
-    ]);
-    let (dir, spec) = task("openai", &server.base_url, "");
-    with_output(&spec);
-    let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, Some(KEY));
-    assert_exit(&output, 0);
+    let (_dir, server, output, report) = run_with_output(
+        "openai",
+        vec![
+            Reply::status(
+                400,
+                r#"{"error": {"type": "invalid_request_error", "message": "response_format json_schema is not supported"}}"#,
+            ),
+            Reply::sse(&openai_text_turn("{\"verdict\": \"approve\"}")),
+        ],
+        0,
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("refused response_format"), "{stderr}");
     let requests = server.requests();
     assert!(requests[0].json().get("response_format").is_some());
     assert!(requests[1].json().get("response_format").is_none());
-    let report = summary(&artifacts);
     assert_eq!(report["tasks"][0]["output"], json!({"verdict": "approve"}));
 }
 
@@ -183,16 +198,11 @@ fn anthropic_three_invalid_answers_fail_with_invalid_output() {
             "tool_use",
         ))
     };
-    let server = MockServer::start(vec![bad(), bad(), bad()]);
-    let (dir, spec) = task("anthropic", &server.base_url, "");
-    with_output(&spec);
-    let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, Some(KEY));
-    assert_exit(&output, 1);
-    let report = summary(&artifacts);
+    let (_dir, server, _output, report) =
+        run_with_output("anthropic", vec![bad(), bad(), bad()], 1);
     assert_eq!(report["tasks"][0]["reason"], "invalid_output");
     assert_eq!(server.requests().len(), 3);
-    assert!(!artifacts.join("t/output.json").exists());
+    assert!(!_dir.path().join("out/t/output.json").exists());
 }
 
 #[test]
