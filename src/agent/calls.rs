@@ -37,7 +37,7 @@ impl Agent<'_> {
     ) -> Result<Option<Stop>, TranscriptError> {
         let mut results: Vec<ContentBlock> = Vec::with_capacity(calls.len());
         let mut stop: Option<Stop> = None;
-        for range in dispatch::batches(calls, self.registry) {
+        for range in dispatch::batches(calls, self.registry, self.subagents) {
             let mut ready = Vec::new();
             for call in &calls[range] {
                 self.transcript.write(Event::ToolCall {
@@ -63,7 +63,19 @@ impl Agent<'_> {
             let contexts: Vec<Vec<String>> = ready.iter().map(|r| r.context.clone()).collect();
             let batch: Vec<Call> = ready.iter().map(|r| r.call.clone()).collect();
             let prepared = ready.into_iter().map(|r| (r.call, r.outcome)).collect();
-            let execution = dispatch::execute(prepared, &self.ctx);
+            let launcher = self.subagents.map(|subagents| super::subagent::Launcher {
+                subagents,
+                policy: self.policy,
+                redactor: self.redactor,
+                hooks: self.hooks,
+                transcript: self.transcript.share(),
+                ctx: self.ctx.clone(),
+                config: config.clone(),
+                clock: session.clock,
+                depth: self.depth,
+            });
+            let execution =
+                dispatch::execute(prepared, &self.ctx, self.registry, launcher.as_ref());
             let (executed, why) =
                 match bounded(session.clock.deadline, &config.interrupt, execution).await {
                     Bounded::Done(executed) => (executed, None),

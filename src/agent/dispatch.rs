@@ -76,9 +76,17 @@ pub(super) fn judge(
     }
 }
 
-/// Split calls into batches: runs of read-only calls, and every other call alone.
-pub(super) fn batches(calls: &[Call], registry: &Registry) -> Vec<std::ops::Range<usize>> {
+/// Split calls into batches: runs of read-only calls, and every other call alone. An
+/// `Agent` call reads only when its sub-agent's tools all do.
+pub(super) fn batches(
+    calls: &[Call],
+    registry: &Registry,
+    subagents: Option<&super::SubAgents>,
+) -> Vec<std::ops::Range<usize>> {
     let read_only = |call: &Call| {
+        if registry.resolve(&call.name) == crate::tools::agent::AGENT {
+            return subagents.is_some_and(|agents| agents.reads_only(&call.input));
+        }
         registry
             .facts(&call.name)
             .is_some_and(|facts| facts.read_only)
@@ -107,12 +115,30 @@ pub(super) struct Executed {
     pub fault: Option<InternalFault>,
 }
 
-/// Execute a batch's prepared calls concurrently; results in call order.
-pub(super) async fn execute(prepared: Vec<(Call, Prepared)>, ctx: &ToolContext) -> Vec<Executed> {
+/// Execute a batch's prepared calls concurrently; results in call order. `Agent` calls
+/// run their sub-agent through `launcher`.
+pub(super) async fn execute<'a>(
+    prepared: Vec<(Call, Prepared)>,
+    ctx: &ToolContext,
+    registry: &Registry,
+    launcher: Option<&super::subagent::Launcher<'a>>,
+) -> Vec<Executed> {
     let futures = prepared.into_iter().map(|(call, prepared)| async move {
         let started = std::time::Instant::now();
         let (output, fault) = match prepared {
             Prepared::Done(output) => (output, None),
+            Prepared::Run(_, _) if registry.resolve(&call.name) == crate::tools::agent::AGENT => {
+                let outcome = match launcher {
+                    Some(launcher) => launcher.launch(call.id.clone(), call.input.clone()).await,
+                    None => Ok(ToolOutput::error(
+                        "This task has no sub-agents (agents: in the spec).",
+                    )),
+                };
+                match outcome {
+                    Ok(output) => (output, None),
+                    Err(fault) => (ToolOutput::error(fault.to_string()), Some(fault)),
+                }
+            }
             Prepared::Run(parsed, target) => {
                 match run_call(&call.name, parsed, &ctx.for_call(&call.id, target)).await {
                     Ok(output) => (output, None),

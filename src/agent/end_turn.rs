@@ -33,6 +33,10 @@ impl Agent<'_> {
                 None => {}
             }
         }
+        // Stop hooks are the task's: a sub-agent's end is its parent's tool result.
+        if self.depth > 0 {
+            return Ok(Some(done));
+        }
         let mut fields = Map::new();
         fields.insert("stop_hook_active".into(), json!(session.stop_blocks > 0));
         fields.insert(

@@ -150,6 +150,8 @@ pub(super) async fn run_loop(
         replay: None,
         redactor: &redactor,
         hooks: &hooks,
+        subagents: None,
+        depth: 0,
     };
     let config = AgentConfig {
         prompt: "p".into(),

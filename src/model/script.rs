@@ -12,6 +12,9 @@ use crate::spec::{ScriptTurn, ScriptUsage};
 
 pub(crate) struct ScriptModel {
     name: String,
+    /// What tool call ids start with after `toolu_` (`script`; a sub-agent's own, so
+    /// its ids never equal its parent's).
+    id_prefix: String,
     turns: std::vec::IntoIter<ScriptTurn>,
     turn: u32,
 }
@@ -20,9 +23,23 @@ impl ScriptModel {
     pub(crate) fn new(name: Option<&str>, turns: Vec<ScriptTurn>) -> Self {
         ScriptModel {
             name: name.unwrap_or("script").to_string(),
+            id_prefix: "script".to_string(),
             turns: turns.into_iter(),
             turn: 0,
         }
+    }
+}
+
+impl ScriptModel {
+    /// The same model, its tool call ids made from `owner` (a sub-agent's id): ids stay
+    /// unique across the agents of one transcript.
+    pub(crate) fn with_id_prefix(mut self, owner: &str) -> Self {
+        let safe: String = owner
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        self.id_prefix = format!("script_{safe}");
+        self
     }
 }
 
@@ -52,7 +69,7 @@ impl Model for ScriptModel {
         }
         for (index, call) in turn.tool_calls.into_iter().enumerate() {
             content.push(ContentBlock::ToolUse {
-                id: format!("toolu_script_{:02}_{:02}", self.turn, index + 1),
+                id: format!("toolu_{}_{:02}_{:02}", self.id_prefix, self.turn, index + 1),
                 name: call.name,
                 input: call.input,
             });

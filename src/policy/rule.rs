@@ -29,7 +29,12 @@ pub(super) const KNOWN_TOOLS: &[&str] = &[
     "NotebookEdit",
     "ListMcpResources",
     "ReadMcpResource",
+    "Agent",
+    "Task",
 ];
+
+/// Claude Code's former name of the `Agent` tool: a rule naming it names `Agent`.
+const AGENT_ALIAS: (&str, &str) = ("Task", "Agent");
 
 /// Tools whose rules take a path pattern as specifier (`Edit(src/**)`). Which tools a
 /// `Read` or `Edit` rule governs besides its own is the tools' to say
@@ -269,6 +274,11 @@ impl TryFrom<String> for Rule {
             }
             Some(inner) => Some(parse_specifier(tool, inner, &text)?),
         };
+        let tool = if tool == AGENT_ALIAS.0 {
+            AGENT_ALIAS.1
+        } else {
+            tool
+        };
         Ok(Rule {
             text: trimmed.to_string(),
             tool: tool.to_string(),
@@ -320,6 +330,14 @@ mod tests {
 
     fn rule(text: &str) -> Result<Rule, String> {
         Rule::try_from(text.to_string()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_task_rule_names_the_agent_tool() {
+        let task = rule("Task").unwrap();
+        assert_eq!(task.tool(), "Agent");
+        assert_eq!(task.text(), "Task");
+        assert!(rule("Agent(x)").is_err(), "Agent takes no specifier");
     }
 
     #[test]

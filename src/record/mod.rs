@@ -12,7 +12,7 @@ pub(crate) mod transcript;
 
 pub(crate) use redact::Redactor;
 pub(crate) use report::{
-    CheckReport, Denial, EndReason, McpServerReport, RunReport, ShardId, Status, TaskReport, Todo,
-    TodoStatus,
+    AgentRun, CheckReport, Denial, EndReason, McpServerReport, RunReport, ShardId, Status,
+    TaskReport, Todo, TodoStatus,
 };
 pub(crate) use transcript::{Event, TranscriptReader, TranscriptWriter};

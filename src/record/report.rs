@@ -203,6 +203,27 @@ pub(crate) struct TaskReport {
     /// The final answer, valid against `output.schema` (also in `output.json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<serde_json::Value>,
+    /// Each sub-agent run (the `Agent` tool), in the order they ended. The task's
+    /// `usage` and `cost_usd` include theirs; its `turns` are the main agent's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentRun>,
+}
+
+/// One run of a sub-agent, for summary.json and the transcript's `agent_end`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct AgentRun {
+    pub agent_id: String,
+    /// Its name in `agents:` (the call's `subagent_type`).
+    pub agent_type: String,
+    pub parent_tool_use_id: String,
+    /// 1 for the main agent's sub-agents, 2 for theirs.
+    pub depth: u32,
+    pub reason: EndReason,
+    pub turns: u32,
+    pub usage: Usage,
+    /// None when its model's price is unknown.
+    pub cost_usd: Option<f64>,
+    pub duration_ms: u64,
 }
 
 fn one() -> u32 {

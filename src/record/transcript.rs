@@ -57,6 +57,9 @@ pub(crate) enum Event {
         /// `output:`'s schema as the run used it (so a replay needs no schema file).
         #[serde(default, skip_serializing_if = "Value::is_null")]
         output_schema: Value,
+        /// The sub-agents the task offered, by name (so a replay needs no agent files).
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        agents: Value,
     },
     ModelResponse {
         turn: u32,
@@ -180,6 +183,25 @@ pub(crate) enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         errors: Vec<String>,
     },
+    /// A sub-agent starts (its own events follow, each with its `agent_id`).
+    AgentStart {
+        agent_type: String,
+        description: String,
+        prompt: String,
+        provider: String,
+        model: String,
+        tools: Vec<String>,
+        depth: u32,
+    },
+    /// A sub-agent ended; its figures count toward the task's limits.
+    AgentEnd {
+        reason: crate::record::EndReason,
+        message: String,
+        turns: u32,
+        usage: Usage,
+        cost_usd: Option<f64>,
+        duration_ms: u64,
+    },
     RunEnd {
         status: crate::record::Status,
         reason: crate::record::EndReason,
@@ -239,6 +261,27 @@ struct Line {
     #[serde(flatten)]
     event: Event,
     ts: String,
+    /// Set on a sub-agent's events: which agent (see [`AgentScope`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_id: Option<String>,
+    /// The parent's `Agent` call that started the sub-agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent_tool_use_id: Option<String>,
+}
+
+/// Whose events a writer writes: a sub-agent's carry its id and the parent's call that
+/// started it, so a reader can fold them under that call (the main agent's carry none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AgentScope {
+    pub agent_id: String,
+    pub parent_tool_use_id: String,
+}
+
+/// An event read back with the agent that wrote it (None: the main agent).
+#[derive(Debug, Clone)]
+pub(crate) struct ScopedEvent {
+    pub scope: Option<AgentScope>,
+    pub event: Event,
 }
 
 /// Why a transcript could not be written or read.
@@ -266,8 +309,16 @@ pub(crate) enum TranscriptError {
 /// without the loop knowing anything about terminals.
 pub(crate) type EventObserver = Box<dyn FnMut(&Event) + Send>;
 
-/// Appends events to a transcript file, one flushed line each.
+/// Appends events to a transcript file, one flushed line each. A sub-agent writes to
+/// the same file through a [`TranscriptWriter::scoped`] writer: one hash chain, lines
+/// in the order they were written, each sub-agent line marked with its agent.
 pub(crate) struct TranscriptWriter {
+    shared: Arc<std::sync::Mutex<Shared>>,
+    scope: Option<AgentScope>,
+}
+
+/// What every writer of one transcript shares.
+struct Shared {
     file: File,
     path: PathBuf,
     observer: Option<EventObserver>,
@@ -283,32 +334,65 @@ impl TranscriptWriter {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(TranscriptWriter {
+        let shared = Shared {
             file,
             path: path.to_path_buf(),
             observer: None,
             redactor: None,
             prev: super::chain::genesis(),
+        };
+        Ok(TranscriptWriter {
+            shared: Arc::new(std::sync::Mutex::new(shared)),
+            scope: None,
         })
+    }
+
+    /// A writer to the same transcript whose events are the sub-agent `scope`'s.
+    pub(crate) fn scoped(&self, scope: AgentScope) -> TranscriptWriter {
+        TranscriptWriter {
+            shared: Arc::clone(&self.shared),
+            scope: Some(scope),
+        }
+    }
+
+    /// Another writer to the same transcript, for the same agent.
+    pub(crate) fn share(&self) -> TranscriptWriter {
+        TranscriptWriter {
+            shared: Arc::clone(&self.shared),
+            scope: self.scope.clone(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        // A writer that panicked mid-line left at worst a partial line, which the chain
+        // check reports; the lines after it are still worth writing.
+        self.shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Redact every line written from now on with `redactor`: the last pass that keeps
     /// secret values out of the transcript whatever event carries them.
     pub(crate) fn redact_with(&mut self, redactor: Arc<Redactor>) {
-        self.redactor = Some(redactor);
+        self.lock().redactor = Some(redactor);
     }
 
-    /// Show every event written from now on to `observer` too.
+    /// Show every event of the main agent written from now on to `observer` too.
     pub(crate) fn observe(&mut self, observer: EventObserver) {
-        self.observer = Some(observer);
+        self.lock().observer = Some(observer);
     }
 
     /// Write one event as one line, secret values redacted, and flush it to the OS before
     /// returning.
     pub(crate) fn write(&mut self, event: Event) -> Result<(), TranscriptError> {
+        let scope = self.scope.clone();
+        let mut shared = self.lock();
+        let shared = &mut *shared;
         let mut line = Line {
             event,
             ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            agent_id: scope.as_ref().map(|s| s.agent_id.clone()),
+            parent_tool_use_id: scope.as_ref().map(|s| s.parent_tool_use_id.clone()),
         };
         // Serializing our own enum of plain data cannot fail; fall back to an error
         // event rather than losing the line if it ever did.
@@ -318,7 +402,7 @@ impl TranscriptWriter {
                 line.ts
             )
         });
-        if let Some(redactor) = &self.redactor
+        if let Some(redactor) = &shared.redactor
             && let Some((redacted, event)) = redact_line(redactor, &text, &line)
         {
             text = redacted;
@@ -327,17 +411,20 @@ impl TranscriptWriter {
                 line.event = event;
             }
         }
-        let mut text = super::chain::chain_line(&text, &self.prev);
-        self.prev = crate::digest::sha256_hex(text.as_bytes());
+        let mut text = super::chain::chain_line(&text, &shared.prev);
+        shared.prev = crate::digest::sha256_hex(text.as_bytes());
         text.push('\n');
-        self.file
+        shared
+            .file
             .write_all(text.as_bytes())
-            .and_then(|()| self.file.flush())
+            .and_then(|()| shared.file.flush())
             .map_err(|source| TranscriptError::Write {
-                path: self.path.clone(),
+                path: shared.path.clone(),
                 source,
             })?;
-        if let Some(observer) = &mut self.observer {
+        if scope.is_none()
+            && let Some(observer) = &mut shared.observer
+        {
             observer(&line.event);
         }
         Ok(())
@@ -368,7 +455,17 @@ fn redact_line(redactor: &Redactor, text: &str, line: &Line) -> Option<(String, 
 pub(crate) struct TranscriptReader;
 
 impl TranscriptReader {
+    /// The main agent's events (a sub-agent's are left out: see [`Self::read_scoped`]).
     pub(crate) fn read(path: &Path) -> Result<Vec<Event>, TranscriptError> {
+        Ok(Self::read_scoped(path)?
+            .into_iter()
+            .filter(|scoped| scoped.scope.is_none())
+            .map(|scoped| scoped.event)
+            .collect())
+    }
+
+    /// Every event, each with the agent that wrote it.
+    pub(crate) fn read_scoped(path: &Path) -> Result<Vec<ScopedEvent>, TranscriptError> {
         let file = File::open(path).map_err(|source| TranscriptError::Read {
             path: path.to_path_buf(),
             source,
@@ -387,7 +484,17 @@ impl TranscriptReader {
                 line: index + 1,
                 message: e.to_string(),
             })?;
-            events.push(parsed.event);
+            let scope = match (parsed.agent_id, parsed.parent_tool_use_id) {
+                (Some(agent_id), parent) => Some(AgentScope {
+                    agent_id,
+                    parent_tool_use_id: parent.unwrap_or_default(),
+                }),
+                (None, _) => None,
+            };
+            events.push(ScopedEvent {
+                scope,
+                event: parsed.event,
+            });
         }
         Ok(events)
     }

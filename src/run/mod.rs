@@ -13,7 +13,9 @@ mod replay;
 mod sandbox;
 mod setup;
 pub(crate) mod shard;
+mod spec_agents;
 pub(crate) mod spec_checks;
+mod subagents;
 mod task;
 mod task_end;
 mod task_error;
@@ -172,10 +174,16 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         eprintln!("drover: note: {}: {note}", spec.name());
     }
     let output_schema = spec_checks::output_schema(&spec)?;
+    let (agents, notes) = spec_checks::task_agents(&spec)?;
+    for note in notes {
+        eprintln!("drover: note: {}: {note}", spec.name());
+    }
     Ok(TaskPlan {
         rules,
         mcp_servers,
         hooks,
+        agents,
+        agent_events: Default::default(),
         output_schema,
         replayed_mcp_tools: Vec::new(),
         mcp_vars: crate::mcp::VarSource::Environment,

@@ -57,6 +57,11 @@ pub(crate) enum ReplayError {
         transcript.display()
     )]
     NoRunStart { transcript: PathBuf },
+    #[error("{}: the run_start event's agents cannot be read: {message}", transcript.display())]
+    AgentsUnreadable {
+        transcript: PathBuf,
+        message: String,
+    },
     #[error(
         "replaying {} into {} would overwrite the transcript being replayed; pass --artifacts with another directory",
         transcript.display(),

@@ -62,7 +62,18 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
             source,
         }
     })?;
-    let events = TranscriptReader::read(&options.transcript).map_err(ReplayError::from)?;
+    let scoped = TranscriptReader::read_scoped(&options.transcript).map_err(ReplayError::from)?;
+    let mut agent_events: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+    let mut events = Vec::new();
+    for line in scoped {
+        match line.scope {
+            Some(scope) => agent_events
+                .entry(scope.agent_id)
+                .or_default()
+                .push(line.event),
+            None => events.push(line.event),
+        }
+    }
     let Some(Event::RunStart {
         spec_path,
         spec_yaml,
@@ -71,6 +82,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         task,
         max_turns,
         output_schema,
+        agents,
         ..
     }) = events.first().cloned()
     else {
@@ -159,9 +171,20 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     } else {
         mcp_tools_used(&events)
     };
+    // The recorded agents (their scripts were never recorded: the recording answers).
+    let agents = if agents.is_null() {
+        BTreeMap::new()
+    } else {
+        serde_json::from_value(agents).map_err(|e| ReplayError::AgentsUnreadable {
+            transcript: options.transcript.clone(),
+            message: e.to_string(),
+        })?
+    };
     Ok(TaskPlan {
         rules,
         mcp_servers,
+        agents,
+        agent_events,
         // Hooks are not run in a replay: their recorded answers are given again.
         hooks: Default::default(),
         output_schema: (!output_schema.is_null()).then_some(output_schema),

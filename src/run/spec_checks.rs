@@ -9,6 +9,7 @@ use crate::model::pricing;
 use crate::policy::RuleSet;
 use serde_json::Value;
 
+pub(crate) use super::spec_agents::task_agents;
 use crate::spec::{
     HooksSpec, LoadedSpec, McpServerSpec, Position, SpecError, hooks_of_claude_settings,
     hooks_problem, server_problem, servers_of_claude_config,
@@ -24,12 +25,13 @@ pub(crate) fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
     rule_set(loaded)?;
     mcp_servers(loaded)?;
     task_hooks(loaded)?;
+    task_agents(loaded)?;
     output_schema(loaded)?;
     budget_is_priced(loaded)
 }
 
 /// The spec's file `name` names, relative to the spec file.
-fn beside_spec(loaded: &LoadedSpec, name: &str) -> std::path::PathBuf {
+pub(super) fn beside_spec(loaded: &LoadedSpec, name: &str) -> std::path::PathBuf {
     loaded
         .path
         .parent()

@@ -53,6 +53,10 @@ pub(crate) struct TaskPlan {
     pub mcp_vars: crate::mcp::VarSource,
     /// The task's hooks (`hooks:` and `hooks_from:`'s), checked when it was planned.
     pub hooks: crate::spec::HooksSpec,
+    /// The sub-agents (`agents:` and `agents_from:`'s, or a replay's recorded ones).
+    pub agents: std::collections::BTreeMap<String, crate::spec::AgentSpec>,
+    /// A replay: each recorded sub-agent run's events, by agent id.
+    pub agent_events: std::collections::BTreeMap<String, Vec<Event>>,
     /// `output:`'s schema, read and compiled when the task was planned.
     pub output_schema: Option<serde_json::Value>,
     pub model: ModelSource,
@@ -163,6 +167,7 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         attempts: 1,
         hook_runs: 0,
         output: None,
+        agents: Vec::new(),
     }
 }
 

@@ -81,6 +81,8 @@ pub(super) async fn run_agent(
     if let Some(thread) = file_thread {
         ctx = ctx.confined_to(thread);
     }
+    let strict = inputs.replay.as_ref().map(|replay| replay.strict);
+    let subagents = super::subagents::sub_agents(plan, &registry, strict)?;
     let mut agent = Agent {
         model: inputs.model,
         registry: &registry,
@@ -90,6 +92,8 @@ pub(super) async fn run_agent(
         replay: inputs.replay,
         redactor,
         hooks: &hooks,
+        subagents: subagents.as_ref(),
+        depth: 0,
     };
     let mut session = agent.begin(&config);
     let max_attempts = plan
@@ -197,8 +201,10 @@ pub(super) async fn run_agent(
     settle(&agent.ctx, &commands, workspace, report).await?;
     let outcome = outcome?;
     report.turns = outcome.turns;
-    report.usage = outcome.usage;
-    report.cost_usd = outcome.cost_usd;
+    // The task's figures: its sub-agents' included.
+    report.usage = config.meter.usage();
+    report.cost_usd = config.meter.cost_usd();
+    report.agents = config.meter.agents();
     report.final_text = outcome.final_text.clone();
     report.denials = outcome.denials.clone();
     report.todos = agent.ctx.todos();
@@ -416,6 +422,7 @@ fn loop_config(
         pricing: prices,
         interrupt,
         output,
+        meter: Default::default(),
     }
 }
 

@@ -19,6 +19,7 @@ use crate::record::transcript::McpToolName;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::Isolation;
 use crate::tools::Registry;
+use crate::tools::agent::{AgentChoice, AgentTool};
 use crate::workspace::Baseline;
 use crate::workspace::baseline::{CopyOrigin, Exclusions, IndexSource, StartOptions};
 use crate::workspace::confined::ConfinedThread;
@@ -233,6 +234,17 @@ pub(super) async fn arm(
             registry.add(Arc::new(tool))?;
         }
     }
+    if !plan.agents.is_empty() {
+        let choices: Vec<AgentChoice> = plan
+            .agents
+            .iter()
+            .map(|(name, agent)| AgentChoice {
+                name: name.clone(),
+                description: agent.description.clone(),
+            })
+            .collect();
+        registry.add(Arc::new(AgentTool::new(&choices)))?;
+    }
     registry.retain(|facts| policy.withholds(facts).is_none());
     Ok(Armed {
         policy,
@@ -271,6 +283,11 @@ pub(super) fn record_start(
         sandbox: armed.commands.summary.clone(),
         redaction_skipped: redactor.skipped().to_vec(),
         output_schema: plan.output_schema.clone().unwrap_or_default(),
+        agents: if plan.agents.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::to_value(&plan.agents).unwrap_or_default()
+        },
     })?;
     if let Some(message) = armed.commands.unavailable.clone() {
         return Err(Halt::Early(EndReason::SandboxUnavailable, message));

@@ -1,6 +1,7 @@
 //! Task specs: YAML files loaded into typed structs, with every error naming
 //! `file:line:column` and saying what to write instead.
 
+mod agents;
 mod connection;
 mod expect;
 mod hooks;
@@ -11,6 +12,7 @@ mod output;
 mod pricing;
 mod types;
 
+pub(crate) use agents::{AgentSpec, DEFAULT_MAX_AGENT_DEPTH, agent_of_claude_file};
 pub(crate) use connection::{RetrySpec, TimeoutsSpec};
 #[cfg(test)]
 pub(crate) use expect::FilesChangedExpectation;

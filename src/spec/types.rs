@@ -64,6 +64,13 @@ pub(crate) struct TaskSpec {
     /// A Claude Code settings file (relative to the spec file) whose `hooks` join these.
     #[serde(default)]
     pub hooks_from: Option<Spanned<String>>,
+    /// Sub-agents the model may start with the `Agent` tool.
+    #[serde(default)]
+    pub agents: Option<Spanned<super::agents::AgentsSpec>>,
+    /// A directory of Claude Code agent files (relative to the spec file) whose agents
+    /// join these.
+    #[serde(default)]
+    pub agents_from: Option<Spanned<String>>,
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.
@@ -294,6 +301,9 @@ pub(crate) struct Limits {
     /// so that a zero is reported at its place.
     #[serde(default)]
     pub max_tokens: Option<Spanned<u64>>,
+    /// How deep sub-agents may nest (1: sub-agents start none of their own); default 2.
+    #[serde(default)]
+    pub max_agent_depth: Option<Spanned<u32>>,
 }
 
 /// `sandbox: off`, `sandbox: on`, or `sandbox: { network: true }`.

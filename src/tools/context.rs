@@ -102,6 +102,21 @@ impl ToolContext {
         }
     }
 
+    /// The context of a sub-agent started from this one: the same workspace, roots,
+    /// sandbox, filters and background shells (stopped with the task's), but its own
+    /// record of files read (it must Read before it edits, whatever its parent read), its
+    /// own working directory and its own to-do list.
+    pub(crate) fn for_subagent(&self) -> Self {
+        ToolContext {
+            files: Arc::new(FileStateCache::default()),
+            shell: Arc::new(ShellState::new(self.workspace.clone())),
+            todo_list: Arc::new(TodoList::default()),
+            target: None,
+            call_id: None,
+            ..self.clone()
+        }
+    }
+
     /// The same context with `hidden` deciding which files searches and listings skip.
     pub(crate) fn with_hidden(mut self, hidden: Arc<SearchFilter>) -> Self {
         self.hidden = hidden;

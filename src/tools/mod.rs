@@ -6,6 +6,7 @@
 //! A tool never prints and never panics on bad input: what it has to say goes back to the
 //! model, and a fault of drover's own is reported apart ([`ToolError`]).
 
+pub(crate) mod agent;
 pub(crate) mod background;
 pub(crate) mod bash;
 pub(crate) mod bash_output;

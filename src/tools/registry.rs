@@ -85,9 +85,36 @@ impl Registry {
         self.order.retain(|name| entries.contains_key(name));
     }
 
+    /// A registry of the tools of this one that `keep` accepts (by name), in the same
+    /// order: what a sub-agent limited to some of its parent's tools is offered.
+    pub(crate) fn subset(&self, keep: impl Fn(&str) -> bool) -> Result<Registry, RegistryError> {
+        let tools = self
+            .order
+            .iter()
+            .filter(|name| keep(name))
+            .filter_map(|name| self.entries.get(name))
+            .map(|entry| Arc::clone(&entry.tool))
+            .collect();
+        Registry::new(tools)
+    }
+
+    /// The name a call of `name` reaches: `Task` is Claude Code's former name of `Agent`.
+    pub(crate) fn resolve<'n>(&self, name: &'n str) -> &'n str {
+        if name == super::agent::AGENT_ALIAS
+            && !self.entries.contains_key(name)
+            && self.entries.contains_key(super::agent::AGENT)
+        {
+            super::agent::AGENT
+        } else {
+            name
+        }
+    }
+
     /// What the policy knows of the tool called `name`, if there is one.
     pub(crate) fn facts(&self, name: &str) -> Option<&ToolFacts> {
-        self.entries.get(name).map(|entry| &entry.facts)
+        self.entries
+            .get(self.resolve(name))
+            .map(|entry| &entry.facts)
     }
 
     /// Tool names in offer order.
@@ -108,6 +135,7 @@ impl Registry {
     /// Every error is written for the model: an unknown tool names the available ones, and
     /// a schema error lists every problem, where it is in the input, and what was wanted.
     pub(crate) fn prepare(&self, name: &str, input: Value) -> Result<Box<dyn ToolCall>, ToolError> {
+        let name = self.resolve(name);
         self.validate(name, &input)?;
         let entry = self
             .entries
@@ -118,6 +146,7 @@ impl Registry {
 
     /// Check `input` against the tool's schema (see [`Registry::prepare`]).
     pub(crate) fn validate(&self, name: &str, input: &Value) -> Result<(), ToolError> {
+        let name = self.resolve(name);
         let Some(entry) = self.entries.get(name) else {
             return Err(ToolError::Failed(self.unknown(name)));
         };

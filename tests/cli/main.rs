@@ -32,6 +32,7 @@ mod run_cli;
 mod sandbox;
 mod setup_cli;
 mod sharding;
+mod subagents_cli;
 mod tool_bench_cli;
 mod tools_cli;
 mod workspace_cli;

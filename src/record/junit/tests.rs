@@ -39,6 +39,7 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         attempts: 1,
         hook_runs: 0,
         output: None,
+        agents: Vec::new(),
     }
 }
 

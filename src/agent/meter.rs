@@ -1,0 +1,85 @@
+//! What the whole task has spent: the main agent and every sub-agent draw on one
+//! budget, so `limits.max_cost_usd` and `limits.max_tokens` hold for the task however
+//! its work is split between agents (and however many run at once).
+
+use std::sync::Mutex;
+
+use crate::message::Usage;
+use crate::record::AgentRun;
+
+/// The task's spending, shared by its agents, and the record of each sub-agent run.
+#[derive(Debug, Default)]
+pub(crate) struct Meter {
+    inner: Mutex<Totals>,
+}
+
+#[derive(Debug, Default)]
+struct Totals {
+    usage: Usage,
+    cost_usd: f64,
+    /// A turn's price was unknown: the task's cost is unknown too, never understated.
+    unpriced: bool,
+    agents: Vec<AgentRun>,
+}
+
+impl Meter {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Totals> {
+        // Plain numbers: a panic elsewhere cannot leave them half-written.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Count one model turn: its tokens and what they cost (None: price unknown).
+    pub(crate) fn add(&self, usage: &Usage, cost_usd: Option<f64>) {
+        let mut totals = self.lock();
+        totals.usage.add(usage);
+        match cost_usd {
+            Some(cost) => totals.cost_usd += cost,
+            None => totals.unpriced = true,
+        }
+    }
+
+    /// The task's tokens so far.
+    pub(crate) fn usage(&self) -> Usage {
+        self.lock().usage
+    }
+
+    /// The task's cost so far; None once any turn's price was unknown.
+    pub(crate) fn cost_usd(&self) -> Option<f64> {
+        let totals = self.lock();
+        (!totals.unpriced).then_some(totals.cost_usd)
+    }
+
+    /// Note a sub-agent run that ended.
+    pub(crate) fn record_agent(&self, run: AgentRun) {
+        self.lock().agents.push(run);
+    }
+
+    /// Every sub-agent run so far, in the order they ended.
+    pub(crate) fn agents(&self) -> Vec<AgentRun> {
+        self.lock().agents.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_unknown_price_makes_the_total_unknown() {
+        let meter = Meter::default();
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        };
+        meter.add(&usage, Some(0.5));
+        meter.add(&usage, Some(0.25));
+        assert_eq!(meter.cost_usd(), Some(0.75));
+        assert_eq!(meter.usage().total(), 30);
+        meter.add(&usage, None);
+        assert_eq!(meter.cost_usd(), None);
+        assert_eq!(meter.usage().total(), 45);
+    }
+}

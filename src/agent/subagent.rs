@@ -1,0 +1,237 @@
+//! Sub-agents: an `Agent` call runs a loop of its own, in the same workspace, under the
+//! same policy, hooks and sandbox as its parent, with the tools its type allows (never
+//! more than the parent's), and its final text comes back as the call's result.
+//!
+//! Its events go to the task's transcript with its `agent_id`; its tokens and cost are
+//! metered with the task's, so the task's budgets hold; it shares the task's clock and
+//! interrupt; its own `max_turns` bounds it; and nesting stops at `max_depth`.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+
+use super::session::Clock;
+use super::{Agent, AgentConfig, ReplayExpectations, system_prompt};
+use crate::model::Model;
+use crate::policy::Policy;
+use crate::record::transcript::AgentScope;
+use crate::record::{AgentRun, EndReason, Event, Redactor, TranscriptWriter};
+use crate::spec::Pricing;
+use crate::tools::agent::AgentRequest;
+use crate::tools::{InternalFault, Registry, ToolContext, ToolOutput};
+
+/// One kind of sub-agent, ready to run.
+pub(crate) struct SubAgentType {
+    /// What its system prompt adds to drover's own.
+    pub prompt: String,
+    /// The tools it is offered: its parent's, narrowed to the type's `tools`.
+    pub registry: Registry,
+    /// Every tool it has only reads: several may run at once.
+    pub read_only: bool,
+    /// Each run of it ends after this many turns.
+    pub max_turns: Option<u32>,
+}
+
+/// Where a sub-agent's turns come from: the run layer knows the task's model spec,
+/// the key, and (in a replay) the recording.
+pub(crate) trait SubAgentModels: Send + Sync {
+    /// The model for one run of `agent_type`, named `agent_id`.
+    fn model(&self, agent_type: &str, agent_id: &str) -> Box<dyn Model>;
+    /// Its model's prices; None when unknown.
+    fn pricing(&self, agent_type: &str) -> Option<Pricing>;
+    /// In a replay, the recorded results of `agent_id`'s tool calls.
+    fn replay(&self, agent_id: &str) -> Option<ReplayExpectations>;
+}
+
+/// The task's sub-agents.
+pub(crate) struct SubAgents {
+    pub types: BTreeMap<String, SubAgentType>,
+    pub models: Box<dyn SubAgentModels>,
+    /// 1: only the main agent starts sub-agents; 2: they may start their own.
+    pub max_depth: u32,
+}
+
+impl SubAgents {
+    /// Whether an `Agent` call with this input may run beside other read-only calls.
+    pub(crate) fn reads_only(&self, input: &serde_json::Value) -> bool {
+        input
+            .get("subagent_type")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|name| self.types.get(name))
+            .is_some_and(|kind| kind.read_only)
+    }
+}
+
+/// How an `Agent` call's result ends: the figures of the run. They vary from run to
+/// run (the duration), so a replay compares what comes before them.
+const USAGE_OPEN: &str = "\n\n<agent_usage>";
+
+/// `content` without the figures an `Agent` result ends with.
+pub(crate) fn without_usage(content: &str) -> &str {
+    content
+        .rfind(USAGE_OPEN)
+        .map_or(content, |at| &content[..at])
+}
+
+/// A sub-agent's run, as the parent's dispatcher awaits it.
+pub(super) type AgentRunFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ToolOutput, InternalFault>> + Send + 'a>>;
+
+/// What a parent lends the sub-agents it starts in one turn.
+pub(super) struct Launcher<'a> {
+    pub subagents: &'a SubAgents,
+    pub policy: &'a Policy,
+    pub redactor: &'a Redactor,
+    pub hooks: &'a crate::hooks::Hooks,
+    pub transcript: TranscriptWriter,
+    pub ctx: ToolContext,
+    pub config: AgentConfig,
+    pub clock: Clock,
+    /// The parent's depth.
+    pub depth: u32,
+}
+
+impl<'a> Launcher<'a> {
+    /// Run the sub-agent an `Agent` call (`call_id`) asks for.
+    pub(super) fn launch(&self, call_id: String, input: serde_json::Value) -> AgentRunFuture<'a> {
+        let subagents = self.subagents;
+        let policy = self.policy;
+        let redactor = self.redactor;
+        let hooks = self.hooks;
+        let parent_transcript = self.transcript.share();
+        let parent_ctx = self.ctx.clone();
+        let parent_config = self.config.clone();
+        let clock = self.clock;
+        let depth = self.depth + 1;
+        Box::pin(async move {
+            let request = match AgentRequest::of(&input) {
+                Ok(request) => request,
+                Err(error) => return Ok(ToolOutput::error(error.to_string())),
+            };
+            if depth > subagents.max_depth {
+                return Ok(ToolOutput::error(format!(
+                    "Sub-agents may nest at most {} deep (limits.max_agent_depth), and this agent is at that depth: do this work yourself instead of starting another agent.",
+                    subagents.max_depth
+                )));
+            }
+            let Some(kind) = subagents.types.get(&request.subagent_type) else {
+                return Ok(ToolOutput::error(format!(
+                    "No agent type {:?}. The available types are: {}.",
+                    request.subagent_type,
+                    subagents
+                        .types
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            };
+            let agent_id = format!("{}@{call_id}", request.subagent_type);
+            let mut transcript = parent_transcript.scoped(AgentScope {
+                agent_id: agent_id.clone(),
+                parent_tool_use_id: call_id.clone(),
+            });
+            let fault = |error: crate::record::transcript::TranscriptError| InternalFault::Drover {
+                tool: crate::tools::agent::AGENT.to_string(),
+                message: error.to_string(),
+            };
+            let mut model = subagents.models.model(&request.subagent_type, &agent_id);
+            transcript
+                .write(Event::AgentStart {
+                    agent_type: request.subagent_type.clone(),
+                    description: request.description.clone(),
+                    prompt: request.prompt.clone(),
+                    provider: model.provider().to_string(),
+                    model: model.name().to_string(),
+                    tools: kind.registry.names(),
+                    depth,
+                })
+                .map_err(fault)?;
+            let config = AgentConfig {
+                system: system_prompt(&parent_ctx.workspace, Some(&kind.prompt)),
+                prompt: request.prompt.clone(),
+                max_turns: kind.max_turns,
+                pricing: subagents.models.pricing(&request.subagent_type),
+                output: None,
+                ..parent_config
+            };
+            let started = Instant::now();
+            let mut child = Agent {
+                model: model.as_mut(),
+                registry: &kind.registry,
+                policy,
+                ctx: parent_ctx.for_subagent(),
+                transcript: &mut transcript,
+                replay: subagents.models.replay(&agent_id),
+                redactor,
+                hooks,
+                subagents: Some(subagents),
+                depth,
+            };
+            let mut session = child.begin_on(&config, clock);
+            // SessionStart and UserPromptSubmit are the task's, raised once by the main
+            // agent; a sub-agent's prompt comes from its parent's call.
+            session.opened = true;
+            let outcome = child.run(&config, &mut session).await.map_err(fault)?;
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            transcript
+                .write(Event::AgentEnd {
+                    reason: outcome.reason,
+                    message: outcome.message.clone(),
+                    turns: outcome.turns,
+                    usage: outcome.usage,
+                    cost_usd: outcome.cost_usd,
+                    duration_ms,
+                })
+                .map_err(fault)?;
+            config.meter.record_agent(AgentRun {
+                agent_id: agent_id.clone(),
+                agent_type: request.subagent_type.clone(),
+                parent_tool_use_id: call_id,
+                depth,
+                reason: outcome.reason,
+                turns: outcome.turns,
+                usage: outcome.usage,
+                cost_usd: outcome.cost_usd,
+                duration_ms,
+            });
+            let figures = format!(
+                "{USAGE_OPEN}agent {agent_id}: {} turn{}, {} tokens, {duration_ms} ms</agent_usage>",
+                outcome.turns,
+                if outcome.turns == 1 { "" } else { "s" },
+                outcome.usage.total()
+            );
+            match outcome.reason {
+                EndReason::EndTurn => {
+                    let text = if outcome.final_text.trim().is_empty() {
+                        "(the sub-agent ended without a report)".to_string()
+                    } else {
+                        outcome.final_text
+                    };
+                    Ok(ToolOutput::ok(format!("{text}{figures}")))
+                }
+                EndReason::InternalError => Err(InternalFault::Drover {
+                    tool: crate::tools::agent::AGENT.to_string(),
+                    message: format!("sub-agent {agent_id}: {}", outcome.message),
+                }),
+                EndReason::McpUnavailable => Err(InternalFault::Unavailable {
+                    message: format!("sub-agent {agent_id}: {}", outcome.message),
+                }),
+                _ => {
+                    let last = if outcome.final_text.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!("\nIts last text:\n{}", outcome.final_text)
+                    };
+                    Ok(ToolOutput::error(format!(
+                        "The sub-agent {} stopped before finishing ({}): {}.{last}{figures}",
+                        request.subagent_type,
+                        outcome.reason.as_str(),
+                        outcome.message
+                    )))
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,219 @@
+//! A task's sub-agents made ready to run: each type's tools (its parent's, narrowed),
+//! and where each run's turns come from (the task's provider with the type's model
+//! fields, its script, or the recording).
+
+use std::collections::BTreeMap;
+
+use super::task::{ModelSource, TaskPlan};
+use crate::agent::{ReplayExpectations, SubAgentModels, SubAgentType, SubAgents};
+use crate::model::Model;
+use crate::model::pricing;
+use crate::model::replay::ReplayModel;
+use crate::model::script::ScriptModel;
+use crate::record::Event;
+use crate::spec::{AgentSpec, DEFAULT_MAX_AGENT_DEPTH, ModelSpec, Pricing};
+use crate::tools::agent::{AGENT, AGENT_ALIAS};
+use crate::tools::{Registry, RegistryError, ToolOutput};
+
+/// The task's sub-agents, given the tools the main agent is offered; None when the task
+/// has none (or its policy withholds the Agent tool). `strict`: a replay under
+/// `--strict` (None: not a replay).
+pub(super) fn sub_agents(
+    plan: &TaskPlan,
+    registry: &Registry,
+    strict: Option<bool>,
+) -> Result<Option<SubAgents>, RegistryError> {
+    if plan.agents.is_empty() || registry.facts(AGENT).is_none() {
+        return Ok(None);
+    }
+    let mut types = BTreeMap::new();
+    for (name, agent) in &plan.agents {
+        let tools = registry.subset(|tool| offers(agent, tool))?;
+        let read_only = tools
+            .names()
+            .iter()
+            .all(|tool| tools.facts(tool).is_some_and(|facts| facts.read_only));
+        types.insert(
+            name.clone(),
+            SubAgentType {
+                prompt: agent.prompt.clone(),
+                registry: tools,
+                read_only,
+                max_turns: agent.max_turns.or(plan.max_turns),
+            },
+        );
+    }
+    let models = TaskAgentModels {
+        source: match &plan.model {
+            ModelSource::Script { name, .. } => Source::Script { name: name.clone() },
+            ModelSource::Replay { .. } => Source::Replay {
+                events: plan.agent_events.clone(),
+                strict,
+            },
+            ModelSource::Remote(config) => Source::Remote(config.as_ref().clone()),
+        },
+        agents: plan.agents.clone(),
+        parent: plan.spec.spec.model.value.clone(),
+    };
+    let max_depth = plan
+        .spec
+        .spec
+        .limits
+        .max_agent_depth
+        .as_ref()
+        .map_or(DEFAULT_MAX_AGENT_DEPTH, |depth| depth.value);
+    Ok(Some(SubAgents {
+        types,
+        models: Box::new(models),
+        max_depth,
+    }))
+}
+
+/// Whether `agent` is offered its parent's tool `tool`: the tools it lists (an MCP
+/// server's name covers its tools), or, when it lists none, all but `Agent`.
+fn offers(agent: &AgentSpec, tool: &str) -> bool {
+    let Some(listed) = &agent.tools else {
+        return tool != AGENT;
+    };
+    listed.iter().any(|entry| {
+        entry == tool
+            || (entry == AGENT_ALIAS && tool == AGENT)
+            || (entry.starts_with("mcp__")
+                && !entry["mcp__".len()..].contains("__")
+                && tool
+                    .strip_prefix(entry.as_str())
+                    .is_some_and(|rest| rest.starts_with("__")))
+    })
+}
+
+enum Source {
+    Script {
+        name: Option<String>,
+    },
+    Replay {
+        events: BTreeMap<String, Vec<Event>>,
+        strict: Option<bool>,
+    },
+    Remote(crate::model::remote::RemoteConfig),
+}
+
+struct TaskAgentModels {
+    source: Source,
+    agents: BTreeMap<String, AgentSpec>,
+    parent: ModelSpec,
+}
+
+impl SubAgentModels for TaskAgentModels {
+    fn model(&self, agent_type: &str, agent_id: &str) -> Box<dyn Model> {
+        let own = self
+            .agents
+            .get(agent_type)
+            .and_then(|agent| agent.model.clone())
+            .unwrap_or_default();
+        match &self.source {
+            Source::Script { name } => {
+                let name = own.name.or(name.clone());
+                let turns = own.script.unwrap_or_default();
+                Box::new(ScriptModel::new(name.as_deref(), turns).with_id_prefix(agent_id))
+            }
+            Source::Replay { events, .. } => Box::new(ReplayModel::from_events(
+                events.get(agent_id).map_or(&[][..], Vec::as_slice),
+            )),
+            Source::Remote(config) => {
+                let mut config = config.clone();
+                if let Some(name) = own.name {
+                    config.name = name;
+                }
+                if let Some(max_tokens) = own.max_tokens {
+                    config.max_tokens = max_tokens;
+                }
+                if own.temperature.is_some() {
+                    config.temperature = own.temperature;
+                }
+                config.build()
+            }
+        }
+    }
+
+    fn pricing(&self, agent_type: &str) -> Option<Pricing> {
+        let own = self
+            .agents
+            .get(agent_type)
+            .and_then(|agent| agent.model.clone())
+            .unwrap_or_default();
+        let name = own.name.or(self.parent.name.clone()).unwrap_or_default();
+        let custom = own.pricing.or(self.parent.pricing);
+        let provider = match &self.source {
+            Source::Replay { .. } => "replay",
+            _ => self.parent.provider.as_str(),
+        };
+        pricing::resolve(provider, &name, custom.as_ref())
+    }
+
+    fn replay(&self, agent_id: &str) -> Option<ReplayExpectations> {
+        let Source::Replay {
+            events,
+            strict: Some(strict),
+        } = &self.source
+        else {
+            return None;
+        };
+        let results = events
+            .get(agent_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|event| match event {
+                Event::ToolResult {
+                    tool_use_id,
+                    is_error,
+                    content,
+                    images,
+                    ..
+                } => Some((
+                    tool_use_id.clone(),
+                    ToolOutput {
+                        content: content.clone(),
+                        is_error: *is_error,
+                        images: images.clone(),
+                    },
+                )),
+                _ => None,
+            })
+            .collect();
+        Some(ReplayExpectations {
+            results,
+            strict: *strict,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(tools: Option<&[&str]>) -> AgentSpec {
+        AgentSpec {
+            description: "d".into(),
+            prompt: "p".into(),
+            tools: tools.map(|t| t.iter().map(|s| s.to_string()).collect()),
+            model: None,
+            max_turns: None,
+        }
+    }
+
+    #[test]
+    fn an_agent_gets_what_it_lists_or_all_but_agent() {
+        let all = agent(None);
+        assert!(offers(&all, "Bash"));
+        assert!(!offers(&all, "Agent"));
+        let listed = agent(Some(&["Read", "Task", "mcp__docs"]));
+        assert!(offers(&listed, "Read"));
+        assert!(offers(&listed, "Agent"));
+        assert!(!offers(&listed, "Bash"));
+        assert!(offers(&listed, "mcp__docs__search"));
+        assert!(!offers(&listed, "mcp__docsx__search"));
+        let one = agent(Some(&["mcp__docs__search"]));
+        assert!(offers(&one, "mcp__docs__search"));
+        assert!(!offers(&one, "mcp__docs__search__all"));
+    }
+}

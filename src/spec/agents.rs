@@ -1,0 +1,190 @@
+//! `agents:` and `agents_from:` — the sub-agents a task's model may start with the
+//! `Agent` tool (Claude Code's `Task`). Plain data; running them is the loop's job.
+//!
+//! `agents_from:` reads Claude Code's agent files unchanged: Markdown with a YAML front
+//! matter (`name`, `description`, `tools`, `model`), the body being the agent's prompt.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Pricing;
+use super::types::{ScriptTurn, TaskName};
+
+/// The sub-agents of a task, by name (`subagent_type`).
+pub(crate) type AgentsSpec = BTreeMap<TaskName, AgentSpec>;
+
+/// How deep sub-agents may nest when `limits.max_agent_depth` does not say: the main
+/// agent's sub-agents, and theirs.
+pub(crate) const DEFAULT_MAX_AGENT_DEPTH: u32 = 2;
+
+/// One sub-agent. Recorded in `run_start` (without its script), so a replay runs the
+/// agents the recording ran.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentSpec {
+    /// What the main model reads when it chooses an agent.
+    pub description: String,
+    /// The sub-agent's system prompt (after drover's own).
+    pub prompt: String,
+    /// The tools it may use: a subset of its parent's. Absent: all of the parent's
+    /// except `Agent` itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Fields of the parent's `model:` this agent changes.
+    #[serde(default)]
+    pub model: Option<AgentModelSpec>,
+    /// Its own turn limit (each run of it); absent: the task's `limits.max_turns`.
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+}
+
+/// The model fields a sub-agent may change; the provider, its endpoint and its key are
+/// always the parent's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentModelSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub pricing: Option<Pricing>,
+    /// provider: script — this agent's own turns (each run of it plays them from the start).
+    #[serde(default, skip_serializing)]
+    pub script: Option<Vec<ScriptTurn>>,
+}
+
+/// The front matter of a Claude Code agent file.
+#[derive(Debug, Deserialize)]
+struct FrontMatter {
+    name: String,
+    description: String,
+    /// `Read, Grep, Glob` (Claude Code's form) or a YAML list.
+    #[serde(default)]
+    tools: Option<ToolList>,
+    /// `sonnet`, `opus`, `haiku`, `inherit`, or a model id.
+    #[serde(default)]
+    model: Option<String>,
+    /// Other keys Claude Code knows (`color`, `permissionMode`, …) mean nothing headless.
+    #[serde(flatten)]
+    other: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ToolList {
+    Text(String),
+    List(Vec<String>),
+}
+
+/// Claude Code's model aliases, as the names its API takes.
+fn model_alias(name: &str) -> Option<&'static str> {
+    match name {
+        "sonnet" => Some("claude-sonnet-4-5"),
+        "opus" => Some("claude-opus-4-1"),
+        "haiku" => Some("claude-haiku-4-5"),
+        _ => None,
+    }
+}
+
+/// One Claude Code agent file: its name and the agent it defines, with notes on what
+/// was ignored. The error says what is wrong with the file.
+pub(crate) fn agent_of_claude_file(
+    text: &str,
+) -> Result<(TaskName, AgentSpec, Vec<String>), String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+        .ok_or("the file does not start with a `---` front matter")?;
+    let end = rest
+        .find("\n---")
+        .ok_or("the front matter has no closing `---` line")?;
+    let (yaml, body) = rest.split_at(end);
+    let body = body
+        .trim_start_matches("\n---")
+        .trim_start_matches(['\r', '\n'])
+        .trim_end();
+    let front: FrontMatter =
+        serde_saphyr::from_str(yaml).map_err(|e| format!("front matter: {e}"))?;
+    let name = TaskName::try_from(front.name.clone()).map_err(|e| format!("name: {e}"))?;
+    let tools = front.tools.map(|tools| match tools {
+        ToolList::Text(text) => text
+            .split(',')
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect(),
+        ToolList::List(list) => list,
+    });
+    let model = match front.model.as_deref() {
+        None | Some("inherit") => None,
+        Some(model) => Some(AgentModelSpec {
+            name: Some(model_alias(model).unwrap_or(model).to_string()),
+            ..AgentModelSpec::default()
+        }),
+    };
+    let notes = front
+        .other
+        .keys()
+        .map(|key| format!("`{key}` ignored: it has no meaning in a headless run"))
+        .collect();
+    if body.is_empty() {
+        return Err("the file has no prompt after its front matter".to_string());
+    }
+    let agent = AgentSpec {
+        description: front.description,
+        prompt: body.to_string(),
+        tools,
+        model,
+        max_turns: None,
+    };
+    Ok((name, agent, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claude_code_agent_file_reads_as_an_agent() {
+        let text = "---\nname: code-reviewer\ndescription: Reviews code.\ntools: Read, Grep, Glob\nmodel: haiku\ncolor: blue\n---\n\nYou review code.\nBe brief.\n";
+        let (name, agent, notes) = agent_of_claude_file(text).unwrap();
+        assert_eq!(name.as_str(), "code-reviewer");
+        assert_eq!(agent.description, "Reviews code.");
+        assert_eq!(agent.prompt, "You review code.\nBe brief.");
+        assert_eq!(
+            agent.tools,
+            Some(vec!["Read".to_string(), "Grep".into(), "Glob".into()])
+        );
+        assert_eq!(
+            agent.model.and_then(|m| m.name).as_deref(),
+            Some("claude-haiku-4-5")
+        );
+        assert_eq!(notes.len(), 1, "{notes:?}");
+    }
+
+    #[test]
+    fn inherit_and_no_tools_mean_the_parents() {
+        let text = "---\nname: helper\ndescription: Helps.\nmodel: inherit\n---\nHelp.";
+        let (_, agent, _) = agent_of_claude_file(text).unwrap();
+        assert!(agent.model.is_none());
+        assert!(agent.tools.is_none());
+    }
+
+    #[test]
+    fn broken_files_say_what_is_wrong() {
+        for (text, wanted) in [
+            ("no front matter", "front matter"),
+            ("---\nname: x\ndescription: y\n", "closing"),
+            ("---\nname: x\n---\nbody", "description"),
+            ("---\nname: a b\ndescription: y\n---\nbody", "name"),
+            ("---\nname: x\ndescription: y\n---\n", "no prompt"),
+        ] {
+            let error = agent_of_claude_file(text).unwrap_err();
+            assert!(error.contains(wanted), "{text:?}: {error}");
+        }
+    }
+}

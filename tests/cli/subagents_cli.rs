@@ -1,0 +1,344 @@
+//! Sub-agents end to end: the `Agent` tool runs a scripted sub-agent in the same
+//! workspace, under the parent's policy, its events in the same transcript with its
+//! `agent_id`, its tokens counted in the task's budget, its nesting bounded, and a
+//! replay of the run reproducing it.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::{assert_exit, drover, events, run_spec, summary, transcript, write_spec};
+use serde_json::Value;
+
+/// A workspace with one source file, and a spec whose main agent asks `reviewer` to
+/// review it (`agents` is the YAML of `agents:`, `extra` more top-level keys).
+fn review_task(dir: &Path, name: &str, agents: &str, extra: &str) -> PathBuf {
+    std::fs::create_dir_all(dir.join("ws/src")).unwrap();
+    std::fs::write(
+        dir.join("ws/src/lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 { a - b }\n",
+    )
+    .unwrap();
+    write_spec(
+        dir,
+        &format!("{name}.yaml"),
+        &format!(
+            r#"version: 1
+name: {name}
+prompt: Review src/lib.rs with the reviewer.
+workspace: ws
+isolation: copy
+model:
+  provider: script
+  script:
+    - text: Asking the reviewer.
+      tool_calls:
+        - name: Agent
+          input: {{ description: review lib, prompt: Review src/lib.rs and list bugs., subagent_type: reviewer }}
+      usage: {{ input_tokens: 10, output_tokens: 5 }}
+    - text: The reviewer found the bug.
+      usage: {{ input_tokens: 10, output_tokens: 5 }}
+agents:
+{agents}{extra}"#
+        ),
+    )
+}
+
+const READING_REVIEWER: &str = r#"  reviewer:
+    description: Reviews code for bugs.
+    prompt: You review code. Report bugs as a list.
+    tools: [Read, Grep, Glob]
+    max_turns: 5
+    model:
+      script:
+        - tool_calls: [{ name: Read, input: { file_path: src/lib.rs } }]
+          usage: { input_tokens: 100, output_tokens: 20 }
+        - text: "- add subtracts instead of adding"
+          usage: { input_tokens: 150, output_tokens: 30 }
+"#;
+
+fn agent_result(lines: &[Value]) -> &Value {
+    events(lines, "tool_result")
+        .into_iter()
+        .find(|e| e.get("agent_id").is_none())
+        .expect("the parent's Agent call has a result")
+}
+
+#[test]
+fn a_reviewer_sub_agent_reads_and_reports_to_its_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = review_task(dir.path(), "review", READING_REVIEWER, "");
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 0);
+    let lines = transcript(&artifacts.join("review/transcript.jsonl"));
+
+    // The parent's call gets the sub-agent's final text, then its figures.
+    let result = agent_result(&lines);
+    assert_eq!(result["is_error"], false);
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("- add subtracts instead of adding"),
+        "{content}"
+    );
+    assert!(content.contains("2 turns, 300 tokens"), "{content}");
+
+    // The sub-agent's events are in the same file, marked with its id and the call.
+    let call_id = result["tool_use_id"].as_str().unwrap();
+    let agent_id = format!("reviewer@{call_id}");
+    let sub: Vec<&Value> = lines
+        .iter()
+        .filter(|line| line.get("agent_id").is_some())
+        .collect();
+    assert!(sub.len() >= 6, "{sub:?}");
+    for line in &sub {
+        assert_eq!(line["agent_id"], agent_id.as_str());
+        assert_eq!(line["parent_tool_use_id"], call_id);
+    }
+    assert_eq!(sub[0]["type"], "agent_start");
+    assert_eq!(sub[0]["tools"], serde_json::json!(["Read", "Glob", "Grep"]));
+    assert_eq!(sub.last().unwrap()["type"], "agent_end");
+    assert_eq!(sub.last().unwrap()["reason"], "end_turn");
+    let read = sub.iter().find(|l| l["type"] == "tool_result").unwrap();
+    assert!(
+        read["content"].as_str().unwrap().contains("a - b"),
+        "{read}"
+    );
+    // Its ids never equal its parent's.
+    let sub_call = sub.iter().find(|l| l["type"] == "tool_call").unwrap();
+    assert_ne!(sub_call["id"], call_id);
+
+    // summary.json: the task's usage includes the sub-agent's; each run is listed.
+    let report = summary(&artifacts);
+    let task = &report["tasks"][0];
+    assert_eq!(task["turns"], 2, "the main agent's turns");
+    assert_eq!(task["usage"]["input_tokens"], 270);
+    let agents = task["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 1);
+    assert_eq!(agents[0]["agent_type"], "reviewer");
+    assert_eq!(agents[0]["turns"], 2);
+    assert_eq!(agents[0]["depth"], 1);
+    assert_eq!(agents[0]["usage"]["input_tokens"], 250);
+
+    // A strict replay takes the same path, the sub-agent's turns included.
+    let replayed = dir.path().join("replayed");
+    let replay = drover()
+        .arg("replay")
+        .arg(artifacts.join("review/transcript.jsonl"))
+        .arg("--strict")
+        .arg("--artifacts")
+        .arg(&replayed)
+        .output()
+        .unwrap();
+    assert_exit(&replay, 0);
+    let again = transcript(&replayed.join("review/transcript.jsonl"));
+    assert!(events(&again, "replay_drift").is_empty());
+    let replayed_result = agent_result(&again);
+    assert!(
+        replayed_result["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("- add subtracts")
+    );
+    assert!(again.iter().any(|l| l["agent_id"] == agent_id.as_str()));
+}
+
+#[test]
+fn a_sub_agent_has_only_its_tools_and_the_parents_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    // The reviewer lists Bash, but the task's policy does not allow it; it does not
+    // list Write, which the parent has.
+    let agents = r#"  reviewer:
+    description: Reviews.
+    prompt: Review.
+    tools: [Read, Bash]
+    model:
+      script:
+        - tool_calls:
+            - { name: Bash, input: { command: "touch pwned" } }
+            - { name: Write, input: { file_path: planted, content: x } }
+        - text: tried
+"#;
+    let spec = review_task(
+        dir.path(),
+        "narrow",
+        agents,
+        "permissions:\n  allow: [Write]\n",
+    );
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 0);
+    let lines = transcript(&artifacts.join("narrow/transcript.jsonl"));
+    let sub_results: Vec<&Value> = events(&lines, "tool_result")
+        .into_iter()
+        .filter(|e| e.get("agent_id").is_some())
+        .collect();
+    assert_eq!(sub_results.len(), 2);
+    assert_eq!(sub_results[0]["is_error"], true);
+    assert!(
+        sub_results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{}",
+        sub_results[0]
+    );
+    assert_eq!(sub_results[1]["is_error"], true);
+    assert!(
+        sub_results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("No such tool: Write"),
+        "{}",
+        sub_results[1]
+    );
+    let denial = events(&lines, "permission")
+        .into_iter()
+        .find(|e| e["decision"] == "deny")
+        .unwrap();
+    assert!(denial.get("agent_id").is_some());
+    let patch = std::fs::read_to_string(artifacts.join("narrow/diff.patch")).unwrap();
+    assert!(patch.is_empty(), "{patch}");
+}
+
+#[test]
+fn a_sub_agents_tokens_count_toward_the_tasks_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = r#"  reviewer:
+    description: Reviews.
+    prompt: Review.
+    tools: [Read]
+    model:
+      script:
+        - tool_calls: [{ name: Read, input: { file_path: src/lib.rs } }]
+          usage: { input_tokens: 400, output_tokens: 100 }
+        - tool_calls: [{ name: Read, input: { file_path: src/lib.rs } }]
+          usage: { input_tokens: 400, output_tokens: 100 }
+        - text: never reached
+"#;
+    let spec = review_task(dir.path(), "budget", agents, "limits:\n  max_tokens: 300\n");
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 1);
+    let report = summary(&artifacts);
+    let task = &report["tasks"][0];
+    assert_eq!(task["reason"], "budget", "{task}");
+    let agents = task["agents"].as_array().unwrap();
+    assert_eq!(agents[0]["reason"], "budget");
+    assert_eq!(
+        agents[0]["turns"], 1,
+        "the sub-agent stopped after crossing the budget"
+    );
+    let lines = transcript(&artifacts.join("budget/transcript.jsonl"));
+    let result = agent_result(&lines);
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"].as_str().unwrap().contains("(budget)"),
+        "{result}"
+    );
+}
+
+#[test]
+fn nesting_stops_at_max_agent_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = r#"  reviewer:
+    description: Reviews, and may delegate.
+    prompt: Review.
+    tools: [Read, Agent]
+    model:
+      script:
+        - tool_calls:
+            - name: Agent
+              input: { description: deeper, prompt: go deeper, subagent_type: reviewer }
+        - text: could not delegate
+"#;
+    let spec = review_task(
+        dir.path(),
+        "depth",
+        agents,
+        "limits:\n  max_agent_depth: 1\n",
+    );
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 0);
+    let lines = transcript(&artifacts.join("depth/transcript.jsonl"));
+    let nested = events(&lines, "tool_result")
+        .into_iter()
+        .find(|e| e.get("agent_id").is_some())
+        .unwrap();
+    assert_eq!(nested["is_error"], true);
+    assert!(
+        nested["content"]
+            .as_str()
+            .unwrap()
+            .contains("at most 1 deep"),
+        "{nested}"
+    );
+    assert_eq!(events(&lines, "agent_start").len(), 1);
+}
+
+#[test]
+fn agents_from_reads_claude_code_agent_files_and_task_is_an_alias() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agents")).unwrap();
+    std::fs::write(
+        dir.path().join("agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews code.\ntools: Read, Glob\ncolor: green\n---\nYou review code.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "from.yaml",
+        r#"version: 1
+name: from
+prompt: p
+workspace: ws
+isolation: copy
+model:
+  provider: script
+  script:
+    - tool_calls:
+        - name: Task
+          input: { description: review, prompt: review it, subagent_type: reviewer }
+    - text: done
+agents_from: agents
+"#,
+    );
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("`color` ignored"), "{stderr}");
+    let lines = transcript(&artifacts.join("from/transcript.jsonl"));
+    let start = &events(&lines, "run_start")[0];
+    assert!(
+        start["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "Agent")
+    );
+    let sub_start = &events(&lines, "agent_start")[0];
+    assert_eq!(sub_start["tools"], serde_json::json!(["Read", "Glob"]));
+    let result = agent_result(&lines);
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("the sub-agent ended without a report")
+    );
+}
+
+#[test]
+fn a_bad_agent_definition_is_a_spec_error_at_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = "  reviewer:\n    description: d\n    prompt: p\n    tools: [Raed]\n";
+    let spec = review_task(dir.path(), "bad", agents, "");
+    let output = drover().arg("validate").arg(&spec).output().unwrap();
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("\"Raed\" is not a tool name"), "{stderr}");
+    assert!(stderr.contains("bad.yaml:"), "{stderr}");
+}
