@@ -235,3 +235,86 @@ impl<'a> Launcher<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Call;
+    use serde_json::json;
+
+    struct NoModels;
+
+    impl SubAgentModels for NoModels {
+        fn model(&self, _: &str, _: &str) -> Box<dyn Model> {
+            Box::new(crate::model::script::ScriptModel::new(None, Vec::new()))
+        }
+        fn pricing(&self, _: &str) -> Option<Pricing> {
+            None
+        }
+        fn replay(&self, _: &str) -> Option<ReplayExpectations> {
+            None
+        }
+    }
+
+    fn kind(registry: Registry) -> SubAgentType {
+        let read_only = registry
+            .names()
+            .iter()
+            .all(|n| registry.facts(n).is_some_and(|f| f.read_only));
+        SubAgentType {
+            prompt: String::new(),
+            registry,
+            read_only,
+            max_turns: None,
+        }
+    }
+
+    fn agent_call(id: &str, kind: &str) -> Call {
+        Call {
+            id: id.into(),
+            name: "Agent".into(),
+            input: json!({"description": "d", "prompt": "p", "subagent_type": kind}),
+        }
+    }
+
+    #[test]
+    fn read_only_agents_share_a_batch_and_writers_run_alone() {
+        let mut parent = Registry::builtin().unwrap();
+        parent
+            .add(std::sync::Arc::new(
+                crate::tools::agent::AgentTool::new(&[]),
+            ))
+            .unwrap();
+        let readers = parent
+            .subset(|n| matches!(n, "Read" | "Grep" | "Glob"))
+            .unwrap();
+        let writers = parent.subset(|n| matches!(n, "Read" | "Edit")).unwrap();
+        let subagents = SubAgents {
+            types: BTreeMap::from([
+                ("reviewer".to_string(), kind(readers)),
+                ("fixer".to_string(), kind(writers)),
+            ]),
+            models: Box::new(NoModels),
+            max_depth: 2,
+        };
+        let calls = vec![
+            agent_call("a", "reviewer"),
+            agent_call("b", "reviewer"),
+            agent_call("c", "fixer"),
+            agent_call("d", "reviewer"),
+        ];
+        let batches = super::super::dispatch::batches(&calls, &parent, Some(&subagents));
+        assert_eq!(batches, vec![0..2, 2..3, 3..4]);
+        // Without sub-agents an Agent call is never taken for a read.
+        let alone = super::super::dispatch::batches(&calls, &parent, None);
+        assert_eq!(alone.len(), 4);
+    }
+
+    #[test]
+    fn a_replay_compares_an_agent_result_without_its_figures() {
+        let a = format!("report{USAGE_OPEN}agent x: 1 turn, 5 tokens, 12 ms</agent_usage>");
+        let b = format!("report{USAGE_OPEN}agent x: 1 turn, 5 tokens, 40 ms</agent_usage>");
+        assert_eq!(without_usage(&a), without_usage(&b));
+        assert_eq!(without_usage("no figures"), "no figures");
+    }
+}

@@ -258,13 +258,26 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
             return exit::BAD_INPUT;
         }
     };
-    let registry = match Registry::builtin() {
+    let mut registry = match Registry::builtin() {
         Ok(registry) => registry,
         Err(error) => {
             eprintln!("drover: internal error: {error}");
             return exit::RUNNER_ERROR;
         }
     };
+    // The spec's sub-agents make the Agent tool one to judge too.
+    match crate::run::spec_checks::task_agents(&loaded) {
+        Ok((agents, _)) => {
+            if let Err(error) = crate::run::subagents::add_agent_tool(&mut registry, &agents) {
+                eprintln!("drover: internal error: {error}");
+                return exit::RUNNER_ERROR;
+            }
+        }
+        Err(error) => {
+            eprintln!("drover: {error}");
+            return exit::BAD_INPUT;
+        }
+    }
     // An MCP tool is judged by the facts drover states for every MCP tool, without
     // starting its server: the decision depends on the rules only.
     let (tool_facts, call_facts) = if tool_name.starts_with("mcp__") {

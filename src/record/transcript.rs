@@ -456,6 +456,7 @@ pub(crate) struct TranscriptReader;
 
 impl TranscriptReader {
     /// The main agent's events (a sub-agent's are left out: see [`Self::read_scoped`]).
+    #[cfg(test)]
     pub(crate) fn read(path: &Path) -> Result<Vec<Event>, TranscriptError> {
         Ok(Self::read_scoped(path)?
             .into_iter()
@@ -520,6 +521,37 @@ mod tests {
         assert_eq!(value["type"], "tool_call");
         assert!(value["ts"].as_str().unwrap().ends_with('Z'));
         assert_eq!(TranscriptReader::read(&path).unwrap(), vec![event]);
+    }
+
+    #[test]
+    fn a_sub_agents_lines_share_the_chain_and_read_back_with_their_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut main = TranscriptWriter::create(&path).unwrap();
+        let scope = AgentScope {
+            agent_id: "reviewer@toolu_1".into(),
+            parent_tool_use_id: "toolu_1".into(),
+        };
+        let mut sub = main.scoped(scope.clone());
+        let event = |text: &str| Event::UserMessage {
+            source: "test".into(),
+            text: text.into(),
+        };
+        main.write(event("one")).unwrap();
+        sub.write(event("two")).unwrap();
+        main.write(event("three")).unwrap();
+        let verified = crate::record::chain::verify_file(&path);
+        assert!(
+            matches!(verified, Err(crate::record::chain::ChainError::NoRunEnd)),
+            "the chain holds up to its (missing) end: {verified:?}"
+        );
+        let scoped = TranscriptReader::read_scoped(&path).unwrap();
+        let scopes: Vec<Option<AgentScope>> = scoped.iter().map(|s| s.scope.clone()).collect();
+        assert_eq!(scopes, vec![None, Some(scope), None]);
+        assert_eq!(
+            TranscriptReader::read(&path).unwrap(),
+            vec![event("one"), event("three")]
+        );
     }
 
     #[test]

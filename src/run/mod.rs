@@ -15,7 +15,7 @@ mod setup;
 pub(crate) mod shard;
 mod spec_agents;
 pub(crate) mod spec_checks;
-mod subagents;
+pub(crate) mod subagents;
 mod task;
 mod task_end;
 mod task_error;
@@ -42,7 +42,7 @@ pub(crate) use tool_listing::{ListedTool, list_builtin_tools, list_tools};
 use crate::model::remote::RemoteConfig;
 use crate::record::junit::junit_xml;
 use crate::record::summary::{summary_json, summary_md};
-use crate::record::{EndReason, RunReport, TaskReport, TranscriptReader};
+use crate::record::{EndReason, RunReport, TaskReport};
 use crate::spec::{Isolation, LoadedSpec, Provider};
 
 /// Command-line settings that override every spec of a run.
@@ -108,6 +108,8 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
             name.clone().unwrap_or_default()
         ));
     }
+    // A recording's sub-agent runs and hook runs (`provider: replay`).
+    let mut recorded = (std::collections::BTreeMap::new(), Vec::new());
     let model = match provider {
         Provider::Script => match model_spec.script.clone() {
             Some(turns) => Some(ModelSource::Script { name, turns }),
@@ -119,11 +121,14 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         Provider::Replay => match &model_spec.transcript {
             Some(transcript) => {
                 let base = spec.path.parent().unwrap_or(Path::new("."));
-                match TranscriptReader::read(&base.join(transcript)) {
-                    Ok(events) => Some(ModelSource::Replay {
-                        events,
-                        expectations: None,
-                    }),
+                match replay::Recording::read(&base.join(transcript)) {
+                    Ok(recording) => {
+                        recorded = (recording.agent_events, recording.hook_events);
+                        Some(ModelSource::Replay {
+                            events: recording.events,
+                            expectations: None,
+                        })
+                    }
                     Err(e) => {
                         errors.push(format!("model.transcript: {e}"));
                         None
@@ -183,7 +188,8 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         mcp_servers,
         hooks,
         agents,
-        agent_events: Default::default(),
+        agent_events: recorded.0,
+        hook_events: recorded.1,
         output_schema,
         replayed_mcp_tools: Vec::new(),
         mcp_vars: crate::mcp::VarSource::Environment,

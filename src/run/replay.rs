@@ -62,18 +62,11 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
             source,
         }
     })?;
-    let scoped = TranscriptReader::read_scoped(&options.transcript).map_err(ReplayError::from)?;
-    let mut agent_events: BTreeMap<String, Vec<Event>> = BTreeMap::new();
-    let mut events = Vec::new();
-    for line in scoped {
-        match line.scope {
-            Some(scope) => agent_events
-                .entry(scope.agent_id)
-                .or_default()
-                .push(line.event),
-            None => events.push(line.event),
-        }
-    }
+    let Recording {
+        events,
+        agent_events,
+        hook_events,
+    } = Recording::read(&options.transcript).map_err(ReplayError::from)?;
     let Some(Event::RunStart {
         spec_path,
         spec_yaml,
@@ -185,6 +178,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         mcp_servers,
         agents,
         agent_events,
+        hook_events,
         // Hooks are not run in a replay: their recorded answers are given again.
         hooks: Default::default(),
         output_schema: (!output_schema.is_null()).then_some(output_schema),
@@ -276,6 +270,43 @@ fn replay_servers(
         }
     }
     Ok(servers)
+}
+
+/// A recorded transcript, split by agent.
+pub(super) struct Recording {
+    /// The main agent's events.
+    pub events: Vec<Event>,
+    /// Each sub-agent run's events, by agent id.
+    pub agent_events: BTreeMap<String, Vec<Event>>,
+    /// The hook runs of every agent, in the order they were recorded: a replay answers
+    /// each agent's hooks from them in turn.
+    pub hook_events: Vec<Event>,
+}
+
+impl Recording {
+    pub(super) fn read(
+        path: &Path,
+    ) -> Result<Recording, crate::record::transcript::TranscriptError> {
+        let mut recording = Recording {
+            events: Vec::new(),
+            agent_events: BTreeMap::new(),
+            hook_events: Vec::new(),
+        };
+        for line in TranscriptReader::read_scoped(path)? {
+            if matches!(line.event, Event::Hook { .. }) {
+                recording.hook_events.push(line.event.clone());
+            }
+            match line.scope {
+                Some(scope) => recording
+                    .agent_events
+                    .entry(scope.agent_id)
+                    .or_default()
+                    .push(line.event),
+                None => recording.events.push(line.event),
+            }
+        }
+        Ok(recording)
+    }
 }
 
 /// The artifacts directory the transcript was recorded into (`DIR/<task>/transcript.jsonl`

@@ -12,7 +12,7 @@ use crate::model::replay::ReplayModel;
 use crate::model::script::ScriptModel;
 use crate::record::Event;
 use crate::spec::{AgentSpec, DEFAULT_MAX_AGENT_DEPTH, ModelSpec, Pricing};
-use crate::tools::agent::{AGENT, AGENT_ALIAS};
+use crate::tools::agent::{AGENT, AGENT_ALIAS, AgentChoice, AgentTool};
 use crate::tools::{Registry, RegistryError, ToolOutput};
 
 /// The task's sub-agents, given the tools the main agent is offered; None when the task
@@ -67,6 +67,24 @@ pub(super) fn sub_agents(
         models: Box::new(models),
         max_depth,
     }))
+}
+
+/// Offer the `Agent` tool, listing `agents`, when there are any.
+pub(crate) fn add_agent_tool(
+    registry: &mut Registry,
+    agents: &BTreeMap<String, AgentSpec>,
+) -> Result<(), RegistryError> {
+    if agents.is_empty() {
+        return Ok(());
+    }
+    let choices: Vec<AgentChoice> = agents
+        .iter()
+        .map(|(name, agent)| AgentChoice {
+            name: name.clone(),
+            description: agent.description.clone(),
+        })
+        .collect();
+    registry.add(std::sync::Arc::new(AgentTool::new(&choices)))
 }
 
 /// Whether `agent` is offered its parent's tool `tool`: the tools it lists (an MCP

@@ -57,6 +57,8 @@ pub(crate) struct TaskPlan {
     pub agents: std::collections::BTreeMap<String, crate::spec::AgentSpec>,
     /// A replay: each recorded sub-agent run's events, by agent id.
     pub agent_events: std::collections::BTreeMap<String, Vec<Event>>,
+    /// A replay: the hook runs of every agent, in recorded order.
+    pub hook_events: Vec<Event>,
     /// `output:`'s schema, read and compiled when the task was planned.
     pub output_schema: Option<serde_json::Value>,
     pub model: ModelSource,

@@ -328,8 +328,8 @@ fn task_hooks(
     task_dir: &Path,
     task: &str,
 ) -> Result<Hooks, TaskError> {
-    if let ModelSource::Replay { events, .. } = &plan.model {
-        return Ok(Hooks::recorded(events));
+    if let ModelSource::Replay { .. } = &plan.model {
+        return Ok(Hooks::recorded(&plan.hook_events));
     }
     if plan.hooks.is_empty() {
         return Ok(Hooks::none());

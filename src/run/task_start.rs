@@ -19,7 +19,6 @@ use crate::record::transcript::McpToolName;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::Isolation;
 use crate::tools::Registry;
-use crate::tools::agent::{AgentChoice, AgentTool};
 use crate::workspace::Baseline;
 use crate::workspace::baseline::{CopyOrigin, Exclusions, IndexSource, StartOptions};
 use crate::workspace::confined::ConfinedThread;
@@ -234,17 +233,7 @@ pub(super) async fn arm(
             registry.add(Arc::new(tool))?;
         }
     }
-    if !plan.agents.is_empty() {
-        let choices: Vec<AgentChoice> = plan
-            .agents
-            .iter()
-            .map(|(name, agent)| AgentChoice {
-                name: name.clone(),
-                description: agent.description.clone(),
-            })
-            .collect();
-        registry.add(Arc::new(AgentTool::new(&choices)))?;
-    }
+    super::subagents::add_agent_tool(&mut registry, &plan.agents)?;
     registry.retain(|facts| policy.withholds(facts).is_none());
     Ok(Armed {
         policy,

@@ -125,6 +125,8 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
             }
         }
     }
+    let (agents, _) = super::spec_checks::task_agents(loaded)?;
+    super::subagents::add_agent_tool(&mut registry, &agents).map_err(TaskError::from)?;
     registry.retain(|facts| policy.withholds(facts).is_none());
     let tools = listed(&registry, &session.offered_names());
     // Why a server did not start quotes its stderr, which may hold a secret.

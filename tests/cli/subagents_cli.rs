@@ -120,6 +120,14 @@ fn a_reviewer_sub_agent_reads_and_reports_to_its_parent() {
     assert_eq!(agents[0]["depth"], 1);
     assert_eq!(agents[0]["usage"]["input_tokens"], 250);
 
+    // One hash chain holds both agents' lines.
+    let verified = drover()
+        .args(["transcript", "verify"])
+        .arg(artifacts.join("review/transcript.jsonl"))
+        .output()
+        .unwrap();
+    assert_exit(&verified, 0);
+
     // A strict replay takes the same path, the sub-agent's turns included.
     let replayed = dir.path().join("replayed");
     let replay = drover()
@@ -341,4 +349,64 @@ fn a_bad_agent_definition_is_a_spec_error_at_its_place() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("\"Raed\" is not a tool name"), "{stderr}");
     assert!(stderr.contains("bad.yaml:"), "{stderr}");
+}
+
+#[test]
+fn the_agent_tool_is_listed_judged_and_withheld_like_any_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = review_task(dir.path(), "listed", READING_REVIEWER, "");
+    let listing = drover()
+        .args(["tools", "--json", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_exit(&listing, 0);
+    let tools: Value = serde_json::from_slice(&listing.stdout).unwrap();
+    let agent = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "Agent")
+        .expect("the Agent tool is listed");
+    assert!(
+        agent["description"]
+            .as_str()
+            .unwrap()
+            .contains("- reviewer: Reviews code for bugs."),
+        "{agent}"
+    );
+    // Allowed by default (its sub-agent's calls are judged one by one), under its old
+    // name too.
+    let check = |spec: &Path, tool: &str| {
+        drover()
+            .args(["policy", "check", "--spec"])
+            .arg(spec)
+            .args(["--tool", tool, "--input"])
+            .arg(r#"{"description":"d","prompt":"p","subagent_type":"reviewer"}"#)
+            .output()
+            .unwrap()
+    };
+    assert_exit(&check(&spec, "Agent"), 0);
+    assert_exit(&check(&spec, "Task"), 0);
+    // `deny: [Task]` withholds it: not offered, and a call is denied.
+    let denied = review_task(
+        dir.path(),
+        "denied",
+        READING_REVIEWER,
+        "permissions:\n  deny: [Task]\n",
+    );
+    assert_exit(&check(&denied, "Agent"), 1);
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&denied, &artifacts);
+    assert_exit(&output, 0);
+    let lines = transcript(&artifacts.join("denied/transcript.jsonl"));
+    let start = &events(&lines, "run_start")[0];
+    assert!(
+        !start["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "Agent")
+    );
+    assert!(events(&lines, "agent_start").is_empty());
 }
