@@ -6,6 +6,24 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+/// Anthropic's server-side web search, as a task's policy lets the model use it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WebSearch {
+    /// Only results from these domains (and their subdomains); empty: any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_domains: Vec<String>,
+    /// Never results from these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_domains: Vec<String>,
+    /// Searches per request at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u32>,
+}
+
 /// One block of a message, tagged the way the Anthropic Messages API tags it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -17,6 +35,19 @@ pub(crate) enum ContentBlock {
         id: String,
         name: String,
         input: Value,
+    },
+    /// A call of a tool the provider runs itself (Anthropic's web search), kept to be
+    /// sent back as it came.
+    ServerToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// The provider's result of a web search, kept verbatim (its encrypted content must
+    /// go back unchanged in later requests).
+    WebSearchToolResult {
+        tool_use_id: String,
+        content: Value,
     },
     ToolResult {
         tool_use_id: String,
@@ -93,6 +124,9 @@ pub(crate) struct Usage {
     pub cache_creation_input_tokens: u64,
     #[serde(default)]
     pub cache_read_input_tokens: u64,
+    /// Searches Anthropic's web search server tool ran for this turn (priced apart).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub web_search_requests: u64,
     /// The server reported no usage, so these counts are drover's estimate from the
     /// request and response sizes (see docs/limits.md); limits are enforced on it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -112,6 +146,9 @@ impl Usage {
         self.cache_read_input_tokens = self
             .cache_read_input_tokens
             .saturating_add(other.cache_read_input_tokens);
+        self.web_search_requests = self
+            .web_search_requests
+            .saturating_add(other.web_search_requests);
         self.estimated |= other.estimated;
     }
 
@@ -133,6 +170,8 @@ impl Usage {
                 ContentBlock::Text { text } => text.len(),
                 ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
                 ContentBlock::ToolResult { content, .. } => content.len(),
+                ContentBlock::ServerToolUse { input, .. } => input.to_string().len(),
+                ContentBlock::WebSearchToolResult { content, .. } => content.to_string().len(),
             })
             .sum();
         let tokens = |bytes: usize| (bytes.div_ceil(Self::BYTES_PER_TOKEN)).max(1) as u64;
@@ -141,6 +180,7 @@ impl Usage {
             output_tokens: tokens(output_bytes),
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 0,
+            web_search_requests: response.usage.web_search_requests,
             estimated: true,
         };
     }

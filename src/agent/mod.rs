@@ -57,6 +57,8 @@ pub(crate) struct AgentConfig {
     /// What the task has spent, its sub-agents included: the budgets are checked
     /// against it.
     pub meter: std::sync::Arc<Meter>,
+    /// Anthropic's web search, offered when the policy allows `WebSearch`.
+    pub web_search: Option<crate::message::WebSearch>,
 }
 
 /// Recorded tool results a replay is expected to reproduce, by tool_use id.
@@ -263,6 +265,7 @@ impl Agent<'_> {
             tools: &session.tools,
             tool_choice: session.force_output.then_some(STRUCTURED_OUTPUT),
             output_schema: text_schema,
+            web_search: config.web_search.as_ref(),
         };
         let answer = respond::respond_recorded(
             &mut *self.model,

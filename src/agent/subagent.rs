@@ -31,6 +31,8 @@ pub(crate) struct SubAgentType {
     pub read_only: bool,
     /// Each run of it ends after this many turns.
     pub max_turns: Option<u32>,
+    /// It may use the web search its parent has.
+    pub web_search: bool,
 }
 
 /// Where a sub-agent's turns come from: the run layer knows the task's model spec,
@@ -154,6 +156,7 @@ impl<'a> Launcher<'a> {
                 max_turns: kind.max_turns,
                 pricing: subagents.models.pricing(&request.subagent_type),
                 output: None,
+                web_search: parent_config.web_search.clone().filter(|_| kind.web_search),
                 ..parent_config
             };
             let started = Instant::now();
@@ -266,6 +269,7 @@ mod tests {
             registry,
             read_only,
             max_turns: None,
+            web_search: false,
         }
     }
 

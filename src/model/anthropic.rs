@@ -14,7 +14,7 @@ use super::anthropic_stream::AnthropicStream;
 use super::remote::RemoteConfig;
 use super::transport::{RetryNotice, Transport};
 use super::{Model, ModelError, ModelRequest};
-use crate::message::{Message, ModelResponse, ToolDefinition};
+use crate::message::{Message, ModelResponse, ToolDefinition, WebSearch};
 
 /// The API version drover speaks.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -97,8 +97,8 @@ pub(crate) fn request_body(
             "cache_control": ephemeral(),
         }]);
     }
-    if !request.tools.is_empty() {
-        body["tools"] = tools(request.tools);
+    if !request.tools.is_empty() || request.web_search.is_some() {
+        body["tools"] = tools(request.tools, request.web_search);
     }
     if let Some(name) = request.tool_choice {
         body["tool_choice"] = json!({"type": "tool", "name": name});
@@ -107,21 +107,37 @@ pub(crate) fn request_body(
     body
 }
 
-fn tools(definitions: &[ToolDefinition]) -> Value {
-    let mut tools: Vec<Value> = definitions
-        .iter()
-        .map(|tool| {
-            json!({
-                "name": tool.name,
-                "description": tool.description,
-                "input_schema": tool.input_schema,
-            })
+/// The version of Anthropic's web search tool drover offers.
+pub(crate) const WEB_SEARCH_TOOL: &str = "web_search_20250305";
+
+fn tools(definitions: &[ToolDefinition], web_search: Option<&WebSearch>) -> Value {
+    let mut tools: Vec<Value> = web_search.map(web_search_tool).into_iter().collect();
+    tools.extend(definitions.iter().map(|tool| {
+        json!({
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool.input_schema,
         })
-        .collect();
+    }));
     if let Some(last) = tools.last_mut() {
         last["cache_control"] = ephemeral();
     }
     Value::Array(tools)
+}
+
+/// The server tool as the API takes it: the domains the policy allows or blocks (the
+/// API takes one list or the other), at most `max_uses` searches per request.
+fn web_search_tool(search: &WebSearch) -> Value {
+    let mut tool = json!({"type": WEB_SEARCH_TOOL, "name": "web_search"});
+    if !search.allowed_domains.is_empty() {
+        tool["allowed_domains"] = json!(search.allowed_domains);
+    } else if !search.blocked_domains.is_empty() {
+        tool["blocked_domains"] = json!(search.blocked_domains);
+    }
+    if let Some(max_uses) = search.max_uses {
+        tool["max_uses"] = json!(max_uses);
+    }
+    tool
 }
 
 /// The conversation in the API's shape. Empty text blocks (which the API refuses) are
@@ -310,6 +326,7 @@ mod tests {
             tools: &tools,
             tool_choice: None,
             output_schema: None,
+            web_search: None,
         };
         let body = request_body("claude-x", 1000, Some(0.0), &request);
         assert_eq!(body["stream"], true);

@@ -27,6 +27,18 @@ enum Partial {
         /// The input as `content_block_start` gave it (used when no deltas follow).
         start: Value,
     },
+    /// A call of a server tool (web search): its input streams like a tool call's.
+    ServerToolUse {
+        id: String,
+        name: String,
+        json: String,
+        start: Value,
+    },
+    /// A server tool's result, complete in its `content_block_start`.
+    WebSearchResult {
+        tool_use_id: String,
+        content: Value,
+    },
     /// A block type drover does not use (e.g. `thinking`).
     Skipped,
 }
@@ -60,6 +72,13 @@ impl AnthropicStream {
         if let Some(n) = field("cache_read_input_tokens") {
             self.usage.cache_read_input_tokens = n;
         }
+        if let Some(n) = usage
+            .get("server_tool_use")
+            .and_then(|s| s.get("web_search_requests"))
+            .and_then(Value::as_u64)
+        {
+            self.usage.web_search_requests = n;
+        }
     }
 
     fn block_start(&mut self, data: &Value) {
@@ -82,6 +101,16 @@ impl AnthropicStream {
                 json: String::new(),
                 start: block.get("input").cloned().unwrap_or(Value::Null),
             },
+            Some("server_tool_use") => Partial::ServerToolUse {
+                id: text("id"),
+                name: text("name"),
+                json: String::new(),
+                start: block.get("input").cloned().unwrap_or(Value::Null),
+            },
+            Some("web_search_tool_result") => Partial::WebSearchResult {
+                tool_use_id: text("tool_use_id"),
+                content: block.get("content").cloned().unwrap_or(Value::Null),
+            },
             _ => Partial::Skipped,
         };
         self.blocks.insert(index, partial);
@@ -96,7 +125,10 @@ impl AnthropicStream {
         };
         match (block, delta.get("type").and_then(Value::as_str)) {
             (Partial::Text(text), Some("text_delta")) => text.push_str(piece("text")),
-            (Partial::ToolUse { json, .. }, Some("input_json_delta")) => {
+            (
+                Partial::ToolUse { json, .. } | Partial::ServerToolUse { json, .. },
+                Some("input_json_delta"),
+            ) => {
                 json.push_str(piece("partial_json"));
             }
             _ => {} // thinking, signature, citations, …
@@ -200,6 +232,27 @@ impl Decoder for AnthropicStream {
                     id,
                     name,
                     input: tool_input(&json, start),
+                }),
+                Partial::ServerToolUse {
+                    id,
+                    name,
+                    json,
+                    start,
+                } => Some(ContentBlock::ServerToolUse {
+                    id,
+                    name,
+                    input: match tool_input(&json, start) {
+                        // Sent back as it came; a cut input cannot be a string there.
+                        Value::String(_) => Value::Object(Default::default()),
+                        input => input,
+                    },
+                }),
+                Partial::WebSearchResult {
+                    tool_use_id,
+                    content,
+                } => Some(ContentBlock::WebSearchToolResult {
+                    tool_use_id,
+                    content,
                 }),
                 Partial::Skipped => None,
             })

@@ -34,6 +34,9 @@ pub(crate) struct ModelRequest<'a> {
     pub tool_choice: Option<&'a str>,
     /// The final answer's JSON Schema, for providers that constrain the text to it.
     pub output_schema: Option<&'a serde_json::Value>,
+    /// Anthropic's server-side web search, when the policy allows it (other providers
+    /// have no such tool and leave it out).
+    pub web_search: Option<&'a crate::message::WebSearch>,
 }
 
 /// How a provider gives a final answer that must match a schema.

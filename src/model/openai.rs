@@ -81,6 +81,7 @@ impl Model for OpenAiModel {
         let schema = request.output_schema.filter(|_| self.response_format);
         let request = ModelRequest {
             output_schema: schema,
+            web_search: None,
             ..request
         };
         let tag = self.turn.to_string();
@@ -103,6 +104,7 @@ impl Model for OpenAiModel {
                 );
                 let request = ModelRequest {
                     output_schema: None,
+                    web_search: None,
                     ..request
                 };
                 let body = request_body(&self.name, self.max_tokens, self.temperature, &request);
@@ -209,6 +211,9 @@ fn translate(message: &Message, out: &mut Vec<Value>) {
                 }
                 out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
             }
+            // Web search is offered to Anthropic models only; a conversation carried
+            // over from one keeps its searches out of this provider's view.
+            ContentBlock::ServerToolUse { .. } | ContentBlock::WebSearchToolResult { .. } => {}
         }
     }
     let text = text.join("\n");
@@ -287,6 +292,7 @@ mod tests {
             tools: &tools,
             tool_choice: None,
             output_schema: None,
+            web_search: None,
         };
         let body = request_body("gpt-x", 500, None, &request);
         assert_eq!(body["stream_options"]["include_usage"], true);

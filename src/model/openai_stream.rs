@@ -70,6 +70,7 @@ impl OpenAiStream {
                 output_tokens: field("completion_tokens"),
                 cache_creation_input_tokens: 0,
                 cache_read_input_tokens: cached.min(prompt),
+                web_search_requests: 0,
                 estimated: false,
             };
         }

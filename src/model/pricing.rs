@@ -28,6 +28,7 @@ pub(crate) fn cost(usage: &Usage, pricing: &Pricing) -> f64 {
         + tokens(usage.cache_creation_input_tokens) * pricing.cache_write
         + tokens(usage.cache_read_input_tokens) * pricing.cache_read)
         / 1_000_000.0
+        + tokens(usage.web_search_requests) * pricing.web_search
 }
 
 /// The price of a run's tokens: the spec's `model.pricing` when given; nothing for the

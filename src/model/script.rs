@@ -97,6 +97,7 @@ fn usage_of(usage: ScriptUsage) -> Usage {
         output_tokens: usage.output_tokens,
         cache_creation_input_tokens: usage.cache_creation_input_tokens,
         cache_read_input_tokens: usage.cache_read_input_tokens,
+        web_search_requests: 0,
         estimated: false,
     }
 }
@@ -114,6 +115,7 @@ mod tests {
             tools: &[],
             tool_choice: None,
             output_schema: None,
+            web_search: None,
         }
     }
 

@@ -18,6 +18,7 @@ mod read_denials;
 mod rule;
 pub(crate) use drover_shell as shell;
 mod shell_paths;
+mod web_search;
 mod words;
 
 use std::path::{Path, PathBuf};

@@ -302,11 +302,11 @@ fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, Inv
                 ))
             });
     }
-    if tool == "WebFetch" {
+    if tool == "WebFetch" || tool == "WebSearch" {
         return match inner.strip_prefix("domain:") {
             Some(domain) if !domain.is_empty() => Ok(Specifier::Domain(domain.to_string())),
             _ => Err(invalid(format!(
-                "malformed permission rule {text:?}: WebFetch takes domain:HOST, as in WebFetch(domain:example.com)"
+                "malformed permission rule {text:?}: {tool} takes domain:HOST, as in {tool}(domain:example.com)"
             ))),
         };
     }

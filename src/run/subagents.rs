@@ -40,6 +40,10 @@ pub(super) fn sub_agents(
                 registry: tools,
                 read_only,
                 max_turns: agent.max_turns.or(plan.max_turns),
+                web_search: agent
+                    .tools
+                    .as_ref()
+                    .is_none_or(|tools| tools.iter().any(|t| t == "WebSearch")),
             },
         );
     }

@@ -423,7 +423,20 @@ fn loop_config(
         interrupt,
         output,
         meter: Default::default(),
+        web_search: web_search(plan, model),
     }
+}
+
+/// Searches per request when the spec does not say (Claude Code's figure).
+const DEFAULT_WEB_SEARCH_USES: u32 = 8;
+
+/// Anthropic's web search, when the task's rules allow it and its model is Anthropic's
+/// (no other provider has the server tool).
+pub(super) fn web_search(plan: &TaskPlan, model: &dyn Model) -> Option<crate::message::WebSearch> {
+    if model.provider() != "anthropic" {
+        return None;
+    }
+    plan.rules.web_search(Some(DEFAULT_WEB_SEARCH_USES))
 }
 
 /// The note for a model the pricing table does not know: its cost is null, not zero.

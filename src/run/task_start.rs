@@ -263,7 +263,13 @@ pub(super) fn record_start(
         spec_sha256: plan.spec.sha256.clone(),
         provider: model.provider().to_string(),
         model: model.name().to_string(),
-        tools: armed.registry.names(),
+        tools: {
+            let mut tools = armed.registry.names();
+            if super::task_end::web_search(plan, model).is_some() {
+                tools.push("WebSearch".to_string());
+            }
+            tools
+        },
         spec_path: absolute(&plan.spec.path),
         spec_yaml: plan.spec.text.clone(),
         workspace: absolute(&plan.origin),

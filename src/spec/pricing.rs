@@ -13,11 +13,19 @@ pub(crate) struct Pricing {
     pub output: f64,
     pub cache_write: f64,
     pub cache_read: f64,
+    /// USD per web search (Anthropic's server tool: $10 per 1,000 searches).
+    pub web_search: f64,
 }
+
+/// What one web search costs on Anthropic's API.
+pub(crate) const WEB_SEARCH_USD: f64 = 0.01;
 
 impl Pricing {
     /// What script and replay models spend: nothing.
-    pub(crate) const FREE: Pricing = Pricing::new(0.0, 0.0, 0.0, 0.0);
+    pub(crate) const FREE: Pricing = Pricing {
+        web_search: 0.0,
+        ..Pricing::new(0.0, 0.0, 0.0, 0.0)
+    };
 
     pub(crate) const fn new(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Self {
         Pricing {
@@ -25,6 +33,7 @@ impl Pricing {
             output,
             cache_write,
             cache_read,
+            web_search: WEB_SEARCH_USD,
         }
     }
 }
@@ -40,6 +49,9 @@ struct PricingFields {
     cache_write: Option<f64>,
     #[serde(default)]
     cache_read: Option<f64>,
+    /// USD per web search (not per million).
+    #[serde(default)]
+    web_search: Option<f64>,
 }
 
 impl TryFrom<PricingFields> for Pricing {
@@ -50,12 +62,14 @@ impl TryFrom<PricingFields> for Pricing {
             output: fields.output,
             cache_write: fields.cache_write.unwrap_or(fields.input),
             cache_read: fields.cache_read.unwrap_or(fields.input),
+            web_search: fields.web_search.unwrap_or(WEB_SEARCH_USD),
         };
         let prices = [
             ("input", pricing.input),
             ("output", pricing.output),
             ("cache_write", pricing.cache_write),
             ("cache_read", pricing.cache_read),
+            ("web_search", pricing.web_search),
         ];
         for (field, price) in prices {
             if !(price.is_finite() && price >= 0.0) {

@@ -35,4 +35,5 @@ mod sharding;
 mod subagents_cli;
 mod tool_bench_cli;
 mod tools_cli;
+mod web_search;
 mod workspace_cli;

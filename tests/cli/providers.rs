@@ -14,25 +14,25 @@ use serde_json::{Value, json};
 pub(crate) const KEY: &str = "sk-test-SECRET-d41d8cd98f00b204";
 const KEY_ENV: &str = "DROVER_TEST_PROVIDER_KEY";
 
-fn sse(event: &str, data: Value) -> String {
+pub(crate) fn sse(event: &str, data: Value) -> String {
     format!("event: {event}\ndata: {data}\n\n")
 }
 
-fn anthropic_start(input: u64, cache_write: u64, cache_read: u64) -> String {
+pub(crate) fn anthropic_start(input: u64, cache_write: u64, cache_read: u64) -> String {
     sse(
         "message_start",
         json!({"type": "message_start", "message": {"id": "msg", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": input, "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read, "output_tokens": 1}}}),
     )
 }
 
-fn anthropic_end(stop: &str, output: u64) -> String {
+pub(crate) fn anthropic_end(stop: &str, output: u64) -> String {
     sse(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": output}}),
     ) + &sse("message_stop", json!({"type": "message_stop"}))
 }
 
-fn anthropic_text(index: u64, text: &str) -> String {
+pub(crate) fn anthropic_text(index: u64, text: &str) -> String {
     sse(
         "content_block_start",
         json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
