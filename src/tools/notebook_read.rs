@@ -101,9 +101,10 @@ pub(super) fn render(
         last = index + 1;
     }
     let whole = start == 0 && last == total;
+    out.truncate(out.trim_end_matches('\n').len());
     if last < total {
         out.push_str(&format!(
-            "\n(Showing cells {}-{last} of {total}. For a notebook, offset and limit count cells: call Read with offset={} to see the rest.)",
+            "\n\n(Showing cells {}-{last} of {total}. For a notebook, offset and limit count cells: call Read with offset={} to see the rest.)",
             start + 1,
             last + 1
         ));
