@@ -89,6 +89,9 @@ pub(super) struct Style {
     pub colon: String,
     /// Between items on one line (compact files only): `", "` or `","`.
     pub comma: String,
+    /// Write non-ASCII characters as `\uXXXX` escapes: the file does (Python's default,
+    /// `ensure_ascii`), while nbformat writes them as they are.
+    pub ascii: bool,
 }
 
 /// A parsed JSON document: its root and the text around it, kept as found.
@@ -153,7 +156,7 @@ impl Document {
             Json::Null => out.push_str("null"),
             Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Json::Number(n) => out.push_str(n),
-            Json::String(s) => write_string(s, out),
+            Json::String(s) => write_string(s, self.style.ascii, out),
             Json::Array(items) if items.is_empty() => out.push_str("[]"),
             Json::Object(members) if members.is_empty() => out.push_str("{}"),
             Json::Array(items) => {
@@ -169,7 +172,7 @@ impl Document {
                 out.push('{');
                 for (i, (key, value)) in members.iter().enumerate() {
                     self.separator(i, depth + 1, out);
-                    write_string(key, out);
+                    write_string(key, self.style.ascii, out);
                     out.push_str(&self.style.colon);
                     self.write(value, depth + 1, out);
                 }
@@ -207,9 +210,10 @@ impl Document {
     }
 }
 
-/// `s` as a JSON string, escaped as Python's `json.dumps(ensure_ascii=False)` (and so
-/// nbformat) escapes it: quotes, backslashes and control characters only.
-pub(super) fn write_string(s: &str, out: &mut String) {
+/// `s` as a JSON string, escaped as Python's `json.dumps` escapes it: quotes,
+/// backslashes and control characters, and (`ascii`, Python's default but not
+/// nbformat's) every non-ASCII character as `\uXXXX`, in surrogate pairs beyond U+FFFF.
+pub(super) fn write_string(s: &str, ascii: bool, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -221,6 +225,12 @@ pub(super) fn write_string(s: &str, out: &mut String) {
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if ascii && !c.is_ascii() => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
             c => out.push(c),
         }
     }
@@ -235,6 +245,10 @@ struct StyleSeen {
     /// Whitespace between the root's opening brace and its first item.
     after_open: Option<String>,
     colon: Option<String>,
+    /// A string held a non-ASCII character written as itself.
+    raw_non_ascii: bool,
+    /// A string held a non-ASCII character written as an escape.
+    escaped_non_ascii: bool,
 }
 
 impl StyleSeen {
@@ -248,6 +262,7 @@ impl StyleSeen {
             indent,
             colon: self.colon.unwrap_or_else(|| ": ".to_string()),
             comma,
+            ascii: self.escaped_non_ascii && !self.raw_non_ascii,
         }
     }
 }
@@ -377,14 +392,21 @@ impl Parser<'_> {
             .text
             .get(start..self.pos)
             .ok_or_else(|| self.error("invalid string"))?;
+        if !token.is_ascii() {
+            self.style.raw_non_ascii = true;
+        }
         if !token.contains('\\') {
             return Ok(token[1..token.len() - 1].to_string());
         }
-        serde_json::from_str(token).map_err(|e| {
+        let decoded: String = serde_json::from_str(token).map_err(|e| {
             let mut error = self.error("invalid string escape");
             error.message = format!("invalid string: {e}");
             error
-        })
+        })?;
+        if token.is_ascii() && !decoded.is_ascii() {
+            self.style.escaped_non_ascii = true;
+        }
+        Ok(decoded)
     }
 
     fn array(&mut self, depth: usize) -> Result<Json, ParseError> {

@@ -104,8 +104,27 @@ fn deep_nesting_is_refused_not_overflowed() {
 #[test]
 fn strings_are_escaped_as_nbformat_escapes_them() {
     let mut out = String::new();
-    write_string("a\"b\\c\nd\te\u{1}f/é\u{2028}", &mut out);
+    write_string("a\"b\\c\nd\te\u{1}f/é\u{2028}", false, &mut out);
     assert_eq!(out, "\"a\\\"b\\\\c\\nd\\te\\u0001f/é\u{2028}\"");
     let back: String = serde_json::from_str(&out).unwrap();
     assert_eq!(back, "a\"b\\c\nd\te\u{1}f/é\u{2028}");
+    // Python's default (ensure_ascii): `json.dumps("é😀")` is "\u00e9\ud83d\ude00".
+    let mut out = String::new();
+    write_string("é😀", true, &mut out);
+    assert_eq!(out, "\"\\u00e9\\ud83d\\ude00\"");
+}
+
+#[test]
+fn a_file_that_escapes_non_ascii_gets_escapes_in_new_strings() {
+    let ascii = "{\"a\": \"caf\\u00e9\", \"b\": \"x\"}";
+    assert!(Document::parse(ascii.to_string()).unwrap().style.ascii);
+    assert_eq!(rewritten(ascii), ascii);
+    let raw = "{\"a\": \"café\", \"b\": \"caf\\u00e9\"}";
+    assert!(!Document::parse(raw.to_string()).unwrap().style.ascii);
+    assert!(
+        !Document::parse(PYTHON_INDENT_1.to_string())
+            .unwrap()
+            .style
+            .ascii
+    );
 }
