@@ -244,7 +244,7 @@ impl Notebook {
             .cells_mut()
             .and_then(|cells| cells.get_mut(index))
             .ok_or(NotebookError::NotNotebook("the cell is gone"))?;
-        let old_type = cell_type_of(cell);
+        let old_type = self::cell_type(cell).to_string();
         let new_type = cell_type.map_or(old_type.clone(), |t| t.as_str().to_string());
         cell.raw = None;
         let Json::Object(members) = &mut cell.value else {
@@ -364,11 +364,6 @@ impl Notebook {
             attempt += 1;
         }
     }
-}
-
-/// A cell's type as an owned string (the cell is about to change).
-fn cell_type_of(cell: &Node) -> String {
-    cell_type(cell).to_string()
 }
 
 #[cfg(test)]

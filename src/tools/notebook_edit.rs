@@ -69,7 +69,9 @@ impl TypedTool for NotebookEditTool {
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
         let (path, shown) = file_target(ctx, &input.notebook_path)?;
-        if !is_notebook(&path) {
+        // The name the model gave decides, as for Claude Code (a symlink may resolve to
+        // a name without the extension).
+        if !is_notebook(std::path::Path::new(&input.notebook_path)) && !is_notebook(&path) {
             return Err(ToolError::Failed(format!(
                 "{shown} is not a Jupyter notebook: NotebookEdit only edits .ipynb files. Use Edit (or Write) for other files."
             )));

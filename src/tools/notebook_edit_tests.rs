@@ -339,6 +339,33 @@ async fn read_pages_through_cells_and_shows_broken_notebooks_as_text() {
     assert!(out.is_error && out.content.starts_with("File does not exist."));
 }
 
+#[tokio::test]
+async fn read_of_a_hostile_notebook_stays_bounded() {
+    let output = "{\"output_type\": \"stream\", \"name\": \"stdout\", \"text\": \"xxxxxxxxxx\"}";
+    let outputs = vec![output; 50_000].join(", ");
+    let long_id = "i".repeat(1_000_000);
+    let text = format!(
+        "{{\"cells\": [{{\"cell_type\": \"code\", \"id\": \"{long_id}\", \"source\": \"\"}}, {{\"cell_type\": \"code\", \"id\": \"a\", \"source\": \"{}\", \"outputs\": [{outputs}]}}]}}",
+        "y".repeat(200_000)
+    );
+    let (_dir, ctx) = workspace(&[("h.ipynb", &text)]);
+    let out = read(&ctx, "h.ipynb").await;
+    assert!(!out.is_error);
+    assert!(out.content.len() < 450_000, "{}", out.content.len());
+    assert!(out.content.contains("characters omitted"));
+    let out = ReadTool
+        .call(json!({"file_path": "h.ipynb", "offset": 2}), &ctx)
+        .await;
+    assert!(out.content.len() < 450_000, "{}", out.content.len());
+    assert!(out.content.contains("<cell id=\"a\" type=\"code\">\nyyy"));
+    assert!(out.content.contains("characters omitted"));
+    assert!(
+        out.content.contains("more outputs of cell a not shown]"),
+        "{}",
+        &out.content[out.content.len() - 300..]
+    );
+}
+
 #[test]
 fn governed_by_edit_rules_and_not_read_only() {
     let facts = NotebookEditTool.facts();

@@ -15,6 +15,8 @@ const MAX_OUTPUT_CHARS: usize = 3000;
 const MAX_SOURCE_CHARS: usize = 50_000;
 /// A Read shows cells up to about this many characters, then says where to continue.
 const MAX_SHOWN_CHARS: usize = 100_000;
+/// What a Read of a notebook never exceeds (one cell may pass [`MAX_SHOWN_CHARS`]).
+const HARD_LIMIT_CHARS: usize = 4 * MAX_SHOWN_CHARS;
 
 /// What Read does with a `.ipynb` file.
 pub(super) enum NotebookView {
@@ -102,6 +104,8 @@ pub(super) fn render(
     }
     let whole = start == 0 && last == total;
     out.truncate(out.trim_end_matches('\n').len());
+    // Only a hostile file gets here (a huge cell id, say): the output stays bounded.
+    let mut out = cut_middle(&out, HARD_LIMIT_CHARS);
     if last < total {
         out.push_str(&format!(
             "\n\n(Showing cells {}-{last} of {total}. For a notebook, offset and limit count cells: call Read with offset={} to see the rest.)",
@@ -129,11 +133,18 @@ fn render_cell(cell: &Node, index: usize) -> String {
         }
     }
     out.push_str("</cell>\n");
-    for output in cell
+    let outputs = cell
         .get("outputs")
         .and_then(Node::as_array)
-        .unwrap_or_default()
-    {
+        .unwrap_or_default();
+    for (shown, output) in outputs.iter().enumerate() {
+        if out.len() > MAX_SHOWN_CHARS {
+            out.push_str(&format!(
+                "[{} more outputs of cell {id} not shown]\n",
+                outputs.len() - shown
+            ));
+            break;
+        }
         out.push_str(&render_output(output, &id));
     }
     out

@@ -61,7 +61,7 @@ impl TypedTool for ReadTool {
             .limit
             .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX));
         let mut note = None;
-        if is_notebook(&path) {
+        if is_notebook(&path) || is_notebook(std::path::Path::new(&input.file_path)) {
             match read_notebook(ctx, &path, &shown, first, limit).await? {
                 NotebookView::Cells(text) => return Ok(text),
                 NotebookView::AsText(why) => note = why,
