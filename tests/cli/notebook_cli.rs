@@ -177,6 +177,33 @@ fn a_scripted_notebook_edit_changes_only_that_cell() {
 }
 
 #[test]
+fn the_notebook_example_task_passes_and_leaves_the_fixture_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = repo().join("fixtures/notebooks/sales.ipynb");
+    let before = std::fs::read_to_string(&fixture).unwrap();
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&repo().join("tasks/notebook.yaml"), &artifacts);
+    assert_exit(&output, 0);
+    assert_eq!(std::fs::read_to_string(&fixture).unwrap(), before);
+    let patch = std::fs::read_to_string(artifacts.join("notebook/diff.patch")).unwrap();
+    let edited = cell_lines(&before, CELL);
+    let last = cell_lines(&before, "0d4f6a83");
+    // The new cell goes in after the last cell's closing brace, nothing else moves.
+    let changed = old_lines_changed(&patch);
+    assert!(
+        changed
+            .iter()
+            .all(|l| edited.contains(l) || *l == *last.end()),
+        "{changed:?}:\n{patch}"
+    );
+    assert!(
+        patch.contains("+    \"print(f\\\"best quarter: {best[0]} ({best[1]})\\\")\""),
+        "{patch}"
+    );
+    assert!(patch.contains("+    \"_Method: figures"), "{patch}");
+}
+
+#[test]
 fn an_edit_rule_for_src_only_denies_notebook_edit_outside_src() {
     let dir = tempfile::tempdir().unwrap();
     let ws = workspace(dir.path());
