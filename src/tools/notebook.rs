@@ -174,7 +174,7 @@ impl Notebook {
             .unwrap_or(&[])
     }
 
-    /// `nbformat.nbformat_minor`, when the file states them.
+    /// `(nbformat, nbformat_minor)`, when the file states them.
     pub(super) fn version(&self) -> Option<(u64, u64)> {
         let major = self.doc.root.get("nbformat").and_then(Node::as_u64)?;
         let minor = self.doc.root.get("nbformat_minor").and_then(Node::as_u64)?;

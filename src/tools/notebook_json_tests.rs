@@ -128,3 +128,22 @@ fn a_file_that_escapes_non_ascii_gets_escapes_in_new_strings() {
             .ascii
     );
 }
+
+#[test]
+fn no_truncation_or_corruption_of_a_real_notebook_panics() {
+    let text = include_str!("../../fixtures/notebooks/sales.ipynb");
+    let cuts = text.char_indices().map(|(at, _)| at);
+    for at in cuts {
+        // Every prefix short of the closing brace is an error: the root is unclosed.
+        let prefix = Document::parse(text[..at].to_string());
+        assert_eq!(prefix.is_ok(), at == text.trim_end().len(), "{at}");
+        for junk in ["\"", "\\", "{", "]", ",", "\u{0}", "é", "-"] {
+            let mut broken = text.to_string();
+            broken.replace_range(at..at + text[at..].chars().next().unwrap().len_utf8(), junk);
+            if let Ok(doc) = Document::parse(broken.clone()) {
+                assert_eq!(doc.render(), broken);
+            }
+        }
+    }
+    assert_eq!(Document::parse(text.to_string()).unwrap().render(), text);
+}
