@@ -21,6 +21,10 @@ mod grep_search;
 pub(crate) mod kill_shell;
 pub(crate) mod ls;
 pub(crate) mod multi_edit;
+mod notebook;
+pub(crate) mod notebook_edit;
+mod notebook_json;
+mod notebook_read;
 pub(crate) mod read;
 mod read_window;
 pub(crate) mod registry;
@@ -56,6 +60,7 @@ pub(crate) fn builtin() -> Vec<Arc<dyn Tool>> {
         Arc::new(write::WriteTool),
         Arc::new(edit::EditTool),
         Arc::new(multi_edit::MultiEditTool),
+        Arc::new(notebook_edit::NotebookEditTool),
         Arc::new(glob::GlobTool),
         Arc::new(grep::GrepTool),
         Arc::new(ls::LsTool),

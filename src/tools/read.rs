@@ -4,6 +4,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::notebook::is_notebook;
+use super::notebook_read::{NotebookView, read_notebook};
 use super::read_window::{WindowError, read_window};
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking, file_target};
 use crate::policy::Subject;
@@ -43,6 +45,7 @@ Usage:
 - Lines longer than 2000 characters are cut.
 - You must Read a file before you Edit or overwrite it with Write; if it changes on disk afterwards, Read it again.
 - Windows line endings are shown without the carriage return; a UTF-8 byte-order mark is hidden; UTF-16 files with a byte-order mark are decoded.
+- Jupyter notebooks (.ipynb) are shown as cells: each with its id and type, its source, then its outputs as text (images as a one-line note). Edit cells with NotebookEdit, naming them by that id. For a notebook, offset and limit count cells instead of lines.
 - Directories cannot be read: use Glob (or LS) to list them. Binary files are refused.
 - An empty file is reported as such rather than as an error.
 - Reading several files you will need is best done with several Read calls in one turn.";
@@ -57,6 +60,13 @@ impl TypedTool for ReadTool {
         let limit = input
             .limit
             .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        let mut note = None;
+        if is_notebook(&path) || is_notebook(std::path::Path::new(&input.file_path)) {
+            match read_notebook(ctx, &path, &shown, first, limit).await? {
+                NotebookView::Cells(text) => return Ok(text),
+                NotebookView::AsText(why) => note = why,
+            }
+        }
         let roots = std::sync::Arc::clone(&ctx.roots);
         let at = path.clone();
         let window = match blocking(move || read_window(&roots, &at, first, limit)).await? {
@@ -124,6 +134,9 @@ impl TypedTool for ReadTool {
                 "\n(Note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}.)"
                     .to_string(),
             );
+        }
+        if let Some(note) = note {
+            out.push(format!("\n{note}"));
         }
         Ok(out.join("\n"))
     }

@@ -15,6 +15,7 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
             "Write",
             "Edit",
             "MultiEdit",
+            "NotebookEdit",
             "Glob",
             "Grep",
             "LS",
@@ -66,6 +67,14 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
             "MultiEdit",
             json!({"file_path": "a", "edits": [{"old_string": "x", "new_string": "y", "replace_all": true}]}),
         ),
+        (
+            "NotebookEdit",
+            json!({"notebook_path": "a.ipynb", "new_source": "x", "cell_type": "code", "edit_mode": "insert"}),
+        ),
+        (
+            "NotebookEdit",
+            json!({"notebook_path": "a.ipynb", "cell_id": "cell-0", "new_source": ""}),
+        ),
         ("LS", json!({"path": "src", "ignore": ["*.log"]})),
         (
             "Bash",
@@ -96,6 +105,19 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
         (
             "MultiEdit",
             json!({"file_path": "a", "edits": [{"old_string": "x", "new_string": "y", "bogus": 1}]}),
+        ),
+        ("NotebookEdit", json!({"notebook_path": "a.ipynb"})),
+        (
+            "NotebookEdit",
+            json!({"notebook_path": "a.ipynb", "new_source": "x", "cell_type": "raw"}),
+        ),
+        (
+            "NotebookEdit",
+            json!({"notebook_path": "a.ipynb", "new_source": "x", "edit_mode": "append"}),
+        ),
+        (
+            "NotebookEdit",
+            json!({"notebook_path": "a.ipynb", "new_source": "x", "cell_number": 0}),
         ),
         ("LS", json!({})),
         ("LS", json!({"path": "a", "ignore": "*.log"})),

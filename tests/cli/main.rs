@@ -21,6 +21,7 @@ mod limits;
 mod mcp;
 mod mcp_http;
 mod mcp_modern;
+mod notebook_cli;
 mod output_cli;
 mod output_providers;
 mod parity;
