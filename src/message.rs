@@ -214,6 +214,7 @@ mod usage_tests {
             output_tokens: 1 << 63,
             cache_creation_input_tokens: u64::MAX,
             cache_read_input_tokens: 1,
+            web_search_requests: 0,
             estimated: false,
         };
         assert_eq!(huge.total(), u64::MAX);

@@ -74,6 +74,7 @@ fn expected() -> ModelResponse {
             output_tokens: 87,
             cache_creation_input_tokens: 3000,
             cache_read_input_tokens: 500,
+            web_search_requests: 0,
             estimated: false,
         },
     }

@@ -54,6 +54,7 @@ fn expected() -> ModelResponse {
             output_tokens: 40,
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 1024,
+            web_search_requests: 0,
             estimated: false,
         },
     }

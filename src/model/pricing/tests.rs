@@ -73,6 +73,7 @@ fn cost_counts_cached_tokens_at_their_own_prices() {
         output_tokens: 200,
         cache_creation_input_tokens: 2_000,
         cache_read_input_tokens: 10_000,
+        web_search_requests: 0,
         estimated: false,
     };
     // 1000×3 + 200×15 + 2000×3.75 + 10000×0.30 = 3000 + 3000 + 7500 + 3000 = 16500
