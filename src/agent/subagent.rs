@@ -38,10 +38,11 @@ pub(crate) struct SubAgentType {
 /// Where a sub-agent's turns come from: the run layer knows the task's model spec,
 /// the key, and (in a replay) the recording.
 pub(crate) trait SubAgentModels: Send + Sync {
-    /// The model for one run of `agent_type`, named `agent_id`.
-    fn model(&self, agent_type: &str, agent_id: &str) -> Box<dyn Model>;
-    /// Its model's prices; None when unknown.
-    fn pricing(&self, agent_type: &str) -> Option<Pricing>;
+    /// The model for one run of `agent_type`, named `agent_id`; `requested`: the model
+    /// alias the call asked for (`sonnet`, `opus`, `haiku`).
+    fn model(&self, agent_type: &str, agent_id: &str, requested: Option<&str>) -> Box<dyn Model>;
+    /// That model's prices; None when unknown.
+    fn pricing(&self, agent_type: &str, requested: Option<&str>) -> Option<Pricing>;
     /// In a replay, the recorded results of `agent_id`'s tool calls.
     fn replay(&self, agent_id: &str) -> Option<ReplayExpectations>;
 }
@@ -74,6 +75,15 @@ pub(crate) fn without_usage(content: &str) -> &str {
     content
         .rfind(USAGE_OPEN)
         .map_or(content, |at| &content[..at])
+}
+
+/// `1 turn`, `2 turns`.
+fn counted(count: u64, what: &str) -> String {
+    if count == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{count} {what}s")
+    }
 }
 
 /// A sub-agent's run, as the parent's dispatcher awaits it.
@@ -138,7 +148,10 @@ impl<'a> Launcher<'a> {
                 tool: crate::tools::agent::AGENT.to_string(),
                 message: error.to_string(),
             };
-            let mut model = subagents.models.model(&request.subagent_type, &agent_id);
+            let requested = request.model.as_deref();
+            let mut model = subagents
+                .models
+                .model(&request.subagent_type, &agent_id, requested);
             transcript
                 .write(Event::AgentStart {
                     agent_type: request.subagent_type.clone(),
@@ -154,7 +167,7 @@ impl<'a> Launcher<'a> {
                 system: system_prompt(&parent_ctx.workspace, Some(&kind.prompt)),
                 prompt: request.prompt.clone(),
                 max_turns: kind.max_turns,
-                pricing: subagents.models.pricing(&request.subagent_type),
+                pricing: subagents.models.pricing(&request.subagent_type, requested),
                 output: None,
                 web_search: parent_config.web_search.clone().filter(|_| kind.web_search),
                 ..parent_config
@@ -199,10 +212,11 @@ impl<'a> Launcher<'a> {
                 cost_usd: outcome.cost_usd,
                 duration_ms,
             });
+            let tool_uses: u64 = outcome.calls.values().sum();
             let figures = format!(
-                "{USAGE_OPEN}agent {agent_id}: {} turn{}, {} tokens, {duration_ms} ms</agent_usage>",
-                outcome.turns,
-                if outcome.turns == 1 { "" } else { "s" },
+                "{USAGE_OPEN}agent {agent_id}: {}, {}, {} tokens, {duration_ms} ms</agent_usage>",
+                counted(u64::from(outcome.turns), "turn"),
+                counted(tool_uses, "tool use"),
                 outcome.usage.total()
             );
             match outcome.reason {
@@ -248,10 +262,10 @@ mod tests {
     struct NoModels;
 
     impl SubAgentModels for NoModels {
-        fn model(&self, _: &str, _: &str) -> Box<dyn Model> {
+        fn model(&self, _: &str, _: &str, _: Option<&str>) -> Box<dyn Model> {
             Box::new(crate::model::script::ScriptModel::new(None, Vec::new()))
         }
-        fn pricing(&self, _: &str) -> Option<Pricing> {
+        fn pricing(&self, _: &str, _: Option<&str>) -> Option<Pricing> {
             None
         }
         fn replay(&self, _: &str) -> Option<ReplayExpectations> {

@@ -82,7 +82,7 @@ pub(crate) fn task_agents(
                 "agents.{name}.max_turns is 0: give at least 1, or leave it out for the task's limit"
             )));
         }
-        for tool in agent.tools.iter().flatten() {
+        for tool in agent.tools.iter().flatten().chain(&agent.disallowed_tools) {
             let known = crate::policy::Rule::try_from(tool.clone())
                 .is_ok_and(|rule| rule.specifier().is_none());
             if !known || tool.contains('*') {

@@ -11,7 +11,9 @@ use crate::model::pricing;
 use crate::model::replay::ReplayModel;
 use crate::model::script::ScriptModel;
 use crate::record::Event;
-use crate::spec::{AgentSpec, DEFAULT_MAX_AGENT_DEPTH, ModelSpec, Pricing};
+use crate::spec::{
+    AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, ModelSpec, Pricing, Provider, model_alias,
+};
 use crate::tools::agent::{AGENT, AGENT_ALIAS, AgentChoice, AgentTool};
 use crate::tools::{Registry, RegistryError, ToolOutput};
 
@@ -40,10 +42,11 @@ pub(super) fn sub_agents(
                 registry: tools,
                 read_only,
                 max_turns: agent.max_turns.or(plan.max_turns),
-                web_search: agent
-                    .tools
-                    .as_ref()
-                    .is_none_or(|tools| tools.iter().any(|t| t == "WebSearch")),
+                web_search: !agent.disallowed_tools.iter().any(|t| t == "WebSearch")
+                    && agent
+                        .tools
+                        .as_ref()
+                        .is_none_or(|tools| tools.iter().any(|t| t == "WebSearch")),
             },
         );
     }
@@ -94,10 +97,7 @@ pub(crate) fn add_agent_tool(
 /// Whether `agent` is offered its parent's tool `tool`: the tools it lists (an MCP
 /// server's name covers its tools), or, when it lists none, all but `Agent`.
 fn offers(agent: &AgentSpec, tool: &str) -> bool {
-    let Some(listed) = &agent.tools else {
-        return tool != AGENT;
-    };
-    listed.iter().any(|entry| {
+    let names = |entry: &String| {
         entry == tool
             || (entry == AGENT_ALIAS && tool == AGENT)
             || (entry.starts_with("mcp__")
@@ -105,7 +105,14 @@ fn offers(agent: &AgentSpec, tool: &str) -> bool {
                 && tool
                     .strip_prefix(entry.as_str())
                     .is_some_and(|rest| rest.starts_with("__")))
-    })
+    };
+    if agent.disallowed_tools.iter().any(names) {
+        return false;
+    }
+    match &agent.tools {
+        Some(listed) => listed.iter().any(names),
+        None => tool != AGENT,
+    }
 }
 
 enum Source {
@@ -125,13 +132,29 @@ struct TaskAgentModels {
     parent: ModelSpec,
 }
 
-impl SubAgentModels for TaskAgentModels {
-    fn model(&self, agent_type: &str, agent_id: &str) -> Box<dyn Model> {
-        let own = self
+impl TaskAgentModels {
+    /// The model fields of `agent_type`, with the name a call asked for (an alias of
+    /// Anthropic's, for Anthropic's API only).
+    fn model_of(&self, agent_type: &str, requested: Option<&str>) -> AgentModelSpec {
+        let mut own = self
             .agents
             .get(agent_type)
             .and_then(|agent| agent.model.clone())
             .unwrap_or_default();
+        if self.parent.provider == Provider::Anthropic
+            && let Some(name) = requested.and_then(model_alias)
+        {
+            own.name = Some(name.to_string());
+            // The type's own prices were for its own model.
+            own.pricing = None;
+        }
+        own
+    }
+}
+
+impl SubAgentModels for TaskAgentModels {
+    fn model(&self, agent_type: &str, agent_id: &str, requested: Option<&str>) -> Box<dyn Model> {
+        let own = self.model_of(agent_type, requested);
         match &self.source {
             Source::Script { name } => {
                 let name = own.name.or(name.clone());
@@ -157,12 +180,8 @@ impl SubAgentModels for TaskAgentModels {
         }
     }
 
-    fn pricing(&self, agent_type: &str) -> Option<Pricing> {
-        let own = self
-            .agents
-            .get(agent_type)
-            .and_then(|agent| agent.model.clone())
-            .unwrap_or_default();
+    fn pricing(&self, agent_type: &str, requested: Option<&str>) -> Option<Pricing> {
+        let own = self.model_of(agent_type, requested);
         let name = own.name.or(self.parent.name.clone()).unwrap_or_default();
         let custom = own.pricing.or(self.parent.pricing);
         let provider = match &self.source {
@@ -218,6 +237,7 @@ mod tests {
             description: "d".into(),
             prompt: "p".into(),
             tools: tools.map(|t| t.iter().map(|s| s.to_string()).collect()),
+            disallowed_tools: Vec::new(),
             model: None,
             max_turns: None,
         }
@@ -234,6 +254,11 @@ mod tests {
         assert!(!offers(&listed, "Bash"));
         assert!(offers(&listed, "mcp__docs__search"));
         assert!(!offers(&listed, "mcp__docsx__search"));
+        let mut narrowed = agent(None);
+        narrowed.disallowed_tools = vec!["Bash".into(), "mcp__docs".into()];
+        assert!(!offers(&narrowed, "Bash"));
+        assert!(!offers(&narrowed, "mcp__docs__search"));
+        assert!(offers(&narrowed, "Read"));
         let one = agent(Some(&["mcp__docs__search"]));
         assert!(offers(&one, "mcp__docs__search"));
         assert!(!offers(&one, "mcp__docs__search__all"));

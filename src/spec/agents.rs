@@ -31,6 +31,9 @@ pub(crate) struct AgentSpec {
     /// except `Agent` itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// Tools it may not use, taken from what `tools` gives it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disallowed_tools: Vec<String>,
     /// Fields of the parent's `model:` this agent changes.
     #[serde(default)]
     pub model: Option<AgentModelSpec>,
@@ -65,6 +68,10 @@ struct FrontMatter {
     /// `Read, Grep, Glob` (Claude Code's form) or a YAML list.
     #[serde(default)]
     tools: Option<ToolList>,
+    #[serde(default, rename = "disallowedTools")]
+    disallowed_tools: Option<ToolList>,
+    #[serde(default, rename = "maxTurns")]
+    max_turns: Option<u32>,
     /// `sonnet`, `opus`, `haiku`, `inherit`, or a model id.
     #[serde(default)]
     model: Option<String>,
@@ -80,8 +87,21 @@ enum ToolList {
     List(Vec<String>),
 }
 
+impl ToolList {
+    fn names(self) -> Vec<String> {
+        match self {
+            ToolList::Text(text) => text
+                .split(',')
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect(),
+            ToolList::List(list) => list,
+        }
+    }
+}
+
 /// Claude Code's model aliases, as the names its API takes.
-fn model_alias(name: &str) -> Option<&'static str> {
+pub(crate) fn model_alias(name: &str) -> Option<&'static str> {
     match name {
         "sonnet" => Some("claude-sonnet-4-5"),
         "opus" => Some("claude-opus-4-1"),
@@ -111,14 +131,11 @@ pub(crate) fn agent_of_claude_file(
     let front: FrontMatter =
         serde_saphyr::from_str(yaml).map_err(|e| format!("front matter: {e}"))?;
     let name = TaskName::try_from(front.name.clone()).map_err(|e| format!("name: {e}"))?;
-    let tools = front.tools.map(|tools| match tools {
-        ToolList::Text(text) => text
-            .split(',')
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty())
-            .collect(),
-        ToolList::List(list) => list,
-    });
+    let tools = front.tools.map(ToolList::names);
+    let disallowed_tools = front
+        .disallowed_tools
+        .map(ToolList::names)
+        .unwrap_or_default();
     let model = match front.model.as_deref() {
         None | Some("inherit") => None,
         Some(model) => Some(AgentModelSpec {
@@ -138,8 +155,9 @@ pub(crate) fn agent_of_claude_file(
         description: front.description,
         prompt: body.to_string(),
         tools,
+        disallowed_tools,
         model,
-        max_turns: None,
+        max_turns: front.max_turns,
     };
     Ok((name, agent, notes))
 }
@@ -150,7 +168,7 @@ mod tests {
 
     #[test]
     fn a_claude_code_agent_file_reads_as_an_agent() {
-        let text = "---\nname: code-reviewer\ndescription: Reviews code.\ntools: Read, Grep, Glob\nmodel: haiku\ncolor: blue\n---\n\nYou review code.\nBe brief.\n";
+        let text = "---\nname: code-reviewer\ndescription: Reviews code.\ntools: Read, Grep, Glob\ndisallowedTools: Grep\nmaxTurns: 7\nmodel: haiku\ncolor: blue\n---\n\nYou review code.\nBe brief.\n";
         let (name, agent, notes) = agent_of_claude_file(text).unwrap();
         assert_eq!(name.as_str(), "code-reviewer");
         assert_eq!(agent.description, "Reviews code.");
@@ -163,6 +181,8 @@ mod tests {
             agent.model.and_then(|m| m.name).as_deref(),
             Some("claude-haiku-4-5")
         );
+        assert_eq!(agent.disallowed_tools, vec!["Grep".to_string()]);
+        assert_eq!(agent.max_turns, Some(7));
         assert_eq!(notes.len(), 1, "{notes:?}");
     }
 

@@ -12,7 +12,9 @@ mod output;
 mod pricing;
 mod types;
 
-pub(crate) use agents::{AgentSpec, DEFAULT_MAX_AGENT_DEPTH, agent_of_claude_file};
+pub(crate) use agents::{
+    AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, agent_of_claude_file, model_alias,
+};
 pub(crate) use connection::{RetrySpec, TimeoutsSpec};
 #[cfg(test)]
 pub(crate) use expect::FilesChangedExpectation;

@@ -35,6 +35,9 @@ pub(crate) struct AgentRequest {
     pub description: String,
     pub prompt: String,
     pub subagent_type: String,
+    /// `sonnet`, `opus` or `haiku`: the model this run uses instead of its type's.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 impl AgentRequest {
@@ -57,7 +60,7 @@ Usage:
 - Give a short description (3-5 words), the full prompt (the sub-agent sees nothing of this conversation: say everything it needs, and what to report back), and the subagent_type.
 - The sub-agent works in the same workspace, under the same permissions, with the tools its type allows. Its final message is the result of this call; it cannot ask you questions.
 - Several Agent calls in one turn run at the same time when their agents only read.
-- The result ends with the sub-agent's turns, tokens and duration.
+- The result ends with the sub-agent's turns, tool uses, tokens and duration.
 
 Available agent types:",
         );
@@ -80,6 +83,11 @@ Available agent types:",
                     "type": "string",
                     "enum": names,
                     "description": "The type of agent to use for this task"
+                },
+                "model": {
+                    "type": "string",
+                    "enum": ["sonnet", "opus", "haiku"],
+                    "description": "Optional model for this agent run instead of the one its type uses (Anthropic providers only)"
                 }
             },
             "required": ["description", "prompt", "subagent_type"],

@@ -81,7 +81,10 @@ fn a_reviewer_sub_agent_reads_and_reports_to_its_parent() {
         content.starts_with("- add subtracts instead of adding"),
         "{content}"
     );
-    assert!(content.contains("2 turns, 300 tokens"), "{content}");
+    assert!(
+        content.contains("2 turns, 1 tool use, 300 tokens"),
+        "{content}"
+    );
 
     // The sub-agent's events are in the same file, marked with its id and the call.
     let call_id = result["tool_use_id"].as_str().unwrap();
@@ -409,4 +412,78 @@ fn the_agent_tool_is_listed_judged_and_withheld_like_any_tool() {
             .any(|t| t == "Agent")
     );
     assert!(events(&lines, "agent_start").is_empty());
+}
+
+#[test]
+fn a_sub_agent_on_a_real_provider_gets_its_own_prompt_tools_and_requested_model() {
+    use crate::mock_server::{MockServer, Reply};
+    use crate::providers::{KEY, anthropic_end, anthropic_start, anthropic_text, run, sse, task};
+    use serde_json::json;
+
+    let call = anthropic_start(100, 0, 0)
+        + &sse(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_parent", "name": "Agent", "input": {"description": "review", "prompt": "Review notes.txt.", "subagent_type": "reviewer", "model": "haiku"}}}),
+        )
+        + &sse(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        )
+        + &anthropic_end("tool_use", 20);
+    let report = anthropic_start(40, 0, 0)
+        + &anthropic_text(0, "notes.txt looks fine")
+        + &anthropic_end("end_turn", 5);
+    let done =
+        anthropic_start(60, 0, 0) + &anthropic_text(0, "done") + &anthropic_end("end_turn", 3);
+    let server = MockServer::start(vec![
+        Reply::sse(&call),
+        Reply::sse(&report),
+        Reply::sse(&done),
+    ]);
+    let (dir, spec) = task(
+        "anthropic",
+        &server.base_url,
+        "  pricing: { input: 1, output: 2 }\n",
+    );
+    let text = std::fs::read_to_string(&spec).unwrap()
+        + "agents:\n  reviewer:\n    description: Reviews.\n    prompt: You are the REVIEWER.\n    tools: [Read]\n";
+    std::fs::write(&spec, text).unwrap();
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, Some(KEY));
+    assert_exit(&output, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let parent = requests[0].json();
+    assert_eq!(parent["model"], "test-model");
+    let sub = requests[1].json();
+    assert_eq!(sub["model"], "claude-haiku-4-5", "the call's model alias");
+    assert!(
+        sub["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("You are the REVIEWER.")
+    );
+    let tools: Vec<&str> = sub["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, vec!["Read"]);
+    assert_eq!(
+        sub["messages"][0]["content"][0]["text"],
+        "Review notes.txt."
+    );
+    let back = requests[2].json();
+    let result = &back["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert!(
+        result["content"]
+            .to_string()
+            .contains("notes.txt looks fine"),
+        "{result}"
+    );
+    // The key never reaches an artifact, the sub-agent's lines included.
+    let lines = std::fs::read_to_string(artifacts.join("t/transcript.jsonl")).unwrap();
+    assert!(!lines.contains(KEY));
 }
