@@ -12,9 +12,10 @@ use crate::spec;
 /// List the tools; with `spec`, start its MCP servers to list theirs. A required server
 /// that does not start makes the listing incomplete: exit 3, as the task would.
 pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
-    let (tools, failed_required) = match spec_path {
+    // Anthropic's web search is no definition of drover's: it is named apart.
+    let (tools, failed_required, web_search) = match spec_path {
         None => match list_builtin_tools() {
-            Ok(tools) => (tools, false),
+            Ok(tools) => (tools, false, WebSearchNote::Unknown),
             Err(error) => {
                 eprintln!("drover: internal error: {error}");
                 return exit::RUNNER_ERROR;
@@ -50,11 +51,18 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
                     failed_required |= report.required;
                 }
             }
-            (listing.tools, failed_required)
+            let web_search = match listing.web_search {
+                Some(search) => WebSearchNote::Offered(search),
+                None => WebSearchNote::NotOffered,
+            };
+            (listing.tools, failed_required, web_search)
         }
     };
     if json {
-        let definitions: Vec<Value> = tools.iter().map(definition_json).collect();
+        let mut definitions: Vec<Value> = tools.iter().map(definition_json).collect();
+        if let WebSearchNote::Offered(search) = &web_search {
+            definitions.push(crate::model::anthropic::web_search_tool(search));
+        }
         match serde_json::to_string_pretty(&definitions) {
             Ok(text) => crate::say!("{text}"),
             Err(error) => {
@@ -82,12 +90,32 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
                 .unwrap_or_default();
             crate::say!("{:<width$} {:<16} {summary}", tool.definition.name, kind);
         }
+        let note = match &web_search {
+            WebSearchNote::Unknown => {
+                "Anthropic's server-side web search: offered to anthropic models when a WebSearch rule allows it; never to openai, script or replay models"
+            }
+            WebSearchNote::Offered(_) => {
+                "Anthropic's server-side web search: offered to this task's anthropic model, with the domains its WebSearch rules give"
+            }
+            WebSearchNote::NotOffered => {
+                "not offered to this task (only to anthropic models, when a WebSearch rule allows it)"
+            }
+        };
+        crate::say!("{:<width$} {:<16} {note}", "WebSearch", "server tool");
     }
     if failed_required {
         exit::RUNNER_ERROR
     } else {
         exit::PASSED
     }
+}
+
+/// What the listing says of Anthropic's web search.
+enum WebSearchNote {
+    /// No task: it depends on a task's provider and rules.
+    Unknown,
+    Offered(crate::message::WebSearch),
+    NotOffered,
 }
 
 /// A tool's Anthropic-format definition; an MCP tool's also names its server and its

@@ -127,7 +127,7 @@ fn tools(definitions: &[ToolDefinition], web_search: Option<&WebSearch>) -> Valu
 
 /// The server tool as the API takes it: the domains the policy allows or blocks (the
 /// API takes one list or the other), at most `max_uses` searches per request.
-fn web_search_tool(search: &WebSearch) -> Value {
+pub(crate) fn web_search_tool(search: &WebSearch) -> Value {
     let mut tool = json!({"type": WEB_SEARCH_TOOL, "name": "web_search"});
     if !search.allowed_domains.is_empty() {
         tool["allowed_domains"] = json!(search.allowed_domains);

@@ -427,16 +427,9 @@ fn loop_config(
     }
 }
 
-/// Searches per request when the spec does not say (Claude Code's figure).
-const DEFAULT_WEB_SEARCH_USES: u32 = 8;
-
-/// Anthropic's web search, when the task's rules allow it and its model is Anthropic's
-/// (no other provider has the server tool).
+/// Anthropic's web search, when the task's rules allow it and its model is Anthropic's.
 pub(super) fn web_search(plan: &TaskPlan, model: &dyn Model) -> Option<crate::message::WebSearch> {
-    if model.provider() != "anthropic" {
-        return None;
-    }
-    plan.rules.web_search(Some(DEFAULT_WEB_SEARCH_USES))
+    super::tool_listing::offered_web_search(&plan.rules, model.provider())
 }
 
 /// The note for a model the pricing table does not know: its cost is null, not zero.

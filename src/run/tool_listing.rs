@@ -45,6 +45,21 @@ fn listed(registry: &Registry, offered: &[OfferedName]) -> Vec<ListedTool> {
         .collect()
 }
 
+/// Searches per request when the spec does not say (Claude Code's figure).
+const DEFAULT_WEB_SEARCH_USES: u32 = 8;
+
+/// Anthropic's web search, when `rules` allow it and the provider is Anthropic's (no
+/// other provider has the server tool).
+pub(crate) fn offered_web_search(
+    rules: &crate::policy::RuleSet,
+    provider: &str,
+) -> Option<crate::message::WebSearch> {
+    if provider != "anthropic" {
+        return None;
+    }
+    rules.web_search(Some(DEFAULT_WEB_SEARCH_USES))
+}
+
 /// The built-in tools, as listed.
 pub(crate) fn list_builtin_tools() -> Result<Vec<ListedTool>, crate::tools::RegistryError> {
     Ok(listed(&Registry::builtin()?, &[]))
@@ -54,6 +69,8 @@ pub(crate) fn list_builtin_tools() -> Result<Vec<ListedTool>, crate::tools::Regi
 pub(crate) struct ToolListing {
     pub tools: Vec<ListedTool>,
     pub servers: Vec<ServerReport>,
+    /// Anthropic's web search, when the task offers it.
+    pub web_search: Option<crate::message::WebSearch>,
 }
 
 /// Why the tools cannot be listed.
@@ -146,5 +163,6 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
     Ok(ToolListing {
         tools,
         servers: reports,
+        web_search: offered_web_search(&rules, loaded.spec.model.value.provider.as_str()),
     })
 }

@@ -191,3 +191,43 @@ fn web_search_is_not_offered_without_a_rule_or_to_other_providers() {
         "{request}"
     );
 }
+
+#[test]
+fn drover_tools_says_where_web_search_is_offered() {
+    let plain = common::drover().arg("tools").output().unwrap();
+    let text = String::from_utf8_lossy(&plain.stdout);
+    let line = text.lines().find(|l| l.starts_with("WebSearch")).unwrap();
+    assert!(line.contains("never to openai"), "{line}");
+
+    let (dir, spec) = task("anthropic", "http://127.0.0.1:9", "");
+    let text = std::fs::read_to_string(&spec).unwrap()
+        + "permissions:\n  allow: [\"WebSearch(domain:docs.rs)\"]\n";
+    std::fs::write(&spec, text).unwrap();
+    let listing = common::drover()
+        .args(["tools", "--json", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_eq!(
+        listing.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&listing.stderr)
+    );
+    let tools: Value = serde_json::from_slice(&listing.stdout).unwrap();
+    let search = web_search_tool(&json!({"tools": tools})).unwrap().clone();
+    assert_eq!(search["allowed_domains"], json!(["docs.rs"]));
+
+    let (_openai_dir, openai) = task("openai", "http://127.0.0.1:9", "");
+    let text = std::fs::read_to_string(&openai).unwrap() + "permissions:\n  allow: [WebSearch]\n";
+    std::fs::write(&openai, text).unwrap();
+    let listing = common::drover()
+        .args(["tools", "--spec"])
+        .arg(&openai)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&listing.stdout);
+    let line = text.lines().find(|l| l.starts_with("WebSearch")).unwrap();
+    assert!(line.contains("not offered to this task"), "{line}");
+    drop(dir);
+}
