@@ -123,13 +123,18 @@ pub(super) async fn execute<'a>(
     registry: &Registry,
     launcher: Option<&super::subagent::Launcher<'a>>,
 ) -> Vec<Executed> {
+    let beside_others = prepared.len() > 1;
     let futures = prepared.into_iter().map(|(call, prepared)| async move {
         let started = std::time::Instant::now();
         let (output, fault) = match prepared {
             Prepared::Done(output) => (output, None),
             Prepared::Run(_, _) if registry.resolve(&call.name) == crate::tools::agent::AGENT => {
                 let outcome = match launcher {
-                    Some(launcher) => launcher.launch(call.id.clone(), call.input.clone()).await,
+                    Some(launcher) => {
+                        launcher
+                            .launch(call.id.clone(), call.input.clone(), beside_others)
+                            .await
+                    }
                     None => Ok(ToolOutput::error(
                         "This task has no sub-agents (agents: in the spec).",
                     )),

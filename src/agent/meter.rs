@@ -4,8 +4,10 @@
 
 use std::sync::Mutex;
 
+use std::collections::BTreeMap;
+
 use crate::message::Usage;
-use crate::record::AgentRun;
+use crate::record::{AgentRun, Denial};
 
 /// The task's spending, shared by its agents, and the record of each sub-agent run.
 #[derive(Debug, Default)]
@@ -20,6 +22,10 @@ struct Totals {
     /// A turn's price was unknown: the task's cost is unknown too, never understated.
     unpriced: bool,
     agents: Vec<AgentRun>,
+    /// Calls the policy denied in sub-agents.
+    denials: Vec<Denial>,
+    /// Calls the policy allowed in sub-agents, by tool name.
+    calls: BTreeMap<String, u64>,
 }
 
 impl Meter {
@@ -51,9 +57,29 @@ impl Meter {
         (!totals.unpriced).then_some(totals.cost_usd)
     }
 
-    /// Note a sub-agent run that ended.
-    pub(crate) fn record_agent(&self, run: AgentRun) {
-        self.lock().agents.push(run);
+    /// Note a sub-agent run that ended, with the calls it made.
+    pub(crate) fn record_agent(
+        &self,
+        run: AgentRun,
+        denials: &[Denial],
+        calls: &BTreeMap<String, u64>,
+    ) {
+        let mut totals = self.lock();
+        totals.agents.push(run);
+        totals.denials.extend_from_slice(denials);
+        for (name, count) in calls {
+            *totals.calls.entry(name.clone()).or_default() += count;
+        }
+    }
+
+    /// The calls sub-agents' policy checks denied.
+    pub(crate) fn agent_denials(&self) -> Vec<Denial> {
+        self.lock().denials.clone()
+    }
+
+    /// The calls sub-agents made that the policy allowed, by tool name.
+    pub(crate) fn agent_calls(&self) -> BTreeMap<String, u64> {
+        self.lock().calls.clone()
     }
 
     /// Every sub-agent run so far, in the order they ended.

@@ -106,7 +106,14 @@ pub(super) struct Launcher<'a> {
 
 impl<'a> Launcher<'a> {
     /// Run the sub-agent an `Agent` call (`call_id`) asks for.
-    pub(super) fn launch(&self, call_id: String, input: serde_json::Value) -> AgentRunFuture<'a> {
+    /// `beside_others`: the call runs at the same time as other calls of its turn
+    /// (its agent was found read-only when the turn was split into batches).
+    pub(super) fn launch(
+        &self,
+        call_id: String,
+        input: serde_json::Value,
+        beside_others: bool,
+    ) -> AgentRunFuture<'a> {
         let subagents = self.subagents;
         let policy = self.policy;
         let redactor = self.redactor;
@@ -139,6 +146,14 @@ impl<'a> Launcher<'a> {
                         .join(", ")
                 )));
             };
+            // A PreToolUse hook may have rewritten the call to another agent type since
+            // the turn was split: one that writes never runs beside other calls.
+            if beside_others && !kind.read_only {
+                return Ok(ToolOutput::error(format!(
+                    "The agent type {:?} can change files or run commands, so it cannot run at the same time as this turn's other calls (a hook rewrote this call). Call it again on its own.",
+                    request.subagent_type
+                )));
+            }
             let agent_id = format!("{}@{call_id}", request.subagent_type);
             let mut transcript = parent_transcript.scoped(AgentScope {
                 agent_id: agent_id.clone(),
@@ -201,7 +216,7 @@ impl<'a> Launcher<'a> {
                     duration_ms,
                 })
                 .map_err(fault)?;
-            config.meter.record_agent(AgentRun {
+            let run = AgentRun {
                 agent_id: agent_id.clone(),
                 agent_type: request.subagent_type.clone(),
                 parent_tool_use_id: call_id,
@@ -211,7 +226,10 @@ impl<'a> Launcher<'a> {
                 usage: outcome.usage,
                 cost_usd: outcome.cost_usd,
                 duration_ms,
-            });
+            };
+            config
+                .meter
+                .record_agent(run, &outcome.denials, &outcome.calls);
             let tool_uses: u64 = outcome.calls.values().sum();
             let figures = format!(
                 "{USAGE_OPEN}agent {agent_id}: {}, {}, {} tokens, {duration_ms} ms</agent_usage>",

@@ -207,6 +207,12 @@ pub(super) async fn run_agent(
     report.agents = config.meter.agents();
     report.final_text = outcome.final_text.clone();
     report.denials = outcome.denials.clone();
+    // A sub-agent's denials are the task's too.
+    report.denials.extend(config.meter.agent_denials());
+    let mut calls = outcome.calls.clone();
+    for (name, count) in config.meter.agent_calls() {
+        *calls.entry(name).or_default() += count;
+    }
     report.todos = agent.ctx.todos();
     report.attempts = attempt;
     report.hook_runs = hooks.count();
@@ -224,10 +230,7 @@ pub(super) async fn run_agent(
     for summary in &mut report.mcp_servers {
         let names = offered.iter().find(|(server, _)| *server == summary.name);
         summary.calls = names.map_or(0, |(_, names)| {
-            names
-                .iter()
-                .filter_map(|name| outcome.calls.get(name))
-                .sum()
+            names.iter().filter_map(|name| calls.get(name)).sum()
         });
     }
     Ok(Rounds {

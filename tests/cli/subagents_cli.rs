@@ -208,6 +208,11 @@ fn a_sub_agent_has_only_its_tools_and_the_parents_policy() {
         .find(|e| e["decision"] == "deny")
         .unwrap();
     assert!(denial.get("agent_id").is_some());
+    // The sub-agent's denial is the task's: summary.json lists it.
+    let report = summary(&artifacts);
+    let denials = report["tasks"][0]["denials"].as_array().unwrap();
+    assert_eq!(denials.len(), 1, "{denials:?}");
+    assert_eq!(denials[0]["tool"], "Bash");
     let patch = std::fs::read_to_string(artifacts.join("narrow/diff.patch")).unwrap();
     assert!(patch.is_empty(), "{patch}");
 }
