@@ -208,6 +208,7 @@ impl<'a> Launcher<'a> {
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             transcript
                 .write(Event::AgentEnd {
+                    agent_type: request.subagent_type.clone(),
                     reason: outcome.reason,
                     message: outcome.message.clone(),
                     turns: outcome.turns,

@@ -195,6 +195,7 @@ pub(crate) enum Event {
     },
     /// A sub-agent ended; its figures count toward the task's limits.
     AgentEnd {
+        agent_type: String,
         reason: crate::record::EndReason,
         message: String,
         turns: u32,
@@ -377,7 +378,8 @@ impl TranscriptWriter {
         self.lock().redactor = Some(redactor);
     }
 
-    /// Show every event of the main agent written from now on to `observer` too.
+    /// Show every event written from now on to `observer` too (a sub-agent's, but for
+    /// its model turns).
     pub(crate) fn observe(&mut self, observer: EventObserver) {
         self.lock().observer = Some(observer);
     }
@@ -422,9 +424,10 @@ impl TranscriptWriter {
                 path: shared.path.clone(),
                 source,
             })?;
-        if scope.is_none()
-            && let Some(observer) = &mut shared.observer
-        {
+        // Progress follows the main agent's turns; a sub-agent's calls, denials and
+        // end show there too, its turns do not.
+        let shown = scope.is_none() || !matches!(line.event, Event::ModelResponse { .. });
+        if shown && let Some(observer) = &mut shared.observer {
             observer(&line.event);
         }
         Ok(())

@@ -236,6 +236,30 @@ impl TaskProgress {
                 };
                 self.say(&format!("check {name:?} {outcome}"));
             }
+            Event::AgentStart {
+                agent_type, depth, ..
+            } => {
+                self.say(&format!("agent {agent_type} started (depth {depth})"));
+            }
+            Event::AgentEnd {
+                agent_type,
+                reason,
+                turns,
+                usage,
+                cost_usd,
+                ..
+            } => {
+                self.tokens = self.tokens.saturating_add(usage.total());
+                if let Some(cost) = cost_usd {
+                    *self.cost.get_or_insert(0.0) += cost;
+                }
+                let plural = if *turns == 1 { "" } else { "s" };
+                self.say(&format!(
+                    "agent {agent_type} ended: {} after {turns} turn{plural} · {}",
+                    reason.as_str(),
+                    self.figures()
+                ));
+            }
             Event::RunEnd {
                 cost_usd: Some(cost),
                 ..
