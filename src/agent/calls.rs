@@ -65,6 +65,7 @@ impl Agent<'_> {
             let prepared = ready.into_iter().map(|r| (r.call, r.outcome)).collect();
             let launcher = self.subagents.map(|subagents| super::subagent::Launcher {
                 subagents,
+                registry: self.registry,
                 policy: self.policy,
                 redactor: self.redactor,
                 hooks: self.hooks,
@@ -215,8 +216,10 @@ impl Agent<'_> {
         let mut call = call.clone();
         let mut context = Vec::new();
         let mut hook_verdict: Option<Verdict> = None;
+        // Hooks match the tool, whichever of its names the model used (`Task`: `Agent`).
+        let tool_name = self.registry.resolve(&call.name).to_string();
         let mut fields = Map::new();
-        fields.insert("tool_name".into(), json!(call.name));
+        fields.insert("tool_name".into(), json!(tool_name));
         fields.insert("tool_input".into(), call.input.clone());
         fields.insert("tool_use_id".into(), json!(call.id));
         let answer = self
@@ -224,7 +227,7 @@ impl Agent<'_> {
                 config,
                 session,
                 HookEvent::PreToolUse,
-                &call.name,
+                &tool_name,
                 Some(&call.id),
                 fields,
             )
@@ -332,8 +335,9 @@ impl Agent<'_> {
         } else {
             HookEvent::PostToolUse
         };
+        let tool_name = self.registry.resolve(&call.name).to_string();
         let mut fields = Map::new();
-        fields.insert("tool_name".into(), json!(call.name));
+        fields.insert("tool_name".into(), json!(tool_name));
         fields.insert("tool_input".into(), call.input.clone());
         fields.insert("tool_use_id".into(), json!(call.id));
         fields.insert(
@@ -349,7 +353,7 @@ impl Agent<'_> {
             fields.insert("tool_response".into(), json!({"content": shown}));
         }
         let answer = match self
-            .raise(config, session, event, &call.name, Some(&call.id), fields)
+            .raise(config, session, event, &tool_name, Some(&call.id), fields)
             .await?
         {
             Ok(answer) => answer,

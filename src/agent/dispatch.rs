@@ -76,6 +76,9 @@ pub(super) fn judge(
     }
 }
 
+/// How many sub-agents of one turn run at the same time, at most.
+pub(super) const MAX_PARALLEL_AGENTS: usize = 4;
+
 /// Split calls into batches: runs of read-only calls, and every other call alone. An
 /// `Agent` call reads only when its sub-agent's tools all do.
 pub(super) fn batches(
@@ -91,12 +94,22 @@ pub(super) fn batches(
             .facts(&call.name)
             .is_some_and(|facts| facts.read_only)
     };
+    let is_agent = |call: &Call| registry.resolve(&call.name) == crate::tools::agent::AGENT;
     let mut out = Vec::new();
     let mut start = 0;
     while start < calls.len() {
         let mut end = start + 1;
         if read_only(&calls[start]) {
+            // Sub-agents at once are capped: each spends the task's budget before it
+            // can see what the others spent.
+            let mut agents = usize::from(is_agent(&calls[start]));
             while end < calls.len() && read_only(&calls[end]) {
+                if is_agent(&calls[end]) {
+                    if agents == MAX_PARALLEL_AGENTS {
+                        break;
+                    }
+                    agents += 1;
+                }
                 end += 1;
             }
         }

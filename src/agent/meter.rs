@@ -17,6 +17,8 @@ pub(crate) struct Meter {
 
 #[derive(Debug, Default)]
 struct Totals {
+    /// Model turns of every agent.
+    turns: u32,
     usage: Usage,
     cost_usd: f64,
     /// A turn's price was unknown: the task's cost is unknown too, never understated.
@@ -39,11 +41,17 @@ impl Meter {
     /// Count one model turn: its tokens and what they cost (None: price unknown).
     pub(crate) fn add(&self, usage: &Usage, cost_usd: Option<f64>) {
         let mut totals = self.lock();
+        totals.turns = totals.turns.saturating_add(1);
         totals.usage.add(usage);
         match cost_usd {
             Some(cost) => totals.cost_usd += cost,
             None => totals.unpriced = true,
         }
+    }
+
+    /// Model turns of every agent of the task so far.
+    pub(crate) fn turns(&self) -> u32 {
+        self.lock().turns
     }
 
     /// The task's tokens so far.

@@ -53,9 +53,19 @@ pub(crate) struct SubAgents {
     pub models: Box<dyn SubAgentModels>,
     /// 1: only the main agent starts sub-agents; 2: they may start their own.
     pub max_depth: u32,
+    /// The agent ids used so far.
+    pub started: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl SubAgents {
+    /// Take `agent_id` for a run; false when a run already had it.
+    fn claim(&self, agent_id: &str) -> bool {
+        self.started
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(agent_id.to_string())
+    }
+
     /// Whether an `Agent` call with this input may run beside other read-only calls.
     pub(crate) fn reads_only(&self, input: &serde_json::Value) -> bool {
         input
@@ -93,6 +103,8 @@ pub(super) type AgentRunFuture<'a> =
 /// What a parent lends the sub-agents it starts in one turn.
 pub(super) struct Launcher<'a> {
     pub subagents: &'a SubAgents,
+    /// The launching agent's tools: a sub-agent's are never more.
+    pub registry: &'a Registry,
     pub policy: &'a Policy,
     pub redactor: &'a Redactor,
     pub hooks: &'a crate::hooks::Hooks,
@@ -115,6 +127,7 @@ impl<'a> Launcher<'a> {
         beside_others: bool,
     ) -> AgentRunFuture<'a> {
         let subagents = self.subagents;
+        let parent_registry = self.registry;
         let policy = self.policy;
         let redactor = self.redactor;
         let hooks = self.hooks;
@@ -155,6 +168,32 @@ impl<'a> Launcher<'a> {
                 )));
             }
             let agent_id = format!("{}@{call_id}", request.subagent_type);
+            // A provider that repeats a tool_use id would merge two runs' records.
+            if !subagents.claim(&agent_id) {
+                return Ok(ToolOutput::error(format!(
+                    "Another Agent call already used the id {call_id}; each call needs its own id."
+                )));
+            }
+            let requested = request.model.as_deref();
+            let mut model = subagents
+                .models
+                .model(&request.subagent_type, &agent_id, requested);
+            let pricing = subagents.models.pricing(&request.subagent_type, requested);
+            if pricing.is_none() && parent_config.max_cost_usd.is_some() {
+                return Ok(ToolOutput::error(format!(
+                    "The model {:?} has no known price, and this task has a cost limit (limits.max_cost_usd) it could not hold to: start the agent without `model`, or with another model.",
+                    model.name()
+                )));
+            }
+            // Never more than the agent that starts it: a nested agent's tools are its
+            // type's, narrowed to its parent's.
+            let tools = kind
+                .registry
+                .subset(|name| parent_registry.facts(name).is_some())
+                .map_err(|error| InternalFault::Drover {
+                    tool: crate::tools::agent::AGENT.to_string(),
+                    message: error.to_string(),
+                })?;
             let mut transcript = parent_transcript.scoped(AgentScope {
                 agent_id: agent_id.clone(),
                 parent_tool_use_id: call_id.clone(),
@@ -163,10 +202,6 @@ impl<'a> Launcher<'a> {
                 tool: crate::tools::agent::AGENT.to_string(),
                 message: error.to_string(),
             };
-            let requested = request.model.as_deref();
-            let mut model = subagents
-                .models
-                .model(&request.subagent_type, &agent_id, requested);
             transcript
                 .write(Event::AgentStart {
                     agent_type: request.subagent_type.clone(),
@@ -174,7 +209,7 @@ impl<'a> Launcher<'a> {
                     prompt: request.prompt.clone(),
                     provider: model.provider().to_string(),
                     model: model.name().to_string(),
-                    tools: kind.registry.names(),
+                    tools: tools.names(),
                     depth,
                 })
                 .map_err(fault)?;
@@ -182,7 +217,7 @@ impl<'a> Launcher<'a> {
                 system: system_prompt(&parent_ctx.workspace, Some(&kind.prompt)),
                 prompt: request.prompt.clone(),
                 max_turns: kind.max_turns,
-                pricing: subagents.models.pricing(&request.subagent_type, requested),
+                pricing,
                 output: None,
                 web_search: parent_config.web_search.clone().filter(|_| kind.web_search),
                 ..parent_config
@@ -190,7 +225,7 @@ impl<'a> Launcher<'a> {
             let started = Instant::now();
             let mut child = Agent {
                 model: model.as_mut(),
-                registry: &kind.registry,
+                registry: &tools,
                 policy,
                 ctx: parent_ctx.for_subagent(),
                 transcript: &mut transcript,
@@ -333,6 +368,7 @@ mod tests {
             ]),
             models: Box::new(NoModels),
             max_depth: 2,
+            started: Default::default(),
         };
         let calls = vec![
             agent_call("a", "reviewer"),
@@ -342,6 +378,12 @@ mod tests {
         ];
         let batches = super::super::dispatch::batches(&calls, &parent, Some(&subagents));
         assert_eq!(batches, vec![0..2, 2..3, 3..4]);
+        // At most MAX_PARALLEL_AGENTS at once.
+        let many: Vec<Call> = (0..6)
+            .map(|i| agent_call(&i.to_string(), "reviewer"))
+            .collect();
+        let batches = super::super::dispatch::batches(&many, &parent, Some(&subagents));
+        assert_eq!(batches, vec![0..4, 4..6]);
         // Without sub-agents an Agent call is never taken for a read.
         let alone = super::super::dispatch::batches(&calls, &parent, None);
         assert_eq!(alone.len(), 4);

@@ -258,6 +258,35 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
             return exit::BAD_INPUT;
         }
     };
+    // Anthropic's server-side search is judged once per task, not per call: whether the
+    // rules offer it, and with which domains.
+    if tool_name == "WebSearch" {
+        let search = rules.web_search(None);
+        let reason = match &search {
+            None => "no allow rule names WebSearch, or deny: [WebSearch] withholds it".to_string(),
+            Some(search) if !search.allowed_domains.is_empty() => format!(
+                "offered to Anthropic models, results only from {}",
+                search.allowed_domains.join(", ")
+            ),
+            Some(search) if !search.blocked_domains.is_empty() => format!(
+                "offered to Anthropic models, never results from {}",
+                search.blocked_domains.join(", ")
+            ),
+            Some(_) => "offered to Anthropic models, any domain".to_string(),
+        };
+        let output = json!({
+            "tool": tool_name,
+            "decision": if search.is_some() { "allow" } else { "deny" },
+            "rule": Value::Null,
+            "reason": reason,
+        });
+        crate::say!("{output}");
+        return if search.is_some() {
+            exit::PASSED
+        } else {
+            exit::FAILED
+        };
+    }
     let mut registry = match Registry::builtin() {
         Ok(registry) => registry,
         Err(error) => {

@@ -229,6 +229,9 @@ impl Hooks {
             .filter(|entry| {
                 !has_matcher
                     || entry.compiled.matches(subject)
+                    // `Task` is Claude Code's former name of `Agent`: either name matches.
+                    || (subject == crate::policy::AGENT_TOOL
+                        && entry.compiled.matches(crate::policy::AGENT_TOOL_ALIAS))
                     // Claude Code's own SessionEnd reason for an unattended end.
                     || (event == HookEvent::SessionEnd && entry.compiled.matches("other"))
             })

@@ -30,7 +30,7 @@ pub(crate) use read_denials::read_denials;
 #[cfg(test)]
 pub(crate) use rule::MCP_RESOURCE_TOOLS;
 pub use rule::Rule;
-pub(crate) use rule::{RuleSet, Specifier};
+pub(crate) use rule::{AGENT_TOOL, AGENT_TOOL_ALIAS, RuleSet, Specifier};
 
 use crate::spec::{PermissionMode, Switch};
 

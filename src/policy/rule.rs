@@ -33,8 +33,10 @@ pub(super) const KNOWN_TOOLS: &[&str] = &[
     "Task",
 ];
 
-/// Claude Code's former name of the `Agent` tool: a rule naming it names `Agent`.
-const AGENT_ALIAS: (&str, &str) = ("Task", "Agent");
+/// The tool that starts sub-agents, and Claude Code's former name of it, which calls,
+/// rules and hook matchers accept as the same tool.
+pub(crate) const AGENT_TOOL: &str = "Agent";
+pub(crate) const AGENT_TOOL_ALIAS: &str = "Task";
 
 /// Tools whose rules take a path pattern as specifier (`Edit(src/**)`). Which tools a
 /// `Read` or `Edit` rule governs besides its own is the tools' to say
@@ -274,8 +276,8 @@ impl TryFrom<String> for Rule {
             }
             Some(inner) => Some(parse_specifier(tool, inner, &text)?),
         };
-        let tool = if tool == AGENT_ALIAS.0 {
-            AGENT_ALIAS.1
+        let tool = if tool == AGENT_TOOL_ALIAS {
+            AGENT_TOOL
         } else {
             tool
         };

@@ -67,6 +67,50 @@ impl RuleSet {
     }
 }
 
+impl RuleSet {
+    /// A `WebSearch(domain:…)` deny rule the API could not enforce: the search may only
+    /// name allowed domains or blocked ones, and a blocked domain inside an allowed one
+    /// (`deny evil.docs.rs`, `allow docs.rs`) cannot be said. The deny rule's index and
+    /// what to write instead.
+    pub(crate) fn web_search_conflict(&self) -> Option<(usize, String)> {
+        let allowed: Vec<String> = self
+            .allow
+            .iter()
+            .filter(|r| r.tool() == WEB_SEARCH)
+            .filter_map(|r| match r.specifier() {
+                Some(Specifier::Domain(domain)) => Some(search_domain(domain)),
+                _ => None,
+            })
+            .collect();
+        let any_domain = self
+            .allow
+            .iter()
+            .any(|r| r.tool() == WEB_SEARCH && r.specifier().is_none());
+        if any_domain {
+            return None;
+        }
+        self.deny.iter().enumerate().find_map(|(index, rule)| {
+            let Some(Specifier::Domain(domain)) = rule.specifier() else {
+                return None;
+            };
+            if rule.tool() != WEB_SEARCH {
+                return None;
+            }
+            let blocked = search_domain(domain);
+            let inside = allowed
+                .iter()
+                .find(|a| **a != blocked && blocked.ends_with(&format!(".{a}")))?;
+            Some((
+                index,
+                format!(
+                    "{} blocks {blocked}, inside the allowed WebSearch(domain:{inside}); Anthropic's search takes allowed or blocked domains, not both, so this cannot be enforced: allow the subdomains you want instead of {inside}",
+                    rule.text()
+                ),
+            ))
+        })
+    }
+}
+
 /// A rule's domain as the API takes it: `*.example.com` and `example.com` both mean the
 /// domain with its subdomains there.
 fn search_domain(domain: &str) -> String {
@@ -122,6 +166,18 @@ mod tests {
             .unwrap();
         assert_eq!(blocked.blocked_domains, vec!["evil.example".to_string()]);
         assert!(blocked.allowed_domains.is_empty());
+        assert!(
+            rules(
+                &["WebSearch(domain:docs.rs)"],
+                &["WebSearch(domain:evil.docs.rs)"]
+            )
+            .web_search_conflict()
+            .is_some_and(|(index, message)| index == 0 && message.contains("evil.docs.rs"))
+        );
+        assert_eq!(
+            rules(&["WebSearch"], &["WebSearch(domain:evil.docs.rs)"]).web_search_conflict(),
+            None
+        );
         // Every allowed domain blocked: not offered at all.
         assert_eq!(
             rules(

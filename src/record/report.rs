@@ -207,6 +207,13 @@ pub(crate) struct TaskReport {
     /// `usage` and `cost_usd` include theirs; its `turns` are the main agent's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRun>,
+    /// Model turns of all sub-agents together (`turns` are the main agent's).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub agent_turns: u32,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 /// One run of a sub-agent, for summary.json and the transcript's `agent_end`.

@@ -218,7 +218,14 @@ pub(crate) enum Event {
         /// results, transcript and artifacts up to this event.
         #[serde(default)]
         redacted: u64,
+        /// Model turns of all sub-agents together (absent when there were none).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        agent_turns: u32,
     },
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 impl Event {
@@ -596,6 +603,7 @@ mod tests {
                 message: format!("saw {escaped_secret} and {secret}"),
                 turns: 1,
                 redacted: 0,
+                agent_turns: 0,
                 usage: Usage::default(),
                 cost_usd: None,
                 todos: Vec::new(),

@@ -5,7 +5,30 @@ use std::collections::BTreeMap;
 
 use super::spec_checks::beside_spec;
 use crate::model::pricing;
-use crate::spec::{AgentSpec, LoadedSpec, Position, SpecError, agent_of_claude_file};
+use crate::spec::{
+    AgentModelSpec, AgentSpec, LoadedSpec, MAX_AGENT_DEPTH, MAX_AGENT_FILE_BYTES, Position,
+    SpecError, agent_of_claude_file,
+};
+
+/// What is wrong with an agent's model fields, checked as the task's own are.
+fn model_problem(model: &AgentModelSpec) -> Option<String> {
+    if model
+        .name
+        .as_deref()
+        .is_some_and(|name| name.trim().is_empty())
+    {
+        return Some("name is empty; give a model name or leave it out".to_string());
+    }
+    if model.max_tokens == Some(0) {
+        return Some("max_tokens is 0; give at least 1 or leave it out".to_string());
+    }
+    if let Some(temperature) = model.temperature
+        && !(temperature.is_finite() && (0.0..=2.0).contains(&temperature))
+    {
+        return Some(format!("temperature {temperature} is outside 0 to 2"));
+    }
+    None
+}
 
 /// The task's sub-agents: `agents:` and the Claude Code agent files in `agents_from:`
 /// (an agent of `agents:` wins over a file's of the same name), each checked, with notes
@@ -31,10 +54,29 @@ pub(crate) fn task_agents(
         let mut files: Vec<std::path::PathBuf> = entries
             .filter_map(Result::ok)
             .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "md") && path.is_file())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
             .collect();
         files.sort();
+        let mut seen: BTreeMap<String, std::path::PathBuf> = BTreeMap::new();
         for file in files {
+            // A repository's agent files are the repository's: one that is a link (to a
+            // key file, to /proc) or not a regular file is refused, never read.
+            let meta = std::fs::symlink_metadata(&file).map_err(|e| {
+                invalid(format!("agents_from: cannot read {}: {e}", file.display()))
+            })?;
+            if !meta.file_type().is_file() {
+                return Err(invalid(format!(
+                    "agents_from: {} is not a regular file (symbolic links and other kinds are refused)",
+                    file.display()
+                )));
+            }
+            if meta.len() > MAX_AGENT_FILE_BYTES {
+                return Err(invalid(format!(
+                    "agents_from: {} has {} bytes, more than the {MAX_AGENT_FILE_BYTES} an agent file may have",
+                    file.display(),
+                    meta.len()
+                )));
+            }
             let text = std::fs::read_to_string(&file).map_err(|e| {
                 invalid(format!("agents_from: cannot read {}: {e}", file.display()))
             })?;
@@ -45,6 +87,13 @@ pub(crate) fn task_agents(
                     .into_iter()
                     .map(|note| format!("agents_from {}: {note}", file.display())),
             );
+            if let Some(first) = seen.insert(name.as_str().to_string(), file.clone()) {
+                return Err(invalid(format!(
+                    "agents_from: {} and {} both define the agent {name}; rename one",
+                    first.display(),
+                    file.display()
+                )));
+            }
             agents.insert(name.as_str().to_string(), agent);
         }
     }
@@ -77,6 +126,9 @@ pub(crate) fn task_agents(
         message,
     };
     for (name, agent) in &agents {
+        if let Some(problem) = agent.model.as_ref().and_then(model_problem) {
+            return Err(invalid(format!("agents.{name}.model: {problem}")));
+        }
         if agent.max_turns == Some(0) {
             return Err(invalid(format!(
                 "agents.{name}.max_turns is 0: give at least 1, or leave it out for the task's limit"
@@ -111,11 +163,14 @@ pub(crate) fn task_agents(
         }
     }
     if let Some(depth) = &spec.limits.max_agent_depth
-        && depth.value == 0
+        && !(1..=MAX_AGENT_DEPTH).contains(&depth.value)
     {
         return Err(SpecError::Invalid {
             position: Position::at(&loaded.path, Some(depth.referenced)),
-            message: "limits.max_agent_depth is 0: give at least 1 (sub-agents that start none of their own), or remove agents:".to_string(),
+            message: format!(
+                "limits.max_agent_depth is {}: give 1 (sub-agents start none of their own) to {MAX_AGENT_DEPTH}",
+                depth.value
+            ),
         });
     }
     Ok((agents, notes))

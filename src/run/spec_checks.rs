@@ -163,7 +163,7 @@ pub(crate) fn mcp_servers(
 /// line and column.
 pub(crate) fn rule_set(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
     let permissions = &loaded.spec.permissions;
-    RuleSet::from_spec(permissions).map_err(|error| {
+    let rules = RuleSet::from_spec(permissions).map_err(|error| {
         let list = if error.list == "allow" {
             &permissions.allow
         } else {
@@ -174,7 +174,15 @@ pub(crate) fn rule_set(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
             position: Position::at(&loaded.path, location),
             message: error.source.message,
         }
-    })
+    })?;
+    if let Some((index, message)) = rules.web_search_conflict() {
+        let location = permissions.deny.get(index).map(|rule| rule.referenced);
+        return Err(SpecError::Invalid {
+            position: Position::at(&loaded.path, location),
+            message,
+        });
+    }
+    Ok(rules)
 }
 
 /// `limits.max_cost_usd` needs the model's price: a budget drover cannot measure would

@@ -41,7 +41,11 @@ pub(super) fn sub_agents(
                 prompt: agent.prompt.clone(),
                 registry: tools,
                 read_only,
-                max_turns: agent.max_turns.or(plan.max_turns),
+                // The task's turn limit bounds every agent; a type's may only lower it.
+                max_turns: match (agent.max_turns, plan.max_turns) {
+                    (Some(own), Some(task)) => Some(own.min(task)),
+                    (own, task) => own.or(task),
+                },
                 web_search: !agent.disallowed_tools.iter().any(|t| t == "WebSearch")
                     && agent
                         .tools
@@ -73,6 +77,7 @@ pub(super) fn sub_agents(
         types,
         models: Box::new(models),
         max_depth,
+        started: Default::default(),
     }))
 }
 
@@ -181,6 +186,13 @@ impl SubAgentModels for TaskAgentModels {
     }
 
     fn pricing(&self, agent_type: &str, requested: Option<&str>) -> Option<Pricing> {
+        // A model the call asked for is priced by the table only: the spec's prices are
+        // for the models it names.
+        if self.parent.provider == Provider::Anthropic
+            && let Some(name) = requested.and_then(model_alias)
+        {
+            return pricing::lookup(name);
+        }
         let own = self.model_of(agent_type, requested);
         let name = own.name.or(self.parent.name.clone()).unwrap_or_default();
         let custom = own.pricing.or(self.parent.pricing);

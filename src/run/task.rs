@@ -170,6 +170,7 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         hook_runs: 0,
         output: None,
         agents: Vec::new(),
+        agent_turns: 0,
     }
 }
 
@@ -346,6 +347,7 @@ fn finish(
         cost_usd: report.cost_usd,
         todos: report.todos.clone(),
         redacted: redacted_so_far,
+        agent_turns: report.agent_turns,
     })
 }
 

@@ -205,6 +205,7 @@ pub(super) async fn run_agent(
     report.usage = config.meter.usage();
     report.cost_usd = config.meter.cost_usd();
     report.agents = config.meter.agents();
+    report.agent_turns = config.meter.turns().saturating_sub(outcome.turns);
     report.final_text = outcome.final_text.clone();
     report.denials = outcome.denials.clone();
     // A sub-agent's denials are the task's too.

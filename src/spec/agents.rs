@@ -18,6 +18,12 @@ pub(crate) type AgentsSpec = BTreeMap<TaskName, AgentSpec>;
 /// agent's sub-agents, and theirs.
 pub(crate) const DEFAULT_MAX_AGENT_DEPTH: u32 = 2;
 
+/// The deepest nesting a spec may allow: each level is a loop inside its parent's call.
+pub(crate) const MAX_AGENT_DEPTH: u32 = 5;
+
+/// The largest agent file `agents_from:` reads.
+pub(crate) const MAX_AGENT_FILE_BYTES: u64 = 256 * 1024;
+
 /// One sub-agent. Recorded in `run_start` (without its script), so a replay runs the
 /// agents the recording ran.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -128,8 +134,18 @@ pub(crate) fn agent_of_claude_file(
         .trim_start_matches("\n---")
         .trim_start_matches(['\r', '\n'])
         .trim_end();
-    let front: FrontMatter =
-        serde_saphyr::from_str(yaml).map_err(|e| format!("front matter: {e}"))?;
+    // The parser's message only, never the text it quotes: the file may not be what
+    // its name says, and errors reach CI logs.
+    let front: FrontMatter = serde_saphyr::from_str(yaml).map_err(|e| {
+        let at = e
+            .location()
+            .map(|l| format!(" at line {} column {}", l.line() + 1, l.column()))
+            .unwrap_or_default();
+        let message = e.without_snippet().to_string();
+        let first = message.lines().next().unwrap_or_default();
+        let first = first.find(" at line ").map_or(first, |i| &first[..i]);
+        format!("front matter{at}: {first}")
+    })?;
     let name = TaskName::try_from(front.name.clone()).map_err(|e| format!("name: {e}"))?;
     let tools = front.tools.map(ToolList::names);
     let disallowed_tools = front

@@ -13,7 +13,8 @@ mod pricing;
 mod types;
 
 pub(crate) use agents::{
-    AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, agent_of_claude_file, model_alias,
+    AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, MAX_AGENT_DEPTH, MAX_AGENT_FILE_BYTES,
+    agent_of_claude_file, model_alias,
 };
 pub(crate) use connection::{RetrySpec, TimeoutsSpec};
 #[cfg(test)]

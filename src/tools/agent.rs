@@ -13,8 +13,7 @@ use super::{Tool, ToolCall, ToolContext, ToolError, ToolOutput};
 use crate::policy::{CallFacts, ToolFacts};
 
 /// The tool's name, and the name Claude Code gave it before (accepted in calls and rules).
-pub(crate) const AGENT: &str = "Agent";
-pub(crate) const AGENT_ALIAS: &str = "Task";
+pub(crate) use crate::policy::{AGENT_TOOL as AGENT, AGENT_TOOL_ALIAS as AGENT_ALIAS};
 
 /// A sub-agent the model may choose.
 #[derive(Debug, Clone)]

@@ -492,3 +492,152 @@ fn a_sub_agent_on_a_real_provider_gets_its_own_prompt_tools_and_requested_model(
     let lines = std::fs::read_to_string(artifacts.join("t/transcript.jsonl")).unwrap();
     assert!(!lines.contains(KEY));
 }
+
+#[test]
+fn a_hook_on_agent_also_sees_calls_named_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = review_task(
+        dir.path(),
+        "hooked",
+        READING_REVIEWER,
+        "hooks:\n  PreToolUse:\n    - matcher: Agent\n      hooks: [{ type: command, command: \"echo no agents here >&2; exit 2\", sandbox: off }]\n",
+    );
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("        - name: Agent\n", "        - name: Task\n");
+    std::fs::write(&spec, text).unwrap();
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 0);
+    let lines = transcript(&artifacts.join("hooked/transcript.jsonl"));
+    let permission = &events(&lines, "permission")[0];
+    assert_eq!(permission["decision"], "deny", "{permission}");
+    assert_eq!(permission["rule"], "hook:PreToolUse");
+    assert!(events(&lines, "agent_start").is_empty());
+}
+
+#[test]
+fn a_nested_agent_never_has_more_tools_than_the_agent_that_starts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = r#"  reviewer:
+    description: Reads, and may delegate.
+    prompt: Review.
+    tools: [Read, Agent]
+    model:
+      script:
+        - tool_calls:
+            - name: Agent
+              input: { description: run it, prompt: run it, subagent_type: runner }
+        - text: delegated
+  runner:
+    description: Runs commands.
+    prompt: Run.
+    tools: [Bash]
+    model:
+      script:
+        - tool_calls: [{ name: Bash, input: { command: "touch escalated" } }]
+        - text: ran
+"#;
+    let spec = review_task(
+        dir.path(),
+        "nested",
+        agents,
+        "permissions:\n  allow: [\"Bash(touch *)\"]\n",
+    );
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 0);
+    let lines = transcript(&artifacts.join("nested/transcript.jsonl"));
+    let starts = events(&lines, "agent_start");
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[1]["agent_type"], "runner");
+    assert_eq!(
+        starts[1]["tools"],
+        serde_json::json!([]),
+        "Bash is not the reviewer's"
+    );
+    let patch = std::fs::read_to_string(artifacts.join("nested/diff.patch")).unwrap();
+    assert!(!patch.contains("escalated"), "{patch}");
+}
+
+#[test]
+fn the_tasks_turn_limit_bounds_every_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = r#"  reviewer:
+    description: Reads a lot.
+    prompt: Review.
+    tools: [Read]
+    max_turns: 100
+    model:
+      script:
+        - tool_calls: [{ name: Read, input: { file_path: src/lib.rs } }]
+        - tool_calls: [{ name: Read, input: { file_path: src/lib.rs } }]
+        - tool_calls: [{ name: Read, input: { file_path: src/lib.rs } }]
+        - text: never
+"#;
+    let spec = review_task(dir.path(), "turns", agents, "limits:\n  max_turns: 2\n");
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 0);
+    let report = summary(&artifacts);
+    let task = &report["tasks"][0];
+    assert_eq!(task["agents"][0]["reason"], "max_turns");
+    assert_eq!(task["agents"][0]["turns"], 2);
+    assert_eq!(task["agent_turns"], 2);
+    let lines = transcript(&artifacts.join("turns/transcript.jsonl"));
+    assert_eq!(lines.last().unwrap()["agent_turns"], 2);
+}
+
+#[test]
+fn unsafe_agent_settings_are_spec_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let validate = |spec: &Path| {
+        let output = drover().arg("validate").arg(spec).output().unwrap();
+        assert_exit(&output, 2);
+        String::from_utf8_lossy(&output.stderr).to_string()
+    };
+    let deep = review_task(
+        dir.path(),
+        "deep",
+        READING_REVIEWER,
+        "limits:\n  max_agent_depth: 100000\n",
+    );
+    assert!(validate(&deep).contains("max_agent_depth is 100000"));
+    let hot = review_task(
+        dir.path(),
+        "hot",
+        "  reviewer:\n    description: d\n    prompt: p\n    model: { temperature: 99 }\n",
+        "",
+    );
+    assert!(validate(&hot).contains("temperature 99"));
+
+    // An agent file that is a link (here to a secret) is refused, never read or echoed.
+    std::fs::create_dir_all(dir.path().join("agents")).unwrap();
+    std::fs::write(dir.path().join("secret.txt"), "TOP-SECRET-VALUE: x\n").unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("secret.txt"),
+        dir.path().join("agents/evil.md"),
+    )
+    .unwrap();
+    let linked = review_task(
+        dir.path(),
+        "linked",
+        READING_REVIEWER,
+        "agents_from: agents\n",
+    );
+    let stderr = validate(&linked);
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    assert!(!stderr.contains("TOP-SECRET"), "{stderr}");
+
+    // Two files defining one agent.
+    std::fs::remove_file(dir.path().join("agents/evil.md")).unwrap();
+    for file in ["a.md", "b.md"] {
+        std::fs::write(
+            dir.path().join("agents").join(file),
+            "---\nname: twin\ndescription: d\n---\nprompt\n",
+        )
+        .unwrap();
+    }
+    let stderr = validate(&linked);
+    assert!(stderr.contains("both define the agent twin"), "{stderr}");
+}

@@ -231,3 +231,46 @@ fn drover_tools_says_where_web_search_is_offered() {
     assert!(line.contains("not offered to this task"), "{line}");
     drop(dir);
 }
+
+#[test]
+fn a_blocked_subdomain_of_an_allowed_domain_is_a_spec_error_and_policy_check_answers() {
+    let (dir, spec) = task("anthropic", "http://127.0.0.1:9", "");
+    let base = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        base.clone()
+            + "permissions:\n  allow: [\"WebSearch(domain:docs.rs)\"]\n  deny: [\"WebSearch(domain:evil.docs.rs)\"]\n",
+    )
+    .unwrap();
+    let output = common::drover()
+        .arg("validate")
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("evil.docs.rs") && stderr.contains("task.yaml:"),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        &spec,
+        base + "permissions:\n  allow: [\"WebSearch(domain:docs.rs)\"]\n",
+    )
+    .unwrap();
+    let check = |spec: &std::path::Path| {
+        common::drover()
+            .args(["policy", "check", "--spec"])
+            .arg(spec)
+            .args(["--tool", "WebSearch", "--input", "{\"query\":\"x\"}"])
+            .output()
+            .unwrap()
+    };
+    let allowed = check(&spec);
+    assert_eq!(allowed.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&allowed.stdout).contains("docs.rs"));
+    let (_other, plain) = task("anthropic", "http://127.0.0.1:9", "");
+    assert_eq!(check(&plain).status.code(), Some(1));
+    drop(dir);
+}

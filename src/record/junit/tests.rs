@@ -40,6 +40,7 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         hook_runs: 0,
         output: None,
         agents: Vec::new(),
+        agent_turns: 0,
     }
 }
 
