@@ -95,6 +95,27 @@ fn allowed_web_search_is_offered_with_its_domains_and_recorded() {
     let end = lines.last().unwrap();
     assert_eq!(end["reason"], "end_turn");
     assert_eq!(end["usage"]["web_search_requests"], 1);
+
+    // A replay gives the recorded search blocks again, with no network.
+    let replayed = dir.path().join("replayed");
+    let replay = common::drover()
+        .arg("replay")
+        .arg(artifacts.join("t/transcript.jsonl"))
+        .arg("--strict")
+        .arg("--artifacts")
+        .arg(&replayed)
+        .output()
+        .unwrap();
+    assert_eq!(
+        replay.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let again = transcript(&replayed.join("t/transcript.jsonl"));
+    let content = &events(&again, "model_response")[0]["content"];
+    assert_eq!(content[2]["type"], "web_search_tool_result");
+    assert_eq!(server.requests().len(), 1, "the replay made no request");
 }
 
 #[test]
