@@ -131,26 +131,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         spec.spec.mcp = None;
         Default::default()
     };
-    let results = events
-        .iter()
-        .filter_map(|event| match event {
-            Event::ToolResult {
-                tool_use_id,
-                is_error,
-                content,
-                images,
-                ..
-            } => Some((
-                tool_use_id.clone(),
-                ToolOutput {
-                    content: content.clone(),
-                    is_error: *is_error,
-                    images: images.clone(),
-                },
-            )),
-            _ => None,
-        })
-        .collect();
+    let results = recorded_results(&events);
     let origin = options
         .workspace
         .clone()
@@ -270,6 +251,31 @@ fn replay_servers(
         }
     }
     Ok(servers)
+}
+
+/// The recorded tool results of one agent's events, by tool_use id: what a replay
+/// expects its calls to give again.
+pub(super) fn recorded_results(events: &[Event]) -> std::collections::HashMap<String, ToolOutput> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolResult {
+                tool_use_id,
+                is_error,
+                content,
+                images,
+                ..
+            } => Some((
+                tool_use_id.clone(),
+                ToolOutput {
+                    content: content.clone(),
+                    is_error: *is_error,
+                    images: images.clone(),
+                },
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A recorded transcript, split by agent.

@@ -15,7 +15,7 @@ use crate::spec::{
     AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, ModelSpec, Pricing, Provider, model_alias,
 };
 use crate::tools::agent::{AGENT, AGENT_ALIAS, AgentChoice, AgentTool};
-use crate::tools::{Registry, RegistryError, ToolOutput};
+use crate::tools::{Registry, RegistryError};
 
 /// The task's sub-agents, given the tools the main agent is offered; None when the task
 /// has none (or its policy withholds the Agent tool). `strict`: a replay under
@@ -211,28 +211,8 @@ impl SubAgentModels for TaskAgentModels {
         else {
             return None;
         };
-        let results = events
-            .get(agent_id)
-            .into_iter()
-            .flatten()
-            .filter_map(|event| match event {
-                Event::ToolResult {
-                    tool_use_id,
-                    is_error,
-                    content,
-                    images,
-                    ..
-                } => Some((
-                    tool_use_id.clone(),
-                    ToolOutput {
-                        content: content.clone(),
-                        is_error: *is_error,
-                        images: images.clone(),
-                    },
-                )),
-                _ => None,
-            })
-            .collect();
+        let results =
+            super::replay::recorded_results(events.get(agent_id).map_or(&[][..], Vec::as_slice));
         Some(ReplayExpectations {
             results,
             strict: *strict,
