@@ -1,0 +1,135 @@
+//! Tests of the transcript writer and reader.
+
+use super::*;
+
+#[test]
+fn every_line_carries_type_and_ts_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut writer = TranscriptWriter::create(&path).unwrap();
+    let event = Event::ToolCall {
+        id: "toolu_1".into(),
+        name: "Read".into(),
+        input: serde_json::json!({"file_path": "a"}),
+    };
+    writer.write(event.clone()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let value: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(value["type"], "tool_call");
+    assert!(value["ts"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(TranscriptReader::read(&path).unwrap(), vec![event]);
+}
+
+#[test]
+fn a_sub_agents_lines_share_the_chain_and_read_back_with_their_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut main = TranscriptWriter::create(&path).unwrap();
+    let scope = AgentScope {
+        agent_id: "reviewer@toolu_1".into(),
+        parent_tool_use_id: "toolu_1".into(),
+    };
+    let mut sub = main.scoped(scope.clone());
+    let event = |text: &str| Event::UserMessage {
+        source: "test".into(),
+        text: text.into(),
+    };
+    main.write(event("one")).unwrap();
+    sub.write(event("two")).unwrap();
+    main.write(event("three")).unwrap();
+    let verified = crate::record::chain::verify_file(&path);
+    assert!(
+        matches!(verified, Err(crate::record::chain::ChainError::NoRunEnd)),
+        "the chain holds up to its (missing) end: {verified:?}"
+    );
+    let scoped = TranscriptReader::read_scoped(&path).unwrap();
+    let scopes: Vec<Option<AgentScope>> = scoped.iter().map(|s| s.scope.clone()).collect();
+    assert_eq!(scopes, vec![None, Some(scope), None]);
+    assert_eq!(
+        TranscriptReader::read(&path).unwrap(),
+        vec![event("one"), event("three")]
+    );
+}
+
+#[test]
+fn a_bad_line_names_its_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    std::fs::write(&path, "{\"type\":\"nope\",\"ts\":\"x\"}\n").unwrap();
+    let error = TranscriptReader::read(&path).unwrap_err().to_string();
+    assert!(error.contains("t.jsonl:1:"), "{error}");
+}
+
+#[test]
+fn every_line_is_redacted_before_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut writer = TranscriptWriter::create(&path).unwrap();
+    let secret = "sk-test-0123456789";
+    let escaped_secret = "tab\there\\and\"quote\"";
+    writer.redact_with(Arc::new(Redactor::new([
+        secret.to_string(),
+        escaped_secret.to_string(),
+    ])));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    writer.observe(Box::new(move |event| {
+        log.lock().unwrap().push(event.clone())
+    }));
+    writer
+        .write(Event::ToolCall {
+            id: "toolu_1".into(),
+            name: "Bash".into(),
+            input: serde_json::json!({"command": format!("echo {secret}")}),
+        })
+        .unwrap();
+    writer
+        .write(Event::RunEnd {
+            status: crate::record::Status::Failed,
+            reason: crate::record::EndReason::ChecksFailed,
+            message: format!("saw {escaped_secret} and {secret}"),
+            turns: 1,
+            redacted: 0,
+            agent_turns: 0,
+            usage: Usage::default(),
+            cost_usd: None,
+            todos: Vec::new(),
+        })
+        .unwrap();
+    // A value that only matches across a JSON escape: redacted without breaking JSON.
+    let mut tricky = TranscriptWriter::create(&dir.path().join("u.jsonl")).unwrap();
+    tricky.redact_with(Arc::new(Redactor::new(["nabcdefgh".to_string()])));
+    tricky
+        .write(Event::ToolCall {
+            id: "t".into(),
+            name: "Bash".into(),
+            input: serde_json::json!({"command": "x\nabcdefgh", "nabcdefgh": "nabcdefgh"}),
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains(secret), "{text}");
+    assert!(!text.contains("tab\\there"), "{text}");
+    let events = TranscriptReader::read(&path).unwrap();
+    let Event::ToolCall { input, .. } = &events[0] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(input["command"], "echo [redacted]");
+    let Event::RunEnd { message, .. } = &events[1] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(message, "saw [redacted] and [redacted]");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        events,
+        "the observer sees redacted events"
+    );
+    let events = TranscriptReader::read(&dir.path().join("u.jsonl")).unwrap();
+    let Event::ToolCall { input, .. } = &events[0] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        input["command"], "x\nabcdefgh",
+        "a newline and abcdefgh: no secret"
+    );
+    assert_eq!(input["[redacted]"], "[redacted]");
+}
