@@ -64,7 +64,7 @@ pub(super) fn sub_agents(
             ModelSource::Remote(config) => Source::Remote(config.as_ref().clone()),
         },
         agents: plan.agents.clone(),
-        parent: plan.spec.spec.model.value.clone(),
+        parent: parent_model(plan),
     };
     let max_depth = plan
         .spec
@@ -97,6 +97,23 @@ pub(crate) fn add_agent_tool(
         })
         .collect();
     registry.add(std::sync::Arc::new(AgentTool::new(&choices)))
+}
+
+/// The task's model as it runs: the spec's, with `--provider` / `--model` applied.
+fn parent_model(plan: &TaskPlan) -> ModelSpec {
+    let mut model = plan.spec.spec.model.value.clone();
+    match &plan.model {
+        ModelSource::Remote(config) => {
+            model.provider = config.provider;
+            model.name = Some(config.name.clone());
+        }
+        ModelSource::Script { name, .. } => {
+            model.provider = Provider::Script;
+            model.name = name.clone();
+        }
+        ModelSource::Replay { .. } => model.provider = Provider::Replay,
+    }
+    model
 }
 
 /// Whether `agent` is offered its parent's tool `tool`: the tools it lists (an MCP
