@@ -48,7 +48,8 @@ pub enum Specifier {
     Command(super::command::CommandPattern),
     /// `Edit(src/**)`: a gitignore-style path pattern, compiled.
     Path(super::path_pattern::PathPattern),
-    /// `WebFetch(domain:example.com)`.
+    /// `WebFetch(domain:example.com)`: the host normalised as URLs' hosts are
+    /// (lowercase, punycode, no trailing dot); `*.example.com` for its subdomains.
     Domain(String),
 }
 
@@ -294,7 +295,9 @@ fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, Inv
     }
     if tool == "WebFetch" {
         return match inner.strip_prefix("domain:") {
-            Some(domain) if !domain.is_empty() => Ok(Specifier::Domain(domain.to_string())),
+            Some(domain) if !domain.is_empty() => super::web::rule_domain(domain)
+                .map(Specifier::Domain)
+                .map_err(|e| invalid(format!("permission rule {text:?}: {e}"))),
             _ => Err(invalid(format!(
                 "malformed permission rule {text:?}: WebFetch takes domain:HOST, as in WebFetch(domain:example.com)"
             ))),

@@ -6,6 +6,7 @@ mod checks;
 mod conflicts;
 mod expect;
 pub(crate) mod interrupt;
+mod page_model;
 mod plan_error;
 mod prepare;
 pub(crate) mod progress;
@@ -86,6 +87,39 @@ pub(crate) fn plan_tasks(
     }
 }
 
+/// Where the turns of a model with these settings come from; for a real provider its
+/// key is read now, so a missing one stops the run before any task starts.
+fn model_source(
+    provider: Provider,
+    name: Option<String>,
+    model_spec: &crate::spec::ModelSpec,
+    spec_path: &Path,
+) -> Result<ModelSource, String> {
+    match provider {
+        Provider::Script => match model_spec.script.clone() {
+            Some(turns) => Ok(ModelSource::Script { name, turns }),
+            None => Err("--provider script needs the spec to have model.script".to_string()),
+        },
+        Provider::Replay => match &model_spec.transcript {
+            Some(transcript) => {
+                let base = spec_path.parent().unwrap_or(Path::new("."));
+                TranscriptReader::read(&base.join(transcript))
+                    .map(|events| ModelSource::Replay {
+                        events,
+                        expectations: None,
+                    })
+                    .map_err(|e| format!("model.transcript: {e}"))
+            }
+            None => Err("--provider replay needs the spec to have model.transcript".to_string()),
+        },
+        Provider::Anthropic | Provider::Openai => {
+            RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok())
+                .map(|config| ModelSource::Remote(Box::new(config)))
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
 /// Plan one task, or every reason (all of them, not only the first) it cannot run.
 fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanError> {
     let mut errors = Vec::new();
@@ -106,44 +140,31 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
             name.clone().unwrap_or_default()
         ));
     }
-    let model = match provider {
-        Provider::Script => match model_spec.script.clone() {
-            Some(turns) => Some(ModelSource::Script { name, turns }),
-            None => {
-                errors.push("--provider script needs the spec to have model.script".to_string());
-                None
-            }
-        },
-        Provider::Replay => match &model_spec.transcript {
-            Some(transcript) => {
-                let base = spec.path.parent().unwrap_or(Path::new("."));
-                match TranscriptReader::read(&base.join(transcript)) {
-                    Ok(events) => Some(ModelSource::Replay {
-                        events,
-                        expectations: None,
-                    }),
-                    Err(e) => {
-                        errors.push(format!("model.transcript: {e}"));
-                        None
-                    }
-                }
-            }
-            None => {
-                errors
-                    .push("--provider replay needs the spec to have model.transcript".to_string());
-                None
-            }
-        },
-        Provider::Anthropic | Provider::Openai => {
-            // The key is read now, so a missing one stops the run before any task starts.
-            match RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok()) {
-                Ok(config) => Some(ModelSource::Remote(Box::new(config))),
-                Err(e) => {
-                    errors.push(e.to_string());
+    let model = match model_source(provider, name, model_spec, &spec.path) {
+        Ok(model) => Some(model),
+        Err(error) => {
+            errors.push(error);
+            None
+        }
+    };
+    // The page model of WebFetch: its own provider, never replaced by --provider/--model.
+    let web_fetch_model = match spec
+        .spec
+        .tools
+        .as_ref()
+        .and_then(|t| t.value.web_fetch_model())
+    {
+        Some(page_model) => {
+            let m = &page_model.value;
+            match model_source(m.provider, m.name.clone(), m, &spec.path) {
+                Ok(source) => Some(source),
+                Err(error) => {
+                    errors.push(format!("tools.web_fetch.model: {error}"));
                     None
                 }
             }
         }
+        None => None,
     };
     let origin = overrides
         .workspace
@@ -173,6 +194,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
     }
     let output_schema = spec_checks::output_schema(&spec)?;
     Ok(TaskPlan {
+        web_fetch_model,
         rules,
         mcp_servers,
         hooks,

@@ -160,6 +160,8 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         mcp_tools_used(&events)
     };
     Ok(TaskPlan {
+        // A replay has no page model: its WebFetch calls fetch again and show the page.
+        web_fetch_model: None,
         rules,
         mcp_servers,
         // Hooks are not run in a replay: their recorded answers are given again.

@@ -18,7 +18,7 @@ use crate::model::Model;
 use crate::model::pricing;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::{DEFAULT_HOOK_TIMEOUT_SECS, HookMatcher};
-use crate::tools::ToolContext;
+use crate::tools::{ToolContext, WebAccess};
 use crate::workspace::RelPath;
 use crate::workspace::atomic::write_atomic;
 
@@ -29,6 +29,24 @@ pub(super) struct LoopInputs<'a> {
     pub interrupt: Interrupt,
     /// Where the task's artifacts are being written (the transcript hooks are shown).
     pub task_dir: &'a Path,
+}
+
+/// What WebFetch may reach in this task: the policy's grants for it (none when the tool
+/// is not offered), and the page model of `tools.web_fetch.model`.
+fn web_access(
+    plan: &TaskPlan,
+    policy: &crate::policy::Policy,
+    registry: &crate::tools::Registry,
+) -> WebAccess {
+    let Some(facts) = registry.facts("WebFetch") else {
+        return WebAccess::default();
+    };
+    let answerer = plan.web_fetch_model.as_ref().map(|source| {
+        let model = super::task::model_of(source);
+        std::sync::Arc::new(super::page_model::PageModel::new(model))
+            as std::sync::Arc<dyn crate::tools::PageAnswerer>
+    });
+    WebAccess::new(policy.web_grants(facts.clone()), answerer)
 }
 
 /// How the loop's rounds ended: the last round's outcome and, when that round was
@@ -77,7 +95,8 @@ pub(super) async fn run_agent(
     )?;
     let mut ctx = ToolContext::with_env(workspace.dir.clone(), commands.env.clone())
         .with_additional(&plan.spec.additional_directories())
-        .with_hidden(policy.hidden_filter());
+        .with_hidden(policy.hidden_filter())
+        .with_web(web_access(plan, &policy, &registry));
     if let Some(thread) = file_thread {
         ctx = ctx.confined_to(thread);
     }

@@ -9,6 +9,7 @@ mod load;
 mod mcp;
 mod output;
 mod pricing;
+mod tools;
 mod types;
 
 pub(crate) use connection::{RetrySpec, TimeoutsSpec};
@@ -26,6 +27,7 @@ pub(crate) use mcp::{
 };
 pub(crate) use output::MAX_ATTEMPTS;
 pub(crate) use pricing::Pricing;
+pub(crate) use tools::ToolsSpec;
 pub(crate) use types::{
     CheckSpec, Isolation, ModelSpec, PermissionMode, Permissions, Provider, SandboxSpec,
     ScriptTurn, ScriptUsage, SpecDuration, Switch, TimeoutLimit,

@@ -64,6 +64,9 @@ pub(crate) struct TaskSpec {
     /// A Claude Code settings file (relative to the spec file) whose `hooks` join these.
     #[serde(default)]
     pub hooks_from: Option<Spanned<String>>,
+    /// Settings of built-in tools (`web_fetch: { model: … }`).
+    #[serde(default)]
+    pub tools: Option<Spanned<super::ToolsSpec>>,
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.

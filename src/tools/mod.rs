@@ -32,6 +32,7 @@ pub(crate) mod todo;
 pub(crate) mod todo_write;
 mod tool;
 mod typed;
+pub(crate) mod web_fetch;
 pub(crate) mod write;
 
 use std::path::PathBuf;
@@ -47,6 +48,7 @@ pub(crate) use tool::{InternalFault, Tool, ToolCall, ToolError, ToolOutput, run_
 #[cfg(test)]
 pub(crate) use typed::CallJson;
 pub(crate) use typed::{About, ToolInput, TypedTool};
+pub(crate) use web_fetch::{PageAnswerer, WebAccess};
 
 /// Every built-in tool, in the order they are offered to the model.
 pub(crate) fn builtin() -> Vec<Arc<dyn Tool>> {
@@ -62,6 +64,7 @@ pub(crate) fn builtin() -> Vec<Arc<dyn Tool>> {
         Arc::new(bash_output::BashOutputTool),
         Arc::new(kill_shell::KillShellTool),
         Arc::new(todo_write::TodoWriteTool),
+        Arc::new(web_fetch::WebFetchTool),
     ]
 }
 
