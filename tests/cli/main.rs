@@ -34,4 +34,5 @@ mod setup_cli;
 mod sharding;
 mod tool_bench_cli;
 mod tools_cli;
+mod web_fetch_cli;
 mod workspace_cli;
