@@ -114,7 +114,7 @@ impl TypedTool for WebFetchTool {
                 "(The page model could not answer: {error}. The page follows instead.)\n"
             ));
         }
-        result.push_str("\n");
+        result.push('\n');
         result.push_str(&shown);
         result.push_str(cache_note);
         Ok(result)
