@@ -32,11 +32,13 @@ pub(super) struct LoopInputs<'a> {
 }
 
 /// What WebFetch may reach in this task: the policy's grants for it (none when the tool
-/// is not offered), and the page model of `tools.web_fetch.model`.
+/// is not offered), the page model of `tools.web_fetch.model`, and in a replay the
+/// recorded results it answers with instead of fetching.
 fn web_access(
     plan: &TaskPlan,
     policy: &crate::policy::Policy,
     registry: &crate::tools::Registry,
+    replay: Option<&ReplayExpectations>,
 ) -> WebAccess {
     let Some(facts) = registry.facts("WebFetch") else {
         return WebAccess::default();
@@ -46,7 +48,11 @@ fn web_access(
         std::sync::Arc::new(super::page_model::PageModel::new(model))
             as std::sync::Arc<dyn crate::tools::PageAnswerer>
     });
-    WebAccess::new(policy.web_grants(facts.clone()), answerer)
+    let access = WebAccess::new(policy.web_grants(facts.clone()), answerer);
+    match replay {
+        Some(expectations) => access.replaying(expectations.results.clone()),
+        None => access,
+    }
 }
 
 /// How the loop's rounds ended: the last round's outcome and, when that round was
@@ -96,7 +102,7 @@ pub(super) async fn run_agent(
     let mut ctx = ToolContext::with_env(workspace.dir.clone(), commands.env.clone())
         .with_additional(&plan.spec.additional_directories())
         .with_hidden(policy.hidden_filter())
-        .with_web(web_access(plan, &policy, &registry));
+        .with_web(web_access(plan, &policy, &registry, inputs.replay.as_ref()));
     if let Some(thread) = file_thread {
         ctx = ctx.confined_to(thread);
     }

@@ -189,3 +189,45 @@ fn web_fetch_settings_are_checked_at_their_line_and_column() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_replay_answers_web_fetch_from_the_recording_without_fetching() {
+    let server = MockServer::start(vec![html("<p>recorded page</p>")]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = format!(
+        "version: 1\nname: web\nprompt: Fetch.\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{}/\" }} }}]\n    - text: Done.\npermissions:\n  allow: [\"WebFetch(domain:127.0.0.1)\"]\n",
+        server.base_url
+    );
+    let spec = write_spec(dir.path(), "web.yaml", &spec);
+    let artifacts = dir.path().join("out");
+    drover_without_proxy()
+        .args(["run", spec.to_str().unwrap(), "--artifacts"])
+        .arg(&artifacts)
+        .assert()
+        .code(0);
+    assert_eq!(server.requests().len(), 1);
+    let replayed = dir.path().join("replayed");
+    let output = drover_without_proxy()
+        .arg("replay")
+        .arg(artifacts.join("web/transcript.jsonl"))
+        .arg("--strict")
+        .arg("--artifacts")
+        .arg(&replayed)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = transcript(&replayed.join("web/transcript.jsonl"));
+    let result = events(&lines, "tool_result")[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(result.contains("recorded page"), "{result}");
+    // The replay fetched nothing (the server would have answered a 500).
+    assert_eq!(server.requests().len(), 1);
+}

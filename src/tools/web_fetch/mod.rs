@@ -65,6 +65,16 @@ impl TypedTool for WebFetchTool {
         // a call that reached it without the policy (a test, `drover tool`) is held too.
         let granted = judge_url(&url, &*web.grants)
             .map_err(|refused| ToolError::Failed(format!("WebFetch refused {url}: {refused}")))?;
+        if let Some(recorded) = &web.recorded {
+            let call = ctx.call_id.as_deref().unwrap_or_default();
+            return match recorded.get(call) {
+                Some(output) if output.is_error => Err(ToolError::Failed(output.content.clone())),
+                Some(output) => Ok(output.content.clone()),
+                None => Err(ToolError::Failed(
+                    "the recording has no result for this call of WebFetch: the replay took a different path (a replay fetches nothing)".to_string(),
+                )),
+            };
+        }
         let key = granted.url.to_string();
         let prompt = input.prompt.as_deref().map(str::trim).unwrap_or_default();
         let (page, cached) = match web.cache.get(&key) {
