@@ -129,6 +129,12 @@ fn restricted_addresses_need_a_rule_naming_the_exact_host() {
         "http://[::]/",
         "http://255.255.255.255/",
         "http://224.0.0.1/",
+        "http://127.1/",
+        "http://LOCALHOST./",
+        "http://127。0。0。1/",
+        "http://１２７.0.0.1/",
+        "http://[::ffff:7f00:1]/",
+        "http://[0:0:0:0:0:ffff:a9fe:a9fe]/",
     ] {
         let d = decide(&bare, url);
         assert!(!d.allowed, "{url}: {d:?}");

@@ -20,7 +20,7 @@ use cache::Page;
 use content::{MAX_CHARS, to_text, truncate_chars};
 use fetch::{Body, Fetched, MAX_BODY_BYTES};
 
-use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking};
 use crate::policy::{Subject, judge_url};
 
 #[derive(Clone, Copy)]
@@ -90,7 +90,8 @@ impl TypedTool for WebFetchTool {
                     why,
                 } => return Ok(redirect_message(&from, &to, status, &why)),
                 Fetched::Page(body) => {
-                    let page = page_of(body)?;
+                    // Converting up to 10 MiB of HTML is CPU work: off the async threads.
+                    let page = blocking(move || page_of(body)).await??;
                     web.cache.put(&key, page.clone());
                     (Arc::new(page), false)
                 }
