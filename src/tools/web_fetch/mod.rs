@@ -20,7 +20,7 @@ use cache::Page;
 use content::{MAX_CHARS, to_text, truncate_chars};
 use fetch::{Body, Fetched, MAX_BODY_BYTES};
 
-use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking};
+use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 use crate::policy::{Subject, judge_url};
 
 #[derive(Clone, Copy)]
@@ -31,8 +31,7 @@ pub(crate) struct WebFetchTool;
 pub(crate) struct Input {
     /// The URL to fetch: a fully formed http:// or https:// URL (http is upgraded to https).
     url: String,
-    /// What to find out from the page. With a page model configured, its answer is the
-    /// result; otherwise the prompt is echoed above the page.
+    /// What to find out from the page (a page model answers it when one is configured).
     prompt: Option<String>,
 }
 
@@ -90,8 +89,9 @@ impl TypedTool for WebFetchTool {
                     why,
                 } => return Ok(redirect_message(&from, &to, status, &why)),
                 Fetched::Page(body) => {
-                    // Converting up to 10 MiB of HTML is CPU work: off the async threads.
-                    let page = blocking(move || page_of(body)).await??;
+                    // Converting up to 10 MiB of HTML is CPU work: off the async threads,
+                    // on a stack deep enough for the converter.
+                    let page = content::on_converter_thread(move || page_of(body)).await??;
                     web.cache.put(&key, page.clone());
                     (Arc::new(page), false)
                 }

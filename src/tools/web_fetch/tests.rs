@@ -294,3 +294,30 @@ async fn the_resolver_keeps_only_the_addresses_rules_open() {
         .collect();
     assert!(kept.iter().all(|a| a.ip().is_loopback()) && !kept.is_empty());
 }
+
+#[tokio::test]
+async fn a_page_nested_to_the_limit_converts_and_a_deeper_one_comes_back_as_text() {
+    let depth = content::MAX_DEPTH - 20;
+    let nested = format!(
+        "{}<b>deep</b>{}",
+        "<div>".repeat(depth),
+        "</div>".repeat(depth)
+    );
+    let deeper = "<div>".repeat(300_000);
+    let (port, _) = serve(move |path| match path {
+        "/nested" => html(&nested),
+        _ => html(&deeper),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx_with(&dir, &["WebFetch(domain:127.0.0.1)"], None);
+    let get = |path: &str| json!({"url": format!("http://127.0.0.1:{port}{path}")});
+    let out = WebFetchTool.call(get("/nested"), &ctx).await;
+    assert!(out.content.contains("**deep**"), "{}", out.content);
+    let out = WebFetchTool.call(get("/deeper"), &ctx).await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("nests elements more than"),
+        "{}",
+        out.content
+    );
+}
