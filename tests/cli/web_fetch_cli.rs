@@ -231,3 +231,47 @@ fn a_replay_answers_web_fetch_from_the_recording_without_fetching() {
     // The replay fetched nothing (the server would have answered a 500).
     assert_eq!(server.requests().len(), 1);
 }
+
+#[test]
+fn web_fetch_sends_no_secret_and_uses_no_proxy_from_the_environment() {
+    let server = MockServer::start(vec![html("<p>plain</p>")]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = format!(
+        "version: 1\nname: web\nprompt: Fetch.\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{}/\" }} }}]\n    - text: Done.\npermissions:\n  allow: [\"WebFetch(domain:127.0.0.1)\"]\n",
+        server.base_url
+    );
+    let spec = write_spec(dir.path(), "web.yaml", &spec);
+    let artifacts = dir.path().join("out");
+    // A proxy that would refuse every connection, with credentials: were it used, the
+    // fetch would fail (and the credentials would travel).
+    let dead_proxy = "http://proxyuser:proxy-secret-123@127.0.0.1:9";
+    crate::common::drover()
+        .env("HTTP_PROXY", dead_proxy)
+        .env("HTTPS_PROXY", dead_proxy)
+        .env("ALL_PROXY", dead_proxy)
+        .env("http_proxy", dead_proxy)
+        .env("NO_PROXY", "")
+        .env("ANTHROPIC_API_KEY", "sk-ant-web-fetch-secret-456")
+        .env("GITHUB_TOKEN", "ghp_webfetchsecret789")
+        .args(["run", spec.to_str().unwrap(), "--artifacts"])
+        .arg(&artifacts)
+        .assert()
+        .code(0);
+    let lines = transcript(&artifacts.join("web/transcript.jsonl"));
+    let result = events(&lines, "tool_result")[0];
+    assert_eq!(result["is_error"], false, "{result}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let head = requests[0].headers.to_ascii_lowercase();
+    for secret in [
+        "proxy-secret-123",
+        "sk-ant-web-fetch-secret-456",
+        "ghp_webfetchsecret789",
+    ] {
+        assert!(!head.contains(secret), "{head}");
+    }
+    for header in ["authorization", "proxy-authorization", "cookie", "referer"] {
+        assert!(requests[0].header(header).is_none(), "{head}");
+    }
+}

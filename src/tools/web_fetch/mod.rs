@@ -180,8 +180,14 @@ fn page_of(body: Body) -> Result<Page, ToolError> {
 
 /// What the model is told of a redirect the fetch did not follow, as Claude Code tells it.
 fn redirect_message(from: &Url, to: &str, status: u16, why: &str) -> String {
+    let same_host = Url::parse(to).is_ok_and(|to| to.host_str() == from.host_str());
+    let what = if same_host {
+        "to a URL this fetch does not follow"
+    } else {
+        "to a different host"
+    };
     format!(
-        "REDIRECT DETECTED: The URL redirects to a different host.\n\nOriginal URL: {from}\nRedirect URL: {to}\nStatus: {status}\n\nThe redirect was not followed: {why}\nTo fetch the redirect target, call WebFetch again with url \"{to}\"; that call is judged by the permission rules."
+        "REDIRECT DETECTED: The URL redirects {what}.\n\nOriginal URL: {from}\nRedirect URL: {to}\nStatus: {status}\n\nThe redirect was not followed: {why}\nTo fetch the redirect target, call WebFetch again with url \"{to}\"; that call is judged by the permission rules."
     )
 }
 
