@@ -275,3 +275,46 @@ fn web_fetch_sends_no_secret_and_uses_no_proxy_from_the_environment() {
         assert!(requests[0].header(header).is_none(), "{head}");
     }
 }
+
+#[test]
+fn a_remote_page_model_gets_the_page_and_prompt_and_its_key_stays_secret() {
+    let page = MockServer::start(vec![html("<h2>Changelog</h2><p>Fixed the parser.</p>")]);
+    let model = MockServer::start(vec![Reply::sse(&crate::providers::anthropic_final_turn())]);
+    let key = "page-model-key-0123456789abcdef";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = format!(
+        "version: 1\nname: web\nprompt: Fetch.\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{}/log\", prompt: \"What was fixed?\" }} }}]\n    - text: Done.\npermissions:\n  allow: [\"WebFetch(domain:127.0.0.1)\"]\ntools:\n  web_fetch:\n    model: {{ provider: anthropic, name: claude-haiku-4-5, base_url: \"{}\", api_key_env: WEB_FETCH_TEST_KEY }}\n",
+        page.base_url, model.base_url
+    );
+    let spec = write_spec(dir.path(), "web.yaml", &spec);
+    let artifacts = dir.path().join("out");
+    let output = drover_without_proxy()
+        .env("WEB_FETCH_TEST_KEY", key)
+        .args(["run", spec.to_str().unwrap(), "--artifacts"])
+        .arg(&artifacts)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = transcript(&artifacts.join("web/transcript.jsonl"));
+    let result = events(&lines, "tool_result")[0];
+    assert_eq!(
+        result["content"], "Done: the notes say h\u{e9}llo.",
+        "{result}"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header("x-api-key").as_deref(), Some(key));
+    let body = requests[0].json();
+    assert_eq!(body["model"], "claude-haiku-4-5");
+    let asked = body["messages"][0]["content"].to_string();
+    assert!(asked.contains("## Changelog"), "{asked}");
+    assert!(asked.contains("What was fixed?"), "{asked}");
+    let recorded = std::fs::read_to_string(artifacts.join("web/transcript.jsonl")).unwrap();
+    assert!(!recorded.contains(key));
+}
