@@ -296,7 +296,9 @@ impl Policy {
             Err(error) => {
                 return Decision::deny(
                     None,
-                    format!("{name}: {raw:?} is not a valid URL: {error}"),
+                    format!(
+                        "{name}: {raw:?} is not a valid URL ({error}); write a full URL such as https://example.com/page"
+                    ),
                 );
             }
         };

@@ -57,8 +57,12 @@ impl TypedTool for WebFetchTool {
     const ABOUT: About = About::reads("WebFetch", DESCRIPTION);
 
     async fn run(&self, input: Input, ctx: &ToolContext) -> Result<String, ToolError> {
-        let url = Url::parse(input.url.trim())
-            .map_err(|e| ToolError::Failed(format!("Invalid URL {:?}: {e}", input.url)))?;
+        let url = Url::parse(input.url.trim()).map_err(|e| {
+            ToolError::Failed(format!(
+                "Invalid URL {:?}: {e}; write a full URL such as https://example.com/page",
+                input.url
+            ))
+        })?;
         let web = Arc::clone(&ctx.web);
         // Judged again here, with the run's grants: the tool needs the upgraded URL, and
         // a call that reached it without the policy (a test, `drover tool`) is held too.
@@ -74,7 +78,12 @@ impl TypedTool for WebFetchTool {
                 )),
             };
         }
-        let key = granted.url.to_string();
+        // The fragment is the browser's, never sent: one page, one cache entry.
+        let key = {
+            let mut page = granted.url.clone();
+            page.set_fragment(None);
+            page.to_string()
+        };
         let prompt = input.prompt.as_deref().map(str::trim).unwrap_or_default();
         let (page, cached) = match web.cache.get(&key) {
             Some(page) => (page, true),

@@ -96,9 +96,12 @@ async fn html_from_an_exactly_allowed_loopback_host_comes_back_as_markdown() {
         out.content
     );
     assert!(!out.content.contains("evil"), "{}", out.content);
-    // The same URL again: from the cache, no second request.
+    // The same page again (its fragment is not sent): from the cache, no second request.
     let again = WebFetchTool
-        .call(json!({"url": url, "prompt": "again"}), &ctx)
+        .call(
+            json!({"url": format!("{url}#part"), "prompt": "again"}),
+            &ctx,
+        )
         .await;
     assert!(
         again.content.contains("from this run's cache"),
