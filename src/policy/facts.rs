@@ -55,6 +55,9 @@ pub(crate) enum Subject {
     Path(String),
     /// A shell command line.
     Command(String),
+    /// A URL to fetch (WebFetch), as written in the input: judged by its host against
+    /// `WebFetch(domain:…)` rules, never allowed by default.
+    Url(String),
 }
 
 /// One call as the policy judges it: the tool's facts and what this input acts on.

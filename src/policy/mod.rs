@@ -18,6 +18,7 @@ mod read_denials;
 mod rule;
 pub(crate) use drover_shell as shell;
 mod shell_paths;
+mod web;
 mod web_search;
 mod words;
 
@@ -31,6 +32,7 @@ pub(crate) use read_denials::read_denials;
 pub(crate) use rule::MCP_RESOURCE_TOOLS;
 pub use rule::Rule;
 pub(crate) use rule::{AGENT_TOOL, AGENT_TOOL_ALIAS, RuleSet, Specifier};
+pub(crate) use web::{HostGrant, UrlGrant, WebGrants, judge_url, restricted_ip};
 
 use crate::spec::{PermissionMode, Switch};
 
@@ -144,6 +146,7 @@ impl Policy {
         match &call.subject {
             Subject::Command(line) => self.decide_command(&tool.name, line, cwd),
             Subject::Path(raw) => self.decide_path(tool, Some(raw)),
+            Subject::Url(raw) => self.decide_url(tool, raw),
             Subject::None => self.decide_path(tool, None),
         }
     }

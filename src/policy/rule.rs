@@ -55,7 +55,8 @@ pub enum Specifier {
     Command(super::command::CommandPattern),
     /// `Edit(src/**)`: a gitignore-style path pattern, compiled.
     Path(super::path_pattern::PathPattern),
-    /// `WebFetch(domain:example.com)`.
+    /// `WebFetch(domain:example.com)`: the host normalised as URLs' hosts are
+    /// (lowercase, punycode, no trailing dot); `*.example.com` for its subdomains.
     Domain(String),
 }
 
@@ -306,7 +307,9 @@ fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, Inv
     }
     if tool == "WebFetch" || tool == "WebSearch" {
         return match inner.strip_prefix("domain:") {
-            Some(domain) if !domain.is_empty() => Ok(Specifier::Domain(domain.to_string())),
+            Some(domain) if !domain.is_empty() => super::web::rule_domain(domain)
+                .map(Specifier::Domain)
+                .map_err(|e| invalid(format!("permission rule {text:?}: {e}"))),
             _ => Err(invalid(format!(
                 "malformed permission rule {text:?}: {tool} takes domain:HOST, as in {tool}(domain:example.com)"
             ))),

@@ -6,6 +6,7 @@ mod checks;
 mod conflicts;
 mod expect;
 pub(crate) mod interrupt;
+mod page_model;
 mod plan_error;
 mod prepare;
 pub(crate) mod progress;
@@ -88,6 +89,54 @@ pub(crate) fn plan_tasks(
     }
 }
 
+/// Where the turns of a model with these settings come from; for a real provider its
+/// key is read now, so a missing one stops the run before any task starts.
+fn model_source(
+    provider: Provider,
+    name: Option<String>,
+    model_spec: &crate::spec::ModelSpec,
+    spec_path: &Path,
+) -> Result<(ModelSource, Recorded), String> {
+    match provider {
+        Provider::Script => match model_spec.script.clone() {
+            Some(turns) => Ok((ModelSource::Script { name, turns }, Recorded::default())),
+            None => Err("--provider script needs the spec to have model.script".to_string()),
+        },
+        Provider::Replay => match &model_spec.transcript {
+            Some(transcript) => {
+                let base = spec_path.parent().unwrap_or(Path::new("."));
+                replay::Recording::read(&base.join(transcript))
+                    .map(|recording| {
+                        let source = ModelSource::Replay {
+                            events: recording.events,
+                            expectations: None,
+                        };
+                        let recorded = Recorded {
+                            agent_events: recording.agent_events,
+                            hook_events: recording.hook_events,
+                        };
+                        (source, recorded)
+                    })
+                    .map_err(|e| format!("model.transcript: {e}"))
+            }
+            None => Err("--provider replay needs the spec to have model.transcript".to_string()),
+        },
+        Provider::Anthropic | Provider::Openai => {
+            RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok())
+                .map(|config| (ModelSource::Remote(Box::new(config)), Recorded::default()))
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// What a recording holds besides the main agent's turns: each sub-agent run's events
+/// and every hook run, in order.
+#[derive(Default)]
+struct Recorded {
+    agent_events: std::collections::BTreeMap<String, Vec<crate::record::Event>>,
+    hook_events: Vec<crate::record::Event>,
+}
+
 /// Plan one task, or every reason (all of them, not only the first) it cannot run.
 fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanError> {
     let mut errors = Vec::new();
@@ -109,48 +158,35 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         ));
     }
     // A recording's sub-agent runs and hook runs (`provider: replay`).
-    let mut recorded = (std::collections::BTreeMap::new(), Vec::new());
-    let model = match provider {
-        Provider::Script => match model_spec.script.clone() {
-            Some(turns) => Some(ModelSource::Script { name, turns }),
-            None => {
-                errors.push("--provider script needs the spec to have model.script".to_string());
-                None
-            }
-        },
-        Provider::Replay => match &model_spec.transcript {
-            Some(transcript) => {
-                let base = spec.path.parent().unwrap_or(Path::new("."));
-                match replay::Recording::read(&base.join(transcript)) {
-                    Ok(recording) => {
-                        recorded = (recording.agent_events, recording.hook_events);
-                        Some(ModelSource::Replay {
-                            events: recording.events,
-                            expectations: None,
-                        })
-                    }
-                    Err(e) => {
-                        errors.push(format!("model.transcript: {e}"));
-                        None
-                    }
-                }
-            }
-            None => {
-                errors
-                    .push("--provider replay needs the spec to have model.transcript".to_string());
-                None
-            }
-        },
-        Provider::Anthropic | Provider::Openai => {
-            // The key is read now, so a missing one stops the run before any task starts.
-            match RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok()) {
-                Ok(config) => Some(ModelSource::Remote(Box::new(config))),
-                Err(e) => {
-                    errors.push(e.to_string());
+    let mut recorded = Recorded::default();
+    let model = match model_source(provider, name, model_spec, &spec.path) {
+        Ok((model, extras)) => {
+            recorded = extras;
+            Some(model)
+        }
+        Err(error) => {
+            errors.push(error);
+            None
+        }
+    };
+    // The page model of WebFetch: its own provider, never replaced by --provider/--model.
+    let web_fetch_model = match spec
+        .spec
+        .tools
+        .as_ref()
+        .and_then(|t| t.value.web_fetch_model())
+    {
+        Some(page_model) => {
+            let m = &page_model.value;
+            match model_source(m.provider, m.name.clone(), m, &spec.path) {
+                Ok((source, _)) => Some(source),
+                Err(error) => {
+                    errors.push(format!("tools.web_fetch.model: {error}"));
                     None
                 }
             }
         }
+        None => None,
     };
     let origin = overrides
         .workspace
@@ -184,12 +220,13 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         eprintln!("drover: note: {}: {note}", spec.name());
     }
     Ok(TaskPlan {
+        web_fetch_model,
         rules,
         mcp_servers,
         hooks,
         agents,
-        agent_events: recorded.0,
-        hook_events: recorded.1,
+        agent_events: recorded.agent_events,
+        hook_events: recorded.hook_events,
         output_schema,
         replayed_mcp_tools: Vec::new(),
         mcp_vars: crate::mcp::VarSource::Environment,

@@ -155,6 +155,8 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         })?
     };
     Ok(TaskPlan {
+        // A replay has no page model: its WebFetch calls fetch again and show the page.
+        web_fetch_model: None,
         rules,
         mcp_servers,
         agents,

@@ -191,6 +191,24 @@ fn budget_is_priced(loaded: &LoadedSpec) -> Result<(), SpecError> {
     let Some(limit) = &loaded.spec.limits.max_cost_usd else {
         return Ok(());
     };
+    // The page model spends the task's budget too.
+    if let Some(page) = loaded
+        .spec
+        .tools
+        .as_ref()
+        .and_then(|tools| tools.value.web_fetch_model())
+    {
+        let model = &page.value;
+        let name = model.name.as_deref().unwrap_or_default();
+        if pricing::resolve(model.provider.as_str(), name, model.pricing.as_ref()).is_none() {
+            return Err(SpecError::Invalid {
+                position: Position::at(&loaded.path, Some(page.referenced)),
+                message: format!(
+                    "limits.max_cost_usd needs every model's price, but drover has no price for the page model {name:?}; add tools.web_fetch.model.pricing"
+                ),
+            });
+        }
+    }
     let model = &loaded.spec.model.value;
     let name = model.name.as_deref().unwrap_or_default();
     if pricing::resolve(model.provider.as_str(), name, model.pricing.as_ref()).is_some() {

@@ -62,6 +62,8 @@ pub(crate) struct TaskPlan {
     /// `output:`'s schema, read and compiled when the task was planned.
     pub output_schema: Option<serde_json::Value>,
     pub model: ModelSource,
+    /// The model answering WebFetch's prompts over pages (`tools.web_fetch.model`).
+    pub web_fetch_model: Option<ModelSource>,
     pub max_turns: Option<u32>,
     /// The workspace as the task starts from it.
     pub origin: PathBuf,
@@ -352,7 +354,12 @@ fn finish(
 }
 
 fn build_model(plan: &TaskPlan) -> Box<dyn Model> {
-    match &plan.model {
+    model_of(&plan.model)
+}
+
+/// The model whose turns come from `source`.
+pub(super) fn model_of(source: &ModelSource) -> Box<dyn Model> {
+    match source {
         ModelSource::Script { name, turns } => {
             Box::new(ScriptModel::new(name.as_deref(), turns.clone()))
         }

@@ -18,7 +18,7 @@ use crate::model::Model;
 use crate::model::pricing;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::{DEFAULT_HOOK_TIMEOUT_SECS, HookMatcher};
-use crate::tools::ToolContext;
+use crate::tools::{ToolContext, WebAccess};
 use crate::workspace::RelPath;
 use crate::workspace::atomic::write_atomic;
 
@@ -29,6 +29,44 @@ pub(super) struct LoopInputs<'a> {
     pub interrupt: Interrupt,
     /// Where the task's artifacts are being written (the transcript hooks are shown).
     pub task_dir: &'a Path,
+}
+
+/// What WebFetch may reach in this task: the policy's grants for it (none when the tool
+/// is not offered), the page model of `tools.web_fetch.model`, and in a replay the
+/// recorded results it answers with instead of fetching.
+fn web_access(
+    plan: &TaskPlan,
+    policy: &crate::policy::Policy,
+    registry: &crate::tools::Registry,
+    replay: Option<&ReplayExpectations>,
+    meter: &std::sync::Arc<crate::agent::Meter>,
+) -> WebAccess {
+    let Some(facts) = registry.facts("WebFetch") else {
+        return WebAccess::default();
+    };
+    let answerer = plan.web_fetch_model.as_ref().map(|source| {
+        let model = super::task::model_of(source);
+        let spec = plan
+            .spec
+            .spec
+            .tools
+            .as_ref()
+            .and_then(|tools| tools.value.web_fetch_model());
+        let pricing = spec.and_then(|spec| {
+            let spec = &spec.value;
+            pricing::resolve(model.provider(), model.name(), spec.pricing.as_ref())
+        });
+        std::sync::Arc::new(super::page_model::PageModel::new(
+            model,
+            std::sync::Arc::clone(meter),
+            pricing,
+        )) as std::sync::Arc<dyn crate::tools::PageAnswerer>
+    });
+    let access = WebAccess::new(policy.web_grants(facts.clone()), answerer);
+    match replay {
+        Some(expectations) => access.replaying(expectations.results.clone()),
+        None => access,
+    }
 }
 
 /// How the loop's rounds ended: the last round's outcome and, when that round was
@@ -77,7 +115,14 @@ pub(super) async fn run_agent(
     )?;
     let mut ctx = ToolContext::with_env(workspace.dir.clone(), commands.env.clone())
         .with_additional(&plan.spec.additional_directories())
-        .with_hidden(policy.hidden_filter());
+        .with_hidden(policy.hidden_filter())
+        .with_web(web_access(
+            plan,
+            &policy,
+            &registry,
+            inputs.replay.as_ref(),
+            &config.meter,
+        ));
     if let Some(thread) = file_thread {
         ctx = ctx.confined_to(thread);
     }
@@ -433,7 +478,11 @@ fn loop_config(
 
 /// Anthropic's web search, when the task's rules allow it and its model is Anthropic's.
 pub(super) fn web_search(plan: &TaskPlan, model: &dyn Model) -> Option<crate::message::WebSearch> {
-    super::tool_listing::offered_web_search(&plan.rules, model.provider())
+    super::tool_listing::offered_web_search(
+        &plan.rules,
+        model.provider(),
+        plan.spec.spec.tools.as_ref().map(|tools| &tools.value),
+    )
 }
 
 /// The note for a model the pricing table does not know: its cost is null, not zero.

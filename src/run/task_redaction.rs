@@ -111,6 +111,12 @@ pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
     {
         names.push(name.clone());
     }
+    if let Some(ModelSource::Remote(config)) = &plan.web_fetch_model
+        && let Some(name) = &config.key_env
+        && !names.contains(name)
+    {
+        names.push(name.clone());
+    }
     for name in mcp_credential_vars(&plan.mcp_servers) {
         if !names.contains(&name) {
             names.push(name);

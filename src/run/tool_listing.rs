@@ -53,11 +53,16 @@ const DEFAULT_WEB_SEARCH_USES: u32 = 8;
 pub(crate) fn offered_web_search(
     rules: &crate::policy::RuleSet,
     provider: &str,
+    tools: Option<&crate::spec::ToolsSpec>,
 ) -> Option<crate::message::WebSearch> {
     if provider != "anthropic" {
         return None;
     }
-    rules.web_search(Some(DEFAULT_WEB_SEARCH_USES))
+    let max_uses = tools
+        .and_then(|tools| tools.web_search.as_ref())
+        .and_then(|search| search.max_uses.as_ref())
+        .map_or(DEFAULT_WEB_SEARCH_USES, |max_uses| max_uses.value);
+    rules.web_search(Some(max_uses))
 }
 
 /// The built-in tools, as listed.
@@ -163,6 +168,10 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
     Ok(ToolListing {
         tools,
         servers: reports,
-        web_search: offered_web_search(&rules, loaded.spec.model.value.provider.as_str()),
+        web_search: offered_web_search(
+            &rules,
+            loaded.spec.model.value.provider.as_str(),
+            loaded.spec.tools.as_ref().map(|tools| &tools.value),
+        ),
     })
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::{Budget, Location, Options, Spanned};
 
-use super::types::{Provider, TaskSpec};
+use super::types::{ModelSpec, Provider, TaskSpec};
 
 /// A spec that parsed and validated, with what the runner needs to know about its file.
 #[derive(Debug, Clone)]
@@ -242,68 +242,8 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
         position: at_model(),
         message,
     };
-    match model.value.provider {
-        Provider::Script => match &model.value.script {
-            None => {
-                return Err(invalid(
-                    "provider script needs `script:`, a list of assistant turns (text and tool_calls)".into(),
-                ));
-            }
-            Some(turns) if turns.is_empty() => {
-                return Err(invalid(
-                    "`script:` is empty; give at least one assistant turn".into(),
-                ));
-            }
-            Some(_) => {}
-        },
-        Provider::Replay => {
-            if model.value.transcript.is_none() {
-                return Err(invalid(
-                    "provider replay needs `transcript:`, the path of a recorded transcript.jsonl"
-                        .into(),
-                ));
-            }
-        }
-        Provider::Anthropic | Provider::Openai => {}
-    }
-    if model.value.provider != Provider::Script && model.value.script.is_some() {
-        return Err(invalid(format!(
-            "`script:` is only read by provider script, not {}",
-            model.value.provider.as_str()
-        )));
-    }
-    if matches!(model.value.provider, Provider::Script | Provider::Replay) {
-        let m = &model.value;
-        let remote_only = [
-            ("base_url", m.base_url.is_some()),
-            ("api_key_env", m.api_key_env.is_some()),
-            ("max_tokens", m.max_tokens.is_some()),
-            ("temperature", m.temperature.is_some()),
-            ("path", m.path.is_some()),
-            ("retry", m.retry.is_some()),
-            ("timeouts", m.timeouts.is_some()),
-        ];
-        if let Some((field, _)) = remote_only.iter().find(|(_, set)| *set) {
-            return Err(invalid(format!(
-                "model.{field} is only read by providers anthropic and openai, not {}; remove it",
-                m.provider.as_str()
-            )));
-        }
-    }
-    if model.value.provider == Provider::Script && model.value.transcript.is_some() {
-        return Err(invalid(
-            "`transcript:` is only read by provider replay, not script".into(),
-        ));
-    }
-    if let Some(temperature) = model.value.temperature
-        && !(0.0..=2.0).contains(&temperature)
-    {
-        return Err(invalid(format!(
-            "model.temperature must be between 0 and 2, not {temperature}"
-        )));
-    }
-    if model.value.max_tokens == Some(0) {
-        return Err(invalid("model.max_tokens must be at least 1".into()));
+    if let Some(message) = model_problem(&model.value, "model") {
+        return Err(invalid(message));
     }
     if let Some(limit) = &spec.limits.max_cost_usd {
         budget_is_positive(path, limit)?;
@@ -338,6 +278,69 @@ fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
     Ok(())
 }
 
+/// What is wrong with the model settings at `key` (`model`, `tools.web_fetch.model`).
+pub(super) fn model_problem(m: &ModelSpec, key: &str) -> Option<String> {
+    match m.provider {
+        Provider::Script => match &m.script {
+            None => {
+                return Some(
+                    "provider script needs `script:`, a list of assistant turns (text and tool_calls)".into(),
+                );
+            }
+            Some(turns) if turns.is_empty() => {
+                return Some("`script:` is empty; give at least one assistant turn".into());
+            }
+            Some(_) => {}
+        },
+        Provider::Replay => {
+            if m.transcript.is_none() {
+                return Some(
+                    "provider replay needs `transcript:`, the path of a recorded transcript.jsonl"
+                        .into(),
+                );
+            }
+        }
+        Provider::Anthropic | Provider::Openai => {}
+    }
+    if m.provider != Provider::Script && m.script.is_some() {
+        return Some(format!(
+            "`script:` is only read by provider script, not {}",
+            m.provider.as_str()
+        ));
+    }
+    if matches!(m.provider, Provider::Script | Provider::Replay) {
+        let remote_only = [
+            ("base_url", m.base_url.is_some()),
+            ("api_key_env", m.api_key_env.is_some()),
+            ("max_tokens", m.max_tokens.is_some()),
+            ("temperature", m.temperature.is_some()),
+            ("path", m.path.is_some()),
+            ("retry", m.retry.is_some()),
+            ("timeouts", m.timeouts.is_some()),
+        ];
+        if let Some((field, _)) = remote_only.iter().find(|(_, set)| *set) {
+            return Some(format!(
+                "{key}.{field} is only read by providers anthropic and openai, not {}; remove it",
+                m.provider.as_str()
+            ));
+        }
+    }
+    if m.provider == Provider::Script && m.transcript.is_some() {
+        return Some("`transcript:` is only read by provider replay, not script".into());
+    }
+    if let Some(temperature) = m.temperature
+        && !(0.0..=2.0).contains(&temperature)
+    {
+        return Some(format!(
+            "{key}.temperature must be between 0 and 2, not {temperature}"
+        ));
+    }
+    if m.max_tokens == Some(0) {
+        return Some(format!("{key}.max_tokens must be at least 1"));
+    }
+    None
+}
+
 /// `retry:`, `output:` and `hooks:` say something drover can do.
 fn extensions_are_valid(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
     let at = |location| Position::at(path, Some(location));
@@ -366,6 +369,15 @@ fn extensions_are_valid(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
     {
         return Err(SpecError::Invalid {
             position: at(hooks.referenced),
+            message,
+        });
+    }
+    if let Some(tools) = &spec.tools
+        && let Some(message) = super::tools::tools_problem(&tools.value)
+    {
+        let location = tools.value.web_fetch_model().map(|m| m.referenced);
+        return Err(SpecError::Invalid {
+            position: at(location.unwrap_or(tools.referenced)),
             message,
         });
     }

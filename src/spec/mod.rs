@@ -10,6 +10,7 @@ mod load;
 mod mcp;
 mod output;
 mod pricing;
+mod tools;
 mod types;
 
 pub(crate) use agents::{
@@ -31,6 +32,7 @@ pub(crate) use mcp::{
 };
 pub(crate) use output::MAX_ATTEMPTS;
 pub(crate) use pricing::Pricing;
+pub(crate) use tools::ToolsSpec;
 pub(crate) use types::{
     CheckSpec, Isolation, ModelSpec, PermissionMode, Permissions, Provider, SandboxSpec,
     ScriptTurn, ScriptUsage, SpecDuration, Switch, TimeoutLimit,

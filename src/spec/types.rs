@@ -71,6 +71,9 @@ pub(crate) struct TaskSpec {
     /// join these.
     #[serde(default)]
     pub agents_from: Option<Spanned<String>>,
+    /// Settings of built-in tools (`web_fetch: { model: … }`).
+    #[serde(default)]
+    pub tools: Option<Spanned<super::ToolsSpec>>,
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.

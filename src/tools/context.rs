@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{BackgroundShells, ShellState, Todo, TodoList};
+use super::{BackgroundShells, ShellState, Todo, TodoList, WebAccess};
 use crate::policy::{HiddenFilter, SearchFilter};
 use crate::sandbox::exec::CommandEnv;
 use crate::workspace::{FileStateCache, Roots};
@@ -39,6 +39,9 @@ pub(crate) struct ToolContext {
     /// The model's id of this call (`tool_use` id), set per call by the dispatcher: a
     /// replayed tool answers with what was recorded for it.
     pub call_id: Option<String>,
+    /// What WebFetch may reach (the rules' grants, filled by the run from its policy),
+    /// the model answering over pages, and the run's page cache. By default nothing.
+    pub web: Arc<WebAccess>,
 }
 
 impl ToolContext {
@@ -72,7 +75,14 @@ impl ToolContext {
             roots: Arc::new(Roots::new(std::slice::from_ref(&workspace))),
             target: None,
             call_id: None,
+            web: Arc::new(WebAccess::default()),
         }
+    }
+
+    /// The same context with `web` deciding what WebFetch may reach and how it answers.
+    pub(crate) fn with_web(mut self, web: WebAccess) -> Self {
+        self.web = Arc::new(web);
+        self
     }
 
     /// The same context with handles on the additional directories too (canonical).

@@ -37,6 +37,7 @@ pub(crate) mod todo;
 pub(crate) mod todo_write;
 mod tool;
 mod typed;
+pub(crate) mod web_fetch;
 pub(crate) mod write;
 
 use std::path::PathBuf;
@@ -52,6 +53,7 @@ pub(crate) use tool::{InternalFault, Tool, ToolCall, ToolError, ToolOutput, run_
 #[cfg(test)]
 pub(crate) use typed::CallJson;
 pub(crate) use typed::{About, ToolInput, TypedTool};
+pub(crate) use web_fetch::{PageAnswerer, WebAccess};
 
 /// Every built-in tool, in the order they are offered to the model.
 pub(crate) fn builtin() -> Vec<Arc<dyn Tool>> {
@@ -68,6 +70,7 @@ pub(crate) fn builtin() -> Vec<Arc<dyn Tool>> {
         Arc::new(bash_output::BashOutputTool),
         Arc::new(kill_shell::KillShellTool),
         Arc::new(todo_write::TodoWriteTool),
+        Arc::new(web_fetch::WebFetchTool),
     ]
 }
 

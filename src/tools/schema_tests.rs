@@ -22,7 +22,8 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
             "Bash",
             "BashOutput",
             "KillShell",
-            "TodoWrite"
+            "TodoWrite",
+            "WebFetch"
         ]
     );
     assert!(
@@ -87,6 +88,11 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
             json!({"todos": [{"content": "Fix", "status": "in_progress", "activeForm": "Fixing"}]}),
         ),
         ("TodoWrite", json!({"todos": []})),
+        (
+            "WebFetch",
+            json!({"url": "https://example.com/", "prompt": "p"}),
+        ),
+        ("WebFetch", json!({"url": "https://example.com/"})),
     ];
     for (tool, input) in valid {
         assert!(registry.validate(tool, &input).is_ok(), "{tool} {input}");
@@ -124,6 +130,11 @@ fn builtin_schemas_reject_unknown_fields_missing_fields_and_wrong_types() {
         ("BashOutput", json!({"bash_id": "bash_1", "filter": "x"})),
         ("BashOutput", json!({})),
         ("KillShell", json!({"bash_id": "bash_1"})),
+        ("WebFetch", json!({"prompt": "p"})),
+        (
+            "WebFetch",
+            json!({"url": "https://example.com/", "headers": {}}),
+        ),
         (
             "TodoWrite",
             json!({"todos": [{"content": "Fix", "status": "doing", "activeForm": "Fixing"}]}),

@@ -36,5 +36,6 @@ mod sharding;
 mod subagents_cli;
 mod tool_bench_cli;
 mod tools_cli;
+mod web_fetch_cli;
 mod web_search;
 mod workspace_cli;

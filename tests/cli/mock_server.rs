@@ -188,8 +188,17 @@ fn serve(mut stream: TcpStream, reply: Reply, recorded: &Mutex<Vec<Request>>) {
             headers,
             body,
         } => {
+            // JSON unless the reply names its own content type.
+            let typed = headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+            let default_type = if typed {
+                ""
+            } else {
+                "content-type: application/json\r\n"
+            };
             let mut head = format!(
-                "HTTP/1.1 {status} Mock\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                "HTTP/1.1 {status} Mock\r\n{default_type}content-length: {}\r\nconnection: close\r\n",
                 body.len()
             );
             for (name, value) in headers {

@@ -1,0 +1,357 @@
+//! What a fetched body becomes for the model: HTML as Markdown (htmd, a turndown-style
+//! converter), text and JSON as they are, anything binary refused. The model reads
+//! text; an image or archive as bytes would only spend its context.
+
+/// Most characters of page text the model is shown (the rest is cut, with a note).
+pub(crate) const MAX_CHARS: usize = 100_000;
+
+/// How a body is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Html,
+    Text,
+    Binary,
+}
+
+/// The text of a body whose `Content-Type` is `content_type`, or why it has none.
+pub(crate) fn to_text(content_type: Option<&str>, body: &[u8]) -> Result<String, String> {
+    let mime = content_type
+        .and_then(|t| t.split(';').next())
+        .map(|t| t.trim().to_ascii_lowercase())
+        .filter(|t| !t.is_empty());
+    let kind = match mime.as_deref() {
+        Some("text/html" | "application/xhtml+xml") => Kind::Html,
+        Some(t) if is_textual(t) => Kind::Text,
+        Some(_) => Kind::Binary,
+        None => sniff(body),
+    };
+    match kind {
+        Kind::Binary => Err(format!(
+            "the content is binary ({}, {} bytes); WebFetch returns only text: HTML pages, plain text, JSON, XML",
+            mime.as_deref().unwrap_or("no content type, not text"),
+            body.len()
+        )),
+        Kind::Text => Ok(String::from_utf8_lossy(body).into_owned()),
+        Kind::Html => html_to_markdown(&String::from_utf8_lossy(body)),
+    }
+}
+
+fn is_textual(mime: &str) -> bool {
+    mime.starts_with("text/")
+        || mime.ends_with("+json")
+        || mime.ends_with("+xml")
+        || matches!(
+            mime,
+            "application/json"
+                | "application/xml"
+                | "application/javascript"
+                | "application/ecmascript"
+                | "application/x-javascript"
+                | "application/yaml"
+                | "application/x-yaml"
+                | "application/toml"
+                | "application/x-sh"
+                | "application/sql"
+                | "application/graphql"
+        )
+}
+
+/// A body without a content type: text when it has no NUL byte and is UTF-8 (HTML
+/// when it opens like a page), binary otherwise.
+fn sniff(body: &[u8]) -> Kind {
+    let head = &body[..body.len().min(8192)];
+    if head.contains(&0) {
+        return Kind::Binary;
+    }
+    // A cut-off multi-byte character at the end of the sample is still text.
+    match std::str::from_utf8(head) {
+        Ok(_) => {}
+        Err(e) if e.error_len().is_none() => {}
+        Err(_) => return Kind::Binary,
+    }
+    let start = String::from_utf8_lossy(&head[..head.len().min(512)])
+        .trim_start()
+        .to_ascii_lowercase();
+    if start.starts_with("<!doctype html") || start.starts_with("<html") {
+        Kind::Html
+    } else {
+        Kind::Text
+    }
+}
+
+/// Deepest element nesting converted as Markdown. The converter walks the page's tree
+/// recursively and the parser's cost grows with depth times elements, so a hostile page
+/// nesting a million `<div>`s could exhaust a stack or a CPU; past this depth the page's
+/// text is returned instead, with a note.
+pub(crate) const MAX_DEPTH: usize = 512;
+
+/// Tags that never nest (void elements).
+const VOID: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr", "!doctype",
+];
+
+/// Tags whose end tag may be left out: the parser closes them itself, so counting them
+/// as nesting would take an ordinary sloppy page for a deep one.
+const OPTIONAL_END: &[&str] = &[
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "tbody", "thead", "tfoot",
+    "colgroup", "caption", "rb", "rt", "rp", "rtc", "html", "head", "body",
+];
+
+/// Elements whose text is not content.
+const SKIPPED: &[&str] = &[
+    "script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed", "head",
+];
+
+/// Stack of the converter's thread: the Markdown walk recurses once per level, up to
+/// [`MAX_DEPTH`] levels. Reserved, not committed: untouched pages cost nothing.
+const CONVERTER_STACK: usize = 64 * 1024 * 1024;
+
+/// Longest the conversion of one page may take.
+const CONVERT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Run `work` (a page's conversion) on a thread of its own with a stack deep enough for
+/// [`MAX_DEPTH`], for at most 30 seconds (past that the model is told, and the thread is
+/// left to finish on its own).
+pub(crate) async fn on_converter_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, crate::tools::ToolError> {
+    use crate::tools::ToolError;
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("drover-webfetch".into())
+        .stack_size(CONVERTER_STACK)
+        .spawn(move || {
+            let _ = sender.send(work());
+        })
+        .map_err(|e| ToolError::Internal(format!("could not start the page converter: {e}")))?;
+    match tokio::time::timeout(CONVERT_TIMEOUT, receiver).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(_)) => Err(ToolError::Failed(
+            "the page could not be converted (the converter failed on it)".to_string(),
+        )),
+        Err(_) => Err(ToolError::Failed(format!(
+            "converting the page took longer than {} seconds and was given up",
+            CONVERT_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// HTML as Markdown, without scripts, styles and other parts that are not content. A
+/// page nesting deeper than [`MAX_DEPTH`] comes back as its text.
+pub(crate) fn html_to_markdown(html: &str) -> Result<String, String> {
+    if approximate_depth(html) > MAX_DEPTH {
+        return Ok(format!("{}\n\n{}", too_deep_note(), strip_tags(html)));
+    }
+    let converter = htmd::HtmlToMarkdown::builder()
+        .skip_tags(SKIPPED.to_vec())
+        .build();
+    let tree = converter
+        .html_to_tree(html)
+        .map_err(|e| format!("the HTML could not be converted: {e}"))?;
+    if tree_depth(&tree) > MAX_DEPTH {
+        return Ok(format!("{}\n\n{}", too_deep_note(), tree_text(&tree)));
+    }
+    Ok(converter.tree_to_markdown(&tree).trim().to_string())
+}
+
+fn too_deep_note() -> String {
+    format!(
+        "[Note: the page nests elements more than {MAX_DEPTH} deep; its text is shown without Markdown formatting.]"
+    )
+}
+
+/// The deepest element nesting of `html` as its tags say, counted cheaply before any
+/// parsing: opening tags minus matching closing ones, leaving out void elements and those
+/// whose end tag may be omitted. Errs towards deeper (a self-closing `<div/>` counts, as
+/// the parser takes it as open).
+fn approximate_depth(html: &str) -> usize {
+    let mut open: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for (at, _) in html.match_indices('<') {
+        let rest = &html[at + 1..];
+        let (closing, rest) = match rest.strip_prefix('/') {
+            Some(rest) => (true, rest),
+            None => (false, rest),
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | ':' | '!'))
+            .take(64)
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if name.is_empty()
+            || !name.starts_with(|c: char| c.is_ascii_alphabetic())
+            || VOID.contains(&name.as_str())
+            || OPTIONAL_END.contains(&name.as_str())
+        {
+            continue;
+        }
+        let count = open.entry(name).or_default();
+        if closing {
+            if *count > 0 {
+                *count -= 1;
+                depth -= 1;
+            }
+        } else {
+            *count += 1;
+            depth += 1;
+            deepest = deepest.max(depth);
+        }
+    }
+    deepest
+}
+
+/// The depth of the parsed tree, walked without recursion.
+fn tree_depth(root: &htmd::Node) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(root.children.borrow().clone(), 1usize)];
+    while let Some((children, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        for child in children {
+            let grandchildren = child.children.borrow().clone();
+            if !grandchildren.is_empty() {
+                stack.push((grandchildren, depth + 1));
+            }
+        }
+    }
+    deepest
+}
+
+/// The text of the parsed tree (skipping scripts and styles), walked without recursion.
+fn tree_text(root: &htmd::Node) -> String {
+    use markup5ever_rcdom::NodeData;
+    let mut text = String::new();
+    let mut stack: Vec<std::rc::Rc<htmd::Node>> =
+        root.children.borrow().iter().rev().cloned().collect();
+    while let Some(node) = stack.pop() {
+        match &node.data {
+            NodeData::Text { contents } => text.push_str(&contents.borrow()),
+            NodeData::Element { name, .. } => {
+                if SKIPPED.contains(&&*name.local) {
+                    continue;
+                }
+                text.push(' ');
+                stack.extend(node.children.borrow().iter().rev().cloned());
+            }
+            _ => stack.extend(node.children.borrow().iter().rev().cloned()),
+        }
+    }
+    collapse_whitespace(&text)
+}
+
+/// The text of `html` with every tag removed (for pages too deep to parse).
+fn strip_tags(html: &str) -> String {
+    let mut text = String::with_capacity(html.len() / 2);
+    let mut in_tag = false;
+    for c in html.chars() {
+        match (in_tag, c) {
+            (false, '<') => in_tag = true,
+            (true, '>') => {
+                in_tag = false;
+                text.push(' ');
+            }
+            (false, c) => text.push(c),
+            (true, _) => {}
+        }
+    }
+    collapse_whitespace(&text)
+}
+
+fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `text` cut to at most `max` characters (on a character boundary), and whether it was.
+pub(crate) fn truncate_chars(text: String, max: usize) -> (String, bool) {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => {
+            let mut text = text;
+            text.truncate(at);
+            (text, true)
+        }
+        None => (text, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_becomes_markdown_without_scripts() {
+        let html = "<html><head><title>T</title><style>p{}</style></head><body><h1>Title</h1><p>Some <b>bold</b> <a href=\"https://x.org/\">link</a></p><script>alert(1)</script><ul><li>one</li></ul></body></html>";
+        let md = to_text(Some("text/html; charset=utf-8"), html.as_bytes()).unwrap();
+        assert!(md.contains("# Title"), "{md}");
+        assert!(md.contains("**bold**"), "{md}");
+        assert!(md.contains("[link](https://x.org/)"), "{md}");
+        assert!(md.contains("one"), "{md}");
+        assert!(!md.contains("alert"), "{md}");
+        assert!(!md.contains("p{}"), "{md}");
+    }
+
+    #[test]
+    fn text_and_json_pass_through_binary_is_refused() {
+        assert_eq!(to_text(Some("text/plain"), b"a\nb").unwrap(), "a\nb");
+        assert_eq!(
+            to_text(Some("application/json"), b"{\"a\":1}").unwrap(),
+            "{\"a\":1}"
+        );
+        assert_eq!(to_text(Some("application/ld+json"), b"{}").unwrap(), "{}");
+        let error = to_text(Some("image/png"), b"\x89PNG\r\n\x1a\n").unwrap_err();
+        assert!(error.contains("binary (image/png, 8 bytes)"), "{error}");
+        assert!(to_text(None, b"\x00\x01\x02").is_err());
+        assert!(to_text(None, b"\xff\xfe\xfd garbage").is_err());
+        assert_eq!(to_text(None, b"plain words").unwrap(), "plain words");
+        assert!(
+            to_text(None, b"<!DOCTYPE html><p>hi</p>")
+                .unwrap()
+                .contains("hi")
+        );
+        assert!(
+            !to_text(None, b"<!DOCTYPE html><p>hi</p>")
+                .unwrap()
+                .contains("<p>")
+        );
+    }
+
+    #[test]
+    fn truncation_counts_characters_and_keeps_them_whole() {
+        let (text, cut) = truncate_chars("héllo wörld".to_string(), 4);
+        assert_eq!((text.as_str(), cut), ("héll", true));
+        let (text, cut) = truncate_chars("short".to_string(), 5);
+        assert_eq!((text.as_str(), cut), ("short", false));
+        let (text, cut) = truncate_chars("ééé".to_string(), 0);
+        assert_eq!((text.as_str(), cut), ("", true));
+    }
+
+    #[test]
+    fn a_deeply_nested_page_comes_back_as_text_without_exhausting_the_stack() {
+        for depth in [MAX_DEPTH + 1, 200_000] {
+            let html = format!(
+                "{}deep text{}",
+                "<div>".repeat(depth),
+                "</div>".repeat(depth)
+            );
+            let out = html_to_markdown(&html).unwrap();
+            assert!(out.contains("deep text"), "{depth}");
+            assert!(out.contains("nests elements more than"), "{depth}");
+        }
+        // Nesting the cheap count does not see (tags the parser nests on its own) is
+        // caught on the parsed tree.
+        let sneaky = format!("{}text", "<table><tr><td>".repeat(MAX_DEPTH));
+        let out = html_to_markdown(&sneaky).unwrap();
+        assert!(
+            out.contains("text") && out.contains("nests elements"),
+            "{out}"
+        );
+        // Ordinary sloppy pages are not taken for deep ones.
+        let sloppy = format!("<ul>{}</ul>", "<li><p>item".repeat(5_000));
+        assert!(!approximate_depth(&sloppy).gt(&MAX_DEPTH));
+        assert!(
+            !html_to_markdown(&sloppy)
+                .unwrap()
+                .contains("nests elements")
+        );
+    }
+}

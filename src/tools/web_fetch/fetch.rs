@@ -1,0 +1,214 @@
+//! The HTTP side of WebFetch. drover fetches in its own process (not in the sandbox), so
+//! the confinement is here: every hop is judged by the rules again, redirects are
+//! followed by hand, and names are resolved by a resolver that drops addresses no rule
+//! opened (loopback, link-local, private …), so neither a redirect nor DNS rebinding
+//! reaches what the first URL could not. Proxies from the environment are not used: a
+//! proxy would connect on our behalf to whatever address it resolves, out of our sight.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use url::Url;
+
+use crate::policy::{UrlGrant, WebGrants, judge_url, restricted_ip};
+
+/// Most bytes read of a body; reading stops there.
+pub(crate) const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+/// Most redirects followed in one fetch.
+pub(crate) const MAX_REDIRECTS: usize = 10;
+/// Longest wait for a connection.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a whole fetch (every hop, every byte) may take.
+pub(crate) const TOTAL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A response body, read.
+#[derive(Debug)]
+pub(crate) struct Body {
+    /// The URL that answered (after the redirects followed).
+    pub url: Url,
+    pub status: reqwest::StatusCode,
+    pub content_type: Option<String>,
+    pub bytes: Vec<u8>,
+    /// Reading stopped at [`MAX_BODY_BYTES`].
+    pub capped: bool,
+}
+
+/// What a fetch came to.
+#[derive(Debug)]
+pub(crate) enum Fetched {
+    Page(Body),
+    /// A redirect this fetch does not follow: to a host the rules do not open to it.
+    Redirect {
+        from: Url,
+        to: String,
+        status: u16,
+        why: String,
+    },
+}
+
+/// Fetch `start` (already judged), following redirects the rules allow.
+pub(crate) async fn fetch(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, String> {
+    match tokio::time::timeout(TOTAL_TIMEOUT, hops(start, grants)).await {
+        Ok(fetched) => fetched,
+        Err(_) => Err(format!(
+            "the fetch took longer than {} seconds and was stopped",
+            TOTAL_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, String> {
+    let resolver = GuardedResolver {
+        grants: Arc::clone(&grants),
+    };
+    let client = crate::http_client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .referer(false)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(TOTAL_TIMEOUT)
+        .dns_resolver(Arc::new(resolver))
+        .build()
+        .map_err(|e| format!("drover could not set up the HTTP client: {}", describe(&e)))?;
+    let mut current = start.url;
+    for _ in 0..=MAX_REDIRECTS {
+        let response = client
+            .get(current.clone())
+            .header(
+                ACCEPT,
+                "text/html, text/markdown, text/plain, application/json;q=0.9, */*;q=0.5",
+            )
+            .send()
+            .await
+            .map_err(|e| format!("fetching {current} failed: {}", describe(&e)))?;
+        let status = response.status();
+        if status.is_redirection()
+            && let Some(location) = response.headers().get(LOCATION)
+        {
+            let location = location
+                .to_str()
+                .map_err(|_| format!("{current} redirected to a Location that is not text"))?;
+            let target = current
+                .join(location)
+                .map_err(|e| format!("{current} redirected to an invalid URL {location:?}: {e}"))?;
+            match judge_url(&target, &*grants) {
+                Ok(next) => {
+                    current = next.url;
+                    continue;
+                }
+                Err(refused) => {
+                    return Ok(Fetched::Redirect {
+                        from: current,
+                        to: target.to_string(),
+                        status: status.as_u16(),
+                        why: refused.reason,
+                    });
+                }
+            }
+        }
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let (bytes, capped) = read_capped(response, MAX_BODY_BYTES)
+            .await
+            .map_err(|e| format!("reading {current} failed: {e}"))?;
+        return Ok(Fetched::Page(Body {
+            url: current,
+            status,
+            content_type,
+            bytes,
+            capped,
+        }));
+    }
+    Err(format!(
+        "{current}: more than {MAX_REDIRECTS} redirects; WebFetch stopped following them"
+    ))
+}
+
+/// The body, up to `max` bytes; true when there was more.
+async fn read_capped(
+    mut response: reqwest::Response,
+    max: usize,
+) -> Result<(Vec<u8>, bool), String> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e))? {
+        let room = max - bytes.len();
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            return Ok((bytes, true));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok((bytes, false))
+}
+
+/// An error with its causes (reqwest's own text stops at "error sending request").
+fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Resolves names as the system does, then keeps only the addresses the rules open:
+/// public ones, and any address of a host an allow rule names exactly. The connection
+/// goes to an address kept here, so what was judged is what is reached.
+pub(super) struct GuardedResolver {
+    pub(super) grants: Arc<WebGrants>,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
+        let grant = (self.grants)(&host);
+        Box::pin(async move {
+            if !grant.allowed {
+                return Err(refusal(format!("no rule allows {host}")));
+            }
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let kept = kept_addresses(&found, grant.named_exactly);
+            if kept.is_empty() {
+                let shown: Vec<String> = found.iter().map(|a| a.ip().to_string()).collect();
+                return Err(refusal(format!(
+                    "{host} resolves to {} only, which WebFetch reaches only when an allow rule names exactly this host (WebFetch(domain:{host}))",
+                    if shown.is_empty() {
+                        "no address".to_string()
+                    } else {
+                        shown.join(", ")
+                    }
+                )));
+            }
+            Ok(Box::new(kept.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// The addresses a connection may go to: all of them for an exactly named host, else
+/// the public ones.
+pub(crate) fn kept_addresses(found: &[SocketAddr], named_exactly: bool) -> Vec<SocketAddr> {
+    found
+        .iter()
+        .copied()
+        .filter(|addr| named_exactly || restricted_ip(addr.ip()).is_none())
+        .collect()
+}
+
+fn refusal(message: String) -> Box<dyn std::error::Error + Send + Sync> {
+    Box::new(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        message,
+    ))
+}
