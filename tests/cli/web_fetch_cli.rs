@@ -318,3 +318,36 @@ fn a_remote_page_model_gets_the_page_and_prompt_and_its_key_stays_secret() {
     let recorded = std::fs::read_to_string(artifacts.join("web/transcript.jsonl")).unwrap();
     assert!(!recorded.contains(key));
 }
+
+#[test]
+fn the_page_models_tokens_count_toward_the_tasks_budget() {
+    let server = MockServer::start(vec![html("<p>The answer is 42.</p>")]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = format!(
+        "version: 1\nname: web\nprompt: Fetch.\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{}/\", prompt: \"What?\" }} }}]\n    - tool_calls: [{{ name: TodoWrite, input: {{ todos: [] }} }}]\n    - text: Done.\npermissions:\n  allow: [\"WebFetch(domain:127.0.0.1)\"]\nlimits:\n  max_tokens: 300\ntools:\n  web_fetch:\n    model:\n      provider: script\n      script:\n        - text: \"42\"\n          usage: {{ input_tokens: 400, output_tokens: 10 }}\n",
+        server.base_url
+    );
+    let spec = write_spec(dir.path(), "web.yaml", &spec);
+    let artifacts = dir.path().join("out");
+    let output = drover_without_proxy()
+        .args(["run", spec.to_str().unwrap(), "--artifacts"])
+        .arg(&artifacts)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = transcript(&artifacts.join("web/transcript.jsonl"));
+    let end = lines.last().unwrap();
+    assert_eq!(end["reason"], "budget", "{end}");
+    assert_eq!(end["usage"]["input_tokens"], 400, "{end}");
+    assert_eq!(
+        events(&lines, "model_response").len(),
+        1,
+        "no request after the budget"
+    );
+}

@@ -141,7 +141,7 @@ fn search_blocks_go_back_to_the_api_unchanged_in_the_next_request() {
     let server = MockServer::start(vec![Reply::sse(&first), Reply::sse(&final_turn)]);
     let (dir, spec) = task("anthropic", &server.base_url, "");
     let text = std::fs::read_to_string(&spec).unwrap()
-        + "permissions:\n  allow: [WebSearch]\n  deny: [\"WebSearch(domain:evil.example)\"]\n";
+        + "permissions:\n  allow: [WebSearch]\n  deny: [\"WebSearch(domain:evil.example)\"]\ntools:\n  web_search:\n    max_uses: 3\n";
     std::fs::write(&spec, text).unwrap();
     let artifacts = dir.path().join("out");
     let output = run(&spec, &artifacts, Some(KEY));
@@ -155,6 +155,7 @@ fn search_blocks_go_back_to_the_api_unchanged_in_the_next_request() {
     assert_eq!(requests.len(), 2);
     let tool = web_search_tool(&requests[0].json()).unwrap().clone();
     assert_eq!(tool["blocked_domains"], json!(["evil.example"]));
+    assert_eq!(tool["max_uses"], 3);
     let second = requests[1].json();
     let assistant = &second["messages"][1];
     assert_eq!(assistant["role"], "assistant");
