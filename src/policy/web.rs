@@ -18,8 +18,10 @@ use super::{Decision, Policy, Rule, Specifier, ToolFacts};
 pub(crate) struct HostGrant {
     /// An allow rule covers the host and no deny rule does.
     pub allowed: bool,
-    /// An allow rule names exactly this host: not a wildcard, not `WebFetch` outright.
-    /// Only such a rule opens a loopback, private or link-local address.
+    /// An allow rule names exactly this host, and the host is an IP address or
+    /// `localhost`: only such a rule opens a loopback, private or link-local address. A
+    /// DNS name never does, even named exactly: what it resolves to is not the rule
+    /// writer's to see (a name that resolves, or re-resolves, to 169.254.169.254).
     pub named_exactly: bool,
     /// The rule that decided (the deny rule, or the allow rule), as written.
     pub rule: Option<String>,
@@ -185,7 +187,8 @@ fn restricted_v6(ip: Ipv6Addr) -> Option<AddressKind> {
     if let Some(v4) = embedded_v4(ip) {
         return restricted_v4(v4);
     }
-    let first = ip.segments()[0];
+    let segments = ip.segments();
+    let first = segments[0];
     if ip.is_unspecified() {
         Some(AddressKind::Unspecified)
     } else if ip.is_loopback() {
@@ -197,6 +200,11 @@ fn restricted_v6(ip: Ipv6Addr) -> Option<AddressKind> {
         Some(AddressKind::Private)
     } else if ip.is_multicast() {
         Some(AddressKind::Multicast)
+    } else if (first == 0x2001 && segments[1] == 0)
+        || (first == 0x0100 && segments[1..4] == [0, 0, 0])
+    {
+        // 2001::/32 Teredo (tunnels to an IPv4 host), 100::/64 discard-only.
+        Some(AddressKind::Reserved)
     } else {
         None
     }
@@ -213,6 +221,10 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
         return Some(low); // ::a.b.c.d (IPv4-compatible, deprecated but routed by some)
     }
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(low);
+    }
+    // ::ffff:0:a.b.c.d (SIIT) and 64:ff9b:1::/48 (local-use NAT64) translate too.
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] || s[..3] == [0x64, 0xff9b, 1] {
         return Some(low);
     }
     if s[0] == 0x2002 {
@@ -337,19 +349,37 @@ fn web_grant(allow: &[Rule], deny: &[Rule], tool: &ToolFacts, host: &str) -> Hos
             .filter_map(|rule| covers(rule).map(|m| (rule.clone(), m)))
             .collect()
     };
-    if let Some((rule, _)) = governing(deny).into_iter().next() {
+    // A deny rule naming a domain covers its subdomains too: a deny list must not fail
+    // open for `sub.evil.com` when it names `evil.com`.
+    let denies = |rule: &Rule| match rule.specifier() {
+        None => true,
+        Some(Specifier::Domain(pattern)) => {
+            domain_covers(pattern, host).is_some()
+                || (!pattern.starts_with('*')
+                    && domain_covers(&format!("*.{pattern}"), host).is_some())
+        }
+        Some(_) => false,
+    };
+    if let Some(rule) = deny
+        .iter()
+        .find(|rule| rule.governs_tool(tool) && denies(rule))
+    {
         return HostGrant {
             allowed: false,
             named_exactly: false,
             rule: Some(rule.text().to_string()),
         };
     }
+    let literal_or_localhost = host.starts_with('[')
+        || host.parse::<Ipv4Addr>().is_ok()
+        || host == "localhost"
+        || host.ends_with(".localhost");
     let allowed = governing(allow);
     let exact = allowed.iter().find(|(_, m)| *m == Some(DomainMatch::Exact));
     match exact.or(allowed.first()) {
         Some((rule, m)) => HostGrant {
             allowed: true,
-            named_exactly: *m == Some(DomainMatch::Exact),
+            named_exactly: *m == Some(DomainMatch::Exact) && literal_or_localhost,
             rule: Some(rule.text().to_string()),
         },
         None => HostGrant::default(),

@@ -228,3 +228,47 @@ fn rule_domains_are_normalised_and_checked() {
         "{error}"
     );
 }
+
+#[test]
+fn a_deny_rule_covers_the_subdomains_of_its_domain() {
+    let open = policy(&["WebFetch"], &["WebFetch(domain:evil.com)"]);
+    assert!(!decide(&open, "https://evil.com/").allowed);
+    assert!(!decide(&open, "https://sub.evil.com/").allowed);
+    assert!(decide(&open, "https://notevil.com/").allowed);
+    let nested = policy(
+        &["WebFetch(domain:*.example.com)"],
+        &["WebFetch(domain:bad.example.com)"],
+    );
+    assert!(!decide(&nested, "https://x.bad.example.com/").allowed);
+    assert!(decide(&nested, "https://good.example.com/").allowed);
+}
+
+#[test]
+fn a_dns_name_named_exactly_never_opens_restricted_addresses() {
+    let named = policy(&["WebFetch(domain:docs.example.com)"], &[]);
+    let grant = named.web_grant(&web_fetch(), "docs.example.com");
+    assert!(grant.allowed);
+    assert!(
+        !grant.named_exactly,
+        "what a name resolves to is not the rule's to open"
+    );
+    let ip = policy(&["WebFetch(domain:10.0.0.5)"], &[]);
+    assert!(ip.web_grant(&web_fetch(), "10.0.0.5").named_exactly);
+    let local = policy(&["WebFetch(domain:localhost)"], &[]);
+    assert!(local.web_grant(&web_fetch(), "localhost").named_exactly);
+}
+
+#[test]
+fn translated_and_tunnelled_ipv6_forms_are_restricted() {
+    for form in [
+        "::ffff:0:a9fe:a9fe",
+        "64:ff9b:1::a9fe:a9fe",
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+        "100::1",
+    ] {
+        let ip: IpAddr = form.parse().unwrap();
+        assert!(restricted_ip(ip).is_some(), "{form}");
+    }
+    let public: IpAddr = "2606:4700::1111".parse().unwrap();
+    assert_eq!(restricted_ip(public), None);
+}
