@@ -110,19 +110,34 @@ const CONVERTER_STACK: usize = 64 * 1024 * 1024;
 /// Longest the conversion of one page may take.
 const CONVERT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How many pages are converted at once, in the whole process: a turn of many WebFetch
+/// calls (they run concurrently) cannot take every core and all memory.
+const CONVERTERS: usize = 2;
+
+/// The permits of [`CONVERTERS`]; a converter thread holds its permit until it ends,
+/// even one whose caller gave up waiting, so runaway conversions cannot pile up.
+static CONVERTER_PERMITS: std::sync::LazyLock<std::sync::Arc<tokio::sync::Semaphore>> =
+    std::sync::LazyLock::new(|| std::sync::Arc::new(tokio::sync::Semaphore::new(CONVERTERS)));
+
 /// Run `work` (a page's conversion) on a thread of its own with a stack deep enough for
-/// [`MAX_DEPTH`], for at most 30 seconds (past that the model is told, and the thread is
-/// left to finish on its own).
+/// [`MAX_DEPTH`], at most [`CONVERTERS`] at once, each for at most 30 seconds (past that
+/// the model is told, and the thread is left to finish on its own, still holding its
+/// permit).
 pub(crate) async fn on_converter_thread<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, crate::tools::ToolError> {
     use crate::tools::ToolError;
+    let permit = std::sync::Arc::clone(&CONVERTER_PERMITS)
+        .acquire_owned()
+        .await
+        .map_err(|e| ToolError::Internal(format!("the page converters are gone: {e}")))?;
     let (sender, receiver) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("drover-webfetch".into())
         .stack_size(CONVERTER_STACK)
         .spawn(move || {
             let _ = sender.send(work());
+            drop(permit);
         })
         .map_err(|e| ToolError::Internal(format!("could not start the page converter: {e}")))?;
     match tokio::time::timeout(CONVERT_TIMEOUT, receiver).await {
@@ -137,11 +152,28 @@ pub(crate) async fn on_converter_thread<T: Send + 'static>(
     }
 }
 
+/// The most HTML converted to Markdown; a larger page comes back as its text.
+pub(crate) const MAX_CONVERTED_HTML: usize = 2 * 1024 * 1024;
+
+/// The most work a conversion may do, in characters times nesting depth: Markdown
+/// prefixes every line with a marker per enclosing quote or list, so a page of many
+/// lines inside deep nesting grows quadratically when converted. A real page costs a
+/// few million; past this the page comes back as its text.
+pub(crate) const MAX_CONVERSION_COST: u64 = 20_000_000;
+
 /// HTML as Markdown, without scripts, styles and other parts that are not content. A
-/// page nesting deeper than [`MAX_DEPTH`] comes back as its text.
+/// page nesting deeper than [`MAX_DEPTH`], larger than [`MAX_CONVERTED_HTML`], or costing
+/// more than [`MAX_CONVERSION_COST`] to convert comes back as its text.
 pub(crate) fn html_to_markdown(html: &str) -> Result<String, String> {
     if approximate_depth(html) > MAX_DEPTH {
         return Ok(format!("{}\n\n{}", too_deep_note(), strip_tags(html)));
+    }
+    if html.len() > MAX_CONVERTED_HTML {
+        return Ok(format!(
+            "[Note: the page has {} bytes of HTML, more than the {MAX_CONVERTED_HTML} converted to Markdown; its text is shown without formatting.]\n\n{}",
+            html.len(),
+            strip_tags(html)
+        ));
     }
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(SKIPPED.to_vec())
@@ -151,6 +183,12 @@ pub(crate) fn html_to_markdown(html: &str) -> Result<String, String> {
         .map_err(|e| format!("the HTML could not be converted: {e}"))?;
     if tree_depth(&tree) > MAX_DEPTH {
         return Ok(format!("{}\n\n{}", too_deep_note(), tree_text(&tree)));
+    }
+    if conversion_cost(&tree) > MAX_CONVERSION_COST {
+        return Ok(format!(
+            "[Note: the page's text sits too deep in nested quotes or lists to convert to Markdown at a bounded cost; its text is shown without formatting.]\n\n{}",
+            tree_text(&tree)
+        ));
     }
     Ok(converter.tree_to_markdown(&tree).trim().to_string())
 }
@@ -216,6 +254,36 @@ fn tree_depth(root: &htmd::Node) -> usize {
         }
     }
     deepest
+}
+
+/// What converting the tree costs: every node's text (at least one character) times how
+/// deep it sits, walked without recursion.
+fn conversion_cost(root: &htmd::Node) -> u64 {
+    use markup5ever_rcdom::NodeData;
+    let mut cost = 0u64;
+    let mut stack: Vec<(std::rc::Rc<htmd::Node>, u64)> = root
+        .children
+        .borrow()
+        .iter()
+        .map(|child| (std::rc::Rc::clone(child), 1))
+        .collect();
+    while let Some((node, depth)) = stack.pop() {
+        let length = match &node.data {
+            NodeData::Text { contents } => contents.borrow().len() as u64,
+            _ => 0,
+        };
+        cost = cost.saturating_add(length.max(1).saturating_mul(depth));
+        if cost > MAX_CONVERSION_COST {
+            return cost;
+        }
+        stack.extend(
+            node.children
+                .borrow()
+                .iter()
+                .map(|child| (std::rc::Rc::clone(child), depth + 1)),
+        );
+    }
+    cost
 }
 
 /// The text of the parsed tree (skipping scripts and styles), walked without recursion.
@@ -323,6 +391,41 @@ mod tests {
         assert_eq!((text.as_str(), cut), ("short", false));
         let (text, cut) = truncate_chars("ééé".to_string(), 0);
         assert_eq!((text.as_str(), cut), ("", true));
+    }
+
+    #[test]
+    fn a_page_too_costly_to_convert_comes_back_as_text_quickly() {
+        // Many lines inside deep quotes: Markdown would repeat the quote markers on
+        // every line (hundreds of megabytes); the cost budget turns it into text.
+        let bomb = format!(
+            "{}{}{}",
+            "<blockquote>".repeat(500),
+            "<p>x</p>".repeat(100_000),
+            "</blockquote>".repeat(500)
+        );
+        let started = std::time::Instant::now();
+        let text = html_to_markdown(&bomb).unwrap();
+        assert!(
+            text.starts_with("[Note: the page's text sits too deep"),
+            "{}",
+            &text[..80]
+        );
+        assert!(text.len() < 1_000_000, "{}", text.len());
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        let huge = format!("<p>{}</p>", "word ".repeat(MAX_CONVERTED_HTML / 4));
+        assert!(
+            html_to_markdown(&huge)
+                .unwrap()
+                .starts_with("[Note: the page has")
+        );
+        // An ordinary page converts.
+        let page =
+            "<h1>Title</h1><ul><li>one</li><li>two</li></ul><blockquote><p>q</p></blockquote>";
+        let markdown = html_to_markdown(page).unwrap();
+        assert!(
+            markdown.contains("# Title") && markdown.contains("> q"),
+            "{markdown}"
+        );
     }
 
     #[test]

@@ -52,6 +52,12 @@ Usage:
 - Results are cached for the run: fetching the same URL again returns the earlier content.
 - Read-only: nothing in the workspace changes.";
 
+/// Pages fetched at once in the whole process.
+const FETCHES: usize = 4;
+
+static FETCH_PERMITS: std::sync::LazyLock<tokio::sync::Semaphore> =
+    std::sync::LazyLock::new(|| tokio::sync::Semaphore::new(FETCHES));
+
 impl TypedTool for WebFetchTool {
     type Input = Input;
     const ABOUT: About = About::reads("WebFetch", DESCRIPTION);
@@ -87,9 +93,16 @@ impl TypedTool for WebFetchTool {
         let prompt = input.prompt.as_deref().map(str::trim).unwrap_or_default();
         let (page, cached) = match web.cache.get(&key) {
             Some(page) => (page, true),
-            None => match fetch::fetch(granted, Arc::clone(&web.grants))
-                .await
-                .map_err(ToolError::Failed)?
+            None => match {
+                // At most FETCHES bodies (10 MiB each) in memory at once, whatever the
+                // number of calls in a turn.
+                let _permit = FETCH_PERMITS
+                    .acquire()
+                    .await
+                    .map_err(|e| ToolError::Internal(format!("the fetch permits are gone: {e}")))?;
+                fetch::fetch(granted, Arc::clone(&web.grants)).await
+            }
+            .map_err(ToolError::Failed)?
             {
                 Fetched::Redirect {
                     from,
