@@ -437,6 +437,9 @@ impl Parser<'_> {
     fn object(&mut self, depth: usize) -> Result<Json, ParseError> {
         self.pos += 1;
         let mut members = Vec::new();
+        // Python's json keeps the last of a repeated key, this reader would show the
+        // first: a notebook could show the model one cell and Jupyter run another.
+        let mut keys = std::collections::HashSet::new();
         let open_gap = self.skip_ws().to_string();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -449,7 +452,14 @@ impl Parser<'_> {
             if self.peek() != Some(b'"') {
                 return Err(self.error("expected a key (a string) in an object"));
             }
+            let key_at = self.pos;
             let key = self.string()?;
+            if !keys.insert(key.clone()) {
+                self.pos = key_at;
+                return Err(self.error(&format!(
+                    "the key {key:?} appears twice in one object (Jupyter would read the last, drover the first)"
+                )));
+            }
             let colon_start = self.pos;
             self.skip_ws();
             if self.peek() != Some(b':') {

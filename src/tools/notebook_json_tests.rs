@@ -81,6 +81,8 @@ fn bad_json_is_an_error_that_says_where() {
         ("[1.]", "invalid number"),
         ("", "unexpected end"),
         ("{\"é\": \"\\é", "unterminated string"),
+        ("{\"a\": 1, \"a\": 2}", "appears twice"),
+        ("{\"c\": [{\"s\": 1, \"t\": 2, \"s\": 3}]}", "appears twice"),
     ];
     for (text, expected) in cases {
         let error = Document::parse(text.to_string()).unwrap_err();

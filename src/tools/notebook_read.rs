@@ -118,13 +118,13 @@ pub(super) fn render(
 
 /// One cell and its outputs.
 fn render_cell(cell: &Node, index: usize) -> String {
-    let id = label(cell, index);
-    let kind = cell_type(cell);
+    let id = attribute(&label(cell, index));
+    let kind = attribute(cell_type(cell));
     let count = match cell.get("execution_count").map(|n| &n.value) {
         Some(Json::Number(n)) => format!(" execution_count=\"{n}\""),
         _ => String::new(),
     };
-    let source = multiline(cell.get("source"));
+    let source = body(&strip_ansi(&multiline(cell.get("source"))));
     let mut out = format!("<cell id=\"{id}\" type=\"{kind}\"{count}>\n");
     if !source.is_empty() {
         out.push_str(&cut_middle(&source, MAX_SOURCE_CHARS));
@@ -156,12 +156,12 @@ fn render_output(output: &Node, cell: &str) -> String {
         .get("output_type")
         .and_then(Node::as_str)
         .unwrap_or("unknown");
-    let mut attributes = format!("cell=\"{cell}\" type=\"{kind}\"");
+    let mut attributes = format!("cell=\"{cell}\" type=\"{}\"", attribute(kind));
     let mut text = String::new();
     match kind {
         "stream" => {
             if let Some(name) = output.get("name").and_then(Node::as_str) {
-                attributes.push_str(&format!(" name=\"{name}\""));
+                attributes.push_str(&format!(" name=\"{}\"", attribute(name)));
             }
             text = multiline(output.get("text"));
         }
@@ -188,7 +188,10 @@ fn render_output(output: &Node, cell: &str) -> String {
         }
         _ => {}
     }
-    let text = cut_middle(strip_ansi(&text).trim_end_matches('\n'), MAX_OUTPUT_CHARS);
+    let text = cut_middle(
+        &body(&strip_ansi(&text)).trim_end_matches('\n'),
+        MAX_OUTPUT_CHARS,
+    );
     format!("<output {attributes}>\n{text}\n</output>\n")
 }
 
@@ -222,21 +225,65 @@ fn bundle_text(data: Option<&Node>) -> String {
     lines.join("\n")
 }
 
-/// `text` without terminal colour codes (tracebacks and progress output are full of them).
+/// `text` without terminal escape sequences (colour codes fill tracebacks and progress
+/// output; title, clipboard and hyperlink sequences have no business in a tool result)
+/// and without any other control character but newline and tab.
 fn strip_ansi(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\u{1b}' && chars.peek() == Some(&'[') {
-            chars.next();
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) {
-                    break;
+        if c == '\u{1b}' {
+            match chars.next() {
+                // CSI: parameters up to a final byte.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
                 }
+                // OSC, DCS, APC, PM, SOS: up to BEL or ESC \.
+                Some(']' | 'P' | '_' | '^' | 'X') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                            chars.next();
+                            break;
+                        }
+                    }
+                }
+                // Any other escape: the one character after it.
+                _ => {}
             }
+            continue;
+        }
+        if c.is_control() && c != '\n' && c != '\t' {
             continue;
         }
         out.push(c);
     }
     out
+}
+
+/// `value` as it may stand inside `attr="…"`: no quote, angle bracket or control
+/// character, so a notebook cannot forge the structure Read shows.
+fn attribute(value: &str) -> String {
+    strip_ansi(value)
+        .chars()
+        .map(|c| match c {
+            '"' | '<' | '>' | '\n' | '\t' => '_',
+            c => c,
+        })
+        .collect()
+}
+
+/// Text shown between the tags: a line closing a cell or an output is defused, so a
+/// source cannot end its cell early and forge the next.
+fn body(text: &str) -> String {
+    text.replace("</cell>", "<\\/cell>")
+        .replace("</output>", "<\\/output>")
+        .replace("<cell ", "<\\cell ")
+        .replace("<output ", "<\\output ")
 }
