@@ -189,7 +189,7 @@ fn render_output(output: &Node, cell: &str) -> String {
         _ => {}
     }
     let text = cut_middle(
-        &body(&strip_ansi(&text)).trim_end_matches('\n'),
+        body(&strip_ansi(&text)).trim_end_matches('\n'),
         MAX_OUTPUT_CHARS,
     );
     format!("<output {attributes}>\n{text}\n</output>\n")
