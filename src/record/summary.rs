@@ -116,6 +116,33 @@ pub(crate) fn summary_md(report: &RunReport) -> String {
             retried.join(", ")
         );
     }
+    let with_agents: Vec<String> = report
+        .tasks
+        .iter()
+        .filter(|t| !t.agents.is_empty())
+        .map(|t| {
+            let cost_of = t
+                .agents
+                .iter()
+                .try_fold(0.0, |sum, run| run.cost_usd.map(|c| sum + c));
+            format!(
+                "{} ({} sub-agent run{}, {} turns, {})",
+                clean(&t.name),
+                t.agents.len(),
+                if t.agents.len() == 1 { "" } else { "s" },
+                t.agent_turns,
+                cost(cost_of)
+            )
+        })
+        .collect();
+    if !with_agents.is_empty() {
+        let _ = writeln!(
+            out,
+            "
+Sub-agents (included in the figures above): {}.",
+            with_agents.join(", ")
+        );
+    }
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
         failed_section(&mut out, task);
     }

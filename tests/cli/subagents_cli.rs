@@ -122,6 +122,13 @@ fn a_reviewer_sub_agent_reads_and_reports_to_its_parent() {
     assert_eq!(agents[0]["turns"], 2);
     assert_eq!(agents[0]["depth"], 1);
     assert_eq!(agents[0]["usage"]["input_tokens"], 250);
+    let markdown = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
+    assert!(
+        markdown.contains(
+            "Sub-agents (included in the figures above): review (1 sub-agent run, 2 turns"
+        ),
+        "{markdown}"
+    );
 
     // One hash chain holds both agents' lines.
     let verified = drover()
