@@ -85,6 +85,8 @@ pub(super) struct ParseError {
 pub(super) struct Style {
     /// One level of indentation (nbformat writes one space); `None`: all on one line.
     pub indent: Option<String>,
+    /// The line break of an indented file: `\n`, or `\r\n` for a file saved on Windows.
+    pub newline: &'static str,
     /// Between a key and its value: `": "` as Python and nbformat write, or `":"`.
     pub colon: String,
     /// Between items on one line (compact files only): `", "` or `","`.
@@ -189,7 +191,7 @@ impl Document {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push('\n');
+                out.push_str(self.style.newline);
                 for _ in 0..depth {
                     out.push_str(unit);
                 }
@@ -202,7 +204,7 @@ impl Document {
     /// What goes before the closing bracket of a non-empty container at `depth`.
     fn close(&self, depth: usize, out: &mut String) {
         if let Some(unit) = &self.style.indent {
-            out.push('\n');
+            out.push_str(self.style.newline);
             for _ in 0..depth {
                 out.push_str(unit);
             }
@@ -258,8 +260,10 @@ impl StyleSeen {
             Some(at) => (Some(gap[at + 1..].to_string()), ",".to_string()),
             None => (None, format!(",{gap}")),
         };
+        let newline = if gap.contains("\r\n") { "\r\n" } else { "\n" };
         Style {
             indent,
+            newline,
             colon: self.colon.unwrap_or_else(|| ": ".to_string()),
             comma,
             ascii: self.escaped_non_ascii && !self.raw_non_ascii,

@@ -54,6 +54,9 @@ fn values_written_anew_follow_the_files_layout() {
     let style = Document::parse(two.to_string()).unwrap().style;
     assert_eq!(style.indent.as_deref(), Some("  "));
     assert_eq!(style.colon, ": ");
+    // A file saved on Windows keeps its line breaks (and its byte-order mark).
+    let crlf = "\u{FEFF}{\r\n \"a\": [\r\n  \"x\",\r\n  1\r\n ],\r\n \"b\": {}\r\n}\r\n";
+    assert_eq!(rewritten(crlf), crlf);
 }
 
 #[test]
