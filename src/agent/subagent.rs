@@ -266,44 +266,55 @@ impl<'a> Launcher<'a> {
             config
                 .meter
                 .record_agent(run, &outcome.denials, &outcome.calls);
-            let tool_uses: u64 = outcome.calls.values().sum();
-            let figures = format!(
-                "{USAGE_OPEN}agent {agent_id}: {}, {}, {} tokens, {duration_ms} ms</agent_usage>",
-                counted(u64::from(outcome.turns), "turn"),
-                counted(tool_uses, "tool use"),
-                outcome.usage.total()
-            );
-            match outcome.reason {
-                EndReason::EndTurn => {
-                    let text = if outcome.final_text.trim().is_empty() {
-                        "(the sub-agent ended without a report)".to_string()
-                    } else {
-                        outcome.final_text
-                    };
-                    Ok(ToolOutput::ok(format!("{text}{figures}")))
-                }
-                EndReason::InternalError => Err(InternalFault::Drover {
-                    tool: crate::tools::agent::AGENT.to_string(),
-                    message: format!("sub-agent {agent_id}: {}", outcome.message),
-                }),
-                EndReason::McpUnavailable => Err(InternalFault::Unavailable {
-                    message: format!("sub-agent {agent_id}: {}", outcome.message),
-                }),
-                _ => {
-                    let last = if outcome.final_text.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!("\nIts last text:\n{}", outcome.final_text)
-                    };
-                    Ok(ToolOutput::error(format!(
-                        "The sub-agent {} stopped before finishing ({}): {}.{last}{figures}",
-                        request.subagent_type,
-                        outcome.reason.as_str(),
-                        outcome.message
-                    )))
-                }
-            }
+            answer_of(outcome, &request.subagent_type, &agent_id, duration_ms)
         })
+    }
+}
+
+/// What the parent's `Agent` call answers for a sub-agent's run: its report (or why it
+/// stopped) and its figures; drover's own fault in it ends the task as it would in the
+/// main loop.
+fn answer_of(
+    outcome: super::LoopOutcome,
+    agent_type: &str,
+    agent_id: &str,
+    duration_ms: u64,
+) -> Result<ToolOutput, InternalFault> {
+    let tool_uses: u64 = outcome.calls.values().sum();
+    let figures = format!(
+        "{USAGE_OPEN}agent {agent_id}: {}, {}, {} tokens, {duration_ms} ms</agent_usage>",
+        counted(u64::from(outcome.turns), "turn"),
+        counted(tool_uses, "tool use"),
+        outcome.usage.total()
+    );
+    match outcome.reason {
+        EndReason::EndTurn => {
+            let text = if outcome.final_text.trim().is_empty() {
+                "(the sub-agent ended without a report)".to_string()
+            } else {
+                outcome.final_text
+            };
+            Ok(ToolOutput::ok(format!("{text}{figures}")))
+        }
+        EndReason::InternalError => Err(InternalFault::Drover {
+            tool: crate::tools::agent::AGENT.to_string(),
+            message: format!("sub-agent {agent_id}: {}", outcome.message),
+        }),
+        EndReason::McpUnavailable => Err(InternalFault::Unavailable {
+            message: format!("sub-agent {agent_id}: {}", outcome.message),
+        }),
+        _ => {
+            let last = if outcome.final_text.trim().is_empty() {
+                String::new()
+            } else {
+                format!("\nIts last text:\n{}", outcome.final_text)
+            };
+            Ok(ToolOutput::error(format!(
+                "The sub-agent {agent_type} stopped before finishing ({}): {}.{last}{figures}",
+                outcome.reason.as_str(),
+                outcome.message
+            )))
+        }
     }
 }
 
