@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! Tests of the transcript writer and reader.
 
 use super::*;

@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! WebFetch against servers on 127.0.0.1 (never the internet), under real policies.
 
 use std::io::{Read, Write};
