@@ -134,9 +134,15 @@ pub struct ReplayArgs {
     /// the replay never changes it.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Fail (exit 1) as soon as a tool result differs from the recording.
+    /// Fail (exit 1) as soon as a tool result differs from the recording (volatile
+    /// output masked); without it, each drift is reported and the replay goes on.
     #[arg(long)]
     pub strict: bool,
+    /// A regular expression of volatile output to mask in both results before they are
+    /// compared, besides the built-in masks and the spec's `replay.ignore` (repeat for
+    /// more).
+    #[arg(long, value_name = "REGEX")]
+    pub ignore: Vec<String>,
     /// Also run the checks recorded in the transcript's spec (they run commands; without
     /// this flag they are listed, not run).
     #[arg(long)]

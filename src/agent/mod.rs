@@ -67,6 +67,8 @@ pub(crate) struct ReplayExpectations {
     pub results: HashMap<String, ToolOutput>,
     /// Under `--strict` the first difference ends the run with `replay_drift`.
     pub strict: bool,
+    /// What is masked in both results before they are compared (durations, …).
+    pub masks: std::sync::Arc<crate::record::volatile::Masks>,
 }
 
 /// How the loop ended.
@@ -82,12 +84,8 @@ pub(crate) struct LoopOutcome {
     pub denials: Vec<Denial>,
     /// Calls the policy allowed, by tool name.
     pub calls: std::collections::BTreeMap<String, u64>,
-    /// Tool results that differed from the recording (replay only).
-    #[expect(
-        dead_code,
-        reason = "counted but not reported yet: the drift report is issue 17's"
-    )]
-    pub drifts: u32,
+    /// Tool results that differed from the recording (replay only), and the first.
+    pub drift: Option<crate::record::DriftReport>,
 }
 
 /// The loop's collaborators.
@@ -181,7 +179,7 @@ impl Agent<'_> {
             final_text: session.final_text.clone(),
             denials: session.denials.clone(),
             calls: session.calls.clone(),
-            drifts: session.drifts,
+            drift: session.drift.clone(),
         })
     }
 
@@ -356,7 +354,9 @@ impl Agent<'_> {
 }
 
 impl Agent<'_> {
-    /// Compare a replayed result with the recording.
+    /// Compare a replayed result with the recording, volatile spans masked in both: a
+    /// difference is a `replay_drift` event (with a short diff, which progress shows as it
+    /// happens) and, under `--strict`, the end of the run.
     fn check_replay(
         &mut self,
         call: &Call,
@@ -366,35 +366,60 @@ impl Agent<'_> {
         let Some(replay) = &self.replay else {
             return Ok(None);
         };
+        session.replayed_calls += 1;
+        let number = session.replayed_calls;
         let expected = replay.results.get(&call.id);
         if expected == Some(output) {
             return Ok(None);
         }
+        let is_agent = self.registry.resolve(&call.name) == crate::tools::agent::AGENT;
         // An Agent result ends with its run's figures, whose duration varies.
-        if self.registry.resolve(&call.name) == crate::tools::agent::AGENT
-            && let Some(expected) = expected
-            && expected.is_error == output.is_error
-            && subagent::without_usage(&expected.content)
-                == subagent::without_usage(&output.content)
-        {
-            return Ok(None);
-        }
-        let strict = replay.strict;
+        let comparable = |content: &str| -> String {
+            let content = if is_agent {
+                subagent::without_usage(content)
+            } else {
+                content
+            };
+            replay.masks.mask(content).into_owned()
+        };
         let expected_text = expected.map_or_else(
             || "(no recorded result)".to_string(),
             |expected| expected.content.clone(),
         );
+        let (recorded, replayed) = (comparable(&expected_text), comparable(&output.content));
+        let same = expected.is_some_and(|expected| {
+            expected.is_error == output.is_error
+                && expected.images == output.images
+                && recorded == replayed
+        });
+        if same {
+            return Ok(None);
+        }
+        let strict = replay.strict;
+        let diff = crate::record::drift::short_diff(&recorded, &replayed);
         self.transcript.write(Event::ReplayDrift {
             tool_use_id: call.id.clone(),
             expected: expected_text,
             actual: output.content.clone(),
+            call: number,
+            tool: call.name.clone(),
+            diff: diff.clone(),
         })?;
-        session.drifts += 1;
+        let drift = session
+            .drift
+            .get_or_insert_with(|| crate::record::DriftReport {
+                count: 0,
+                call: number,
+                tool: call.name.clone(),
+                tool_use_id: call.id.clone(),
+                diff,
+            });
+        drift.count += 1;
         Ok(strict.then(|| {
             (
                 EndReason::ReplayDrift,
                 format!(
-                    "the result of {} call {} differs from the recording (--strict)",
+                    "the result of call {number} ({} {}) differs from the recording (--strict)",
                     call.name, call.id
                 ),
             )

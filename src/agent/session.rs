@@ -28,7 +28,10 @@ pub(crate) struct Session {
     /// text must be the last turn's, not an earlier one's.
     pub(super) last_turn_text: String,
     pub(super) denials: Vec<Denial>,
-    pub(super) drifts: u32,
+    /// Replayed results that differed from the recording: how many, and the first.
+    pub(super) drift: Option<crate::record::DriftReport>,
+    /// Tool calls compared with the recording so far (a replay's call numbers).
+    pub(super) replayed_calls: u32,
     /// Calls the policy allowed, by tool name.
     pub(super) calls: BTreeMap<String, u64>,
     /// The tools offered, the same in every request.
@@ -64,7 +67,8 @@ impl Session {
             final_text: String::new(),
             last_turn_text: String::new(),
             denials: Vec::new(),
-            drifts: 0,
+            drift: None,
+            replayed_calls: 0,
             calls: BTreeMap::new(),
             tools,
             notices,

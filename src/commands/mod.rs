@@ -136,6 +136,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         mcp_env: args.mcp_env,
         mcp_urls: args.mcp_urls,
         quiet: args.quiet,
+        ignore: args.ignore,
         artifacts: args.artifacts,
     };
     let plan = match run::plan_replay(&options) {

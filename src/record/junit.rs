@@ -114,6 +114,12 @@ fn agent_output(task: &TaskReport) -> String {
             ));
         }
     }
+    if let Some(drift) = &task.drift {
+        out.push_str(&format!(
+            "replay drift: {} result(s) differ from the recording; the first at call {} ({} {}):\n{}",
+            drift.count, drift.call, drift.tool, drift.tool_use_id, drift.diff
+        ));
+    }
     if !task.final_text.is_empty() {
         out.push_str("last assistant text:\n");
         out.push_str(tail(&task.final_text, FINAL_TEXT_TAIL));

@@ -1,6 +1,7 @@
 //! What a run leaves behind: the transcript, the workspace diff, JUnit XML and summaries.
 
 pub(crate) mod chain;
+pub(crate) mod drift;
 pub(crate) mod github;
 pub(crate) mod junit;
 pub(crate) mod merge;
@@ -9,7 +10,9 @@ pub(crate) mod redact_safety;
 pub(crate) mod report;
 pub(crate) mod summary;
 pub(crate) mod transcript;
+pub(crate) mod volatile;
 
+pub(crate) use drift::DriftReport;
 pub(crate) use redact::Redactor;
 pub(crate) use report::{
     AgentRun, CheckReport, Denial, EndReason, McpServerReport, RunReport, ShardId, Status,

@@ -210,6 +210,10 @@ pub(crate) struct TaskReport {
     /// Model turns of all sub-agents together (`turns` are the main agent's).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub agent_turns: u32,
+    /// A replay's results that differed from the recording (replays only; absent when
+    /// none did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<super::DriftReport>,
 }
 
 fn is_zero(count: &u32) -> bool {

@@ -147,6 +147,21 @@ Sub-agents (included in the figures above): {}.",
         failed_section(&mut out, task);
     }
     for task in &report.tasks {
+        if let Some(drift) = &task.drift {
+            let _ = write!(
+                out,
+                "\n### {}: replay drift\n\n{} result{} differed from the recording (volatile output masked); the first at call {} ({} `{}`):\n\n```diff\n{}```\n",
+                clean(&task.name),
+                drift.count,
+                if drift.count == 1 { "" } else { "s" },
+                drift.call,
+                clean(&drift.tool),
+                clean(&drift.tool_use_id),
+                drift.diff.replace("```", "'''")
+            );
+        }
+    }
+    for task in &report.tasks {
         if let Some(value) = &task.output {
             let text = serde_json::to_string_pretty(value).unwrap_or_default();
             let shown: String = text.chars().take(4000).collect();

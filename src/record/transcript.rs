@@ -107,6 +107,14 @@ pub(crate) enum Event {
         tool_use_id: String,
         expected: String,
         actual: String,
+        /// The call's number in the replay, from 1.
+        #[serde(default)]
+        call: u32,
+        #[serde(default)]
+        tool: String,
+        /// A short unified diff, recorded → replayed, volatile spans masked.
+        #[serde(default)]
+        diff: String,
     },
     /// One `setup:` command, after it ended.
     Setup {

@@ -236,6 +236,21 @@ impl TaskProgress {
                 };
                 self.say(&format!("check {name:?} {outcome}"));
             }
+            Event::ReplayDrift {
+                call,
+                tool,
+                tool_use_id,
+                diff,
+                ..
+            } => {
+                let text = format!(
+                    "drift at call {call} ({tool} {tool_use_id}): the result differs from the recording"
+                );
+                self.progress.line(&self.name, &text);
+                for line in diff.lines() {
+                    self.progress.line(&self.name, &format!("  {line}"));
+                }
+            }
             Event::AgentStart {
                 agent_type, depth, ..
             } => {

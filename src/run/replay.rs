@@ -29,6 +29,8 @@ pub(crate) struct ReplayOptions {
     pub mcp_urls: Vec<(String, String)>,
     /// Only errors on stderr (`--quiet`).
     pub quiet: bool,
+    /// Regular expressions of volatile output to mask before comparing (`--ignore`).
+    pub ignore: Vec<String>,
     pub artifacts: PathBuf,
 }
 
@@ -140,6 +142,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         return Err(ReplayError::NoWorkspace { workspace: origin }.into());
     }
     let rules = super::spec_checks::rule_set(&spec)?;
+    let masks = super::spec_checks::replay_masks_with(&spec, &options.ignore)?;
     let replayed_mcp_tools = if options.mcp {
         Vec::new()
     } else {
@@ -174,6 +177,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
             expectations: Some(ReplayExpectations {
                 results,
                 strict: options.strict,
+                masks: std::sync::Arc::new(masks),
             }),
         },
         origin,

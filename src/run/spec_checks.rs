@@ -26,6 +26,7 @@ pub(crate) fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
     mcp_servers(loaded)?;
     task_hooks(loaded)?;
     task_agents(loaded)?;
+    replay_masks(loaded)?;
     output_schema(loaded)?;
     budget_is_priced(loaded)
 }
@@ -183,6 +184,39 @@ pub(crate) fn rule_set(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
         });
     }
     Ok(rules)
+}
+
+/// The masks a replay of this task uses: drover's built-in ones, `replay.ignore`'s and
+/// `extra` (`--ignore`); a pattern that is not a regular expression is an error at
+/// `replay:`'s position.
+pub(crate) fn replay_masks(
+    loaded: &LoadedSpec,
+) -> Result<crate::record::volatile::Masks, SpecError> {
+    replay_masks_with(loaded, &[])
+}
+
+/// [`replay_masks`] with the command line's `--ignore` patterns too.
+pub(crate) fn replay_masks_with(
+    loaded: &LoadedSpec,
+    extra: &[String],
+) -> Result<crate::record::volatile::Masks, SpecError> {
+    let (own, position) = match &loaded.spec.replay {
+        Some(replay) => (replay.value.ignore.clone(), Some(replay.referenced)),
+        None => (Vec::new(), None),
+    };
+    let masks = crate::record::volatile::Masks::new(&own).map_err(|error| SpecError::Invalid {
+        position: Position::at(&loaded.path, position),
+        message: format!("replay.ignore: {error}"),
+    })?;
+    let mut all = own;
+    all.extend(extra.iter().cloned());
+    if extra.is_empty() {
+        return Ok(masks);
+    }
+    crate::record::volatile::Masks::new(&all).map_err(|error| SpecError::Invalid {
+        position: Position::at(&loaded.path, None),
+        message: format!("--ignore: {error}"),
+    })
 }
 
 /// `limits.max_cost_usd` needs the model's price: a budget drover cannot measure would

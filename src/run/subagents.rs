@@ -23,7 +23,7 @@ use crate::tools::{Registry, RegistryError};
 pub(super) fn sub_agents(
     plan: &TaskPlan,
     registry: &Registry,
-    strict: Option<bool>,
+    replay: Option<&ReplayExpectations>,
 ) -> Result<Option<SubAgents>, RegistryError> {
     if plan.agents.is_empty() || registry.facts(AGENT).is_none() {
         return Ok(None);
@@ -59,7 +59,7 @@ pub(super) fn sub_agents(
             ModelSource::Script { name, .. } => Source::Script { name: name.clone() },
             ModelSource::Replay { .. } => Source::Replay {
                 events: plan.agent_events.clone(),
-                strict,
+                compare: replay.map(|r| (r.strict, std::sync::Arc::clone(&r.masks))),
             },
             ModelSource::Remote(config) => Source::Remote(config.as_ref().clone()),
         },
@@ -143,7 +143,8 @@ enum Source {
     },
     Replay {
         events: BTreeMap<String, Vec<Event>>,
-        strict: Option<bool>,
+        /// `--strict`, and the masks; None: not a replay that compares.
+        compare: Option<(bool, std::sync::Arc<crate::record::volatile::Masks>)>,
     },
     Remote(crate::model::remote::RemoteConfig),
 }
@@ -223,7 +224,7 @@ impl SubAgentModels for TaskAgentModels {
     fn replay(&self, agent_id: &str) -> Option<ReplayExpectations> {
         let Source::Replay {
             events,
-            strict: Some(strict),
+            compare: Some((strict, masks)),
         } = &self.source
         else {
             return None;
@@ -233,6 +234,7 @@ impl SubAgentModels for TaskAgentModels {
         Some(ReplayExpectations {
             results,
             strict: *strict,
+            masks: std::sync::Arc::clone(masks),
         })
     }
 }

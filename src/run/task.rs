@@ -173,6 +173,7 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         output: None,
         agents: Vec::new(),
         agent_turns: 0,
+        drift: None,
     }
 }
 

@@ -126,8 +126,7 @@ pub(super) async fn run_agent(
     if let Some(thread) = file_thread {
         ctx = ctx.confined_to(thread);
     }
-    let strict = inputs.replay.as_ref().map(|replay| replay.strict);
-    let subagents = super::subagents::sub_agents(plan, &registry, strict)?;
+    let subagents = super::subagents::sub_agents(plan, &registry, inputs.replay.as_ref())?;
     let mut agent = Agent {
         model: inputs.model,
         registry: &registry,
@@ -251,6 +250,7 @@ pub(super) async fn run_agent(
     report.cost_usd = config.meter.cost_usd();
     report.agents = config.meter.agents();
     report.agent_turns = config.meter.turns().saturating_sub(outcome.turns);
+    report.drift = outcome.drift.clone();
     report.final_text = outcome.final_text.clone();
     report.denials = outcome.denials.clone();
     // A sub-agent's denials are the task's too.

@@ -10,6 +10,7 @@ mod load;
 mod mcp;
 mod output;
 mod pricing;
+mod replay;
 mod tools;
 mod types;
 
@@ -32,6 +33,7 @@ pub(crate) use mcp::{
 };
 pub(crate) use output::MAX_ATTEMPTS;
 pub(crate) use pricing::Pricing;
+pub(crate) use replay::ReplaySpec;
 pub(crate) use tools::ToolsSpec;
 pub(crate) use types::{
     CheckSpec, Isolation, ModelSpec, PermissionMode, Permissions, Provider, SandboxSpec,

@@ -64,6 +64,9 @@ pub(crate) struct TaskSpec {
     /// A Claude Code settings file (relative to the spec file) whose `hooks` join these.
     #[serde(default)]
     pub hooks_from: Option<Spanned<String>>,
+    /// How replays of this task compare results: `{ ignore: [regex, ...] }`.
+    #[serde(default)]
+    pub replay: Option<Spanned<super::ReplaySpec>>,
     /// Sub-agents the model may start with the `Agent` tool.
     #[serde(default)]
     pub agents: Option<Spanned<super::agents::AgentsSpec>>,

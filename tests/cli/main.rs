@@ -28,6 +28,7 @@ mod parity;
 mod providers;
 mod redaction;
 mod redaction_safety;
+mod replay_drift;
 mod retry_cli;
 mod run_cli;
 mod sandbox;

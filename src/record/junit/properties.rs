@@ -52,6 +52,13 @@ fn task_properties(task: &TaskReport) -> Vec<(&'static str, String)> {
         ("duration_s", format!("{:.3}", task.duration.as_secs_f64())),
         ("files_changed", task.files_changed.len().to_string()),
         ("denials", task.denials.len().to_string()),
+        (
+            "drift",
+            task.drift
+                .as_ref()
+                .map_or(0, |drift| drift.count)
+                .to_string(),
+        ),
     ]
 }
 

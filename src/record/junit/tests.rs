@@ -41,6 +41,7 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         output: None,
         agents: Vec::new(),
         agent_turns: 0,
+        drift: None,
     }
 }
 
@@ -325,7 +326,7 @@ fn junitparser_reads_the_right_counts() {
         assert_eq!(suite["errors"], suite["case_errors"], "{suite}");
     }
     assert_eq!(suites[0]["name"], "tasks/calc.yaml");
-    assert_eq!(suites[0]["properties"], 26, "13 per task");
+    assert_eq!(suites[0]["properties"], 28, "14 per task");
     assert_eq!(suites[1]["case_errors"], 1);
     let empty = read_with_junitparser(&junit_xml(&RunReport::default())).unwrap();
     assert_eq!(empty["tests"], 0);
