@@ -143,6 +143,11 @@ pub struct ReplayArgs {
     /// more).
     #[arg(long, value_name = "REGEX")]
     pub ignore: Vec<String>,
+    /// Replay no turn: apply the diff.patch recorded beside the transcript to the
+    /// starting workspace and compare the diff it leads to with it (with --checks, the
+    /// checks then judge it): does the recorded fix still apply, and still pass?
+    #[arg(long)]
+    pub diff_only: bool,
     /// Also run the checks recorded in the transcript's spec (they run commands; without
     /// this flag they are listed, not run).
     #[arg(long)]

@@ -137,6 +137,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         mcp_urls: args.mcp_urls,
         quiet: args.quiet,
         ignore: args.ignore,
+        diff_only: args.diff_only,
         artifacts: args.artifacts,
     };
     let plan = match run::plan_replay(&options) {

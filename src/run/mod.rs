@@ -4,6 +4,7 @@
 mod attempts;
 mod checks;
 mod conflicts;
+mod diff_only;
 mod expect;
 pub(crate) mod interrupt;
 mod page_model;
@@ -227,6 +228,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         agents,
         agent_events: recorded.agent_events,
         hook_events: recorded.hook_events,
+        recorded_patch: None,
         output_schema,
         replayed_mcp_tools: Vec::new(),
         mcp_vars: crate::mcp::VarSource::Environment,

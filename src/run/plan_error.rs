@@ -57,6 +57,11 @@ pub(crate) enum ReplayError {
         transcript.display()
     )]
     NoRunStart { transcript: PathBuf },
+    #[error(
+        "--diff-only needs the diff.patch recorded beside the transcript, and {} is not a file",
+        patch.display()
+    )]
+    NoRecordedDiff { patch: PathBuf },
     #[error("{}: the run_start event's agents cannot be read: {message}", transcript.display())]
     AgentsUnreadable {
         transcript: PathBuf,

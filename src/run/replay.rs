@@ -31,6 +31,9 @@ pub(crate) struct ReplayOptions {
     pub quiet: bool,
     /// Regular expressions of volatile output to mask before comparing (`--ignore`).
     pub ignore: Vec<String>,
+    /// Apply the recorded diff.patch instead of replaying the loop, and compare the diff
+    /// it leads to with it (`--diff-only`).
+    pub diff_only: bool,
     pub artifacts: PathBuf,
 }
 
@@ -143,6 +146,20 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     }
     let rules = super::spec_checks::rule_set(&spec)?;
     let masks = super::spec_checks::replay_masks_with(&spec, &options.ignore)?;
+    // `--diff-only`: the diff.patch recorded beside the transcript.
+    let recorded_patch = if options.diff_only {
+        let patch = options
+            .transcript
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("diff.patch");
+        if !patch.is_file() {
+            return Err(ReplayError::NoRecordedDiff { patch }.into());
+        }
+        Some(patch)
+    } else {
+        None
+    };
     let replayed_mcp_tools = if options.mcp {
         Vec::new()
     } else {
@@ -165,6 +182,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         agents,
         agent_events,
         hook_events,
+        recorded_patch,
         // Hooks are not run in a replay: their recorded answers are given again.
         hooks: Default::default(),
         output_schema: (!output_schema.is_null()).then_some(output_schema),

@@ -59,6 +59,9 @@ pub(crate) struct TaskPlan {
     pub agent_events: std::collections::BTreeMap<String, Vec<Event>>,
     /// A replay: the hook runs of every agent, in recorded order.
     pub hook_events: Vec<Event>,
+    /// `replay --diff-only`: the recorded diff.patch, applied instead of replaying the
+    /// loop, and compared with the diff it leads to.
+    pub recorded_patch: Option<PathBuf>,
     /// `output:`'s schema, read and compiled when the task was planned.
     pub output_schema: Option<serde_json::Value>,
     pub model: ModelSource,
@@ -288,18 +291,50 @@ async fn steps(
         ModelSource::Replay { expectations, .. } => expectations.take(),
         ModelSource::Script { .. } | ModelSource::Remote(_) => None,
     };
-    let inputs = LoopInputs {
-        model: model.as_mut(),
-        replay,
-        interrupt: interrupt.clone(),
-        task_dir,
+    let strict = replay.as_ref().is_some_and(|replay| replay.strict);
+    let mut rounds = match &plan.recorded_patch {
+        // `replay --diff-only`: the recorded diff instead of the loop.
+        Some(patch) => {
+            let task_start::Armed { commands, .. } = armed;
+            super::diff_only::apply(&started.workspace.dir, patch, commands)
+        }
+        None => {
+            let inputs = LoopInputs {
+                model: model.as_mut(),
+                replay,
+                interrupt: interrupt.clone(),
+                task_dir,
+            };
+            task_end::run_agent(&plan, &started, armed, inputs, redactor, report, transcript)
+                .await?
+        }
     };
-    let rounds =
-        task_end::run_agent(&plan, &started, armed, inputs, redactor, report, transcript).await?;
     let (changes, evaluation) = match rounds.settled {
         Some((changes, evaluation)) => (changes, Some(evaluation)),
         None => (task_end::diff(&started, task_dir, redactor, report)?, None),
     };
+    if let Some(patch) = &plan.recorded_patch
+        && rounds.outcome.reason == EndReason::EndTurn
+    {
+        let recorded = std::fs::read(patch).unwrap_or_default();
+        let replayed = std::fs::read(task_dir.join("diff.patch")).unwrap_or_default();
+        if let Some(drift) = super::diff_only::compare(&recorded, &replayed) {
+            transcript.write(Event::ReplayDrift {
+                tool_use_id: String::new(),
+                expected: String::from_utf8_lossy(&recorded).into_owned(),
+                actual: String::from_utf8_lossy(&replayed).into_owned(),
+                call: 0,
+                tool: drift.tool.clone(),
+                diff: drift.diff.clone(),
+            })?;
+            if strict {
+                rounds.outcome.reason = EndReason::ReplayDrift;
+                rounds.outcome.message =
+                    "the replayed diff differs from the recorded diff.patch (--strict)".to_string();
+            }
+            report.drift = Some(drift);
+        }
+    }
     let (reason, message) = task_end::judge(
         &plan,
         &started,

@@ -143,3 +143,74 @@ fn a_bad_replay_ignore_is_a_spec_error_at_its_place() {
         "{stderr}"
     );
 }
+
+/// Record a task that writes `fixed.txt`; returns the transcript.
+fn record_fix(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    std::fs::write(dir.join("ws/keep.txt"), "kept\n").unwrap();
+    let spec = write_spec(
+        dir,
+        "fix.yaml",
+        "version: 1\nname: fix\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: fixed.txt, content: \"fixed\\n\" } }]\n    - text: done\npermissions:\n  allow: [Write]\nchecks:\n  - name: fixed\n    run: grep -q fixed fixed.txt\n",
+    );
+    let artifacts = dir.join("recorded");
+    assert_exit(&run_spec(&spec, &artifacts), 0);
+    artifacts.join("fix/transcript.jsonl")
+}
+
+#[test]
+fn diff_only_applies_the_recorded_diff_and_compares_without_replaying_a_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = record_fix(dir.path());
+    let artifacts = dir.path().join("diff-only");
+    let output = replay(
+        &transcript,
+        &artifacts,
+        &["--diff-only", "--strict", "--checks"],
+    );
+    assert_exit(&output, 0);
+    assert_eq!(
+        std::fs::read(artifacts.join("fix/diff.patch")).unwrap(),
+        std::fs::read(dir.path().join("recorded/fix/diff.patch")).unwrap()
+    );
+    let lines = common::transcript(&artifacts.join("fix/transcript.jsonl"));
+    assert!(common::events(&lines, "model_response").is_empty());
+    assert!(common::events(&lines, "tool_call").is_empty());
+    let checks = common::events(&lines, "check");
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0]["passed"], true);
+    assert!(summary(&artifacts)["tasks"][0].get("drift").is_none());
+}
+
+#[test]
+fn diff_only_fails_when_the_recorded_diff_no_longer_applies_or_reaches_outside() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = record_fix(dir.path());
+    let patch = dir.path().join("recorded/fix/diff.patch");
+    // A hostile or stale patch: it edits a file that is not as recorded, and names a
+    // path outside the workspace.
+    std::fs::write(
+        &patch,
+        "diff --git a/keep.txt b/keep.txt\n--- a/keep.txt\n+++ b/keep.txt\n@@ -1 +1 @@\n-not what is there\n+x\ndiff --git a/../outside.txt b/../outside.txt\nnew file mode 100644\n--- /dev/null\n+++ b/../outside.txt\n@@ -0,0 +1 @@\n+escaped\n",
+    )
+    .unwrap();
+    let artifacts = dir.path().join("stale");
+    let output = replay(&transcript, &artifacts, &["--diff-only"]);
+    assert_exit(&output, 1);
+    let task = &summary(&artifacts)["tasks"][0];
+    assert_eq!(task["reason"], "replay_drift", "{task}");
+    assert!(
+        task["message"]
+            .as_str()
+            .unwrap()
+            .contains("no longer applies"),
+        "{task}"
+    );
+    assert!(!dir.path().join("outside.txt").exists());
+    assert!(!dir.path().join("recorded/outside.txt").exists());
+
+    std::fs::remove_file(&patch).unwrap();
+    let output = replay(&transcript, &dir.path().join("none"), &["--diff-only"]);
+    assert_exit(&output, 2);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--diff-only needs the diff.patch"));
+}

@@ -1,0 +1,86 @@
+//! `drover replay --diff-only`: the cheapest check that a recorded fix still holds. No
+//! model turn and no tool call is replayed: the recorded `diff.patch` is applied to the
+//! restored starting workspace, the diff is taken again and compared with the recorded
+//! one, and (with `--checks`) the checks judge the result.
+
+use std::path::Path;
+
+use super::sandbox::TaskCommands;
+use super::task_end::Rounds;
+use crate::agent::LoopOutcome;
+use crate::record::{DriftReport, EndReason};
+
+/// Apply the recorded patch `patch` in `workspace` (with `git apply`, which refuses
+/// paths outside the directory and writes through no symbolic link): the outcome a
+/// judged round would have.
+pub(super) fn apply(workspace: &Path, patch: &Path, commands: TaskCommands) -> Rounds {
+    let (reason, message) = match git_apply(workspace, patch) {
+        Ok(()) => (
+            EndReason::EndTurn,
+            format!("the recorded diff {} was applied", patch.display()),
+        ),
+        Err(why) => (
+            EndReason::ReplayDrift,
+            format!(
+                "the recorded diff {} no longer applies to the starting workspace: {why}",
+                patch.display()
+            ),
+        ),
+    };
+    Rounds {
+        outcome: LoopOutcome {
+            reason,
+            message,
+            turns: 0,
+            usage: Default::default(),
+            cost_usd: Some(0.0),
+            final_text: String::new(),
+            denials: Vec::new(),
+            calls: Default::default(),
+            drift: None,
+        },
+        commands,
+        settled: None,
+    }
+}
+
+/// `git apply PATCH` in `workspace`, git's own configuration and hooks left out.
+fn git_apply(workspace: &Path, patch: &Path) -> Result<(), String> {
+    let patch = std::path::absolute(patch).map_err(|e| e.to_string())?;
+    let output = std::process::Command::new("git")
+        .arg("apply")
+        .arg("--whitespace=nowarn")
+        .arg(&patch)
+        .current_dir(workspace)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CEILING_DIRECTORIES", workspace)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run git apply: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+        Err(tail.into_iter().rev().collect::<Vec<_>>().join("; "))
+    }
+}
+
+/// The drift between the recorded patch and the one the replay wrote, if they differ.
+pub(super) fn compare(recorded: &[u8], replayed: &[u8]) -> Option<DriftReport> {
+    if recorded == replayed {
+        return None;
+    }
+    let diff = crate::record::drift::short_diff(
+        &String::from_utf8_lossy(recorded),
+        &String::from_utf8_lossy(replayed),
+    );
+    Some(DriftReport {
+        count: 1,
+        call: 0,
+        tool: "diff.patch".to_string(),
+        tool_use_id: String::new(),
+        diff,
+    })
+}
