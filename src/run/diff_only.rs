@@ -8,7 +8,8 @@ use std::path::Path;
 use super::sandbox::TaskCommands;
 use super::task_end::Rounds;
 use crate::agent::LoopOutcome;
-use crate::record::{DriftReport, EndReason};
+use crate::record::transcript::TranscriptError;
+use crate::record::{DriftReport, EndReason, Event, TaskReport, TranscriptWriter};
 
 /// Apply the recorded patch `patch` in `workspace` (with `git apply`, which refuses
 /// paths outside the directory and writes through no symbolic link): the outcome a
@@ -67,8 +68,44 @@ fn git_apply(workspace: &Path, patch: &Path) -> Result<(), String> {
     }
 }
 
+/// After the recorded patch applied: compare the diff the task wrote with it. A
+/// difference is a `replay_drift` event and the report's drift, and under `--strict`
+/// the task's end.
+pub(super) fn compare_diffs(
+    patch: &Path,
+    task_dir: &Path,
+    strict: bool,
+    rounds: &mut Rounds,
+    report: &mut TaskReport,
+    transcript: &mut TranscriptWriter,
+) -> Result<(), TranscriptError> {
+    if rounds.outcome.reason != EndReason::EndTurn {
+        return Ok(());
+    }
+    let recorded = std::fs::read(patch).unwrap_or_default();
+    let replayed = std::fs::read(task_dir.join("diff.patch")).unwrap_or_default();
+    let Some(drift) = compare(&recorded, &replayed) else {
+        return Ok(());
+    };
+    transcript.write(Event::ReplayDrift {
+        tool_use_id: String::new(),
+        expected: String::from_utf8_lossy(&recorded).into_owned(),
+        actual: String::from_utf8_lossy(&replayed).into_owned(),
+        call: 0,
+        tool: drift.tool.clone(),
+        diff: drift.diff.clone(),
+    })?;
+    if strict {
+        rounds.outcome.reason = EndReason::ReplayDrift;
+        rounds.outcome.message =
+            "the replayed diff differs from the recorded diff.patch (--strict)".to_string();
+    }
+    report.drift = Some(drift);
+    Ok(())
+}
+
 /// The drift between the recorded patch and the one the replay wrote, if they differ.
-pub(super) fn compare(recorded: &[u8], replayed: &[u8]) -> Option<DriftReport> {
+fn compare(recorded: &[u8], replayed: &[u8]) -> Option<DriftReport> {
     if recorded == replayed {
         return None;
     }

@@ -309,31 +309,12 @@ async fn steps(
                 .await?
         }
     };
-    let (changes, evaluation) = match rounds.settled {
+    let (changes, evaluation) = match rounds.settled.take() {
         Some((changes, evaluation)) => (changes, Some(evaluation)),
         None => (task_end::diff(&started, task_dir, redactor, report)?, None),
     };
-    if let Some(patch) = &plan.recorded_patch
-        && rounds.outcome.reason == EndReason::EndTurn
-    {
-        let recorded = std::fs::read(patch).unwrap_or_default();
-        let replayed = std::fs::read(task_dir.join("diff.patch")).unwrap_or_default();
-        if let Some(drift) = super::diff_only::compare(&recorded, &replayed) {
-            transcript.write(Event::ReplayDrift {
-                tool_use_id: String::new(),
-                expected: String::from_utf8_lossy(&recorded).into_owned(),
-                actual: String::from_utf8_lossy(&replayed).into_owned(),
-                call: 0,
-                tool: drift.tool.clone(),
-                diff: drift.diff.clone(),
-            })?;
-            if strict {
-                rounds.outcome.reason = EndReason::ReplayDrift;
-                rounds.outcome.message =
-                    "the replayed diff differs from the recorded diff.patch (--strict)".to_string();
-            }
-            report.drift = Some(drift);
-        }
+    if let Some(patch) = &plan.recorded_patch {
+        super::diff_only::compare_diffs(patch, task_dir, strict, &mut rounds, report, transcript)?;
     }
     let (reason, message) = task_end::judge(
         &plan,
