@@ -53,9 +53,17 @@ fn git_apply(workspace: &Path, patch: &Path) -> Result<(), String> {
         .arg("--whitespace=nowarn")
         .arg(&patch)
         .current_dir(workspace)
+        // No configuration, attributes or repository of the user's: no filter driver
+        // or hook can run, whatever the environment says.
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_ATTR_NOSYSTEM", "1")
         .env("GIT_CEILING_DIRECTORIES", workspace)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT")
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot run git apply: {e}"))?;
