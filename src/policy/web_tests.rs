@@ -52,7 +52,7 @@ fn domain_rules_match_the_host_case_insensitively_and_without_trailing_dot() {
     let p = policy(&["WebFetch(domain:Example.COM)"], &[]);
     for url in [
         "https://example.com/x",
-        "http://EXAMPLE.com./",
+        "https://EXAMPLE.com./", // example.com in capitals, with the root dot
         "https://example.com:8443/",
     ] {
         let d = decide(&p, url);
@@ -60,7 +60,7 @@ fn domain_rules_match_the_host_case_insensitively_and_without_trailing_dot() {
         assert_eq!(d.rule.as_deref(), Some("WebFetch(domain:Example.COM)"));
     }
     assert!(!decide(&p, "https://www.example.com/").allowed);
-    assert!(!decide(&p, "https://example.com.evil.org/").allowed);
+    assert!(!decide(&p, "https://example.com.evil.invalid/").allowed);
     assert!(!decide(&p, "https://notexample.com/").allowed);
 }
 
@@ -75,24 +75,27 @@ fn a_wildcard_covers_subdomains_not_the_apex() {
 
 #[test]
 fn idna_hosts_are_compared_in_punycode() {
-    let p = policy(&["WebFetch(domain:bücher.example)"], &[]);
-    assert!(decide(&p, "https://xn--bcher-kva.example/").allowed);
-    assert!(decide(&p, "https://BÜCHER.example/").allowed);
+    let p = policy(&["WebFetch(domain:bücher.invalid)"], &[]);
+    assert!(decide(&p, "https://xn--bcher-kva.invalid/").allowed);
+    assert!(decide(&p, "https://BÜCHER.invalid/").allowed);
 }
 
 #[test]
 fn deny_rules_win_over_allow_rules() {
     let p = policy(
         &["WebFetch"],
-        &["WebFetch(domain:*.evil.org)", "WebFetch(domain:evil.org)"],
+        &[
+            "WebFetch(domain:*.evil.invalid)",
+            "WebFetch(domain:evil.invalid)",
+        ],
     );
-    assert!(decide(&p, "https://good.org/").allowed);
-    let d = decide(&p, "https://x.evil.org/");
+    assert!(decide(&p, "https://good.invalid/").allowed);
+    let d = decide(&p, "https://x.evil.invalid/");
     assert!(!d.allowed);
-    assert_eq!(d.rule.as_deref(), Some("WebFetch(domain:*.evil.org)"));
-    assert!(!decide(&p, "https://evil.org/").allowed);
-    let everything = policy(&["WebFetch(domain:good.org)"], &["WebFetch"]);
-    assert!(!decide(&everything, "https://good.org/").allowed);
+    assert_eq!(d.rule.as_deref(), Some("WebFetch(domain:*.evil.invalid)"));
+    assert!(!decide(&p, "https://evil.invalid/").allowed);
+    let everything = policy(&["WebFetch(domain:good.invalid)"], &["WebFetch"]);
+    assert!(!decide(&everything, "https://good.invalid/").allowed);
 }
 
 #[test]
@@ -131,7 +134,7 @@ fn restricted_addresses_need_a_rule_naming_the_exact_host() {
         "http://255.255.255.255/",
         "http://224.0.0.1/",
         "http://127.1/",
-        "http://LOCALHOST./",
+        "http://LOCALHOST./", // localhost in capitals, with the root dot
         "http://127。0。0。1/",
         "http://１２７.0.0.1/",
         "http://[::ffff:7f00:1]/",
@@ -232,10 +235,10 @@ fn rule_domains_are_normalised_and_checked() {
 
 #[test]
 fn a_deny_rule_covers_the_subdomains_of_its_domain() {
-    let open = policy(&["WebFetch"], &["WebFetch(domain:evil.com)"]);
-    assert!(!decide(&open, "https://evil.com/").allowed);
-    assert!(!decide(&open, "https://sub.evil.com/").allowed);
-    assert!(decide(&open, "https://notevil.com/").allowed);
+    let open = policy(&["WebFetch"], &["WebFetch(domain:evil.invalid)"]);
+    assert!(!decide(&open, "https://evil.invalid/").allowed);
+    assert!(!decide(&open, "https://sub.evil.invalid/").allowed);
+    assert!(decide(&open, "https://notevil.invalid/").allowed);
     let nested = policy(
         &["WebFetch(domain:*.example.com)"],
         &["WebFetch(domain:bad.example.com)"],

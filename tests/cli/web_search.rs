@@ -29,7 +29,7 @@ fn searched_turn() -> String {
     );
     stream += &sse(
         "content_block_start",
-        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [{"type": "web_search_result", "title": "Rust 2024", "url": "https://doc.rust-lang.org/edition-guide/rust-2024/", "encrypted_content": "EncRypted==", "page_age": "1 year"}]}}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [{"type": "web_search_result", "title": "Rust 2024", "url": "https://docs.example.org/edition-guide/rust-2024/", "encrypted_content": "EncRypted==", "page_age": "1 year"}]}}),
     );
     stream += &sse(
         "content_block_stop",

@@ -264,8 +264,8 @@ async fn a_page_model_answers_the_prompt() {
 
 #[test]
 fn urls_with_credentials_are_refused_and_the_subject_is_the_url() {
-    let facts = WebFetchTool.judged(json!({"url": "https://a.org/", "prompt": "p"}));
-    assert_eq!(facts.subject, Subject::Url("https://a.org/".into()));
+    let facts = WebFetchTool.judged(json!({"url": "https://a.invalid/", "prompt": "p"}));
+    assert_eq!(facts.subject, Subject::Url("https://a.invalid/".into()));
     assert!(facts.tool.read_only);
 }
 
