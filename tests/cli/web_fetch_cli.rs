@@ -22,8 +22,17 @@ fn run(calls: &[String], permissions: &str, extra: &str) -> (Vec<Value>, Vec<Val
     let spec = format!(
         "version: 1\nname: web\nprompt: Fetch.\nworkspace: ws\nmodel:\n  provider: script\n  script:\n{script}permissions:\n{permissions}{extra}"
     );
-    let spec = write_spec(dir.path(), "web.yaml", &spec);
-    let artifacts = dir.path().join("out");
+    let lines = run_task(dir.path(), &spec, 0);
+    let results = events(&lines, "tool_result").into_iter().cloned().collect();
+    let permissions = events(&lines, "permission").into_iter().cloned().collect();
+    (results, permissions)
+}
+
+/// Run the task `spec` (its workspace `ws` under `dir`), expecting exit `code`; the
+/// transcript's lines.
+fn run_task(dir: &std::path::Path, spec: &str, code: i32) -> Vec<Value> {
+    let spec = write_spec(dir, "web.yaml", spec);
+    let artifacts = dir.join("out");
     let output = drover_without_proxy()
         .args(["run", spec.to_str().unwrap(), "--artifacts"])
         .arg(&artifacts)
@@ -31,14 +40,11 @@ fn run(calls: &[String], permissions: &str, extra: &str) -> (Vec<Value>, Vec<Val
         .unwrap();
     assert_eq!(
         output.status.code(),
-        Some(0),
+        Some(code),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let lines = transcript(&artifacts.join("web/transcript.jsonl"));
-    let results = events(&lines, "tool_result").into_iter().cloned().collect();
-    let permissions = events(&lines, "permission").into_iter().cloned().collect();
-    (results, permissions)
+    transcript(&artifacts.join("web/transcript.jsonl"))
 }
 
 fn html(body: &str) -> Reply {
@@ -328,20 +334,7 @@ fn the_page_models_tokens_count_toward_the_tasks_budget() {
         "version: 1\nname: web\nprompt: Fetch.\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{}/\", prompt: \"What?\" }} }}]\n    - tool_calls: [{{ name: TodoWrite, input: {{ todos: [] }} }}]\n    - text: Done.\npermissions:\n  allow: [\"WebFetch(domain:127.0.0.1)\"]\nlimits:\n  max_tokens: 300\ntools:\n  web_fetch:\n    model:\n      provider: script\n      script:\n        - text: \"42\"\n          usage: {{ input_tokens: 400, output_tokens: 10 }}\n",
         server.base_url
     );
-    let spec = write_spec(dir.path(), "web.yaml", &spec);
-    let artifacts = dir.path().join("out");
-    let output = drover_without_proxy()
-        .args(["run", spec.to_str().unwrap(), "--artifacts"])
-        .arg(&artifacts)
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines = transcript(&artifacts.join("web/transcript.jsonl"));
+    let lines = run_task(dir.path(), &spec, 1);
     let end = lines.last().unwrap();
     assert_eq!(end["reason"], "budget", "{end}");
     assert_eq!(end["usage"]["input_tokens"], 400, "{end}");
