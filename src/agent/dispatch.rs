@@ -86,15 +86,15 @@ pub(super) fn batches(
     registry: &Registry,
     subagents: Option<&super::SubAgents>,
 ) -> Vec<std::ops::Range<usize>> {
+    let is_agent = |call: &Call| registry.is_agent(&call.name);
     let read_only = |call: &Call| {
-        if registry.resolve(&call.name) == crate::tools::agent::AGENT {
+        if is_agent(call) {
             return subagents.is_some_and(|agents| agents.reads_only(&call.input));
         }
         registry
             .facts(&call.name)
             .is_some_and(|facts| facts.read_only)
     };
-    let is_agent = |call: &Call| registry.resolve(&call.name) == crate::tools::agent::AGENT;
     let mut out = Vec::new();
     let mut start = 0;
     while start < calls.len() {
@@ -141,7 +141,7 @@ pub(super) async fn execute<'a>(
         let started = std::time::Instant::now();
         let (output, fault) = match prepared {
             Prepared::Done(output) => (output, None),
-            Prepared::Run(_, _) if registry.resolve(&call.name) == crate::tools::agent::AGENT => {
+            Prepared::Run(_, _) if registry.is_agent(&call.name) => {
                 let outcome = match launcher {
                     Some(launcher) => {
                         launcher

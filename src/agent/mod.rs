@@ -372,7 +372,7 @@ impl Agent<'_> {
         if expected == Some(output) {
             return Ok(None);
         }
-        let is_agent = self.registry.resolve(&call.name) == crate::tools::agent::AGENT;
+        let is_agent = self.registry.is_agent(&call.name);
         // An Agent result ends with its run's figures, whose duration varies.
         let comparable = |content: &str| -> String {
             let content = if is_agent {

@@ -186,14 +186,25 @@ impl<'a> Launcher<'a> {
                 )));
             }
             // Never more than the agent that starts it: a nested agent's tools are its
-            // type's, narrowed to its parent's.
-            let tools = kind
+            // type's, narrowed to its parent's (the main agent has all of its types').
+            let narrowed;
+            let tools = if kind
                 .registry
-                .subset(|name| parent_registry.facts(name).is_some())
-                .map_err(|error| InternalFault::Drover {
-                    tool: crate::tools::agent::AGENT.to_string(),
-                    message: error.to_string(),
-                })?;
+                .names()
+                .iter()
+                .all(|name| parent_registry.facts(name).is_some())
+            {
+                &kind.registry
+            } else {
+                narrowed = kind
+                    .registry
+                    .subset(|name| parent_registry.facts(name).is_some())
+                    .map_err(|error| InternalFault::Drover {
+                        tool: crate::tools::agent::AGENT.to_string(),
+                        message: error.to_string(),
+                    })?;
+                &narrowed
+            };
             let mut transcript = parent_transcript.scoped(AgentScope {
                 agent_id: agent_id.clone(),
                 parent_tool_use_id: call_id.clone(),
@@ -225,7 +236,7 @@ impl<'a> Launcher<'a> {
             let started = Instant::now();
             let mut child = Agent {
                 model: model.as_mut(),
-                registry: &tools,
+                registry: tools,
                 policy,
                 ctx: parent_ctx.for_subagent(),
                 transcript: &mut transcript,

@@ -97,10 +97,13 @@ fn model_source(
     name: Option<String>,
     model_spec: &crate::spec::ModelSpec,
     spec_path: &Path,
-) -> Result<(ModelSource, Recorded), String> {
+) -> Result<(ModelSource, replay::Recorded), String> {
     match provider {
         Provider::Script => match model_spec.script.clone() {
-            Some(turns) => Ok((ModelSource::Script { name, turns }, Recorded::default())),
+            Some(turns) => Ok((
+                ModelSource::Script { name, turns },
+                replay::Recorded::default(),
+            )),
             None => Err("--provider script needs the spec to have model.script".to_string()),
         },
         Provider::Replay => match &model_spec.transcript {
@@ -112,11 +115,7 @@ fn model_source(
                             events: recording.events,
                             expectations: None,
                         };
-                        let recorded = Recorded {
-                            agent_events: recording.agent_events,
-                            hook_events: recording.hook_events,
-                        };
-                        (source, recorded)
+                        (source, recording.others)
                     })
                     .map_err(|e| format!("model.transcript: {e}"))
             }
@@ -124,18 +123,15 @@ fn model_source(
         },
         Provider::Anthropic | Provider::Openai => {
             RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok())
-                .map(|config| (ModelSource::Remote(Box::new(config)), Recorded::default()))
+                .map(|config| {
+                    (
+                        ModelSource::Remote(Box::new(config)),
+                        replay::Recorded::default(),
+                    )
+                })
                 .map_err(|e| e.to_string())
         }
     }
-}
-
-/// What a recording holds besides the main agent's turns: each sub-agent run's events
-/// and every hook run, in order.
-#[derive(Default)]
-struct Recorded {
-    agent_events: std::collections::BTreeMap<String, Vec<crate::record::Event>>,
-    hook_events: Vec<crate::record::Event>,
 }
 
 /// Plan one task, or every reason (all of them, not only the first) it cannot run.
@@ -159,7 +155,7 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         ));
     }
     // A recording's sub-agent runs and hook runs (`provider: replay`).
-    let mut recorded = Recorded::default();
+    let mut recorded = replay::Recorded::default();
     let model = match model_source(provider, name, model_spec, &spec.path) {
         Ok((model, extras)) => {
             recorded = extras;

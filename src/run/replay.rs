@@ -69,8 +69,10 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     })?;
     let Recording {
         events,
-        agent_events,
-        hook_events,
+        others: Recorded {
+            agent_events,
+            hook_events,
+        },
     } = Recording::read(&options.transcript).map_err(ReplayError::from)?;
     let Some(Event::RunStart {
         spec_path,
@@ -306,6 +308,14 @@ pub(super) fn recorded_results(events: &[Event]) -> std::collections::HashMap<St
 pub(super) struct Recording {
     /// The main agent's events.
     pub events: Vec<Event>,
+    /// What the rest of the recording holds.
+    pub others: Recorded,
+}
+
+/// What a recording holds besides the main agent's events: each sub-agent run's events
+/// and every hook run, in order.
+#[derive(Default)]
+pub(super) struct Recorded {
     /// Each sub-agent run's events, by agent id.
     pub agent_events: BTreeMap<String, Vec<Event>>,
     /// The hook runs of every agent, in the order they were recorded: a replay answers
@@ -319,15 +329,15 @@ impl Recording {
     ) -> Result<Recording, crate::record::transcript::TranscriptError> {
         let mut recording = Recording {
             events: Vec::new(),
-            agent_events: BTreeMap::new(),
-            hook_events: Vec::new(),
+            others: Recorded::default(),
         };
         for line in TranscriptReader::read_scoped(path)? {
             if matches!(line.event, Event::Hook { .. }) {
-                recording.hook_events.push(line.event.clone());
+                recording.others.hook_events.push(line.event.clone());
             }
             match line.scope {
                 Some(scope) => recording
+                    .others
                     .agent_events
                     .entry(scope.agent_id)
                     .or_default()

@@ -110,6 +110,11 @@ impl Registry {
         }
     }
 
+    /// Whether a call of `name` starts a sub-agent (the loop runs those itself).
+    pub(crate) fn is_agent(&self, name: &str) -> bool {
+        self.resolve(name) == super::agent::AGENT
+    }
+
     /// What the policy knows of the tool called `name`, if there is one.
     pub(crate) fn facts(&self, name: &str) -> Option<&ToolFacts> {
         self.entries

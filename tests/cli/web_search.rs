@@ -43,6 +43,29 @@ fn searched_turn() -> String {
     stream + &sse("message_stop", json!({"type": "message_stop"}))
 }
 
+/// providers' task for `provider` at `base_url`, with `extra` top-level YAML added.
+fn task_with(
+    provider: &str,
+    base_url: &str,
+    extra: &str,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, spec) = task(provider, base_url, "");
+    let text = std::fs::read_to_string(&spec).unwrap() + extra;
+    std::fs::write(&spec, text).unwrap();
+    (dir, spec)
+}
+
+/// Run `spec` into `artifacts` with the key, expecting exit 0.
+fn run_passing(spec: &std::path::Path, artifacts: &std::path::Path) {
+    let output = run(spec, artifacts, Some(KEY));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 fn web_search_tool(request: &Value) -> Option<&Value> {
     request["tools"]
         .as_array()?
@@ -53,18 +76,13 @@ fn web_search_tool(request: &Value) -> Option<&Value> {
 #[test]
 fn allowed_web_search_is_offered_with_its_domains_and_recorded() {
     let server = MockServer::start(vec![Reply::sse(&searched_turn())]);
-    let (dir, spec) = task("anthropic", &server.base_url, "");
-    let text = std::fs::read_to_string(&spec).unwrap()
-        + "permissions:\n  allow: [\"WebSearch(domain:rust-lang.org)\", \"WebSearch(domain:*.docs.rs)\"]\n";
-    std::fs::write(&spec, text).unwrap();
-    let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, Some(KEY));
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let (dir, spec) = task_with(
+        "anthropic",
+        &server.base_url,
+        "permissions:\n  allow: [\"WebSearch(domain:rust-lang.org)\", \"WebSearch(domain:*.docs.rs)\"]\n",
     );
+    let artifacts = dir.path().join("out");
+    run_passing(&spec, &artifacts);
     let requests = server.requests();
     let tool = web_search_tool(&requests[0].json())
         .expect("web search offered")
@@ -139,18 +157,13 @@ fn search_blocks_go_back_to_the_api_unchanged_in_the_next_request() {
     let final_turn =
         anthropic_start(10, 0, 0) + &anthropic_text(0, "ok") + &anthropic_end("end_turn", 2);
     let server = MockServer::start(vec![Reply::sse(&first), Reply::sse(&final_turn)]);
-    let (dir, spec) = task("anthropic", &server.base_url, "");
-    let text = std::fs::read_to_string(&spec).unwrap()
-        + "permissions:\n  allow: [WebSearch]\n  deny: [\"WebSearch(domain:evil.example)\"]\ntools:\n  web_search:\n    max_uses: 3\n";
-    std::fs::write(&spec, text).unwrap();
-    let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, Some(KEY));
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let (dir, spec) = task_with(
+        "anthropic",
+        &server.base_url,
+        "permissions:\n  allow: [WebSearch]\n  deny: [\"WebSearch(domain:evil.example)\"]\ntools:\n  web_search:\n    max_uses: 3\n",
     );
+    let artifacts = dir.path().join("out");
+    run_passing(&spec, &artifacts);
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let tool = web_search_tool(&requests[0].json()).unwrap().clone();
@@ -180,10 +193,11 @@ fn web_search_is_not_offered_without_a_rule_or_to_other_providers() {
 
     // Denied outright: not offered even though allowed.
     let server = MockServer::start(vec![Reply::sse(&final_turn)]);
-    let (dir, spec) = task("anthropic", &server.base_url, "");
-    let text = std::fs::read_to_string(&spec).unwrap()
-        + "permissions:\n  allow: [WebSearch]\n  deny: [WebSearch]\n";
-    std::fs::write(&spec, text).unwrap();
+    let (dir, spec) = task_with(
+        "anthropic",
+        &server.base_url,
+        "permissions:\n  allow: [WebSearch]\n  deny: [WebSearch]\n",
+    );
     let output = run(&spec, &dir.path().join("out"), Some(KEY));
     assert_eq!(output.status.code(), Some(0));
     assert!(web_search_tool(&server.requests()[0].json()).is_none());
@@ -193,9 +207,11 @@ fn web_search_is_not_offered_without_a_rule_or_to_other_providers() {
         providers::openai_chunk(json!({"role": "assistant", "content": "ok"}), Some("stop"))
             + "data: [DONE]\n\n";
     let server = MockServer::start(vec![Reply::sse(&openai)]);
-    let (dir, spec) = task("openai", &server.base_url, "");
-    let text = std::fs::read_to_string(&spec).unwrap() + "permissions:\n  allow: [WebSearch]\n";
-    std::fs::write(&spec, text).unwrap();
+    let (dir, spec) = task_with(
+        "openai",
+        &server.base_url,
+        "permissions:\n  allow: [WebSearch]\n",
+    );
     let output = run(&spec, &dir.path().join("out"), Some(KEY));
     assert_eq!(
         output.status.code(),
@@ -221,10 +237,11 @@ fn drover_tools_says_where_web_search_is_offered() {
     let line = text.lines().find(|l| l.starts_with("WebSearch")).unwrap();
     assert!(line.contains("never to openai"), "{line}");
 
-    let (dir, spec) = task("anthropic", "http://127.0.0.1:9", "");
-    let text = std::fs::read_to_string(&spec).unwrap()
-        + "permissions:\n  allow: [\"WebSearch(domain:docs.rs)\"]\n";
-    std::fs::write(&spec, text).unwrap();
+    let (dir, spec) = task_with(
+        "anthropic",
+        "http://127.0.0.1:9",
+        "permissions:\n  allow: [\"WebSearch(domain:docs.rs)\"]\n",
+    );
     let listing = common::drover()
         .args(["tools", "--json", "--spec"])
         .arg(&spec)
