@@ -304,6 +304,20 @@ pub(super) fn recorded_results(events: &[Event]) -> std::collections::HashMap<St
         .collect()
 }
 
+/// The recorded results a replay answers tools with instead of reaching out (WebFetch,
+/// MCP tools): the main agent's `expected`, and every sub-agent run's, by call id (ids
+/// are unique across the agents of a run: a repeated one is refused when it happens).
+pub(super) fn answers(
+    expected: &std::collections::HashMap<String, ToolOutput>,
+    plan: &super::task::TaskPlan,
+) -> std::collections::HashMap<String, ToolOutput> {
+    let mut all = expected.clone();
+    for events in plan.agent_events.values() {
+        all.extend(recorded_results(events));
+    }
+    all
+}
+
 /// A recorded transcript, split by agent.
 pub(super) struct Recording {
     /// The main agent's events.

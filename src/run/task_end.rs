@@ -64,7 +64,7 @@ fn web_access(
     });
     let access = WebAccess::new(policy.web_grants(facts.clone()), answerer);
     match replay {
-        Some(expectations) => access.replaying(expectations.results.clone()),
+        Some(expectations) => access.replaying(super::replay::answers(&expectations.results, plan)),
         None => access,
     }
 }

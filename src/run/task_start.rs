@@ -227,7 +227,8 @@ pub(super) async fn arm(
     } = &plan.model
         && !plan.replayed_mcp_tools.is_empty()
     {
-        let results: RecordedResults = Arc::new(expectations.results.clone());
+        let results: RecordedResults =
+            Arc::new(super::replay::answers(&expectations.results, plan));
         for name in &plan.replayed_mcp_tools {
             let tool = RecordedTool::new(name.clone(), Arc::clone(&results));
             registry.add(Arc::new(tool))?;

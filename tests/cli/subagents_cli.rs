@@ -648,3 +648,49 @@ fn unsafe_agent_settings_are_spec_errors() {
     let stderr = validate(&linked);
     assert!(stderr.contains("both define the agent twin"), "{stderr}");
 }
+
+#[test]
+fn a_replay_answers_a_sub_agents_web_fetch_from_the_recording() {
+    use crate::mock_server::{MockServer, Reply};
+    let server = MockServer::start(vec![
+        Reply::status(200, "<p>The answer is 42.</p>")
+            .with_header("Content-Type", "text/html; charset=utf-8"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let agents = format!(
+        "  reviewer:\n    description: Looks things up.\n    prompt: Look it up.\n    tools: [WebFetch]\n    model:\n      script:\n        - tool_calls: [{{ name: WebFetch, input: {{ url: \"{}/\", prompt: \"What?\" }} }}]\n        - text: it says 42\n",
+        server.base_url
+    );
+    let spec = review_task(
+        dir.path(),
+        "fetching",
+        &agents,
+        "permissions:\n  allow: [\"WebFetch(domain:127.0.0.1)\"]\n",
+    );
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_spec(&spec, &artifacts), 0);
+    let lines = transcript(&artifacts.join("fetching/transcript.jsonl"));
+    let fetched = events(&lines, "tool_result")
+        .into_iter()
+        .find(|e| e.get("agent_id").is_some())
+        .unwrap();
+    assert!(
+        fetched["content"].as_str().unwrap().contains("42"),
+        "{fetched}"
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    let replayed = dir.path().join("replayed");
+    let output = drover()
+        .arg("replay")
+        .arg(artifacts.join("fetching/transcript.jsonl"))
+        .arg("--strict")
+        .arg("--artifacts")
+        .arg(&replayed)
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(server.requests().len(), 1, "the replay fetched nothing");
+    let again = transcript(&replayed.join("fetching/transcript.jsonl"));
+    assert!(events(&again, "replay_drift").is_empty());
+}
