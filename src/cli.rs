@@ -22,6 +22,9 @@ pub enum Command {
     Run(RunArgs),
     /// Run a recorded transcript again, with no model and no network.
     Replay(ReplayArgs),
+    /// Continue a task stopped by a signal, a kill, a limit or a provider failure: its
+    /// recorded turns are replayed without the model, then the live model goes on.
+    Resume(ResumeArgs),
     /// Check task specs without running them.
     Validate {
         /// Spec files or directories.
@@ -99,9 +102,10 @@ pub struct RunArgs {
     /// Spec files or directories.
     #[arg(required = true, value_name = "SPEC|DIR")]
     pub specs: Vec<PathBuf>,
-    /// Where to write the artifacts.
-    #[arg(long, default_value = "drover-artifacts", value_name = "DIR")]
-    pub artifacts: PathBuf,
+    /// Where to write the artifacts [default: drover-artifacts; with --resume, the
+    /// directory holding the resumed task's folder].
+    #[arg(long, value_name = "DIR")]
+    pub artifacts: Option<PathBuf>,
     /// How many tasks run at once.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
@@ -118,12 +122,80 @@ pub struct RunArgs {
     /// Override every spec's limits.max_turns.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
+    /// Override every spec's limits.max_cost_usd (USD).
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_usd: Option<f64>,
     /// Override every spec's workspace.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Continue the task recorded in DIR/TASK (an artifacts folder) instead of starting
+    /// it anew: SPEC must be the one spec it recorded, unchanged. See `drover resume`.
+    #[arg(long, value_name = "DIR/TASK", conflicts_with_all = ["shard"])]
+    pub resume: Option<PathBuf>,
+    /// With --resume: end the run at the first replayed result that differs from the
+    /// recording (volatile output masked).
+    #[arg(long, requires = "resume")]
+    pub strict: bool,
+    /// With --resume: a regular expression of volatile output to mask before comparing
+    /// (repeat for more).
+    #[arg(long, value_name = "REGEX", requires = "resume")]
+    pub ignore: Vec<String>,
     /// No progress on stderr: only each task's final line and errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The stopped task's artifacts folder (DIR/TASK), or its transcript.jsonl.
+    #[arg(value_name = "DIR/TASK")]
+    pub task: PathBuf,
+    /// The spec to resume [default: the spec file the transcript records]; it must be
+    /// the recorded spec, unchanged.
+    #[arg(long, value_name = "SPEC")]
+    pub spec: Option<PathBuf>,
+    /// Where to write the artifacts [default: DIR, where the resumed task replaces the
+    /// stopped one among its run's reports].
+    #[arg(long, value_name = "DIR")]
+    pub artifacts: Option<PathBuf>,
+    /// The provider to go on with [default: the recorded run's].
+    #[arg(long, value_enum, value_name = "P")]
+    pub provider: Option<ProviderArg>,
+    /// The model to go on with [default: the recorded run's].
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// The task's turn limit, recorded turns included [default: the recorded run's];
+    /// a task stopped at its limit needs a higher one.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+    /// The task's budget in USD, recorded turns included [default: the spec's].
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_usd: Option<f64>,
+    /// The starting workspace [default: the one the transcript records]; it must be in
+    /// the recorded starting state.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// End the run at the first replayed result that differs from the recording
+    /// (volatile output masked); without it, each drift is reported and the run goes on.
+    #[arg(long)]
+    pub strict: bool,
+    /// A regular expression of volatile output to mask before comparing (repeat for
+    /// more), besides the built-in masks and the spec's `replay.ignore`.
+    #[arg(long, value_name = "REGEX")]
+    pub ignore: Vec<String>,
+    /// No progress on stderr: only the final line and errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// A budget: a positive number of USD.
+fn parse_usd(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!(
+            "{text:?} is not a positive amount of USD (e.g. 2.5)"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -69,6 +69,17 @@ pub(crate) struct ReplayExpectations {
     pub strict: bool,
     /// What is masked in both results before they are compared (durations, …).
     pub masks: std::sync::Arc<crate::record::volatile::Masks>,
+    /// A resumed run: where its recorded turns end and the live model takes over.
+    pub handover: Option<Handover>,
+}
+
+/// Where a resumed run's recorded turns end. Past them the transcript records every
+/// event again, the recording answers no more calls, and results are not compared.
+#[derive(Debug)]
+pub(crate) struct Handover {
+    /// The recorded turns of the main agent.
+    pub turns: u32,
+    pub answers: std::sync::Arc<crate::tools::recorded::RecordedAnswers>,
 }
 
 /// How the loop ended.
@@ -194,7 +205,11 @@ impl Agent<'_> {
                 Ok(response) => response,
                 Err(stop) => return Ok(stop),
             };
-            let calls = match self.take_turn(response, config, session)? {
+            let next = self.take_turn(response, config, session)?;
+            if !matches!(next, Next::Calls(_)) {
+                self.hand_over(session);
+            }
+            let calls = match next {
                 Next::Calls(calls) => calls,
                 Next::Ask => continue,
                 Next::EndTurn(stop) => match self.at_end_turn(config, session, stop).await? {
@@ -204,7 +219,9 @@ impl Agent<'_> {
                 Next::Stop(stop) => return Ok(stop),
             };
             let answered = session.output.is_some();
-            match self.dispatch(&calls, config, session).await? {
+            let dispatched = self.dispatch(&calls, config, session).await?;
+            self.hand_over(session);
+            match dispatched {
                 Some((EndReason::Timeout, _)) => {
                     return Ok(limits::timeout(
                         config,
@@ -239,6 +256,7 @@ impl Agent<'_> {
         session: &mut Session,
     ) -> Result<Result<ModelResponse, Stop>, TranscriptError> {
         let clock = session.clock;
+        self.hand_over(session);
         if config.interrupt.is_cancelled() {
             return Ok(Err(interrupted(session.turns)));
         }
@@ -354,6 +372,20 @@ impl Agent<'_> {
 }
 
 impl Agent<'_> {
+    /// A resumed run whose recorded turns are all replayed goes live: what follows is
+    /// recorded, asked of the live model, and done for real.
+    fn hand_over(&mut self, session: &Session) {
+        let Some(handover) = self.replay.as_ref().and_then(|r| r.handover.as_ref()) else {
+            return;
+        };
+        if session.turns < handover.turns {
+            return;
+        }
+        handover.answers.close();
+        self.transcript.go_live();
+        self.replay = None;
+    }
+
     /// Compare a replayed result with the recording, volatile spans masked in both: a
     /// difference is a `replay_drift` event (with a short diff, which progress shows as it
     /// happens) and, under `--strict`, the end of the run.
@@ -466,17 +498,7 @@ fn interrupted(turns: u32) -> (EndReason, String) {
 }
 
 fn cancelled(reason: EndReason) -> ToolOutput {
-    ToolOutput::error(match reason {
-        EndReason::Interrupted => "Cancelled: drover was interrupted before this call finished.",
-        EndReason::Timeout => {
-            "Cancelled: the run reached its time limit before this call finished."
-        }
-        EndReason::ReplayDrift => {
-            "Cancelled: the replay drifted from the recording before this call ran."
-        }
-        EndReason::InternalError => "Cancelled: drover hit an internal error before this call ran.",
-        _ => "Cancelled: the run ended before this call ran.",
-    })
+    ToolOutput::error(crate::record::resume_point::cancelled_result(reason))
 }
 
 #[cfg(test)]

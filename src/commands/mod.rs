@@ -5,11 +5,13 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::cli::{Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, RunArgs, ToolArgs};
+use crate::cli::{
+    Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, ResumeArgs, RunArgs, ToolArgs,
+};
 use crate::exit;
 use crate::policy::{CallFacts, Policy};
 use crate::record::github::{GithubEnv, report_to_github};
-use crate::run::{self, Overrides, ReplayOptions};
+use crate::run::{self, Overrides, ReplayOptions, ResumeOptions};
 use crate::spec::{self, LoadedSpec};
 use crate::tools::Registry;
 
@@ -20,6 +22,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
     match cli.command {
         Command::Run(args) => run_command(args).await,
         Command::Replay(args) => replay_command(args).await,
+        Command::Resume(args) => resume_command(args).await,
         Command::Validate { specs } => validate_command(&specs),
         Command::Tools { json, spec } => tools::tools_command(json, spec.as_deref()).await,
         Command::Policy {
@@ -79,14 +82,35 @@ async fn run_command(args: RunArgs) -> i32 {
         Some(Ok(shard)) => Some(shard),
         None => None,
     };
-    let Some(specs) = load_specs(&args.specs) else {
-        return exit::BAD_INPUT;
-    };
     let overrides = Overrides {
         provider: args.provider.map(Into::into),
         model: args.model,
         max_turns: args.max_turns,
+        max_cost_usd: args.max_cost_usd,
         workspace: args.workspace,
+    };
+    if let Some(task) = args.resume {
+        let [spec] = args.specs.as_slice() else {
+            eprintln!(
+                "drover: --resume continues one task: give the one spec it recorded, not {}",
+                args.specs.len()
+            );
+            return exit::BAD_INPUT;
+        };
+        let options = ResumeOptions {
+            task,
+            spec: Some(spec.clone()),
+            overrides,
+            strict: args.strict,
+            ignore: args.ignore,
+        };
+        return resume_task(options, args.artifacts, args.quiet).await;
+    }
+    let artifacts = args
+        .artifacts
+        .unwrap_or_else(|| std::path::PathBuf::from("drover-artifacts"));
+    let Some(specs) = load_specs(&args.specs) else {
+        return exit::BAD_INPUT;
     };
     let jobs = usize::from(args.jobs);
     let plans = match run::plan_tasks(specs, &overrides, jobs) {
@@ -112,7 +136,7 @@ async fn run_command(args: RunArgs) -> i32 {
     };
     let mut report = run::run_plans(
         plans,
-        &args.artifacts,
+        &artifacts,
         jobs,
         args.quiet,
         run::interrupt::install(),
@@ -123,7 +147,61 @@ async fn run_command(args: RunArgs) -> i32 {
         index: shard.index,
         count: shard.count,
     });
-    finish_run(&report, &args.artifacts, true)
+    finish_run(&report, &artifacts, true)
+}
+
+async fn resume_command(args: ResumeArgs) -> i32 {
+    let options = ResumeOptions {
+        task: args.task,
+        spec: args.spec,
+        overrides: Overrides {
+            provider: args.provider.map(Into::into),
+            model: args.model,
+            max_turns: args.max_turns,
+            max_cost_usd: args.max_cost_usd,
+            workspace: args.workspace,
+        },
+        strict: args.strict,
+        ignore: args.ignore,
+    };
+    resume_task(options, args.artifacts, args.quiet).await
+}
+
+/// Resume one task: plan it from its recording, refuse a workspace no longer in the
+/// recorded starting state, run it, and write the reports of the run it belongs to.
+async fn resume_task(
+    options: ResumeOptions,
+    artifacts: Option<std::path::PathBuf>,
+    quiet: bool,
+) -> i32 {
+    let transcript = run::transcript_of(&options.task);
+    let artifacts = artifacts.unwrap_or_else(|| run::default_artifacts(&transcript));
+    let mut plan = match run::plan_resume(&options) {
+        Ok(plan) => plan,
+        Err(error) => {
+            eprintln!("drover: {error}");
+            return exit::BAD_INPUT;
+        }
+    };
+    if let Err(error) = run::check_workspace(&mut plan, &artifacts) {
+        eprintln!("drover: {error}");
+        return exit::BAD_INPUT;
+    }
+    if !quiet && let Some(resume) = &plan.resume {
+        let ended = match &resume.previous {
+            Some(end) => format!("it ended with {}", end.reason.as_str()),
+            None => "it was killed before it ended".to_string(),
+        };
+        crate::say!(
+            "drover: resuming {} from {} ({ended}): replaying {} recorded turn(s) without the model, then the model goes on",
+            plan.spec.name(),
+            transcript.display(),
+            resume.turns
+        );
+    }
+    let report = run::run_plans(vec![plan], &artifacts, 1, quiet, run::interrupt::install()).await;
+    let report = crate::record::merge::into_earlier_run(report, &artifacts);
+    finish_run(&report, &artifacts, true)
 }
 
 async fn replay_command(args: ReplayArgs) -> i32 {

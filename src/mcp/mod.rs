@@ -20,7 +20,7 @@ use crate::sandbox::exec::CommandEnv;
 use crate::spec::{McpServerSpec, McpSpec, SandboxSpec};
 pub(crate) use http::endpoint_problem;
 pub(crate) use names::OfferedName;
-pub(crate) use recorded::{RecordedResults, RecordedTool};
+pub(crate) use recorded::RecordedTool;
 pub(crate) use resources::{LIST as LIST_RESOURCES, READ as READ_RESOURCE};
 use resources::{ResourceServers, ResourceTool};
 use server::{Launch, RunningServer};

@@ -2,7 +2,6 @@
 //! workspace), so each MCP tool the recording used answers with the result recorded for
 //! that call. The policy judges the call as it judged the recorded one.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -10,10 +9,11 @@ use serde_json::{Value, json};
 
 use super::facts_of;
 use crate::policy::{CallFacts, ToolFacts};
+use crate::tools::recorded::{Answer, RecordedAnswers};
 use crate::tools::{Tool, ToolCall, ToolContext, ToolError, ToolOutput};
 
 /// Recorded results by call id.
-pub(crate) type RecordedResults = Arc<HashMap<String, ToolOutput>>;
+pub(crate) type RecordedResults = Arc<RecordedAnswers>;
 
 /// An MCP tool of the recording.
 pub(crate) struct RecordedTool {
@@ -61,13 +61,9 @@ impl ToolCall for RecordedCall {
     }
 
     async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let recorded = ctx
-            .call_id
-            .as_ref()
-            .and_then(|id| self.tool.results.get(id));
-        match recorded {
-            Some(output) => Ok(output.clone()),
-            None => Err(ToolError::Failed(format!(
+        match self.tool.results.answer(ctx.call_id.as_deref()) {
+            Answer::Recorded(output) => Ok(output.clone()),
+            Answer::Missing | Answer::Live => Err(ToolError::Failed(format!(
                 "the recording has no result for this call of {}: the replay took a different path (MCP servers are not started in a replay)",
                 self.tool.name
             ))),

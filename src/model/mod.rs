@@ -14,6 +14,7 @@ mod openai_stream;
 pub(crate) mod pricing;
 pub(crate) mod remote;
 pub(crate) mod replay;
+pub(crate) mod resumed;
 pub(crate) mod retry;
 pub(crate) mod script;
 pub(crate) mod sse;

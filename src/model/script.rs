@@ -31,6 +31,19 @@ impl ScriptModel {
 }
 
 impl ScriptModel {
+    /// The same model with its first `turns` turns already played (a resumed run
+    /// replays them from its recording): the next request gets the turn after them,
+    /// with the ids that turn had in an uninterrupted run.
+    pub(crate) fn resumed_after(mut self, turns: u32) -> Self {
+        for _ in 0..turns {
+            if self.turns.next().is_none() {
+                break;
+            }
+        }
+        self.turn = turns;
+        self
+    }
+
     /// The same model, its tool call ids made from `owner` (a sub-agent's id): ids stay
     /// unique across the agents of one transcript.
     pub(crate) fn with_id_prefix(mut self, owner: &str) -> Self {

@@ -74,6 +74,39 @@ pub(crate) fn verify_file(path: &Path) -> Result<usize, ChainError> {
     verify(&bytes)
 }
 
+/// A transcript a run may resume from: its lines whose chain holds, and whether it was
+/// cut off mid-line (that partial line is not among them).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Resumable {
+    pub lines: Vec<String>,
+    pub cut_off: bool,
+}
+
+/// Verify what a killed or stopped run left: the chain of every whole line must hold (an
+/// edit anywhere is refused), but the transcript may end without `run_end` and with a
+/// last line cut short by the kill, which is left out.
+pub(crate) fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
+    let (whole, cut_off) = match bytes.iter().rposition(|b| *b == b'\n') {
+        Some(end) => (&bytes[..=end], end + 1 < bytes.len()),
+        None => (&b""[..], !bytes.is_empty()),
+    };
+    match verify(whole) {
+        Ok(_) | Err(ChainError::NoRunEnd) => {}
+        Err(error) => return Err(error),
+    }
+    let text = std::str::from_utf8(whole).map_err(|e| ChainError::NotJson {
+        line: whole[..e.valid_up_to()]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1,
+    })?;
+    Ok(Resumable {
+        lines: text.lines().map(str::to_string).collect(),
+        cut_off,
+    })
+}
+
 /// Verify the chain of a whole transcript's bytes.
 pub(crate) fn verify(bytes: &[u8]) -> Result<usize, ChainError> {
     if bytes.is_empty() {
@@ -154,5 +187,28 @@ mod tests {
             verify(b"{\"type\":\"run_end\"}\n"),
             Err(ChainError::Missing { line: 1 })
         );
+    }
+
+    #[test]
+    fn a_killed_run_is_resumable_but_an_edited_one_is_not() {
+        let good = transcript(&[
+            r#"{"type":"run_start"}"#,
+            r#"{"type":"tool_result","content":"ok"}"#,
+            r#"{"type":"model_response"}"#,
+        ]);
+        let whole = verify_resumable(&good).unwrap();
+        assert_eq!(whole.lines.len(), 3);
+        assert!(!whole.cut_off);
+        // kill -9 mid-write: the partial last line is left out.
+        let cut = verify_resumable(&good[..good.len() - 7]).unwrap();
+        assert_eq!(cut.lines.len(), 2);
+        assert!(cut.cut_off);
+        let text = String::from_utf8(good).unwrap();
+        let edited = text.replace("\"ok\"", "\"KO\"");
+        assert_eq!(
+            verify_resumable(edited.as_bytes()),
+            Err(ChainError::Broken { line: 3 })
+        );
+        assert_eq!(verify_resumable(b""), Err(ChainError::Empty));
     }
 }

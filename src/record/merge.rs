@@ -268,6 +268,26 @@ fn check_shards(inputs: &[(&PathBuf, SummaryFile)]) -> Result<(), MergeError> {
     Ok(())
 }
 
+/// A resumed task in the run it belongs to: `report`'s tasks take the place of the
+/// same-named ones in the run whose summary.json is in `dir` (its other tasks, and
+/// its shard, stay as they were). Without a readable summary there, `report` alone.
+pub(crate) fn into_earlier_run(report: RunReport, dir: &Path) -> RunReport {
+    let Ok(earlier) = read_summary(dir) else {
+        return report;
+    };
+    let mut tasks = earlier.tasks;
+    for task in report.tasks {
+        match tasks.iter_mut().find(|earlier| earlier.name == task.name) {
+            Some(slot) => *slot = task,
+            None => tasks.push(task),
+        }
+    }
+    RunReport {
+        tasks,
+        shard: earlier.shard,
+    }
+}
+
 /// The summary of one shard's artifacts directory.
 fn read_summary(dir: &Path) -> Result<SummaryFile, MergeError> {
     let path = dir.join("summary.json");

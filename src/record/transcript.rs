@@ -211,6 +211,26 @@ pub(crate) enum Event {
         cost_usd: Option<f64>,
         duration_ms: u64,
     },
+    /// A resumed run continues this transcript: the lines before it are the earlier
+    /// run's, kept up to the end of its last complete turn; the recorded turns are
+    /// replayed (their tools run again, drift reported) and the live model goes on.
+    Resume {
+        /// The recorded turns replayed before the live model takes over.
+        replayed_turns: u32,
+        /// The earlier run's lines kept (this event follows them).
+        kept_lines: usize,
+        /// Its lines dropped after them: a turn cut short, its checks, its `run_end`.
+        dropped_lines: usize,
+        /// How the earlier run ended; null when it was killed before its `run_end`.
+        previous_reason: Option<crate::record::EndReason>,
+        drover_version: String,
+        provider: String,
+        model: String,
+        /// The limits in force from now on (`--max-turns`, `--max-cost-usd` may raise them).
+        max_turns: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_cost_usd: Option<f64>,
+    },
     RunEnd {
         status: crate::record::Status,
         reason: crate::record::EndReason,
@@ -342,6 +362,33 @@ struct Shared {
     redactor: Option<Arc<Redactor>>,
     /// The SHA-256 of the last line written: the next line's `prev`.
     prev: String,
+    /// A resumed run: which of its events are not written (see [`Muted`]).
+    muted: Muted,
+}
+
+/// What a resumed run leaves out of the transcript it continues: its own `run_start`
+/// always (the recorded one stands), and, while it replays the recorded turns, every
+/// event that repeats a recorded one. Drift, the resume itself and the run's end are
+/// always written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Muted {
+    #[default]
+    Nothing,
+    RunStart,
+    Replayed,
+}
+
+impl Muted {
+    fn hides(self, event: &Event) -> bool {
+        match self {
+            Muted::Nothing => false,
+            Muted::RunStart => matches!(event, Event::RunStart { .. }),
+            Muted::Replayed => !matches!(
+                event,
+                Event::ReplayDrift { .. } | Event::Resume { .. } | Event::RunEnd { .. }
+            ),
+        }
+    }
 }
 
 impl TranscriptWriter {
@@ -356,11 +403,67 @@ impl TranscriptWriter {
             observer: None,
             redactor: None,
             prev: super::chain::genesis(),
+            muted: Muted::Nothing,
         };
         Ok(TranscriptWriter {
             shared: Arc::new(std::sync::Mutex::new(shared)),
             scope: None,
         })
+    }
+
+    /// Continue a recorded transcript at `path`: its `kept` lines (verified, without
+    /// their newlines) are written again and the chain goes on from the last. The file
+    /// is replaced atomically (temp file, fsync, rename), so the recording is never
+    /// lost: until the rename it is there as it was. `replaying`: events that repeat
+    /// the recorded turns are left out until [`TranscriptWriter::go_live`].
+    pub(crate) fn resume(
+        path: &Path,
+        kept: &[String],
+        replaying: bool,
+    ) -> Result<Self, TranscriptError> {
+        let failed = |source| TranscriptError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut temp = tempfile::Builder::new()
+            .prefix(".transcript.resume")
+            .tempfile_in(dir)
+            .map_err(failed)?;
+        let mut prev = super::chain::genesis();
+        for line in kept {
+            temp.write_all(line.as_bytes())
+                .and_then(|()| temp.write_all(b"\n"))
+                .map_err(failed)?;
+            prev = crate::digest::sha256_hex(line.as_bytes());
+        }
+        temp.as_file().sync_all().map_err(failed)?;
+        let file = temp.persist(path).map_err(|e| failed(e.error))?;
+        let shared = Shared {
+            file,
+            path: path.to_path_buf(),
+            observer: None,
+            redactor: None,
+            prev,
+            muted: if replaying {
+                Muted::Replayed
+            } else {
+                Muted::RunStart
+            },
+        };
+        Ok(TranscriptWriter {
+            shared: Arc::new(std::sync::Mutex::new(shared)),
+            scope: None,
+        })
+    }
+
+    /// A resumed run has replayed the recorded turns: from now on every event is new
+    /// and written (but its own `run_start`).
+    pub(crate) fn go_live(&self) {
+        let mut shared = self.lock();
+        if shared.muted == Muted::Replayed {
+            shared.muted = Muted::RunStart;
+        }
     }
 
     /// A writer to the same transcript whose events are the sub-agent `scope`'s.
@@ -405,6 +508,9 @@ impl TranscriptWriter {
         let scope = self.scope.clone();
         let mut shared = self.lock();
         let shared = &mut *shared;
+        if shared.muted.hides(&event) {
+            return Ok(());
+        }
         let mut line = Line {
             event,
             ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
@@ -498,24 +604,30 @@ impl TranscriptReader {
             if line.trim().is_empty() {
                 continue;
             }
-            let parsed: Line = serde_json::from_str(&line).map_err(|e| TranscriptError::Parse {
+            let event = Self::parse_line(&line).map_err(|e| TranscriptError::Parse {
                 path: path.to_path_buf(),
                 line: index + 1,
                 message: e.to_string(),
             })?;
-            let scope = match (parsed.agent_id, parsed.parent_tool_use_id) {
-                (Some(agent_id), parent) => Some(AgentScope {
-                    agent_id,
-                    parent_tool_use_id: parent.unwrap_or_default(),
-                }),
-                (None, _) => None,
-            };
-            events.push(ScopedEvent {
-                scope,
-                event: parsed.event,
-            });
+            events.push(event);
         }
         Ok(events)
+    }
+
+    /// One transcript line's event, with the agent that wrote it.
+    pub(crate) fn parse_line(line: &str) -> Result<ScopedEvent, serde_json::Error> {
+        let parsed: Line = serde_json::from_str(line)?;
+        let scope = match (parsed.agent_id, parsed.parent_tool_use_id) {
+            (Some(agent_id), parent) => Some(AgentScope {
+                agent_id,
+                parent_tool_use_id: parent.unwrap_or_default(),
+            }),
+            (None, _) => None,
+        };
+        Ok(ScopedEvent {
+            scope,
+            event: parsed.event,
+        })
     }
 }
 

@@ -12,6 +12,8 @@ mod plan_error;
 mod prepare;
 pub(crate) mod progress;
 mod replay;
+mod resume;
+mod resume_error;
 mod sandbox;
 mod setup;
 pub(crate) mod shard;
@@ -38,6 +40,9 @@ use futures::StreamExt;
 
 pub(crate) use plan_error::PlanError;
 pub(crate) use replay::{ReplayOptions, plan_replay};
+pub(crate) use resume::{
+    ResumeOptions, check_workspace, default_artifacts, plan_resume, transcript_of,
+};
 pub(crate) use task::{ModelSource, TaskPlan, run_task, unfinished_report};
 pub(crate) use tool_listing::{ListedTool, list_builtin_tools, list_tools};
 
@@ -53,6 +58,8 @@ pub(crate) struct Overrides {
     pub provider: Option<Provider>,
     pub model: Option<String>,
     pub max_turns: Option<u32>,
+    /// `--max-cost-usd`: every spec's `limits.max_cost_usd`.
+    pub max_cost_usd: Option<f64>,
     pub workspace: Option<PathBuf>,
 }
 
@@ -135,13 +142,20 @@ fn model_source(
 }
 
 /// Plan one task, or every reason (all of them, not only the first) it cannot run.
-fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanError> {
+pub(super) fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanError> {
     let mut errors = Vec::new();
     let model_spec = &spec.spec.model.value;
     let provider = overrides.provider.unwrap_or(model_spec.provider);
     let name = overrides.model.clone().or_else(|| model_spec.name.clone());
-    // The spec was checked for a priced budget as written; --provider/--model may change that.
-    if spec.spec.limits.max_cost_usd.is_some()
+    let max_cost_usd = overrides.max_cost_usd.or(spec
+        .spec
+        .limits
+        .max_cost_usd
+        .as_ref()
+        .map(|limit| limit.value));
+    // The spec was checked for a priced budget as written; --provider/--model (or
+    // --max-cost-usd) may change that.
+    if max_cost_usd.is_some()
         && crate::model::pricing::resolve(
             provider.as_str(),
             name.as_deref().unwrap_or_default(),
@@ -231,6 +245,9 @@ fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanEr
         max_turns: overrides
             .max_turns
             .or(spec.spec.limits.max_turns.as_ref().map(|l| l.value)),
+        max_cost_usd,
+        answers: None,
+        resume: None,
         isolation: spec.spec.isolation,
         spec,
         model,
@@ -252,48 +269,10 @@ pub(crate) async fn run_plans(
     quiet: bool,
     interrupt: task::Interrupt,
 ) -> RunReport {
-    // Resolved now, before any agent has run: the baseline compares these paths as
-    // written, so a symlink an agent plants later at one of them redirects nothing.
-    let resolved = |path: &Path| {
-        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        crate::workspace::paths::canonicalize_for_write(&absolute).unwrap_or(absolute)
-    };
-    let artifacts_dir = resolved(artifacts);
-    let own_outputs = task::OwnOutputs {
-        folders: plans
-            .iter()
-            .map(|plan| artifacts_dir.join(plan.spec.name()))
-            .collect(),
-        files: RUN_FILES
-            .iter()
-            .map(|file| artifacts_dir.join(file))
-            .collect(),
-    };
+    settle_outputs(&mut plans, artifacts);
     // Each repository a task edits in place has its index saved now, before any agent
     // can rewrite `.git`: the baselines of later tasks trust only this copy.
-    let mut saved: Vec<Arc<IndexSnapshot>> = Vec::new();
-    for plan in plans
-        .iter_mut()
-        .filter(|plan| plan.isolation == Isolation::None)
-    {
-        let origin = plan
-            .origin
-            .canonicalize()
-            .unwrap_or_else(|_| plan.origin.clone());
-        let Some(top) = crate::workspace::baseline::repository_top(&origin) else {
-            continue;
-        };
-        plan.saved_index = match saved.iter().find(|index| index.top() == top) {
-            Some(index) => Some(Arc::clone(index)),
-            None => IndexSnapshot::take(&origin).map(Arc::new).inspect(|index| {
-                saved.push(Arc::clone(index));
-            }),
-        };
-    }
-    for plan in &mut plans {
-        plan.own_outputs.clone_from(&own_outputs);
-        plan.excluded = plan.excluded.iter().map(|path| resolved(path)).collect();
-    }
+    save_indexes(&mut plans);
     // What a drover killed with SIGKILL left in the temp directory goes first.
     let temp = std::env::temp_dir();
     let removed = crate::workspace::leftovers::remove_stale_temp_dirs(&temp);
@@ -378,6 +357,54 @@ pub(crate) async fn run_plans(
     RunReport {
         tasks: finished.into_iter().map(|(_, report)| report).collect(),
         shard: None,
+    }
+}
+
+/// What drover writes in the artifacts directory, and the directories no task's files
+/// include, as absolute paths resolved now: before any agent has run, so a symlink an
+/// agent plants later at one of them redirects nothing.
+pub(super) fn settle_outputs(plans: &mut [TaskPlan], artifacts: &Path) {
+    let resolved = |path: &Path| {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        crate::workspace::paths::canonicalize_for_write(&absolute).unwrap_or(absolute)
+    };
+    let artifacts_dir = resolved(artifacts);
+    let own_outputs = task::OwnOutputs {
+        folders: plans
+            .iter()
+            .map(|plan| artifacts_dir.join(plan.spec.name()))
+            .collect(),
+        files: RUN_FILES
+            .iter()
+            .map(|file| artifacts_dir.join(file))
+            .collect(),
+    };
+    for plan in plans {
+        plan.own_outputs.clone_from(&own_outputs);
+        plan.excluded = plan.excluded.iter().map(|path| resolved(path)).collect();
+    }
+}
+
+/// Save the index of each repository a task edits in place (see [`IndexSnapshot`]).
+pub(super) fn save_indexes(plans: &mut [TaskPlan]) {
+    let mut saved: Vec<Arc<IndexSnapshot>> = Vec::new();
+    for plan in plans
+        .iter_mut()
+        .filter(|plan| plan.isolation == Isolation::None)
+    {
+        let origin = plan
+            .origin
+            .canonicalize()
+            .unwrap_or_else(|_| plan.origin.clone());
+        let Some(top) = crate::workspace::baseline::repository_top(&origin) else {
+            continue;
+        };
+        plan.saved_index = match saved.iter().find(|index| index.top() == top) {
+            Some(index) => Some(Arc::clone(index)),
+            None => IndexSnapshot::take(&origin).map(Arc::new).inspect(|index| {
+                saved.push(Arc::clone(index));
+            }),
+        };
     }
 }
 

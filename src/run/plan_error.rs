@@ -25,6 +25,9 @@ pub(crate) enum PlanError {
     /// A recorded run that cannot be replayed.
     #[error(transparent)]
     Replay(Box<ReplayError>),
+    /// A recorded task that cannot be resumed.
+    #[error(transparent)]
+    Resume(Box<super::resume_error::ResumeError>),
 }
 
 impl From<ReplayError> for PlanError {

@@ -177,6 +177,19 @@ impl TaskProgress {
                 self.start_bar();
                 self.say(&format!("started ({provider}/{model})"));
             }
+            // A resumed run writes no run_start of its own (the recorded one stands).
+            Event::Resume {
+                replayed_turns,
+                provider,
+                model,
+                ..
+            } => {
+                self.start_bar();
+                self.turn = *replayed_turns;
+                self.say(&format!(
+                    "resumed ({provider}/{model}): replaying {replayed_turns} recorded turn(s) without the model"
+                ));
+            }
             Event::ModelResponse {
                 turn,
                 content,

@@ -176,7 +176,32 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
             message: e.to_string(),
         })?
     };
+    // A resumed recording ran on with the limits its last resume set.
+    let resumed_limits = events.iter().rev().find_map(|event| match event {
+        Event::Resume {
+            max_turns,
+            max_cost_usd,
+            ..
+        } => Some((*max_turns, *max_cost_usd)),
+        _ => None,
+    });
+    let (max_turns, max_cost_usd) = match resumed_limits {
+        Some((turns, cost)) => (
+            turns,
+            cost.or(spec.spec.limits.max_cost_usd.as_ref().map(|l| l.value)),
+        ),
+        None => (
+            max_turns,
+            spec.spec.limits.max_cost_usd.as_ref().map(|l| l.value),
+        ),
+    };
+    let recorded_answers = std::sync::Arc::new(crate::tools::recorded::RecordedAnswers::replay(
+        answers(&results, &agent_events),
+    ));
     Ok(TaskPlan {
+        max_cost_usd,
+        answers: Some(recorded_answers),
+        resume: None,
         // A replay has no page model: its WebFetch calls fetch again and show the page.
         web_fetch_model: None,
         rules,
@@ -198,6 +223,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
                 results,
                 strict: options.strict,
                 masks: std::sync::Arc::new(masks),
+                handover: None,
             }),
         },
         origin,
@@ -309,10 +335,10 @@ pub(super) fn recorded_results(events: &[Event]) -> std::collections::HashMap<St
 /// are unique across the agents of a run: a repeated one is refused when it happens).
 pub(super) fn answers(
     expected: &std::collections::HashMap<String, ToolOutput>,
-    plan: &super::task::TaskPlan,
+    agent_events: &BTreeMap<String, Vec<Event>>,
 ) -> std::collections::HashMap<String, ToolOutput> {
     let mut all = expected.clone();
-    for events in plan.agent_events.values() {
+    for events in agent_events.values() {
         all.extend(recorded_results(events));
     }
     all

@@ -54,7 +54,14 @@ pub(super) fn sub_agents(
             },
         );
     }
+    // A resumed run's recorded sub-agent runs are played back; new ones are live.
+    let resumed = plan.resume.as_ref().map(|resume| Resumed {
+        events: plan.agent_events.clone(),
+        strict: resume.strict,
+        masks: std::sync::Arc::clone(&resume.masks),
+    });
     let models = TaskAgentModels {
+        resumed,
         source: match &plan.model {
             ModelSource::Script { name, .. } => Source::Script { name: name.clone() },
             ModelSource::Replay { .. } => Source::Replay {
@@ -149,7 +156,16 @@ enum Source {
     Remote(crate::model::remote::RemoteConfig),
 }
 
+/// The sub-agent runs a resumed run recorded, by agent id, and how their results are
+/// compared.
+struct Resumed {
+    events: BTreeMap<String, Vec<Event>>,
+    strict: bool,
+    masks: std::sync::Arc<crate::record::volatile::Masks>,
+}
+
 struct TaskAgentModels {
+    resumed: Option<Resumed>,
     source: Source,
     agents: BTreeMap<String, AgentSpec>,
     parent: ModelSpec,
@@ -177,6 +193,13 @@ impl TaskAgentModels {
 
 impl SubAgentModels for TaskAgentModels {
     fn model(&self, agent_type: &str, agent_id: &str, requested: Option<&str>) -> Box<dyn Model> {
+        if let Some(events) = self
+            .resumed
+            .as_ref()
+            .and_then(|resumed| resumed.events.get(agent_id))
+        {
+            return Box::new(ReplayModel::from_events(events));
+        }
         let own = self.model_of(agent_type, requested);
         match &self.source {
             Source::Script { name } => {
@@ -222,6 +245,16 @@ impl SubAgentModels for TaskAgentModels {
     }
 
     fn replay(&self, agent_id: &str) -> Option<ReplayExpectations> {
+        if let Some(resumed) = &self.resumed
+            && let Some(events) = resumed.events.get(agent_id)
+        {
+            return Some(ReplayExpectations {
+                results: super::replay::recorded_results(events),
+                strict: resumed.strict,
+                masks: std::sync::Arc::clone(&resumed.masks),
+                handover: None,
+            });
+        }
         let Source::Replay {
             events,
             compare: Some((strict, masks)),
@@ -235,6 +268,7 @@ impl SubAgentModels for TaskAgentModels {
             results,
             strict: *strict,
             masks: std::sync::Arc::clone(masks),
+            handover: None,
         })
     }
 }

@@ -16,6 +16,7 @@ use crate::message::Usage;
 use crate::model::Model;
 use crate::model::remote::RemoteConfig;
 use crate::model::replay::ReplayModel;
+use crate::model::resumed::ResumedModel;
 use crate::model::script::ScriptModel;
 use crate::policy::RuleSet;
 use crate::record::transcript::{EventObserver, TranscriptError};
@@ -68,6 +69,14 @@ pub(crate) struct TaskPlan {
     /// The model answering WebFetch's prompts over pages (`tools.web_fetch.model`).
     pub web_fetch_model: Option<ModelSource>,
     pub max_turns: Option<u32>,
+    /// Stop (reason `budget`) once the task's cost reaches this many USD: the spec's
+    /// `limits.max_cost_usd`, or `--max-cost-usd`.
+    pub max_cost_usd: Option<f64>,
+    /// A replay or a resumed run: the recorded results that answer WebFetch and MCP
+    /// calls instead of reaching out again.
+    pub answers: Option<Arc<crate::tools::recorded::RecordedAnswers>>,
+    /// A resumed run: the recording it continues.
+    pub resume: Option<super::resume::ResumePlan>,
     /// The workspace as the task starts from it.
     pub origin: PathBuf,
     /// In place, in a scratch copy of `origin`, or in a git worktree of its repository.
@@ -193,7 +202,12 @@ async fn execute(
     interrupt: Interrupt,
     redactor: Arc<Redactor>,
 ) -> Result<(), TaskError> {
-    let mut transcript = TranscriptWriter::create(&task_dir.join("transcript.jsonl"))?;
+    let path = task_dir.join("transcript.jsonl");
+    // A resumed task continues its recording: the kept lines, then its own.
+    let mut transcript = match &plan.resume {
+        Some(resume) => TranscriptWriter::resume(&path, &resume.kept, resume.turns > 0)?,
+        None => TranscriptWriter::create(&path)?,
+    };
     if let Some(observer) = observer {
         transcript.observe(observer);
     }
@@ -259,6 +273,19 @@ async fn steps(
     let mut model = build_model(&plan);
     report.provider = model.provider().to_string();
     report.model = model.name().to_string();
+    if let Some(resume) = &plan.resume {
+        transcript.write(Event::Resume {
+            replayed_turns: resume.turns,
+            kept_lines: resume.kept.len(),
+            dropped_lines: resume.dropped,
+            previous_reason: resume.previous.as_ref().map(|end| end.reason),
+            drover_version: crate::VERSION.to_string(),
+            provider: report.provider.clone(),
+            model: report.model.clone(),
+            max_turns: plan.max_turns,
+            max_cost_usd: plan.max_cost_usd,
+        })?;
+    }
     // Arming starts the MCP servers, which may take their startup time: a signal stops
     // it at once (the servers started so far are killed with the dropped future).
     let armed = tokio::select! {
@@ -287,9 +314,18 @@ async fn steps(
         transcript,
     )
     .await?;
-    let replay = match &mut plan.model {
-        ModelSource::Replay { expectations, .. } => expectations.take(),
-        ModelSource::Script { .. } | ModelSource::Remote(_) => None,
+    let replay = match (&mut plan.model, &plan.resume) {
+        (_, Some(resume)) => Some(ReplayExpectations {
+            results: resume.results.clone(),
+            strict: resume.strict,
+            masks: Arc::clone(&resume.masks),
+            handover: plan.answers.as_ref().map(|answers| crate::agent::Handover {
+                turns: resume.turns,
+                answers: Arc::clone(answers),
+            }),
+        }),
+        (ModelSource::Replay { expectations, .. }, None) => expectations.take(),
+        (ModelSource::Script { .. } | ModelSource::Remote(_), None) => None,
     };
     let strict = replay.as_ref().is_some_and(|replay| replay.strict);
     let mut rounds = match &plan.recorded_patch {
@@ -370,8 +406,23 @@ fn finish(
     })
 }
 
+/// The task's model; a resumed task's plays its recorded turns back first.
 fn build_model(plan: &TaskPlan) -> Box<dyn Model> {
-    model_of(&plan.model)
+    let Some(resume) = &plan.resume else {
+        return model_of(&plan.model);
+    };
+    let live = match &plan.model {
+        // A script goes on with the turn after the recorded ones.
+        ModelSource::Script { name, turns } => {
+            Box::new(ScriptModel::new(name.as_deref(), turns.clone()).resumed_after(resume.turns))
+        }
+        source => model_of(source),
+    };
+    Box::new(ResumedModel::new(
+        ReplayModel::from_events(&resume.events),
+        resume.turns,
+        live,
+    ))
 }
 
 /// The model whose turns come from `source`.

@@ -38,7 +38,6 @@ fn web_access(
     plan: &TaskPlan,
     policy: &crate::policy::Policy,
     registry: &crate::tools::Registry,
-    replay: Option<&ReplayExpectations>,
     meter: &std::sync::Arc<crate::agent::Meter>,
 ) -> WebAccess {
     let Some(facts) = registry.facts("WebFetch") else {
@@ -63,8 +62,8 @@ fn web_access(
         )) as std::sync::Arc<dyn crate::tools::PageAnswerer>
     });
     let access = WebAccess::new(policy.web_grants(facts.clone()), answerer);
-    match replay {
-        Some(expectations) => access.replaying(super::replay::answers(&expectations.results, plan)),
+    match &plan.answers {
+        Some(answers) => access.replaying(std::sync::Arc::clone(answers)),
         None => access,
     }
 }
@@ -116,13 +115,7 @@ pub(super) async fn run_agent(
     let mut ctx = ToolContext::with_env(workspace.dir.clone(), commands.env.clone())
         .with_additional(&plan.spec.additional_directories())
         .with_hidden(policy.hidden_filter())
-        .with_web(web_access(
-            plan,
-            &policy,
-            &registry,
-            inputs.replay.as_ref(),
-            &config.meter,
-        ));
+        .with_web(web_access(plan, &policy, &registry, &config.meter));
     if let Some(thread) = file_thread {
         ctx = ctx.confined_to(thread);
     }
@@ -168,11 +161,11 @@ pub(super) async fn run_agent(
             break Ok(outcome);
         }
         // Another round may follow: judge this one as the last would be judged.
-        let (failed, message) = match recorded.as_mut() {
-            Some(recorded) => match recorded.pop_front() {
-                Some(next) => next,
-                None => break Ok(outcome),
-            },
+        // A replay's rounds are the recorded ones; a resumed run's too, then its own.
+        let next_recorded = recorded.as_mut().and_then(VecDeque::pop_front);
+        let (failed, message) = match next_recorded {
+            Some(next) => next,
+            None if recorded.is_some() && plan.resume.is_none() => break Ok(outcome),
             None => {
                 let judged = judge_round(
                     plan,
@@ -349,8 +342,10 @@ async fn settle(
 /// A replay's rounds follow the recording: the failures and message of each recorded
 /// round after the first (None for a live run: checks decide).
 fn recorded_attempts(plan: &TaskPlan) -> Option<VecDeque<(Vec<String>, String)>> {
-    let ModelSource::Replay { events, .. } = &plan.model else {
-        return None;
+    let events = match (&plan.model, &plan.resume) {
+        (_, Some(resume)) => &resume.events,
+        (ModelSource::Replay { events, .. }, None) => events,
+        _ => return None,
     };
     Some(
         events
@@ -466,7 +461,7 @@ fn loop_config(
         prompt: plan.spec.spec.prompt.clone(),
         max_turns: plan.max_turns,
         timeout: crate::spec::TimeoutLimit::effective(limits.timeout),
-        max_cost_usd: limits.max_cost_usd.as_ref().map(|limit| limit.value),
+        max_cost_usd: plan.max_cost_usd,
         max_tokens: limits.max_tokens.as_ref().map(|l| l.value),
         pricing: prices,
         interrupt,

@@ -11,7 +11,7 @@ use super::setup::run_setup;
 use super::task::{Interrupt, ModelSource, TaskPlan};
 use super::task_error::{Halt, TaskError};
 use super::task_redaction::{warn_unredacted, withheld_vars};
-use crate::mcp::{McpSession, RecordedResults, RecordedTool, Setup as McpSetup};
+use crate::mcp::{McpSession, RecordedTool, Setup as McpSetup};
 use crate::model::Model;
 use crate::policy::Policy;
 use crate::record::McpServerReport;
@@ -19,6 +19,7 @@ use crate::record::transcript::McpToolName;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::Isolation;
 use crate::tools::Registry;
+use crate::tools::recorded::AnsweredTool;
 use crate::workspace::Baseline;
 use crate::workspace::baseline::{CopyOrigin, Exclusions, IndexSource, StartOptions};
 use crate::workspace::confined::ConfinedThread;
@@ -211,8 +212,16 @@ pub(super) async fn arm(
         };
         mcp = McpSession::start(&plan.mcp_servers, &limits, &setup).await;
         for tool in &mcp.tools {
+            // A resumed run answers the calls it replays from the recording: what the
+            // recorded run did to the world is not done twice.
+            let tool = match (&plan.resume, &plan.answers) {
+                (Some(_), Some(answers)) => {
+                    Arc::new(AnsweredTool::new(Arc::clone(tool), Arc::clone(answers)))
+                }
+                _ => Arc::clone(tool),
+            };
             // A server's schema that does not compile leaves its tool out, not the task.
-            if let Err(error) = registry.add(Arc::clone(tool)) {
+            if let Err(error) = registry.add(Arc::clone(&tool)) {
                 eprintln!(
                     "drover: warning: MCP tool {} left out: {error}",
                     tool.name()
@@ -221,16 +230,11 @@ pub(super) async fn arm(
         }
     }
     // A replay answers the recording's MCP calls with their recorded results.
-    if let ModelSource::Replay {
-        expectations: Some(expectations),
-        ..
-    } = &plan.model
-        && !plan.replayed_mcp_tools.is_empty()
+    if let ModelSource::Replay { .. } = &plan.model
+        && let Some(results) = &plan.answers
     {
-        let results: RecordedResults =
-            Arc::new(super::replay::answers(&expectations.results, plan));
         for name in &plan.replayed_mcp_tools {
-            let tool = RecordedTool::new(name.clone(), Arc::clone(&results));
+            let tool = RecordedTool::new(name.clone(), Arc::clone(results));
             registry.add(Arc::new(tool))?;
         }
     }
@@ -298,8 +302,10 @@ pub(super) fn record_start(
             short(fingerprint),
             short(expected)
         );
-        let strict =
-            matches!(&plan.model, ModelSource::Replay { expectations: Some(e), .. } if e.strict);
+        // A resumed run was checked before it started; a workspace changed since then
+        // cannot be continued.
+        let strict = plan.resume.is_some()
+            || matches!(&plan.model, ModelSource::Replay { expectations: Some(e), .. } if e.strict);
         if strict {
             return Err(Halt::Early(EndReason::ReplayDrift, message));
         }

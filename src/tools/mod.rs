@@ -27,6 +27,7 @@ mod notebook_json;
 mod notebook_read;
 pub(crate) mod read;
 mod read_window;
+pub(crate) mod recorded;
 pub(crate) mod registry;
 #[cfg(test)]
 mod schema_tests;

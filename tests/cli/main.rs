@@ -29,6 +29,7 @@ mod providers;
 mod redaction;
 mod redaction_safety;
 mod replay_drift;
+mod resume;
 mod retry_cli;
 mod run_cli;
 mod sandbox;

@@ -2,14 +2,13 @@
 //! the run), the model that answers prompts over pages (when `tools.web_fetch.model` is
 //! set), and the run's page cache. The tool knows the policy only through this.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::cache::PageCache;
 use crate::policy::{HostGrant, WebGrants};
-use crate::tools::ToolOutput;
+use crate::tools::recorded::RecordedAnswers;
 
 /// Answers a prompt over one fetched page: Claude Code's small-model step. Implemented
 /// by the run with the model `tools.web_fetch.model` names.
@@ -32,7 +31,7 @@ pub(crate) struct WebAccess {
     /// A replay: the recorded results by call id. A replayed call is judged by the
     /// rules as any other, then answered from the recording: a replay reaches no
     /// network, and gives the model what the recorded run gave it.
-    pub recorded: Option<Arc<HashMap<String, ToolOutput>>>,
+    pub recorded: Option<Arc<RecordedAnswers>>,
 }
 
 impl WebAccess {
@@ -47,8 +46,8 @@ impl WebAccess {
     }
 
     /// The same access answering from a recording (see [`WebAccess::recorded`]).
-    pub(crate) fn replaying(mut self, results: HashMap<String, ToolOutput>) -> Self {
-        self.recorded = Some(Arc::new(results));
+    pub(crate) fn replaying(mut self, answers: Arc<RecordedAnswers>) -> Self {
+        self.recorded = Some(answers);
         self
     }
 }

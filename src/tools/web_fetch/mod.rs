@@ -22,6 +22,7 @@ use fetch::{Body, Fetched, MAX_BODY_BYTES};
 
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 use crate::policy::{Subject, judge_url};
+use crate::tools::recorded::Answer;
 
 #[derive(Clone, Copy)]
 pub(crate) struct WebFetchTool;
@@ -75,14 +76,19 @@ impl TypedTool for WebFetchTool {
         let granted = judge_url(&url, &*web.grants)
             .map_err(|refused| ToolError::Failed(format!("WebFetch refused {url}: {refused}")))?;
         if let Some(recorded) = &web.recorded {
-            let call = ctx.call_id.as_deref().unwrap_or_default();
-            return match recorded.get(call) {
-                Some(output) if output.is_error => Err(ToolError::Failed(output.content.clone())),
-                Some(output) => Ok(output.content.clone()),
-                None => Err(ToolError::Failed(
-                    "the recording has no result for this call of WebFetch: the replay took a different path (a replay fetches nothing)".to_string(),
-                )),
-            };
+            match recorded.answer(ctx.call_id.as_deref()) {
+                Answer::Recorded(output) if output.is_error => {
+                    return Err(ToolError::Failed(output.content.clone()));
+                }
+                Answer::Recorded(output) => return Ok(output.content.clone()),
+                Answer::Missing => {
+                    return Err(ToolError::Failed(
+                        "the recording has no result for this call of WebFetch: the replay took a different path (a replay fetches nothing)".to_string(),
+                    ));
+                }
+                // A resumed run's call the recording does not answer: fetched for real.
+                Answer::Live => {}
+            }
         }
         // The fragment is the browser's, never sent: one page, one cache entry.
         let key = {

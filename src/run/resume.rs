@@ -1,0 +1,358 @@
+//! `drover resume DIR/TASK` (and `drover run SPEC --resume DIR/TASK`): a task stopped by
+//! a signal, a kill, a limit or a provider failure is continued. Its starting workspace
+//! is made again (and must match the recorded fingerprint), its whole recorded turns are
+//! replayed without the model (tools run again, drift reported), and the live model goes
+//! on from there, its transcript the recorded one continued on the same hash chain.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::plan_error::PlanError;
+use super::replay::{answers, recorded_results};
+use super::resume_error::ResumeError;
+use super::task::TaskPlan;
+use super::{Overrides, plan_task};
+use crate::record::chain;
+use crate::record::resume_point::{RecordedEnd, resume_point};
+use crate::record::transcript::ScopedEvent;
+use crate::record::{EndReason, Event, TranscriptReader};
+use crate::spec::{self, Provider};
+use crate::tools::ToolOutput;
+use crate::tools::recorded::RecordedAnswers;
+
+/// What the command line asks of a resume.
+pub(crate) struct ResumeOptions {
+    /// `DIR/TASK`, or its `transcript.jsonl`.
+    pub task: PathBuf,
+    /// The spec to resume (`drover run SPEC --resume`); default: the recorded spec path.
+    pub spec: Option<PathBuf>,
+    /// `--provider`, `--model`, `--max-turns`, `--max-cost-usd`, `--workspace`; each
+    /// defaults to what the recorded run used.
+    pub overrides: Overrides,
+    /// End the run at the first drift of a replayed result (`--strict`).
+    pub strict: bool,
+    /// More volatile output to mask before comparing (`--ignore`).
+    pub ignore: Vec<String>,
+}
+
+/// What a task plan carries when it resumes a recording.
+pub(crate) struct ResumePlan {
+    /// The transcript resumed.
+    pub transcript: PathBuf,
+    /// Its lines kept, written again at the head of the new transcript.
+    pub kept: Vec<String>,
+    /// Its lines dropped after them.
+    pub dropped: usize,
+    /// The main agent's events among the kept lines: its turns are played back.
+    pub events: Vec<Event>,
+    /// The whole turns replayed before the live model takes over.
+    pub turns: u32,
+    /// How the recorded run ended; None: it was killed.
+    pub previous: Option<RecordedEnd>,
+    /// The recorded results of the main agent's calls, by id.
+    pub results: HashMap<String, ToolOutput>,
+    pub strict: bool,
+    pub masks: Arc<crate::record::volatile::Masks>,
+}
+
+/// The transcript of `DIR/TASK` (or the file itself, when given).
+pub(crate) fn transcript_of(task: &Path) -> PathBuf {
+    if task.is_dir() {
+        task.join("transcript.jsonl")
+    } else {
+        task.to_path_buf()
+    }
+}
+
+/// The artifacts directory a resume writes into by default: the one holding the task's
+/// folder, so the resumed task replaces the stopped one among its run's reports.
+pub(crate) fn default_artifacts(transcript: &Path) -> PathBuf {
+    transcript
+        .parent()
+        .and_then(Path::parent)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Read the recording and plan the resumed task. Every refusal is bad input (exit 2).
+pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError> {
+    let transcript = transcript_of(&options.task);
+    let refuse = |error: ResumeError| PlanError::Resume(Box::new(error));
+    let bytes = std::fs::read(&transcript).map_err(|_| {
+        refuse(ResumeError::NoTranscript {
+            path: options.task.clone(),
+        })
+    })?;
+    let resumable = chain::verify_resumable(&bytes).map_err(|source| {
+        refuse(ResumeError::Forged {
+            transcript: transcript.clone(),
+            source,
+        })
+    })?;
+    let mut scoped = Vec::with_capacity(resumable.lines.len());
+    for (index, line) in resumable.lines.iter().enumerate() {
+        let event = TranscriptReader::parse_line(line).map_err(|e| {
+            refuse(ResumeError::Unparsable {
+                transcript: transcript.clone(),
+                line: index + 1,
+                message: e.to_string(),
+            })
+        })?;
+        scoped.push(event);
+    }
+    let Some(ScopedEvent {
+        event:
+            Event::RunStart {
+                task,
+                spec_sha256,
+                provider,
+                model,
+                spec_path,
+                workspace,
+                workspace_sha256,
+                max_turns,
+                ..
+            },
+        ..
+    }) = scoped.first().cloned()
+    else {
+        return Err(refuse(ResumeError::NoRunStart { transcript }));
+    };
+    let point = resume_point(&scoped);
+    if let Some(end) = &point.end
+        && !resumable_reason(end.reason)
+    {
+        return Err(refuse(ResumeError::Finished {
+            transcript,
+            reason: end.reason,
+            message: end.message.clone(),
+        }));
+    }
+    let spec_path = options
+        .spec
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&spec_path));
+    let spec = spec::load(&spec_path).map_err(|source| {
+        refuse(ResumeError::SpecUnreadable {
+            spec: spec_path.clone(),
+            source,
+        })
+    })?;
+    if spec.sha256 != spec_sha256 {
+        return Err(refuse(ResumeError::SpecChanged {
+            spec: spec_path,
+            recorded: spec_sha256,
+            now: spec.sha256.clone(),
+        }));
+    }
+    if spec.name() != task {
+        return Err(refuse(ResumeError::OtherTask {
+            transcript,
+            spec: spec_path,
+            recorded: task,
+            given: spec.name().to_string(),
+        }));
+    }
+    let kept: Vec<ScopedEvent> = scoped.into_iter().take(point.kept).collect();
+    // The limits in force: the last resume's, else the recorded run's.
+    let (recorded_turns, recorded_cost) = kept
+        .iter()
+        .rev()
+        .find_map(|scoped| match &scoped.event {
+            Event::Resume {
+                max_turns,
+                max_cost_usd,
+                ..
+            } => Some((*max_turns, *max_cost_usd)),
+            _ => None,
+        })
+        .unwrap_or((max_turns, None));
+    let mut overrides = options.overrides.clone();
+    let recorded_provider = provider_named(&provider);
+    if overrides.provider.is_none() || overrides.provider == recorded_provider {
+        overrides.model = overrides.model.or(Some(model));
+    }
+    overrides.provider = overrides.provider.or(recorded_provider);
+    overrides.max_turns = overrides.max_turns.or(recorded_turns);
+    overrides.max_cost_usd = overrides.max_cost_usd.or(recorded_cost);
+    overrides.workspace = overrides
+        .workspace
+        .or_else(|| Some(PathBuf::from(&workspace)));
+    let mut plan = plan_task(spec, &overrides)?;
+    if let Some(end) = &point.end {
+        limits_raised(&plan, end, &transcript).map_err(PlanError::Resume)?;
+    }
+    let masks = super::spec_checks::replay_masks_with(&plan.spec, &options.ignore)?;
+    let mut events = Vec::new();
+    let mut agent_events: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+    for line in kept {
+        match line.scope {
+            Some(scope) => agent_events
+                .entry(scope.agent_id)
+                .or_default()
+                .push(line.event),
+            None => events.push(line.event),
+        }
+    }
+    let results = recorded_results(&events);
+    plan.answers = Some(Arc::new(RecordedAnswers::resume(answers(
+        &results,
+        &agent_events,
+    ))));
+    plan.agent_events = agent_events;
+    plan.expected_fingerprint = Some(workspace_sha256);
+    // drover's own folders in the artifacts directory the run wrote: each task's (a
+    // folder holding a transcript) was left out of the recorded starting state.
+    plan.excluded.extend(recorded_task_folders(&transcript));
+    plan.resume = Some(ResumePlan {
+        kept: resumable.lines[..point.kept].to_vec(),
+        dropped: resumable.lines.len() - point.kept + usize::from(resumable.cut_off),
+        events,
+        turns: point.turns,
+        previous: point.end,
+        results,
+        strict: options.strict,
+        masks: Arc::new(masks),
+        transcript,
+    });
+    Ok(plan)
+}
+
+/// The reasons a run is resumed after: it was stopped, not finished.
+fn resumable_reason(reason: EndReason) -> bool {
+    matches!(
+        reason,
+        EndReason::Interrupted
+            | EndReason::MaxTurns
+            | EndReason::Timeout
+            | EndReason::Budget
+            | EndReason::ProviderError
+            | EndReason::InternalError
+            | EndReason::ReplayDrift
+    )
+}
+
+/// A run stopped by a limit resumes only with that limit raised: it would stop again at
+/// once.
+fn limits_raised(
+    plan: &TaskPlan,
+    end: &RecordedEnd,
+    transcript: &Path,
+) -> Result<(), Box<ResumeError>> {
+    match end.reason {
+        EndReason::MaxTurns => match plan.max_turns {
+            Some(limit) if limit <= end.turns => Err(Box::new(ResumeError::TurnLimit {
+                transcript: transcript.to_path_buf(),
+                turns: end.turns,
+            })),
+            _ => Ok(()),
+        },
+        EndReason::Budget => {
+            if let (Some(limit), Some(spent)) = (plan.max_cost_usd, end.cost_usd)
+                && spent >= limit
+            {
+                return Err(Box::new(ResumeError::CostLimit {
+                    transcript: transcript.to_path_buf(),
+                    spent,
+                    limit,
+                }));
+            }
+            let tokens = plan.spec.spec.limits.max_tokens.as_ref().map(|l| l.value);
+            match tokens {
+                Some(limit) if end.usage.total() >= limit => {
+                    Err(Box::new(ResumeError::TokenLimit {
+                        transcript: transcript.to_path_buf(),
+                        spent: end.usage.total(),
+                        limit,
+                    }))
+                }
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The provider a recording names (`anthropic`, `openai`, `script`); None for another
+/// (a recording of a replay).
+fn provider_named(name: &str) -> Option<Provider> {
+    [Provider::Anthropic, Provider::Openai, Provider::Script]
+        .into_iter()
+        .find(|provider| provider.as_str() == name)
+}
+
+/// The task folders beside the resumed one (and it), in the artifacts directory the
+/// recorded run wrote: every folder there holding a transcript.jsonl.
+fn recorded_task_folders(transcript: &Path) -> Vec<PathBuf> {
+    let Some(dir) = transcript.parent().and_then(Path::parent) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir())
+                && path.join("transcript.jsonl").is_file()
+        })
+        .collect()
+}
+
+/// Make the starting workspace as the task will, and refuse (before anything is
+/// written) unless it is in the recorded starting state: a resumed task must continue
+/// from where its recorded turns left the workspace, which only their replay from the
+/// same start gives.
+pub(crate) fn check_workspace(plan: &mut TaskPlan, artifacts: &Path) -> Result<(), PlanError> {
+    let (Some(resume), Some(recorded)) = (&plan.resume, &plan.expected_fingerprint) else {
+        return Ok(());
+    };
+    let transcript = resume.transcript.clone();
+    let recorded = recorded.clone();
+    super::settle_outputs(std::slice::from_mut(plan), artifacts);
+    super::save_indexes(std::slice::from_mut(plan));
+    let report = super::unfinished_report(plan, artifacts);
+    let started =
+        super::task_start::workspace(plan, artifacts, &report, &|| false).map_err(|halt| {
+            let message = match halt {
+                super::task_error::Halt::Early(_, message) => message,
+                super::task_error::Halt::Failed(error) => error.to_string(),
+            };
+            PlanError::Resume(Box::new(ResumeError::WorkspaceUnusable {
+                transcript: transcript.clone(),
+                message,
+            }))
+        })?;
+    let now = started.baseline.fingerprint();
+    drop(started);
+    if now == recorded {
+        return Ok(());
+    }
+    let patch = transcript.with_file_name("diff.patch");
+    let advice = if plan.isolation == crate::spec::Isolation::None {
+        if patch.is_file() {
+            format!(
+                "The task works in place (isolation: none), so the stopped run's changes are still there: revert them (`git apply -R {}` in the workspace), then resume again.",
+                patch.display()
+            )
+        } else {
+            "The task works in place (isolation: none) and the stopped run was killed before it wrote its diff, so its changes are still there: restore the starting state (`git stash -u` or `git checkout`), then resume again.".to_string()
+        }
+    } else {
+        "It changed since the run (a commit, a checkout, an edit): restore the state the run started from, or pass --workspace with a checkout of it.".to_string()
+    };
+    Err(PlanError::Resume(Box::new(ResumeError::WorkspaceChanged {
+        transcript,
+        workspace: plan.origin.clone(),
+        recorded,
+        now,
+        advice,
+    })))
+}

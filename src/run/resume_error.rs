@@ -1,0 +1,120 @@
+//! Why a recorded task cannot be resumed (bad input, exit 2): each error names the
+//! transcript and says what to do.
+
+use std::path::PathBuf;
+
+use crate::record::EndReason;
+use crate::record::chain::ChainError;
+use crate::spec::SpecError;
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ResumeError {
+    #[error(
+        "{} is not a task's artifacts folder (or its transcript.jsonl): there is no transcript.jsonl in it",
+        path.display()
+    )]
+    NoTranscript { path: PathBuf },
+    #[error(
+        "{}; it is not resumed (`drover transcript verify` checks a transcript)",
+        source.at(transcript)
+    )]
+    Forged {
+        transcript: PathBuf,
+        source: ChainError,
+    },
+    #[error("{}:{line}: not a transcript event: {message}", transcript.display())]
+    Unparsable {
+        transcript: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error(
+        "{}: the transcript does not start with a run_start event; it cannot be resumed",
+        transcript.display()
+    )]
+    NoRunStart { transcript: PathBuf },
+    #[error(
+        "{}: the task ended with `{}` ({message}); only a task stopped by a signal, a kill, a limit or a provider or internal error is resumed; start a new run instead",
+        transcript.display(),
+        reason.as_str()
+    )]
+    Finished {
+        transcript: PathBuf,
+        reason: EndReason,
+        message: String,
+    },
+    #[error(
+        "{}: the task stopped at its turn limit ({turns} turns); pass --max-turns with more than {turns} to resume it",
+        transcript.display()
+    )]
+    TurnLimit { transcript: PathBuf, turns: u32 },
+    #[error(
+        "{}: the task stopped at its budget (${spent:.4} spent of ${limit:.4}); pass --max-cost-usd with more than {spent:.4} to resume it",
+        transcript.display()
+    )]
+    CostLimit {
+        transcript: PathBuf,
+        spent: f64,
+        limit: f64,
+    },
+    #[error(
+        "{}: the task stopped at its token budget (limits.max_tokens: {limit}, {spent} spent), which a resume cannot raise without changing the spec; start a new run with a larger limits.max_tokens",
+        transcript.display()
+    )]
+    TokenLimit {
+        transcript: PathBuf,
+        spent: u64,
+        limit: u64,
+    },
+    #[error("cannot read the spec {}: {source}", spec.display())]
+    SpecUnreadable {
+        spec: PathBuf,
+        #[source]
+        source: SpecError,
+    },
+    #[error(
+        "the spec {} changed since the recorded run (sha256 {} recorded, {} now); a run resumes only the task it recorded: restore the spec, or start a new run",
+        spec.display(),
+        short(recorded),
+        short(now)
+    )]
+    SpecChanged {
+        spec: PathBuf,
+        recorded: String,
+        now: String,
+    },
+    #[error(
+        "{} records task {recorded:?}, but the spec {} is task {given:?}",
+        transcript.display(),
+        spec.display()
+    )]
+    OtherTask {
+        transcript: PathBuf,
+        spec: PathBuf,
+        recorded: String,
+        given: String,
+    },
+    #[error(
+        "cannot resume {}: the workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}). {advice}",
+        transcript.display(),
+        workspace.display(),
+        short(now),
+        short(recorded)
+    )]
+    WorkspaceChanged {
+        transcript: PathBuf,
+        workspace: PathBuf,
+        recorded: String,
+        now: String,
+        advice: String,
+    },
+    #[error("cannot resume {}: the starting workspace could not be prepared: {message}", transcript.display())]
+    WorkspaceUnusable {
+        transcript: PathBuf,
+        message: String,
+    },
+}
+
+fn short(fingerprint: &str) -> &str {
+    fingerprint.get(..12).unwrap_or(fingerprint)
+}

@@ -1,0 +1,464 @@
+//! `drover resume` / `drover run SPEC --resume`: a task stopped by a signal, a kill or a
+//! limit goes on from its last whole turn. The recorded turns are replayed without the
+//! model (the mock server counts what is asked of it), the transcript continues the
+//! same hash chain, and the end result is the one an uninterrupted run gives.
+
+use crate::common;
+use crate::mock_server;
+use crate::providers::{KEY, anthropic_end, anthropic_start, anthropic_text, sse};
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{drover_without_proxy, events, transcript, write_spec};
+use mock_server::{MockServer, Reply};
+use serde_json::{Value, json};
+
+const KEY_ENV: &str = "DROVER_TEST_RESUME_KEY";
+
+/// A turn writing `file` with `content`, its call id `id`.
+fn write_turn(id: &str, file: &str, content: &str) -> String {
+    let input = json!({"file_path": file, "content": content}).to_string();
+    anthropic_start(10, 0, 0)
+        + &anthropic_text(0, &format!("Writing {file}."))
+        + &sse(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": id, "name": "Write", "input": {}}}),
+        )
+        + &sse(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": input}}),
+        )
+        + &sse(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 1}),
+        )
+        + &anthropic_end("tool_use", 5)
+}
+
+fn final_turn() -> String {
+    anthropic_start(10, 0, 0)
+        + &anthropic_text(0, "Both files written.")
+        + &anthropic_end("end_turn", 5)
+}
+
+/// A stream that starts at once and then stalls for a minute before its end: drover is
+/// stopped while it waits for the rest.
+fn stalled(stream: &str) -> Reply {
+    Reply::Sse {
+        pieces: vec![
+            stream.as_bytes()[..40].to_vec(),
+            stream.as_bytes()[40..].to_vec(),
+        ],
+        pause: Duration::from_secs(60),
+        complete: true,
+    }
+}
+
+/// A task in `dir` writing two files, in a copy of `ws/`. The model's server is given
+/// by ANTHROPIC_BASE_URL: the spec of a resumed task must not change.
+fn task(dir: &Path) -> PathBuf {
+    let ws = dir.join("ws");
+    if !ws.exists() {
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(ws.join("notes.txt"), "start\n").unwrap();
+    }
+    let spec = format!(
+        "version: 1\nname: t\nprompt: Write a.txt and b.txt.\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n  api_key_env: {KEY_ENV}\n  retry: {{ max_retries: 0 }}\npermissions:\n  allow: [Write]\n"
+    );
+    write_spec(dir, "task.yaml", &spec)
+}
+
+/// The three turns of the task, the second `second`.
+fn turns(second: Reply) -> Vec<Reply> {
+    vec![
+        Reply::sse(&write_turn("toolu_a", "a.txt", "alpha\n")),
+        second,
+        Reply::sse(&final_turn()),
+    ]
+}
+
+fn spawn_run(spec: &Path, artifacts: &Path, server: &MockServer) -> std::process::Child {
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin("drover"));
+    command
+        .arg("run")
+        .arg(spec)
+        .arg("--quiet")
+        .arg("--artifacts")
+        .arg(artifacts)
+        .env(KEY_ENV, KEY)
+        .env("ANTHROPIC_BASE_URL", &server.base_url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+    ] {
+        command.env_remove(var);
+    }
+    command.spawn().unwrap()
+}
+
+/// Start the task and stop it with `signal` once its first turn's result is recorded
+/// and the second turn is streaming; the transcript it left.
+fn stop_mid_stream(dir: &Path, signal: &str) -> PathBuf {
+    let server = MockServer::start(turns(stalled(&write_turn("toolu_b", "b.txt", "beta\n"))));
+    let spec = task(dir);
+    let artifacts = dir.join("out");
+    let mut child = spawn_run(&spec, &artifacts, &server);
+    let recorded = artifacts.join("t/transcript.jsonl");
+    let started = Instant::now();
+    while server.requests().len() < 2
+        || !std::fs::read_to_string(&recorded).is_ok_and(|t| t.contains("\"tool_result\""))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the second turn never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "a stopped run is not a success");
+    recorded
+}
+
+/// `drover resume out/t EXTRA…` in `dir`, its model at `server`.
+fn resume(dir: &Path, server: &MockServer, extra: &[&str]) -> std::process::Output {
+    drover_without_proxy()
+        .arg("resume")
+        .arg(dir.join("out/t"))
+        .args(extra)
+        .env(KEY_ENV, KEY)
+        .env("ANTHROPIC_BASE_URL", &server.base_url)
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The diff of an uninterrupted run of the same task.
+fn uninterrupted_diff() -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(turns(Reply::sse(&write_turn("toolu_b", "b.txt", "beta\n"))));
+    let spec = task(dir.path());
+    let artifacts = dir.path().join("out");
+    let output = drover_without_proxy()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .env(KEY_ENV, KEY)
+        .env("ANTHROPIC_BASE_URL", &server.base_url)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    std::fs::read_to_string(artifacts.join("t/diff.patch")).unwrap()
+}
+
+/// The resumed run asks only for the turns the recording lacks, with the recorded
+/// conversation; its transcript is the recorded one continued; its diff is an
+/// uninterrupted run's.
+fn assert_resumes(dir: &Path, recorded: &Path, previous_reason: Value) {
+    let before = transcript(recorded);
+    let server = MockServer::start(vec![
+        Reply::sse(&write_turn("toolu_b", "b.txt", "beta\n")),
+        Reply::sse(&final_turn()),
+    ]);
+    let output = resume(dir, &server, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "only the missing turns are asked for");
+    let first = requests[0].json();
+    let messages = first["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.len(),
+        3,
+        "the recorded turn is in the conversation"
+    );
+    assert_eq!(messages[1]["content"][1]["id"], "toolu_a");
+    assert_eq!(messages[2]["content"][0]["tool_use_id"], "toolu_a");
+
+    let after = transcript(recorded);
+    let resume_at = after.iter().position(|e| e["type"] == "resume").unwrap();
+    assert_eq!(
+        &after[..resume_at],
+        &before[..resume_at],
+        "the recorded lines are kept as they were"
+    );
+    let resume_event = &after[resume_at];
+    assert_eq!(resume_event["replayed_turns"], 1);
+    assert_eq!(resume_event["previous_reason"], previous_reason);
+    assert_eq!(events(&after, "run_start").len(), 1);
+    assert_eq!(events(&after, "run_end").len(), 1);
+    let turns: Vec<u64> = events(&after, "model_response")
+        .iter()
+        .map(|e| e["turn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(turns, [1, 2, 3], "one run's turns, in order");
+    let end = after.last().unwrap();
+    assert_eq!(end["reason"], "end_turn");
+    assert_eq!(end["turns"], 3);
+    common::drover()
+        .args(["transcript", "verify"])
+        .arg(recorded)
+        .assert()
+        .success();
+    let diff = std::fs::read_to_string(recorded.with_file_name("diff.patch")).unwrap();
+    assert_eq!(diff, uninterrupted_diff());
+    let summary = common::summary(&dir.join("out"));
+    assert_eq!(summary["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(summary["tasks"][0]["status"], "passed");
+    assert_eq!(summary["tasks"][0]["turns"], 3);
+}
+
+#[test]
+fn a_run_stopped_by_sigterm_resumes_without_asking_again_for_its_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = stop_mid_stream(dir.path(), "-TERM");
+    let lines = transcript(&recorded);
+    assert_eq!(lines.last().unwrap()["reason"], "interrupted");
+    assert_resumes(dir.path(), &recorded, json!("interrupted"));
+}
+
+#[test]
+fn a_run_killed_mid_stream_resumes_with_the_cut_turn_asked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = stop_mid_stream(dir.path(), "-KILL");
+    let lines = transcript(&recorded);
+    assert_ne!(
+        lines.last().unwrap()["type"],
+        "run_end",
+        "a killed run has no end"
+    );
+    assert_resumes(dir.path(), &recorded, Value::Null);
+}
+
+#[test]
+fn a_changed_workspace_is_refused_and_the_recording_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = stop_mid_stream(dir.path(), "-TERM");
+    let before = std::fs::read(&recorded).unwrap();
+    std::fs::write(dir.path().join("ws/notes.txt"), "edited since\n").unwrap();
+    let server = MockServer::start(Vec::new());
+    let output = resume(dir.path(), &server, &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("not in the state the recorded run started from")
+            && message.contains("restore the state"),
+        "{message}"
+    );
+    assert!(
+        server.requests().is_empty(),
+        "nothing was asked of the model"
+    );
+    assert_eq!(std::fs::read(&recorded).unwrap(), before);
+    // Restored, it resumes.
+    std::fs::write(dir.path().join("ws/notes.txt"), "start\n").unwrap();
+    assert_resumes(dir.path(), &recorded, json!("interrupted"));
+}
+
+/// A scripted task of five Bash turns appending to log.txt, stopped by its turn limit.
+fn scripted(dir: &Path, extra: &str) -> PathBuf {
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    let turns: String = (1..=5)
+        .map(|n| {
+            format!(
+                "    - tool_calls:\n        - {{ name: Bash, input: {{ command: 'echo {n} >> log.txt; cat log.txt' }} }}\n"
+            )
+        })
+        .collect();
+    let spec = format!(
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n{turns}    - text: done\npermissions:\n  allow: [Bash]\n{extra}"
+    );
+    write_spec(dir, "task.yaml", &spec)
+}
+
+fn run(spec: &Path, artifacts: &Path, extra: &[&str]) -> std::process::Output {
+    common::drover()
+        .arg("run")
+        .arg(spec)
+        .arg("--artifacts")
+        .arg(artifacts)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_turn_limit_must_be_raised_and_the_resumed_run_replays_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = scripted(dir.path(), "limits:\n  max_turns: 2\n");
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let task = artifacts.join("t");
+    let refused = common::drover().arg("resume").arg(&task).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("pass --max-turns with more than 2"),
+        "{}",
+        stderr(&refused)
+    );
+    // `run SPEC --resume` is the same resume.
+    let output = run(
+        &spec,
+        &artifacts,
+        &["--resume", task.to_str().unwrap(), "--max-turns", "4"],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let lines = transcript(&task.join("transcript.jsonl"));
+    let end = lines.last().unwrap();
+    assert_eq!(end["reason"], "max_turns");
+    assert_eq!(end["turns"], 4);
+    let results = events(&lines, "tool_result");
+    assert_eq!(results.len(), 4);
+    assert_eq!(
+        results[3]["content"].as_str().unwrap().trim(),
+        "1\n2\n3\n4",
+        "turns 3 and 4 ran on the replayed ones' workspace"
+    );
+    assert!(events(&lines, "replay_drift").is_empty());
+    // Resumed again, to the end.
+    let output = common::drover()
+        .arg("resume")
+        .arg(&task)
+        .args(["--max-turns", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&task.join("transcript.jsonl"));
+    assert_eq!(events(&lines, "resume").len(), 2, "each resume is recorded");
+    assert_eq!(events(&lines, "model_response").len(), 6);
+    let diff = std::fs::read_to_string(task.join("diff.patch")).unwrap();
+    assert!(diff.contains("+5"), "{diff}");
+    // The resumed transcript replays as one run, with the limits it ended under.
+    let replayed = common::drover()
+        .args(["replay", "--strict", "--artifacts"])
+        .arg(dir.path().join("replayed"))
+        .arg(task.join("transcript.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(replayed.status.code(), Some(0), "{}", stderr(&replayed));
+}
+
+#[test]
+fn a_replayed_result_that_differs_is_drift_and_strict_stops_there() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - { name: Bash, input: { command: 'head -c 12 /dev/urandom | od -An -tx1' } }\n    - tool_calls:\n        - { name: Bash, input: { command: 'echo second' } }\n    - text: done\npermissions:\n  allow: [Bash]\nlimits:\n  max_turns: 1\n",
+    );
+    let artifacts = dir.path().join("out");
+    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
+    let task = artifacts.join("t");
+    let before = std::fs::read(task.join("transcript.jsonl")).unwrap();
+    let strict = common::drover()
+        .arg("resume")
+        .arg(&task)
+        .args(["--max-turns", "5", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
+    let lines = transcript(&task.join("transcript.jsonl"));
+    assert_eq!(lines.last().unwrap()["reason"], "replay_drift");
+    assert_eq!(events(&lines, "replay_drift").len(), 1);
+    assert!(
+        !String::from_utf8_lossy(&before).is_empty() && events(&lines, "model_response").len() == 1,
+        "a strict resume stops before the model is asked"
+    );
+    // Without --strict the drift is reported and the run goes on.
+    let output = common::drover()
+        .arg("resume")
+        .arg(&task)
+        .args(["--max-turns", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("drift"), "{}", stderr(&output));
+    let lines = transcript(&task.join("transcript.jsonl"));
+    assert_eq!(events(&lines, "replay_drift").len(), 1);
+    assert_eq!(lines.last().unwrap()["reason"], "end_turn");
+    assert_eq!(common::summary(&artifacts)["tasks"][0]["drift"]["count"], 1);
+}
+
+#[test]
+fn a_finished_task_or_a_changed_spec_is_not_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = scripted(dir.path(), "");
+    let artifacts = dir.path().join("out");
+    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(0));
+    let finished = common::drover()
+        .arg("resume")
+        .arg(artifacts.join("t"))
+        .output()
+        .unwrap();
+    assert_eq!(finished.status.code(), Some(2));
+    assert!(
+        stderr(&finished).contains("ended with `end_turn`"),
+        "{}",
+        stderr(&finished)
+    );
+
+    let spec = scripted(dir.path(), "limits:\n  max_turns: 1\n");
+    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
+    std::fs::write(
+        &spec,
+        std::fs::read_to_string(&spec)
+            .unwrap()
+            .replace("prompt: p", "prompt: q"),
+    )
+    .unwrap();
+    let changed = common::drover()
+        .arg("resume")
+        .arg(artifacts.join("t"))
+        .args(["--max-turns", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(changed.status.code(), Some(2));
+    assert!(
+        stderr(&changed).contains("changed since the recorded run"),
+        "{}",
+        stderr(&changed)
+    );
+}
+
+#[test]
+fn an_edited_recording_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = scripted(dir.path(), "limits:\n  max_turns: 2\n");
+    let artifacts = dir.path().join("out");
+    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
+    let path = artifacts.join("t/transcript.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("log.txt", "x.txt")).unwrap();
+    let output = common::drover()
+        .arg("resume")
+        .arg(artifacts.join("t"))
+        .args(["--max-turns", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("is not resumed"),
+        "{}",
+        stderr(&output)
+    );
+}
