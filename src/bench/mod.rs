@@ -3,6 +3,7 @@
 //! wrote. Speed goals are checked here, by printed figures, never by timed tests.
 
 mod cases;
+mod replay;
 mod timing;
 mod workspace;
 
@@ -31,9 +32,17 @@ pub struct BenchArgs {
     /// sparse file, against `git status` and `cp -r --reflink=auto`, instead of the tools.
     #[arg(long)]
     pub workspace: bool,
-    /// Where --workspace builds its repositories (kept for later runs).
+    /// Where --workspace builds its repositories and --replay its task (kept for later
+    /// runs).
     #[arg(long, value_name = "DIR", default_value = "drover-bench-workspaces")]
     pub scratch: PathBuf,
+    /// Time the replay of a recorded run of --calls tool calls against the scripted run
+    /// that recorded it (built under --scratch), instead of the tools.
+    #[arg(long, conflicts_with = "workspace")]
+    pub replay: bool,
+    /// The tool calls of the run --replay records.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub calls: u32,
     /// The repository sizes --workspace builds, in files.
     #[arg(long, value_name = "N,N,…", value_delimiter = ',', default_values_t = [1000, 10000, 100000])]
     pub sizes: Vec<usize>,
@@ -43,6 +52,27 @@ pub struct BenchArgs {
 /// program only skips its cases), 2 for a bad tree, 3 when drover itself failed, and with
 /// `--check` 1 when a goal was missed.
 pub(crate) fn run(args: &BenchArgs) -> i32 {
+    if args.replay {
+        let drover = match std::env::current_exe() {
+            Ok(path) => path,
+            Err(error) => {
+                eprintln!("drover: cannot find drover's own executable: {error}");
+                return exit::RUNNER_ERROR;
+            }
+        };
+        if let Err(error) = std::fs::create_dir_all(&args.scratch) {
+            eprintln!("drover: cannot create {}: {error}", args.scratch.display());
+            return exit::BAD_INPUT;
+        }
+        let scratch = args.scratch.canonicalize().unwrap_or(args.scratch.clone());
+        return replay::run(
+            &drover,
+            &scratch,
+            args.calls as usize,
+            usize::from(args.runs),
+            args.check,
+        );
+    }
     if args.workspace {
         let drover = match std::env::current_exe() {
             Ok(path) => path,

@@ -127,3 +127,30 @@ fn bench_refuses_a_missing_tree() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn bench_replay_times_a_replay_against_its_run() {
+    let scratch = tempfile::tempdir().unwrap();
+    let output = common::drover()
+        .args([
+            "bench",
+            "--replay",
+            "--calls",
+            "25",
+            "--runs",
+            "1",
+            "--scratch",
+        ])
+        .arg(scratch.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("replay 25 calls --strict"), "{stdout}");
+    assert!(stdout.contains("25 tool calls in 3 turns"), "{stdout}");
+}
