@@ -462,3 +462,127 @@ fn an_edited_recording_is_refused() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_recorded_fetch_is_answered_from_the_recording_and_a_new_one_made() {
+    let server = MockServer::start(vec![
+        Reply::status(200, "first page").with_header("Content-Type", "text/plain"),
+        Reply::status(200, "second page").with_header("Content-Type", "text/plain"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let base = &server.base_url;
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{base}/one\" }} }}]\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{base}/two\" }} }}]\n    - text: done\npermissions:\n  allow: [\"WebFetch(domain:127.0.0.1)\"]\nlimits:\n  max_turns: 1\n"
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    let output = common::drover_without_proxy()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(server.requests().len(), 1);
+    let output = common::drover_without_proxy()
+        .arg("resume")
+        .arg(artifacts.join("t"))
+        .args(["--max-turns", "5", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the recorded fetch is not made again");
+    assert!(requests[1].line.contains("/two"), "{}", requests[1].line);
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    let results = events(&lines, "tool_result");
+    assert!(results[1]["content"].as_str().unwrap().contains("second page"));
+}
+
+#[test]
+fn a_budget_must_be_raised_and_counts_the_recorded_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let turn = "    - tool_calls: [{ name: LS, input: { path: . } }]\n      usage: { input_tokens: 1000000 }\n";
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  pricing: {{ input: 1.0, output: 1.0 }}\n  script:\n{turn}{turn}{turn}    - text: done\nlimits:\n  max_cost_usd: 1.5\n"
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(common::summary(&artifacts)["tasks"][0]["reason"], "budget");
+    let task = artifacts.join("t");
+    let refused = common::drover().arg("resume").arg(&task).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("pass --max-cost-usd with more than 2.0000"),
+        "{}",
+        stderr(&refused)
+    );
+    // Raised to 2.5: the two recorded turns count ($2), the third ($3) goes over.
+    let output = common::drover()
+        .arg("resume")
+        .arg(&task)
+        .args(["--max-cost-usd", "2.5"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let summary = common::summary(&artifacts);
+    assert_eq!(summary["tasks"][0]["reason"], "budget");
+    assert_eq!(summary["tasks"][0]["turns"], 3);
+    assert_eq!(summary["tasks"][0]["cost_usd"], 3.0);
+    let output = common::drover()
+        .arg("resume")
+        .arg(&task)
+        .args(["--max-cost-usd", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(common::summary(&artifacts)["tasks"][0]["turns"], 4);
+}
+
+#[test]
+fn a_task_in_place_is_told_how_to_revert_its_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: a.txt, content: a } }]\n    - tool_calls: [{ name: Write, input: { file_path: b.txt, content: b } }]\n    - text: done\npermissions:\n  allow: [Write]\nlimits:\n  max_turns: 1\n",
+    );
+    let artifacts = dir.path().join("out");
+    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
+    let task = artifacts.join("t");
+    let refused = common::drover()
+        .arg("resume")
+        .arg(&task)
+        .args(["--max-turns", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("git apply -R"),
+        "{}",
+        stderr(&refused)
+    );
+    // Reverted, it resumes in place.
+    std::fs::remove_file(dir.path().join("ws/a.txt")).unwrap();
+    let output = common::drover()
+        .arg("resume")
+        .arg(&task)
+        .args(["--max-turns", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(dir.path().join("ws/b.txt").is_file());
+    assert!(dir.path().join("ws/a.txt").is_file());
+}
