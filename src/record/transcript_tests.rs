@@ -134,3 +134,55 @@ fn every_line_is_redacted_before_it_is_written() {
     );
     assert_eq!(input["[redacted]"], "[redacted]");
 }
+
+#[test]
+fn a_resumed_transcript_continues_the_chain_and_leaves_out_the_replayed_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut first = TranscriptWriter::create(&path).unwrap();
+    let call = |id: &str| Event::ToolCall {
+        id: id.into(),
+        name: "LS".into(),
+        input: serde_json::json!({"path": "."}),
+    };
+    first.write(call("toolu_1")).unwrap();
+    first.write(call("toolu_2")).unwrap();
+    drop(first);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept: Vec<String> = text.lines().take(1).map(str::to_string).collect();
+
+    let mut resumed = TranscriptWriter::resume(&path, &kept, true).unwrap();
+    // While the recorded turns replay, only drift (and the end) is written.
+    resumed.write(call("toolu_1")).unwrap();
+    resumed
+        .write(Event::ReplayDrift {
+            tool_use_id: "toolu_1".into(),
+            expected: "a".into(),
+            actual: "b".into(),
+            call: 1,
+            tool: "LS".into(),
+            diff: String::new(),
+        })
+        .unwrap();
+    resumed.go_live();
+    resumed.write(call("toolu_3")).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let types: Vec<String> = text
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(types, ["tool_call", "replay_drift", "tool_call"]);
+    assert!(text.starts_with(&kept[0]), "the kept line is as it was");
+    assert!(!text.contains("toolu_2"), "the dropped line is gone");
+    let bytes = text.as_bytes();
+    assert_eq!(
+        crate::record::chain::verify(bytes),
+        Err(crate::record::chain::ChainError::NoRunEnd),
+        "the chain holds across the resume"
+    );
+}

@@ -501,7 +501,12 @@ fn a_recorded_fetch_is_answered_from_the_recording_and_a_new_one_made() {
     assert!(requests[1].line.contains("/two"), "{}", requests[1].line);
     let lines = transcript(&artifacts.join("t/transcript.jsonl"));
     let results = events(&lines, "tool_result");
-    assert!(results[1]["content"].as_str().unwrap().contains("second page"));
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("second page")
+    );
 }
 
 #[test]
