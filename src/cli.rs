@@ -125,6 +125,9 @@ pub struct RunArgs {
     /// Override every spec's limits.max_cost_usd (USD).
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     pub max_cost_usd: Option<f64>,
+    /// Override every spec's limits.timeout (`30m`, `1h 30m`, or `none`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub(crate) timeout: Option<crate::spec::TimeoutLimit>,
     /// Override every spec's workspace.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -171,6 +174,10 @@ pub struct ResumeArgs {
     /// The task's budget in USD, recorded turns included [default: the spec's].
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     pub max_cost_usd: Option<f64>,
+    /// The time limit from the resume on (`30m`, `1h 30m`, or `none`) [default: the
+    /// spec's limits.timeout]; the replayed turns' tools run within it.
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub(crate) timeout: Option<crate::spec::TimeoutLimit>,
     /// The starting workspace [default: the one the transcript records]; it must be in
     /// the recorded starting state.
     #[arg(long, value_name = "DIR")]
@@ -186,6 +193,11 @@ pub struct ResumeArgs {
     /// No progress on stderr: only the final line and errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// A time limit as specs write it.
+fn parse_timeout(text: &str) -> Result<crate::spec::TimeoutLimit, String> {
+    crate::spec::TimeoutLimit::try_from(text.to_string()).map_err(|e| e.to_string())
 }
 
 /// A budget: a positive number of USD.

@@ -378,9 +378,16 @@ impl Agent<'_> {
         let Some(handover) = self.replay.as_ref().and_then(|r| r.handover.as_ref()) else {
             return;
         };
-        if session.turns < handover.turns {
-            return;
+        if session.turns >= handover.turns {
+            self.hand_over_now();
         }
+    }
+
+    /// Go live now, wherever the replay of the recorded turns stands (the loop ended).
+    pub(crate) fn hand_over_now(&mut self) {
+        let Some(handover) = self.replay.as_ref().and_then(|r| r.handover.as_ref()) else {
+            return;
+        };
         handover.answers.close();
         self.transcript.go_live();
         self.replay = None;

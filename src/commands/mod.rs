@@ -87,6 +87,7 @@ async fn run_command(args: RunArgs) -> i32 {
         model: args.model,
         max_turns: args.max_turns,
         max_cost_usd: args.max_cost_usd,
+        timeout: args.timeout,
         workspace: args.workspace,
     };
     if let Some(task) = args.resume {
@@ -159,6 +160,7 @@ async fn resume_command(args: ResumeArgs) -> i32 {
             model: args.model,
             max_turns: args.max_turns,
             max_cost_usd: args.max_cost_usd,
+            timeout: args.timeout,
             workspace: args.workspace,
         },
         strict: args.strict,
@@ -174,6 +176,8 @@ async fn resume_task(
     artifacts: Option<std::path::PathBuf>,
     quiet: bool,
 ) -> i32 {
+    // A task killed while its folder was staged is published first: its transcript.
+    run::announce_orphans(&std::env::temp_dir());
     let transcript = run::transcript_of(&options.task);
     let artifacts = artifacts.unwrap_or_else(|| run::default_artifacts(&transcript));
     let mut plan = match run::plan_resume(&options) {

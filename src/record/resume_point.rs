@@ -26,16 +26,20 @@ pub(crate) fn cancelled_result(reason: EndReason) -> &'static str {
     }
 }
 
-fn is_cancelled_result(content: &str) -> bool {
-    [
-        EndReason::Interrupted,
-        EndReason::Timeout,
-        EndReason::ReplayDrift,
-        EndReason::InternalError,
-        EndReason::EndTurn,
-    ]
-    .iter()
-    .any(|reason| content == cancelled_result(*reason))
+/// A result drover gave in place of running the call (hook notes may follow it). A
+/// tool whose own error reads the same makes its turn be asked again, no more: the
+/// recording, dropped lines included, is kept beside the resumed transcript.
+fn is_cancelled_result(is_error: bool, content: &str) -> bool {
+    is_error
+        && [
+            EndReason::Interrupted,
+            EndReason::Timeout,
+            EndReason::ReplayDrift,
+            EndReason::InternalError,
+            EndReason::EndTurn,
+        ]
+        .iter()
+        .any(|reason| content.starts_with(cancelled_result(*reason)))
 }
 
 /// How a recorded run ended, as its `run_end` says.
@@ -87,6 +91,7 @@ pub(crate) fn resume_point(events: &[ScopedEvent]) -> ResumePoint {
             }
             Event::ToolResult {
                 tool_use_id,
+                is_error,
                 content,
                 ..
             } => {
@@ -94,7 +99,7 @@ pub(crate) fn resume_point(events: &[ScopedEvent]) -> ResumePoint {
                     && turn.pending.remove(tool_use_id)
                 {
                     turn.last = index;
-                    if is_cancelled_result(content) {
+                    if is_cancelled_result(*is_error, content) {
                         turn.cancelled = true;
                     }
                 }

@@ -34,7 +34,7 @@ fn response(ids: &[&str], stop_reason: StopReason) -> ScopedEvent {
 fn result(id: &str, content: &str) -> ScopedEvent {
     main(Event::ToolResult {
         tool_use_id: id.into(),
-        is_error: false,
+        is_error: content.starts_with("Cancelled"),
         content: content.into(),
         images: Vec::new(),
         duration_ms: 1,
@@ -95,7 +95,13 @@ fn cancelled_calls_make_a_turn_incomplete() {
     let events = vec![
         start(),
         response(&["a"], StopReason::ToolUse),
-        result("a", cancelled_result(EndReason::Interrupted)),
+        result(
+            "a",
+            &format!(
+                "{}\n\n[PreToolUse hook] a note",
+                cancelled_result(EndReason::Interrupted)
+            ),
+        ),
         run_end(EndReason::Interrupted),
     ];
     let point = resume_point(&events);

@@ -7,6 +7,7 @@ mod conflicts;
 mod diff_only;
 mod expect;
 pub(crate) mod interrupt;
+mod orphaned_folders;
 mod page_model;
 mod plan_error;
 mod prepare;
@@ -38,6 +39,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
+pub(crate) use orphaned_folders::publish_orphaned_folders;
 pub(crate) use plan_error::PlanError;
 pub(crate) use replay::{ReplayOptions, plan_replay};
 pub(crate) use resume::{
@@ -60,6 +62,8 @@ pub(crate) struct Overrides {
     pub max_turns: Option<u32>,
     /// `--max-cost-usd`: every spec's `limits.max_cost_usd`.
     pub max_cost_usd: Option<f64>,
+    /// `--timeout`: every spec's `limits.timeout`.
+    pub timeout: Option<crate::spec::TimeoutLimit>,
     pub workspace: Option<PathBuf>,
 }
 
@@ -142,7 +146,13 @@ fn model_source(
 }
 
 /// Plan one task, or every reason (all of them, not only the first) it cannot run.
-pub(super) fn plan_task(spec: LoadedSpec, overrides: &Overrides) -> Result<TaskPlan, PlanError> {
+pub(super) fn plan_task(
+    mut spec: LoadedSpec,
+    overrides: &Overrides,
+) -> Result<TaskPlan, PlanError> {
+    if let Some(timeout) = overrides.timeout {
+        spec.spec.limits.timeout = Some(timeout);
+    }
     let mut errors = Vec::new();
     let model_spec = &spec.spec.model.value;
     let provider = overrides.provider.unwrap_or(model_spec.provider);
@@ -273,8 +283,10 @@ pub(crate) async fn run_plans(
     // Each repository a task edits in place has its index saved now, before any agent
     // can rewrite `.git`: the baselines of later tasks trust only this copy.
     save_indexes(&mut plans);
-    // What a drover killed with SIGKILL left in the temp directory goes first.
+    // What a drover killed with SIGKILL left in the temp directory goes first: the
+    // task folders it staged are published, the rest removed.
     let temp = std::env::temp_dir();
+    announce_orphans(&temp);
     let removed = crate::workspace::leftovers::remove_stale_temp_dirs(&temp);
     if !removed.is_empty() {
         eprintln!(
@@ -405,6 +417,17 @@ pub(super) fn save_indexes(plans: &mut [TaskPlan]) {
                 saved.push(Arc::clone(index));
             }),
         };
+    }
+}
+
+/// Publish the task folders killed drovers staged in `temp`, saying so.
+pub(crate) fn announce_orphans(temp: &Path) {
+    for folder in publish_orphaned_folders(temp) {
+        eprintln!(
+            "drover: published {}, which a killed drover had left unpublished in {}",
+            folder.display(),
+            temp.display()
+        );
     }
 }
 

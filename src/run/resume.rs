@@ -38,6 +38,12 @@ pub(crate) struct ResumeOptions {
 
 /// What a task plan carries when it resumes a recording.
 pub(crate) struct ResumePlan {
+    /// The recording as it was read, kept beside the resumed transcript
+    /// (`transcript.before-resume-N.jsonl`): the lines the resume drops stay on record.
+    pub recording: Vec<u8>,
+    /// The tokens of the model turns the resume drops (a turn cut short was paid for):
+    /// they count toward the task's budget and figures.
+    pub dropped_usage: crate::message::Usage,
     /// The transcript resumed.
     pub transcript: PathBuf,
     /// Its lines kept, written again at the head of the new transcript.
@@ -154,9 +160,24 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
             given: spec.name().to_string(),
         }));
     }
-    let kept: Vec<ScopedEvent> = scoped.into_iter().take(point.kept).collect();
-    // The limits in force: the last resume's, else the recorded run's.
-    let (recorded_turns, recorded_cost) = kept
+    if provider_named(&provider).is_none() {
+        return Err(refuse(ResumeError::NotARun {
+            transcript,
+            provider,
+        }));
+    }
+    // The task's folder is named after it: a transcript elsewhere (or one put in
+    // another task's folder) names nothing drover can trust to write back to.
+    let folder = transcript
+        .parent()
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy().into_owned());
+    if folder.as_deref() != Some(task.as_str()) {
+        return Err(refuse(ResumeError::NotInTaskFolder { transcript, task }));
+    }
+    // The limits in force: the last resume's (wherever it lies: one killed before its
+    // first live turn is dropped with the cut), else the recorded run's.
+    let (recorded_turns, recorded_cost) = scoped
         .iter()
         .rev()
         .find_map(|scoped| match &scoped.event {
@@ -168,6 +189,8 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
             _ => None,
         })
         .unwrap_or((max_turns, None));
+    let dropped_usage = unreplayed_usage(&scoped[point.kept..]);
+    let kept: Vec<ScopedEvent> = scoped.into_iter().take(point.kept).collect();
     let mut overrides = options.overrides.clone();
     let recorded_provider = provider_named(&provider);
     if overrides.provider.is_none() || overrides.provider == recorded_provider {
@@ -176,9 +199,15 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     overrides.provider = overrides.provider.or(recorded_provider);
     overrides.max_turns = overrides.max_turns.or(recorded_turns);
     overrides.max_cost_usd = overrides.max_cost_usd.or(recorded_cost);
-    overrides.workspace = overrides
-        .workspace
-        .or_else(|| Some(PathBuf::from(&workspace)));
+    // The workspace is the spec's (or --workspace): a recording does not choose where
+    // a live run works. One recorded elsewhere (a run given --workspace) must be named.
+    if overrides.workspace.is_none() && !same_dir(&spec.workspace_dir(), Path::new(&workspace)) {
+        return Err(refuse(ResumeError::OtherWorkspace {
+            transcript,
+            recorded: PathBuf::from(workspace),
+            spec: spec.workspace_dir(),
+        }));
+    }
     let mut plan = plan_task(spec, &overrides)?;
     if let Some(end) = &point.end {
         limits_raised(&plan, end, &transcript).map_err(PlanError::Resume)?;
@@ -206,6 +235,8 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     // folder holding a transcript) was left out of the recorded starting state.
     plan.excluded.extend(recorded_task_folders(&transcript));
     plan.resume = Some(ResumePlan {
+        recording: bytes,
+        dropped_usage,
         kept: resumable.lines[..point.kept].to_vec(),
         dropped: resumable.lines.len() - point.kept + usize::from(resumable.cut_off),
         events,
@@ -217,6 +248,17 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         transcript,
     });
     Ok(plan)
+}
+
+/// The tokens of every model turn among `events` (the dropped lines), sub-agents' too.
+fn unreplayed_usage(events: &[ScopedEvent]) -> crate::message::Usage {
+    let mut usage = crate::message::Usage::default();
+    for scoped in events {
+        if let Event::ModelResponse { usage: turn, .. } = &scoped.event {
+            usage.add(turn);
+        }
+    }
+    usage
 }
 
 /// The reasons a run is resumed after: it was stopped, not finished.
@@ -355,4 +397,40 @@ pub(crate) fn check_workspace(plan: &mut TaskPlan, artifacts: &Path) -> Result<(
         now,
         advice,
     })))
+}
+
+/// The name of the `n`th recording kept beside a resumed transcript.
+fn kept_recording_name(n: usize) -> String {
+    format!("transcript.before-resume-{n}.jsonl")
+}
+
+/// Keep the recording as it was read beside the transcript the resume writes in
+/// `task_dir` (after the earlier resumes' copies, carried over when the task's folder
+/// is staged elsewhere): the lines the resume drops stay on record.
+pub(super) fn keep_recording(resume: &ResumePlan, task_dir: &Path) -> std::io::Result<()> {
+    let original = resume.transcript.parent().unwrap_or(Path::new("."));
+    let mut n = 1;
+    loop {
+        let name = kept_recording_name(n);
+        let here = task_dir.join(&name);
+        if !here.exists() {
+            let there = original.join(&name);
+            if same_dir(original, task_dir) || !there.is_file() {
+                break;
+            }
+            std::fs::copy(&there, &here)?;
+        }
+        n += 1;
+    }
+    crate::workspace::atomic::write_atomic(
+        &task_dir.join(kept_recording_name(n)),
+        &resume.recording,
+    )
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }

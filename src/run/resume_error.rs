@@ -66,6 +66,31 @@ pub(crate) enum ResumeError {
         spent: u64,
         limit: u64,
     },
+    #[error(
+        "{}: the recording is of a replay (provider {provider}), not of a run; resume the run it replayed",
+        transcript.display()
+    )]
+    NotARun {
+        transcript: PathBuf,
+        provider: String,
+    },
+    #[error(
+        "{} is not in its task's folder (DIR/{task}/transcript.jsonl); give the folder drover wrote",
+        transcript.display()
+    )]
+    NotInTaskFolder { transcript: PathBuf, task: String },
+    #[error(
+        "{}: the recorded run worked in {}, not in the spec's workspace {}; pass --workspace {} to resume it there",
+        transcript.display(),
+        recorded.display(),
+        spec.display(),
+        recorded.display()
+    )]
+    OtherWorkspace {
+        transcript: PathBuf,
+        recorded: PathBuf,
+        spec: PathBuf,
+    },
     #[error("cannot read the spec {}: {source}", spec.display())]
     SpecUnreadable {
         spec: PathBuf,

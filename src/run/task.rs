@@ -205,7 +205,13 @@ async fn execute(
     let path = task_dir.join("transcript.jsonl");
     // A resumed task continues its recording: the kept lines, then its own.
     let mut transcript = match &plan.resume {
-        Some(resume) => TranscriptWriter::resume(&path, &resume.kept, resume.turns > 0)?,
+        Some(resume) => {
+            super::resume::keep_recording(resume, task_dir).map_err(|source| TaskError::Write {
+                path: task_dir.to_path_buf(),
+                source,
+            })?;
+            TranscriptWriter::resume(&path, &resume.kept, resume.turns > 0)?
+        }
         None => TranscriptWriter::create(&path)?,
     };
     if let Some(observer) = observer {

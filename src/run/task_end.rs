@@ -119,6 +119,13 @@ pub(super) async fn run_agent(
     if let Some(thread) = file_thread {
         ctx = ctx.confined_to(thread);
     }
+    // A resumed task has paid for the turns its resume dropped.
+    if let Some(resume) = &plan.resume {
+        let cost = config
+            .pricing
+            .map(|pricing| pricing::cost(&resume.dropped_usage, &pricing));
+        config.meter.add(&resume.dropped_usage, cost);
+    }
     let subagents = super::subagents::sub_agents(plan, &registry, inputs.replay.as_ref())?;
     let mut agent = Agent {
         model: inputs.model,
@@ -207,6 +214,9 @@ pub(super) async fn run_agent(
         }
         session.next_round(message);
     };
+    // A resumed run that ended before its recorded turns were all replayed (a strict
+    // drift, a lower limit) records what follows: hooks, checks, the end.
+    agent.hand_over_now();
     if let Ok(outcome) = &outcome {
         // SessionEnd: the agent's work is over, whatever comes next. Its hooks can
         // change the workspace, so a round judged before them is judged again.

@@ -16,6 +16,18 @@ use std::path::{Path, PathBuf};
 
 use crate::workspace::Roots;
 
+/// The file in a staging folder saying where it is to be published.
+pub(super) const DESTINATION: &str = ".drover-destination.json";
+
+/// Where a staged folder goes: `artifacts/task`, the artifacts directory as identified
+/// before any agent ran.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(super) struct Destination {
+    pub artifacts: PathBuf,
+    pub identity: (u64, u64),
+    pub task: String,
+}
+
 /// The folder of one task.
 pub(super) struct TaskFolder {
     /// `artifacts/<task>`, where a user finds it.
@@ -52,6 +64,25 @@ impl TaskFolder {
         let staging = tempfile::Builder::new()
             .prefix(&crate::workspace::leftovers::temp_prefix("task"))
             .tempdir()?;
+        // Private: a transcript may hold what others on the machine should not read, and
+        // only a private folder is published should this drover be killed.
+        std::fs::set_permissions(
+            staging.path(),
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700),
+        )?;
+        // Should drover be killed before it publishes, the next run publishes the
+        // folder for it (see `orphaned_folders`): the transcript of a killed task is
+        // never lost with the temp directory.
+        let destination = Destination {
+            artifacts: root.clone(),
+            identity: (meta.dev(), meta.ino()),
+            task: final_dir
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        };
+        let text = serde_json::to_vec(&destination).map_err(io::Error::other)?;
+        std::fs::write(staging.path().join(DESTINATION), text)?;
         Ok(TaskFolder {
             final_dir: final_dir.to_path_buf(),
             artifacts: Some(Published {
@@ -106,7 +137,7 @@ impl TaskFolder {
 
 /// Is `root` still the directory whose identity was taken before the agent ran (not
 /// moved away and replaced, not a symlink now)?
-fn same_directory(root: &Path, identity: (u64, u64)) -> io::Result<()> {
+pub(super) fn same_directory(root: &Path, identity: (u64, u64)) -> io::Result<()> {
     let meta = std::fs::symlink_metadata(root)?;
     if meta.file_type().is_dir() && (meta.dev(), meta.ino()) == identity {
         return Ok(());
@@ -118,14 +149,14 @@ fn same_directory(root: &Path, identity: (u64, u64)) -> io::Result<()> {
 }
 
 /// Copy every file of `staging` into `target` beneath `roots`, replacing what is there.
-fn copy_into(roots: &Roots, staging: &Path, target: &Path) -> io::Result<()> {
+pub(super) fn copy_into(roots: &Roots, staging: &Path, target: &Path) -> io::Result<()> {
     // Whatever the agent planted at the task's name (a symlink, a file, a folder with
     // its own transcript) is cleared first.
     remove_planted(roots, target)?;
     roots.create_dir_all(target)?;
     for entry in std::fs::read_dir(staging)? {
         let entry = entry?;
-        if !entry.file_type()?.is_file() {
+        if !entry.file_type()?.is_file() || entry.file_name() == DESTINATION {
             continue;
         }
         // Streamed: a transcript or diff of any size is never held in memory.

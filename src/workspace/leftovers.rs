@@ -28,6 +28,24 @@ fn temp_dir_owner(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
+/// The temp directories of `kind` in `dir` that a drover process now gone left behind.
+pub(crate) fn stale_temp_dirs(dir: &Path, kind: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let prefix = format!("drover-{kind}-");
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            name.starts_with(&prefix)
+                && temp_dir_owner(&name).is_some_and(|pid| !drover_alive(pid))
+                && entry.file_type().is_ok_and(|t| t.is_dir())
+        })
+        .map(|entry| entry.path())
+        .collect()
+}
+
 /// Remove the temp directories in `dir` that a drover process now gone left behind.
 /// Returns what was removed.
 pub(crate) fn remove_stale_temp_dirs(dir: &Path) -> Vec<PathBuf> {

@@ -175,6 +175,7 @@ fn uninterrupted_diff() -> String {
 /// uninterrupted run's.
 fn assert_resumes(dir: &Path, recorded: &Path, previous_reason: Value) {
     let before = transcript(recorded);
+    let recording = std::fs::read(recorded).unwrap();
     let server = MockServer::start(vec![
         Reply::sse(&write_turn("toolu_b", "b.txt", "beta\n")),
         Reply::sse(&final_turn()),
@@ -199,6 +200,11 @@ fn assert_resumes(dir: &Path, recorded: &Path, previous_reason: Value) {
         &after[..resume_at],
         &before[..resume_at],
         "the recorded lines are kept as they were"
+    );
+    assert_eq!(
+        std::fs::read(recorded.with_file_name("transcript.before-resume-1.jsonl")).unwrap(),
+        recording,
+        "the recording, dropped lines included, is kept beside"
     );
     let resume_event = &after[resume_at];
     assert_eq!(resume_event["replayed_turns"], 1);
@@ -384,13 +390,9 @@ fn a_replayed_result_that_differs_is_drift_and_strict_stops_there() {
         !String::from_utf8_lossy(&before).is_empty() && events(&lines, "model_response").len() == 1,
         "a strict resume stops before the model is asked"
     );
-    // Without --strict the drift is reported and the run goes on.
-    let output = common::drover()
-        .arg("resume")
-        .arg(&task)
-        .args(["--max-turns", "5"])
-        .output()
-        .unwrap();
+    // Without --strict the drift is reported and the run goes on, with the turn limit
+    // the last resume raised.
+    let output = common::drover().arg("resume").arg(&task).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("drift"), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
@@ -590,4 +592,123 @@ fn a_task_in_place_is_told_how_to_revert_its_changes() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(dir.path().join("ws/b.txt").is_file());
     assert!(dir.path().join("ws/a.txt").is_file());
+}
+
+#[test]
+fn a_task_killed_while_its_folder_was_staged_is_published_then_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    // The artifacts lie in the workspace the task edits in place: its folder is staged
+    // in TMPDIR while it runs.
+    let server = MockServer::start(turns(stalled(&write_turn("toolu_b", "b.txt", "beta\n"))));
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: t\nprompt: Write a.txt and b.txt.\nworkspace: ws\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n  api_key_env: {KEY_ENV}\n  retry: {{ max_retries: 0 }}\npermissions:\n  allow: [Write]\n"
+        ),
+    );
+    let artifacts = dir.path().join("ws/out");
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin("drover"));
+    let mut child = command
+        .arg("run")
+        .arg(&spec)
+        .arg("--quiet")
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .env(KEY_ENV, KEY)
+        .env("ANTHROPIC_BASE_URL", &server.base_url)
+        .env("TMPDIR", &tmp)
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while server.requests().len() < 2 || !dir.path().join("ws/a.txt").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "turn 2 never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let recorded = artifacts.join("t/transcript.jsonl");
+    assert!(!recorded.exists(), "the folder was staged, never published");
+
+    let live = MockServer::start(vec![
+        Reply::sse(&write_turn("toolu_b", "b.txt", "beta\n")),
+        Reply::sse(&final_turn()),
+    ]);
+    let resume = |server: &MockServer| {
+        drover_without_proxy()
+            .arg("resume")
+            .arg(artifacts.join("t"))
+            .env(KEY_ENV, KEY)
+            .env("ANTHROPIC_BASE_URL", &server.base_url)
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap()
+    };
+    // The killed run's folder is published first; its changes are still in the
+    // workspace, so the resume says how to restore it.
+    let refused = resume(&live);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("published"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        stderr(&refused).contains("git stash -u"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(recorded.is_file());
+    assert!(live.requests().is_empty());
+    std::fs::remove_file(dir.path().join("ws/a.txt")).unwrap();
+    let output = resume(&live);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(live.requests().len(), 2);
+    assert!(dir.path().join("ws/a.txt").is_file() && dir.path().join("ws/b.txt").is_file());
+    let lines = transcript(&recorded);
+    assert_eq!(lines.last().unwrap()["reason"], "end_turn");
+}
+
+#[test]
+fn a_run_in_another_workspace_resumes_only_where_it_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = scripted(dir.path(), "limits:\n  max_turns: 1\n");
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let artifacts = dir.path().join("out");
+    let output = run(&spec, &artifacts, &["--workspace", other.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let task = artifacts.join("t");
+    let refused = common::drover()
+        .arg("resume")
+        .arg(&task)
+        .args(["--max-turns", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("pass --workspace"),
+        "{}",
+        stderr(&refused)
+    );
+    let output = common::drover()
+        .arg("resume")
+        .arg(&task)
+        .args(["--max-turns", "3", "--workspace", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(common::summary(&artifacts)["tasks"][0]["turns"], 3);
 }
