@@ -49,6 +49,20 @@ impl Meter {
         }
     }
 
+    /// Tokens the task paid for in no turn of its own (a resumed task's dropped turns):
+    /// they count toward its budget and figures, not its turns.
+    pub(crate) fn add_spent(&self, usage: &Usage, cost_usd: Option<f64>) {
+        if usage.total() == 0 {
+            return;
+        }
+        let mut totals = self.lock();
+        totals.usage.add(usage);
+        match cost_usd {
+            Some(cost) => totals.cost_usd += cost,
+            None => totals.unpriced = true,
+        }
+    }
+
     /// Model turns of every agent of the task so far.
     pub(crate) fn turns(&self) -> u32 {
         self.lock().turns
@@ -115,5 +129,20 @@ mod tests {
         meter.add(&usage, None);
         assert_eq!(meter.cost_usd(), None);
         assert_eq!(meter.usage().total(), 45);
+    }
+
+    #[test]
+    fn tokens_spent_outside_a_turn_count_but_are_no_turn() {
+        let meter = Meter::default();
+        let usage = Usage {
+            input_tokens: 10,
+            ..Usage::default()
+        };
+        meter.add(&usage, Some(1.0));
+        meter.add_spent(&usage, Some(0.5));
+        meter.add_spent(&Usage::default(), None);
+        assert_eq!(meter.turns(), 1);
+        assert_eq!(meter.usage().total(), 20);
+        assert_eq!(meter.cost_usd(), Some(1.5), "nothing spent is not unpriced");
     }
 }

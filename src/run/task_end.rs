@@ -124,7 +124,7 @@ pub(super) async fn run_agent(
         let cost = config
             .pricing
             .map(|pricing| pricing::cost(&resume.dropped_usage, &pricing));
-        config.meter.add(&resume.dropped_usage, cost);
+        config.meter.add_spent(&resume.dropped_usage, cost);
     }
     let subagents = super::subagents::sub_agents(plan, &registry, inputs.replay.as_ref())?;
     let mut agent = Agent {

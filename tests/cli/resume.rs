@@ -712,3 +712,60 @@ fn a_run_in_another_workspace_resumes_only_where_it_is_named() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(common::summary(&artifacts)["tasks"][0]["turns"], 3);
 }
+
+#[test]
+fn a_recorded_sub_agent_run_is_played_back_not_run_again() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::write(dir.path().join("ws/lib.rs"), "fn add() {}\n").unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        r#"version: 1
+name: t
+prompt: p
+workspace: ws
+isolation: copy
+model:
+  provider: script
+  script:
+    - tool_calls:
+        - name: Agent
+          input: { description: review, prompt: Review lib.rs., subagent_type: reviewer }
+    - tool_calls: [{ name: LS, input: { path: . } }]
+    - text: done
+agents:
+  reviewer:
+    description: Reviews code.
+    prompt: You review code.
+    tools: [Read]
+    model:
+      script:
+        - tool_calls: [{ name: Read, input: { file_path: lib.rs } }]
+        - text: "looks fine"
+limits:
+  max_turns: 2
+"#,
+    );
+    let artifacts = dir.path().join("out");
+    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
+    let output = common::drover()
+        .arg("resume")
+        .arg(artifacts.join("t"))
+        .args(["--max-turns", "5", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    assert_eq!(events(&lines, "agent_start").len(), 1, "recorded once");
+    assert!(events(&lines, "replay_drift").is_empty());
+    let answer = events(&lines, "tool_result")
+        .into_iter()
+        .find(|e| e.get("agent_id").is_none())
+        .unwrap();
+    assert!(answer["content"].as_str().unwrap().contains("looks fine"));
+    let end = lines.last().unwrap();
+    assert_eq!(end["reason"], "end_turn");
+    assert_eq!(end["turns"], 3);
+    assert_eq!(end["agent_turns"], 2);
+}
