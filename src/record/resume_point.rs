@@ -95,8 +95,10 @@ pub(crate) fn resume_point(events: &[ScopedEvent]) -> ResumePoint {
                 content,
                 ..
             } => {
+                // A result of the turn's calls (an id the model repeated in the turn
+                // has as many results: each is the turn's).
                 if let Some(turn) = &mut open
-                    && turn.pending.remove(tool_use_id)
+                    && (turn.pending.remove(tool_use_id) || turn.ids.contains(tool_use_id))
                 {
                     turn.last = index;
                     if is_cancelled_result(*is_error, content) {
@@ -137,6 +139,8 @@ pub(crate) fn resume_point(events: &[ScopedEvent]) -> ResumePoint {
 
 /// A recorded turn of the main agent while its results are read.
 struct Turn {
+    /// Its tool calls' ids.
+    ids: HashSet<String>,
     /// Its tool calls still without a result.
     pending: HashSet<String>,
     /// The model stopped without finishing it (its calls were never run).
@@ -149,14 +153,16 @@ struct Turn {
 
 impl Turn {
     fn new(content: &[ContentBlock], stop_reason: StopReason, index: usize) -> Turn {
+        let ids: HashSet<String> = content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolUse { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
         Turn {
-            pending: content
-                .iter()
-                .filter_map(|block| match block {
-                    ContentBlock::ToolUse { id, .. } => Some(id.clone()),
-                    _ => None,
-                })
-                .collect(),
+            pending: ids.clone(),
+            ids,
             cut: matches!(stop_reason, StopReason::MaxTokens | StopReason::Refusal),
             cancelled: false,
             last: index,

@@ -148,3 +148,17 @@ fn a_turn_without_calls_is_whole_and_a_truncated_one_is_not() {
     assert_eq!(point.turns, 1);
     assert_eq!(point.kept, 2);
 }
+
+#[test]
+fn every_result_of_an_id_repeated_in_a_turn_is_kept() {
+    let events = vec![
+        start(),
+        response(&["a", "a"], StopReason::ToolUse),
+        result("a", "one"),
+        result("a", "again"),
+        run_end(EndReason::Interrupted),
+    ];
+    let point = resume_point(&events);
+    assert_eq!(point.turns, 1);
+    assert_eq!(point.kept, 4);
+}
