@@ -130,10 +130,25 @@ fn agent_output(task: &TaskReport) -> String {
 
 /// One check of a task: success, or a failure naming the exit code and its output tail.
 fn check_case(task: &TaskReport, check: &CheckReport) -> TestCase {
-    let name = clean(&format!("{}: check {}", task.name, check.name));
+    let name = if check.expectation {
+        // `expect: files_changed.max` → `TASK: expect files_changed.max`
+        let what = check.name.strip_prefix("expect: ").unwrap_or(&check.name);
+        clean(&format!("{}: expect {what}", task.name))
+    } else {
+        clean(&format!("{}: check {}", task.name, check.name))
+    };
     let time = millis(check.duration_ms);
     let mut builder = if check.passed {
         TestCaseBuilder::success(&name, time)
+    } else if check.expectation {
+        // An expectation ran no command: what was expected, and what changed.
+        let message = check_failure(check);
+        let mut failure = TestCaseBuilder::failure(&name, time, "expectation_failed", &message);
+        failure.set_trace(&cdata(&clean(&format!(
+            "expected: {}\nfound: {}",
+            check.command, check.output_tail
+        ))));
+        failure
     } else {
         let message = check_failure(check);
         let mut failure = TestCaseBuilder::failure(&name, time, "check_failed", &message);
@@ -156,8 +171,11 @@ pub(crate) fn status_str(status: Status) -> &'static str {
     }
 }
 
-/// Why a check failed, in a few words.
+/// Why a check failed, in a few words; an expectation, what was expected and found.
 pub(crate) fn check_failure(check: &CheckReport) -> String {
+    if check.expectation {
+        return format!("expected {}, but {}", check.command, check.output_tail);
+    }
     match (check.timed_out, check.exit_code) {
         (true, _) => "timed out".to_string(),
         (false, Some(code)) => format!("exited with code {code}"),

@@ -112,8 +112,13 @@ pub(crate) struct CheckReport {
     pub passed: bool,
     pub timed_out: bool,
     pub duration_ms: u64,
-    /// The last part of the merged stdout/stderr, for failure messages.
+    /// The last part of the merged stdout/stderr, for failure messages; for an
+    /// expectation, what was found.
     pub output_tail: String,
+    /// An `expect:` entry, not a command: `command` is what was expected,
+    /// `output_tail` what changed, and there is no exit code.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expectation: bool,
 }
 
 /// A tool call the policy denied.

@@ -214,7 +214,28 @@ fn failed_section(out: &mut String, task: &TaskReport) {
         task.reason.as_str(),
         clean(&task.message),
     );
-    let failed: Vec<_> = task.checks.iter().filter(|c| !c.passed).collect();
+    let unmet: Vec<_> = task
+        .checks
+        .iter()
+        .filter(|c| !c.passed && c.expectation)
+        .collect();
+    if !unmet.is_empty() {
+        out.push_str("\n**Unmet expectations**\n\n");
+        for check in unmet {
+            let _ = writeln!(
+                out,
+                "- {}: expected `{}`, but {}",
+                clean(check.name.strip_prefix("expect: ").unwrap_or(&check.name)),
+                clean(&check.command).replace('`', "'"),
+                clean(&check.output_tail)
+            );
+        }
+    }
+    let failed: Vec<_> = task
+        .checks
+        .iter()
+        .filter(|c| !c.passed && !c.expectation)
+        .collect();
     if !failed.is_empty() {
         out.push_str("\n**Failed checks**\n");
         for check in failed {

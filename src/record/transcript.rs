@@ -134,6 +134,11 @@ pub(crate) enum Event {
         passed: bool,
         timed_out: bool,
         duration_ms: u64,
+        /// An `expect:` entry: `command` is what was expected, `found` what changed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        expectation: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        found: Option<String>,
     },
     /// An MCP server started, with its protocol version and the names its tools are
     /// offered under, or could not start, with why.
@@ -266,6 +271,8 @@ impl Event {
             passed: report.passed,
             timed_out: report.timed_out,
             duration_ms: report.duration_ms,
+            expectation: report.expectation,
+            found: report.expectation.then(|| report.output_tail.clone()),
         }
     }
 

@@ -141,6 +141,7 @@ mod tests {
             timed_out: false,
             duration_ms: 5,
             output_tail: output.into(),
+            expectation: false,
         }
     }
 

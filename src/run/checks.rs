@@ -38,6 +38,7 @@ pub(super) async fn run_check(
             duration_ms,
             // Redacted before the tail is cut, so no secret is cut in half and kept.
             output_tail: tail(&redactor.redact(&outcome.output), OUTPUT_TAIL_CHARS),
+            expectation: false,
         },
         Err(error) => CheckReport {
             name: check.name.clone(),
@@ -47,6 +48,7 @@ pub(super) async fn run_check(
             timed_out: false,
             duration_ms,
             output_tail: format!("drover could not start the check: {error}"),
+            expectation: false,
         },
     }
 }

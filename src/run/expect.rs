@@ -106,6 +106,7 @@ fn report(field: &str, value: String, passed: bool, explanation: String) -> Chec
         timed_out: false,
         duration_ms: 0,
         output_tail: explanation,
+        expectation: true,
     }
 }
 

@@ -236,6 +236,25 @@ impl TaskProgress {
             }
             Event::Check {
                 name,
+                command,
+                passed,
+                expectation: true,
+                found,
+                ..
+            } => {
+                let name = name.strip_prefix("expect: ").unwrap_or(name);
+                let text = if *passed {
+                    format!("expectation {name} met")
+                } else {
+                    format!(
+                        "expectation {name} NOT MET: expected {command}, but {}",
+                        found.as_deref().unwrap_or("it was not")
+                    )
+                };
+                self.say(&text);
+            }
+            Event::Check {
+                name,
                 passed,
                 exit_code,
                 timed_out,

@@ -110,14 +110,29 @@ fn expectations_pass_and_fail_like_checks() {
     assert_eq!(checks[0]["command"], "files_changed.only: [src/**]");
     let junit = std::fs::read_to_string(artifacts.join("junit.xml")).unwrap();
     for needle in [
-        "expect: files_changed.only",
-        "expect: files_changed.max",
-        "expect: files_changed.must_include",
+        "bad: expect files_changed.only",
+        "bad: expect files_changed.max",
+        "bad: expect files_changed.must_include",
         "outside [src/**]: README.md",
         "no changed file matches CHANGELOG.md",
+        "type=\"expectation_failed\"",
+        "expected files_changed.max: 1, but 2 files changed",
+        "expected: files_changed.must_include: [CHANGELOG.md, src/**]",
     ] {
         assert!(junit.contains(needle), "{needle} in {junit}");
     }
+    // An expectation is no command that was killed.
+    for wrong in ["killed or could not start", "$ files_changed"] {
+        assert!(!junit.contains(wrong), "{wrong} in {junit}");
+    }
+    let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
+    assert!(md.contains("**Unmet expectations**"), "{md}");
+    assert!(
+        md.contains("- files_changed.must_include: expected `files_changed.must_include: [CHANGELOG.md, src/**]`, but no changed file matches CHANGELOG.md"),
+        "{md}"
+    );
+    assert!(!md.contains("killed or could not start"), "{md}");
+    assert!(!md.contains("**Failed checks**"), "{md}");
 }
 
 #[test]

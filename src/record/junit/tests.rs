@@ -59,6 +59,7 @@ pub(crate) fn check(
         timed_out,
         duration_ms: 1_234,
         output_tail: tail.to_string(),
+        expectation: false,
     }
 }
 
