@@ -45,3 +45,25 @@ impl Write for Stdout {
         }
     }
 }
+
+/// `count` and the noun, singular or plural as the count wants: `1 turn`, `3 turns`,
+/// `1 file changed` (`plural` is the plural of `singular`).
+pub(crate) fn counted(count: impl Into<u64>, singular: &str, plural: &str) -> String {
+    let count = count.into();
+    format!("{count} {}", if count == 1 { singular } else { plural })
+}
+
+#[cfg(test)]
+mod counted_tests {
+    use super::counted;
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(counted(1u32, "turn", "turns"), "1 turn");
+        assert_eq!(counted(0u32, "turn", "turns"), "0 turns");
+        assert_eq!(
+            counted(2u64, "file changed", "files changed"),
+            "2 files changed"
+        );
+    }
+}

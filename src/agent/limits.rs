@@ -6,6 +6,7 @@
 //! further request is made. Each stop names the limit and the figures, because that
 //! message is what a CI user reads in the JUnit failure.
 
+use crate::output::counted;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -34,8 +35,8 @@ pub(super) fn before_request(
         return Some((
             EndReason::MaxTurns,
             format!(
-                "used {} of max_turns {limit} turns while the model still had tool calls to follow up",
-                spent.turns
+                "used {} of max_turns {limit} while the model still had tool calls to follow up",
+                counted(spent.turns, "turn", "turns")
             ),
         ));
     }
@@ -50,9 +51,9 @@ pub(super) fn before_request(
         return Some((
             EndReason::Budget,
             format!(
-                "spent ${cost:.4} of limits.max_cost_usd ${} after {} turns ({} tokens); no further request was made",
+                "spent ${cost:.4} of limits.max_cost_usd ${} after {} ({} tokens); no further request was made",
                 usd(limit),
-                spent.turns,
+                counted(spent.turns, "turn", "turns"),
                 grouped(spent.usage.total())
             ),
         ));
@@ -63,10 +64,10 @@ pub(super) fn before_request(
         return Some((
             EndReason::Budget,
             format!(
-                "used {} tokens of limits.max_tokens {} after {} turns; no further request was made",
+                "used {} tokens of limits.max_tokens {} after {}; no further request was made",
                 grouped(spent.usage.total()),
                 grouped(limit),
-                spent.turns
+                counted(spent.turns, "turn", "turns")
             ),
         ));
     }
@@ -82,8 +83,9 @@ pub(super) fn timeout(config: &AgentConfig, started: Instant, turns: u32) -> (En
     (
         EndReason::Timeout,
         format!(
-            "ran {} of limits.timeout {limit} after {turns} turns",
-            seconds(started.elapsed())
+            "ran {} of limits.timeout {limit} after {}",
+            seconds(started.elapsed()),
+            counted(turns, "turn", "turns")
         ),
     )
 }
@@ -158,7 +160,7 @@ mod tests {
         let (reason, message) =
             before_request(&config(), started, &spent(10, &under, Some(0.0))).unwrap();
         assert_eq!(reason, EndReason::MaxTurns);
-        assert!(message.contains("10 of max_turns 10"), "{message}");
+        assert!(message.contains("10 turns of max_turns 10"), "{message}");
         let (reason, _) =
             before_request(&config(), started, &spent(12, &under, Some(3.0412))).unwrap();
         assert_eq!(reason, EndReason::MaxTurns, "max_turns is checked first");

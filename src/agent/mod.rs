@@ -365,7 +365,10 @@ impl Agent<'_> {
             StopReason::PauseTurn => Next::Ask,
             _ => Next::EndTurn((
                 EndReason::EndTurn,
-                format!("the model ended its turn after {turn} turns"),
+                format!(
+                    "the model ended its turn after {}",
+                    crate::output::counted(turn, "turn", "turns")
+                ),
             )),
         })
     }
@@ -499,7 +502,8 @@ fn interrupted(turns: u32) -> (EndReason, String) {
     (
         EndReason::Interrupted,
         format!(
-            "drover was interrupted (SIGINT or SIGTERM) after {turns} turns; the work was cut short"
+            "drover was interrupted (SIGINT or SIGTERM) after {}; the work was cut short",
+            crate::output::counted(turns, "turn", "turns")
         ),
     )
 }

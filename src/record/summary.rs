@@ -1,6 +1,7 @@
 //! The run's outcome for machines (`summary.json`) and for people (`summary.md`, written
 //! to `$GITHUB_STEP_SUMMARY` by the Action): one place to see every task at a glance.
 
+use crate::output::counted;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -126,11 +127,10 @@ pub(crate) fn summary_md(report: &RunReport) -> String {
                 .iter()
                 .try_fold(0.0, |sum, run| run.cost_usd.map(|c| sum + c));
             format!(
-                "{} ({} sub-agent run{}, {} turns, {})",
+                "{} ({}, {}, {})",
                 clean(&t.name),
-                t.agents.len(),
-                if t.agents.len() == 1 { "" } else { "s" },
-                t.agent_turns,
+                counted(t.agents.len() as u64, "sub-agent run", "sub-agent runs"),
+                counted(t.agent_turns, "turn", "turns"),
                 cost(cost_of)
             )
         })

@@ -7,6 +7,7 @@
 //! [`EventObserver`](crate::record::transcript::EventObserver)), so the agent loop knows
 //! nothing about it, and progress never says anything the transcript does not.
 
+use crate::output::counted;
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
@@ -187,7 +188,8 @@ impl TaskProgress {
                 self.start_bar();
                 self.turn = *replayed_turns;
                 self.say(&format!(
-                    "resumed ({provider}/{model}): replaying {replayed_turns} recorded turn(s) without the model"
+                    "resumed ({provider}/{model}): replaying {} without the model",
+                    counted(*replayed_turns, "recorded turn", "recorded turns")
                 ));
             }
             Event::ModelResponse {
@@ -300,10 +302,10 @@ impl TaskProgress {
                 if let Some(cost) = cost_usd {
                     *self.cost.get_or_insert(0.0) += cost;
                 }
-                let plural = if *turns == 1 { "" } else { "s" };
                 self.say(&format!(
-                    "agent {agent_type} ended: {} after {turns} turn{plural} · {}",
+                    "agent {agent_type} ended: {} after {} · {}",
                     reason.as_str(),
+                    counted(*turns, "turn", "turns"),
                     self.figures()
                 ));
             }
@@ -397,10 +399,10 @@ fn finished_text(report: &TaskReport) -> String {
         .cost_usd
         .map_or_else(|| "cost unknown".to_string(), |c| format!("${c:.4}"));
     format!(
-        "finished: {} ({}) — {} turns, {cost}, {:.1}s",
+        "finished: {} ({}) — {}, {cost}, {:.1}s",
         status_word(report.status),
         report.reason.as_str(),
-        report.turns,
+        counted(report.turns, "turn", "turns"),
         report.duration.as_secs_f64()
     )
 }
@@ -408,14 +410,18 @@ fn finished_text(report: &TaskReport) -> String {
 /// The line printed on stdout for every task, whatever the progress style.
 pub(crate) fn final_line(report: &TaskReport) -> String {
     format!(
-        "drover: {} {} ({}: {}) — {} turns, {} denied calls, {} files changed — {}",
+        "drover: {} {} ({}: {}) — {}, {}, {} — {}",
         report.name,
         status_word(report.status),
         report.reason.as_str(),
         report.message,
-        report.turns,
-        report.denials.len(),
-        report.files_changed.len(),
+        counted(report.turns, "turn", "turns"),
+        counted(report.denials.len() as u64, "denied call", "denied calls"),
+        counted(
+            report.files_changed.len() as u64,
+            "file changed",
+            "files changed"
+        ),
         report.artifacts_dir.display()
     )
 }

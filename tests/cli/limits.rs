@@ -160,7 +160,7 @@ fn max_turns_names_the_limit_and_the_turns() {
     assert!(close(end["cost_usd"].as_f64().unwrap(), 2.0 * TURN_COST));
     let message = end["message"].as_str().unwrap();
     assert!(
-        message.starts_with("used 2 of max_turns 2 turns"),
+        message.starts_with("used 2 turns of max_turns 2"),
         "{message}"
     );
     assert!(
@@ -169,7 +169,7 @@ fn max_turns_names_the_limit_and_the_turns() {
         out.junit
     );
     assert!(
-        out.junit.contains("used 2 of max_turns 2 turns"),
+        out.junit.contains("used 2 turns of max_turns 2"),
         "{}",
         out.junit
     );
@@ -192,7 +192,7 @@ fn timeout_names_the_limit_and_stops_the_requests() {
     assert!(close(end["cost_usd"].as_f64().unwrap(), 100.0 * 3.0 / 1e6));
     let message = end["message"].as_str().unwrap();
     assert!(
-        message.contains("of limits.timeout 1s after 1 turns"),
+        message.contains("of limits.timeout 1s after 1 turn"),
         "{message}"
     );
     assert!(

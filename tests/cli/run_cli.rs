@@ -578,3 +578,26 @@ fn validate_checks_what_run_checks_and_reports_every_error() {
     assert!(stderr.contains("b.yaml"), "{stderr}");
     assert!(!String::from_utf8_lossy(&output.stdout).contains("ok:"));
 }
+
+#[test]
+fn the_final_line_counts_in_words_that_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = common::write_spec(
+        dir.path(),
+        "one.yaml",
+        "version: 1\nname: one\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: a.txt, content: a } }]\n    - text: done\npermissions:\n  allow: [Write]\nlimits:\n  max_turns: 1\n",
+    );
+    let output = common::drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("(max_turns: used 1 turn of max_turns 1 while the model still had tool calls to follow up) — 1 turn, 0 denied calls, 1 file changed —"),
+        "{stdout}"
+    );
+}
