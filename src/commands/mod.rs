@@ -276,6 +276,7 @@ fn finish_run(report: &crate::record::RunReport, artifacts: &Path, annotate: boo
         "drover: artifacts in {} (junit.xml, summary.json, summary.md, <task>/transcript.jsonl, <task>/diff.patch)",
         artifacts.display()
     );
+    crate::say!("{}", run::progress::outcome_line(report));
     let github = GithubEnv::from_env();
     if let Err(error) = report_to_github(report, &github, annotate, &mut crate::output::Stdout) {
         // The artifacts are written; a missing step summary does not change the outcome.

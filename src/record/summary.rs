@@ -80,8 +80,10 @@ pub(crate) fn summary_json(report: &RunReport) -> String {
 pub(crate) fn summary_md(report: &RunReport) -> String {
     let counts = Counts::of(report);
     let mut out = format!(
-        "## drover: {} passed, {} failed, {} error\n\n",
-        counts.passed, counts.failed, counts.error
+        "## drover: {} passed, {} failed, {}\n\n",
+        counts.passed,
+        counts.failed,
+        counted(counts.error as u64, "error", "errors")
     );
     if report.tasks.is_empty() {
         out.push_str("No tasks ran.\n");
@@ -389,7 +391,10 @@ mod tests {
     #[test]
     fn markdown_table_has_a_row_per_task() {
         let md = summary_md(&sample_run());
-        assert!(md.starts_with("## drover: 1 passed, 2 failed, 1 error\n"));
+        assert!(
+            md.starts_with("## drover: 1 passed, 2 failed, 1 error\n"),
+            "{md}"
+        );
         assert!(md.contains("| fix-add | ✅ passed | end_turn | 3 | 1545 | $0.0123 | 1 | 0 |"));
         assert!(md.contains("| refactor | ❌ failed | max_turns | 3 | 1545 | n/a | 0 | 1 |"));
         assert!(md.contains("| lint | ❌ failed | checks_failed | 3 | 1545 | $0.0123 | 2 | 0 |"));
@@ -424,7 +429,7 @@ mod tests {
         assert_eq!(last, "line 48\nline 49\nline 50");
         assert_eq!(
             summary_md(&RunReport::default()),
-            "## drover: 0 passed, 0 failed, 0 error\n\nNo tasks ran.\n"
+            "## drover: 0 passed, 0 failed, 0 errors\n\nNo tasks ran.\n"
         );
     }
 

@@ -426,6 +426,46 @@ pub(crate) fn final_line(report: &TaskReport) -> String {
     )
 }
 
+/// The run's outcome in one line: how many tasks passed, failed and erred, the exit
+/// code, and why it is that code (the first task that decided it).
+pub(crate) fn outcome_line(report: &crate::record::RunReport) -> String {
+    let count = |status: Status| report.tasks.iter().filter(|t| t.status == status).count();
+    let (passed, failed, errors) = (
+        count(Status::Passed),
+        count(Status::Failed),
+        count(Status::Error),
+    );
+    let status = report.status();
+    let why = match status {
+        Status::Passed if report.tasks.is_empty() => "there was no task to run".to_string(),
+        Status::Passed => "every task passed".to_string(),
+        Status::Failed | Status::Error => {
+            let deciding: Vec<&TaskReport> =
+                report.tasks.iter().filter(|t| t.status == status).collect();
+            let first = deciding
+                .first()
+                .map(|t| format!("{} ({})", t.name, t.reason.as_str()))
+                .unwrap_or_default();
+            let more = match deciding.len() {
+                0 | 1 => String::new(),
+                n => format!(" and {} more", n - 1),
+            };
+            let kind = if status == Status::Failed {
+                "a task failed"
+            } else {
+                "drover could not finish a task"
+            };
+            format!("{kind}: {first}{more}")
+        }
+    };
+    format!(
+        "drover: {}: {passed} passed, {failed} failed, {} — exit {}: {why}",
+        counted(report.tasks.len() as u64, "task", "tasks"),
+        counted(errors as u64, "error", "errors"),
+        status.exit_code()
+    )
+}
+
 fn status_word(status: Status) -> &'static str {
     match status {
         Status::Passed => "passed",

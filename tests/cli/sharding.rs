@@ -74,7 +74,11 @@ fn merge(dirs: &[PathBuf], out: &Path) -> (i32, String) {
         .unwrap();
     (
         output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
     )
 }
 
@@ -141,8 +145,12 @@ fn shards_together_equal_the_unsharded_run_and_merge_into_one_report() {
     assert_eq!(union, all, "the shards together ran every task once, alike");
 
     let merged = dir.path().join("merged");
-    let (code, stderr) = merge(&shard_dirs, &merged);
-    assert_eq!(code, 1, "{stderr}");
+    let (code, said) = merge(&shard_dirs, &merged);
+    assert_eq!(code, 1, "{said}");
+    assert!(
+        said.contains("drover: 9 tasks: 7 passed, 2 failed, 0 errors — exit 1: a task failed: t3 (checks_failed) and 1 more"),
+        "the merge says its outcome and why it exits 1: {said}"
+    );
     assert_eq!(statuses(&merged), all);
     let junit = merged.join("junit.xml");
     validate_with_xmllint(&junit);
@@ -169,7 +177,7 @@ fn shards_together_equal_the_unsharded_run_and_merge_into_one_report() {
     );
     let md = std::fs::read_to_string(merged.join("summary.md")).unwrap();
     assert!(
-        md.starts_with("## drover: 7 passed, 2 failed, 0 error\n"),
+        md.starts_with("## drover: 7 passed, 2 failed, 0 errors\n"),
         "{md}"
     );
 

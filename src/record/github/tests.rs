@@ -92,7 +92,7 @@ fn the_step_summary_is_appended_not_overwritten() {
     report_to_github(&RunReport::default(), &env, true, &mut out).unwrap();
     let text = std::fs::read_to_string(&summary).unwrap();
     assert!(text.starts_with("# from an earlier step\n## drover: 1 passed, 2 failed, 1 error\n"));
-    assert!(text.ends_with("## drover: 0 passed, 0 failed, 0 error\n\nNo tasks ran.\n"));
+    assert!(text.ends_with("## drover: 0 passed, 0 failed, 0 errors\n\nNo tasks ran.\n"));
     let printed = String::from_utf8(out).unwrap();
     assert_eq!(printed.lines().count(), 6, "{printed}");
     assert!(printed.lines().all(|line| line.starts_with("::")));
