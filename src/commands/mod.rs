@@ -46,7 +46,15 @@ pub async fn dispatch(cli: Cli) -> i32 {
 /// Load specs, printing every error; None when any failed.
 fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
     let files = match spec::collect_spec_files(inputs) {
-        Ok(files) => files,
+        Ok(found) => {
+            for path in &found.skipped {
+                eprintln!(
+                    "drover: note: skipped {}: not a task spec (no `version:` or `prompt:` at its top); name it as an argument to check it as one",
+                    path.display()
+                );
+            }
+            found.files
+        }
         Err(error) => {
             eprintln!("drover: {error}");
             return None;

@@ -399,26 +399,59 @@ fn budget_is_positive(path: &Path, limit: &Spanned<f64>) -> Result<(), SpecError
     Ok(())
 }
 
+/// The spec files of the CLI's SPEC|DIR arguments, and the YAML files of directories
+/// that are not task specs (left out, with a note).
+#[derive(Debug, Default)]
+pub(crate) struct SpecFiles {
+    pub files: Vec<PathBuf>,
+    pub skipped: Vec<PathBuf>,
+}
+
 /// Expand the CLI's SPEC|DIR arguments into spec files: a directory contributes its
-/// `*.yaml` and `*.yml` files, recursively, in path order.
-pub(crate) fn collect_spec_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, SpecError> {
-    let mut files = Vec::new();
+/// `*.yaml` and `*.yml` files, recursively, in path order (not `.git`), except those
+/// that are plainly something else — a GitHub workflow, a compose file: YAML with
+/// neither `version:` nor `prompt:` at the top. A file named as an argument is always
+/// taken as a spec.
+pub(crate) fn collect_spec_files(inputs: &[PathBuf]) -> Result<SpecFiles, SpecError> {
+    let mut collected = SpecFiles::default();
     for input in inputs {
         if input.is_dir() {
             let mut found = Vec::new();
             collect_dir(input, &mut found)?;
-            if found.is_empty() {
+            found.sort();
+            let (specs, others): (Vec<PathBuf>, Vec<PathBuf>) =
+                found.into_iter().partition(|path| looks_like_a_spec(path));
+            if specs.is_empty() {
                 return Err(SpecError::NoSpecs {
                     path: input.clone(),
                 });
             }
-            found.sort();
-            files.extend(found);
+            collected.files.extend(specs);
+            collected.skipped.extend(others);
         } else {
-            files.push(input.clone());
+            collected.files.push(input.clone());
         }
     }
-    Ok(files)
+    Ok(collected)
+}
+
+/// Whether a YAML file found in a directory is meant as a task spec: it has `version:`
+/// or `prompt:` at its top level. One that cannot be read or parsed is taken as a spec
+/// (its error is then reported) when such a key starts one of its lines.
+fn looks_like_a_spec(path: &Path) -> bool {
+    let Ok(text) = read::spec_text(path) else {
+        return true;
+    };
+    match serde_saphyr::from_str_with_options::<serde_json::Value>(&text, options()) {
+        Ok(serde_json::Value::Object(map)) => {
+            map.contains_key("version") || map.contains_key("prompt")
+        }
+        Ok(_) => false,
+        Err(_) => text.lines().any(|line| {
+            let line = line.trim_start_matches(['"', '\'']);
+            line.starts_with("version") || line.starts_with("prompt")
+        }),
+    }
 }
 
 fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
@@ -433,6 +466,9 @@ fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
         })?;
         let path = entry.path();
         if path.is_dir() {
+            if entry.file_name() == ".git" {
+                continue;
+            }
             collect_dir(&path, found)?;
         } else if matches!(
             path.extension().and_then(|e| e.to_str()),

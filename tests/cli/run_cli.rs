@@ -601,3 +601,35 @@ fn the_final_line_counts_in_words_that_agree() {
         "{stdout}"
     );
 }
+
+#[test]
+fn validate_of_a_repository_skips_its_workflows_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".github/workflows")).unwrap();
+    std::fs::write(
+        dir.path().join(".github/workflows/ci.yml"),
+        "name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps: [{ run: cargo test }]\n",
+    )
+    .unwrap();
+    write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - text: done\n",
+    );
+    let output = drover().arg("validate").arg(dir.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("note: skipped") && stderr.contains("ci.yml: not a task spec"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("(task t)"));
+    // Named, the workflow is checked as a spec, and fails.
+    let named = drover()
+        .arg("validate")
+        .arg(dir.path().join(".github/workflows/ci.yml"))
+        .output()
+        .unwrap();
+    assert_eq!(named.status.code(), Some(2));
+}

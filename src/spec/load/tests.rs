@@ -185,7 +185,9 @@ fn directories_expand_to_their_yaml_files_in_order() {
     write(dir.path(), "b.yml", VALID);
     write(dir.path(), "a.yaml", VALID);
     write(dir.path(), "notes.txt", "");
-    let files = collect_spec_files(&[dir.path().to_path_buf()]).unwrap();
+    let files = collect_spec_files(&[dir.path().to_path_buf()])
+        .unwrap()
+        .files;
     let names: Vec<_> = files
         .iter()
         .map(|f| f.file_name().unwrap().to_owned())
@@ -249,4 +251,37 @@ fn limits_timeout_defaults_to_an_hour_and_none_disables_it() {
     assert_eq!(TimeoutLimit::effective(none.spec.limits.timeout), None);
     let error = error_of(&VALID.replace("timeout: 2m", "timeout: never"));
     assert!(error.contains("or none for no limit"), "{error}");
+}
+
+#[test]
+fn yaml_that_is_no_task_spec_is_skipped_in_a_directory_but_not_when_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "task.yaml", VALID);
+    std::fs::create_dir_all(dir.path().join(".github/workflows")).unwrap();
+    let workflow = dir.path().join(".github/workflows/ci.yml");
+    std::fs::write(
+        &workflow,
+        "name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n",
+    )
+    .unwrap();
+    write(dir.path(), "list.yaml", "- a\n- b\n");
+    write(dir.path(), "multi.yaml", "a: 1\n---\nb: 2\n");
+    // A spec with a mistake stays a spec: its error is reported.
+    write(dir.path(), "broken.yaml", "version: 1\nprompt: [unclosed\n");
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    write(&dir.path().join(".git"), "config.yaml", VALID);
+    let found = collect_spec_files(&[dir.path().to_path_buf()]).unwrap();
+    let names = |paths: &[PathBuf]| -> Vec<String> {
+        paths
+            .iter()
+            .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
+            .collect()
+    };
+    assert_eq!(names(&found.files), ["broken.yaml", "task.yaml"]);
+    assert_eq!(
+        names(&found.skipped),
+        [".github/workflows/ci.yml", "list.yaml", "multi.yaml"]
+    );
+    let named = collect_spec_files(std::slice::from_ref(&workflow)).unwrap();
+    assert_eq!(named.files, [workflow]);
 }
