@@ -172,7 +172,9 @@ pub(crate) struct TaskReport {
     pub usage: Usage,
     /// None when the model's price is unknown.
     pub cost_usd: Option<f64>,
-    #[serde(with = "duration_ms")]
+    /// Wall time of the task, as `duration_ms` (read as `duration` too, its name in
+    /// older summaries, so `report merge` takes them).
+    #[serde(rename = "duration_ms", alias = "duration", with = "duration_ms")]
     pub duration: Duration,
     pub checks: Vec<CheckReport>,
     /// The `setup:` commands, in order, as far as they ran.

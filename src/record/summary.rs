@@ -362,7 +362,7 @@ mod tests {
         assert_eq!(tasks.len(), 4);
         assert_eq!(tasks[1]["name"], "refactor");
         assert_eq!(tasks[1]["reason"], "max_turns");
-        assert_eq!(tasks[1]["duration"], 31_952);
+        assert_eq!(tasks[1]["duration_ms"], 31_952);
         assert!(tasks[1]["cost_usd"].is_null());
         // Task reports read back as they were written.
         let back: Vec<TaskReport> = serde_json::from_value(value["tasks"].clone()).unwrap();

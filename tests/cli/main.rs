@@ -36,6 +36,7 @@ mod sandbox;
 mod setup_cli;
 mod sharding;
 mod subagents_cli;
+mod summary_schema;
 mod tool_bench_cli;
 mod tools_cli;
 mod web_fetch_cli;
