@@ -143,6 +143,8 @@ async fn run_command(args: RunArgs) -> i32 {
         }
         None => plans,
     };
+    let names: Vec<String> = plans.iter().map(|p| p.spec.name().to_string()).collect();
+    forget_earlier_run(&artifacts, &names, args.quiet);
     let mut report = run::run_plans(
         plans,
         &artifacts,
@@ -237,6 +239,11 @@ async fn replay_command(args: ReplayArgs) -> i32 {
             return exit::BAD_INPUT;
         }
     };
+    forget_earlier_run(
+        &options.artifacts,
+        &[plan.spec.name().to_string()],
+        args.quiet,
+    );
     let report = run::run_plans(
         vec![plan],
         &options.artifacts,
@@ -246,6 +253,20 @@ async fn replay_command(args: ReplayArgs) -> i32 {
     )
     .await;
     finish_run(&report, &options.artifacts, true)
+}
+
+/// Remove the task folders an earlier run left in `artifacts` that this run does not
+/// write, saying so: the directory then holds this run alone.
+fn forget_earlier_run(artifacts: &Path, names: &[String], quiet: bool) {
+    let removed = run::clear_earlier_run(artifacts, names);
+    if !removed.is_empty() && !quiet {
+        eprintln!(
+            "drover: removed {} an earlier run left in {} (not tasks of this run): {}",
+            crate::output::counted(removed.len() as u64, "task folder", "task folders"),
+            artifacts.display(),
+            removed.join(", ")
+        );
+    }
 }
 
 /// `drover transcript verify`: 0 whole, 1 edited or cut short, 2 unreadable.

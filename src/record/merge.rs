@@ -268,6 +268,14 @@ fn check_shards(inputs: &[(&PathBuf, SummaryFile)]) -> Result<(), MergeError> {
     Ok(())
 }
 
+/// The tasks the summary.json in `dir` lists (plain names only); none without one.
+pub(crate) fn earlier_task_names(dir: &Path) -> Vec<String> {
+    read_summary(dir).map_or_else(
+        |_| Vec::new(),
+        |summary| summary.tasks.into_iter().map(|task| task.name).collect(),
+    )
+}
+
 /// A resumed task in the run it belongs to: `report`'s tasks take the place of the
 /// same-named ones in the run whose summary.json is in `dir` (its other tasks, and
 /// its shard, stay as they were). Without a readable summary there, `report` alone.

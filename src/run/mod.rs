@@ -5,6 +5,7 @@ mod attempts;
 mod checks;
 mod conflicts;
 mod diff_only;
+mod earlier_run;
 mod expect;
 pub(crate) mod interrupt;
 mod orphaned_folders;
@@ -39,6 +40,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
+pub(crate) use earlier_run::clear_earlier_run;
 pub(crate) use orphaned_folders::publish_orphaned_folders;
 pub(crate) use plan_error::PlanError;
 pub(crate) use replay::{ReplayOptions, plan_replay};

@@ -633,3 +633,51 @@ fn validate_of_a_repository_skips_its_workflows_with_a_note() {
         .unwrap();
     assert_eq!(named.status.code(), Some(2));
 }
+
+#[test]
+fn an_artifacts_directory_used_again_holds_only_the_new_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = |name: &str| {
+        write_spec(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "version: 1\nname: {name}\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - text: done\n"
+            ),
+        )
+    };
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("README.txt"), "my notes").unwrap();
+    drover()
+        .arg("run")
+        .arg(spec("first"))
+        .arg("--artifacts")
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(out.join("first/transcript.jsonl").is_file());
+    let output = drover()
+        .arg("run")
+        .arg(spec("second"))
+        .arg("--artifacts")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("removed 1 task folder an earlier run left in")
+            && stderr.contains(": first"),
+        "{stderr}"
+    );
+    assert!(!out.join("first").exists());
+    assert!(out.join("second/transcript.jsonl").is_file());
+    assert!(
+        out.join("README.txt").is_file(),
+        "files drover did not write stay"
+    );
+    let summary = common::summary(&out);
+    assert_eq!(summary["tasks"].as_array().unwrap().len(), 1);
+}

@@ -1,0 +1,71 @@
+//! An artifacts directory used again: the task folders an earlier run wrote there and
+//! this run does not write again are removed, so the directory holds one run — the
+//! tasks its summary.json lists — and no stale transcript sits beside the new ones.
+//! Only what drover wrote goes: folders the earlier summary.json names that hold a
+//! transcript; any other file stays.
+
+use std::path::Path;
+
+/// Remove the earlier run's task folders in `artifacts` that are not among `names`;
+/// the names removed.
+pub(crate) fn clear_earlier_run(artifacts: &Path, names: &[String]) -> Vec<String> {
+    let mut removed = Vec::new();
+    for name in crate::record::merge::earlier_task_names(artifacts) {
+        if names.contains(&name) {
+            continue;
+        }
+        let folder = artifacts.join(&name);
+        // A real directory (a symlink is not followed) that drover wrote.
+        let drovers = std::fs::symlink_metadata(&folder).is_ok_and(|meta| meta.is_dir())
+            && std::fs::symlink_metadata(folder.join("transcript.jsonl"))
+                .is_ok_and(|meta| meta.is_file());
+        if drovers && std::fs::remove_dir_all(&folder).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_earlier_runs_own_folders_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        for name in ["old", "kept", "again", "nothing-of-drovers"] {
+            std::fs::create_dir_all(out.join(name)).unwrap();
+        }
+        for name in ["old", "kept", "again"] {
+            std::fs::write(out.join(name).join("transcript.jsonl"), "{}\n").unwrap();
+        }
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        let task = |name: &str| {
+            serde_json::json!({
+                "name": name, "spec_path": "s.yaml", "status": "passed", "reason": "end_turn",
+                "message": "", "provider": "script", "model": "script", "turns": 1,
+                "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+                "cost_usd": 0.0, "duration_ms": 1, "checks": [], "denials": [],
+                "files_changed": [], "final_text": "", "artifacts_dir": "out"
+            })
+        };
+        let summary = serde_json::json!({
+            "tasks": [task("old"), task("again"), task("nothing-of-drovers"), task("gone")]
+        });
+        std::fs::write(out.join("summary.json"), summary.to_string()).unwrap();
+        let removed = clear_earlier_run(out, &["again".to_string()]);
+        assert_eq!(removed, ["old"]);
+        assert!(!out.join("old").exists());
+        assert!(
+            out.join("again/transcript.jsonl").exists(),
+            "this run's stays"
+        );
+        assert!(out.join("kept").exists(), "not the earlier run's");
+        assert!(
+            out.join("nothing-of-drovers").exists(),
+            "no transcript: not drover's"
+        );
+        assert!(out.join("notes.txt").exists());
+    }
+}
