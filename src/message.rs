@@ -134,6 +134,11 @@ pub(crate) struct Usage {
 }
 
 impl Usage {
+    /// No token at all (what serializers leave out).
+    pub(crate) fn is_zero(&self) -> bool {
+        self.total() == 0 && self.web_search_requests == 0
+    }
+
     /// Add another turn's usage. Counts come from a server and may be absurd (2^63 per
     /// turn): they saturate at `u64::MAX`, never wrap to a small number that would
     /// disable `max_tokens`.

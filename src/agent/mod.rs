@@ -14,7 +14,6 @@ mod respond;
 mod session;
 mod subagent;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -64,7 +63,7 @@ pub(crate) struct AgentConfig {
 /// Recorded tool results a replay is expected to reproduce, by tool_use id.
 #[derive(Debug, Default)]
 pub(crate) struct ReplayExpectations {
-    pub results: HashMap<String, ToolOutput>,
+    pub results: crate::tools::recorded::ResultsById,
     /// Under `--strict` the first difference ends the run with `replay_drift`.
     pub strict: bool,
     /// What is masked in both results before they are compared (durations, …).
@@ -405,12 +404,22 @@ impl Agent<'_> {
         output: &ToolOutput,
         session: &mut Session,
     ) -> Result<Option<Stop>, TranscriptError> {
-        let Some(replay) = &self.replay else {
+        let Some(replay) = &mut self.replay else {
             return Ok(None);
         };
+        // A call drover cancelled (a signal, the clock, an earlier drift) did not run:
+        // there is nothing to compare, and the run is ending for its own reason.
+        if crate::record::resume_point::is_cancelled_result(output.is_error, &output.content) {
+            return Ok(None);
+        }
         session.replayed_calls += 1;
         let number = session.replayed_calls;
-        let expected = replay.results.get(&call.id);
+        // The next result recorded for this id (a model may repeat an id across turns).
+        let expected = replay
+            .results
+            .get_mut(&call.id)
+            .and_then(std::collections::VecDeque::pop_front);
+        let expected = expected.as_ref();
         if expected == Some(output) {
             return Ok(None);
         }

@@ -62,7 +62,7 @@ impl ToolCall for RecordedCall {
 
     async fn run(self: Box<Self>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         match self.tool.results.answer(ctx.call_id.as_deref()) {
-            Answer::Recorded(output) => Ok(output.clone()),
+            Answer::Recorded(output) => Ok(output),
             Answer::Missing | Answer::Live => Err(ToolError::Failed(format!(
                 "the recording has no result for this call of {}: the replay took a different path (MCP servers are not started in a replay)",
                 self.tool.name

@@ -86,6 +86,15 @@ pub(crate) struct Resumable {
 /// edit anywhere is refused), but the transcript may end without `run_end` and with a
 /// last line cut short by the kill, which is left out.
 pub(crate) fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
+    // A last line that lacks only its newline is whole: the kill came between the two.
+    let mut owned;
+    let bytes = if !bytes.is_empty() && !bytes.ends_with(b"\n") && verify_with_newline(bytes) {
+        owned = bytes.to_vec();
+        owned.push(b'\n');
+        &owned[..]
+    } else {
+        bytes
+    };
     let (whole, cut_off) = match bytes.iter().rposition(|b| *b == b'\n') {
         Some(end) => (&bytes[..=end], end + 1 < bytes.len()),
         None => (&b""[..], !bytes.is_empty()),
@@ -105,6 +114,13 @@ pub(crate) fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
         lines: text.lines().map(str::to_string).collect(),
         cut_off,
     })
+}
+
+/// Whether `bytes`, a newline added, verify (with or without a `run_end`).
+fn verify_with_newline(bytes: &[u8]) -> bool {
+    let mut whole = bytes.to_vec();
+    whole.push(b'\n');
+    matches!(verify(&whole), Ok(_) | Err(ChainError::NoRunEnd))
 }
 
 /// Verify the chain of a whole transcript's bytes.

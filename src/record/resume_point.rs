@@ -29,7 +29,7 @@ pub(crate) fn cancelled_result(reason: EndReason) -> &'static str {
 /// A result drover gave in place of running the call (hook notes may follow it). A
 /// tool whose own error reads the same makes its turn be asked again, no more: the
 /// recording, dropped lines included, is kept beside the resumed transcript.
-fn is_cancelled_result(is_error: bool, content: &str) -> bool {
+pub(crate) fn is_cancelled_result(is_error: bool, content: &str) -> bool {
     is_error
         && [
             EndReason::Interrupted,

@@ -24,6 +24,23 @@ pub(crate) struct McpToolName {
     pub renamed: Option<String>,
 }
 
+/// The limits and outputs of a run, in its `run_start` (fields of that event).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RunSettings {
+    /// The budget in force (the spec's, or `--max-cost-usd`), so a resume keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// The time limit in force (`30m`, `none`; the spec's, or `--timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// The run's artifacts directory and every task of the run: what the starting state
+    /// left out (their folders and reports), so a resume leaves out the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_tasks: Vec<String>,
+}
+
 /// One transcript event. The `type` names and the fields listed in DESIGN.md are a
 /// contract; fields are only ever added.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +77,9 @@ pub(crate) enum Event {
         /// The sub-agents the task offered, by name (so a replay needs no agent files).
         #[serde(default, skip_serializing_if = "Value::is_null")]
         agents: Value,
+        /// What a resume needs to run on as the recorded run did.
+        #[serde(flatten)]
+        settings: Box<RunSettings>,
     },
     ModelResponse {
         turn: u32,
@@ -235,6 +255,12 @@ pub(crate) enum Event {
         max_turns: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         max_cost_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout: Option<String>,
+        /// Tokens spent before the resume that its replay does not spend again (turns
+        /// cut short, the page model's, earlier resumes'): counted from the start.
+        #[serde(default, skip_serializing_if = "Usage::is_zero")]
+        spent_before: Usage,
     },
     RunEnd {
         status: crate::record::Status,
@@ -516,6 +542,13 @@ impl TranscriptWriter {
         let mut shared = self.lock();
         let shared = &mut *shared;
         if shared.muted.hides(&event) {
+            // Not written again, but shown: progress follows the replay of the recorded
+            // turns (their tools run again) and counts their tokens and cost.
+            let shown = !matches!(event, Event::RunStart { .. })
+                && (scope.is_none() || !matches!(event, Event::ModelResponse { .. }));
+            if shown && let Some(observer) = &mut shared.observer {
+                observer(&event);
+            }
             return Ok(());
         }
         let mut line = Line {

@@ -16,6 +16,7 @@ pub(crate) mod progress;
 mod replay;
 mod resume;
 mod resume_error;
+mod resume_recorded;
 mod sandbox;
 mod setup;
 pub(crate) mod shard;
@@ -267,6 +268,7 @@ pub(super) fn plan_task(
         expected_fingerprint: None,
         excluded: Vec::new(),
         own_outputs: Default::default(),
+        recorded_outputs: None,
         saved_index: None,
     })
 }
@@ -384,6 +386,7 @@ pub(super) fn settle_outputs(plans: &mut [TaskPlan], artifacts: &Path) {
     };
     let artifacts_dir = resolved(artifacts);
     let own_outputs = task::OwnOutputs {
+        artifacts: artifacts_dir.clone(),
         folders: plans
             .iter()
             .map(|plan| artifacts_dir.join(plan.spec.name()))

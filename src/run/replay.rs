@@ -8,6 +8,7 @@ use crate::agent::ReplayExpectations;
 use crate::record::{Event, TranscriptReader};
 use crate::spec::{self, Isolation};
 use crate::tools::ToolOutput;
+use crate::tools::recorded::ResultsById;
 
 use super::plan_error::{PlanError, ReplayError};
 use super::task::{ModelSource, TaskPlan};
@@ -234,6 +235,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
             .into_iter()
             .collect(),
         own_outputs: Default::default(),
+        recorded_outputs: None,
         saved_index: None,
     })
 }
@@ -305,41 +307,43 @@ fn replay_servers(
     Ok(servers)
 }
 
-/// The recorded tool results of one agent's events, by tool_use id: what a replay
-/// expects its calls to give again.
-pub(super) fn recorded_results(events: &[Event]) -> std::collections::HashMap<String, ToolOutput> {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            Event::ToolResult {
-                tool_use_id,
-                is_error,
-                content,
-                images,
-                ..
-            } => Some((
-                tool_use_id.clone(),
-                ToolOutput {
+/// The recorded tool results of one agent's events, by tool_use id in recorded order:
+/// what a replay expects its calls to give again.
+pub(super) fn recorded_results(events: &[Event]) -> ResultsById {
+    let mut results = ResultsById::new();
+    for event in events {
+        if let Event::ToolResult {
+            tool_use_id,
+            is_error,
+            content,
+            images,
+            ..
+        } = event
+        {
+            results
+                .entry(tool_use_id.clone())
+                .or_default()
+                .push_back(ToolOutput {
                     content: content.clone(),
                     is_error: *is_error,
                     images: images.clone(),
-                },
-            )),
-            _ => None,
-        })
-        .collect()
+                });
+        }
+    }
+    results
 }
 
 /// The recorded results a replay answers tools with instead of reaching out (WebFetch,
-/// MCP tools): the main agent's `expected`, and every sub-agent run's, by call id (ids
-/// are unique across the agents of a run: a repeated one is refused when it happens).
+/// MCP tools): the main agent's `expected`, and every sub-agent run's, by call id.
 pub(super) fn answers(
-    expected: &std::collections::HashMap<String, ToolOutput>,
+    expected: &ResultsById,
     agent_events: &BTreeMap<String, Vec<Event>>,
-) -> std::collections::HashMap<String, ToolOutput> {
+) -> ResultsById {
     let mut all = expected.clone();
     for events in agent_events.values() {
-        all.extend(recorded_results(events));
+        for (id, outputs) in recorded_results(events) {
+            all.entry(id).or_default().extend(outputs);
+        }
     }
     all
 }

@@ -4,13 +4,14 @@
 //! replayed without the model (tools run again, drift reported), and the live model goes
 //! on from there, its transcript the recorded one continued on the same hash chain.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::plan_error::PlanError;
 use super::replay::{answers, recorded_results};
 use super::resume_error::ResumeError;
+use super::resume_recorded::{guessed_outputs, recorded_settings};
 use super::task::TaskPlan;
 use super::{Overrides, plan_task};
 use crate::record::chain;
@@ -18,7 +19,6 @@ use crate::record::resume_point::{RecordedEnd, resume_point};
 use crate::record::transcript::ScopedEvent;
 use crate::record::{EndReason, Event, TranscriptReader};
 use crate::spec::{self, Provider};
-use crate::tools::ToolOutput;
 use crate::tools::recorded::RecordedAnswers;
 
 /// What the command line asks of a resume.
@@ -41,9 +41,9 @@ pub(crate) struct ResumePlan {
     /// The recording as it was read, kept beside the resumed transcript
     /// (`transcript.before-resume-N.jsonl`): the lines the resume drops stay on record.
     pub recording: Vec<u8>,
-    /// The tokens of the model turns the resume drops (a turn cut short was paid for):
-    /// they count toward the task's budget and figures.
-    pub dropped_usage: crate::message::Usage,
+    /// Tokens spent before that the replay does not spend again (turns cut short, the
+    /// page model's, earlier resumes'): they count toward the task's budget and figures.
+    pub spent_before: crate::message::Usage,
     /// The transcript resumed.
     pub transcript: PathBuf,
     /// Its lines kept, written again at the head of the new transcript.
@@ -57,18 +57,20 @@ pub(crate) struct ResumePlan {
     /// How the recorded run ended; None: it was killed.
     pub previous: Option<RecordedEnd>,
     /// The recorded results of the main agent's calls, by id.
-    pub results: HashMap<String, ToolOutput>,
+    pub results: crate::tools::recorded::ResultsById,
     pub strict: bool,
     pub masks: Arc<crate::record::volatile::Masks>,
 }
 
 /// The transcript of `DIR/TASK` (or the file itself, when given).
 pub(crate) fn transcript_of(task: &Path) -> PathBuf {
-    if task.is_dir() {
+    let path = if task.is_dir() {
         task.join("transcript.jsonl")
     } else {
         task.to_path_buf()
-    }
+    };
+    // Absolute, so `drover resume .` in the task's folder knows the folder's name.
+    std::path::absolute(&path).unwrap_or(path)
 }
 
 /// The artifacts directory a resume writes into by default: the one holding the task's
@@ -117,7 +119,6 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
                 spec_path,
                 workspace,
                 workspace_sha256,
-                max_turns,
                 ..
             },
         ..
@@ -175,21 +176,7 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     if folder.as_deref() != Some(task.as_str()) {
         return Err(refuse(ResumeError::NotInTaskFolder { transcript, task }));
     }
-    // The limits in force: the last resume's (wherever it lies: one killed before its
-    // first live turn is dropped with the cut), else the recorded run's.
-    let (recorded_turns, recorded_cost) = scoped
-        .iter()
-        .rev()
-        .find_map(|scoped| match &scoped.event {
-            Event::Resume {
-                max_turns,
-                max_cost_usd,
-                ..
-            } => Some((*max_turns, *max_cost_usd)),
-            _ => None,
-        })
-        .unwrap_or((max_turns, None));
-    let dropped_usage = unreplayed_usage(&scoped[point.kept..]);
+    let recorded = recorded_settings(&scoped, &point);
     let kept: Vec<ScopedEvent> = scoped.into_iter().take(point.kept).collect();
     let mut overrides = options.overrides.clone();
     let recorded_provider = provider_named(&provider);
@@ -197,8 +184,9 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         overrides.model = overrides.model.or(Some(model));
     }
     overrides.provider = overrides.provider.or(recorded_provider);
-    overrides.max_turns = overrides.max_turns.or(recorded_turns);
-    overrides.max_cost_usd = overrides.max_cost_usd.or(recorded_cost);
+    overrides.max_turns = overrides.max_turns.or(recorded.max_turns);
+    overrides.max_cost_usd = overrides.max_cost_usd.or(recorded.max_cost_usd);
+    overrides.timeout = overrides.timeout.or(recorded.timeout);
     // The workspace is the spec's (or --workspace): a recording does not choose where
     // a live run works. One recorded elsewhere (a run given --workspace) must be named.
     if overrides.workspace.is_none() && !same_dir(&spec.workspace_dir(), Path::new(&workspace)) {
@@ -231,12 +219,16 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     ))));
     plan.agent_events = agent_events;
     plan.expected_fingerprint = Some(workspace_sha256);
-    // drover's own folders in the artifacts directory the run wrote: each task's (a
-    // folder holding a transcript) was left out of the recorded starting state.
-    plan.excluded.extend(recorded_task_folders(&transcript));
+    // drover's own outputs in the artifacts directory the run wrote were left out of
+    // the recorded starting state.
+    plan.recorded_outputs = Some(
+        recorded
+            .outputs
+            .unwrap_or_else(|| guessed_outputs(&transcript)),
+    );
     plan.resume = Some(ResumePlan {
         recording: bytes,
-        dropped_usage,
+        spent_before: recorded.spent_before,
         kept: resumable.lines[..point.kept].to_vec(),
         dropped: resumable.lines.len() - point.kept + usize::from(resumable.cut_off),
         events,
@@ -248,17 +240,6 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         transcript,
     });
     Ok(plan)
-}
-
-/// The tokens of every model turn among `events` (the dropped lines), sub-agents' too.
-fn unreplayed_usage(events: &[ScopedEvent]) -> crate::message::Usage {
-    let mut usage = crate::message::Usage::default();
-    for scoped in events {
-        if let Event::ModelResponse { usage: turn, .. } = &scoped.event {
-            usage.add(turn);
-        }
-    }
-    usage
 }
 
 /// The reasons a run is resumed after: it was stopped, not finished.
@@ -322,30 +303,6 @@ fn provider_named(name: &str) -> Option<Provider> {
     [Provider::Anthropic, Provider::Openai, Provider::Script]
         .into_iter()
         .find(|provider| provider.as_str() == name)
-}
-
-/// The task folders beside the resumed one (and it), in the artifacts directory the
-/// recorded run wrote: every folder there holding a transcript.jsonl.
-fn recorded_task_folders(transcript: &Path) -> Vec<PathBuf> {
-    let Some(dir) = transcript.parent().and_then(Path::parent) else {
-        return Vec::new();
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| {
-            std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir())
-                && path.join("transcript.jsonl").is_file()
-        })
-        .collect()
 }
 
 /// Make the starting workspace as the task will, and refuse (before anything is

@@ -91,6 +91,9 @@ pub(crate) struct TaskPlan {
     /// of the diff when it lies inside the workspace. Anything else there, such as files
     /// an agent plants, is diffed.
     pub own_outputs: OwnOutputs,
+    /// A resumed task: what the recorded run left out of its starting state as its own
+    /// outputs, left out again so the fingerprints can agree.
+    pub recorded_outputs: Option<OwnOutputs>,
     /// For a task working in place: its repository's index as it was when the run
     /// started (None: there was no repository), the only index its baseline trusts.
     pub saved_index: Option<Arc<IndexSnapshot>>,
@@ -100,6 +103,8 @@ pub(crate) struct TaskPlan {
 /// makes there: a file planted where a folder goes (or the reverse) is diffed.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct OwnOutputs {
+    /// The artifacts directory (resolved).
+    pub artifacts: PathBuf,
     /// Every task's folder.
     pub folders: Vec<PathBuf>,
     /// junit.xml, summary.json, summary.md.
@@ -290,6 +295,10 @@ async fn steps(
             model: report.model.clone(),
             max_turns: plan.max_turns,
             max_cost_usd: plan.max_cost_usd,
+            timeout: Some(crate::spec::TimeoutLimit::spelled(
+                plan.spec.spec.limits.timeout,
+            )),
+            spent_before: resume.spent_before,
         })?;
     }
     // Arming starts the MCP servers, which may take their startup time: a signal stops

@@ -123,8 +123,8 @@ pub(super) async fn run_agent(
     if let Some(resume) = &plan.resume {
         let cost = config
             .pricing
-            .map(|pricing| pricing::cost(&resume.dropped_usage, &pricing));
-        config.meter.add_spent(&resume.dropped_usage, cost);
+            .map(|pricing| pricing::cost(&resume.spent_before, &pricing));
+        config.meter.add_spent(&resume.spent_before, cost);
     }
     let subagents = super::subagents::sub_agents(plan, &registry, inputs.replay.as_ref())?;
     let mut agent = Agent {
@@ -149,7 +149,7 @@ pub(super) async fn run_agent(
     let mut recorded = recorded_attempts(plan);
     let mut attempt = 1;
     let mut settled = None;
-    let outcome: Result<LoopOutcome, TaskError> = loop {
+    let mut outcome: Result<LoopOutcome, TaskError> = loop {
         if max_attempts > 1
             && attempt == 1
             && let Err(error) = agent.transcript.write(Event::Attempt {
@@ -214,6 +214,21 @@ pub(super) async fn run_agent(
         }
         session.next_round(message);
     };
+    // A resumed run whose replay ended of its own accord before the recording did (a
+    // Stop hook now lets the model stop where it sent it back) took another path: its
+    // remaining recorded turns were never replayed, so its end is not the task's.
+    if let (Some(resume), Ok(ended)) = (&plan.resume, &mut outcome)
+        && matches!(ended.reason, EndReason::EndTurn | EndReason::HookStopped)
+        && ended.turns < resume.turns
+    {
+        ended.message = format!(
+            "the replay took another path: the run ended after turn {} ({}), but the recording goes on to turn {}; a hook may have answered otherwise than when it was recorded",
+            ended.turns,
+            ended.reason.as_str(),
+            resume.turns
+        );
+        ended.reason = EndReason::ReplayDrift;
+    }
     // A resumed run that ended before its recorded turns were all replayed (a strict
     // drift, a lower limit) records what follows: hooks, checks, the end.
     agent.hand_over_now();

@@ -50,9 +50,16 @@ pub(super) fn workspace(
     copy_excluded.push(artifacts.to_path_buf());
     let mut excluded_folders = plan.excluded.clone();
     excluded_folders.extend(plan.own_outputs.folders.iter().cloned());
+    let mut excluded_files = plan.own_outputs.files.clone();
+    // A resumed task leaves out what its recorded run left out.
+    if let Some(recorded) = &plan.recorded_outputs {
+        copy_excluded.push(recorded.artifacts.clone());
+        excluded_folders.extend(recorded.folders.iter().cloned());
+        excluded_files.extend(recorded.files.iter().cloned());
+    }
     let excluded = Exclusions {
         dirs: excluded_folders,
-        files: plan.own_outputs.files.clone(),
+        files: excluded_files,
     };
     let prepared = isolate(plan, &copy_excluded, stop).and_then(|workspace| {
         let options = start_options(plan, &excluded, workspace.copy_origin(true));
@@ -288,6 +295,21 @@ pub(super) fn record_start(
         } else {
             serde_json::to_value(&plan.agents).unwrap_or_default()
         },
+        settings: Box::new(crate::record::transcript::RunSettings {
+            max_cost_usd: plan.max_cost_usd,
+            timeout: Some(crate::spec::TimeoutLimit::spelled(
+                plan.spec.spec.limits.timeout,
+            )),
+            artifacts: Some(plan.own_outputs.artifacts.display().to_string())
+                .filter(|dir| !dir.is_empty()),
+            run_tasks: plan
+                .own_outputs
+                .folders
+                .iter()
+                .filter_map(|folder| folder.file_name())
+                .map(|name| name.to_string_lossy().into_owned())
+                .collect(),
+        }),
     })?;
     if let Some(message) = armed.commands.unavailable.clone() {
         return Err(Halt::Early(EndReason::SandboxUnavailable, message));

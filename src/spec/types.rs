@@ -402,6 +402,14 @@ pub(crate) enum TimeoutLimit {
 }
 
 impl TimeoutLimit {
+    /// The limit in force spelled as a spec writes it (`1h`, `20m 30s`, `none`).
+    pub(crate) fn spelled(limit: Option<TimeoutLimit>) -> String {
+        match TimeoutLimit::effective(limit) {
+            Some(duration) => humantime::format_duration(duration).to_string(),
+            None => "none".to_string(),
+        }
+    }
+
     /// The limit in force, the default when the spec says nothing.
     pub(crate) fn effective(limit: Option<TimeoutLimit>) -> Option<Duration> {
         match limit {

@@ -372,7 +372,13 @@ fn progress_off_a_terminal_is_timestamped_lines_and_quiet_leaves_only_final_line
         stdout.starts_with("drover: progress-task passed"),
         "{stdout}"
     );
-    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    assert!(
+        stdout.ends_with(
+            "drover: 1 task: 1 passed, 0 failed, 0 errors — exit 0: every task passed\n"
+        ),
+        "{stdout}"
+    );
 
     let loud = run(false);
     assert_eq!(loud.status.code(), Some(0));

@@ -30,6 +30,7 @@ mod redaction;
 mod redaction_safety;
 mod replay_drift;
 mod resume;
+mod resume_attacks;
 mod retry_cli;
 mod run_cli;
 mod sandbox;

@@ -78,9 +78,9 @@ impl TypedTool for WebFetchTool {
         if let Some(recorded) = &web.recorded {
             match recorded.answer(ctx.call_id.as_deref()) {
                 Answer::Recorded(output) if output.is_error => {
-                    return Err(ToolError::Failed(output.content.clone()));
+                    return Err(ToolError::Failed(output.content));
                 }
-                Answer::Recorded(output) => return Ok(output.content.clone()),
+                Answer::Recorded(output) => return Ok(output.content),
                 Answer::Missing => {
                     return Err(ToolError::Failed(
                         "the recording has no result for this call of WebFetch: the replay took a different path (a replay fetches nothing)".to_string(),
