@@ -147,6 +147,13 @@ pub(crate) enum Event {
         /// The end of its output (redacted), to tell why it failed.
         output_tail: String,
     },
+    /// A check starts (its `check` event follows when it ends): `number` of `of`.
+    CheckStart {
+        name: String,
+        command: String,
+        number: u32,
+        of: u32,
+    },
     Check {
         name: String,
         command: String,

@@ -46,7 +46,14 @@ pub(super) async fn evaluate(
     };
     // Checks get the agent's scrubbed environment and, unless a check says otherwise,
     // its sandbox: they run code the agent wrote.
-    for check in &plan.spec.spec.checks {
+    let of = u32::try_from(plan.spec.spec.checks.len()).unwrap_or(u32::MAX);
+    for (index, check) in plan.spec.spec.checks.iter().enumerate() {
+        transcript.write(Event::CheckStart {
+            name: check.name.clone(),
+            command: check.run.clone(),
+            number: u32::try_from(index + 1).unwrap_or(u32::MAX),
+            of,
+        })?;
         let check_env = commands.for_check(check)?;
         let result = tokio::select! {
             result = run_check(check, &started.workspace.dir, &check_env, redactor) => result,

@@ -25,6 +25,7 @@ mod notebook_cli;
 mod output_cli;
 mod output_providers;
 mod parity;
+mod progress_cli;
 mod providers;
 mod redaction;
 mod redaction_safety;

@@ -1,0 +1,325 @@
+//! One task's progress: its view of its own transcript events, as a live line on a
+//! terminal or timestamped log lines.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use indicatif::ProgressBar;
+use serde_json::Value;
+
+use super::{Progress, lock};
+use crate::message::ContentBlock;
+use crate::output::counted;
+use crate::record::Event;
+use crate::record::transcript::Decision;
+
+/// One task's view of its own events.
+pub(super) struct TaskProgress {
+    progress: Arc<Progress>,
+    name: String,
+    turn: u32,
+    tokens: u64,
+    cost: Option<f64>,
+    /// Tool names by tool_use id, so a denial can name its tool.
+    tools: HashMap<String, String>,
+    /// Calls started and not finished: (id, what is running).
+    running: Vec<(String, String)>,
+    /// Calls the policy denied (their error result is the denial, already shown).
+    denied: HashSet<String>,
+    /// The check running now: `checks: 1/3 tests` on the live line.
+    phase: Option<String>,
+    bar: Option<ProgressBar>,
+}
+
+impl TaskProgress {
+    pub(super) fn new(progress: Arc<Progress>, name: &str) -> TaskProgress {
+        TaskProgress {
+            progress,
+            name: name.to_string(),
+            turn: 0,
+            tokens: 0,
+            cost: None,
+            tools: HashMap::new(),
+            running: Vec::new(),
+            denied: HashSet::new(),
+            phase: None,
+            bar: None,
+        }
+    }
+
+    pub(super) fn observe(&mut self, event: &Event) {
+        match event {
+            Event::RunStart {
+                provider, model, ..
+            } => {
+                self.start_bar();
+                self.say(&format!("started ({provider}/{model})"));
+            }
+            // A resumed run writes no run_start of its own (the recorded one stands).
+            Event::Resume {
+                replayed_turns,
+                provider,
+                model,
+                ..
+            } => {
+                self.start_bar();
+                self.turn = *replayed_turns;
+                self.say(&format!(
+                    "resumed ({provider}/{model}): replaying {} without the model",
+                    counted(*replayed_turns, "recorded turn", "recorded turns")
+                ));
+            }
+            Event::ModelResponse {
+                turn,
+                content,
+                usage,
+                ..
+            } => {
+                self.turn = *turn;
+                self.tokens = self.tokens.saturating_add(usage.total());
+                if let Some(cost) = event_cost(event) {
+                    *self.cost.get_or_insert(0.0) += cost;
+                }
+                let tools: Vec<&str> = content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::ToolUse { name, .. } => Some(name.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let calls = if tools.is_empty() {
+                    "no tool calls".to_string()
+                } else {
+                    tools.join(", ")
+                };
+                self.say(&format!("turn {turn}: {calls} · {}", self.figures()));
+            }
+            Event::ToolCall { id, name, input } => {
+                self.tools.insert(id.clone(), name.clone());
+                self.running.push((id.clone(), brief(name, input)));
+                self.refresh();
+            }
+            Event::Permission {
+                tool_use_id,
+                decision: Decision::Deny,
+                reason,
+                ..
+            } => {
+                self.denied.insert(tool_use_id.clone());
+                let tool = self.tools.get(tool_use_id).map_or("a tool", String::as_str);
+                let text = format!("✗ denied {tool}: {reason}");
+                self.progress.line(&self.name, &text);
+            }
+            Event::ToolResult {
+                tool_use_id,
+                is_error,
+                content,
+                ..
+            } => {
+                let call = self
+                    .running
+                    .iter()
+                    .find(|(id, _)| id == tool_use_id)
+                    .map(|(_, call)| call.clone());
+                self.running.retain(|(id, _)| id != tool_use_id);
+                // An error result the model gets (an unknown tool, an Edit that does not
+                // match, a failing command) is shown as such, not as a success.
+                if *is_error && !self.denied.contains(tool_use_id) {
+                    let call = call.unwrap_or_else(|| "a tool".to_string());
+                    let first = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                    let first: String = first.chars().take(160).collect();
+                    self.progress
+                        .line(&self.name, &format!("✗ {call}: {first}"));
+                }
+                self.refresh();
+            }
+            Event::Retry {
+                attempt,
+                reason,
+                status,
+                delay_ms,
+            } => {
+                let status = status.map_or_else(String::new, |code| format!(" (HTTP {code})"));
+                let text = format!(
+                    "model request failed{status}: {reason}; retry {} in {:.1}s",
+                    attempt + 1,
+                    *delay_ms as f64 / 1000.0
+                );
+                self.progress.line(&self.name, &text);
+            }
+            Event::CheckStart {
+                name,
+                command,
+                number,
+                of,
+            } => {
+                self.phase = Some(format!("checks: {number}/{of} {name}"));
+                if let (Some(bar), Some(bars)) = (&self.bar, &self.progress.bars) {
+                    bar.set_style(bars.check_style.clone());
+                    bar.reset_elapsed();
+                }
+                self.say(&format!("check {number}/{of} {name:?} started: {command}"));
+            }
+            Event::Check {
+                name,
+                command,
+                passed,
+                expectation: true,
+                found,
+                ..
+            } => {
+                let name = name.strip_prefix("expect: ").unwrap_or(name);
+                let text = if *passed {
+                    format!("expectation {name} met")
+                } else {
+                    format!(
+                        "expectation {name} NOT MET: expected {command}, but {}",
+                        found.as_deref().unwrap_or("it was not")
+                    )
+                };
+                self.say(&text);
+            }
+            Event::Check {
+                name,
+                passed,
+                exit_code,
+                timed_out,
+                ..
+            } => {
+                let outcome = match (passed, timed_out, exit_code) {
+                    (true, _, _) => "passed".to_string(),
+                    (false, true, _) => "FAILED (timed out)".to_string(),
+                    (false, false, Some(code)) => format!("FAILED (exit code {code})"),
+                    (false, false, None) => "FAILED".to_string(),
+                };
+                self.say(&format!("check {name:?} {outcome}"));
+            }
+            Event::ReplayDrift {
+                call,
+                tool,
+                tool_use_id,
+                diff,
+                ..
+            } => {
+                let text = format!(
+                    "drift at call {call} ({tool} {tool_use_id}): the result differs from the recording"
+                );
+                self.progress.line(&self.name, &text);
+                for line in diff.lines() {
+                    self.progress.line(&self.name, &format!("  {line}"));
+                }
+            }
+            Event::AgentStart {
+                agent_type, depth, ..
+            } => {
+                self.say(&format!("agent {agent_type} started (depth {depth})"));
+            }
+            Event::AgentEnd {
+                agent_type,
+                reason,
+                turns,
+                usage,
+                cost_usd,
+                ..
+            } => {
+                self.tokens = self.tokens.saturating_add(usage.total());
+                if let Some(cost) = cost_usd {
+                    *self.cost.get_or_insert(0.0) += cost;
+                }
+                self.say(&format!(
+                    "agent {agent_type} ended: {} after {} · {}",
+                    reason.as_str(),
+                    counted(*turns, "turn", "turns"),
+                    self.figures()
+                ));
+            }
+            Event::RunEnd {
+                cost_usd: Some(cost),
+                ..
+            } => self.cost = Some(*cost),
+            _ => {}
+        }
+    }
+
+    fn start_bar(&mut self) {
+        if let Some(bars) = &self.progress.bars {
+            let bar = bars
+                .multi
+                .insert_before(&bars.overall, ProgressBar::new_spinner());
+            bar.set_style(bars.task_style.clone());
+            bar.set_prefix(self.name.clone());
+            bar.enable_steady_tick(Duration::from_millis(120));
+            lock(&bars.running).insert(self.name.clone(), bar.clone());
+            self.bar = Some(bar);
+        }
+    }
+
+    /// A line in the log; on a terminal the task's live line says it instead.
+    fn say(&self, text: &str) {
+        match &self.bar {
+            Some(_) => self.refresh(),
+            None => self.progress.line(&self.name, text),
+        }
+    }
+
+    fn refresh(&self) {
+        if let Some(bar) = &self.bar {
+            if let Some(phase) = &self.phase {
+                // The check's time runs on in the style's `{elapsed}`.
+                bar.set_message(phase.clone());
+                return;
+            }
+            let now = match self.running.last() {
+                Some((_, running)) => format!(" · {running}"),
+                None => String::new(),
+            };
+            bar.set_message(format!("turn {} · {}{now}", self.turn, self.figures()));
+        }
+    }
+
+    fn figures(&self) -> String {
+        let cost = self
+            .cost
+            .map_or_else(String::new, |c| format!(" · ${c:.4}"));
+        format!("{} tokens{cost}", compact(self.tokens))
+    }
+}
+
+/// The per-turn `cost_usd` of a model_response, when the transcript carries one (read by
+/// name: the field belongs to the pricing work and may be absent).
+fn event_cost(event: &Event) -> Option<f64> {
+    serde_json::to_value(event)
+        .ok()?
+        .get("cost_usd")
+        .and_then(Value::as_f64)
+}
+
+/// What a tool call is doing, in a few words: `Bash: cargo test`, `Edit: src/lib.rs`.
+fn brief(name: &str, input: &Value) -> String {
+    let detail = ["command", "file_path", "pattern", "path", "url"]
+        .iter()
+        .find_map(|key| input.get(key).and_then(Value::as_str))
+        .unwrap_or("");
+    let detail: String = detail
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(48)
+        .collect();
+    if detail.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}: {detail}")
+    }
+}
+
+/// 950, 12.3k, 4.5M.
+fn compact(count: u64) -> String {
+    match count {
+        0..1_000 => count.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", count as f64 / 1_000.0),
+        _ => format!("{:.1}M", count as f64 / 1_000_000.0),
+    }
+}
