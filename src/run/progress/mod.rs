@@ -263,20 +263,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn briefs_and_counts_read_well() {
-        assert_eq!(
-            brief("Bash", &json!({"command": "cargo test\nmore"})),
-            "Bash: cargo test"
-        );
-        assert_eq!(brief("Edit", &json!({"file_path": "a.rs"})), "Edit: a.rs");
-        assert_eq!(brief("TodoWrite", &json!({"todos": []})), "TodoWrite");
-        assert_eq!(compact(950), "950");
-        assert_eq!(compact(12_345), "12.3k");
-        assert_eq!(compact(4_500_000), "4.5M");
-    }
 
     #[test]
     fn quiet_progress_observes_nothing() {

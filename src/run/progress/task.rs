@@ -323,3 +323,22 @@ fn compact(count: u64) -> String {
         _ => format!("{:.1}M", count as f64 / 1_000_000.0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn briefs_and_counts_read_well() {
+        assert_eq!(
+            brief("Bash", &json!({"command": "cargo test\nmore"})),
+            "Bash: cargo test"
+        );
+        assert_eq!(brief("Edit", &json!({"file_path": "a.rs"})), "Edit: a.rs");
+        assert_eq!(brief("TodoWrite", &json!({"todos": []})), "TodoWrite");
+        assert_eq!(compact(950), "950");
+        assert_eq!(compact(12_345), "12.3k");
+        assert_eq!(compact(4_500_000), "4.5M");
+    }
+}
