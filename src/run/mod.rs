@@ -17,6 +17,7 @@ mod replay;
 mod resume;
 mod resume_error;
 mod resume_recorded;
+mod runner_hint;
 mod sandbox;
 mod setup;
 pub(crate) mod shard;

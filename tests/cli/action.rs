@@ -71,6 +71,7 @@ fn action_yml_has_the_documented_inputs_and_outputs() {
     let defaults = [
         ("tasks", Some("")),
         ("merge", Some("")),
+        ("version", Some("")),
         ("binary-url", Some("")),
         ("binary-sha256", Some("")),
         ("anthropic-api-key", Some("")),
@@ -152,22 +153,36 @@ fn action_yml_is_a_composite_that_caches_runs_and_uploads() {
         .iter()
         .find(|s| s.name.as_deref() == Some("Install drover"))
         .unwrap();
-    assert!(
-        install
-            .run
-            .as_ref()
-            .unwrap()
-            .contains("cargo install --locked --path \"$GITHUB_ACTION_PATH\"")
+    assert_eq!(
+        install.run.as_deref(),
+        Some("bash \"$GITHUB_ACTION_PATH/action/install.sh\"")
     );
-    // Never the crates.io crate named drover (an unrelated project); a downloaded binary
-    // only with its SHA-256 verified.
-    let install_script = install.run.as_ref().unwrap();
-    assert!(!install_script.contains("cargo install --locked drover"));
-    assert!(install_script.contains("sha256sum"));
-    assert!(install_script.contains("refusing to run it"));
     assert_eq!(
         install.condition.as_deref(),
         Some("steps.cache.outputs.cache-hit != 'true'")
+    );
+    // Never the crates.io crate named drover (an unrelated project); a downloaded binary
+    // only with its SHA-256 verified.
+    let script = std::fs::read_to_string(common::repo().join("action/install.sh")).unwrap();
+    assert!(!script.contains("cargo install"));
+    assert!(script.contains("sha256sum"));
+    assert!(script.contains("refusing to run it"));
+    // Without a release binary, the action's own sources are built, their build cached.
+    let build = steps
+        .iter()
+        .find(|s| s.name.as_deref() == Some("Build drover from the action's sources"))
+        .unwrap();
+    assert_eq!(
+        build.condition.as_deref(),
+        Some("steps.install.outputs.installed == 'false'")
+    );
+    assert!(build.run.as_ref().unwrap().contains(
+        "cargo build --release --locked --manifest-path \"$GITHUB_ACTION_PATH/Cargo.toml\""
+    ));
+    let rust_cache = uses("Swatinem/rust-cache@v2");
+    assert_eq!(
+        rust_cache.condition.as_deref(),
+        Some("steps.install.outputs.installed == 'false'")
     );
     let run = steps
         .iter()
@@ -234,6 +249,7 @@ fn docs_include_the_example_workflows_verbatim() {
     let repo = common::repo();
     let cases = [
         ("docs/scaling.md", "examples/workflows/sharded.yml"),
+        ("docs/github-action.md", "examples/workflows/release.yml"),
         (
             "docs/github-action.md",
             "examples/workflows/pull-request.yml",
@@ -319,4 +335,99 @@ fn the_output_output_is_one_line_of_json_or_a_path() {
     std::fs::create_dir_all(artifacts.join("other")).unwrap();
     std::fs::write(artifacts.join("other/output.json"), "{}\n").unwrap();
     assert_eq!(run_snippet(), format!("output={}\n", artifacts.display()));
+}
+
+/// `action/install.sh` run as the action runs it, its releases served from 127.0.0.1;
+/// its exit code, `installed=` output and what it printed.
+fn install(
+    server: &crate::mock_server::MockServer,
+    version: &str,
+    pinned: &str,
+) -> (Option<i32>, String, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let output_file = dir.path().join("github_output");
+    let output = std::process::Command::new("bash")
+        .arg(common::repo().join("action/install.sh"))
+        .env("ROOT", dir.path().join("root"))
+        .env("GITHUB_OUTPUT", &output_file)
+        .env("VERSION", version)
+        .env("REPO", "OWNER/drover")
+        .env("RUNNER_OS", "Linux")
+        .env("RUNNER_ARCH", "X64")
+        .env("BINARY_SHA256", pinned)
+        .env("DROVER_RELEASES_URL", &server.base_url)
+        .env_remove("BINARY_URL")
+        .env_remove("http_proxy")
+        .env_remove("HTTP_PROXY")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let outputs = std::fs::read_to_string(&output_file).unwrap_or_default();
+    (output.status.code(), outputs, said, dir)
+}
+
+#[test]
+fn a_release_binary_is_installed_only_with_its_listed_checksum() {
+    use crate::mock_server::{MockServer, Reply};
+    let binary = "#!/bin/sh\necho drover 9.9.9\n";
+    let sum = {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(binary.as_bytes());
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let sums = format!(
+        "{sum}  drover-x86_64-unknown-linux-musl\n{}  drover-aarch64-unknown-linux-musl\n",
+        "0".repeat(64)
+    );
+    let served =
+        |sums: &str| MockServer::start(vec![Reply::status(200, sums), Reply::status(200, binary)]);
+
+    // The release's binary, its sum as SHA256SUMS lists it: installed.
+    let server = served(&sums);
+    let (code, outputs, said, dir) = install(&server, "v9.9.9", "");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(outputs.contains("installed=true"), "{outputs}");
+    let installed = dir.path().join("root/bin/drover");
+    assert_eq!(std::fs::read_to_string(&installed).unwrap(), binary);
+    let requests = server.requests();
+    assert!(
+        requests[0].line.contains("/v9.9.9/SHA256SUMS"),
+        "{}",
+        requests[0].line
+    );
+    assert!(
+        requests[1]
+            .line
+            .contains("/v9.9.9/drover-x86_64-unknown-linux-musl"),
+        "{}",
+        requests[1].line
+    );
+
+    // A binary that is not the one listed: refused, nothing installed.
+    let server = served(&sums.replacen(&sum, &"1".repeat(64), 1));
+    let (code, outputs, said, dir) = install(&server, "v9.9.9", "");
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("refusing to run it"), "{said}");
+    assert!(!outputs.contains("installed=true"));
+    assert!(!dir.path().join("root/bin/drover").exists());
+
+    // Listed, but not the binary pinned with binary-sha256: refused.
+    let server = served(&sums);
+    let (code, _, said, _) = install(&server, "v9.9.9", &"2".repeat(64));
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("pinned binary-sha256"), "{said}");
+
+    // A branch: nothing downloaded, built from source.
+    let server = served(&sums);
+    let (code, outputs, said, _) = install(&server, "main", "");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(outputs.contains("installed=false"), "{outputs}");
+    assert!(server.requests().is_empty());
 }
