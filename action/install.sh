@@ -14,17 +14,33 @@ set -euo pipefail
 : "${ROOT:?}" "${GITHUB_OUTPUT:?}"
 VERSION="${VERSION:-}"
 REPO="${REPO:-}"
-# A mirror of the releases (DROVER_RELEASES_URL) may be given; plain http only to this
-# machine (tests).
+# EXPLICIT_VERSION: the `version` input as given (empty: the action's own ref). A version
+# or a binary-sha256 the user asked for is never traded for a build of other sources.
+EXPLICIT_VERSION="${EXPLICIT_VERSION:-}"
+# A mirror of the releases (DROVER_RELEASES_URL) may be given; over plain http only to
+# this machine's loopback address (tests).
 RELEASES_URL="${DROVER_RELEASES_URL:-https://github.com/$REPO/releases/download}"
 BINARY_URL="${BINARY_URL:-}"
 BINARY_SHA256="$(printf '%s' "${BINARY_SHA256:-}" | tr 'A-F' 'a-f')"
 
 fetch() { # URL FILE
   local proto='=https'
-  case "$1" in http://127.0.0.1:*/*) proto='=http' ;; esac
+  if [ -n "${DROVER_RELEASES_URL:-}" ] && [[ "$1" =~ ^http://127\.0\.0\.1:[0-9]+/[^@]*$ ]]; then
+    proto='=http'
+  fi
   curl --fail --silent --show-error --location --proto "$proto" --proto-redir '=https' \
-    --retry 3 --output "$2" "$1"
+    --connect-timeout 20 --max-time 300 --retry 3 --output "$2" "$1"
+}
+
+# No release binary can be had: build from the action's sources, unless the user asked
+# for a release or a binary by its checksum.
+no_release() { # MESSAGE
+  if [ -n "$EXPLICIT_VERSION" ] || [ -n "$BINARY_SHA256" ]; then
+    refuse "$1; version/binary-sha256 ask for a release binary, so drover is not built from other sources instead"
+  fi
+  echo "drover: $1; building from the action's sources"
+  echo "installed=false" >> "$GITHUB_OUTPUT"
+  exit 0
 }
 
 refuse() {
@@ -57,19 +73,18 @@ case "${RUNNER_OS:-}/${RUNNER_ARCH:-}" in
   Linux/ARM64) target=aarch64-unknown-linux-musl ;;
   *) target="" ;;
 esac
-if ! printf '%s' "$VERSION" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+$' || [ -z "$target" ]; then
-  echo "drover: no release binary for version '${VERSION:-none}' on ${RUNNER_OS:-?}/${RUNNER_ARCH:-?}; building from the action's sources"
-  echo "installed=false" >> "$GITHUB_OUTPUT"
-  exit 0
+if ! printf '%s' "$VERSION" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+$'; then
+  no_release "'${VERSION:-none}' is not a release version (vX.Y.Z)"
+fi
+if [ -z "$target" ]; then
+  no_release "there is no release binary for ${RUNNER_OS:-?}/${RUNNER_ARCH:-?}"
 fi
 
 sums=$(mktemp)
 tmp=$(mktemp)
 if ! fetch "$RELEASES_URL/$VERSION/SHA256SUMS" "$sums" || ! fetch "$RELEASES_URL/$VERSION/drover-$target" "$tmp"; then
-  echo "::warning title=drover::no release binary drover-$target for $VERSION at $RELEASES_URL; building from the action's sources"
   rm -f "$tmp" "$sums"
-  echo "installed=false" >> "$GITHUB_OUTPUT"
-  exit 0
+  no_release "no release binary drover-$target for $VERSION at $RELEASES_URL"
 fi
 want=$(awk -v f="drover-$target" '$2 == f || $2 == "*" f { print tolower($1) }' "$sums")
 [ -n "$want" ] || refuse "SHA256SUMS of $VERSION lists no drover-$target"

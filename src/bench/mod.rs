@@ -53,18 +53,10 @@ pub struct BenchArgs {
 /// `--check` 1 when a goal was missed.
 pub(crate) fn run(args: &BenchArgs) -> i32 {
     if args.replay {
-        let drover = match std::env::current_exe() {
-            Ok(path) => path,
-            Err(error) => {
-                eprintln!("drover: cannot find drover's own executable: {error}");
-                return exit::RUNNER_ERROR;
-            }
+        let (drover, scratch) = match drover_and_scratch(args) {
+            Ok(found) => found,
+            Err(code) => return code,
         };
-        if let Err(error) = std::fs::create_dir_all(&args.scratch) {
-            eprintln!("drover: cannot create {}: {error}", args.scratch.display());
-            return exit::BAD_INPUT;
-        }
-        let scratch = args.scratch.canonicalize().unwrap_or(args.scratch.clone());
         return replay::run(
             &drover,
             &scratch,
@@ -74,18 +66,10 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
         );
     }
     if args.workspace {
-        let drover = match std::env::current_exe() {
-            Ok(path) => path,
-            Err(error) => {
-                eprintln!("drover: cannot find drover's own executable: {error}");
-                return exit::RUNNER_ERROR;
-            }
+        let (drover, scratch) = match drover_and_scratch(args) {
+            Ok(found) => found,
+            Err(code) => return code,
         };
-        if let Err(error) = std::fs::create_dir_all(&args.scratch) {
-            eprintln!("drover: cannot create {}: {error}", args.scratch.display());
-            return exit::BAD_INPUT;
-        }
-        let scratch = args.scratch.canonicalize().unwrap_or(args.scratch.clone());
         return workspace::run(
             &drover,
             &scratch,
@@ -180,6 +164,20 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
     } else {
         exit::PASSED
     }
+}
+
+/// drover's own executable and the scratch directory (created), or the exit code.
+fn drover_and_scratch(args: &BenchArgs) -> Result<(PathBuf, PathBuf), i32> {
+    let drover = std::env::current_exe().map_err(|error| {
+        eprintln!("drover: cannot find drover's own executable: {error}");
+        exit::RUNNER_ERROR
+    })?;
+    std::fs::create_dir_all(&args.scratch).map_err(|error| {
+        eprintln!("drover: cannot create {}: {error}", args.scratch.display());
+        exit::BAD_INPUT
+    })?;
+    let scratch = args.scratch.canonicalize().unwrap_or(args.scratch.clone());
+    Ok((drover, scratch))
 }
 
 fn default_tree() -> Option<PathBuf> {

@@ -207,10 +207,10 @@ async fn resume_task(
             None => "it was killed before it ended".to_string(),
         };
         crate::say!(
-            "drover: resuming {} from {} ({ended}): replaying {} recorded turn(s) without the model, then the model goes on",
+            "drover: resuming {} from {} ({ended}): replaying {} without the model, then the model goes on",
             plan.spec.name(),
             transcript.display(),
-            resume.turns
+            crate::output::counted(resume.turns, "recorded turn", "recorded turns")
         );
     }
     let report = run::run_plans(vec![plan], &artifacts, 1, quiet, run::interrupt::install()).await;

@@ -112,6 +112,12 @@ pub(crate) fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<S
             lines.push(command("error", &file, &title, &task_message(task)));
         }
         for check in task.checks.iter().filter(|check| !check.passed) {
+            if check.expectation {
+                let what = check.name.strip_prefix("expect: ").unwrap_or(&check.name);
+                let title = format!("drover: task {}: expectation {what} not met", task.name);
+                lines.push(command("error", &file, &title, &check_failure(check)));
+                continue;
+            }
             let title = format!("drover: task {}: check {} failed", task.name, check.name);
             let mut message = format!("$ {}\n{}", check.command, check_failure(check));
             let output = tail(check.output_tail.trim_end(), ANNOTATION_OUTPUT);
@@ -123,9 +129,9 @@ pub(crate) fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<S
         }
         if !task.denials.is_empty() {
             let title = format!(
-                "drover: task {}: {} tool call(s) denied",
+                "drover: task {}: {} denied",
                 task.name,
-                task.denials.len()
+                crate::output::counted(task.denials.len() as u64, "tool call", "tool calls")
             );
             let message = task
                 .denials

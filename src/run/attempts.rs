@@ -107,6 +107,14 @@ pub(super) fn feedback(evaluation: &Evaluation, next_attempt: u32, max_attempts:
         failed.len()
     );
     for check in failed.iter().take(FEEDBACK_MAX_FAILURES) {
+        if check.expectation {
+            // No command ran: what was expected, and what changed.
+            text.push_str(&format!(
+                "\n## {} (not met)\nexpected {}, but {}\n",
+                check.name, check.command, check.output_tail
+            ));
+            continue;
+        }
         let how = if check.timed_out {
             "timed out".to_string()
         } else {

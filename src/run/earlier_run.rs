@@ -6,24 +6,31 @@
 
 use std::path::Path;
 
-/// Remove the earlier run's task folders in `artifacts` that are not among `names`;
-/// the names removed.
+/// Remove the earlier run's task folders in `artifacts`: those its summary.json lists
+/// that are not among `names` (returned, to be named to the user), and the earlier
+/// folders of `names` themselves, which this run writes anew (a file the earlier run
+/// left there, such as an `output.json` this run has no answer for, must not pass for
+/// this run's).
 pub(crate) fn clear_earlier_run(artifacts: &Path, names: &[String]) -> Vec<String> {
     let mut removed = Vec::new();
     for name in crate::record::merge::earlier_task_names(artifacts) {
-        if names.contains(&name) {
-            continue;
-        }
-        let folder = artifacts.join(&name);
-        // A real directory (a symlink is not followed) that drover wrote.
-        let drovers = std::fs::symlink_metadata(&folder).is_ok_and(|meta| meta.is_dir())
-            && std::fs::symlink_metadata(folder.join("transcript.jsonl"))
-                .is_ok_and(|meta| meta.is_file());
-        if drovers && std::fs::remove_dir_all(&folder).is_ok() {
+        if !names.contains(&name) && remove_if_drovers(&artifacts.join(&name)) {
             removed.push(name);
         }
     }
+    for name in names {
+        remove_if_drovers(&artifacts.join(name));
+    }
     removed
+}
+
+/// Remove `folder` if it is a task folder drover wrote: a real directory (a symlink is
+/// not followed) holding a transcript.
+fn remove_if_drovers(folder: &Path) -> bool {
+    let drovers = std::fs::symlink_metadata(folder).is_ok_and(|meta| meta.is_dir())
+        && std::fs::symlink_metadata(folder.join("transcript.jsonl"))
+            .is_ok_and(|meta| meta.is_file());
+    drovers && std::fs::remove_dir_all(folder).is_ok()
 }
 
 #[cfg(test)]
@@ -58,8 +65,8 @@ mod tests {
         assert_eq!(removed, ["old"]);
         assert!(!out.join("old").exists());
         assert!(
-            out.join("again/transcript.jsonl").exists(),
-            "this run's stays"
+            !out.join("again").exists(),
+            "this run's own folder is written anew, not over the old"
         );
         assert!(out.join("kept").exists(), "not the earlier run's");
         assert!(

@@ -110,8 +110,8 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     // in the sandbox with the network off, whatever the recorded spec says.
     if !options.checks && !spec.spec.checks.is_empty() && !options.quiet {
         eprintln!(
-            "drover: replay: not running the {} check(s) recorded in the transcript (pass --checks to run them):",
-            spec.spec.checks.len()
+            "drover: replay: not running the {} recorded in the transcript (pass --checks to run them):",
+            crate::output::counted(spec.spec.checks.len() as u64, "check", "checks")
         );
         for check in &spec.spec.checks {
             eprintln!("drover:   {}: {}", check.name, check.run);

@@ -15,6 +15,11 @@ pub(super) fn runner_hint(env: impl Fn(&str) -> Option<String>, kernel: &str) ->
         (Some(os), None) => os,
         _ => "unknown".to_string(),
     };
+    if env("ImageOS").as_deref() == Some("ubuntu24") {
+        return format!(
+            "this GitHub-hosted runner (image {image}, kernel {kernel}) has every Landlock ABI drover uses, so something blocks it here: a `container:` job or a restrictive seccomp profile; run the task on the runner itself"
+        );
+    }
     if env("RUNNER_ENVIRONMENT").as_deref() == Some("self-hosted") {
         format!(
             "this self-hosted GitHub runner (image {image}) runs kernel {kernel}: enable Landlock there (Linux 6.7+, `landlock` in the kernel's `lsm=` list), or run the job on GitHub's `ubuntu-24.04` image (see docs/github-action.md, Runner requirements)"
@@ -73,6 +78,11 @@ mod tests {
             "6.1.0",
         );
         assert!(own.contains("self-hosted") && own.contains("lsm="), "{own}");
+        let blocked = runner_hint(
+            env_of(&[("GITHUB_ACTIONS", "true"), ("ImageOS", "ubuntu24")]),
+            "6.17.0-1010-azure",
+        );
+        assert!(blocked.contains("container:"), "{blocked}");
         let elsewhere = runner_hint(env_of(&[]), "6.1.0");
         assert!(elsewhere.contains("kernel 6.1.0"), "{elsewhere}");
     }

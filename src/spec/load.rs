@@ -408,10 +408,11 @@ pub(crate) struct SpecFiles {
 }
 
 /// Expand the CLI's SPEC|DIR arguments into spec files: a directory contributes its
-/// `*.yaml` and `*.yml` files, recursively, in path order (not `.git`), except those
-/// that are plainly something else — a GitHub workflow, a compose file: YAML with
-/// neither `version:` nor `prompt:` at the top. A file named as an argument is always
-/// taken as a spec.
+/// `*.yaml` and `*.yml` files, recursively, in path order (not `.git`, `node_modules`,
+/// build output, nor through symlinked directories), except those that are plainly
+/// something else — a GitHub workflow, dependabot's or compose's configuration: YAML
+/// without `prompt:`, or `version:` and another key of a spec, at its top. A file named
+/// as an argument is always taken as a spec.
 pub(crate) fn collect_spec_files(inputs: &[PathBuf]) -> Result<SpecFiles, SpecError> {
     let mut collected = SpecFiles::default();
     for input in inputs {
@@ -435,23 +436,36 @@ pub(crate) fn collect_spec_files(inputs: &[PathBuf]) -> Result<SpecFiles, SpecEr
     Ok(collected)
 }
 
-/// Whether a YAML file found in a directory is meant as a task spec: it has `version:`
-/// or `prompt:` at its top level. One that cannot be read or parsed is taken as a spec
-/// (its error is then reported) when such a key starts one of its lines.
+/// Keys only a task spec has at its top, besides `version:` (which dependabot, compose
+/// and many other files have too).
+const SPEC_KEYS: &[&str] = &["prompt", "model", "workspace", "permissions", "checks"];
+
+/// Whether a YAML file found in a directory is meant as a task spec: it has `prompt:`,
+/// or `version:` with another key only a spec has, at its top level. One that cannot be
+/// read or parsed is taken as a spec (its error is then reported) when a line starts
+/// with `version` or `prompt`.
 fn looks_like_a_spec(path: &Path) -> bool {
     let Ok(text) = read::spec_text(path) else {
         return true;
     };
     match serde_saphyr::from_str_with_options::<serde_json::Value>(&text, options()) {
         Ok(serde_json::Value::Object(map)) => {
-            map.contains_key("version") || map.contains_key("prompt")
+            map.contains_key("prompt")
+                || (map.contains_key("version") && SPEC_KEYS.iter().any(|k| map.contains_key(*k)))
         }
         Ok(_) => false,
+        // YAML that does not parse is reported if it looks meant as a spec.
         Err(_) => text.lines().any(|line| {
             let line = line.trim_start_matches(['"', '\'']);
             line.starts_with("version") || line.starts_with("prompt")
         }),
     }
+}
+
+/// Directories a search for specs does not enter: git's, dependencies, build output
+/// (a `CACHEDIR.TAG`, as cargo's `target/` has).
+fn skipped_dir(dir: &Path, name: &std::ffi::OsStr) -> bool {
+    name == ".git" || name == "node_modules" || dir.join("CACHEDIR.TAG").is_file()
 }
 
 fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
@@ -465,8 +479,10 @@ fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
             source,
         })?;
         let path = entry.path();
-        if path.is_dir() {
-            if entry.file_name() == ".git" {
+        // Not through a symlink: a link cycle must not send the search round forever.
+        let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+        if is_dir {
+            if skipped_dir(&path, &entry.file_name()) {
                 continue;
             }
             collect_dir(&path, found)?;

@@ -140,8 +140,14 @@ fn action_yml_is_a_composite_that_caches_runs_and_uploads() {
             .find(|s| s.uses.as_deref().is_some_and(|u| u.starts_with(prefix)))
             .unwrap_or_else(|| panic!("a step uses {prefix}"))
     };
-    let cache = uses("actions/cache@v4");
+    let cache = uses("actions/cache/restore@v4");
     assert_eq!(cache.id.as_deref(), Some("cache"));
+    // Saved right after the install, so a job whose tasks fail still saves it.
+    let save = uses("actions/cache/save@v4");
+    assert_eq!(
+        save.condition.as_deref(),
+        Some("steps.cache.outputs.cache-hit != 'true'")
+    );
     let upload = uses("actions/upload-artifact@v4");
     assert_eq!(
         upload.condition.as_deref(),
@@ -430,4 +436,10 @@ fn a_release_binary_is_installed_only_with_its_listed_checksum() {
     assert_eq!(code, Some(0), "{said}");
     assert!(outputs.contains("installed=false"), "{outputs}");
     assert!(server.requests().is_empty());
+
+    // A pinned binary with no release to download: refused, never another build.
+    let server = MockServer::start(Vec::new());
+    let (code, outputs, said, _) = install(&server, "main", &sum);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(!outputs.contains("installed="), "{outputs}");
 }

@@ -79,7 +79,7 @@ fn task(dir: &Path) -> PathBuf {
 fn assert_shown(output: &str) {
     for needle in [
         "model request failed (HTTP 529)",
-        "retry 2 in",
+        "trying again (attempt 2) in",
         "✗ Raed",
         "✗ Edit: lib.rs:",
         "✗ denied Bash",

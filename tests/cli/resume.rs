@@ -314,7 +314,7 @@ fn a_turn_limit_must_be_raised_and_the_resumed_run_replays_exactly() {
     let output = run(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1));
     let task = artifacts.join("t");
-    let refused = common::drover().arg("resume").arg(&task).output().unwrap();
+    let refused = resume_task(&task, &[]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         stderr(&refused).contains("pass --max-turns with more than 2"),
@@ -341,12 +341,7 @@ fn a_turn_limit_must_be_raised_and_the_resumed_run_replays_exactly() {
     );
     assert!(events(&lines, "replay_drift").is_empty());
     // Resumed again, to the end.
-    let output = common::drover()
-        .arg("resume")
-        .arg(&task)
-        .args(["--max-turns", "10"])
-        .output()
-        .unwrap();
+    let output = resume_task(&task, &["--max-turns", "10"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
     assert_eq!(events(&lines, "resume").len(), 2, "each resume is recorded");
@@ -376,12 +371,7 @@ fn a_replayed_result_that_differs_is_drift_and_strict_stops_there() {
     assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
     let task = artifacts.join("t");
     let before = std::fs::read(task.join("transcript.jsonl")).unwrap();
-    let strict = common::drover()
-        .arg("resume")
-        .arg(&task)
-        .args(["--max-turns", "5", "--strict"])
-        .output()
-        .unwrap();
+    let strict = resume_task(&task, &["--max-turns", "5", "--strict"]);
     assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
     let lines = transcript(&task.join("transcript.jsonl"));
     assert_eq!(lines.last().unwrap()["reason"], "replay_drift");
@@ -392,7 +382,7 @@ fn a_replayed_result_that_differs_is_drift_and_strict_stops_there() {
     );
     // Without --strict the drift is reported and the run goes on, with the turn limit
     // the last resume raised.
-    let output = common::drover().arg("resume").arg(&task).output().unwrap();
+    let output = resume_task(&task, &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("drift"), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
@@ -407,11 +397,7 @@ fn a_finished_task_or_a_changed_spec_is_not_resumed() {
     let spec = scripted(dir.path(), "");
     let artifacts = dir.path().join("out");
     assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(0));
-    let finished = common::drover()
-        .arg("resume")
-        .arg(artifacts.join("t"))
-        .output()
-        .unwrap();
+    let finished = resume_task(&artifacts.join("t"), &[]);
     assert_eq!(finished.status.code(), Some(2));
     assert!(
         stderr(&finished).contains("ended with `end_turn`"),
@@ -428,12 +414,7 @@ fn a_finished_task_or_a_changed_spec_is_not_resumed() {
             .replace("prompt: p", "prompt: q"),
     )
     .unwrap();
-    let changed = common::drover()
-        .arg("resume")
-        .arg(artifacts.join("t"))
-        .args(["--max-turns", "3"])
-        .output()
-        .unwrap();
+    let changed = resume_task(&artifacts.join("t"), &["--max-turns", "3"]);
     assert_eq!(changed.status.code(), Some(2));
     assert!(
         stderr(&changed).contains("changed since the recorded run"),
@@ -451,12 +432,7 @@ fn an_edited_recording_is_refused() {
     let path = artifacts.join("t/transcript.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("log.txt", "x.txt")).unwrap();
-    let output = common::drover()
-        .arg("resume")
-        .arg(artifacts.join("t"))
-        .args(["--max-turns", "4"])
-        .output()
-        .unwrap();
+    let output = resume_task(&artifacts.join("t"), &["--max-turns", "4"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("is not resumed"),
@@ -528,7 +504,7 @@ fn a_budget_must_be_raised_and_counts_the_recorded_turns() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(common::summary(&artifacts)["tasks"][0]["reason"], "budget");
     let task = artifacts.join("t");
-    let refused = common::drover().arg("resume").arg(&task).output().unwrap();
+    let refused = resume_task(&task, &[]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         stderr(&refused).contains("pass --max-cost-usd with more than 2.0000"),
@@ -536,23 +512,13 @@ fn a_budget_must_be_raised_and_counts_the_recorded_turns() {
         stderr(&refused)
     );
     // Raised to 2.5: the two recorded turns count ($2), the third ($3) goes over.
-    let output = common::drover()
-        .arg("resume")
-        .arg(&task)
-        .args(["--max-cost-usd", "2.5"])
-        .output()
-        .unwrap();
+    let output = resume_task(&task, &["--max-cost-usd", "2.5"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let summary = common::summary(&artifacts);
     assert_eq!(summary["tasks"][0]["reason"], "budget");
     assert_eq!(summary["tasks"][0]["turns"], 3);
     assert_eq!(summary["tasks"][0]["cost_usd"], 3.0);
-    let output = common::drover()
-        .arg("resume")
-        .arg(&task)
-        .args(["--max-cost-usd", "10"])
-        .output()
-        .unwrap();
+    let output = resume_task(&task, &["--max-cost-usd", "10"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(common::summary(&artifacts)["tasks"][0]["turns"], 4);
 }
@@ -569,12 +535,7 @@ fn a_task_in_place_is_told_how_to_revert_its_changes() {
     let artifacts = dir.path().join("out");
     assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
     let task = artifacts.join("t");
-    let refused = common::drover()
-        .arg("resume")
-        .arg(&task)
-        .args(["--max-turns", "5"])
-        .output()
-        .unwrap();
+    let refused = resume_task(&task, &["--max-turns", "5"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         stderr(&refused).contains("git apply -R"),
@@ -583,12 +544,7 @@ fn a_task_in_place_is_told_how_to_revert_its_changes() {
     );
     // Reverted, it resumes in place.
     std::fs::remove_file(dir.path().join("ws/a.txt")).unwrap();
-    let output = common::drover()
-        .arg("resume")
-        .arg(&task)
-        .args(["--max-turns", "5"])
-        .output()
-        .unwrap();
+    let output = resume_task(&task, &["--max-turns", "5"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(dir.path().join("ws/b.txt").is_file());
     assert!(dir.path().join("ws/a.txt").is_file());
@@ -691,24 +647,17 @@ fn a_run_in_another_workspace_resumes_only_where_it_is_named() {
     let output = run(&spec, &artifacts, &["--workspace", other.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let task = artifacts.join("t");
-    let refused = common::drover()
-        .arg("resume")
-        .arg(&task)
-        .args(["--max-turns", "3"])
-        .output()
-        .unwrap();
+    let refused = resume_task(&task, &["--max-turns", "3"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         stderr(&refused).contains("pass --workspace"),
         "{}",
         stderr(&refused)
     );
-    let output = common::drover()
-        .arg("resume")
-        .arg(&task)
-        .args(["--max-turns", "3", "--workspace", other.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let output = resume_task(
+        &task,
+        &["--max-turns", "3", "--workspace", other.to_str().unwrap()],
+    );
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(common::summary(&artifacts)["tasks"][0]["turns"], 3);
 }
@@ -749,12 +698,7 @@ limits:
     );
     let artifacts = dir.path().join("out");
     assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
-    let output = common::drover()
-        .arg("resume")
-        .arg(artifacts.join("t"))
-        .args(["--max-turns", "5", "--strict"])
-        .output()
-        .unwrap();
+    let output = resume_task(&artifacts.join("t"), &["--max-turns", "5", "--strict"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let lines = transcript(&artifacts.join("t/transcript.jsonl"));
     assert_eq!(events(&lines, "agent_start").len(), 1, "recorded once");
@@ -768,4 +712,14 @@ limits:
     assert_eq!(end["reason"], "end_turn");
     assert_eq!(end["turns"], 3);
     assert_eq!(end["agent_turns"], 2);
+}
+
+/// `drover resume TASK EXTRA…` (scripted models: no server, no key).
+fn resume_task(task: &Path, extra: &[&str]) -> std::process::Output {
+    common::drover()
+        .arg("resume")
+        .arg(task)
+        .args(extra)
+        .output()
+        .unwrap()
 }

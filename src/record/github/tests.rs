@@ -24,7 +24,7 @@ fn failed_tasks_and_checks_become_errors_and_denials_warnings() {
     );
     assert_eq!(
         lines[1],
-        "::warning file=tasks/calc.yaml,title=drover%3A task refactor%3A 1 tool call(s) denied::Bash: denied by rule Bash(git push *)"
+        "::warning file=tasks/calc.yaml,title=drover%3A task refactor%3A 1 tool call denied::Bash: denied by rule Bash(git push *)"
     );
     // Every line is one line: the messages' newlines are encoded.
     assert!(lines.iter().all(|line| !line.contains('\n')));

@@ -49,6 +49,16 @@ impl TaskProgress {
     }
 
     pub(super) fn observe(&mut self, event: &Event) {
+        // The agent is back at work (another round after failed checks): the live line
+        // follows its turns again.
+        if self.phase.is_some()
+            && matches!(event, Event::ModelResponse { .. } | Event::ToolCall { .. })
+        {
+            self.phase = None;
+            if let (Some(bar), Some(bars)) = (&self.bar, &self.progress.bars) {
+                bar.set_style(bars.task_style.clone());
+            }
+        }
         match event {
             Event::RunStart {
                 provider, model, ..
@@ -142,7 +152,7 @@ impl TaskProgress {
             } => {
                 let status = status.map_or_else(String::new, |code| format!(" (HTTP {code})"));
                 let text = format!(
-                    "model request failed{status}: {reason}; retry {} in {:.1}s",
+                    "model request failed{status}: {reason}; trying again (attempt {}) in {:.1}s",
                     attempt + 1,
                     *delay_ms as f64 / 1000.0
                 );

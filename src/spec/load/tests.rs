@@ -265,6 +265,19 @@ fn yaml_that_is_no_task_spec_is_skipped_in_a_directory_but_not_when_named() {
     )
     .unwrap();
     write(dir.path(), "list.yaml", "- a\n- b\n");
+    write(
+        dir.path(),
+        "dependabot.yml",
+        "version: 2\nupdates:\n  - package-ecosystem: cargo\n    directory: /\n",
+    );
+    std::fs::create_dir_all(dir.path().join("target/debug")).unwrap();
+    std::fs::write(
+        dir.path().join("target/CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55",
+    )
+    .unwrap();
+    write(&dir.path().join("target/debug"), "built.yaml", VALID);
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("loop")).unwrap();
     write(dir.path(), "multi.yaml", "a: 1\n---\nb: 2\n");
     // A spec with a mistake stays a spec: its error is reported.
     write(dir.path(), "broken.yaml", "version: 1\nprompt: [unclosed\n");
@@ -280,7 +293,12 @@ fn yaml_that_is_no_task_spec_is_skipped_in_a_directory_but_not_when_named() {
     assert_eq!(names(&found.files), ["broken.yaml", "task.yaml"]);
     assert_eq!(
         names(&found.skipped),
-        [".github/workflows/ci.yml", "list.yaml", "multi.yaml"]
+        [
+            ".github/workflows/ci.yml",
+            "dependabot.yml",
+            "list.yaml",
+            "multi.yaml"
+        ]
     );
     let named = collect_spec_files(std::slice::from_ref(&workflow)).unwrap();
     assert_eq!(named.files, [workflow]);
