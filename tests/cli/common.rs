@@ -100,11 +100,28 @@ pub(crate) fn bash_task(name: &str, command: &str, extra: &str) -> String {
 
 /// `drover run SPEC --artifacts DIR`, finished.
 pub(crate) fn run_spec(spec: &Path, artifacts: &Path) -> std::process::Output {
-    drover()
+    run_spec_with(spec, artifacts, &[])
+}
+
+/// `drover run SPEC --artifacts DIR EXTRA…`, finished (no proxy: models and pages of
+/// these tests are on 127.0.0.1).
+pub(crate) fn run_spec_with(spec: &Path, artifacts: &Path, extra: &[&str]) -> std::process::Output {
+    drover_without_proxy()
         .arg("run")
         .arg(spec)
         .arg("--artifacts")
         .arg(artifacts)
+        .args(extra)
+        .output()
+        .expect("drover runs")
+}
+
+/// `drover resume TASK EXTRA…`, finished.
+pub(crate) fn resume_with(task: &Path, extra: &[&str]) -> std::process::Output {
+    drover_without_proxy()
+        .arg("resume")
+        .arg(task)
+        .args(extra)
         .output()
         .expect("drover runs")
 }

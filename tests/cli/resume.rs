@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{drover_without_proxy, events, transcript, write_spec};
+use common::{drover_without_proxy, events, resume_with, run_spec_with, transcript, write_spec};
 use mock_server::{MockServer, Reply};
 use serde_json::{Value, json};
 
@@ -295,26 +295,15 @@ fn scripted(dir: &Path, extra: &str) -> PathBuf {
     write_spec(dir, "task.yaml", &spec)
 }
 
-fn run(spec: &Path, artifacts: &Path, extra: &[&str]) -> std::process::Output {
-    common::drover()
-        .arg("run")
-        .arg(spec)
-        .arg("--artifacts")
-        .arg(artifacts)
-        .args(extra)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn a_turn_limit_must_be_raised_and_the_resumed_run_replays_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let spec = scripted(dir.path(), "limits:\n  max_turns: 2\n");
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &[]);
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1));
     let task = artifacts.join("t");
-    let refused = resume_task(&task, &[]);
+    let refused = resume_with(&task, &[]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         stderr(&refused).contains("pass --max-turns with more than 2"),
@@ -322,7 +311,7 @@ fn a_turn_limit_must_be_raised_and_the_resumed_run_replays_exactly() {
         stderr(&refused)
     );
     // `run SPEC --resume` is the same resume.
-    let output = run(
+    let output = run_spec_with(
         &spec,
         &artifacts,
         &["--resume", task.to_str().unwrap(), "--max-turns", "4"],
@@ -341,7 +330,7 @@ fn a_turn_limit_must_be_raised_and_the_resumed_run_replays_exactly() {
     );
     assert!(events(&lines, "replay_drift").is_empty());
     // Resumed again, to the end.
-    let output = resume_task(&task, &["--max-turns", "10"]);
+    let output = resume_with(&task, &["--max-turns", "10"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
     assert_eq!(events(&lines, "resume").len(), 2, "each resume is recorded");
@@ -368,10 +357,10 @@ fn a_replayed_result_that_differs_is_drift_and_strict_stops_there() {
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - { name: Bash, input: { command: 'head -c 12 /dev/urandom | od -An -tx1' } }\n    - tool_calls:\n        - { name: Bash, input: { command: 'echo second' } }\n    - text: done\npermissions:\n  allow: [Bash]\nlimits:\n  max_turns: 1\n",
     );
     let artifacts = dir.path().join("out");
-    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
+    assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
     let task = artifacts.join("t");
     let before = std::fs::read(task.join("transcript.jsonl")).unwrap();
-    let strict = resume_task(&task, &["--max-turns", "5", "--strict"]);
+    let strict = resume_with(&task, &["--max-turns", "5", "--strict"]);
     assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
     let lines = transcript(&task.join("transcript.jsonl"));
     assert_eq!(lines.last().unwrap()["reason"], "replay_drift");
@@ -382,7 +371,7 @@ fn a_replayed_result_that_differs_is_drift_and_strict_stops_there() {
     );
     // Without --strict the drift is reported and the run goes on, with the turn limit
     // the last resume raised.
-    let output = resume_task(&task, &[]);
+    let output = resume_with(&task, &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("drift"), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
@@ -396,8 +385,8 @@ fn a_finished_task_or_a_changed_spec_is_not_resumed() {
     let dir = tempfile::tempdir().unwrap();
     let spec = scripted(dir.path(), "");
     let artifacts = dir.path().join("out");
-    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(0));
-    let finished = resume_task(&artifacts.join("t"), &[]);
+    assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(0));
+    let finished = resume_with(&artifacts.join("t"), &[]);
     assert_eq!(finished.status.code(), Some(2));
     assert!(
         stderr(&finished).contains("ended with `end_turn`"),
@@ -406,7 +395,7 @@ fn a_finished_task_or_a_changed_spec_is_not_resumed() {
     );
 
     let spec = scripted(dir.path(), "limits:\n  max_turns: 1\n");
-    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
+    assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
     std::fs::write(
         &spec,
         std::fs::read_to_string(&spec)
@@ -414,7 +403,7 @@ fn a_finished_task_or_a_changed_spec_is_not_resumed() {
             .replace("prompt: p", "prompt: q"),
     )
     .unwrap();
-    let changed = resume_task(&artifacts.join("t"), &["--max-turns", "3"]);
+    let changed = resume_with(&artifacts.join("t"), &["--max-turns", "3"]);
     assert_eq!(changed.status.code(), Some(2));
     assert!(
         stderr(&changed).contains("changed since the recorded run"),
@@ -428,11 +417,11 @@ fn an_edited_recording_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let spec = scripted(dir.path(), "limits:\n  max_turns: 2\n");
     let artifacts = dir.path().join("out");
-    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
+    assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
     let path = artifacts.join("t/transcript.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("log.txt", "x.txt")).unwrap();
-    let output = resume_task(&artifacts.join("t"), &["--max-turns", "4"]);
+    let output = resume_with(&artifacts.join("t"), &["--max-turns", "4"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("is not resumed"),
@@ -458,13 +447,7 @@ fn a_recorded_fetch_is_answered_from_the_recording_and_a_new_one_made() {
         ),
     );
     let artifacts = dir.path().join("out");
-    let output = common::drover_without_proxy()
-        .arg("run")
-        .arg(&spec)
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .output()
-        .unwrap();
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(server.requests().len(), 1);
     let output = common::drover_without_proxy()
@@ -500,11 +483,11 @@ fn a_budget_must_be_raised_and_counts_the_recorded_turns() {
         ),
     );
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &[]);
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(common::summary(&artifacts)["tasks"][0]["reason"], "budget");
     let task = artifacts.join("t");
-    let refused = resume_task(&task, &[]);
+    let refused = resume_with(&task, &[]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         stderr(&refused).contains("pass --max-cost-usd with more than 2.0000"),
@@ -512,13 +495,13 @@ fn a_budget_must_be_raised_and_counts_the_recorded_turns() {
         stderr(&refused)
     );
     // Raised to 2.5: the two recorded turns count ($2), the third ($3) goes over.
-    let output = resume_task(&task, &["--max-cost-usd", "2.5"]);
+    let output = resume_with(&task, &["--max-cost-usd", "2.5"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let summary = common::summary(&artifacts);
     assert_eq!(summary["tasks"][0]["reason"], "budget");
     assert_eq!(summary["tasks"][0]["turns"], 3);
     assert_eq!(summary["tasks"][0]["cost_usd"], 3.0);
-    let output = resume_task(&task, &["--max-cost-usd", "10"]);
+    let output = resume_with(&task, &["--max-cost-usd", "10"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(common::summary(&artifacts)["tasks"][0]["turns"], 4);
 }
@@ -533,9 +516,9 @@ fn a_task_in_place_is_told_how_to_revert_its_changes() {
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: a.txt, content: a } }]\n    - tool_calls: [{ name: Write, input: { file_path: b.txt, content: b } }]\n    - text: done\npermissions:\n  allow: [Write]\nlimits:\n  max_turns: 1\n",
     );
     let artifacts = dir.path().join("out");
-    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
+    assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
     let task = artifacts.join("t");
-    let refused = resume_task(&task, &["--max-turns", "5"]);
+    let refused = resume_with(&task, &["--max-turns", "5"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         stderr(&refused).contains("git apply -R"),
@@ -544,7 +527,7 @@ fn a_task_in_place_is_told_how_to_revert_its_changes() {
     );
     // Reverted, it resumes in place.
     std::fs::remove_file(dir.path().join("ws/a.txt")).unwrap();
-    let output = resume_task(&task, &["--max-turns", "5"]);
+    let output = resume_with(&task, &["--max-turns", "5"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(dir.path().join("ws/b.txt").is_file());
     assert!(dir.path().join("ws/a.txt").is_file());
@@ -644,17 +627,17 @@ fn a_run_in_another_workspace_resumes_only_where_it_is_named() {
     let other = dir.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &["--workspace", other.to_str().unwrap()]);
+    let output = run_spec_with(&spec, &artifacts, &["--workspace", other.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let task = artifacts.join("t");
-    let refused = resume_task(&task, &["--max-turns", "3"]);
+    let refused = resume_with(&task, &["--max-turns", "3"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(
         stderr(&refused).contains("pass --workspace"),
         "{}",
         stderr(&refused)
     );
-    let output = resume_task(
+    let output = resume_with(
         &task,
         &["--max-turns", "3", "--workspace", other.to_str().unwrap()],
     );
@@ -697,8 +680,8 @@ limits:
 "#,
     );
     let artifacts = dir.path().join("out");
-    assert_eq!(run(&spec, &artifacts, &[]).status.code(), Some(1));
-    let output = resume_task(&artifacts.join("t"), &["--max-turns", "5", "--strict"]);
+    assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
+    let output = resume_with(&artifacts.join("t"), &["--max-turns", "5", "--strict"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let lines = transcript(&artifacts.join("t/transcript.jsonl"));
     assert_eq!(events(&lines, "agent_start").len(), 1, "recorded once");
@@ -712,14 +695,4 @@ limits:
     assert_eq!(end["reason"], "end_turn");
     assert_eq!(end["turns"], 3);
     assert_eq!(end["agent_turns"], 2);
-}
-
-/// `drover resume TASK EXTRA…` (scripted models: no server, no key).
-fn resume_task(task: &Path, extra: &[&str]) -> std::process::Output {
-    common::drover()
-        .arg("resume")
-        .arg(task)
-        .args(extra)
-        .output()
-        .unwrap()
 }

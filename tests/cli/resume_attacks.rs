@@ -8,7 +8,10 @@ use crate::providers::{KEY, anthropic_end, anthropic_start, anthropic_text, sse}
 
 use std::path::{Path, PathBuf};
 
-use common::{drover, drover_without_proxy, events, summary, transcript, write_spec};
+use common::{
+    drover, drover_without_proxy, events, resume_with, run_spec_with, summary, transcript,
+    write_spec,
+};
 use mock_server::{MockServer, Reply};
 use serde_json::{Value, json};
 
@@ -20,28 +23,6 @@ fn stderr(output: &std::process::Output) -> String {
 
 fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// `drover run SPEC --artifacts DIR EXTRA…`.
-fn run(spec: &Path, artifacts: &Path, extra: &[&str]) -> std::process::Output {
-    drover()
-        .arg("run")
-        .arg(spec)
-        .arg("--artifacts")
-        .arg(artifacts)
-        .args(extra)
-        .output()
-        .unwrap()
-}
-
-/// `drover resume TASK EXTRA…`.
-fn resume(task: &Path, extra: &[&str]) -> std::process::Output {
-    drover()
-        .arg("resume")
-        .arg(task)
-        .args(extra)
-        .output()
-        .unwrap()
 }
 
 /// An Anthropic turn with one tool call `name(input)` whose id is `id`.
@@ -91,10 +72,10 @@ fn a_budget_given_on_the_command_line_still_holds_when_the_task_is_resumed() {
     let dir = tempfile::tempdir().unwrap();
     let spec = priced_task(dir.path(), "echo one");
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &["--max-cost-usd", "1.5"]);
+    let output = run_spec_with(&spec, &artifacts, &["--max-cost-usd", "1.5"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(summary(&artifacts)["tasks"][0]["reason"], "budget");
-    let resumed = resume(&artifacts.join("t"), &[]);
+    let resumed = resume_with(&artifacts.join("t"), &[]);
     let lines = transcript(&artifacts.join("t/transcript.jsonl"));
     assert_eq!(
         resumed.status.code(),
@@ -117,13 +98,13 @@ fn the_tokens_a_first_resume_dropped_still_count_after_a_second_resume() {
     let artifacts = dir.path().join("out");
     let task = artifacts.join("t");
     // Turn 1's tool is cut by the time limit: the turn ($1) is dropped by the resume.
-    let output = run(&spec, &artifacts, &["--timeout", "1s"]);
+    let output = run_spec_with(&spec, &artifacts, &["--timeout", "1s"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
     assert_eq!(lines.last().unwrap()["reason"], "timeout");
     assert_eq!(lines.last().unwrap()["usage"]["input_tokens"], 1_000_000);
     // Resume 1: turn 1 asked again ($1 more), stopped at one turn. $2 spent.
-    let output = resume(&task, &["--timeout", "60s", "--max-turns", "1"]);
+    let output = resume_with(&task, &["--timeout", "60s", "--max-turns", "1"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
     let end = lines.last().unwrap();
@@ -133,7 +114,7 @@ fn the_tokens_a_first_resume_dropped_still_count_after_a_second_resume() {
         "the dropped turn counts"
     );
     // Resume 2: turn 1 replayed, turns 2, 3 and the final one live. $2 + $2 = $4.
-    let output = resume(&task, &["--timeout", "60s", "--max-turns", "10"]);
+    let output = resume_with(&task, &["--timeout", "60s", "--max-turns", "10"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
     let end = lines.last().unwrap();
@@ -301,10 +282,10 @@ fn a_copied_task_resumed_into_another_artifacts_directory_is_not_refused() {
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: a.txt, content: a } }]\n    - tool_calls: [{ name: Write, input: { file_path: b.txt, content: b } }]\n    - text: done\npermissions:\n  allow: [Write]\nlimits:\n  max_turns: 1\n",
     );
     let artifacts = dir.path().join("ws/out");
-    let output = run(&spec, &artifacts, &[]);
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let elsewhere = dir.path().join("elsewhere");
-    let output = resume(
+    let output = resume_with(
         &artifacts.join("t"),
         &[
             "--max-turns",
@@ -338,7 +319,7 @@ fn an_in_place_task_beside_an_earlier_runs_folder_resumes() {
         "version: 1\nname: other\nprompt: p\nworkspace: ws/scratch\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - text: done\n",
     );
     std::fs::create_dir_all(dir.path().join("ws/scratch")).unwrap();
-    let output = run(&other, &artifacts, &[]);
+    let output = run_spec_with(&other, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(artifacts.join("other/transcript.jsonl").is_file());
     let spec = write_spec(
@@ -346,11 +327,11 @@ fn an_in_place_task_beside_an_earlier_runs_folder_resumes() {
         "task.yaml",
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: a.txt, content: a } }]\n    - tool_calls: [{ name: Write, input: { file_path: b.txt, content: b } }]\n    - text: done\npermissions:\n  allow: [Write]\nlimits:\n  max_turns: 1\n",
     );
-    let output = run(&spec, &artifacts, &[]);
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     // Reverted, as the refusal of an unreverted in-place task says.
     std::fs::remove_file(dir.path().join("ws/a.txt")).unwrap();
-    let output = resume(&artifacts.join("t"), &["--max-turns", "5"]);
+    let output = resume_with(&artifacts.join("t"), &["--max-turns", "5"]);
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -371,9 +352,9 @@ fn progress_after_a_resume_counts_the_replayed_turns() {
     let dir = tempfile::tempdir().unwrap();
     let spec = priced_task(dir.path(), "echo one");
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &["--max-turns", "2"]);
+    let output = run_spec_with(&spec, &artifacts, &["--max-turns", "2"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    let output = resume(&artifacts.join("t"), &["--max-turns", "10"]);
+    let output = resume_with(&artifacts.join("t"), &["--max-turns", "10"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let progress = stderr(&output);
     let turn3 = progress
@@ -393,7 +374,7 @@ fn a_task_folder_named_as_dot_resumes() {
     let dir = tempfile::tempdir().unwrap();
     let spec = priced_task(dir.path(), "echo one");
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &["--max-turns", "1"]);
+    let output = run_spec_with(&spec, &artifacts, &["--max-turns", "1"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let output = drover()
         .current_dir(artifacts.join("t"))
@@ -410,9 +391,9 @@ fn a_quiet_resume_says_only_how_the_task_ended() {
     let dir = tempfile::tempdir().unwrap();
     let spec = priced_task(dir.path(), "echo one");
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &["--max-turns", "1", "--quiet"]);
+    let output = run_spec_with(&spec, &artifacts, &["--max-turns", "1", "--quiet"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    let output = resume(&artifacts.join("t"), &["--max-turns", "10", "--quiet"]);
+    let output = resume_with(&artifacts.join("t"), &["--max-turns", "10", "--quiet"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
         !stderr(&output).contains("turn") && !stderr(&output).contains("resum"),
@@ -440,12 +421,12 @@ fn a_task_stopped_in_its_second_round_resumes_in_that_round() {
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - text: done\n    - tool_calls: [{ name: Write, input: { file_path: fixed, content: \"ok\\n\" } }]\n    - text: fixed it\npermissions:\n  allow: [Write]\nchecks:\n  - name: has-fixed\n    run: \"test -f fixed || { echo 'error: the file fixed is missing'; exit 1; }\"\nretry:\n  max_attempts: 3\nlimits:\n  max_turns: 2\n",
     );
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &[]);
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let task = artifacts.join("t");
     let before = transcript(&task.join("transcript.jsonl"));
     assert_eq!(events(&before, "attempt").len(), 2);
-    let output = resume(&task, &["--max-turns", "5", "--strict"]);
+    let output = resume_with(&task, &["--max-turns", "5", "--strict"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
     let attempts = events(&lines, "attempt");
@@ -496,7 +477,7 @@ fn the_other_tasks_of_the_run_stay_in_its_reports() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let first = summary(&artifacts);
-    let output = resume(&artifacts.join("b"), &["--max-turns", "5"]);
+    let output = resume_with(&artifacts.join("b"), &["--max-turns", "5"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let report = summary(&artifacts);
     let tasks = report["tasks"].as_array().unwrap();
@@ -540,9 +521,9 @@ fn a_worktree_task_resumes_at_the_same_head() {
     git(&repo, &["add", "task.yaml"]);
     git(&repo, &["commit", "-q", "-m", "task"]);
     let artifacts = repo.join("drover-artifacts");
-    let output = run(&spec, &artifacts, &[]);
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    let output = resume(&artifacts.join("t"), &["--max-turns", "5", "--strict"]);
+    let output = resume_with(&artifacts.join("t"), &["--max-turns", "5", "--strict"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let diff = std::fs::read_to_string(artifacts.join("t/diff.patch")).unwrap();
     assert!(diff.contains("a.txt") && diff.contains("b.txt"), "{diff}");
@@ -583,10 +564,10 @@ fn a_stop_hook_that_answers_otherwise_in_the_replay_is_not_a_silent_pass() {
         ),
     );
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &[]);
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let task = artifacts.join("t");
-    let output = resume(&task, &["--max-turns", "5"]);
+    let output = resume_with(&task, &["--max-turns", "5"]);
     let lines = transcript(&task.join("transcript.jsonl"));
     let end = lines.last().unwrap();
     let recorded_turns = events(&lines, "model_response").len();
@@ -636,13 +617,7 @@ fn the_page_model_tokens_of_recorded_fetches_count_after_a_resume() {
         ),
     );
     let artifacts = dir.path().join("out");
-    let output = common::drover_without_proxy()
-        .arg("run")
-        .arg(&spec)
-        .arg("--artifacts")
-        .arg(&artifacts)
-        .output()
-        .unwrap();
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let task = artifacts.join("t");
     let lines = transcript(&task.join("transcript.jsonl"));
@@ -677,10 +652,10 @@ fn a_time_limit_striking_during_the_replay_is_not_reported_as_drift() {
     let dir = tempfile::tempdir().unwrap();
     let spec = priced_task(dir.path(), "sleep 3; echo one");
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &["--max-turns", "1"]);
+    let output = run_spec_with(&spec, &artifacts, &["--max-turns", "1"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let task = artifacts.join("t");
-    let output = resume(&task, &["--max-turns", "10", "--timeout", "1s"]);
+    let output = resume_with(&task, &["--max-turns", "10", "--timeout", "1s"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
     assert_eq!(lines.last().unwrap()["reason"], "timeout");
@@ -703,7 +678,7 @@ fn a_transcript_cut_mid_line_resumes_from_its_last_whole_turn() {
     let dir = tempfile::tempdir().unwrap();
     let spec = priced_task(dir.path(), "echo one");
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &["--max-turns", "2"]);
+    let output = run_spec_with(&spec, &artifacts, &["--max-turns", "2"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let path = artifacts.join("t/transcript.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -719,7 +694,7 @@ fn a_transcript_cut_mid_line_resumes_from_its_last_whole_turn() {
         .collect();
     cut.push_str(&lines[last_result][..lines[last_result].len() / 2]);
     std::fs::write(&path, &cut).unwrap();
-    let output = resume(&artifacts.join("t"), &["--max-turns", "10", "--strict"]);
+    let output = resume_with(&artifacts.join("t"), &["--max-turns", "10", "--strict"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let lines = transcript(&path);
     let resume_event = events(&lines, "resume")[0].clone();
@@ -744,12 +719,12 @@ fn a_finished_transcript_without_its_last_newline_is_not_resumed() {
     let dir = tempfile::tempdir().unwrap();
     let spec = priced_task(dir.path(), "echo one");
     let artifacts = dir.path().join("out");
-    let output = run(&spec, &artifacts, &[]);
+    let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let path = artifacts.join("t/transcript.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.trim_end_matches('\n')).unwrap();
-    let output = resume(&artifacts.join("t"), &[]);
+    let output = resume_with(&artifacts.join("t"), &[]);
     assert_eq!(
         output.status.code(),
         Some(2),
