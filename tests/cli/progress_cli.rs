@@ -4,7 +4,7 @@
 
 use crate::common;
 use crate::mock_server;
-use crate::providers::{KEY, anthropic_end, anthropic_start, anthropic_text, sse};
+use crate::providers::{KEY, anthropic_end, anthropic_start, anthropic_text};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,20 +17,7 @@ const KEY_ENV: &str = "DROVER_TEST_PROGRESS_KEY";
 
 /// A turn calling `name` with `input`, its id `id`.
 fn tool_turn(id: &str, name: &str, input: serde_json::Value) -> String {
-    anthropic_start(10, 0, 0)
-        + &sse(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-        )
-        + &sse(
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
-        )
-        + &sse(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": 0}),
-        )
-        + &anthropic_end("tool_use", 5)
+    crate::providers::anthropic_call_turn(id, name, &input)
 }
 
 /// The model: overloaded once, then an unknown tool, an Edit that does not match and a

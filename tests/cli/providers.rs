@@ -556,6 +556,24 @@ fn provider_and_model_flags_override_the_spec() {
     assert_eq!(requests[0].json()["model"], "gpt-flag");
 }
 
+/// An Anthropic turn with one tool call `name(input)` whose id is `id`.
+pub(crate) fn anthropic_call_turn(id: &str, name: &str, input: &Value) -> String {
+    anthropic_start(10, 0, 0)
+        + &sse(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        )
+        + &sse(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        )
+        + &sse(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        )
+        + &anthropic_end("tool_use", 5)
+}
+
 pub(crate) fn anthropic_tool_turn(name: &str, pieces: &[&str], stop: &str) -> String {
     let mut stream = anthropic_start(10, 0, 0);
     stream += &sse(

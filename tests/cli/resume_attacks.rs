@@ -4,7 +4,7 @@
 
 use crate::common;
 use crate::mock_server;
-use crate::providers::{KEY, anthropic_end, anthropic_start, anthropic_text, sse};
+use crate::providers::{KEY, anthropic_end, anthropic_start, anthropic_text};
 
 use std::path::{Path, PathBuf};
 
@@ -27,20 +27,7 @@ fn stdout(output: &std::process::Output) -> String {
 
 /// An Anthropic turn with one tool call `name(input)` whose id is `id`.
 fn tool_turn(id: &str, name: &str, input: &Value) -> String {
-    anthropic_start(10, 0, 0)
-        + &sse(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-        )
-        + &sse(
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
-        )
-        + &sse(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": 0}),
-        )
-        + &anthropic_end("tool_use", 5)
+    crate::providers::anthropic_call_turn(id, name, input)
 }
 
 fn text_turn(text: &str) -> String {
