@@ -29,6 +29,8 @@ pub(super) struct TaskProgress {
     denied: HashSet<String>,
     /// The check running now: `checks: 1/3 tests` on the live line.
     phase: Option<String>,
+    /// The turn's last failed or denied call, shown on the live line until the next turn.
+    failed: Option<String>,
     bar: Option<ProgressBar>,
 }
 
@@ -44,6 +46,7 @@ impl TaskProgress {
             running: Vec::new(),
             denied: HashSet::new(),
             phase: None,
+            failed: None,
             bar: None,
         }
     }
@@ -87,6 +90,7 @@ impl TaskProgress {
                 ..
             } => {
                 self.turn = *turn;
+                self.failed = None;
                 self.tokens = self.tokens.saturating_add(usage.total());
                 if let Some(cost) = event_cost(event) {
                     *self.cost.get_or_insert(0.0) += cost;
@@ -120,6 +124,8 @@ impl TaskProgress {
                 let tool = self.tools.get(tool_use_id).map_or("a tool", String::as_str);
                 let text = format!("✗ denied {tool}: {reason}");
                 self.progress.line(&self.name, &text);
+                self.failed = Some(format!("✗ denied {tool}"));
+                self.refresh();
             }
             Event::ToolResult {
                 tool_use_id,
@@ -141,6 +147,7 @@ impl TaskProgress {
                     let first: String = first.chars().take(160).collect();
                     self.progress
                         .line(&self.name, &format!("✗ {call}: {first}"));
+                    self.failed = Some(format!("✗ {call}"));
                 }
                 self.refresh();
             }
@@ -280,9 +287,10 @@ impl TaskProgress {
                 bar.set_message(phase.clone());
                 return;
             }
-            let now = match self.running.last() {
-                Some((_, running)) => format!(" · {running}"),
-                None => String::new(),
+            let now = match (self.running.last(), &self.failed) {
+                (Some((_, running)), _) => format!(" · {running}"),
+                (None, Some(failed)) => format!(" · {failed}"),
+                (None, None) => String::new(),
             };
             bar.set_message(format!("turn {} · {}{now}", self.turn, self.figures()));
         }
