@@ -125,6 +125,9 @@ pub struct RunArgs {
     /// Override every spec's limits.max_cost_usd (USD).
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     pub max_cost_usd: Option<f64>,
+    /// Override every spec's limits.max_tokens (all four counts together).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
     /// Override every spec's limits.timeout (`30m`, `1h 30m`, or `none`).
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub(crate) timeout: Option<crate::spec::TimeoutLimit>,
@@ -171,9 +174,12 @@ pub struct ResumeArgs {
     /// a task stopped at its limit needs a higher one.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
-    /// The task's budget in USD, recorded turns included [default: the spec's].
+    /// The task's budget in USD, recorded turns included [default: the recorded run's].
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     pub max_cost_usd: Option<f64>,
+    /// The task's token budget, recorded turns included [default: the recorded run's].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
     /// The time limit from the resume on (`30m`, `1h 30m`, or `none`) [default: the
     /// spec's limits.timeout]; the replayed turns' tools run within it.
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]

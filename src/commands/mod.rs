@@ -95,6 +95,7 @@ async fn run_command(args: RunArgs) -> i32 {
         model: args.model,
         max_turns: args.max_turns,
         max_cost_usd: args.max_cost_usd,
+        max_tokens: args.max_tokens,
         timeout: args.timeout,
         workspace: args.workspace,
     };
@@ -170,6 +171,7 @@ async fn resume_command(args: ResumeArgs) -> i32 {
             model: args.model,
             max_turns: args.max_turns,
             max_cost_usd: args.max_cost_usd,
+            max_tokens: args.max_tokens,
             timeout: args.timeout,
             workspace: args.workspace,
         },

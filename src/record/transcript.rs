@@ -33,6 +33,9 @@ pub(crate) struct RunSettings {
     /// The time limit in force (`30m`, `none`; the spec's, or `--timeout`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    /// The token budget in force (the spec's, or `--max-tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
     /// The run's artifacts directory and every task of the run: what the starting state
     /// left out (their folders and reports), so a resume leaves out the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -264,6 +267,8 @@ pub(crate) enum Event {
         max_cost_usd: Option<f64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_tokens: Option<u64>,
         /// Tokens spent before the resume that its replay does not spend again (turns
         /// cut short, the page model's, earlier resumes'): counted from the start.
         #[serde(default, skip_serializing_if = "Usage::is_zero")]

@@ -66,6 +66,8 @@ pub(crate) struct Overrides {
     pub max_turns: Option<u32>,
     /// `--max-cost-usd`: every spec's `limits.max_cost_usd`.
     pub max_cost_usd: Option<f64>,
+    /// `--max-tokens`: every spec's `limits.max_tokens`.
+    pub max_tokens: Option<u64>,
     /// `--timeout`: every spec's `limits.timeout`.
     pub timeout: Option<crate::spec::TimeoutLimit>,
     pub workspace: Option<PathBuf>,
@@ -260,6 +262,9 @@ pub(super) fn plan_task(
             .max_turns
             .or(spec.spec.limits.max_turns.as_ref().map(|l| l.value)),
         max_cost_usd,
+        max_tokens: overrides
+            .max_tokens
+            .or(spec.spec.limits.max_tokens.as_ref().map(|l| l.value)),
         answers: None,
         resume: None,
         isolation: spec.spec.isolation,

@@ -186,6 +186,16 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         } => Some((*max_turns, *max_cost_usd)),
         _ => None,
     });
+    let max_tokens_limit = events
+        .iter()
+        .rev()
+        .find_map(|event| match event {
+            Event::Resume { max_tokens, .. } => Some(*max_tokens),
+            Event::RunStart { settings, .. } => Some(settings.max_tokens),
+            _ => None,
+        })
+        .flatten()
+        .or(spec.spec.limits.max_tokens.as_ref().map(|l| l.value));
     let (max_turns, max_cost_usd) = match resumed_limits {
         Some((turns, cost)) => (
             turns,
@@ -201,6 +211,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     ));
     Ok(TaskPlan {
         max_cost_usd,
+        max_tokens: max_tokens_limit,
         answers: Some(recorded_answers),
         resume: None,
         // A replay has no page model: its WebFetch calls fetch again and show the page.

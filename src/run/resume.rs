@@ -186,6 +186,7 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     overrides.provider = overrides.provider.or(recorded_provider);
     overrides.max_turns = overrides.max_turns.or(recorded.max_turns);
     overrides.max_cost_usd = overrides.max_cost_usd.or(recorded.max_cost_usd);
+    overrides.max_tokens = overrides.max_tokens.or(recorded.max_tokens);
     overrides.timeout = overrides.timeout.or(recorded.timeout);
     // The workspace is the spec's (or --workspace): a recording does not choose where
     // a live run works. One recorded elsewhere (a run given --workspace) must be named.
@@ -281,8 +282,7 @@ fn limits_raised(
                     limit,
                 }));
             }
-            let tokens = plan.spec.spec.limits.max_tokens.as_ref().map(|l| l.value);
-            match tokens {
+            match plan.max_tokens {
                 Some(limit) if end.usage.total() >= limit => {
                     Err(Box::new(ResumeError::TokenLimit {
                         transcript: transcript.to_path_buf(),

@@ -58,7 +58,7 @@ pub(crate) enum ResumeError {
         limit: f64,
     },
     #[error(
-        "{}: the task stopped at its token budget (limits.max_tokens: {limit}, {spent} spent), which a resume cannot raise without changing the spec; start a new run with a larger limits.max_tokens",
+        "{}: the task stopped at its token budget ({spent} tokens spent of {limit}); pass --max-tokens with more than {spent} to resume it",
         transcript.display()
     )]
     TokenLimit {

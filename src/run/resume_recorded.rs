@@ -17,6 +17,7 @@ use crate::spec::TimeoutLimit;
 pub(super) struct RecordedSettings {
     pub max_turns: Option<u32>,
     pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
     pub timeout: Option<TimeoutLimit>,
     /// Tokens spent that the replay of the kept turns does not spend again.
     pub spent_before: Usage,
@@ -37,6 +38,7 @@ pub(super) fn recorded_settings(events: &[ScopedEvent], point: &ResumePoint) -> 
     {
         settings.max_turns = *max_turns;
         settings.max_cost_usd = recorded.max_cost_usd;
+        settings.max_tokens = recorded.max_tokens;
         settings.timeout = recorded
             .timeout
             .clone()
@@ -52,6 +54,7 @@ pub(super) fn recorded_settings(events: &[ScopedEvent], point: &ResumePoint) -> 
     if let Some(Event::Resume {
         max_turns,
         max_cost_usd,
+        max_tokens,
         timeout,
         spent_before,
         ..
@@ -63,6 +66,7 @@ pub(super) fn recorded_settings(events: &[ScopedEvent], point: &ResumePoint) -> 
     {
         settings.max_turns = *max_turns;
         settings.max_cost_usd = max_cost_usd.or(settings.max_cost_usd);
+        settings.max_tokens = max_tokens.or(settings.max_tokens);
         settings.timeout = timeout
             .clone()
             .and_then(|t| TimeoutLimit::try_from(t).ok())

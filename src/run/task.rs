@@ -72,6 +72,9 @@ pub(crate) struct TaskPlan {
     /// Stop (reason `budget`) once the task's cost reaches this many USD: the spec's
     /// `limits.max_cost_usd`, or `--max-cost-usd`.
     pub max_cost_usd: Option<f64>,
+    /// Stop (reason `budget`) once the task's tokens reach this: the spec's
+    /// `limits.max_tokens`, or `--max-tokens`.
+    pub max_tokens: Option<u64>,
     /// A replay or a resumed run: the recorded results that answer WebFetch and MCP
     /// calls instead of reaching out again.
     pub answers: Option<Arc<crate::tools::recorded::RecordedAnswers>>,
@@ -295,6 +298,7 @@ async fn steps(
             model: report.model.clone(),
             max_turns: plan.max_turns,
             max_cost_usd: plan.max_cost_usd,
+            max_tokens: plan.max_tokens,
             timeout: Some(crate::spec::TimeoutLimit::spelled(
                 plan.spec.spec.limits.timeout,
             )),

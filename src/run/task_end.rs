@@ -487,7 +487,7 @@ fn loop_config(
         max_turns: plan.max_turns,
         timeout: crate::spec::TimeoutLimit::effective(limits.timeout),
         max_cost_usd: plan.max_cost_usd,
-        max_tokens: limits.max_tokens.as_ref().map(|l| l.value),
+        max_tokens: plan.max_tokens,
         pricing: prices,
         interrupt,
         output,

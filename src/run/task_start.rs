@@ -301,6 +301,7 @@ pub(super) fn record_start(
         },
         settings: Box::new(crate::record::transcript::RunSettings {
             max_cost_usd: plan.max_cost_usd,
+            max_tokens: plan.max_tokens,
             timeout: Some(crate::spec::TimeoutLimit::spelled(
                 plan.spec.spec.limits.timeout,
             )),

@@ -696,3 +696,40 @@ limits:
     assert_eq!(end["turns"], 3);
     assert_eq!(end["agent_turns"], 2);
 }
+
+#[test]
+fn a_token_budget_is_raised_with_max_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let turn = "    - tool_calls: [{ name: LS, input: { path: . } }]\n      usage: { input_tokens: 1000 }\n";
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n{turn}{turn}{turn}    - text: done\nlimits:\n  max_tokens: 1500\n"
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
+    let task = artifacts.join("t");
+    let refused = resume_with(&task, &[]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("pass --max-tokens with more than 2000"),
+        "{}",
+        stderr(&refused)
+    );
+    let output = resume_with(&task, &["--max-tokens", "10000"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let summary = common::summary(&artifacts);
+    assert_eq!(summary["tasks"][0]["turns"], 4);
+    assert_eq!(summary["tasks"][0]["usage"]["input_tokens"], 3000);
+    // The raised budget holds for a replay of the resumed run too.
+    let replayed = common::drover()
+        .args(["replay", "--strict", "--artifacts"])
+        .arg(dir.path().join("replayed"))
+        .arg(task.join("transcript.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(replayed.status.code(), Some(0), "{}", stderr(&replayed));
+}
