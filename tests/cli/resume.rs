@@ -338,25 +338,15 @@ fn a_turn_limit_must_be_raised_and_the_resumed_run_replays_exactly() {
     let diff = std::fs::read_to_string(task.join("diff.patch")).unwrap();
     assert!(diff.contains("+5"), "{diff}");
     // The resumed transcript replays as one run, with the limits it ended under.
-    let replayed = common::drover()
-        .args(["replay", "--strict", "--artifacts"])
-        .arg(dir.path().join("replayed"))
-        .arg(task.join("transcript.jsonl"))
-        .output()
-        .unwrap();
+    let replayed = replay_strict(&task.join("transcript.jsonl"), &dir.path().join("replayed"));
     assert_eq!(replayed.status.code(), Some(0), "{}", stderr(&replayed));
 }
 
 #[test]
 fn a_replayed_result_that_differs_is_drift_and_strict_stops_there() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
-    let spec = write_spec(
-        dir.path(),
-        "task.yaml",
+    let (_dir, spec, artifacts) = task_with(
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - { name: Bash, input: { command: 'head -c 12 /dev/urandom | od -An -tx1' } }\n    - tool_calls:\n        - { name: Bash, input: { command: 'echo second' } }\n    - text: done\npermissions:\n  allow: [Bash]\nlimits:\n  max_turns: 1\n",
     );
-    let artifacts = dir.path().join("out");
     assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
     let task = artifacts.join("t");
     let before = std::fs::read(task.join("transcript.jsonl")).unwrap();
@@ -436,17 +426,10 @@ fn a_recorded_fetch_is_answered_from_the_recording_and_a_new_one_made() {
         Reply::status(200, "first page").with_header("Content-Type", "text/plain"),
         Reply::status(200, "second page").with_header("Content-Type", "text/plain"),
     ]);
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let base = &server.base_url;
-    let spec = write_spec(
-        dir.path(),
-        "task.yaml",
-        &format!(
-            "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{base}/one\" }} }}]\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{base}/two\" }} }}]\n    - text: done\npermissions:\n  allow: [\"WebFetch(domain:127.0.0.1)\"]\nlimits:\n  max_turns: 1\n"
-        ),
-    );
-    let artifacts = dir.path().join("out");
+    let (_dir, spec, artifacts) = task_with(&format!(
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{base}/one\" }} }}]\n    - tool_calls: [{{ name: WebFetch, input: {{ url: \"{base}/two\" }} }}]\n    - text: done\npermissions:\n  allow: [\"WebFetch(domain:127.0.0.1)\"]\nlimits:\n  max_turns: 1\n"
+    ));
     let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(server.requests().len(), 1);
@@ -472,17 +455,10 @@ fn a_recorded_fetch_is_answered_from_the_recording_and_a_new_one_made() {
 
 #[test]
 fn a_budget_must_be_raised_and_counts_the_recorded_turns() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let turn = "    - tool_calls: [{ name: LS, input: { path: . } }]\n      usage: { input_tokens: 1000000 }\n";
-    let spec = write_spec(
-        dir.path(),
-        "task.yaml",
-        &format!(
-            "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  pricing: {{ input: 1.0, output: 1.0 }}\n  script:\n{turn}{turn}{turn}    - text: done\nlimits:\n  max_cost_usd: 1.5\n"
-        ),
-    );
-    let artifacts = dir.path().join("out");
+    let (_dir, spec, artifacts) = task_with(&format!(
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  pricing: {{ input: 1.0, output: 1.0 }}\n  script:\n{turn}{turn}{turn}    - text: done\nlimits:\n  max_cost_usd: 1.5\n"
+    ));
     let output = run_spec_with(&spec, &artifacts, &[]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(common::summary(&artifacts)["tasks"][0]["reason"], "budget");
@@ -508,14 +484,9 @@ fn a_budget_must_be_raised_and_counts_the_recorded_turns() {
 
 #[test]
 fn a_task_in_place_is_told_how_to_revert_its_changes() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
-    let spec = write_spec(
-        dir.path(),
-        "task.yaml",
+    let (dir, spec, artifacts) = task_with(
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: a.txt, content: a } }]\n    - tool_calls: [{ name: Write, input: { file_path: b.txt, content: b } }]\n    - text: done\npermissions:\n  allow: [Write]\nlimits:\n  max_turns: 1\n",
     );
-    let artifacts = dir.path().join("out");
     assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
     let task = artifacts.join("t");
     let refused = resume_with(&task, &["--max-turns", "5"]);
@@ -699,17 +670,10 @@ limits:
 
 #[test]
 fn a_token_budget_is_raised_with_max_tokens() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let turn = "    - tool_calls: [{ name: LS, input: { path: . } }]\n      usage: { input_tokens: 1000 }\n";
-    let spec = write_spec(
-        dir.path(),
-        "task.yaml",
-        &format!(
-            "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n{turn}{turn}{turn}    - text: done\nlimits:\n  max_tokens: 1500\n"
-        ),
-    );
-    let artifacts = dir.path().join("out");
+    let (dir, spec, artifacts) = task_with(&format!(
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n{turn}{turn}{turn}    - text: done\nlimits:\n  max_tokens: 1500\n"
+    ));
     assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
     let task = artifacts.join("t");
     let refused = resume_with(&task, &[]);
@@ -725,11 +689,26 @@ fn a_token_budget_is_raised_with_max_tokens() {
     assert_eq!(summary["tasks"][0]["turns"], 4);
     assert_eq!(summary["tasks"][0]["usage"]["input_tokens"], 3000);
     // The raised budget holds for a replay of the resumed run too.
-    let replayed = common::drover()
-        .args(["replay", "--strict", "--artifacts"])
-        .arg(dir.path().join("replayed"))
-        .arg(task.join("transcript.jsonl"))
-        .output()
-        .unwrap();
+    let replayed = replay_strict(&task.join("transcript.jsonl"), &dir.path().join("replayed"));
     assert_eq!(replayed.status.code(), Some(0), "{}", stderr(&replayed));
+}
+
+/// A task `spec` (its workspace `ws/`, empty) in a new directory: the directory, the
+/// spec's path and the artifacts directory `out/`.
+fn task_with(spec: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let path = write_spec(dir.path(), "task.yaml", spec);
+    let artifacts = dir.path().join("out");
+    (dir, path, artifacts)
+}
+
+/// `drover replay --strict TRANSCRIPT --artifacts OUT`, finished.
+fn replay_strict(transcript: &Path, out: &Path) -> std::process::Output {
+    common::drover()
+        .args(["replay", "--strict", "--artifacts"])
+        .arg(out)
+        .arg(transcript)
+        .output()
+        .unwrap()
 }
