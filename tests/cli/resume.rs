@@ -618,50 +618,53 @@ fn a_run_in_another_workspace_resumes_only_where_it_is_named() {
 
 #[test]
 fn a_recorded_sub_agent_run_is_played_back_not_run_again() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
-    std::fs::write(dir.path().join("ws/lib.rs"), "fn add() {}\n").unwrap();
-    let spec = write_spec(
-        dir.path(),
-        "task.yaml",
-        r#"version: 1
-name: t
-prompt: p
-workspace: ws
-isolation: copy
-model:
-  provider: script
-  script:
-    - tool_calls:
-        - name: Agent
-          input: { description: review, prompt: Review lib.rs., subagent_type: reviewer }
-    - tool_calls: [{ name: LS, input: { path: . } }]
-    - text: done
-agents:
-  reviewer:
-    description: Reviews code.
-    prompt: You review code.
-    tools: [Read]
-    model:
-      script:
-        - tool_calls: [{ name: Read, input: { file_path: lib.rs } }]
-        - text: "looks fine"
-limits:
-  max_turns: 2
-"#,
-    );
-    let artifacts = dir.path().join("out");
-    assert_eq!(run_spec_with(&spec, &artifacts, &[]).status.code(), Some(1));
-    let output = resume_with(&artifacts.join("t"), &["--max-turns", "5", "--strict"]);
+    use crate::providers::anthropic_call_turn;
+    let text = |text: &str| {
+        anthropic_start(10, 0, 0) + &anthropic_text(0, text) + &anthropic_end("end_turn", 5)
+    };
+    // The task's turn 1 starts a sub-agent (its two turns), turn 2 lists; the turn limit
+    // stops it there.
+    let recorded = MockServer::start(vec![
+        Reply::sse(&anthropic_call_turn(
+            "toolu_agent",
+            "Agent",
+            &json!({"description": "look", "prompt": "Look around.", "subagent_type": "looker"}),
+        )),
+        Reply::sse(&anthropic_call_turn(
+            "toolu_sub",
+            "LS",
+            &json!({"path": "."}),
+        )),
+        Reply::sse(&text("seen")),
+        Reply::sse(&anthropic_call_turn(
+            "toolu_ls",
+            "LS",
+            &json!({"path": "."}),
+        )),
+    ]);
+    let (dir, spec, artifacts) = task_with(&format!(
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n  api_key_env: {KEY_ENV}\n  retry: {{ max_retries: 0 }}\nagents:\n  looker:\n    description: Looks.\n    prompt: You look.\n    tools: [LS]\nlimits:\n  max_turns: 2\n"
+    ));
+    let output = drover_without_proxy()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .env(KEY_ENV, KEY)
+        .env("ANTHROPIC_BASE_URL", &recorded.base_url)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(recorded.requests().len(), 4);
+    // Resumed, only the task's third turn is asked for: the sub-agent's turns are the
+    // recording's.
+    let live = MockServer::start(vec![Reply::sse(&text("done"))]);
+    let output = resume(dir.path(), &live, &["--max-turns", "5", "--strict"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(live.requests().len(), 1, "no sub-agent turn is asked again");
     let lines = transcript(&artifacts.join("t/transcript.jsonl"));
     assert_eq!(events(&lines, "agent_start").len(), 1, "recorded once");
     assert!(events(&lines, "replay_drift").is_empty());
-    let answer = events(&lines, "tool_result")
-        .into_iter()
-        .find(|e| e.get("agent_id").is_none())
-        .unwrap();
-    assert!(answer["content"].as_str().unwrap().contains("looks fine"));
     let end = lines.last().unwrap();
     assert_eq!(end["reason"], "end_turn");
     assert_eq!(end["turns"], 3);
@@ -711,4 +714,35 @@ fn replay_strict(transcript: &Path, out: &Path) -> std::process::Output {
         .arg(transcript)
         .output()
         .unwrap()
+}
+
+#[test]
+fn a_recorded_mcp_call_is_answered_from_the_recording_not_made_again() {
+    let Some((python, _)) = crate::mcp_modern::modern_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter.txt");
+    let server = common::repo().join("tests/cli/fixtures/counting_server.py");
+    let call = "    - tool_calls: [{ name: mcp__counter__tick, input: {} }]\n";
+    let (_dir, spec, artifacts) = task_with(&format!(
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n{call}{call}    - text: done\npermissions:\n  allow: [mcp__counter]\nmcp:\n  servers:\n    counter:\n      command: {}\n      args: [{}, {}]\nlimits:\n  max_turns: 1\n",
+        serde_json::to_string(&python).unwrap(),
+        serde_json::to_string(&server).unwrap(),
+        serde_json::to_string(&counter).unwrap(),
+    ));
+    let output = run_spec_with(&spec, &artifacts, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "tick\n");
+    let output = resume_with(&artifacts.join("t"), &["--max-turns", "5", "--strict"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap(),
+        "tick\ntick\n",
+        "the recorded call is not made again; the new one is"
+    );
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    let results = events(&lines, "tool_result");
+    assert_eq!(results[0]["content"], "1");
+    assert_eq!(results[1]["content"], "2");
 }
