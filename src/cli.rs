@@ -113,27 +113,8 @@ pub struct RunArgs {
     /// Job's pod (JOB_COMPLETION_INDEX, with DROVER_SHARD_COUNT or JOB_COMPLETIONS).
     #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
-    /// Override every spec's model provider.
-    #[arg(long, value_enum, value_name = "P")]
-    pub provider: Option<ProviderArg>,
-    /// Override every spec's model name.
-    #[arg(long, value_name = "M")]
-    pub model: Option<String>,
-    /// Override every spec's limits.max_turns.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_turns: Option<u32>,
-    /// Override every spec's limits.max_cost_usd (USD).
-    #[arg(long, value_name = "USD", value_parser = parse_usd)]
-    pub max_cost_usd: Option<f64>,
-    /// Override every spec's limits.max_tokens (all four counts together).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_tokens: Option<u64>,
-    /// Override every spec's limits.timeout (`30m`, `1h 30m`, or `none`).
-    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
-    pub(crate) timeout: Option<crate::spec::TimeoutLimit>,
-    /// Override every spec's workspace.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: TaskSettingsArgs,
     /// Continue the task recorded in DIR/TASK (an artifacts folder) instead of starting
     /// it anew: SPEC must be the one spec it recorded, unchanged. See `drover resume`.
     #[arg(long, value_name = "DIR/TASK", conflicts_with_all = ["shard"])]
@@ -164,30 +145,8 @@ pub struct ResumeArgs {
     /// stopped one among its run's reports].
     #[arg(long, value_name = "DIR")]
     pub artifacts: Option<PathBuf>,
-    /// The provider to go on with [default: the recorded run's].
-    #[arg(long, value_enum, value_name = "P")]
-    pub provider: Option<ProviderArg>,
-    /// The model to go on with [default: the recorded run's].
-    #[arg(long, value_name = "M")]
-    pub model: Option<String>,
-    /// The task's turn limit, recorded turns included [default: the recorded run's];
-    /// a task stopped at its limit needs a higher one.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_turns: Option<u32>,
-    /// The task's budget in USD, recorded turns included [default: the recorded run's].
-    #[arg(long, value_name = "USD", value_parser = parse_usd)]
-    pub max_cost_usd: Option<f64>,
-    /// The task's token budget, recorded turns included [default: the recorded run's].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_tokens: Option<u64>,
-    /// The time limit from the resume on (`30m`, `1h 30m`, or `none`) [default: the
-    /// spec's limits.timeout]; the replayed turns' tools run within it.
-    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
-    pub(crate) timeout: Option<crate::spec::TimeoutLimit>,
-    /// The starting workspace [default: the one the transcript records]; it must be in
-    /// the recorded starting state.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: TaskSettingsArgs,
     /// End the run at the first replayed result that differs from the recording
     /// (volatile output masked); without it, each drift is reported and the run goes on.
     #[arg(long)]
@@ -199,6 +158,38 @@ pub struct ResumeArgs {
     /// No progress on stderr: only the final line and errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// What `run` overrides in every spec, and `resume` changes from the recorded run (each
+/// defaulting then to what the recorded run used; limits count the whole run, recorded
+/// turns included, and a task stopped by one resumes only with it raised).
+#[derive(Debug, Args)]
+pub struct TaskSettingsArgs {
+    /// The model provider, for every spec [resume: default the recorded run's].
+    #[arg(long, value_enum, value_name = "P")]
+    pub provider: Option<ProviderArg>,
+    /// The model name, for every spec [resume: default the recorded run's].
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Override limits.max_turns [resume: of the whole run, default the recorded run's].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+    /// Override limits.max_cost_usd, in USD [resume: of the whole run, default the
+    /// recorded run's].
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_usd: Option<f64>,
+    /// Override limits.max_tokens, all four counts together [resume: of the whole run,
+    /// default the recorded run's].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
+    /// Override limits.timeout (`30m`, `1h 30m`, or `none`) [resume: counted from the
+    /// resume, the replayed turns' tools included; default the recorded run's].
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub(crate) timeout: Option<crate::spec::TimeoutLimit>,
+    /// Override every spec's workspace [resume: needed for a run recorded in another
+    /// workspace; it must be in the recorded starting state].
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 /// A time limit as specs write it.

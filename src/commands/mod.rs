@@ -6,7 +6,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::cli::{
-    Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, ResumeArgs, RunArgs, ToolArgs,
+    Cli, Command, PolicyCommand, ReplayArgs, ReportCommand, ResumeArgs, RunArgs, TaskSettingsArgs,
+    ToolArgs,
 };
 use crate::exit;
 use crate::policy::{CallFacts, Policy};
@@ -90,15 +91,7 @@ async fn run_command(args: RunArgs) -> i32 {
         Some(Ok(shard)) => Some(shard),
         None => None,
     };
-    let overrides = Overrides {
-        provider: args.provider.map(Into::into),
-        model: args.model,
-        max_turns: args.max_turns,
-        max_cost_usd: args.max_cost_usd,
-        max_tokens: args.max_tokens,
-        timeout: args.timeout,
-        workspace: args.workspace,
-    };
+    let overrides = overrides_of(args.settings);
     if let Some(task) = args.resume {
         let [spec] = args.specs.as_slice() else {
             eprintln!(
@@ -162,19 +155,24 @@ async fn run_command(args: RunArgs) -> i32 {
     finish_run(&report, &artifacts, true)
 }
 
+/// The settings given on the command line.
+fn overrides_of(settings: TaskSettingsArgs) -> Overrides {
+    Overrides {
+        provider: settings.provider.map(Into::into),
+        model: settings.model,
+        max_turns: settings.max_turns,
+        max_cost_usd: settings.max_cost_usd,
+        max_tokens: settings.max_tokens,
+        timeout: settings.timeout,
+        workspace: settings.workspace,
+    }
+}
+
 async fn resume_command(args: ResumeArgs) -> i32 {
     let options = ResumeOptions {
         task: args.task,
         spec: args.spec,
-        overrides: Overrides {
-            provider: args.provider.map(Into::into),
-            model: args.model,
-            max_turns: args.max_turns,
-            max_cost_usd: args.max_cost_usd,
-            max_tokens: args.max_tokens,
-            timeout: args.timeout,
-            workspace: args.workspace,
-        },
+        overrides: overrides_of(args.settings),
         strict: args.strict,
         ignore: args.ignore,
     };

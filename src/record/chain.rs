@@ -83,44 +83,36 @@ pub(crate) struct Resumable {
 }
 
 /// Verify what a killed or stopped run left: the chain of every whole line must hold (an
-/// edit anywhere is refused), but the transcript may end without `run_end` and with a
-/// last line cut short by the kill, which is left out.
+/// edit anywhere is refused), but the transcript may end without `run_end`, and with a
+/// last line cut short by the kill, which is left out. A last line that lacks only its
+/// newline (the kill came between the two) is whole.
 pub(crate) fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
-    // A last line that lacks only its newline is whole: the kill came between the two.
-    let mut owned;
-    let bytes = if !bytes.is_empty() && !bytes.ends_with(b"\n") && verify_with_newline(bytes) {
-        owned = bytes.to_vec();
-        owned.push(b'\n');
-        &owned[..]
-    } else {
-        bytes
-    };
-    let (whole, cut_off) = match bytes.iter().rposition(|b| *b == b'\n') {
-        Some(end) => (&bytes[..=end], end + 1 < bytes.len()),
-        None => (&b""[..], !bytes.is_empty()),
-    };
-    match verify(whole) {
-        Ok(_) | Err(ChainError::NoRunEnd) => {}
-        Err(error) => return Err(error),
+    if bytes.is_empty() {
+        return Err(ChainError::Empty);
     }
-    let text = std::str::from_utf8(whole).map_err(|e| ChainError::NotJson {
-        line: whole[..e.valid_up_to()]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count()
-            + 1,
-    })?;
-    Ok(Resumable {
-        lines: text.lines().map(str::to_string).collect(),
-        cut_off,
-    })
-}
-
-/// Whether `bytes`, a newline added, verify (with or without a `run_end`).
-fn verify_with_newline(bytes: &[u8]) -> bool {
-    let mut whole = bytes.to_vec();
-    whole.push(b'\n');
-    matches!(verify(&whole), Ok(_) | Err(ChainError::NoRunEnd))
+    let (body, tail) = match bytes.iter().rposition(|b| *b == b'\n') {
+        Some(end) => (Some(&bytes[..end]), &bytes[end + 1..]),
+        None => (None, bytes),
+    };
+    let mut chain = Chain::new();
+    let mut lines = Vec::new();
+    for line in body
+        .into_iter()
+        .flat_map(|body| body.split(|b| *b == b'\n'))
+    {
+        lines.push(chain.step(line)?);
+    }
+    let mut cut_off = false;
+    if !tail.is_empty() {
+        match chain.step(tail) {
+            Ok(line) => lines.push(line),
+            Err(_) => cut_off = true,
+        }
+    }
+    if lines.is_empty() {
+        return Err(ChainError::CutOff);
+    }
+    Ok(Resumable { lines, cut_off })
 }
 
 /// Verify the chain of a whole transcript's bytes.
@@ -131,32 +123,56 @@ pub(crate) fn verify(bytes: &[u8]) -> Result<usize, ChainError> {
     if !bytes.ends_with(b"\n") {
         return Err(ChainError::CutOff);
     }
-    let body = &bytes[..bytes.len() - 1];
-    let mut expected = genesis();
-    let mut last_type = String::new();
-    let mut count = 0;
-    for (index, line) in body.split(|b| *b == b'\n').enumerate() {
-        let number = index + 1;
+    let mut chain = Chain::new();
+    for line in bytes[..bytes.len() - 1].split(|b| *b == b'\n') {
+        chain.step(line)?;
+    }
+    if chain.last_type != "run_end" {
+        return Err(ChainError::NoRunEnd);
+    }
+    Ok(chain.count)
+}
+
+/// The chain read line by line: each line must be a JSON object whose `prev` is the hash
+/// of the line before.
+struct Chain {
+    expected: String,
+    last_type: String,
+    count: usize,
+}
+
+impl Chain {
+    fn new() -> Chain {
+        Chain {
+            expected: genesis(),
+            last_type: String::new(),
+            count: 0,
+        }
+    }
+
+    /// Check the next line and take it; the line, as text.
+    fn step(&mut self, line: &[u8]) -> Result<String, ChainError> {
+        let number = self.count + 1;
         let value: serde_json::Value =
             serde_json::from_slice(line).map_err(|_| ChainError::NotJson { line: number })?;
         let Some(prev) = value.get("prev").and_then(|p| p.as_str()) else {
             return Err(ChainError::Missing { line: number });
         };
-        if prev != expected {
+        if prev != self.expected {
             return Err(ChainError::Broken { line: number });
         }
-        last_type = value
+        // JSON that parsed is UTF-8.
+        let text =
+            String::from_utf8(line.to_vec()).map_err(|_| ChainError::NotJson { line: number })?;
+        self.last_type = value
             .get("type")
             .and_then(|t| t.as_str())
             .unwrap_or_default()
             .to_string();
-        expected = sha256_hex(line);
-        count = number;
+        self.expected = sha256_hex(line);
+        self.count = number;
+        Ok(text)
     }
-    if last_type != "run_end" {
-        return Err(ChainError::NoRunEnd);
-    }
-    Ok(count)
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         .into());
     };
     let output = options.artifacts.join(&task).join("transcript.jsonl");
-    if same_file(&output, &options.transcript) {
+    if same_path(&output, &options.transcript) {
         return Err(ReplayError::WouldOverwrite {
             transcript: options.transcript.clone(),
             artifacts: options.artifacts.clone(),
@@ -409,18 +409,20 @@ impl Recording {
 /// copy leaves it out too and the fingerprints can agree.
 fn recorded_artifacts(transcript: &Path, task: &str) -> Option<PathBuf> {
     let task_dir = transcript.parent()?;
-    if task_dir.file_name()? != task {
-        return None;
-    }
-    let dir = task_dir.parent()?;
-    Some(if dir.as_os_str().is_empty() {
-        PathBuf::from(".")
-    } else {
-        dir.to_path_buf()
-    })
+    (task_dir.file_name()? == task).then(|| artifacts_of(transcript))
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
+/// The artifacts directory of `DIR/<task>/transcript.jsonl`: `DIR` (`.` when empty).
+pub(super) fn artifacts_of(transcript: &Path) -> PathBuf {
+    transcript
+        .parent()
+        .and_then(Path::parent)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Whether `a` and `b` name the same existing file or directory.
+pub(super) fn same_path(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,

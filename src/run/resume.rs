@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::plan_error::PlanError;
-use super::replay::{answers, recorded_results};
+use super::replay::{answers, recorded_results, same_path};
 use super::resume_error::ResumeError;
 use super::resume_recorded::{guessed_outputs, recorded_settings};
 use super::task::TaskPlan;
@@ -76,11 +76,7 @@ pub(crate) fn transcript_of(task: &Path) -> PathBuf {
 /// The artifacts directory a resume writes into by default: the one holding the task's
 /// folder, so the resumed task replaces the stopped one among its run's reports.
 pub(crate) fn default_artifacts(transcript: &Path) -> PathBuf {
-    transcript
-        .parent()
-        .and_then(Path::parent)
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    super::replay::artifacts_of(transcript)
 }
 
 /// Read the recording and plan the resumed task. Every refusal is bad input (exit 2).
@@ -190,7 +186,7 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     overrides.timeout = overrides.timeout.or(recorded.timeout);
     // The workspace is the spec's (or --workspace): a recording does not choose where
     // a live run works. One recorded elsewhere (a run given --workspace) must be named.
-    if overrides.workspace.is_none() && !same_dir(&spec.workspace_dir(), Path::new(&workspace)) {
+    if overrides.workspace.is_none() && !same_path(&spec.workspace_dir(), Path::new(&workspace)) {
         return Err(refuse(ResumeError::OtherWorkspace {
             transcript,
             recorded: PathBuf::from(workspace),
@@ -372,7 +368,7 @@ pub(super) fn keep_recording(resume: &ResumePlan, task_dir: &Path) -> std::io::R
         let here = task_dir.join(&name);
         if !here.exists() {
             let there = original.join(&name);
-            if same_dir(original, task_dir) || !there.is_file() {
+            if same_path(original, task_dir) || !there.is_file() {
                 break;
             }
             std::fs::copy(&there, &here)?;
@@ -383,11 +379,4 @@ pub(super) fn keep_recording(resume: &ResumePlan, task_dir: &Path) -> std::io::R
         &task_dir.join(kept_recording_name(n)),
         &resume.recording,
     )
-}
-
-fn same_dir(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }

@@ -135,9 +135,7 @@ fn outputs(artifacts: &Path, tasks: &[String]) -> OwnOutputs {
 /// For a recording older than the record of its outputs: the artifacts directory
 /// holding the task's folder, and every folder there holding a transcript.
 pub(super) fn guessed_outputs(transcript: &Path) -> OwnOutputs {
-    let Some(dir) = transcript.parent().and_then(Path::parent) else {
-        return OwnOutputs::default();
-    };
+    let dir = &super::replay::artifacts_of(transcript);
     let folders: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| {
             entries

@@ -31,8 +31,13 @@ pub(super) fn runner_hint(env: impl Fn(&str) -> Option<String>, kernel: &str) ->
     }
 }
 
+/// The hint for this machine, from drover's environment and the running kernel.
+pub(super) fn here() -> String {
+    runner_hint(|name| std::env::var(name).ok(), &kernel_release())
+}
+
 /// The running kernel's release, as `uname -r` prints it.
-pub(super) fn kernel_release() -> String {
+fn kernel_release() -> String {
     rustix::system::uname()
         .release()
         .to_string_lossy()

@@ -234,10 +234,7 @@ pub(super) async fn task_commands(
     let launcher = Launcher::new(Some(policy.clone()))?;
     let unavailable = if probe {
         launcher.probe().await.err().map(|reason| {
-            let hint = super::runner_hint::runner_hint(
-                |name| std::env::var(name).ok(),
-                &super::runner_hint::kernel_release(),
-            );
+            let hint = super::runner_hint::here();
             format!(
                 "the OS sandbox for shell commands cannot be enforced on this machine ({reason}), so the task did not run; {hint}; or write `sandbox: off` in the spec to run commands unsandboxed explicitly"
             )

@@ -333,9 +333,10 @@ async fn steps(
         transcript,
     )
     .await?;
-    let replay = match (&mut plan.model, &plan.resume) {
+    let replay = match (&mut plan.model, &mut plan.resume) {
         (_, Some(resume)) => Some(ReplayExpectations {
-            results: resume.results.clone(),
+            // Only the loop compares results: they move there.
+            results: std::mem::take(&mut resume.results),
             strict: resume.strict,
             masks: Arc::clone(&resume.masks),
             handover: plan.answers.as_ref().map(|answers| crate::agent::Handover {

@@ -193,10 +193,7 @@ pub(super) async fn arm(
         match ConfinedThread::start(move || crate::sandbox::enforce_files(&sandbox)) {
             Ok(thread) => file_thread = Some(thread),
             Err(reason) => {
-                let hint = super::runner_hint::runner_hint(
-                    |name| std::env::var(name).ok(),
-                    &super::runner_hint::kernel_release(),
-                );
+                let hint = super::runner_hint::here();
                 commands.unavailable.get_or_insert(format!(
                     "the OS sandbox cannot be enforced on this machine ({reason}), so the task did not run; {hint}; or write `sandbox: off` in the spec to run without it explicitly"
                 ));
