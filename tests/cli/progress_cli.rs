@@ -136,3 +136,32 @@ fn on_a_terminal_errors_and_retries_are_lines_and_the_check_is_on_the_live_line(
     assert!(drawn.contains("checks: 1/1 slow tests"), "{drawn}");
     assert!(drawn.contains("1 passed, 0 failed, 0 errors"), "{drawn}");
 }
+
+#[test]
+fn what_a_model_writes_cannot_drive_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    // An unknown tool whose name, and a command whose output, carry escape sequences:
+    // a window title, a clipboard write (OSC 52), a screen clear, a carriage return.
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - { name: \"Raed\\e]0;pwned\\a\", input: {} }\n        - { name: Bash, input: { command: \"printf '\\\\033]52;c;ZXZpbA==\\\\007\\\\033[2J\\\\rfake'; exit 1\" } }\n    - text: done\npermissions:\n  allow: [Bash]\n",
+    );
+    let output = common::drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("out"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("✗ Raed"), "{stderr}");
+    assert!(stderr.contains("✗ Bash:"), "{stderr}");
+    assert!(
+        !stderr.contains(['\u{1b}', '\u{7}', '\r']),
+        "no escape, bell or carriage return reaches the terminal: {stderr:?}"
+    );
+}

@@ -160,6 +160,7 @@ impl Progress {
     }
 
     fn line(&self, task: &str, text: &str) {
+        let text = for_terminal(text);
         match &self.bars {
             Some(bars) => {
                 let _ = bars.multi.println(format!("{task}: {text}"));
@@ -170,6 +171,23 @@ impl Progress {
             ),
         }
     }
+}
+
+/// Text a model controls (tool names, commands, tool output) made safe for a terminal:
+/// escape sequences dropped, every other control character — C0 but tab and newline,
+/// carriage return, DEL, C1 — shown as U+FFFD. A tool's output cannot move the cursor,
+/// rewrite earlier lines, retitle the window or write the clipboard (OSC 52).
+pub(super) fn for_terminal(text: &str) -> String {
+    crate::record::junit::clean(text)
+        .chars()
+        .map(|c| {
+            if c == '\r' || c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 fn finished_text(report: &TaskReport) -> String {
@@ -263,6 +281,22 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn model_text_cannot_drive_the_terminal() {
+        let hostile = "Raed\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\rok\u{9b}31m\u{7f}";
+        let shown = for_terminal(hostile);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{shown:?}"
+        );
+        assert!(
+            shown.starts_with("Raed") && shown.contains("ok"),
+            "{shown:?}"
+        );
+    }
 
     #[test]
     fn quiet_progress_observes_nothing() {

@@ -284,7 +284,7 @@ impl TaskProgress {
         if let Some(bar) = &self.bar {
             if let Some(phase) = &self.phase {
                 // The check's time runs on in the style's `{elapsed}`.
-                bar.set_message(phase.clone());
+                bar.set_message(super::for_terminal(phase));
                 return;
             }
             let now = match (self.running.last(), &self.failed) {
@@ -292,7 +292,11 @@ impl TaskProgress {
                 (None, Some(failed)) => format!(" · {failed}"),
                 (None, None) => String::new(),
             };
-            bar.set_message(format!("turn {} · {}{now}", self.turn, self.figures()));
+            bar.set_message(super::for_terminal(&format!(
+                "turn {} · {}{now}",
+                self.turn,
+                self.figures()
+            )));
         }
     }
 
