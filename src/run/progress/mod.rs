@@ -205,7 +205,8 @@ fn finished_text(report: &TaskReport) -> String {
 
 /// The line printed on stdout for every task, whatever the progress style.
 pub(crate) fn final_line(report: &TaskReport) -> String {
-    format!(
+    // The message may quote what a model wrote (an invalid final answer's errors).
+    for_terminal(&format!(
         "drover: {} {} ({}: {}) — {}, {}, {} — {}",
         report.name,
         status_word(report.status),
@@ -219,7 +220,7 @@ pub(crate) fn final_line(report: &TaskReport) -> String {
             "files changed"
         ),
         report.artifacts_dir.display()
-    )
+    ))
 }
 
 /// The run's outcome in one line: how many tasks passed, failed and erred, the exit
