@@ -746,3 +746,26 @@ fn a_recorded_mcp_call_is_answered_from_the_recording_not_made_again() {
     assert_eq!(results[0]["content"], "1");
     assert_eq!(results[1]["content"], "2");
 }
+
+#[test]
+fn a_run_stopped_by_its_time_limit_resumes_with_a_longer_one() {
+    let (_dir, spec, artifacts) = task_with(
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: LS, input: { path: . } }]\n    - tool_calls: [{ name: Bash, input: { command: 'sleep 2; echo slept' } }]\n    - text: done\npermissions:\n  allow: [Bash]\nlimits:\n  timeout: 1s\n",
+    );
+    let output = run_spec_with(&spec, &artifacts, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let task = artifacts.join("t");
+    let lines = transcript(&task.join("transcript.jsonl"));
+    assert_eq!(lines.last().unwrap()["reason"], "timeout");
+    // The cancelled Bash turn is asked again; the time limit counts from the resume.
+    let output = resume_with(&task, &["--timeout", "1m"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&task.join("transcript.jsonl"));
+    assert_eq!(events(&lines, "resume")[0]["replayed_turns"], 1);
+    let results = events(&lines, "tool_result");
+    assert_eq!(
+        results.last().unwrap()["content"].as_str().unwrap().trim(),
+        "slept"
+    );
+    assert_eq!(lines.last().unwrap()["reason"], "end_turn");
+}
