@@ -211,10 +211,16 @@ fn parse_usd(text: &str) -> Result<f64, String> {
 pub struct ReplayArgs {
     /// A transcript.jsonl written by `drover run`.
     pub transcript: PathBuf,
-    /// The starting workspace (default: the one recorded in the transcript). It is copied;
-    /// the replay never changes it.
+    /// The starting workspace (default: the one recorded in the transcript, when it lies
+    /// in the current directory and is exactly in the recorded starting state). It is
+    /// copied; the replay never changes it.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// The spec file the run used (its SHA-256 must be the recorded one): you vouch for
+    /// it, so its `setup:` runs (in the replay's sandbox, network off) and its rules are
+    /// taken as your own. Without it the recording's setup never runs.
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
     /// Fail (exit 1) as soon as a tool result differs from the recording (volatile
     /// output masked); without it, each drift is reported and the replay goes on.
     #[arg(long)]

@@ -222,6 +222,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
     let options = ReplayOptions {
         transcript: args.transcript,
         workspace: args.workspace,
+        spec: args.spec,
         strict: args.strict,
         checks: args.checks,
         mcp: args.mcp,

@@ -14,6 +14,7 @@ mod plan_error;
 mod prepare;
 pub(crate) mod progress;
 mod replay;
+mod replay_spec;
 mod resume;
 mod resume_error;
 mod resume_recorded;
@@ -272,6 +273,7 @@ pub(super) fn plan_task(
         model,
         origin,
         expected_fingerprint: None,
+        workspace_from_recording: false,
         excluded: Vec::new(),
         own_outputs: Default::default(),
         recorded_outputs: None,

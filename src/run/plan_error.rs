@@ -90,4 +90,36 @@ pub(crate) enum ReplayError {
         workspace.display()
     )]
     NoWorkspace { workspace: PathBuf },
+    #[error(
+        "the recorded workspace {} lies outside the current directory {}, and a recording does not choose what a replay copies and reads; run the replay from a directory holding it, or pass --workspace DIR with a checkout of the run's starting state",
+        workspace.display(),
+        current.display()
+    )]
+    WorkspaceNotHere {
+        workspace: PathBuf,
+        current: PathBuf,
+    },
+    #[error("--spec {}: {source}", spec.display())]
+    SpecUnreadable {
+        spec: PathBuf,
+        #[source]
+        source: SpecError,
+    },
+    #[error(
+        "--spec {} is not the spec {} was recorded with (SHA-256 {} instead of {}); name the spec file the run used, unchanged",
+        spec.display(),
+        transcript.display(),
+        short(now),
+        short(recorded)
+    )]
+    SpecDiffers {
+        spec: PathBuf,
+        transcript: PathBuf,
+        recorded: String,
+        now: String,
+    },
+}
+
+fn short(sha256: &str) -> &str {
+    sha256.get(..12).unwrap_or(sha256)
 }

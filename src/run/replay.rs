@@ -11,11 +11,15 @@ use crate::tools::ToolOutput;
 use crate::tools::recorded::ResultsById;
 
 use super::plan_error::{PlanError, ReplayError};
+use super::replay_spec::{Granted, replay_spec};
 use super::task::{ModelSource, TaskPlan};
 
 pub(crate) struct ReplayOptions {
     pub transcript: PathBuf,
     pub workspace: Option<PathBuf>,
+    /// The spec file the run used (`--spec`): the user vouches for it, so its `setup:`
+    /// runs (in the replay's sandbox) and its rules are taken as the user's own.
+    pub spec: Option<PathBuf>,
     pub strict: bool,
     /// Run the recorded spec's checks too (`--checks`).
     pub checks: bool,
@@ -78,6 +82,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     let Some(Event::RunStart {
         spec_path,
         spec_yaml,
+        spec_sha256,
         workspace,
         workspace_sha256,
         task,
@@ -100,53 +105,21 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         }
         .into());
     }
-    let mut spec = spec::parse(Path::new(&spec_path), spec_yaml).map_err(|source| {
-        ReplayError::SpecNoLongerLoads {
-            transcript: options.transcript.clone(),
-            source,
-        }
-    })?;
-    // The transcript says what runs: its checks only when asked, and its commands always
-    // in the sandbox with the network off, whatever the recorded spec says.
-    if !options.checks && !spec.spec.checks.is_empty() && !options.quiet {
-        eprintln!(
-            "drover: replay: not running the {} recorded in the transcript (pass --checks to run them):",
-            crate::output::counted(spec.spec.checks.len() as u64, "check", "checks")
-        );
-        for check in &spec.spec.checks {
-            eprintln!("drover:   {}: {}", check.name, check.run);
-        }
-    }
-    if !options.checks {
-        spec.spec.checks.clear();
-    } else if !options.quiet {
-        for check in &spec.spec.checks {
-            eprintln!(
-                "drover: replay: will run check {}: {}",
-                check.name, check.run
-            );
-        }
-    }
-    spec.spec.sandbox = Some(spec::SandboxSpec::Switch(spec::Switch::On));
-    for check in &mut spec.spec.checks {
-        check.sandbox = None;
-    }
-    // Unless asked, a replay starts no MCP server (it must not act on anything outside
-    // the workspace): the recording answers.
+    let mut spec = source_spec(options, spec_path, spec_yaml, &spec_sha256)?;
+    say_what_runs(&spec, options);
+    let granted = Granted {
+        checks: options.checks,
+        mcp: options.mcp,
+        vouched: options.spec.is_some(),
+    };
+    spec.spec = replay_spec(spec.spec, &granted);
     let mcp_servers = if options.mcp {
-        replay_servers(&mut spec, options)?
+        replay_servers(&spec, options)?
     } else {
-        spec.spec.mcp = None;
         Default::default()
     };
+    let (origin, workspace_from_recording) = starting_workspace(options, &workspace)?;
     let results = recorded_results(&events);
-    let origin = options
-        .workspace
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(&workspace));
-    if !origin.is_dir() {
-        return Err(ReplayError::NoWorkspace { workspace: origin }.into());
-    }
     let rules = super::spec_checks::rule_set(&spec)?;
     let masks = super::spec_checks::replay_masks_with(&spec, &options.ignore)?;
     // `--diff-only`: the diff.patch recorded beside the transcript.
@@ -242,6 +215,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         // A replay never touches the workspace it restores from.
         isolation: Isolation::Copy,
         expected_fingerprint: Some(workspace_sha256),
+        workspace_from_recording,
         excluded: recorded_artifacts(&options.transcript, &task)
             .into_iter()
             .collect(),
@@ -251,27 +225,140 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     })
 }
 
-/// The recorded spec's MCP servers, for `--mcp`. The transcript may come from anywhere,
-/// so it chooses nothing outside itself: only its `mcp.servers` (not a `mcp.config` file
-/// on this machine), each stdio server in the replay's sandbox with the network off
-/// (as checks are), a `url:` server only at the URL given with `--mcp-url`, and each
-/// named on stderr.
-fn replay_servers(
-    spec: &mut spec::LoadedSpec,
+/// The spec the replay takes its data from: the file the user names with `--spec` (its
+/// SHA-256 must be the recorded one), else the recorded text, read as a spec at its
+/// recorded path.
+fn source_spec(
     options: &ReplayOptions,
-) -> Result<BTreeMap<String, spec::McpServerSpec>, PlanError> {
-    let say = |line: String| {
-        if !options.quiet {
-            eprintln!("drover: replay: {line}");
-        }
+    spec_path: String,
+    spec_yaml: String,
+    spec_sha256: &str,
+) -> Result<spec::LoadedSpec, PlanError> {
+    let Some(named) = &options.spec else {
+        return spec::parse(Path::new(&spec_path), spec_yaml).map_err(|source| {
+            ReplayError::SpecNoLongerLoads {
+                transcript: options.transcript.clone(),
+                source,
+            }
+            .into()
+        });
     };
-    if let Some(mcp) = &mut spec.spec.mcp
-        && let Some(config) = mcp.value.config.take()
+    let loaded = spec::load(named).map_err(|source| ReplayError::SpecUnreadable {
+        spec: named.clone(),
+        source,
+    })?;
+    if loaded.sha256 != spec_sha256 {
+        return Err(ReplayError::SpecDiffers {
+            spec: named.clone(),
+            transcript: options.transcript.clone(),
+            recorded: spec_sha256.to_string(),
+            now: loaded.sha256,
+        }
+        .into());
+    }
+    Ok(loaded)
+}
+
+/// Say on stderr what of the spec's commands the replay runs and what it leaves out, and
+/// how to ask for it: the commands come from a recording, so nothing runs unannounced.
+fn say_what_runs(spec: &spec::LoadedSpec, options: &ReplayOptions) {
+    if options.quiet {
+        return;
+    }
+    let say = |line: String| eprintln!("drover: replay: {}", one_line(&line));
+    let task = &spec.spec;
+    if !task.setup.is_empty() {
+        if options.spec.is_some() {
+            for step in &task.setup {
+                say(format!(
+                    "will run setup step {} in the replay's sandbox (network off): {}",
+                    step.name, step.run
+                ));
+            }
+        } else {
+            say(format!(
+                "not running the {} recorded in the transcript: a replay runs setup only from the spec file you name with --spec (the one the run used)",
+                crate::output::counted(task.setup.len() as u64, "setup step", "setup steps")
+            ));
+        }
+    }
+    if !task.checks.is_empty() {
+        if options.checks {
+            for check in &task.checks {
+                say(format!("will run check {}: {}", check.name, check.run));
+            }
+        } else {
+            say(format!(
+                "not running the {} recorded in the transcript (pass --checks to run them):",
+                crate::output::counted(task.checks.len() as u64, "check", "checks")
+            ));
+            for check in &task.checks {
+                say(format!("  {}: {}", check.name, check.run));
+            }
+        }
+    }
+    if options.mcp
+        && let Some(config) = task.mcp.as_ref().and_then(|mcp| mcp.value.config.as_ref())
     {
         say(format!(
             "the recording's mcp.config ({config}) is not loaded: a replay starts only the servers its transcript spells out"
         ));
     }
+}
+
+/// `text` on one line: a command or a name from a recording must not start lines of
+/// its own on stderr (where CI reads workflow commands).
+fn one_line(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('\r', "\\r")
+        .replace('\n', "\\n")
+}
+
+/// Where the replay starts from: `--workspace`, else the recorded workspace, but only
+/// when it lies in the current directory (a recording does not choose what a replay
+/// copies and reads: `/`, a home directory, a device). The flag says whether the
+/// recording chose it: such a start must then be exactly the recorded one.
+fn starting_workspace(
+    options: &ReplayOptions,
+    recorded: &str,
+) -> Result<(PathBuf, bool), PlanError> {
+    if let Some(workspace) = &options.workspace {
+        if !workspace.is_dir() {
+            return Err(ReplayError::NoWorkspace {
+                workspace: workspace.clone(),
+            }
+            .into());
+        }
+        return Ok((workspace.clone(), false));
+    }
+    let workspace = PathBuf::from(recorded);
+    let (Ok(current), Ok(real)) = (
+        std::env::current_dir().and_then(|dir| dir.canonicalize()),
+        workspace.canonicalize(),
+    ) else {
+        return Err(ReplayError::NoWorkspace { workspace }.into());
+    };
+    if !real.is_dir() {
+        return Err(ReplayError::NoWorkspace { workspace }.into());
+    }
+    if !real.starts_with(&current) {
+        return Err(ReplayError::WorkspaceNotHere { workspace, current }.into());
+    }
+    Ok((real, true))
+}
+
+/// The replay spec's MCP servers, for `--mcp`: stdio servers as `replay_spec` made them
+/// (in the replay's sandbox, in the workspace copy), a `url:` server only at the URL
+/// given with `--mcp-url`, each named on stderr.
+fn replay_servers(
+    spec: &spec::LoadedSpec,
+    options: &ReplayOptions,
+) -> Result<BTreeMap<String, spec::McpServerSpec>, PlanError> {
+    let say = |line: String| {
+        if !options.quiet {
+            eprintln!("drover: replay: {}", one_line(&line));
+        }
+    };
     let mut servers = super::spec_checks::mcp_servers(spec)?;
     servers.retain(|name, server| {
         let Some(recorded) = &server.url else {
@@ -293,8 +380,7 @@ fn replay_servers(
             }
         }
     });
-    for (name, server) in &mut servers {
-        server.sandbox = None;
+    for (name, server) in &servers {
         let unset: Vec<String> = server
             .env
             .values()

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::plan_error::PlanError;
 use super::replay::{answers, recorded_results, same_path};
 use super::resume_error::ResumeError;
-use super::resume_recorded::{guessed_outputs, recorded_settings};
+use super::resume_recorded::{guessed_outputs, narrow_to_recorded, recorded_settings};
 use super::task::TaskPlan;
 use super::{Overrides, plan_task};
 use crate::record::chain;
@@ -174,16 +174,36 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     }
     let recorded = recorded_settings(&scoped, &point);
     let kept: Vec<ScopedEvent> = scoped.into_iter().take(point.kept).collect();
+    // The spec on disk (its SHA-256 checked) and the command line decide what runs; the
+    // recording's own settings may only narrow it: a model other than the spec's must be
+    // asked for again, and its limits apply only where they are tighter.
     let mut overrides = options.overrides.clone();
     let recorded_provider = provider_named(&provider);
+    let spec_model = &spec.spec.model.value;
+    if overrides.provider.is_none() && recorded_provider != Some(spec_model.provider) {
+        return Err(refuse(ResumeError::OtherModel {
+            transcript,
+            flag: format!("--provider {provider} --model {model}"),
+            recorded: format!("provider {provider}"),
+            spec: format!("provider {}", spec_model.provider.as_str()),
+        }));
+    }
     if overrides.provider.is_none() || overrides.provider == recorded_provider {
+        if overrides.model.is_none()
+            && let Some(name) = &spec_model.name
+            && *name != model
+        {
+            return Err(refuse(ResumeError::OtherModel {
+                transcript,
+                flag: format!("--model {model}"),
+                recorded: format!("model {model}"),
+                spec: format!("model {name}"),
+            }));
+        }
         overrides.model = overrides.model.or(Some(model));
     }
     overrides.provider = overrides.provider.or(recorded_provider);
-    overrides.max_turns = overrides.max_turns.or(recorded.max_turns);
-    overrides.max_cost_usd = overrides.max_cost_usd.or(recorded.max_cost_usd);
-    overrides.max_tokens = overrides.max_tokens.or(recorded.max_tokens);
-    overrides.timeout = overrides.timeout.or(recorded.timeout);
+    narrow_to_recorded(&mut overrides, &recorded, &spec.spec.limits);
     // The workspace is the spec's (or --workspace): a recording does not choose where
     // a live run works. One recorded elsewhere (a run given --workspace) must be named.
     if overrides.workspace.is_none() && !same_path(&spec.workspace_dir(), Path::new(&workspace)) {
@@ -217,10 +237,14 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     plan.agent_events = agent_events;
     plan.expected_fingerprint = Some(workspace_sha256);
     // drover's own outputs in the artifacts directory the run wrote were left out of
-    // the recorded starting state.
+    // the recorded starting state. Only where they lie in the artifacts directory that
+    // holds this task's folder: a recording does not choose which of the workspace's
+    // files the resumed run leaves out of its copy and its diff.
+    let here = default_artifacts(&transcript);
     plan.recorded_outputs = Some(
         recorded
             .outputs
+            .filter(|outputs| same_path(&outputs.artifacts, &here))
             .unwrap_or_else(|| guessed_outputs(&transcript)),
     );
     plan.resume = Some(ResumePlan {

@@ -91,6 +91,16 @@ pub(crate) enum ResumeError {
         recorded: PathBuf,
         spec: PathBuf,
     },
+    #[error(
+        "{}: the run used {recorded}, not the spec's {spec}; a recording does not choose which model a resumed run asks: pass {flag} to resume it as it ran",
+        transcript.display()
+    )]
+    OtherModel {
+        transcript: PathBuf,
+        flag: String,
+        recorded: String,
+        spec: String,
+    },
     #[error("cannot read the spec {}: {source}", spec.display())]
     SpecUnreadable {
         spec: PathBuf,

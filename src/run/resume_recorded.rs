@@ -10,7 +10,7 @@ use crate::message::Usage;
 use crate::record::Event;
 use crate::record::resume_point::ResumePoint;
 use crate::record::transcript::ScopedEvent;
-use crate::spec::TimeoutLimit;
+use crate::spec::{Limits, TimeoutLimit};
 
 /// The recorded run's settings and spending, as a resume continues them.
 #[derive(Debug, Default)]
@@ -152,5 +152,44 @@ pub(super) fn guessed_outputs(transcript: &Path) -> OwnOutputs {
         artifacts: dir.to_path_buf(),
         folders,
         files: RUN_FILES.iter().map(|file| dir.join(file)).collect(),
+    }
+}
+
+/// Apply the recorded limits where the command line gives none and they are tighter
+/// than the spec's: a run given `--max-turns 2` resumes with that limit still, but a
+/// recording cannot lift or loosen a limit its spec sets.
+pub(super) fn narrow_to_recorded(
+    overrides: &mut super::Overrides,
+    recorded: &RecordedSettings,
+    spec: &Limits,
+) {
+    fn tighter<T: PartialOrd + Copy>(recorded: Option<T>, spec: Option<T>) -> Option<T> {
+        match (recorded, spec) {
+            (Some(recorded), Some(spec)) if recorded < spec => Some(recorded),
+            (Some(recorded), None) => Some(recorded),
+            _ => None,
+        }
+    }
+    overrides.max_turns = overrides.max_turns.or(tighter(
+        recorded.max_turns,
+        spec.max_turns.as_ref().map(|l| l.value),
+    ));
+    overrides.max_cost_usd = overrides.max_cost_usd.or(tighter(
+        recorded.max_cost_usd,
+        spec.max_cost_usd.as_ref().map(|l| l.value),
+    ));
+    overrides.max_tokens = overrides.max_tokens.or(tighter(
+        recorded.max_tokens,
+        spec.max_tokens.as_ref().map(|l| l.value),
+    ));
+    let limit = |timeout: Option<TimeoutLimit>| match TimeoutLimit::effective(timeout) {
+        Some(duration) => duration,
+        None => std::time::Duration::MAX,
+    };
+    if overrides.timeout.is_none()
+        && let Some(recorded) = recorded.timeout
+        && limit(Some(recorded)) < limit(spec.timeout)
+    {
+        overrides.timeout = Some(recorded);
     }
 }

@@ -86,6 +86,10 @@ pub(crate) struct TaskPlan {
     pub isolation: Isolation,
     /// A replay: the fingerprint the recorded run started from.
     pub expected_fingerprint: Option<String>,
+    /// A replay whose starting workspace the recording named (no `--workspace`): it
+    /// starts only from exactly the recorded state, checked before anything runs there
+    /// (a matching fingerprint shows the recording already knew all of it).
+    pub workspace_from_recording: bool,
     /// Directories that are never part of the workspace's files (copies, snapshots,
     /// diffs) when they lie inside it, besides this run's artifacts directory: a
     /// replay's recorded artifacts.
@@ -284,6 +288,7 @@ async fn steps(
     let stop = || interrupt.is_cancelled();
     let mut started = task_start::workspace(&plan, artifacts, report, &stop)?;
     let fingerprint = started.baseline.fingerprint();
+    task_start::recorded_start_only(&plan, &fingerprint)?;
     let mut model = build_model(&plan);
     report.provider = model.provider().to_string();
     report.model = model.name().to_string();

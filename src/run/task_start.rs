@@ -257,6 +257,25 @@ pub(super) async fn arm(
     })
 }
 
+/// A replay whose workspace the recording chose runs only from exactly the recorded
+/// starting state: stopped before any tool, server or command can read the copy.
+pub(super) fn recorded_start_only(plan: &TaskPlan, fingerprint: &str) -> Result<(), Halt> {
+    match &plan.expected_fingerprint {
+        Some(expected) if plan.workspace_from_recording && expected != fingerprint => {
+            Err(Halt::Early(
+                EndReason::ReplayDrift,
+                format!(
+                    "the recorded workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}), so nothing was replayed in it; pass --workspace with a checkout of the starting state",
+                    plan.origin.display(),
+                    short(fingerprint),
+                    short(expected)
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Write `run_start`, then stop early when the task cannot run as recorded: the
 /// sandbox cannot be enforced, or (a strict replay) the workspace is not where the
 /// recording started.

@@ -35,9 +35,10 @@ pub(crate) use output::MAX_ATTEMPTS;
 pub(crate) use pricing::Pricing;
 pub(crate) use replay::ReplaySpec;
 pub(crate) use tools::ToolsSpec;
-pub(crate) use types::{
-    CheckSpec, Isolation, ModelSpec, PermissionMode, Permissions, Provider, SandboxSpec,
-    ScriptTurn, ScriptUsage, SpecDuration, Switch, TimeoutLimit,
-};
 #[cfg(test)]
-pub(crate) use types::{DEFAULT_TASK_TIMEOUT, ScriptToolCall};
+pub(crate) use types::ScriptToolCall;
+pub(crate) use types::{
+    CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
+    Permissions, Provider, SandboxSpec, ScriptTurn, ScriptUsage, SpecDuration, Switch, TaskSpec,
+    TimeoutLimit,
+};

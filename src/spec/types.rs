@@ -14,10 +14,7 @@ use super::Pricing;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TaskSpec {
-    #[expect(
-        dead_code,
-        reason = "required and checked when parsed: SpecVersion accepts only known versions"
-    )]
+    /// Required and checked when parsed: [`SpecVersion`] accepts only known versions.
     pub version: SpecVersion,
     pub name: Spanned<TaskName>,
     pub prompt: String,

@@ -35,6 +35,7 @@ fn a_replay_runs_checks_only_when_asked_and_sandboxed() {
     let transcript = recorded(dir.path());
     let marker = dir.path().join("check-ran");
     let output = drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(&transcript)
         .arg("--artifacts")
@@ -55,6 +56,7 @@ fn a_replay_runs_checks_only_when_asked_and_sandboxed() {
     // Asked: the check runs, and in the sandbox whatever the transcript says (the marker
     // is outside the workspace, so the sandboxed touch fails).
     let output = drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(&transcript)
         .arg("--checks")
@@ -96,6 +98,7 @@ fn edited_or_truncated_transcripts_are_detected() {
         String::from_utf8_lossy(&output.stderr)
     );
     let replay = drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(&edited)
         .arg("--artifacts")

@@ -403,6 +403,7 @@ fn progress_off_a_terminal_is_timestamped_lines_and_quiet_leaves_only_final_line
     }
 
     let replay = drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(dir.path().join("out/progress-task/transcript.jsonl"))
         .arg("--artifacts")

@@ -370,6 +370,7 @@ fn a_replay_gives_the_recorded_hook_answers_again_and_runs_no_hook() {
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
     let replayed = dir.path().join("replayed");
     let output = common::drover()
+        .current_dir(dir.path())
         .args(["replay", "--strict", "--quiet", "--artifacts"])
         .arg(&replayed)
         .arg(artifacts.join("recorded/transcript.jsonl"))

@@ -30,6 +30,7 @@ mod providers;
 mod redaction;
 mod redaction_safety;
 mod replay_drift;
+mod replay_trust;
 mod resume;
 mod resume_attacks;
 mod retry_cli;

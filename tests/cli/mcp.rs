@@ -454,6 +454,7 @@ fn a_replay_answers_mcp_calls_from_the_recording_without_starting_servers() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let recorded = dir.path().join("out/t/transcript.jsonl");
     let replay = drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(&recorded)
         .arg("--strict")

@@ -269,6 +269,7 @@ fn a_replay_sends_a_server_only_the_variables_given_with_mcp_env() {
     let secret = "replay-hdr-5e1f0c9a7b";
     let run = |args: &[&str], out: &str| {
         let output = crate::common::drover_without_proxy()
+            .current_dir(dir.path())
             .args(args)
             .arg("--artifacts")
             .arg(dir.path().join(out))
@@ -291,6 +292,7 @@ fn a_replay_sends_a_server_only_the_variables_given_with_mcp_env() {
     // A transcript does not choose the hosts drover connects to: without --mcp-url the
     // server is left out, and its call fails (drift).
     let output = crate::common::drover()
+        .current_dir(dir.path())
         .args(["replay", transcript_arg, "--mcp", "--artifacts"])
         .arg(dir.path().join("no-url"))
         .output()

@@ -149,6 +149,7 @@ fn an_mcp_image_reaches_the_anthropic_model_as_an_image_block_and_replays_exactl
     let event = events(&lines, "tool_result")[0];
     assert_eq!(event["images"][0]["media_type"], "image/png", "{event}");
     let replay = common::drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(&recorded)
         .arg("--strict")
@@ -241,8 +242,13 @@ fn a_replay_with_mcp_calls_the_servers_again_and_reports_what_changed_as_drift()
     let recorded = task_dir.path().join("out/t/transcript.jsonl");
     let replay = |name: &str, extra: &[&str]| {
         let output = common::drover()
+            .current_dir(task_dir.path())
             .arg("replay")
             .arg(&recorded)
+            // The user's own spec: the server's Python may live in a home directory
+            // (pyenv), which a replay of a recording alone does not read.
+            .arg("--spec")
+            .arg(&spec)
             .args(extra)
             .arg("--artifacts")
             .arg(task_dir.path().join(name))

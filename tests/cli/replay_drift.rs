@@ -27,6 +27,7 @@ fn record(dir: &Path, command: &str, extra: &str) -> PathBuf {
 
 fn replay(transcript: &Path, artifacts: &Path, args: &[&str]) -> Output {
     drover()
+        .current_dir(transcript.ancestors().nth(3).unwrap())
         .arg("replay")
         .arg(transcript)
         .args(args)

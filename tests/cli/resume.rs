@@ -359,9 +359,9 @@ fn a_replayed_result_that_differs_is_drift_and_strict_stops_there() {
         !String::from_utf8_lossy(&before).is_empty() && events(&lines, "model_response").len() == 1,
         "a strict resume stops before the model is asked"
     );
-    // Without --strict the drift is reported and the run goes on, with the turn limit
-    // the last resume raised.
-    let output = resume_with(&task, &[]);
+    // Without --strict the drift is reported and the run goes on. The turn limit the
+    // last resume raised is given again: a recording does not loosen its spec's limit.
+    let output = resume_with(&task, &["--max-turns", "5"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("drift"), "{}", stderr(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
@@ -709,6 +709,7 @@ fn task_with(spec: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
 /// `drover replay --strict TRANSCRIPT --artifacts OUT`, finished.
 fn replay_strict(transcript: &Path, out: &Path) -> std::process::Output {
     common::drover()
+        .current_dir(transcript.ancestors().nth(3).unwrap())
         .args(["replay", "--strict", "--artifacts"])
         .arg(out)
         .arg(transcript)

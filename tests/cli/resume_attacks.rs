@@ -429,6 +429,7 @@ fn a_task_stopped_in_its_second_round_resumes_in_that_round() {
     assert_eq!(report["tasks"][0]["status"], "passed");
     // One run, one transcript: it replays as one run.
     let replayed = drover()
+        .current_dir(dir.path())
         .args(["replay", "--strict", "--artifacts"])
         .arg(dir.path().join("replayed"))
         .arg(task.join("transcript.jsonl"))

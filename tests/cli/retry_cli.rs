@@ -128,6 +128,7 @@ fn a_replay_follows_the_recorded_attempts() {
     assert_exit(&run_spec(&spec, &artifacts), 0);
     let replayed = dir.path().join("replayed");
     let output = common::drover()
+        .current_dir(dir.path())
         .args(["replay", "--strict", "--quiet", "--artifacts"])
         .arg(&replayed)
         .arg(artifacts.join("again/transcript.jsonl"))

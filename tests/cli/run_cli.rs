@@ -295,18 +295,26 @@ fn replay_strict_fails_when_a_result_differs() {
     let recorded = artifacts.join("drift/transcript.jsonl");
     // The workspace changes after the run: the replay's result no longer matches.
     std::fs::write(dir.path().join("ws/note.txt"), "two\n").unwrap();
+    // Named with --workspace, a changed workspace is the user's choice: a warning, and
+    // the differing result is drift.
     let replayed = dir.path().join("replayed");
     drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(&recorded)
+        .arg("--workspace")
+        .arg(dir.path().join("ws"))
         .arg("--artifacts")
         .arg(&replayed)
         .assert()
         .code(0);
     let strict = dir.path().join("strict");
     drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(&recorded)
+        .arg("--workspace")
+        .arg(dir.path().join("ws"))
         .arg("--strict")
         .arg("--artifacts")
         .arg(&strict)
@@ -314,6 +322,22 @@ fn replay_strict_fails_when_a_result_differs() {
         .code(1);
     let lines = transcript(&strict.join("drift/transcript.jsonl"));
     assert_eq!(lines.last().unwrap()["reason"], "replay_drift");
+    // The recorded workspace, not named: it must be exactly as recorded, or nothing runs.
+    let unnamed = dir.path().join("unnamed");
+    drover()
+        .current_dir(dir.path())
+        .arg("replay")
+        .arg(&recorded)
+        .arg("--artifacts")
+        .arg(&unnamed)
+        .assert()
+        .code(1);
+    let lines = transcript(&unnamed.join("drift/transcript.jsonl"));
+    assert_eq!(lines.last().unwrap()["reason"], "replay_drift");
+    assert!(
+        events(&lines, "tool_result").is_empty(),
+        "a tool ran in a workspace the recording chose"
+    );
 }
 
 #[test]
@@ -324,6 +348,7 @@ fn replay_refuses_to_overwrite_its_own_transcript() {
     let artifacts = dir.path().join("out");
     run(&spec, &artifacts).code(0);
     let output = drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(artifacts.join("self/transcript.jsonl"))
         .arg("--artifacts")

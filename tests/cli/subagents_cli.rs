@@ -141,6 +141,7 @@ fn a_reviewer_sub_agent_reads_and_reports_to_its_parent() {
     // A strict replay takes the same path, the sub-agent's turns included.
     let replayed = dir.path().join("replayed");
     let replay = drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(artifacts.join("review/transcript.jsonl"))
         .arg("--strict")
@@ -682,6 +683,7 @@ fn a_replay_answers_a_sub_agents_web_fetch_from_the_recording() {
 
     let replayed = dir.path().join("replayed");
     let output = drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(artifacts.join("fetching/transcript.jsonl"))
         .arg("--strict")

@@ -87,6 +87,7 @@ fn every_summary_drover_writes_is_valid_against_the_documented_schema() {
     // A replay that drifted.
     let replayed = dir.path().join("replayed");
     let output = drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(artifacts.join("c/transcript.jsonl"))
         .arg("--artifacts")

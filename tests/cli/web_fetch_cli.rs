@@ -215,6 +215,7 @@ fn a_replay_answers_web_fetch_from_the_recording_without_fetching() {
     assert_eq!(server.requests().len(), 1);
     let replayed = dir.path().join("replayed");
     let output = drover_without_proxy()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(artifacts.join("web/transcript.jsonl"))
         .arg("--strict")

@@ -117,6 +117,7 @@ fn allowed_web_search_is_offered_with_its_domains_and_recorded() {
     // A replay gives the recorded search blocks again, with no network.
     let replayed = dir.path().join("replayed");
     let replay = common::drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(artifacts.join("t/transcript.jsonl"))
         .arg("--strict")

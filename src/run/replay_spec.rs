@@ -1,0 +1,293 @@
+//! The spec a replay runs by. A recording may come from anyone (a fork's CI artifacts),
+//! and a valid hash chain proves only that drover wrote it: its author really ran drover,
+//! with a spec of their choosing. So a replay's spec is not the recorded one with some
+//! fields overridden; it is built anew from a fixed safe profile and what the command
+//! line says, and the recording contributes data only (the prompt, the rules that decide
+//! its calls again inside that profile, the expectations, the limits that can only
+//! narrow). Every struct is taken apart without `..`: a field added to the spec later
+//! does not compile here until someone decides what a replay does with it, and
+//! docs/replay.md has a row for each field (a test below holds the two together).
+
+use std::time::Duration;
+
+use serde_saphyr::{Location, Spanned};
+
+use crate::spec::{
+    CheckSpec, EnvSpec, Isolation, Limits, McpServerSpec, McpSpec, ModelSpec, Permissions,
+    SandboxSpec, Switch, TaskSpec, TimeoutLimit,
+};
+
+/// The longest a replay runs: a recording's `limits.timeout` can only shorten it (a
+/// recorded `none` would otherwise let a replay run for ever).
+pub(super) const REPLAY_TIMEOUT: Duration = crate::spec::DEFAULT_TASK_TIMEOUT;
+
+/// What the command line grants a replay beyond the fixed profile.
+pub(super) struct Granted {
+    /// `--checks`: run the checks, in the replay's sandbox.
+    pub checks: bool,
+    /// `--mcp`: start the recorded servers, in the replay's sandbox.
+    pub mcp: bool,
+    /// `--spec FILE`: the user vouches for the spec (its SHA-256 is the recorded one), so
+    /// its `setup:` runs (in the replay's sandbox) and its rules are the user's own.
+    pub vouched: bool,
+}
+
+/// Paths a replay's commands and tools never read unless the user vouches for the spec
+/// (`--spec`): with rules chosen by whoever recorded it, a replayed `cat` or `Read` of a
+/// key in a home directory, or of a mounted service-account token, would put it in the
+/// replay's transcript, which CI uploads. Read deny rules, so both the policy and the OS
+/// sandbox (Landlock) enforce them.
+const UNREADABLE_IN_REPLAYS: &[&str] = &[
+    "//root/**",
+    "//home/**",
+    "//run/secrets/**",
+    "//var/run/secrets/**",
+];
+
+/// The spec a replay runs by: the fixed profile (a scratch copy, the sandbox on with the
+/// network off and the default limits, no secrets passed, no extra directories, no hooks,
+/// the guardrails on), the recording's data, and what `granted` adds. `source` is the
+/// recorded spec, or the spec file the user named (`--spec`), whose text is the same.
+pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
+    let TaskSpec {
+        version,
+        name,
+        prompt,
+        system,
+        workspace: _,
+        isolation: _,
+        model,
+        permissions,
+        limits,
+        sandbox: _,
+        env: _,
+        setup,
+        checks,
+        expect,
+        mcp,
+        retry,
+        output,
+        hooks: _,
+        hooks_from: _,
+        replay,
+        agents: _,
+        agents_from: _,
+        tools: _,
+    } = source;
+    TaskSpec {
+        version,
+        name,
+        prompt,
+        system,
+        // The starting workspace is the command line's (`--workspace`) or the recorded
+        // one beneath the current directory (see `plan_replay`), never the spec's.
+        workspace: None,
+        isolation: Isolation::Copy,
+        model: Spanned::new(replay_model(model.value), model.referenced, model.defined),
+        permissions: replay_permissions(permissions, granted.vouched),
+        limits: replay_limits(limits),
+        sandbox: Some(SandboxSpec::Switch(Switch::On)),
+        env: EnvSpec::default(),
+        setup: if granted.vouched {
+            setup.into_iter().map(in_replay_sandbox).collect()
+        } else {
+            Vec::new()
+        },
+        checks: if granted.checks {
+            checks.into_iter().map(in_replay_sandbox).collect()
+        } else {
+            Vec::new()
+        },
+        expect,
+        mcp: if granted.mcp {
+            mcp.map(|mcp| Spanned::new(replay_mcp(mcp.value), mcp.referenced, mcp.defined))
+        } else {
+            None
+        },
+        retry,
+        output,
+        // Hooks never run in a replay: their recorded answers are given again.
+        hooks: None,
+        hooks_from: None,
+        replay,
+        // The recorded sub-agents come from `run_start` (their definitions as they ran).
+        agents: None,
+        agents_from: None,
+        // WebFetch is answered from the recording: no page model, no search settings.
+        tools: None,
+    }
+}
+
+/// The recorded model as a label and a price: the name and pricing say what the
+/// recorded tokens cost (the budget), nothing reaches out.
+fn replay_model(model: ModelSpec) -> ModelSpec {
+    let ModelSpec {
+        provider,
+        name,
+        base_url: _,
+        api_key_env: _,
+        max_tokens,
+        temperature,
+        path: _,
+        retry: _,
+        timeouts: _,
+        script: _,
+        transcript: _,
+        pricing,
+    } = model;
+    ModelSpec {
+        provider,
+        name,
+        base_url: None,
+        api_key_env: None,
+        max_tokens,
+        temperature,
+        path: None,
+        retry: None,
+        timeouts: None,
+        script: None,
+        transcript: None,
+        pricing,
+    }
+}
+
+/// The recorded rules decide the recorded calls again, inside the replay's sandbox;
+/// `additional_directories` is dropped (a replay writes only in its scratch copy), the
+/// guardrails are on whatever the recording says, and, unless the user vouches for the
+/// spec, [`UNREADABLE_IN_REPLAYS`] are denied first.
+fn replay_permissions(permissions: Permissions, vouched: bool) -> Permissions {
+    let Permissions {
+        allow,
+        mut deny,
+        mode,
+        additional_directories: _,
+        guardrails: _,
+    } = permissions;
+    if !vouched {
+        let profile = profile_denials();
+        deny.splice(0..0, profile);
+    }
+    Permissions {
+        allow,
+        deny,
+        mode,
+        additional_directories: Vec::new(),
+        guardrails: Switch::On,
+    }
+}
+
+/// [`UNREADABLE_IN_REPLAYS`] as deny rules, with the home directory of the user running
+/// the replay when it lies elsewhere.
+fn profile_denials() -> Vec<Spanned<String>> {
+    let mut rules: Vec<String> = UNREADABLE_IN_REPLAYS
+        .iter()
+        .map(|path| format!("Read({path})"))
+        .collect();
+    if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from)
+        && home.is_absolute()
+        && !home.starts_with("/root")
+        && !home.starts_with("/home")
+        && home != std::path::Path::new("/")
+        && let Some(home) = home.to_str()
+    {
+        rules.push(format!("Read(/{}/**)", home.trim_end_matches('/')));
+    }
+    let nowhere = Location::UNKNOWN;
+    rules
+        .into_iter()
+        .map(|rule| Spanned::new(rule, nowhere, nowhere))
+        .collect()
+}
+
+/// The recorded limits, which can only narrow: turns, budget, tokens and depth as
+/// recorded, the time limit at most [`REPLAY_TIMEOUT`].
+fn replay_limits(limits: Limits) -> Limits {
+    let Limits {
+        max_turns,
+        timeout,
+        max_cost_usd,
+        max_tokens,
+        max_agent_depth,
+    } = limits;
+    let timeout = match timeout {
+        Some(TimeoutLimit::After(recorded)) if recorded < REPLAY_TIMEOUT => recorded,
+        _ => REPLAY_TIMEOUT,
+    };
+    Limits {
+        max_turns,
+        timeout: Some(TimeoutLimit::After(timeout)),
+        max_cost_usd,
+        max_tokens,
+        max_agent_depth,
+    }
+}
+
+/// A setup step or check as the replay runs it: its command, in the replay's sandbox
+/// (network off) whatever its own `sandbox:` said.
+fn in_replay_sandbox(check: CheckSpec) -> CheckSpec {
+    let CheckSpec {
+        name,
+        run,
+        timeout,
+        sandbox: _,
+    } = check;
+    CheckSpec {
+        name,
+        run,
+        timeout,
+        sandbox: Some(SandboxSpec::Switch(Switch::On)),
+    }
+}
+
+/// The recorded servers (`--mcp`): only those the transcript spells out (no `config:`
+/// file on this machine), each as [`replay_server`] says.
+fn replay_mcp(mcp: McpSpec) -> McpSpec {
+    let McpSpec {
+        servers,
+        config: _,
+        timeouts,
+        max_output,
+    } = mcp;
+    McpSpec {
+        servers: servers
+            .into_iter()
+            .map(|(name, server)| (name, replay_server(server)))
+            .collect(),
+        config: None,
+        timeouts,
+        max_output,
+    }
+}
+
+/// A recorded server: its command and arguments started in the workspace copy, in the
+/// replay's sandbox; its `env:` and `headers:` take `${VAR}` only from `--mcp-env`
+/// (see `plan_replay`); a `url:` server is reached only at the URL given with
+/// `--mcp-url`.
+fn replay_server(server: McpServerSpec) -> McpServerSpec {
+    let McpServerSpec {
+        command,
+        args,
+        env,
+        cwd: _,
+        sandbox: _,
+        url,
+        headers,
+        required,
+        timeouts,
+    } = server;
+    McpServerSpec {
+        command,
+        args,
+        env,
+        cwd: None,
+        sandbox: None,
+        url,
+        headers,
+        required,
+        timeouts,
+    }
+}
+
+#[cfg(test)]
+#[path = "replay_spec_tests.rs"]
+mod tests;
