@@ -132,10 +132,10 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
             message: end.message.clone(),
         }));
     }
-    let spec_path = options
-        .spec
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(&spec_path));
+    let spec_path = match &options.spec {
+        Some(spec) => spec.clone(),
+        None => recorded_spec_here(&transcript, PathBuf::from(&spec_path)).map_err(refuse)?,
+    };
     let spec = spec::load(&spec_path).map_err(|source| {
         refuse(ResumeError::SpecUnreadable {
             spec: spec_path.clone(),
@@ -261,6 +261,23 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         transcript,
     });
     Ok(plan)
+}
+
+/// The spec the recording names, when it lies in the current directory: a recording
+/// does not choose which spec file of this machine runs (one of yours with `sandbox: off`,
+/// say); a spec elsewhere is named with `--spec`.
+fn recorded_spec_here(transcript: &Path, spec: PathBuf) -> Result<PathBuf, ResumeError> {
+    let current = std::env::current_dir()
+        .and_then(|dir| dir.canonicalize())
+        .unwrap_or_default();
+    match spec.canonicalize() {
+        Ok(real) if real.starts_with(&current) && current.is_absolute() => Ok(spec),
+        _ => Err(ResumeError::SpecNotHere {
+            transcript: transcript.to_path_buf(),
+            spec,
+            current,
+        }),
+    }
 }
 
 /// The reasons a run is resumed after: it was stopped, not finished.

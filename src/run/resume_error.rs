@@ -101,6 +101,17 @@ pub(crate) enum ResumeError {
         recorded: String,
         spec: String,
     },
+    #[error(
+        "{}: the recorded spec {} is not in the current directory {}, and a recording does not choose which spec file runs; name it with --spec SPEC (or `drover run SPEC --resume`), or resume from a directory holding it",
+        transcript.display(),
+        spec.display(),
+        current.display()
+    )]
+    SpecNotHere {
+        transcript: PathBuf,
+        spec: PathBuf,
+        current: PathBuf,
+    },
     #[error("cannot read the spec {}: {source}", spec.display())]
     SpecUnreadable {
         spec: PathBuf,

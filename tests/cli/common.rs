@@ -116,9 +116,11 @@ pub(crate) fn run_spec_with(spec: &Path, artifacts: &Path, extra: &[&str]) -> st
         .expect("drover runs")
 }
 
-/// `drover resume TASK EXTRA…`, finished.
+/// `drover resume TASK EXTRA…`, finished. Run from the directory holding the artifacts (`DIR` of `DIR/out/TASK`), where the
+/// tests keep the spec: a resume takes the recorded spec only from the current directory.
 pub(crate) fn resume_with(task: &Path, extra: &[&str]) -> std::process::Output {
     drover_without_proxy()
+        .current_dir(test_dir_of(task))
         .arg("resume")
         .arg(task)
         .args(extra)
@@ -134,4 +136,17 @@ pub(crate) fn assert_exit(output: &std::process::Output, code: i32) {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// The scratch directory (made by `tempfile::tempdir()`) that `path` lies in: the
+/// ancestor directly under the system's temporary directory, else `path` itself.
+pub(crate) fn test_dir_of(path: &Path) -> &Path {
+    let temp = std::env::temp_dir();
+    let temp = temp.canonicalize().unwrap_or(temp);
+    path.ancestors()
+        .find(|dir| {
+            dir.parent()
+                .is_some_and(|parent| parent.canonicalize().is_ok_and(|p| p == temp))
+        })
+        .unwrap_or(path)
 }

@@ -303,3 +303,41 @@ fn a_resume_asks_the_spec_s_model_unless_told_otherwise() {
     let resumed = common::resume_with(&task, &["--max-turns", "5", "--model", "other-model"]);
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
 }
+
+#[test]
+fn a_resume_runs_no_spec_file_the_recording_picks_outside_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    let spec = write_spec(
+        dir,
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: LS, input: { path: . } }]\n    - text: done\n",
+    );
+    let artifacts = dir.join("out");
+    let output = common::run_spec_with(&spec, &artifacts, &["--max-turns", "1"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    // Resumed from elsewhere, e.g. an artifacts folder downloaded from a fork's CI
+    // whose run_start names one of this machine's spec files.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let resume = |extra: &[&str]| {
+        drover()
+            .current_dir(elsewhere.path())
+            .arg("resume")
+            .arg(artifacts.join("t"))
+            .args(["--max-turns", "5"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let refused = resume(&[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("not in the current directory")
+            && stderr(&refused).contains("--spec"),
+        "{}",
+        stderr(&refused)
+    );
+    let named = resume(&["--spec", spec.to_str().unwrap()]);
+    assert_eq!(named.status.code(), Some(0), "{}", stderr(&named));
+}

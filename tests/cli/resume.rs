@@ -138,6 +138,7 @@ fn stop_mid_stream(dir: &Path, signal: &str) -> PathBuf {
 /// `drover resume out/t EXTRA…` in `dir`, its model at `server`.
 fn resume(dir: &Path, server: &MockServer, extra: &[&str]) -> std::process::Output {
     drover_without_proxy()
+        .current_dir(dir)
         .arg("resume")
         .arg(dir.join("out/t"))
         .args(extra)
@@ -434,6 +435,7 @@ fn a_recorded_fetch_is_answered_from_the_recording_and_a_new_one_made() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(server.requests().len(), 1);
     let output = common::drover_without_proxy()
+        .current_dir(common::test_dir_of(&artifacts))
         .arg("resume")
         .arg(artifacts.join("t"))
         .args(["--max-turns", "5", "--strict"])
@@ -558,6 +560,7 @@ fn a_task_killed_while_its_folder_was_staged_is_published_then_resumed() {
     ]);
     let resume = |server: &MockServer| {
         drover_without_proxy()
+            .current_dir(common::test_dir_of(&artifacts))
             .arg("resume")
             .arg(artifacts.join("t"))
             .env(KEY_ENV, KEY)

@@ -177,6 +177,7 @@ fn a_tool_use_id_repeated_across_turns_is_answered_with_its_own_turns_result() {
 
     let live = MockServer::start(vec![Reply::sse(&text_turn("done"))]);
     let output = drover_without_proxy()
+        .current_dir(common::test_dir_of(&artifacts))
         .arg("resume")
         .arg(artifacts.join("t"))
         .args(["--max-turns", "5"])
@@ -234,6 +235,7 @@ fn a_tool_use_id_repeated_across_turns_is_no_drift_under_strict() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let live = MockServer::start(vec![Reply::sse(&text_turn("done"))]);
     let output = drover_without_proxy()
+        .current_dir(common::test_dir_of(&artifacts))
         .arg("resume")
         .arg(artifacts.join("t"))
         .args(["--max-turns", "5", "--strict"])
@@ -365,7 +367,8 @@ fn a_task_folder_named_as_dot_resumes() {
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let output = drover()
         .current_dir(artifacts.join("t"))
-        .args(["resume", ".", "--max-turns", "10"])
+        .args(["resume", ".", "--max-turns", "10", "--spec"])
+        .arg(&spec)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -613,6 +616,7 @@ fn the_page_model_tokens_of_recorded_fetches_count_after_a_resume() {
     assert_eq!(end["reason"], "max_turns", "{end}");
     assert_eq!(end["usage"]["input_tokens"], 800, "{end}");
     let output = common::drover_without_proxy()
+        .current_dir(common::test_dir_of(&task))
         .arg("resume")
         .arg(&task)
         .args(["--max-turns", "10"])
