@@ -134,7 +134,9 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     }
     let spec_path = match &options.spec {
         Some(spec) => spec.clone(),
-        None => recorded_spec_here(&transcript, PathBuf::from(&spec_path)).map_err(refuse)?,
+        None => {
+            recorded_spec_here(&transcript, PathBuf::from(&spec_path)).map_err(PlanError::Resume)?
+        }
     };
     let spec = spec::load(&spec_path).map_err(|source| {
         refuse(ResumeError::SpecUnreadable {
@@ -266,17 +268,17 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
 /// The spec the recording names, when it lies in the current directory: a recording
 /// does not choose which spec file of this machine runs (one of yours with `sandbox: off`,
 /// say); a spec elsewhere is named with `--spec`.
-fn recorded_spec_here(transcript: &Path, spec: PathBuf) -> Result<PathBuf, ResumeError> {
+fn recorded_spec_here(transcript: &Path, spec: PathBuf) -> Result<PathBuf, Box<ResumeError>> {
     let current = std::env::current_dir()
         .and_then(|dir| dir.canonicalize())
         .unwrap_or_default();
     match spec.canonicalize() {
         Ok(real) if real.starts_with(&current) && current.is_absolute() => Ok(spec),
-        _ => Err(ResumeError::SpecNotHere {
+        _ => Err(Box::new(ResumeError::SpecNotHere {
             transcript: transcript.to_path_buf(),
             spec,
             current,
-        }),
+        })),
     }
 }
 
