@@ -3,7 +3,9 @@
 //! restored starting workspace, the diff is taken again and compared with the recorded
 //! one, and (with `--checks`) the checks judge the result.
 
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::sandbox::TaskCommands;
 use super::task_end::Rounds;
@@ -11,20 +13,67 @@ use crate::agent::LoopOutcome;
 use crate::record::transcript::TranscriptError;
 use crate::record::{DriftReport, EndReason, Event, TaskReport, TranscriptWriter};
 
-/// Apply the recorded patch `patch` in `workspace` (with `git apply`, which refuses
-/// paths outside the directory and writes through no symbolic link): the outcome a
-/// judged round would have.
-pub(super) fn apply(workspace: &Path, patch: &Path, commands: TaskCommands) -> Rounds {
-    let (reason, message) = match git_apply(workspace, patch) {
+/// The most a recorded diff.patch may hold.
+const MAX_PATCH_BYTES: u64 = 256 << 20;
+
+/// How long `git apply` may take before it is killed.
+const APPLY_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The diff.patch recorded beside a transcript, read once when the replay is planned.
+/// It lies in a folder that may come from anyone (a fork's CI artifacts): it is read
+/// without following a symbolic link, only as a regular file of bounded size and without
+/// blocking, so a `diff.patch` planted as a link to a device, a FIFO or `/proc/kmsg`
+/// neither hangs the replay nor feeds it another file.
+pub(crate) struct RecordedPatch {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+}
+
+impl RecordedPatch {
+    pub(crate) fn read(path: &Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags.bits() as i32)
+            .open(path)?;
+        let meta = file.metadata()?;
+        if !meta.file_type().is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        if meta.len() > MAX_PATCH_BYTES {
+            return Err(std::io::Error::other(format!(
+                "larger than {} MiB",
+                MAX_PATCH_BYTES >> 20
+            )));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_PATCH_BYTES + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > MAX_PATCH_BYTES {
+            return Err(std::io::Error::other("it grew while it was read"));
+        }
+        Ok(RecordedPatch {
+            path: path.to_path_buf(),
+            bytes,
+        })
+    }
+}
+
+/// Apply the recorded patch in `workspace` (with `git apply`, which refuses paths
+/// outside the directory and writes through no symbolic link): the outcome a judged
+/// round would have.
+pub(super) fn apply(workspace: &Path, patch: &RecordedPatch, commands: TaskCommands) -> Rounds {
+    let patch_path = &patch.path;
+    let (reason, message) = match git_apply(workspace, &patch.bytes) {
         Ok(()) => (
             EndReason::EndTurn,
-            format!("the recorded diff {} was applied", patch.display()),
+            format!("the recorded diff {} was applied", patch_path.display()),
         ),
         Err(why) => (
             EndReason::ReplayDrift,
             format!(
                 "the recorded diff {} no longer applies to the starting workspace: {why}",
-                patch.display()
+                patch_path.display()
             ),
         ),
     };
@@ -45,13 +94,16 @@ pub(super) fn apply(workspace: &Path, patch: &Path, commands: TaskCommands) -> R
     }
 }
 
-/// `git apply PATCH` in `workspace`, git's own configuration and hooks left out.
-fn git_apply(workspace: &Path, patch: &Path) -> Result<(), String> {
-    let patch = std::path::absolute(patch).map_err(|e| e.to_string())?;
-    let output = std::process::Command::new("git")
+/// `git apply` of `patch` (copied to a private file) in `workspace`, git's own
+/// configuration and hooks left out, killed after [`APPLY_TIMEOUT`].
+fn git_apply(workspace: &Path, patch: &[u8]) -> Result<(), String> {
+    let mut copy = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    std::io::Write::write_all(&mut copy, patch).map_err(|e| e.to_string())?;
+    let errors = tempfile::tempfile().map_err(|e| e.to_string())?;
+    let mut child = std::process::Command::new("git")
         .arg("apply")
         .arg("--whitespace=nowarn")
-        .arg(&patch)
+        .arg(copy.path())
         .current_dir(workspace)
         // No configuration, attributes or repository of the user's: no filter driver
         // or hook can run, whatever the environment says.
@@ -65,22 +117,42 @@ fn git_apply(workspace: &Path, patch: &Path) -> Result<(), String> {
         .env_remove("GIT_CONFIG_PARAMETERS")
         .env_remove("GIT_CONFIG_COUNT")
         .stdin(std::process::Stdio::null())
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(errors.try_clone().map_err(|e| e.to_string())?)
+        .spawn()
         .map_err(|e| format!("cannot run git apply: {e}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
-        Err(tail.into_iter().rev().collect::<Vec<_>>().join("; "))
+    let deadline = Instant::now() + APPLY_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "git apply did not finish within {} s",
+                    APPLY_TIMEOUT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("cannot wait for git apply: {e}")),
+        }
+    };
+    if status.success() {
+        return Ok(());
     }
+    let mut stderr = String::new();
+    let mut errors = errors;
+    let _ = std::io::Seek::rewind(&mut errors);
+    let _ = errors.take(64 << 10).read_to_string(&mut stderr);
+    let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+    Err(tail.into_iter().rev().collect::<Vec<_>>().join("; "))
 }
 
 /// After the recorded patch applied: compare the diff the task wrote with it. A
 /// difference is a `replay_drift` event and the report's drift, and under `--strict`
 /// the task's end.
 pub(super) fn compare_diffs(
-    patch: &Path,
+    patch: &RecordedPatch,
     task_dir: &Path,
     strict: bool,
     rounds: &mut Rounds,
@@ -90,14 +162,14 @@ pub(super) fn compare_diffs(
     if rounds.outcome.reason != EndReason::EndTurn {
         return Ok(());
     }
-    let recorded = std::fs::read(patch).unwrap_or_default();
+    let recorded = &patch.bytes;
     let replayed = std::fs::read(task_dir.join("diff.patch")).unwrap_or_default();
-    let Some(drift) = compare(&recorded, &replayed) else {
+    let Some(drift) = compare(recorded, &replayed) else {
         return Ok(());
     };
     transcript.write(Event::ReplayDrift {
         tool_use_id: String::new(),
-        expected: String::from_utf8_lossy(&recorded).into_owned(),
+        expected: String::from_utf8_lossy(recorded).into_owned(),
         actual: String::from_utf8_lossy(&replayed).into_owned(),
         call: 0,
         tool: drift.tool.clone(),

@@ -274,6 +274,7 @@ pub(super) fn plan_task(
         origin,
         expected_fingerprint: None,
         workspace_from_recording: false,
+        fixed_environment: false,
         excluded: Vec::new(),
         own_outputs: Default::default(),
         recorded_outputs: None,

@@ -61,10 +61,13 @@ pub(crate) enum ReplayError {
     )]
     NoRunStart { transcript: PathBuf },
     #[error(
-        "--diff-only needs the diff.patch recorded beside the transcript, and {} is not a file",
+        "--diff-only needs the diff.patch recorded beside the transcript, and {} cannot be read as one ({source}): it must be a regular file, not a link",
         patch.display()
     )]
-    NoRecordedDiff { patch: PathBuf },
+    NoRecordedDiff {
+        patch: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{}: the run_start event's agents cannot be read: {message}", transcript.display())]
     AgentsUnreadable {
         transcript: PathBuf,

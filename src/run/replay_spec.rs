@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_saphyr::{Location, Spanned};
 
 use crate::spec::{
-    CheckSpec, EnvSpec, Isolation, Limits, McpServerSpec, McpSpec, ModelSpec, Permissions,
-    SandboxSpec, Switch, TaskSpec, TimeoutLimit,
+    CheckSpec, EnvSpec, Isolation, Limits, McpServerSpec, McpSpec, McpTimeouts, ModelSpec,
+    Permissions, SandboxSpec, SpecDuration, Switch, TaskSpec, TimeoutLimit,
 };
 
 /// The longest a replay runs: a recording's `limits.timeout` can only shorten it (a
@@ -42,7 +42,18 @@ const UNREADABLE_IN_REPLAYS: &[&str] = &[
     "//home/**",
     "//run/secrets/**",
     "//var/run/secrets/**",
+    "//etc/shadow",
+    "//etc/gshadow",
+    "//etc/ssh/**",
+    "//etc/ssl/private/**",
 ];
+
+/// The longest a recorded check or setup step may run in a replay.
+const REPLAY_CHECK_TIMEOUT: Duration = REPLAY_TIMEOUT;
+/// The longest a recorded MCP server may take to start in a replay.
+const REPLAY_MCP_STARTUP: Duration = Duration::from_secs(120);
+/// The longest a recorded MCP call may take in a replay.
+const REPLAY_MCP_CALL: Duration = Duration::from_secs(600);
 
 /// The spec a replay runs by: the fixed profile (a scratch copy, the sandbox on with the
 /// network off and the default limits, no secrets passed, no extra directories, no hooks,
@@ -234,7 +245,7 @@ fn in_replay_sandbox(check: CheckSpec) -> CheckSpec {
     CheckSpec {
         name,
         run,
-        timeout,
+        timeout: timeout.map(|timeout| at_most(Some(timeout), REPLAY_CHECK_TIMEOUT)),
         sandbox: Some(SandboxSpec::Switch(Switch::On)),
     }
 }
@@ -254,7 +265,7 @@ fn replay_mcp(mcp: McpSpec) -> McpSpec {
             .map(|(name, server)| (name, replay_server(server)))
             .collect(),
         config: None,
-        timeouts,
+        timeouts: replay_mcp_timeouts(Some(timeouts)),
         max_output,
     }
 }
@@ -284,7 +295,25 @@ fn replay_server(server: McpServerSpec) -> McpServerSpec {
         url,
         headers,
         required,
-        timeouts,
+        timeouts: timeouts.map(|timeouts| replay_mcp_timeouts(Some(timeouts))),
+    }
+}
+
+/// Recorded MCP time limits, each at most the replay's (none recorded: the default).
+fn replay_mcp_timeouts(timeouts: Option<McpTimeouts>) -> McpTimeouts {
+    let McpTimeouts { startup, call } = timeouts.unwrap_or_default();
+    McpTimeouts {
+        startup: startup.map(|startup| at_most(Some(startup), REPLAY_MCP_STARTUP)),
+        call: call.map(|call| at_most(Some(call), REPLAY_MCP_CALL)),
+    }
+}
+
+/// A recorded duration, or `limit` when it is longer or absent: a recording cannot make
+/// a replay wait for ever.
+fn at_most(recorded: Option<SpecDuration>, limit: Duration) -> SpecDuration {
+    match recorded {
+        Some(duration) if duration.0 <= limit => duration,
+        _ => SpecDuration(limit),
     }
 }
 

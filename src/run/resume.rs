@@ -191,15 +191,21 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         }));
     }
     if overrides.provider.is_none() || overrides.provider == recorded_provider {
-        if overrides.model.is_none()
-            && let Some(name) = &spec_model.name
-            && *name != model
-        {
+        // A scripted model's name is a label; any other is the model asked, with your key.
+        let spec_name = match &spec_model.name {
+            Some(name) => Some(name.as_str()),
+            None if spec_model.provider == Provider::Script => Some(model.as_str()),
+            None => None,
+        };
+        if overrides.model.is_none() && spec_name != Some(model.as_str()) {
             return Err(refuse(ResumeError::OtherModel {
                 transcript,
                 flag: format!("--model {model}"),
                 recorded: format!("model {model}"),
-                spec: format!("model {name}"),
+                spec: spec_name.map_or_else(
+                    || "model (it names none: the run was given --model)".to_string(),
+                    |name| format!("model {name}"),
+                ),
             }));
         }
         overrides.model = overrides.model.or(Some(model));

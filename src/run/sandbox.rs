@@ -32,6 +32,21 @@ pub(super) struct TaskCommands {
     hook_dir: TempDir,
 }
 
+/// The variables of drover's environment a replay's commands get: what programs need
+/// to run (the search path, the home directory, the user, the locale, the terminal),
+/// nothing that could carry a secret. Locale variables are matched by their `LC_` prefix.
+pub(crate) const FIXED_ENVIRONMENT: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "NO_COLOR",
+];
+
+/// The names of drover's variables outside [`FIXED_ENVIRONMENT`].
+pub(super) fn outside_fixed_environment() -> Vec<String> {
+    std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .filter(|name| !FIXED_ENVIRONMENT.contains(&name.as_str()) && !name.starts_with("LC_"))
+        .collect()
+}
+
 /// What a `sandbox:` value says: None for off, else the network and the limits.
 fn sandbox_setting(sandbox: Option<&SandboxSpec>) -> Option<(bool, LimitsSpec)> {
     match sandbox {

@@ -62,7 +62,7 @@ pub(crate) struct TaskPlan {
     pub hook_events: Vec<Event>,
     /// `replay --diff-only`: the recorded diff.patch, applied instead of replaying the
     /// loop, and compared with the diff it leads to.
-    pub recorded_patch: Option<PathBuf>,
+    pub recorded_patch: Option<super::diff_only::RecordedPatch>,
     /// `output:`'s schema, read and compiled when the task was planned.
     pub output_schema: Option<serde_json::Value>,
     pub model: ModelSource,
@@ -90,6 +90,10 @@ pub(crate) struct TaskPlan {
     /// starts only from exactly the recorded state, checked before anything runs there
     /// (a matching fingerprint shows the recording already knew all of it).
     pub workspace_from_recording: bool,
+    /// A replay: commands get only [`super::sandbox::FIXED_ENVIRONMENT`] of drover's
+    /// environment, not all of it less what looks secret (a recording's rules must not
+    /// reach a secret whose name does not look like one, `DATABASE_URL` say).
+    pub fixed_environment: bool,
     /// Directories that are never part of the workspace's files (copies, snapshots,
     /// diffs) when they lie inside it, besides this run's artifacts directory: a
     /// replay's recorded artifacts.

@@ -184,6 +184,12 @@ pub(super) async fn arm(
             commands.env.withheld.push(name);
         }
     }
+    if plan.fixed_environment {
+        commands
+            .env
+            .withheld
+            .extend(super::sandbox::outside_fixed_environment());
+    }
     // drover's file tools get the same filesystem confinement as the commands: a thread
     // under the task's Landlock ruleset does their opens (defence in depth beneath the
     // path handling). Failing that, the task fails as it would for Bash.

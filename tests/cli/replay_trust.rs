@@ -341,3 +341,102 @@ fn a_resume_runs_no_spec_file_the_recording_picks_outside_the_current_directory(
     let named = resume(&["--spec", spec.to_str().unwrap()]);
     assert_eq!(named.status.code(), Some(0), "{}", stderr(&named));
 }
+
+#[test]
+fn a_replay_reads_neither_the_original_checkout_nor_secrets_under_plain_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+    let config = ws.join(".git/config");
+    std::fs::write(&config, "[http]\n\textraheader = recorder\n").unwrap();
+    let spec = write_spec(
+        dir,
+        "task.yaml",
+        &format!(
+            "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls:\n        - {{ name: Bash, input: {{ command: 'cat {config}; echo \"db=$DATABASE_URL\"' }} }}\n        - {{ name: Read, input: {{ file_path: '{config}' }} }}\n    - text: done\npermissions:\n  allow: [Bash, \"Read(//**)\"]\n",
+            config = config.display()
+        ),
+    );
+    let recorded = record(dir, &spec, &[("DATABASE_URL", "postgres://recorder")]);
+    // The replaying machine's checkout: actions/checkout keeps its token in .git/config.
+    let token = "AUTHORIZATION: basic c2VjcmV0LXRva2Vu";
+    std::fs::write(&config, format!("[http]\n\textraheader = {token}\n")).unwrap();
+    let database = "postgres://admin:hunter2@db.internal/prod";
+    let output = replay(
+        dir,
+        &recorded,
+        "replayed",
+        &[],
+        &[("DATABASE_URL", database)],
+    );
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&output)
+    );
+    let artifacts = all_text(&dir.join("replayed"));
+    assert!(
+        !artifacts.contains(token),
+        "a replay read the original checkout"
+    );
+    assert!(
+        !artifacts.contains(database),
+        "a variable whose name does not look secret reached a replayed command"
+    );
+}
+
+#[test]
+fn a_planted_diff_patch_that_is_no_regular_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    std::fs::write(dir.join("ws/a.txt"), "a\n").unwrap();
+    let spec = write_spec(
+        dir,
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - text: done\n",
+    );
+    let recorded = record(dir, &spec, &[]);
+    let patch = dir.join("out/t/diff.patch");
+    let fifo = dir.join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for planted in ["link", "fifo"] {
+        std::fs::remove_file(&patch).unwrap();
+        match planted {
+            "link" => std::os::unix::fs::symlink(&fifo, &patch).unwrap(),
+            _ => std::fs::rename(&fifo, &patch).unwrap(),
+        }
+        let output = drover()
+            .current_dir(dir)
+            .arg("replay")
+            .arg(&recorded)
+            .arg("--diff-only")
+            .arg("--artifacts")
+            .arg(dir.join(format!("r-{planted}")))
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{planted}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("regular file"),
+            "{}",
+            stderr(&output)
+        );
+        if planted == "fifo" {
+            break;
+        }
+    }
+}
