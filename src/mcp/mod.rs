@@ -19,7 +19,7 @@ use crate::sandbox::SandboxError;
 use crate::sandbox::exec::CommandEnv;
 use crate::spec::{McpServerSpec, McpSpec, SandboxSpec};
 pub(crate) use http::endpoint_problem;
-pub(crate) use names::OfferedName;
+pub(crate) use names::{LeftOutName, OfferedName};
 pub(crate) use recorded::RecordedTool;
 pub(crate) use resources::{LIST as LIST_RESOURCES, READ as READ_RESOURCE};
 use resources::{ResourceServers, ResourceTool};
@@ -44,11 +44,13 @@ pub(crate) struct ServerReport {
     pub outcome: Result<Started, String>,
 }
 
-/// A server that started: its protocol version and its tools' offered names.
+/// A server that started: its protocol version, its tools' offered names, and the
+/// tools left out because their name would not be theirs alone.
 #[derive(Debug, Clone)]
 pub(crate) struct Started {
     pub protocol_version: String,
     pub tools: Vec<OfferedName>,
+    pub left_out: Vec<LeftOutName>,
 }
 
 /// The task's running servers and the tools they offer.
@@ -106,16 +108,24 @@ impl McpSession {
                     .map(|tool| (server.name.clone(), tool.name.to_string()))
             })
             .collect();
-        let offered = names::offered_names(&pairs);
+        let naming = names::offered_names(&pairs);
         let max_output = spec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
         let mut with_resources = BTreeMap::new();
         for (server_spec, server) in running {
             let call = limit(spec, server_spec, |t| t.call).unwrap_or(DEFAULT_CALL);
-            let named: Vec<OfferedName> = offered
+            let named: Vec<OfferedName> = naming
+                .offered
                 .iter()
                 .filter(|n| n.server == server.name)
                 .cloned()
                 .collect();
+            let left_out: Vec<LeftOutName> = naming
+                .left_out
+                .iter()
+                .filter(|n| n.server == server.name)
+                .cloned()
+                .collect();
+            // A tool left out has no offered name, so it is not offered.
             for listed in &server.tools {
                 let Some(name) = named.iter().find(|n| n.tool == listed.name) else {
                     continue;
@@ -150,6 +160,7 @@ impl McpSession {
                 outcome: Ok(Started {
                     protocol_version: server.protocol_version.clone(),
                     tools: named,
+                    left_out,
                 }),
             });
             session.servers.push(server);

@@ -9,6 +9,7 @@ mod mock_server;
 
 mod action;
 mod attacker_files;
+mod attacker_mcp_names;
 mod attacker_processes;
 mod attacker_redirects;
 mod attacker_replay;
