@@ -57,37 +57,48 @@ pub(crate) struct LeftOutName {
     pub tool: String,
     /// The name it and the others come out as.
     pub name: String,
-    /// The other tools listed under that name, as (server, tool): the tool itself when
-    /// its server lists it more than once.
-    pub sharing: Vec<(String, String)>,
+    /// The first few other tools under that name, as (server, tool).
+    pub others: Vec<(String, String)>,
+    /// How many more other tools there are (a server may list thousands).
+    pub more: usize,
+    /// Its server lists it more than once.
+    pub listed_again: bool,
 }
+
+/// Other tools a reason names; the rest are counted.
+const NAMED_OTHERS: usize = 3;
 
 impl LeftOutName {
     /// Why the tool is not offered, for the transcript and stderr.
     pub(crate) fn reason(&self) -> String {
-        let mut others: Vec<String> = Vec::new();
-        let mut listed_again = false;
-        for (server, tool) in &self.sharing {
-            if *server == self.server && *tool == self.tool {
-                listed_again = true;
-            } else if *server == self.server {
-                others.push(format!("{tool:?}"));
-            } else {
-                others.push(format!("{tool:?} of server {server}"));
-            }
+        let mut named: Vec<String> = self
+            .others
+            .iter()
+            .map(|(server, tool)| {
+                if *server == self.server {
+                    format!("{tool:?}")
+                } else {
+                    format!("{tool:?} of server {server}")
+                }
+            })
+            .collect();
+        if self.more > 0 {
+            named.push(format!("{} more", self.more));
         }
         let mut why = Vec::new();
-        if !others.is_empty() {
-            let others = match others.as_slice() {
-                [other] => format!("another tool, {other}, comes out"),
-                _ => format!("other tools ({}) come out", others.join(", ")),
-            };
-            why.push(format!(
-                "{others} as {} too: a rule naming it could reach a tool it was not written for",
+        match named.as_slice() {
+            [] => {}
+            [other] => why.push(format!(
+                "another tool, {other}, comes out as {} too: a rule naming it could reach a tool it was not written for",
                 self.name
-            ));
+            )),
+            _ => why.push(format!(
+                "other tools ({}) come out as {} too: a rule naming it could reach a tool it was not written for",
+                named.join(", "),
+                self.name
+            )),
         }
-        if listed_again {
+        if self.listed_again {
             why.push(
                 "the server lists it more than once: which listing's description and input schema hold is not known"
                     .to_string(),
@@ -130,20 +141,25 @@ pub(crate) fn offered_names(tools: &[(String, String)]) -> Naming {
             });
             continue;
         }
-        let mut pairs: Vec<(String, String)> = holders.into_iter().cloned().collect();
-        pairs.sort();
-        let mut distinct = pairs.clone();
-        distinct.dedup();
-        for (server, tool) in distinct {
-            let mut sharing = pairs.clone();
-            if let Some(itself) = sharing.iter().position(|p| p.0 == server && p.1 == tool) {
-                sharing.remove(itself);
-            }
+        // Each tool under the name once, with how many times it is listed.
+        let mut listed: BTreeMap<&(String, String), usize> = BTreeMap::new();
+        for pair in holders {
+            *listed.entry(pair).or_default() += 1;
+        }
+        for (&pair, &times) in &listed {
+            let others: Vec<(String, String)> = listed
+                .keys()
+                .filter(|other| **other != pair)
+                .take(NAMED_OTHERS)
+                .map(|other| (*other).clone())
+                .collect();
             naming.left_out.push(LeftOutName {
-                server,
-                tool,
+                server: pair.0.clone(),
+                tool: pair.1.clone(),
                 name: name.clone(),
-                sharing,
+                more: listed.len() - 1 - others.len(),
+                others,
+                listed_again: times > 1,
             });
         }
     }
@@ -292,6 +308,21 @@ mod tests {
         // Case is kept, and nothing compares names without it: x and X stay apart.
         let cased = offered_names(&pairs(&[("fs", "x"), ("fs", "X")]));
         assert_eq!(offered(&cased), ["mcp__fs__X", "mcp__fs__x"]);
+    }
+
+    #[test]
+    fn thousands_of_tools_alike_are_left_out_with_short_reasons() {
+        // Every CJK character is one `_`: all of them come out as mcp__s__x_.
+        let many: Vec<(String, String)> = (0..2000u32)
+            .filter_map(|i| char::from_u32(0x4e00 + i))
+            .map(|c| ("s".to_string(), format!("x{c}")))
+            .collect();
+        let named = offered_names(&many);
+        assert!(named.offered.is_empty());
+        assert_eq!(named.left_out.len(), 2000);
+        let reason = named.left_out[0].reason();
+        assert!(reason.contains(", 1996 more)"), "{reason}");
+        assert!(reason.len() < 400, "{reason}");
     }
 
     #[test]
