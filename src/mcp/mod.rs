@@ -113,40 +113,15 @@ impl McpSession {
         let mut with_resources = BTreeMap::new();
         for (server_spec, server) in running {
             let call = limit(spec, server_spec, |t| t.call).unwrap_or(DEFAULT_CALL);
-            let named: Vec<OfferedName> = naming
-                .offered
-                .iter()
-                .filter(|n| n.server == server.name)
-                .cloned()
-                .collect();
-            let left_out: Vec<LeftOutName> = naming
-                .left_out
-                .iter()
-                .filter(|n| n.server == server.name)
-                .cloned()
-                .collect();
-            // A tool left out has no offered name, so it is not offered.
-            for listed in &server.tools {
-                let Some(name) = named.iter().find(|n| n.tool == listed.name) else {
-                    continue;
-                };
-                session.tools.push(Arc::new(McpTool {
-                    name: name.name.clone(),
-                    server: server.name.clone(),
-                    tool: listed.name.to_string(),
-                    description: listed
-                        .description
-                        .as_deref()
-                        .unwrap_or_default()
-                        .to_string(),
-                    input_schema: serde_json::Value::Object((*listed.input_schema).clone()),
-                    peer: server.service.peer().clone(),
-                    call_timeout: call,
-                    required: server_spec.required,
-                    output_schema: output_validator(&server.name, listed),
-                    max_output,
-                }));
-            }
+            let (named, left_out) = naming.of_server(&server.name);
+            let limits = CallLimits {
+                call,
+                max_output,
+                required: server_spec.required,
+            };
+            session
+                .tools
+                .extend(offered_tools(&server, &named, &limits));
             let has_resources = server
                 .service
                 .peer_info()
@@ -220,6 +195,45 @@ async fn start_one(
         startup,
     };
     server::start(launch).await.map_err(|e| e.to_string())
+}
+
+/// What every call of one server's tools is held to.
+struct CallLimits {
+    call: Duration,
+    max_output: u64,
+    required: bool,
+}
+
+/// The tools of `server` that have an offered name in `named`; a tool left out has
+/// none, so it is not offered.
+fn offered_tools(
+    server: &RunningServer,
+    named: &[OfferedName],
+    limits: &CallLimits,
+) -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for listed in &server.tools {
+        let Some(name) = named.iter().find(|n| n.tool == listed.name) else {
+            continue;
+        };
+        tools.push(Arc::new(McpTool {
+            name: name.name.clone(),
+            server: server.name.clone(),
+            tool: listed.name.to_string(),
+            description: listed
+                .description
+                .as_deref()
+                .unwrap_or_default()
+                .to_string(),
+            input_schema: serde_json::Value::Object((*listed.input_schema).clone()),
+            peer: server.service.peer().clone(),
+            call_timeout: limits.call,
+            required: limits.required,
+            output_schema: output_validator(&server.name, listed),
+            max_output: limits.max_output,
+        }));
+    }
+    tools
 }
 
 /// The tool's `outputSchema`, compiled; a schema that does not compile is not checked

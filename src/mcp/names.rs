@@ -121,6 +121,25 @@ pub(crate) struct Naming {
     pub left_out: Vec<LeftOutName>,
 }
 
+impl Naming {
+    /// The names of `server`'s tools: those offered and those left out.
+    pub(crate) fn of_server(&self, server: &str) -> (Vec<OfferedName>, Vec<LeftOutName>) {
+        let offered = self
+            .offered
+            .iter()
+            .filter(|n| n.server == server)
+            .cloned()
+            .collect();
+        let left_out = self
+            .left_out
+            .iter()
+            .filter(|n| n.server == server)
+            .cloned()
+            .collect();
+        (offered, left_out)
+    }
+}
+
 /// Name every `(server, tool)` pair, as listed (a pair listed twice counts twice). The
 /// result does not depend on the order given, so names do not depend on the order
 /// servers answered in.
