@@ -38,6 +38,16 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
             };
             let mut failed_required = false;
             for report in &listing.servers {
+                if let Ok(started) = &report.outcome {
+                    for left in &started.left_out {
+                        eprintln!(
+                            "drover: warning: MCP tool {:?} of server {} is not offered: {}",
+                            left.tool,
+                            report.server,
+                            left.reason()
+                        );
+                    }
+                }
                 if let Err(why) = &report.outcome {
                     let kind = if report.required {
                         "required"

@@ -15,6 +15,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use super::server::{VarSource, expand};
+use crate::http_client::RefusedRedirects;
 
 /// Headers the transport sets itself; a spec may not set them (checked when the spec is).
 pub(crate) const RESERVED_HEADERS: &[&str] = &[
@@ -46,22 +47,24 @@ pub(crate) enum HttpSetupError {
     Client(#[from] reqwest::Error),
 }
 
-/// The transport to `url`, sending `headers` (values expanded) with every request.
+/// The transport to `url`, sending `headers` (values expanded) with every request;
+/// the redirects it refuses are noted in `refused`.
 pub(crate) fn transport(
     url: &str,
     headers: &BTreeMap<String, String>,
     connect_timeout: Duration,
     vars: &VarSource,
+    refused: &RefusedRedirects,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, HttpSetupError> {
     if !headers.is_empty() && plain_http_off_machine(url) {
         eprintln!(
             "drover: warning: MCP server at {url}: its headers go over plain http:// to another machine; use https://"
         );
     }
-    let client = crate::http_client::builder()
+    // A redirect could carry the headers (a token) to another host: like every client
+    // of drover's, this one follows none, and the handshake fails naming the Location.
+    let client = crate::http_client::builder_noting(refused)
         .connect_timeout(connect_timeout)
-        // A redirect could carry the headers (a token) to another host: none is followed.
-        .redirect(reqwest::redirect::Policy::none())
         .build()?;
     let config = StreamableHttpClientTransportConfig::with_uri(url)
         .custom_headers(header_map(headers, vars)?);

@@ -19,7 +19,7 @@ use crate::sandbox::SandboxError;
 use crate::sandbox::exec::CommandEnv;
 use crate::spec::{McpServerSpec, McpSpec, SandboxSpec};
 pub(crate) use http::endpoint_problem;
-pub(crate) use names::OfferedName;
+pub(crate) use names::{LeftOutName, OfferedName};
 pub(crate) use recorded::RecordedTool;
 pub(crate) use resources::{LIST as LIST_RESOURCES, READ as READ_RESOURCE};
 use resources::{ResourceServers, ResourceTool};
@@ -44,11 +44,13 @@ pub(crate) struct ServerReport {
     pub outcome: Result<Started, String>,
 }
 
-/// A server that started: its protocol version and its tools' offered names.
+/// A server that started: its protocol version, its tools' offered names, and the
+/// tools left out because their name would not be theirs alone.
 #[derive(Debug, Clone)]
 pub(crate) struct Started {
     pub protocol_version: String,
     pub tools: Vec<OfferedName>,
+    pub left_out: Vec<LeftOutName>,
 }
 
 /// The task's running servers and the tools they offer.
@@ -106,37 +108,20 @@ impl McpSession {
                     .map(|tool| (server.name.clone(), tool.name.to_string()))
             })
             .collect();
-        let offered = names::offered_names(&pairs);
+        let naming = names::offered_names(&pairs);
         let max_output = spec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
         let mut with_resources = BTreeMap::new();
         for (server_spec, server) in running {
             let call = limit(spec, server_spec, |t| t.call).unwrap_or(DEFAULT_CALL);
-            let named: Vec<OfferedName> = offered
-                .iter()
-                .filter(|n| n.server == server.name)
-                .cloned()
-                .collect();
-            for listed in &server.tools {
-                let Some(name) = named.iter().find(|n| n.tool == listed.name) else {
-                    continue;
-                };
-                session.tools.push(Arc::new(McpTool {
-                    name: name.name.clone(),
-                    server: server.name.clone(),
-                    tool: listed.name.to_string(),
-                    description: listed
-                        .description
-                        .as_deref()
-                        .unwrap_or_default()
-                        .to_string(),
-                    input_schema: serde_json::Value::Object((*listed.input_schema).clone()),
-                    peer: server.service.peer().clone(),
-                    call_timeout: call,
-                    required: server_spec.required,
-                    output_schema: output_validator(&server.name, listed),
-                    max_output,
-                }));
-            }
+            let (named, left_out) = naming.of_server(&server.name);
+            let limits = CallLimits {
+                call,
+                max_output,
+                required: server_spec.required,
+            };
+            session
+                .tools
+                .extend(offered_tools(&server, &named, &limits));
             let has_resources = server
                 .service
                 .peer_info()
@@ -150,6 +135,7 @@ impl McpSession {
                 outcome: Ok(Started {
                     protocol_version: server.protocol_version.clone(),
                     tools: named,
+                    left_out,
                 }),
             });
             session.servers.push(server);
@@ -209,6 +195,45 @@ async fn start_one(
         startup,
     };
     server::start(launch).await.map_err(|e| e.to_string())
+}
+
+/// What every call of one server's tools is held to.
+struct CallLimits {
+    call: Duration,
+    max_output: u64,
+    required: bool,
+}
+
+/// The tools of `server` that have an offered name in `named`; a tool left out has
+/// none, so it is not offered.
+fn offered_tools(
+    server: &RunningServer,
+    named: &[OfferedName],
+    limits: &CallLimits,
+) -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    for listed in &server.tools {
+        let Some(name) = named.iter().find(|n| n.tool == listed.name) else {
+            continue;
+        };
+        tools.push(Arc::new(McpTool {
+            name: name.name.clone(),
+            server: server.name.clone(),
+            tool: listed.name.to_string(),
+            description: listed
+                .description
+                .as_deref()
+                .unwrap_or_default()
+                .to_string(),
+            input_schema: serde_json::Value::Object((*listed.input_schema).clone()),
+            peer: server.service.peer().clone(),
+            call_timeout: limits.call,
+            required: limits.required,
+            output_schema: output_validator(&server.name, listed),
+            max_output: limits.max_output,
+        }));
+    }
+    tools
 }
 
 /// The tool's `outputSchema`, compiled; a schema that does not compile is not checked

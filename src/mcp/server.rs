@@ -13,6 +13,7 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::IntoTransport;
 
+use crate::http_client::{RedirectRefused, RefusedRedirects};
 use crate::sandbox::exec::CommandEnv;
 use crate::spec::McpServerSpec;
 
@@ -85,6 +86,8 @@ pub(crate) enum StartError {
     },
     #[error("{0}")]
     Http(#[from] super::http::HttpSetupError),
+    #[error("{0}; if the server really is there, set its url: to that address")]
+    Redirected(RedirectRefused),
     #[error("the MCP handshake failed: {0}")]
     Handshake(String),
     #[error("listing its tools failed: {0}")]
@@ -122,8 +125,12 @@ pub(crate) async fn connect(
     startup: Duration,
     vars: &VarSource,
 ) -> Result<RunningServer, StartError> {
-    let transport = super::http::transport(url, &spec.headers, startup, vars)?;
-    let (service, tools) = handshake(transport, startup).await?;
+    let refused = RefusedRedirects::default();
+    let transport = super::http::transport(url, &spec.headers, startup, vars, &refused)?;
+    // rmcp keeps only the text of a refused redirect, without where it pointed.
+    let (service, tools) = handshake(transport, startup)
+        .await
+        .map_err(|error| refused.last().map_or(error, StartError::Redirected))?;
     Ok(RunningServer::new(name, service, None, tools))
 }
 

@@ -211,6 +211,11 @@ impl Transport {
                 )));
             }
             Ok(Err(error)) => {
+                if let Some(refused) = crate::http_client::refused_redirect(&error) {
+                    return Err(Failure::Fatal(
+                        self.redirected(refused.status, Some(&refused.location)),
+                    ));
+                }
                 return Err(Failure::retry(format!(
                     "cannot reach {}: {}",
                     self.url,
@@ -228,6 +233,11 @@ impl Transport {
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string)
             };
+            // A 3xx the client did not even try to follow (300, 304, no Location).
+            if response.status().is_redirection() {
+                let location = header("location");
+                return Err(Failure::Fatal(self.redirected(status, location.as_deref())));
+            }
             let delay = server_delay(
                 header("retry-after-ms").as_deref(),
                 header("retry-after").as_deref(),
@@ -283,6 +293,19 @@ impl Transport {
         }
         bytes.truncate(MAX_ERROR_BODY);
         String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// A redirect of the request, which is not followed: the key and the conversation
+    /// go only to the URL the spec names. Asking again would be redirected again.
+    fn redirected(&self, status: u16, location: Option<&str>) -> ModelError {
+        let to = location.map_or_else(
+            || " without a Location".to_string(),
+            |location| format!(" to {location}"),
+        );
+        ModelError::Provider(format!(
+            "{} answered HTTP {status}, a redirect{to}; drover does not follow redirects of model requests (they would carry the API key and the conversation where the spec did not send them): if that is where the API really is, set model.base_url (and model.path) to it",
+            self.url
+        ))
     }
 
     /// What an HTTP error status means for the run.

@@ -18,10 +18,21 @@ use crate::record::Redactor;
 pub(crate) struct McpToolName {
     pub tool: String,
     pub name: String,
-    /// Why `name` is not `mcp__<server>__<tool>`: `sanitized`, `shortened` or
-    /// `collided` (another tool came out with the same name first); absent when it is.
+    /// Why `name` is not `mcp__<server>__<tool>`: `sanitized` or `shortened` (a
+    /// transcript of an earlier drover may say `collided`); absent when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renamed: Option<String>,
+}
+
+/// An MCP tool that was not offered: the name it came out as is another tool's too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct McpToolLeftOut {
+    /// Its own name on its server.
+    pub tool: String,
+    /// The name it would have been offered under.
+    pub name: String,
+    /// Why it was left out, naming the tools that share the name.
+    pub reason: String,
 }
 
 /// The limits and outputs of a run, in its `run_start` (fields of that event).
@@ -182,6 +193,9 @@ pub(crate) enum Event {
         /// Each tool's own name and the name offered to the model.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tools: Vec<McpToolName>,
+        /// The tools not offered because their name would be another's too.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left_out: Vec<McpToolLeftOut>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },

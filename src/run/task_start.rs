@@ -15,7 +15,7 @@ use crate::mcp::{McpSession, RecordedTool, Setup as McpSetup};
 use crate::model::Model;
 use crate::policy::Policy;
 use crate::record::McpServerReport;
-use crate::record::transcript::McpToolName;
+use crate::record::transcript::{McpToolLeftOut, McpToolName};
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::spec::Isolation;
 use crate::tools::Registry;
@@ -392,6 +392,17 @@ fn record_mcp_servers(
                 .map_or(0, |started| started.tools.len()),
             calls: 0,
         });
+        if let Ok(started) = &server.outcome {
+            for left in &started.left_out {
+                eprintln!(
+                    "drover: warning: {}: MCP tool {:?} of server {} is not offered: {}",
+                    report.name,
+                    left.tool,
+                    server.server,
+                    left.reason()
+                );
+            }
+        }
         let event = match &server.outcome {
             Ok(started) => Event::McpServer {
                 server: server.server.clone(),
@@ -405,6 +416,15 @@ fn record_mcp_servers(
                         tool: named.tool.clone(),
                         name: named.name.clone(),
                         renamed: named.changed.map(|why| why.as_str().to_string()),
+                    })
+                    .collect(),
+                left_out: started
+                    .left_out
+                    .iter()
+                    .map(|left| McpToolLeftOut {
+                        tool: left.tool.clone(),
+                        name: left.name.clone(),
+                        reason: left.reason(),
                     })
                     .collect(),
                 message: None,
@@ -427,6 +447,7 @@ fn record_mcp_servers(
                     required: server.required,
                     protocol_version: None,
                     tools: Vec::new(),
+                    left_out: Vec::new(),
                     message: Some(why.clone()),
                 }
             }

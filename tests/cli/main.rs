@@ -9,7 +9,9 @@ mod mock_server;
 
 mod action;
 mod attacker_files;
+mod attacker_mcp_names;
 mod attacker_processes;
+mod attacker_redirects;
 mod attacker_replay;
 mod batch_cli;
 mod demo;

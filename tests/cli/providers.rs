@@ -102,7 +102,7 @@ fn openai_read_turn() -> String {
         + &openai_usage(1200, 40, 1024)
 }
 
-fn openai_final_turn() -> String {
+pub(crate) fn openai_final_turn() -> String {
     openai_chunk(json!({"content": "Done."}), None)
         + &openai_chunk(json!({}), Some("stop"))
         + &openai_usage(1300, 5, 1200)
