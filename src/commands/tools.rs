@@ -17,7 +17,7 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
         None => match list_builtin_tools() {
             Ok(tools) => (tools, false, WebSearchNote::Unknown),
             Err(error) => {
-                eprintln!("drover: internal error: {error}");
+                crate::esay!("drover: internal error: {error}");
                 return exit::RUNNER_ERROR;
             }
         },
@@ -25,14 +25,14 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
             let loaded = match spec::load(path) {
                 Ok(loaded) => loaded,
                 Err(error) => {
-                    eprintln!("drover: {error}");
+                    crate::esay!("drover: {error}");
                     return exit::BAD_INPUT;
                 }
             };
             let listing = match list_tools(&loaded).await {
                 Ok(listing) => listing,
                 Err(error) => {
-                    eprintln!("drover: {error}");
+                    crate::esay!("drover: {error}");
                     return exit::BAD_INPUT;
                 }
             };
@@ -44,7 +44,7 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
                     } else {
                         "optional"
                     };
-                    eprintln!(
+                    crate::esay!(
                         "drover: {kind} MCP server {} did not start: {why}",
                         report.server
                     );
@@ -64,9 +64,9 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
             definitions.push(crate::model::anthropic::web_search_tool(search));
         }
         match serde_json::to_string_pretty(&definitions) {
-            Ok(text) => crate::say!("{text}"),
+            Ok(text) => crate::output::say_json(&text),
             Err(error) => {
-                eprintln!("drover: internal error: {error}");
+                crate::esay!("drover: internal error: {error}");
                 return exit::RUNNER_ERROR;
             }
         }

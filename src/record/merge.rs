@@ -178,7 +178,7 @@ pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, MergeErro
                     source,
                 })?;
             } else {
-                eprintln!(
+                crate::esay!(
                     "drover: note: {} has no artifact directory for task {} (it did not get to write one)",
                     dir.display(),
                     task.name

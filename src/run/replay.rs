@@ -109,21 +109,22 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     // The transcript says what runs: its checks only when asked, and its commands always
     // in the sandbox with the network off, whatever the recorded spec says.
     if !options.checks && !spec.spec.checks.is_empty() && !options.quiet {
-        eprintln!(
+        crate::esay!(
             "drover: replay: not running the {} recorded in the transcript (pass --checks to run them):",
             crate::output::counted(spec.spec.checks.len() as u64, "check", "checks")
         );
         for check in &spec.spec.checks {
-            eprintln!("drover:   {}: {}", check.name, check.run);
+            crate::esay!("drover:   {}: {}", check.name, check.run);
         }
     }
     if !options.checks {
         spec.spec.checks.clear();
     } else if !options.quiet {
         for check in &spec.spec.checks {
-            eprintln!(
+            crate::esay!(
                 "drover: replay: will run check {}: {}",
-                check.name, check.run
+                check.name,
+                check.run
             );
         }
     }
@@ -262,7 +263,7 @@ fn replay_servers(
 ) -> Result<BTreeMap<String, spec::McpServerSpec>, PlanError> {
     let say = |line: String| {
         if !options.quiet {
-            eprintln!("drover: replay: {line}");
+            crate::esay!("drover: replay: {line}");
         }
     };
     if let Some(mcp) = &mut spec.spec.mcp
