@@ -13,6 +13,7 @@ mod action;
 mod attacker_files;
 mod attacker_processes;
 mod attacker_replay;
+mod attacker_text;
 mod batch_cli;
 mod demo;
 mod expect_cli;
