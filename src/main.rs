@@ -2,6 +2,9 @@
 
 use clap::Parser;
 
+// Its two messages are drover's own words and the system's reason, before drover's
+// output helpers (crate-private to the library) are reachable.
+#[allow(clippy::disallowed_macros)]
 fn main() {
     let cli = drover::cli::Cli::parse();
     // The sandbox launcher must stay single-threaded (Landlock restricts one thread):

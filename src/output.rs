@@ -1,20 +1,44 @@
-//! Printing to standard output without panicking when nobody reads it any more.
+//! Printing drover's lines to stdout and stderr: each call one line, safe to show, and
+//! without panicking when nobody reads it any more.
 //!
 //! `println!` panics when stdout is a closed pipe (`drover run … | head -1`), which
-//! would turn the run's exit code into 101. drover's stdout lines are information, never
-//! the outcome: the exit code is, so a line nobody can read is dropped.
+//! would turn the run's exit code into 101. drover's lines are information, never the
+//! outcome: the exit code is, so a line nobody can read is dropped.
+//!
+//! A line often carries text a model, a recording or a server chose; [`say!`] and
+//! [`esay!`] print every line through [`printed_line`], so no such text starts a line
+//! of its own, drives the terminal or becomes a GitHub workflow command (see
+//! [`line`]). `println!`/`eprintln!` are refused by clippy (clippy.toml) so no line
+//! goes around them.
 
 use std::fmt;
 use std::io::Write;
 
+mod line;
+
+pub(crate) use line::{json_text, one_line, printed_line};
+
 /// Write one line to stdout, ignoring write errors (a closed pipe above all).
 pub(crate) fn say(args: fmt::Arguments<'_>) {
+    let text = args.to_string();
     // Ignored on purpose: the reader went away (BrokenPipe) or stdout is unusable; either
     // way the run's outcome is its exit code, not this line.
-    let _ = writeln!(std::io::stdout().lock(), "{args}");
+    let _ = writeln!(std::io::stdout().lock(), "{}", printed_line(&text));
 }
 
-/// `println!` that never panics: see [`say`].
+/// Write one line to stderr, ignoring write errors as [`say`] does.
+pub(crate) fn esay(args: fmt::Arguments<'_>) {
+    let text = args.to_string();
+    let _ = writeln!(std::io::stderr().lock(), "{}", printed_line(&text));
+}
+
+/// Write a JSON document to stdout for machines, as it is but for [`json_text`]'s
+/// escapes (its lines are JSON's own: pretty-printed JSON keeps its layout).
+pub(crate) fn say_json(json: &str) {
+    let _ = writeln!(std::io::stdout().lock(), "{}", json_text(json));
+}
+
+/// `println!` that never panics and always prints one safe line: see [`say`].
 #[macro_export]
 macro_rules! say {
     () => {
@@ -22,6 +46,14 @@ macro_rules! say {
     };
     ($($arg:tt)*) => {
         $crate::output::say(format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` that never panics and always prints one safe line: see [`esay`].
+#[macro_export]
+macro_rules! esay {
+    ($($arg:tt)*) => {
+        $crate::output::esay(format_args!($($arg)*))
     };
 }
 

@@ -55,7 +55,7 @@ impl Agent<'_> {
             return Ok(Some(done));
         };
         if session.stop_blocks >= MAX_STOP_BLOCKS {
-            eprintln!(
+            crate::esay!(
                 "drover: warning: a Stop hook blocked {MAX_STOP_BLOCKS} times in a row; the stop proceeds"
             );
             session.stop_blocks = 0;

@@ -55,7 +55,7 @@ impl Agent<'_> {
                     .filter(|c| !c.is_control())
                     .take(500)
                     .collect();
-                eprintln!("drover: {} hook says: {}", event.as_str(), line.trim());
+                crate::esay!("drover: {} hook says: {}", event.as_str(), line.trim());
             }
         }
         let mut combined = Combined::of(runs.iter().map(|run| &run.effect));

@@ -81,14 +81,14 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
     let tree = match args.tree.clone().or_else(default_tree) {
         Some(tree) => tree,
         None => {
-            eprintln!("drover: no --tree given and HOME is not set");
+            crate::esay!("drover: no --tree given and HOME is not set");
             return exit::BAD_INPUT;
         }
     };
     let tree = match tree.canonicalize() {
         Ok(dir) if dir.is_dir() => dir,
         _ => {
-            eprintln!(
+            crate::esay!(
                 "drover: the bench tree {} is not a directory (build something with cargo to fill ~/.cargo/registry/src, or pass --tree DIR)",
                 tree.display()
             );
@@ -98,7 +98,7 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
     let drover = match std::env::current_exe() {
         Ok(path) => path,
         Err(error) => {
-            eprintln!("drover: cannot find drover's own executable: {error}");
+            crate::esay!("drover: cannot find drover's own executable: {error}");
             return exit::RUNNER_ERROR;
         }
     };
@@ -169,11 +169,11 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
 /// drover's own executable and the scratch directory (created), or the exit code.
 fn drover_and_scratch(args: &BenchArgs) -> Result<(PathBuf, PathBuf), i32> {
     let drover = std::env::current_exe().map_err(|error| {
-        eprintln!("drover: cannot find drover's own executable: {error}");
+        crate::esay!("drover: cannot find drover's own executable: {error}");
         exit::RUNNER_ERROR
     })?;
     std::fs::create_dir_all(&args.scratch).map_err(|error| {
-        eprintln!("drover: cannot create {}: {error}", args.scratch.display());
+        crate::esay!("drover: cannot create {}: {error}", args.scratch.display());
         exit::BAD_INPUT
     })?;
     let scratch = args.scratch.canonicalize().unwrap_or(args.scratch.clone());

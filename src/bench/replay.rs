@@ -54,7 +54,7 @@ pub(super) fn run(drover: &Path, scratch: &Path, calls: usize, runs: usize, chec
             }
         }
         Err(error) => {
-            eprintln!("drover: bench --replay: {error:#}");
+            crate::esay!("drover: bench --replay: {error:#}");
             exit::RUNNER_ERROR
         }
     }

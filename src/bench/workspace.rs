@@ -36,7 +36,7 @@ pub(super) fn run(drover: &Path, scratch: &Path, sizes: &[usize], runs: usize, c
         match build_repository(scratch, files) {
             Ok(workspace) => workspaces.push(workspace),
             Err(error) => {
-                eprintln!("drover: cannot build the {files}-file repository: {error}");
+                crate::esay!("drover: cannot build the {files}-file repository: {error}");
                 return exit::RUNNER_ERROR;
             }
         }
@@ -44,7 +44,7 @@ pub(super) fn run(drover: &Path, scratch: &Path, sizes: &[usize], runs: usize, c
     match build_sparse(scratch) {
         Ok(workspace) => workspaces.push(workspace),
         Err(error) => {
-            eprintln!("drover: cannot build the sparse-file repository: {error}");
+            crate::esay!("drover: cannot build the sparse-file repository: {error}");
             return exit::RUNNER_ERROR;
         }
     }

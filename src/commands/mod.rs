@@ -49,7 +49,7 @@ fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
     let files = match spec::collect_spec_files(inputs) {
         Ok(found) => {
             for path in &found.skipped {
-                eprintln!(
+                crate::esay!(
                     "drover: note: skipped {}: not a task spec (no `version:` or `prompt:` at its top); name it as an argument to check it as one",
                     path.display()
                 );
@@ -57,7 +57,7 @@ fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
             found.files
         }
         Err(error) => {
-            eprintln!("drover: {error}");
+            crate::esay!("drover: {error}");
             return None;
         }
     };
@@ -65,13 +65,13 @@ fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
         Ok(specs) => {
             let errors = run::spec_checks::check_all(&specs);
             for error in &errors {
-                eprintln!("drover: {error}");
+                crate::esay!("drover: {error}");
             }
             errors.is_empty().then_some(specs)
         }
         Err(errors) => {
             for error in errors {
-                eprintln!("drover: {error}");
+                crate::esay!("drover: {error}");
             }
             None
         }
@@ -85,7 +85,7 @@ async fn run_command(args: RunArgs) -> i32 {
         .map(|text| run::shard::Shard::parse(text, &|name| std::env::var(name).ok()))
     {
         Some(Err(error)) => {
-            eprintln!("drover: {error}");
+            crate::esay!("drover: {error}");
             return exit::BAD_INPUT;
         }
         Some(Ok(shard)) => Some(shard),
@@ -94,7 +94,7 @@ async fn run_command(args: RunArgs) -> i32 {
     let overrides = overrides_of(args.settings);
     if let Some(task) = args.resume {
         let [spec] = args.specs.as_slice() else {
-            eprintln!(
+            crate::esay!(
                 "drover: --resume continues one task: give the one spec it recorded, not {}",
                 args.specs.len()
             );
@@ -120,7 +120,7 @@ async fn run_command(args: RunArgs) -> i32 {
         Ok(plans) => plans,
         Err(errors) => {
             for error in errors {
-                eprintln!("drover: {error}");
+                crate::esay!("drover: {error}");
             }
             return exit::BAD_INPUT;
         }
@@ -193,12 +193,12 @@ async fn resume_task(
     let mut plan = match run::plan_resume(&options) {
         Ok(plan) => plan,
         Err(error) => {
-            eprintln!("drover: {error}");
+            crate::esay!("drover: {error}");
             return exit::BAD_INPUT;
         }
     };
     if let Err(error) = run::check_workspace(&mut plan, &artifacts) {
-        eprintln!("drover: {error}");
+        crate::esay!("drover: {error}");
         return exit::BAD_INPUT;
     }
     if !quiet && let Some(resume) = &plan.resume {
@@ -236,7 +236,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
     let plan = match run::plan_replay(&options) {
         Ok(plan) => plan,
         Err(error) => {
-            eprintln!("drover: {error}");
+            crate::esay!("drover: {error}");
             return exit::BAD_INPUT;
         }
     };
@@ -261,7 +261,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
 fn forget_earlier_run(artifacts: &Path, names: &[String], quiet: bool) {
     let removed = run::clear_earlier_run(artifacts, names);
     if !removed.is_empty() && !quiet {
-        eprintln!(
+        crate::esay!(
             "drover: removed {} an earlier run left in {} (not tasks of this run): {}",
             crate::output::counted(removed.len() as u64, "task folder", "task folders"),
             artifacts.display(),
@@ -282,11 +282,11 @@ fn verify_command(transcript: &Path) -> i32 {
             0
         }
         Err(error @ ChainError::Unreadable(_)) => {
-            eprintln!("drover: {error}");
+            crate::esay!("drover: {error}");
             exit::BAD_INPUT
         }
         Err(error) => {
-            eprintln!("drover: {}", error.at(transcript));
+            crate::esay!("drover: {}", error.at(transcript));
             exit::FAILED
         }
     }
@@ -296,7 +296,7 @@ fn verify_command(transcript: &Path) -> i32 {
 /// `annotate`). Returns the run's exit code.
 fn finish_run(report: &crate::record::RunReport, artifacts: &Path, annotate: bool) -> i32 {
     if let Err(error) = run::write_reports(report, artifacts) {
-        eprintln!(
+        crate::esay!(
             "drover: cannot write the reports in {}: {error}",
             artifacts.display()
         );
@@ -310,7 +310,7 @@ fn finish_run(report: &crate::record::RunReport, artifacts: &Path, annotate: boo
     let github = GithubEnv::from_env();
     if let Err(error) = report_to_github(report, &github, annotate, &mut crate::output::Stdout) {
         // The artifacts are written; a missing step summary does not change the outcome.
-        eprintln!("drover: warning: cannot write the GitHub step summary: {error}");
+        crate::esay!("drover: warning: cannot write the GitHub step summary: {error}");
     }
     report.status().exit_code()
 }
@@ -322,7 +322,7 @@ fn merge_command(dirs: &[std::path::PathBuf], out: &Path) -> i32 {
         // The shard jobs annotated their own tasks: the merge writes the step summary only.
         Ok(report) => finish_run(&report, out, false),
         Err(error) => {
-            eprintln!("drover: report merge: {error}");
+            crate::esay!("drover: report merge: {error}");
             exit::BAD_INPUT
         }
     }
@@ -340,7 +340,7 @@ fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {
         .collect();
     if let Err(errors) = run::plan_tasks(specs, &run::Overrides::default(), 1) {
         for error in errors {
-            eprintln!("drover: {error}");
+            crate::esay!("drover: {error}");
         }
         return exit::BAD_INPUT;
     }
@@ -354,7 +354,7 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
     let loaded = match spec::load(spec_path) {
         Ok(loaded) => loaded,
         Err(error) => {
-            eprintln!("drover: {error}");
+            crate::esay!("drover: {error}");
             return exit::BAD_INPUT;
         }
     };
@@ -362,14 +362,14 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
         match run::spec_checks::check(&loaded).and_then(|()| run::spec_checks::rule_set(&loaded)) {
             Ok(rules) => rules,
             Err(error) => {
-                eprintln!("drover: {error}");
+                crate::esay!("drover: {error}");
                 return exit::BAD_INPUT;
             }
         };
     let input: Value = match serde_json::from_str(input) {
         Ok(value) => value,
         Err(error) => {
-            eprintln!("drover: --input is not valid JSON: {error}");
+            crate::esay!("drover: --input is not valid JSON: {error}");
             return exit::BAD_INPUT;
         }
     };
@@ -395,7 +395,7 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
             "rule": Value::Null,
             "reason": reason,
         });
-        crate::say!("{output}");
+        crate::output::say_json(&output.to_string());
         return if search.is_some() {
             exit::PASSED
         } else {
@@ -405,7 +405,7 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
     let mut registry = match Registry::builtin() {
         Ok(registry) => registry,
         Err(error) => {
-            eprintln!("drover: internal error: {error}");
+            crate::esay!("drover: internal error: {error}");
             return exit::RUNNER_ERROR;
         }
     };
@@ -413,12 +413,12 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
     match crate::run::spec_checks::task_agents(&loaded) {
         Ok((agents, _)) => {
             if let Err(error) = crate::run::subagents::add_agent_tool(&mut registry, &agents) {
-                eprintln!("drover: internal error: {error}");
+                crate::esay!("drover: internal error: {error}");
                 return exit::RUNNER_ERROR;
             }
         }
         Err(error) => {
-            eprintln!("drover: {error}");
+            crate::esay!("drover: {error}");
             return exit::BAD_INPUT;
         }
     }
@@ -429,7 +429,7 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
         (facts.clone(), CallFacts::without_subject(facts))
     } else {
         let Some(facts) = registry.facts(tool_name).cloned() else {
-            eprintln!(
+            crate::esay!(
                 "drover: unknown tool {tool_name}; the tools are: {}, or mcp__<server>__<tool>",
                 registry.names().join(", ")
             );
@@ -438,7 +438,7 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
         match registry.prepare(tool_name, input) {
             Ok(call) => (facts, call.facts()),
             Err(error) => {
-                eprintln!("drover: {error}");
+                crate::esay!("drover: {error}");
                 return exit::BAD_INPUT;
             }
         }
@@ -455,7 +455,7 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
         "rule": decision.rule,
         "reason": decision.reason,
     });
-    crate::say!("{output}");
+    crate::output::say_json(&output.to_string());
     if decision.allowed {
         exit::PASSED
     } else {
@@ -469,7 +469,7 @@ async fn tool_command(args: ToolArgs) -> i32 {
     let input: Value = match serde_json::from_str(&args.input) {
         Ok(value) => value,
         Err(error) => {
-            eprintln!("drover: --input is not valid JSON: {error}");
+            crate::esay!("drover: --input is not valid JSON: {error}");
             return exit::BAD_INPUT;
         }
     };
@@ -477,11 +477,11 @@ async fn tool_command(args: ToolArgs) -> i32 {
     let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     let names = names.join(", ");
     let Some(tool) = tools.into_iter().find(|t| t.name() == args.name) else {
-        eprintln!("drover: unknown tool {}; the tools are: {names}", args.name);
+        crate::esay!("drover: unknown tool {}; the tools are: {names}", args.name);
         return exit::BAD_INPUT;
     };
     if !tool.facts().read_only {
-        eprintln!(
+        crate::esay!(
             "drover: {} is not read-only; `drover tool` runs read-only tools only (it applies no policy)",
             args.name
         );
@@ -491,14 +491,14 @@ async fn tool_command(args: ToolArgs) -> i32 {
     let registry = match Registry::new(vec![std::sync::Arc::clone(&tool)]) {
         Ok(registry) => registry,
         Err(error) => {
-            eprintln!("drover: internal error: {error}");
+            crate::esay!("drover: internal error: {error}");
             return exit::RUNNER_ERROR;
         }
     };
     let call = match registry.prepare(&args.name, input) {
         Ok(call) => call,
         Err(error) => {
-            eprintln!("drover: {error}");
+            crate::esay!("drover: {error}");
             return exit::BAD_INPUT;
         }
     };
@@ -508,7 +508,7 @@ async fn tool_command(args: ToolArgs) -> i32 {
     let workspace = match workspace.canonicalize() {
         Ok(dir) if dir.is_dir() => dir,
         _ => {
-            eprintln!(
+            crate::esay!(
                 "drover: the workspace {} is not a directory",
                 workspace.display()
             );
@@ -519,7 +519,7 @@ async fn tool_command(args: ToolArgs) -> i32 {
     let output = match crate::tools::run_call(&args.name, call, &ctx).await {
         Ok(output) => output,
         Err(fault) => {
-            eprintln!("drover: {fault}");
+            crate::esay!("drover: {fault}");
             return exit::RUNNER_ERROR;
         }
     };
@@ -532,7 +532,7 @@ async fn tool_command(args: ToolArgs) -> i32 {
     if let Err(error) = written
         && error.kind() != std::io::ErrorKind::BrokenPipe
     {
-        eprintln!("drover: cannot write the result: {error}");
+        crate::esay!("drover: cannot write the result: {error}");
         return exit::RUNNER_ERROR;
     }
     if output.is_error {

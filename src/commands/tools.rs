@@ -17,7 +17,7 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
         None => match list_builtin_tools() {
             Ok(tools) => (tools, false, WebSearchNote::Unknown),
             Err(error) => {
-                eprintln!("drover: internal error: {error}");
+                crate::esay!("drover: internal error: {error}");
                 return exit::RUNNER_ERROR;
             }
         },
@@ -25,14 +25,14 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
             let loaded = match spec::load(path) {
                 Ok(loaded) => loaded,
                 Err(error) => {
-                    eprintln!("drover: {error}");
+                    crate::esay!("drover: {error}");
                     return exit::BAD_INPUT;
                 }
             };
             let listing = match list_tools(&loaded).await {
                 Ok(listing) => listing,
                 Err(error) => {
-                    eprintln!("drover: {error}");
+                    crate::esay!("drover: {error}");
                     return exit::BAD_INPUT;
                 }
             };
@@ -40,7 +40,7 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
             for report in &listing.servers {
                 if let Ok(started) = &report.outcome {
                     for left in &started.left_out {
-                        eprintln!(
+                        crate::esay!(
                             "drover: warning: MCP tool {:?} of server {} is not offered: {}",
                             left.tool,
                             report.server,
@@ -54,7 +54,7 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
                     } else {
                         "optional"
                     };
-                    eprintln!(
+                    crate::esay!(
                         "drover: {kind} MCP server {} did not start: {why}",
                         report.server
                     );
@@ -74,9 +74,9 @@ pub(super) async fn tools_command(json: bool, spec_path: Option<&Path>) -> i32 {
             definitions.push(crate::model::anthropic::web_search_tool(search));
         }
         match serde_json::to_string_pretty(&definitions) {
-            Ok(text) => crate::say!("{text}"),
+            Ok(text) => crate::output::say_json(&text),
             Err(error) => {
-                eprintln!("drover: internal error: {error}");
+                crate::esay!("drover: internal error: {error}");
                 return exit::RUNNER_ERROR;
             }
         }

@@ -57,7 +57,7 @@ pub(crate) fn transport(
     refused: &RefusedRedirects,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, HttpSetupError> {
     if !headers.is_empty() && plain_http_off_machine(url) {
-        eprintln!(
+        crate::esay!(
             "drover: warning: MCP server at {url}: its headers go over plain http:// to another machine; use https://"
         );
     }

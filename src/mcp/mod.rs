@@ -243,7 +243,7 @@ fn output_validator(server: &str, tool: &rmcp::model::Tool) -> Option<Arc<jsonsc
     match crate::tools::schema_validator(&schema) {
         Ok(validator) => Some(Arc::new(validator)),
         Err(error) => {
-            eprintln!(
+            crate::esay!(
                 "drover: warning: MCP server {server}: the outputSchema of {} does not compile, so its results are not checked: {error}",
                 tool.name
             );

@@ -99,7 +99,7 @@ impl Model for OpenAiModel {
                 if schema.is_some() && refuses_response_format(&message) =>
             {
                 self.response_format = false;
-                eprintln!(
+                crate::esay!(
                     "drover: warning: the server refused response_format json_schema ({message}); asking again without it: the final text is parsed and validated by drover"
                 );
                 let request = ModelRequest {

@@ -3,10 +3,13 @@
 //! (`::error …`) so failed tasks and checks show up as annotations on the run and the pull
 //! request, without any extra step in the user's workflow.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::record::junit::{check_failure, clean, tail};
+use crate::output::one_line;
+use crate::record::junit::{check_failure, tail};
+use crate::record::markdown;
 use crate::record::summary::summary_md;
 use crate::record::{RunReport, Status, TaskReport};
 
@@ -68,19 +71,14 @@ pub(crate) fn report_to_github(
 }
 
 /// Append Markdown to the step summary file (GitHub concatenates what every step
-/// appends), cut to GitHub's size limit with a note saying where the rest is.
+/// appends), cut to GitHub's size limit at a line's end (see [`markdown::cut`]) with a
+/// note saying where the rest is.
 pub(crate) fn append_step_summary(path: &Path, markdown: &str) -> std::io::Result<()> {
-    let mut text = if markdown.len() > STEP_SUMMARY_MAX {
-        let mut cut = STEP_SUMMARY_MAX;
-        while !markdown.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!(
-            "{}\n\n_The summary was cut at GitHub's size limit; summary.md in the artifacts has all of it._\n",
-            &markdown[..cut]
-        )
-    } else {
-        markdown.to_string()
+    let mut text = match markdown::cut(markdown, STEP_SUMMARY_MAX) {
+        Some(cut) => format!(
+            "{cut}\n_The summary was cut at GitHub's size limit; summary.md in the artifacts has all of it._\n"
+        ),
+        None => markdown.to_string(),
     };
     if !text.ends_with('\n') {
         text.push('\n');
@@ -166,15 +164,21 @@ fn annotation_path(spec: &Path, workspace: Option<&Path>) -> String {
     relative.to_string_lossy().replace('\\', "/")
 }
 
-/// One workflow command: `::error file=F,title=T::MESSAGE`. Terminal escape sequences
-/// and other control characters (check output is full of them) are taken out first: the
-/// annotation would show them as garbage, and a stray escape could confuse the log viewer.
+/// One workflow command: `::error file=F,title=T::MESSAGE`. Its parts hold what models,
+/// tools and checks wrote, so each is shown as [`one_line`] shows text (no escape
+/// sequences or control characters: the annotation would show them as garbage, and a
+/// stray escape could confuse the log viewer; no line break of any kind), the message
+/// line by line so it keeps its lines; then GitHub's own escapes make it one command.
 fn command(kind: &str, file: &str, title: &str, message: &str) -> String {
+    let message: Vec<Cow<'_, str>> = message
+        .split('\n')
+        .map(|line| one_line(line.strip_suffix('\r').unwrap_or(line)))
+        .collect();
     format!(
         "::{kind} file={},title={}::{}",
-        escape_property(&clean(file)),
-        escape_property(&clean(title)),
-        escape_data(&clean(message))
+        escape_property(&one_line(file)),
+        escape_property(&one_line(title)),
+        escape_data(&message.join("\n"))
     )
 }
 

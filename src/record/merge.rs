@@ -5,9 +5,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
 use serde::Deserialize;
 
 use crate::record::{RunReport, ShardId, TaskReport};
+
+mod copy;
+
+use copy::Folder;
 
 /// The part of `summary.json` a merge needs (other fields are recomputed).
 #[derive(Deserialize)]
@@ -25,6 +31,11 @@ struct SummaryFile {
 pub(crate) enum MergeError {
     #[error("--out {} is also an input; merge into a new directory", out.display())]
     OutIsInput { out: PathBuf },
+    #[error(
+        "--out {} is a symbolic link; merge into a new directory of its own (the merged artifacts would be written where the link points)",
+        out.display()
+    )]
+    OutIsLink { out: PathBuf },
     #[error(
         "task {task:?} is in both {} and {}; each task must come from one shard (were the same shards merged twice, or different --shard counts used?)",
         first.display(),
@@ -121,6 +132,11 @@ pub(crate) enum MergeError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "{} is {what}, not a file; report merge follows no link out of its inputs: pass the --artifacts directories of `drover run`",
+        path.display()
+    )]
+    SummaryNotAFile { path: PathBuf, what: &'static str },
     #[error("{}: not a drover summary.json: {source}", path.display())]
     NotASummary {
         path: PathBuf,
@@ -138,6 +154,11 @@ pub(crate) enum MergeError {
 /// `artifacts_dir` pointing into `out`. Errors are bad input (exit 2) and say which
 /// directory and what to do.
 pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, MergeError> {
+    if std::fs::symlink_metadata(out).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(MergeError::OutIsLink {
+            out: out.to_path_buf(),
+        });
+    }
     let out_key = out.canonicalize().ok();
     let mut inputs = Vec::new();
     for dir in dirs {
@@ -171,18 +192,28 @@ pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, MergeErro
         for mut task in summary.tasks {
             let from = dir.join(&task.name);
             let to = out.join(&task.name);
-            if from.is_dir() {
-                copy_tree(&from, &to).map_err(|source| MergeError::Copy {
-                    from: from.clone(),
-                    to: to.clone(),
-                    source,
-                })?;
-            } else {
-                eprintln!(
+            match copy::copy_folder(&from, &to) {
+                Ok(Folder::Copied(skipped)) => {
+                    for entry in skipped {
+                        crate::esay!(
+                            "drover: warning: {}: {} is {}; not copied into --out (report merge copies regular files and directories only, and follows no link)",
+                            from.display(),
+                            entry.path.display(),
+                            entry.what
+                        );
+                    }
+                }
+                Ok(Folder::Missing) => crate::esay!(
                     "drover: note: {} has no artifact directory for task {} (it did not get to write one)",
                     dir.display(),
                     task.name
-                );
+                ),
+                Ok(Folder::Other(what)) => crate::esay!(
+                    "drover: warning: {} (the folder of task {}) is {what}, not a directory; not copied into --out",
+                    from.display(),
+                    task.name
+                ),
+                Err(source) => return Err(MergeError::Copy { from, to, source }),
             }
             task.artifacts_dir = to;
             merged.tasks.push(task);
@@ -296,13 +327,36 @@ pub(crate) fn into_earlier_run(report: RunReport, dir: &Path) -> RunReport {
     }
 }
 
-/// The summary of one shard's artifacts directory.
+/// The summary of one shard's artifacts directory: a regular file, read without
+/// following a symbolic link (it could point at any file drover can read).
 fn read_summary(dir: &Path) -> Result<SummaryFile, MergeError> {
     let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).map_err(|source| MergeError::UnreadableSummary {
+    let unreadable = |source: std::io::Error| MergeError::UnreadableSummary {
         path: path.clone(),
         source,
-    })?;
+    };
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = match rustix::fs::open(&path, flags, Mode::empty()) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(Errno::LOOP) => {
+            return Err(MergeError::SummaryNotAFile {
+                path,
+                what: "a symbolic link",
+            });
+        }
+        Err(errno) => return Err(unreadable(errno.into())),
+    };
+    let kind = file.metadata().map_err(unreadable)?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else {
+            "a FIFO, socket or device"
+        };
+        return Err(MergeError::SummaryNotAFile { path, what });
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut &file, &mut text).map_err(unreadable)?;
     let summary: SummaryFile =
         serde_json::from_str(&text).map_err(|source| MergeError::NotASummary {
             path: path.clone(),
@@ -326,28 +380,6 @@ fn is_plain_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
-
-/// Copy a directory tree, hard-linking files when the file system allows (artifacts are
-/// written once and never changed, so sharing them is safe). Symlinks are not followed.
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            if target.exists() {
-                std::fs::remove_file(&target)?;
-            }
-            if std::fs::hard_link(entry.path(), &target).is_err() {
-                std::fs::copy(entry.path(), &target)?;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

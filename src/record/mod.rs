@@ -4,6 +4,7 @@ pub(crate) mod chain;
 pub(crate) mod drift;
 pub(crate) mod github;
 pub(crate) mod junit;
+pub(crate) mod markdown;
 pub(crate) mod merge;
 pub(crate) mod redact;
 pub(crate) mod redact_safety;

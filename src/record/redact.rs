@@ -98,7 +98,7 @@ impl Redactor {
         if matcher.is_none() {
             // Only a pattern set too large for the automaton fails to build; never run
             // without redaction silently.
-            eprintln!(
+            crate::esay!(
                 "drover: warning: cannot build the secret redactor ({} values); secrets are not redacted",
                 patterns.len()
             );

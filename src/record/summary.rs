@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::record::junit::{check_failure, clean, status_str, tail};
+use crate::record::junit::{check_failure, status_str, tail};
+use crate::record::markdown::{cell, code, fenced};
 use crate::record::{RunReport, ShardId, Status, TaskReport, TodoStatus};
 
 /// Lines of check output shown per failed check in the Markdown summary.
@@ -77,6 +78,9 @@ pub(crate) fn summary_json(report: &RunReport) -> String {
 
 /// `summary.md`: a table with one row per task, then for each task that did not pass
 /// its message, failed checks with their last output lines, denials and changed files.
+/// Every text a model, a tool, a check or a shard's `summary.json` chose is in a code
+/// span or a fenced block (see [`markdown`](crate::record::markdown)): none of it can
+/// start a heading, end a list or be read as HTML.
 pub(crate) fn summary_md(report: &RunReport) -> String {
     let counts = Counts::of(report);
     let mut out = format!(
@@ -110,7 +114,7 @@ pub(crate) fn summary_md(report: &RunReport) -> String {
         .tasks
         .iter()
         .filter(|t| t.attempts > 1)
-        .map(|t| format!("{} ({} attempts)", clean(&t.name), t.attempts))
+        .map(|t| format!("{} ({} attempts)", code(&t.name), t.attempts))
         .collect();
     if !retried.is_empty() {
         let _ = writeln!(
@@ -130,7 +134,7 @@ pub(crate) fn summary_md(report: &RunReport) -> String {
                 .try_fold(0.0, |sum, run| run.cost_usd.map(|c| sum + c));
             format!(
                 "{} ({}, {}, {})",
-                clean(&t.name),
+                code(&t.name),
                 counted(t.agents.len() as u64, "sub-agent run", "sub-agent runs"),
                 counted(t.agent_turns, "turn", "turns"),
                 cost(cost_of)
@@ -140,8 +144,7 @@ pub(crate) fn summary_md(report: &RunReport) -> String {
     if !with_agents.is_empty() {
         let _ = writeln!(
             out,
-            "
-Sub-agents (included in the figures above): {}.",
+            "\nSub-agents (included in the figures above): {}.",
             with_agents.join(", ")
         );
     }
@@ -152,14 +155,14 @@ Sub-agents (included in the figures above): {}.",
         if let Some(drift) = &task.drift {
             let _ = write!(
                 out,
-                "\n### {}: replay drift\n\n{} result{} differed from the recording (volatile output masked); the first at call {} ({} `{}`):\n\n```diff\n{}```\n",
-                clean(&task.name),
+                "\n### {}: replay drift\n\n{} result{} differed from the recording (volatile output masked); the first at call {} ({} {}):\n\n{}",
+                code(&task.name),
                 drift.count,
                 if drift.count == 1 { "" } else { "s" },
                 drift.call,
-                clean(&drift.tool),
-                clean(&drift.tool_use_id),
-                drift.diff.replace("```", "'''")
+                code(&drift.tool),
+                code(&drift.tool_use_id),
+                fenced(&drift.diff, "diff", "")
             );
         }
     }
@@ -169,9 +172,9 @@ Sub-agents (included in the figures above): {}.",
             let shown: String = text.chars().take(4000).collect();
             let _ = write!(
                 out,
-                "\n### {}: output\n\n```json\n{}\n```\n",
-                clean(&task.name),
-                shown.replace("```", "'''")
+                "\n### {}: output\n\n{}",
+                code(&task.name),
+                fenced(&shown, "json", "")
             );
         }
     }
@@ -182,7 +185,7 @@ Sub-agents (included in the figures above): {}.",
         .tasks
         .iter()
         .filter(|t| t.redacted > 0)
-        .map(|t| format!("{} ({})", clean(&t.name), t.redacted))
+        .map(|t| format!("{} ({})", code(&t.name), t.redacted))
         .collect();
     if !redacted.is_empty() {
         let _ = writeln!(
@@ -196,9 +199,9 @@ Sub-agents (included in the figures above): {}.",
 
 /// The model's plan as a checklist, so a reader sees what it meant to do and got done.
 fn todo_section(out: &mut String, task: &TaskReport) {
-    let _ = write!(out, "\n### {}: todo list\n\n", clean(&task.name));
+    let _ = write!(out, "\n### {}: todo list\n\n", code(&task.name));
     for todo in &task.todos {
-        let text = clean(&todo.content);
+        let text = code(&todo.content);
         let _ = match todo.status {
             TodoStatus::Completed => writeln!(out, "- [x] {text}"),
             TodoStatus::InProgress => writeln!(out, "- [ ] {text} (in progress)"),
@@ -210,11 +213,11 @@ fn todo_section(out: &mut String, task: &TaskReport) {
 fn failed_section(out: &mut String, task: &TaskReport) {
     let _ = write!(
         out,
-        "\n### {} {} — {}\n\n{}\n",
+        "\n### {} {} — {}\n\n{}",
         outcome_icon(task.status),
-        clean(&task.name),
+        code(&task.name),
         task.reason.as_str(),
-        clean(&task.message),
+        fenced(&task.message, "text", ""),
     );
     let unmet: Vec<_> = task
         .checks
@@ -226,10 +229,10 @@ fn failed_section(out: &mut String, task: &TaskReport) {
         for check in unmet {
             let _ = writeln!(
                 out,
-                "- {}: expected `{}`, but {}",
-                clean(check.name.strip_prefix("expect: ").unwrap_or(&check.name)),
-                clean(&check.command).replace('`', "'"),
-                clean(&check.output_tail)
+                "- {}: expected {}, but {}",
+                code(check.name.strip_prefix("expect: ").unwrap_or(&check.name)),
+                code(&check.command),
+                code(&check.output_tail)
             );
         }
     }
@@ -243,39 +246,36 @@ fn failed_section(out: &mut String, task: &TaskReport) {
         for check in failed {
             let _ = writeln!(
                 out,
-                "\n- {} (`{}`): {}",
-                clean(&check.name),
-                clean(&check.command).replace('`', "'"),
+                "\n- {} ({}): {}",
+                code(&check.name),
+                code(&check.command),
                 check_failure(check)
             );
-            let lines = last_lines(&clean(&check.output_tail), OUTPUT_LINES);
+            let lines = last_lines(&check.output_tail, OUTPUT_LINES);
             if !lines.is_empty() {
-                let fence = fence_for(&lines);
-                let _ = write!(out, "\n  {fence}text\n");
-                for line in lines.lines() {
-                    let _ = writeln!(out, "  {line}");
-                }
-                let _ = writeln!(out, "  {fence}");
+                let _ = write!(out, "\n{}", fenced(&lines, "text", "  "));
             }
         }
     }
     if !task.denials.is_empty() {
         out.push_str("\n**Denied tool calls**\n\n");
         for denial in &task.denials {
-            let rule = denial.rule.as_deref().unwrap_or("no allow rule matched");
+            let rule = denial
+                .rule
+                .as_deref()
+                .map_or_else(|| "no allow rule matched".to_string(), code);
             let _ = writeln!(
                 out,
-                "- {}: {} ({})",
-                clean(&denial.tool),
-                clean(&denial.reason),
-                clean(rule)
+                "- {}: {} ({rule})",
+                code(&denial.tool),
+                code(&denial.reason)
             );
         }
     }
     if !task.files_changed.is_empty() {
         out.push_str("\n**Files changed**\n\n");
         for path in &task.files_changed {
-            let _ = writeln!(out, "- `{}`", clean(path).replace('`', "'"));
+            let _ = writeln!(out, "- {}", code(path));
         }
     }
     if task.ignored_changes > 0 {
@@ -312,32 +312,16 @@ fn cost(cost_usd: Option<f64>) -> String {
     }
 }
 
-/// A table cell: one line, with `|` escaped so it cannot split the row.
-fn cell(text: &str) -> String {
-    clean(text).replace('|', "\\|").replace(['\n', '\r'], " ")
-}
-
-/// The last `count` lines of `text`, without trailing blank lines.
+/// The last `count` lines of `text` (any line break counts: see
+/// [`fenced`]), without trailing blank lines.
 fn last_lines(text: &str, count: usize) -> String {
     let text = tail(text, OUTPUT_BYTES).trim_end();
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = text
+        .split("\r\n")
+        .flat_map(|line| line.split(['\r', '\n']))
+        .collect();
     let start = lines.len().saturating_sub(count);
     lines[start..].join("\n")
-}
-
-/// A code fence longer than any backtick run in `text`, so output cannot close it.
-fn fence_for(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    "`".repeat(longest.max(2) + 1)
 }
 
 #[cfg(test)]
@@ -395,10 +379,10 @@ mod tests {
             md.starts_with("## drover: 1 passed, 2 failed, 1 error\n"),
             "{md}"
         );
-        assert!(md.contains("| fix-add | ✅ passed | end_turn | 3 | 1545 | $0.0123 | 1 | 0 |"));
-        assert!(md.contains("| refactor | ❌ failed | max_turns | 3 | 1545 | n/a | 0 | 1 |"));
-        assert!(md.contains("| lint | ❌ failed | checks_failed | 3 | 1545 | $0.0123 | 2 | 0 |"));
-        assert!(md.contains("| offline | ⚠️ error | provider_error |"));
+        assert!(md.contains("| `fix-add` | ✅ passed | end_turn | 3 | 1545 | $0.0123 | 1 | 0 |"));
+        assert!(md.contains("| `refactor` | ❌ failed | max_turns | 3 | 1545 | n/a | 0 | 1 |"));
+        assert!(md.contains("| `lint` | ❌ failed | checks_failed | 3 | 1545 | $0.0123 | 2 | 0 |"));
+        assert!(md.contains("| `offline` | ⚠️ error | provider_error |"));
     }
 
     #[test]
@@ -406,30 +390,82 @@ mod tests {
         let md = summary_md(&sample_run());
         assert!(!md.contains("### ✅"), "passed tasks get no section");
         assert!(md.contains(
-            "### ❌ refactor — max_turns\n\nmax_turns: stopped after 3 turns (limit 3)\n"
-        ));
-        assert!(md.contains("- Bash: denied by rule Bash(git push *) (Bash(git push *))"));
+            "### ❌ `refactor` — max_turns\n\n```text\nmax_turns: stopped after 3 turns (limit 3)\n```\n"
+        ), "{md}");
+        assert!(
+            md.contains("- `Bash`: `denied by rule Bash(git push *)` (`Bash(git push *)`)"),
+            "{md}"
+        );
         assert!(md.contains(
-            "- clippy (`run clippy`): exited with code 101\n\n  ```text\n  error: unused variable\n"
-        ));
-        assert!(md.contains("- slow (`run slow`): timed out"));
-        assert!(!md.contains("- fmt ("), "passed checks are not listed");
+            "- `clippy` (`run clippy`): exited with code 101\n\n  ```text\n  error: unused variable\n"
+        ), "{md}");
+        assert!(md.contains("- `slow` (`run slow`): timed out"));
+        assert!(!md.contains("- `fmt` ("), "passed checks are not listed");
         assert!(md.contains("**Files changed**\n\n- `a.rs`\n- `b/c.rs`\n"));
-        assert!(md.contains("### ⚠️ offline — provider_error\n\nprovider_error: connection refused after 3 retries\n"));
+        assert!(md.contains("### ⚠️ `offline` — provider_error\n\n```text\nprovider_error: connection refused after 3 retries\n```\n"));
         assert!(!md.contains('\u{1b}'));
     }
 
     #[test]
-    fn table_cells_and_fences_cannot_be_broken_by_content() {
-        assert_eq!(cell("a|b\nc"), "a\\|b c");
-        assert_eq!(fence_for("no ticks"), "```");
-        assert_eq!(fence_for("has ``` inside"), "````");
+    fn last_lines_are_the_last_of_any_line_break() {
         let long: String = (1..=50).map(|i| format!("line {i}\n")).collect();
-        let last = last_lines(&long, 3);
-        assert_eq!(last, "line 48\nline 49\nline 50");
+        assert_eq!(last_lines(&long, 3), "line 48\nline 49\nline 50");
+        assert_eq!(last_lines("a\rb\r\nc\n\n", 2), "b\nc");
         assert_eq!(
             summary_md(&RunReport::default()),
             "## drover: 0 passed, 0 failed, 0 errors\n\nNo tasks ran.\n"
+        );
+    }
+
+    /// Every string of a task report holding what a model, a check or a hostile
+    /// `summary.json` chose: a heading, HTML, a list item, a table row, a fence.
+    #[test]
+    fn no_text_of_a_task_becomes_markdown() {
+        use crate::record::markdown::tests::live_text;
+        let hostile = "x`` \n## FORGED\r### FORGED\r\n<h2>FORGED</h2> | FORGED |\n```\n- FORGED\n";
+        let mut run = sample_run();
+        for task in &mut run.tasks {
+            task.message = hostile.into();
+            task.files_changed = vec![hostile.into()];
+            task.attempts = 2;
+            task.redacted = 1;
+            task.todos = vec![crate::record::Todo {
+                content: hostile.into(),
+                status: TodoStatus::Pending,
+                active_form: hostile.into(),
+            }];
+            task.output = Some(serde_json::json!({ "answer": hostile }));
+            task.drift = Some(crate::record::DriftReport {
+                count: 1,
+                call: 1,
+                tool: hostile.into(),
+                tool_use_id: hostile.into(),
+                diff: hostile.into(),
+            });
+            for denial in &mut task.denials {
+                denial.tool = hostile.into();
+                denial.reason = hostile.into();
+                denial.rule = Some(hostile.into());
+            }
+            for check in &mut task.checks {
+                check.name = hostile.into();
+                check.command = hostile.into();
+                check.output_tail = hostile.into();
+            }
+        }
+        run.tasks[1].checks = run.tasks[2].checks.clone();
+        run.tasks[1].checks[0].expectation = true;
+        // Names are plain where they come from (a spec, a checked summary.json); still.
+        run.tasks[0].name = hostile.into();
+        let md = summary_md(&run);
+        let live = live_text(&md);
+        assert!(!live.contains("FORGED"), "{live}\n---\n{md}");
+        assert!(!live.contains('<'), "{live}");
+        let table: Vec<&str> = md.lines().filter(|l| l.starts_with("| `")).collect();
+        assert_eq!(table.len(), 4, "{md}");
+        assert!(
+            table.iter().all(|row| row.matches(" | ").count() == 7),
+            "{table:#?}"
         );
     }
 
@@ -454,7 +490,7 @@ mod tests {
         });
         assert!(
             md.contains(
-                "### planned: todo list\n\n- [x] Find the bug\n- [ ] Run the tests (in progress)\n"
+                "### `planned`: todo list\n\n- [x] `Find the bug`\n- [ ] `Run the tests` (in progress)\n"
             ),
             "{md}"
         );

@@ -38,7 +38,7 @@ pub(crate) fn install() -> CancellationToken {
             _ = interrupt.recv() => "SIGINT",
             _ = terminate.recv() => "SIGTERM",
         };
-        eprintln!(
+        crate::esay!(
             "drover: {name}: stopping every task and writing transcripts, diffs and reports (send it again to exit at once)"
         );
         cancel.cancel();
@@ -46,7 +46,9 @@ pub(crate) fn install() -> CancellationToken {
             _ = interrupt.recv() => {},
             _ = terminate.recv() => {},
         }
-        eprintln!("drover: second signal: writing the reports as they stand and exiting at once");
+        crate::esay!(
+            "drover: second signal: writing the reports as they stand and exiting at once"
+        );
         if let Some(write) = LAST_WORDS
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -240,12 +240,12 @@ pub(super) fn plan_task(
     let mcp_servers = spec_checks::mcp_servers(&spec)?;
     let (hooks, notes) = spec_checks::task_hooks(&spec)?;
     for note in notes {
-        eprintln!("drover: note: {}: {note}", spec.name());
+        crate::esay!("drover: note: {}: {note}", spec.name());
     }
     let output_schema = spec_checks::output_schema(&spec)?;
     let (agents, notes) = spec_checks::task_agents(&spec)?;
     for note in notes {
-        eprintln!("drover: note: {}: {note}", spec.name());
+        crate::esay!("drover: note: {}: {note}", spec.name());
     }
     Ok(TaskPlan {
         web_fetch_model,
@@ -302,7 +302,7 @@ pub(crate) async fn run_plans(
     announce_orphans(&temp);
     let removed = crate::workspace::leftovers::remove_stale_temp_dirs(&temp);
     if !removed.is_empty() {
-        eprintln!(
+        crate::esay!(
             "drover: removed {} leftover director{} of killed drover runs from {}",
             removed.len(),
             if removed.len() == 1 { "y" } else { "ies" },
@@ -437,7 +437,7 @@ pub(super) fn save_indexes(plans: &mut [TaskPlan]) {
 /// Publish the task folders killed drovers staged in `temp`, saying so.
 pub(crate) fn announce_orphans(temp: &Path) {
     for folder in publish_orphaned_folders(temp) {
-        eprintln!(
+        crate::esay!(
             "drover: published {}, which a killed drover had left unpublished in {}",
             folder.display(),
             temp.display()

@@ -269,7 +269,7 @@ fn say_what_runs(spec: &spec::LoadedSpec, options: &ReplayOptions) {
     if options.quiet {
         return;
     }
-    let say = |line: String| eprintln!("drover: replay: {}", one_line(&line));
+    let say = |line: String| crate::esay!("drover: replay: {line}");
     let task = &spec.spec;
     if !task.setup.is_empty() {
         if options.spec.is_some() {
@@ -308,14 +308,6 @@ fn say_what_runs(spec: &spec::LoadedSpec, options: &ReplayOptions) {
             "the recording's mcp.config ({config}) is not loaded: a replay starts only the servers its transcript spells out"
         ));
     }
-}
-
-/// `text` on one line: a command or a name from a recording must not start lines of
-/// its own on stderr (where CI reads workflow commands).
-fn one_line(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('\r', "\\r")
-        .replace('\n', "\\n")
 }
 
 /// Where the replay starts from: `--workspace`, else the recorded workspace, but only
@@ -380,7 +372,7 @@ fn replay_servers(
 ) -> Result<BTreeMap<String, spec::McpServerSpec>, PlanError> {
     let say = |line: String| {
         if !options.quiet {
-            eprintln!("drover: replay: {}", one_line(&line));
+            crate::esay!("drover: replay: {line}");
         }
     };
     let mut servers = super::spec_checks::mcp_servers(spec)?;

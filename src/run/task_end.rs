@@ -356,7 +356,7 @@ async fn settle(
     }
     // A check's git must find the real repository, not one the agent pointed at.
     if workspace.restore_git_link().map_err(TaskError::GitLink)? {
-        eprintln!(
+        crate::esay!(
             "drover: warning: {}: the agent changed the worktree's .git file; it was restored before the diff and the checks",
             report.name
         );
@@ -465,7 +465,7 @@ fn loop_config(
         plan.spec.spec.model.value.pricing.as_ref(),
     );
     if prices.is_none() {
-        eprintln!(
+        crate::esay!(
             "drover: warning: {}: {}",
             report.name,
             unknown_price(&report.model)

@@ -85,7 +85,7 @@ pub(super) fn warn_unredacted(redactor: &Redactor) {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     for skipped in redactor.skipped() {
         if !warned.contains(&skipped.variable) {
-            eprintln!("drover: warning: {}", skipped.warning());
+            crate::esay!("drover: warning: {}", skipped.warning());
             warned.push(skipped.variable.clone());
         }
     }

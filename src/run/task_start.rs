@@ -78,7 +78,7 @@ pub(super) fn workspace(
     })?;
     if !baseline.leftovers.is_empty() {
         let names: Vec<String> = baseline.leftovers.iter().map(ToString::to_string).collect();
-        eprintln!(
+        crate::esay!(
             "drover: {}: removed {} temp file(s) a killed drover left in the workspace: {}",
             report.name,
             names.len(),
@@ -236,7 +236,7 @@ pub(super) async fn arm(
             };
             // A server's schema that does not compile leaves its tool out, not the task.
             if let Err(error) = registry.add(Arc::clone(&tool)) {
-                eprintln!(
+                crate::esay!(
                     "drover: warning: MCP tool {} left out: {error}",
                     tool.name()
                 );
@@ -358,7 +358,7 @@ pub(super) fn record_start(
         if strict {
             return Err(Halt::Early(EndReason::ReplayDrift, message));
         }
-        eprintln!("drover: warning: {}: {message}", report.name);
+        crate::esay!("drover: warning: {}: {message}", report.name);
     }
     Ok(())
 }
@@ -394,7 +394,7 @@ fn record_mcp_servers(
         });
         if let Ok(started) = &server.outcome {
             for left in &started.left_out {
-                eprintln!(
+                crate::esay!(
                     "drover: warning: {}: MCP tool {:?} of server {} is not offered: {}",
                     report.name,
                     left.tool,
@@ -434,7 +434,7 @@ fn record_mcp_servers(
                     unavailable.push(format!("{}: {why}", server.server));
                 } else {
                     // `why` quotes the server's stderr, which may hold a secret.
-                    eprintln!(
+                    crate::esay!(
                         "drover: warning: {}: optional MCP server {} did not start, its tools are not offered: {}",
                         report.name,
                         server.server,

@@ -140,7 +140,7 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
         session = McpSession::start(&servers, &limits, &setup).await;
         for tool in &session.tools {
             if let Err(error) = registry.add(Arc::clone(tool)) {
-                eprintln!(
+                crate::esay!(
                     "drover: warning: MCP tool {} left out: {error}",
                     tool.name()
                 );

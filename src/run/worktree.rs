@@ -215,7 +215,7 @@ impl Drop for Worktree {
         if let Ok(output) = removed
             && !output.status.success()
         {
-            eprintln!(
+            crate::esay!(
                 "drover: warning: git worktree remove {root}: {}",
                 stderr_line(&output)
             );

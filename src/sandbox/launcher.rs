@@ -130,14 +130,14 @@ pub fn sandbox_exec_main(policy_json: &str, probe: bool, stdio: bool, command: &
     let policy: Option<SandboxPolicy> = match serde_json::from_str(policy_json) {
         Ok(policy) => policy,
         Err(e) => {
-            eprintln!("drover sandbox: invalid policy: {e}");
+            crate::esay!("drover sandbox: invalid policy: {e}");
             return EXIT_UNENFORCEABLE;
         }
     };
     let containment = match supervise::prepare() {
         Ok(containment) => containment,
         Err(reason) => {
-            eprintln!("drover sandbox: {reason}");
+            crate::esay!("drover sandbox: {reason}");
             return EXIT_UNENFORCEABLE;
         }
     };
@@ -146,7 +146,7 @@ pub fn sandbox_exec_main(policy_json: &str, probe: bool, stdio: bool, command: &
             match enforce(policy).and_then(|enforced| policy.limits.apply().map(|()| enforced)) {
                 Ok(enforced) => Some(enforced),
                 Err(reason) => {
-                    eprintln!("drover sandbox: {reason}");
+                    crate::esay!("drover sandbox: {reason}");
                     return EXIT_UNENFORCEABLE;
                 }
             }

@@ -62,7 +62,7 @@ pub(crate) fn prepare() -> Result<Containment, SandboxError> {
 /// lifeline closes. Returns the launcher's exit code.
 pub(crate) fn run(command: &[OsString], containment: Containment, stdio: bool) -> i32 {
     let Some((program, args)) = command.split_first() else {
-        eprintln!("drover sandbox: no command to run");
+        crate::esay!("drover sandbox: no command to run");
         return super::launcher::EXIT_CANNOT_EXEC;
     };
     let mut child = std::process::Command::new(program);
@@ -87,7 +87,7 @@ pub(crate) fn run(command: &[OsString], containment: Containment, stdio: bool) -
     let main = match child.spawn() {
         Ok(main) => main,
         Err(error) => {
-            eprintln!(
+            crate::esay!(
                 "drover sandbox: cannot run {}: {error}",
                 program.to_string_lossy()
             );

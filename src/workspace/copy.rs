@@ -392,7 +392,7 @@ mod tests {
         std::io::Write::write_all(&mut file, b"middle").unwrap();
         drop(file);
         if fs::metadata(&path).unwrap().blocks() * 512 >= 64 * 1024 * 1024 {
-            eprintln!("note: this file system does not keep holes; skipping");
+            crate::esay!("note: this file system does not keep holes; skipping");
             return;
         }
         copy_workspace(from.path(), to.path(), &[]).unwrap();

@@ -507,7 +507,7 @@ mod tests {
         let path = dir.path().join("locked.txt");
         fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
         if fs::read(&path).is_ok() {
-            eprintln!("note: running as root, permissions are not enforced; skipping");
+            crate::esay!("note: running as root, permissions are not enforced; skipping");
             return;
         }
         let error = Snapshot::take(dir.path()).unwrap_err();

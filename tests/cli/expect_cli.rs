@@ -128,7 +128,7 @@ fn expectations_pass_and_fail_like_checks() {
     let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
     assert!(md.contains("**Unmet expectations**"), "{md}");
     assert!(
-        md.contains("- files_changed.must_include: expected `files_changed.must_include: [CHANGELOG.md, src/**]`, but no changed file matches CHANGELOG.md"),
+        md.contains("- `files_changed.must_include`: expected `files_changed.must_include: [CHANGELOG.md, src/**]`, but `no changed file matches CHANGELOG.md"),
         "{md}"
     );
     assert!(!md.contains("killed or could not start"), "{md}");

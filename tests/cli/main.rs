@@ -2,7 +2,9 @@
 //! scratch workspaces, mock servers on 127.0.0.1 and scripted or replayed models. One test
 //! binary, so the suite links once.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // helpers too: a panic fails the test
+// Helpers may unwrap too: a panic fails the test. Test notes (`skipping: …`) are the
+// tests' own words, not drover's output, so they may use eprintln!.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_macros)]
 
 mod common;
 mod mock_server;
@@ -13,6 +15,7 @@ mod attacker_mcp_names;
 mod attacker_processes;
 mod attacker_redirects;
 mod attacker_replay;
+mod attacker_text;
 mod batch_cli;
 mod demo;
 mod expect_cli;

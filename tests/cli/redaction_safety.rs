@@ -197,7 +197,7 @@ fn a_long_secret_planted_in_a_file_is_redacted_everywhere() {
     assert_eq!(task["final_text"], "wrote [redacted]");
     let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
     assert!(
-        md.contains("Secret values were replaced by `[redacted]` in the artifacts of: plant ("),
+        md.contains("Secret values were replaced by `[redacted]` in the artifacts of: `plant` ("),
         "{md}"
     );
     // The too-short secret is named (never its value) once.

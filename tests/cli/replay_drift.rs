@@ -63,7 +63,7 @@ fn a_replay_reports_drift_on_stderr_and_in_every_report_and_passes_without_stric
         "{drift}"
     );
     let markdown = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
-    assert!(markdown.contains("### t: replay drift"), "{markdown}");
+    assert!(markdown.contains("### `t`: replay drift"), "{markdown}");
     let junit = std::fs::read_to_string(artifacts.join("junit.xml")).unwrap();
     assert!(junit.contains("replay drift: 1 result(s)"), "{junit}");
     assert!(junit.contains("name=\"t.drift\" value=\"1\""), "{junit}");

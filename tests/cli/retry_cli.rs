@@ -64,7 +64,7 @@ fn a_failed_check_goes_back_to_the_model_and_the_second_attempt_passes() {
     let junit = std::fs::read_to_string(artifacts.join("junit.xml")).unwrap();
     assert!(junit.contains("attempts: 2"), "{junit}");
     let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
-    assert!(md.contains("retried (2 attempts)"), "{md}");
+    assert!(md.contains("`retried` (2 attempts)"), "{md}");
 }
 
 #[test]

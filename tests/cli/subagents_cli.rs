@@ -125,7 +125,7 @@ fn a_reviewer_sub_agent_reads_and_reports_to_its_parent() {
     let markdown = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
     assert!(
         markdown.contains(
-            "Sub-agents (included in the figures above): review (1 sub-agent run, 2 turns"
+            "Sub-agents (included in the figures above): `review` (1 sub-agent run, 2 turns"
         ),
         "{markdown}"
     );

@@ -81,7 +81,7 @@ fn multi_edit_ls_todo_write_and_background_shells_work_end_to_end() {
     assert_eq!(todos.len(), 2);
     assert_eq!(todos[0]["activeForm"], "Renaming the words");
     let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
-    assert!(md.contains("### tools: todo list"), "{md}");
+    assert!(md.contains("### `tools`: todo list"), "{md}");
     assert!(md.contains("Check the result"), "{md}");
 
     // TodoWrite

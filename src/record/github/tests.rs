@@ -109,6 +109,30 @@ fn a_huge_summary_is_cut_at_githubs_limit() {
 }
 
 #[test]
+fn a_cut_summary_splits_no_code_span_and_leaves_no_block_open() {
+    use crate::record::markdown::{code, fenced, tests::live_text};
+    let dir = tempfile::tempdir().unwrap();
+    let item = format!("- {}\n", code("<h2>FORGED</h2> ## FORGED"));
+    // The limit inside a code span; then inside a fenced block.
+    let spans = item.repeat(STEP_SUMMARY_MAX / item.len() + 10);
+    let mut block = item.repeat((STEP_SUMMARY_MAX - 100) / item.len());
+    block.push_str(&fenced(&"## FORGED\n".repeat(100), "text", "  "));
+    for (name, markdown) in [("spans.md", spans), ("block.md", block)] {
+        let summary = dir.path().join(name);
+        append_step_summary(&summary, &markdown).unwrap();
+        let text = std::fs::read_to_string(&summary).unwrap();
+        assert!(text.len() < 1024 * 1024);
+        let live = live_text(&text);
+        assert!(!live.contains("FORGED"), "{name}: {}", tail(&live, 500));
+        assert!(
+            live.trim_end().ends_with("has all of it._"),
+            "{name}: {}",
+            tail(&live, 500)
+        );
+    }
+}
+
+#[test]
 fn terminal_escapes_and_control_characters_never_reach_an_annotation() {
     let mut run = sample_run();
     run.tasks.truncate(3);

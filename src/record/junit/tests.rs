@@ -131,7 +131,7 @@ fn missing(tool: &str, install: &str) {
         std::env::var("CI").as_deref() != Ok("true"),
         "{tool} is not installed, and CI=true: {install}"
     );
-    eprintln!("note: {tool} is not installed ({install}); skipping its check");
+    crate::esay!("note: {tool} is not installed ({install}); skipping its check");
 }
 
 fn validate_with_xmllint(xml: &str) -> bool {

@@ -222,3 +222,62 @@ fn merged_tasks_are_in_the_order_of_an_unsharded_run() {
     let names: Vec<&str> = merged.tasks.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["fix-add", "refactor", "lint", "offline"]);
 }
+
+#[test]
+fn linked_summaries_and_a_linked_out_are_refused() {
+    use std::os::unix::fs::symlink;
+    let root = tempfile::tempdir().unwrap();
+    // summary.json a link to another run's summary (any file drover can read, really).
+    let real = shard(root.path(), "real", sample_run().tasks);
+    let linked = root.path().join("linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    symlink(real.join("summary.json"), linked.join("summary.json")).unwrap();
+    let out = root.path().join("merged");
+    let error = merge(std::slice::from_ref(&linked), &out)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("linked/summary.json is a symbolic link"),
+        "{error}"
+    );
+    assert!(!out.exists(), "nothing is written on bad input");
+    let fifo_dir = root.path().join("fifo");
+    std::fs::create_dir_all(&fifo_dir).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        fifo_dir.join("summary.json"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let error = merge(&[fifo_dir], &out).unwrap_err().to_string();
+    assert!(error.contains("is a FIFO, socket or device"), "{error}");
+    // --out a link to an empty directory elsewhere.
+    let elsewhere = root.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out_link = root.path().join("out-link");
+    symlink(&elsewhere, &out_link).unwrap();
+    let error = merge(std::slice::from_ref(&real), &out_link)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("is a symbolic link"), "{error}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+#[test]
+fn a_linked_task_folder_is_not_copied() {
+    use std::os::unix::fs::symlink;
+    let root = tempfile::tempdir().unwrap();
+    let private = root.path().join("private");
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::write(private.join("id_rsa"), "PRIVATE KEY").unwrap();
+    let a = shard(root.path(), "a", sample_run().tasks);
+    std::fs::remove_dir_all(a.join("refactor")).unwrap();
+    symlink(&private, a.join("refactor")).unwrap();
+    let out = root.path().join("merged");
+    let merged = merge(&[a], &out).unwrap();
+    assert_eq!(merged.tasks.len(), 4);
+    assert!(std::fs::symlink_metadata(out.join("refactor")).is_err());
+    assert!(out.join("lint/transcript.jsonl").is_file());
+}

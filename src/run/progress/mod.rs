@@ -7,7 +7,7 @@
 //! [`EventObserver`](crate::record::transcript::EventObserver)), so the agent loop knows
 //! nothing about it, and progress never says anything the transcript does not.
 
-use crate::output::counted;
+use crate::output::{counted, one_line};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
@@ -159,35 +159,21 @@ impl Progress {
         }
     }
 
+    /// A log line of the task `task`; `text` may hold what a model or a tool wrote, so it
+    /// is shown as one line (see [`one_line`]): on a terminal its escape sequences cannot
+    /// drive it, and on GitHub Actions no part of it becomes a workflow command.
     fn line(&self, task: &str, text: &str) {
-        let text = for_terminal(text);
+        let text = one_line(text);
         match &self.bars {
             Some(bars) => {
                 let _ = bars.multi.println(format!("{task}: {text}"));
             }
-            None => eprintln!(
+            None => crate::esay!(
                 "{} {task}: {text}",
                 humantime::format_rfc3339_seconds(SystemTime::now())
             ),
         }
     }
-}
-
-/// Text a model controls (tool names, commands, tool output) made safe for a terminal:
-/// escape sequences dropped, every other control character — C0 but tab and newline,
-/// carriage return, DEL, C1 — shown as U+FFFD. A tool's output cannot move the cursor,
-/// rewrite earlier lines, retitle the window or write the clipboard (OSC 52).
-pub(super) fn for_terminal(text: &str) -> String {
-    crate::record::junit::clean(text)
-        .chars()
-        .map(|c| {
-            if c == '\r' || c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) {
-                '\u{fffd}'
-            } else {
-                c
-            }
-        })
-        .collect()
 }
 
 fn finished_text(report: &TaskReport) -> String {
@@ -206,7 +192,7 @@ fn finished_text(report: &TaskReport) -> String {
 /// The line printed on stdout for every task, whatever the progress style.
 pub(crate) fn final_line(report: &TaskReport) -> String {
     // The message may quote what a model wrote (an invalid final answer's errors).
-    for_terminal(&format!(
+    one_line(&format!(
         "drover: {} {} ({}: {}) — {}, {}, {} — {}",
         report.name,
         status_word(report.status),
@@ -221,6 +207,7 @@ pub(crate) fn final_line(report: &TaskReport) -> String {
         ),
         report.artifacts_dir.display()
     ))
+    .into_owned()
 }
 
 /// The run's outcome in one line: how many tasks passed, failed and erred, the exit
@@ -284,19 +271,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn model_text_cannot_drive_the_terminal() {
-        let hostile = "Raed\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\rok\u{9b}31m\u{7f}";
-        let shown = for_terminal(hostile);
-        assert!(
-            !shown
-                .chars()
-                .any(|c| c.is_control() && c != '\n' && c != '\t'),
-            "{shown:?}"
-        );
-        assert!(
-            shown.starts_with("Raed") && shown.contains("ok"),
-            "{shown:?}"
-        );
+    fn a_final_line_is_one_line_whatever_the_message_holds() {
+        let mut run = crate::record::junit::tests::sample_run();
+        let task = &mut run.tasks[1];
+        task.message =
+            "invalid output:\n::error::forged\r##[add-mask]x\u{2028}::stop-commands::t".into();
+        let line = final_line(task);
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(line.starts_with("drover: refactor FAILED"), "{line}");
+        assert!(!line.contains("##["), "{line}");
+        assert!(line.contains("\\n::error::forged"), "{line}");
     }
 
     #[test]

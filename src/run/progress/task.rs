@@ -284,7 +284,7 @@ impl TaskProgress {
         if let Some(bar) = &self.bar {
             if let Some(phase) = &self.phase {
                 // The check's time runs on in the style's `{elapsed}`.
-                bar.set_message(super::for_terminal(phase));
+                bar.set_message(crate::output::one_line(phase).into_owned());
                 return;
             }
             let now = match (self.running.last(), &self.failed) {
@@ -292,11 +292,10 @@ impl TaskProgress {
                 (None, Some(failed)) => format!(" · {failed}"),
                 (None, None) => String::new(),
             };
-            bar.set_message(super::for_terminal(&format!(
-                "turn {} · {}{now}",
-                self.turn,
-                self.figures()
-            )));
+            bar.set_message(
+                crate::output::one_line(&format!("turn {} · {}{now}", self.turn, self.figures()))
+                    .into_owned(),
+            );
         }
     }
 

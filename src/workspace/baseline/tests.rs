@@ -421,7 +421,7 @@ fn a_directory_that_cannot_be_listed_is_reported_not_taken_as_deleted() {
     let baseline = Baseline::take_until(&ws, &[], &never).unwrap();
     std::fs::set_permissions(ws.join("docs"), std::fs::Permissions::from_mode(0o000)).unwrap();
     if std::fs::read_dir(ws.join("docs")).is_ok() {
-        eprintln!("note: running as root, permissions are not enforced; skipping");
+        crate::esay!("note: running as root, permissions are not enforced; skipping");
         return;
     }
     let comparison = baseline.compare_until(&never);
