@@ -156,9 +156,14 @@ pub fn sandbox_exec_main(policy_json: &str, probe: bool, stdio: bool, command: &
     if probe {
         match (&policy, enforced) {
             (Some(policy), Some(enforced)) => crate::say!(
-                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{})",
+                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{})",
                 enforced.abi,
                 if policy.network { "allowed" } else { "cut" },
+                if enforced.socket_filter {
+                    ", socket filter: Unix sockets only"
+                } else {
+                    ""
+                },
                 if enforced.private_network {
                     ", private network namespace"
                 } else {

@@ -9,6 +9,7 @@ mod mock_server;
 
 mod action;
 mod attacker_files;
+mod attacker_network;
 mod attacker_processes;
 mod attacker_replay;
 mod batch_cli;
