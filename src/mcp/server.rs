@@ -133,7 +133,19 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     let spec = launch.spec;
     let program = spec.command.as_deref().unwrap_or_default();
     let args: Vec<&OsStr> = spec.args.iter().map(OsStr::new).collect();
-    let mut command = launch.env.stdio_command(OsStr::new(program), &args);
+    let env: Vec<(&String, String)> = spec
+        .env
+        .iter()
+        .map(|(k, v)| (k, expand(v, launch.vars)))
+        .collect();
+    let spawn_error = |source| StartError::Spawn {
+        command: program.to_string(),
+        source,
+    };
+    let mut command = launch
+        .env
+        .stdio_command(OsStr::new(program), &args, &env)
+        .map_err(spawn_error)?;
     let cwd = match &spec.cwd {
         Some(cwd) => launch.spec_dir.join(cwd),
         None => launch.workspace.to_path_buf(),
@@ -145,15 +157,10 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     // The channel is the launcher's stdin and stdout; closing it is the lifeline's cut.
     command
         .current_dir(cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k, expand(v, launch.vars))))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(log)
         .process_group(0);
-    let spawn_error = |source| StartError::Spawn {
-        command: program.to_string(),
-        source,
-    };
     let mut launcher = command.spawn().map_err(spawn_error)?;
     let (Some(stdout), Some(stdin)) = (launcher.stdout.take(), launcher.stdin.take()) else {
         return Err(spawn_error(std::io::Error::other("no stdio pipes")));

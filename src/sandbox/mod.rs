@@ -22,6 +22,7 @@
 
 mod enforce;
 pub(crate) mod env;
+mod env_channel;
 mod error;
 pub(crate) mod exec;
 pub(crate) mod launcher;

@@ -8,6 +8,7 @@ mod common;
 mod mock_server;
 
 mod action;
+mod attacker_config;
 mod attacker_files;
 mod attacker_network;
 mod attacker_processes;

@@ -217,44 +217,57 @@ impl CommandEnv {
     }
 
     /// `bash -c command`, launched through the sandbox when there is one, with drover's
-    /// environment scrubbed of secrets and `TMPDIR` pointing at the private directory.
-    fn bash(&self, command: &str) -> tokio::process::Command {
+    /// environment scrubbed of secrets, `TMPDIR` pointing at the private directory, and
+    /// `extra_env` on top.
+    fn bash(
+        &self,
+        command: &str,
+        extra_env: &[(&str, &OsStr)],
+    ) -> std::io::Result<tokio::process::Command> {
         let args = [OsStr::new("-c"), OsStr::new(command)];
-        self.command(false, OsStr::new("bash"), &args)
+        self.command(false, OsStr::new("bash"), &args, extra_env)
     }
 
     /// `program args` as a long-lived server talking over its stdin and stdout (an MCP
     /// server), started like every command of the task: through the sandbox when there
-    /// is one (which passes both through), scrubbed environment, private `TMPDIR`.
-    pub(crate) fn stdio_command(
+    /// is one (which passes both through), scrubbed environment, private `TMPDIR`, and
+    /// `extra_env` (the server's `env:`) on top.
+    pub(crate) fn stdio_command<K: AsRef<OsStr>, V: AsRef<OsStr>>(
         &self,
         program: &OsStr,
         args: &[&OsStr],
-    ) -> tokio::process::Command {
-        self.command(true, program, args)
+        extra_env: &[(K, V)],
+    ) -> std::io::Result<tokio::process::Command> {
+        self.command(true, program, args, extra_env)
     }
 
-    fn command(&self, stdio: bool, program: &OsStr, args: &[&OsStr]) -> tokio::process::Command {
-        let mut cmd = match &self.sandbox {
-            Some(launcher) => {
-                let (exe, prefix) = if stdio {
-                    launcher.stdio_prefix()
-                } else {
-                    launcher.prefix()
-                };
-                let mut cmd = tokio::process::Command::new(exe);
-                cmd.args(prefix).arg(program);
-                cmd
-            }
-            None => tokio::process::Command::new(program),
-        };
-        cmd.args(args);
-        cmd.env_clear()
-            .envs(scrub(std::env::vars_os(), &self.pass, &self.withheld));
+    /// The command's whole environment goes to the launcher through its environment
+    /// file, never onto the launcher process itself (see `sandbox::env_channel`): what
+    /// the command is given, from wherever it came, cannot steer the launcher.
+    fn command<K: AsRef<OsStr>, V: AsRef<OsStr>>(
+        &self,
+        stdio: bool,
+        program: &OsStr,
+        args: &[&OsStr],
+        extra_env: &[(K, V)],
+    ) -> std::io::Result<tokio::process::Command> {
+        let mut env = scrub(std::env::vars_os(), &self.pass, &self.withheld);
         if let Some(tmpdir) = &self.tmpdir {
-            cmd.env("TMPDIR", tmpdir);
+            env.push(("TMPDIR".into(), tmpdir.into()));
         }
-        cmd
+        env.extend(
+            extra_env
+                .iter()
+                .map(|(k, v)| (k.as_ref().to_os_string(), v.as_ref().to_os_string())),
+        );
+        match &self.sandbox {
+            Some(launcher) => launcher.command(stdio, program, args, &env),
+            None => {
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args).env_clear().envs(env);
+                Ok(cmd)
+            }
+        }
     }
 }
 
@@ -286,7 +299,12 @@ fn spawn_shell_with(
     } else {
         (None, writer.try_clone()?)
     };
-    let mut cmd = env.bash(command);
+    let mut all_env: Vec<(&str, &OsStr)> = NON_INTERACTIVE_ENV
+        .iter()
+        .map(|(k, v)| (*k, OsStr::new(v)))
+        .collect();
+    all_env.extend_from_slice(extra_env);
+    let mut cmd = env.bash(command, &all_env)?;
     let lifeline = if env.sandbox.is_some() {
         let (lifeline_reader, lifeline) = std::io::pipe()?;
         cmd.stdin(lifeline_reader);
@@ -296,8 +314,6 @@ fn spawn_shell_with(
         None
     };
     cmd.current_dir(cwd)
-        .envs(NON_INTERACTIVE_ENV.iter().copied())
-        .envs(extra_env.iter().copied())
         .stdout(writer)
         .stderr(writer_err)
         .process_group(0);
@@ -533,6 +549,50 @@ mod tests {
         )
         .await
         .unwrap()
+    }
+
+    /// The launcher process itself gets no variable of the command's environment (not
+    /// even PATH): a stand-in launcher records its own environment and the environment
+    /// file it was handed.
+    #[tokio::test]
+    async fn the_launcher_gets_the_environment_in_its_file_never_its_own() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("own-env");
+        let channel = dir.path().join("channel");
+        let exe = dir.path().join("launcher");
+        std::fs::write(
+            &exe,
+            format!(
+                "#!/bin/sh\n/usr/bin/env > {own}\nwhile [ \"$1\" != --env-fd ]; do shift; done\n/usr/bin/tr '\\0' '\\n' < /proc/self/fd/$2 > {channel}\n",
+                own = own.display(),
+                channel = channel.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let env = CommandEnv {
+            sandbox: Some(Launcher::with_exe(exe, None).unwrap()),
+            tmpdir: Some(dir.path().to_path_buf()),
+            ..CommandEnv::default()
+        };
+        let preload = OsStr::new("/nonexistent/evil.so");
+        let extra = [("LD_PRELOAD", preload)];
+        let cmd = env.bash("true", &extra).unwrap();
+        assert_eq!(cmd.as_std().get_envs().count(), 0, "{cmd:?}");
+        let spawned = spawn_shell("true", dir.path(), &extra, &env).unwrap();
+        run_spawned(spawned, Duration::from_secs(10)).await.unwrap();
+        let own = std::fs::read_to_string(&own).unwrap();
+        for name in ["LD_PRELOAD", "TMPDIR", "DROVER", "CI", "PATH"] {
+            assert!(!own.contains(&format!("{name}=")), "{name} in {own}");
+        }
+        let channel = std::fs::read_to_string(&channel).unwrap();
+        assert!(
+            channel.contains("LD_PRELOAD=/nonexistent/evil.so\n"),
+            "{channel}"
+        );
+        assert!(channel.contains("DROVER=1\n"), "{channel}");
+        assert!(channel.contains(&format!("TMPDIR={}\n", dir.path().display())));
     }
 
     #[tokio::test]
