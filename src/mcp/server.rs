@@ -271,6 +271,17 @@ pub(crate) enum VarSource {
 }
 
 impl VarSource {
+    /// The same source, less the variables `keep` refuses.
+    pub(crate) fn narrowed(&self, keep: impl Fn(&str) -> bool) -> VarSource {
+        let names: std::collections::BTreeSet<String> = match self {
+            VarSource::Environment => std::env::vars_os()
+                .filter_map(|(name, _)| name.into_string().ok())
+                .collect(),
+            VarSource::Only(allowed) => allowed.clone(),
+        };
+        VarSource::Only(names.into_iter().filter(|name| keep(name)).collect())
+    }
+
     fn get(&self, name: &str) -> Option<String> {
         match self {
             VarSource::Environment => std::env::var(name).ok(),
@@ -320,6 +331,17 @@ mod tests {
         assert_eq!(expand_with("${MISSING}x", &env), "x");
         assert_eq!(expand_with("a ${TOKEN:-d} b", &env), "a t0k b");
         assert_eq!(expand_with("no ${close", &env), "no ${close");
+    }
+
+    #[test]
+    fn a_narrowed_source_gives_only_what_it_keeps() {
+        // PATH is in every test environment; the other name in none.
+        let all = VarSource::Environment.narrowed(|name| name != "PATH");
+        assert_eq!(expand("${PATH}", &all), "");
+        let only = VarSource::Only(["PATH".to_string(), "HOME".to_string()].into());
+        let narrowed = only.narrowed(|name| name == "PATH");
+        assert_eq!(expand("${PATH}", &narrowed), std::env::var("PATH").unwrap());
+        assert_eq!(expand("${HOME:-none}", &narrowed), "none");
     }
 
     #[test]

@@ -216,6 +216,11 @@ impl CommandEnv {
         self.tmpdir.as_deref()
     }
 
+    /// Whether drover's variable `name` reaches the commands started this way.
+    pub(crate) fn passes(&self, name: &str) -> bool {
+        super::env::passes(name, &self.pass, &self.withheld)
+    }
+
     /// `bash -c command`, launched through the sandbox when there is one, with drover's
     /// environment scrubbed of secrets, `TMPDIR` pointing at the private directory, and
     /// `extra_env` on top.
