@@ -79,6 +79,11 @@ pub struct SandboxExecArgs {
     /// lifeline is then stdin itself: when drover closes it, the command is killed.
     #[arg(long)]
     pub stdio: bool,
+    /// The descriptor of the file holding the command's environment (drover starts the
+    /// launcher itself with none, so nothing meant for the command steers the launcher's
+    /// own loader). Without it the command gets the launcher's environment.
+    #[arg(long, value_name = "FD")]
+    pub env_fd: Option<i32>,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,

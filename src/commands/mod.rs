@@ -36,9 +36,13 @@ pub async fn dispatch(cli: Cli) -> i32 {
             command: crate::cli::TranscriptCommand::Verify { transcript },
         } => verify_command(&transcript),
         // main runs the launcher before the async runtime starts; this is a fallback.
-        Command::SandboxExec(args) => {
-            crate::sandbox::sandbox_exec_main(&args.policy, args.probe, args.stdio, &args.command)
-        }
+        Command::SandboxExec(args) => crate::sandbox::sandbox_exec_main(
+            &args.policy,
+            args.probe,
+            args.stdio,
+            args.env_fd,
+            &args.command,
+        ),
         Command::Tool(args) => tool_command(args).await,
         Command::Bench(args) => crate::bench::run(&args),
     }

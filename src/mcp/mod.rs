@@ -178,12 +178,22 @@ async fn start_one(
     setup: &Setup<'_>,
 ) -> Result<RunningServer, String> {
     let startup = limit(spec, server, |t| t.startup).unwrap_or(DEFAULT_STARTUP);
+    let env = (setup.env_for)(server.sandbox.as_ref()).map_err(|e| e.to_string())?;
+    // A `.mcp.json` may come from the repository under test: its `${VAR}`s take only
+    // what the task's commands get (no secret the spec does not pass, never the model's
+    // key, nothing another server takes as a credential).
+    let narrowed;
+    let vars = if server.from_config {
+        narrowed = setup.vars.narrowed(|name| env.passes(name));
+        &narrowed
+    } else {
+        setup.vars
+    };
     if let Some(url) = &server.url {
-        return server::connect(name, server, url, startup, setup.vars)
+        return server::connect(name, server, url, startup, vars)
             .await
             .map_err(|e| e.to_string());
     }
-    let env = (setup.env_for)(server.sandbox.as_ref()).map_err(|e| e.to_string())?;
     let launch = Launch {
         name,
         spec: server,
@@ -191,7 +201,7 @@ async fn start_one(
         workspace: setup.workspace,
         env: &env,
         log: log_path(setup.log_dir, name),
-        vars: setup.vars,
+        vars,
         startup,
     };
     server::start(launch).await.map_err(|e| e.to_string())

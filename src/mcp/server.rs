@@ -140,7 +140,19 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     let spec = launch.spec;
     let program = spec.command.as_deref().unwrap_or_default();
     let args: Vec<&OsStr> = spec.args.iter().map(OsStr::new).collect();
-    let mut command = launch.env.stdio_command(OsStr::new(program), &args);
+    let env: Vec<(&String, String)> = spec
+        .env
+        .iter()
+        .map(|(k, v)| (k, expand(v, launch.vars)))
+        .collect();
+    let spawn_error = |source| StartError::Spawn {
+        command: program.to_string(),
+        source,
+    };
+    let mut command = launch
+        .env
+        .stdio_command(OsStr::new(program), &args, &env)
+        .map_err(spawn_error)?;
     let cwd = match &spec.cwd {
         Some(cwd) => launch.spec_dir.join(cwd),
         None => launch.workspace.to_path_buf(),
@@ -152,15 +164,10 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     // The channel is the launcher's stdin and stdout; closing it is the lifeline's cut.
     command
         .current_dir(cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k, expand(v, launch.vars))))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(log)
         .process_group(0);
-    let spawn_error = |source| StartError::Spawn {
-        command: program.to_string(),
-        source,
-    };
     let mut launcher = command.spawn().map_err(spawn_error)?;
     let (Some(stdout), Some(stdin)) = (launcher.stdout.take(), launcher.stdin.take()) else {
         return Err(spawn_error(std::io::Error::other("no stdio pipes")));
@@ -271,6 +278,17 @@ pub(crate) enum VarSource {
 }
 
 impl VarSource {
+    /// The same source, less the variables `keep` refuses.
+    pub(crate) fn narrowed(&self, keep: impl Fn(&str) -> bool) -> VarSource {
+        let names: std::collections::BTreeSet<String> = match self {
+            VarSource::Environment => std::env::vars_os()
+                .filter_map(|(name, _)| name.into_string().ok())
+                .collect(),
+            VarSource::Only(allowed) => allowed.clone(),
+        };
+        VarSource::Only(names.into_iter().filter(|name| keep(name)).collect())
+    }
+
     fn get(&self, name: &str) -> Option<String> {
         match self {
             VarSource::Environment => std::env::var(name).ok(),
@@ -320,6 +338,17 @@ mod tests {
         assert_eq!(expand_with("${MISSING}x", &env), "x");
         assert_eq!(expand_with("a ${TOKEN:-d} b", &env), "a t0k b");
         assert_eq!(expand_with("no ${close", &env), "no ${close");
+    }
+
+    #[test]
+    fn a_narrowed_source_gives_only_what_it_keeps() {
+        // PATH is in every test environment; the other name in none.
+        let all = VarSource::Environment.narrowed(|name| name != "PATH");
+        assert_eq!(expand("${PATH}", &all), "");
+        let only = VarSource::Only(["PATH".to_string(), "HOME".to_string()].into());
+        let narrowed = only.narrowed(|name| name == "PATH");
+        assert_eq!(expand("${PATH}", &narrowed), std::env::var("PATH").unwrap());
+        assert_eq!(expand("${HOME:-none}", &narrowed), "none");
     }
 
     #[test]

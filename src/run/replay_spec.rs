@@ -285,6 +285,7 @@ fn replay_server(server: McpServerSpec) -> McpServerSpec {
         headers,
         required,
         timeouts,
+        from_config: _,
     } = server;
     McpServerSpec {
         command,
@@ -296,6 +297,9 @@ fn replay_server(server: McpServerSpec) -> McpServerSpec {
         headers,
         required,
         timeouts: timeouts.map(|timeouts| replay_mcp_timeouts(Some(timeouts))),
+        // The `${VAR}`s of a recorded server take only `--mcp-env` variables (see
+        // `plan_replay`), the user's own grant; its `url:` only `--mcp-url`'s.
+        from_config: false,
     }
 }
 

@@ -7,7 +7,7 @@ pub(super) fn runner_hint(env: impl Fn(&str) -> Option<String>, kernel: &str) ->
     let on_github = env("GITHUB_ACTIONS").as_deref() == Some("true");
     if !on_github {
         return format!(
-            "this machine runs kernel {kernel}: drover needs Landlock ABI 3 (Linux 6.2) with `landlock` in /sys/kernel/security/lsm, ABI 4 (6.7) to cut the network without root"
+            "this machine runs kernel {kernel}: drover needs Landlock ABI 3 (Linux 6.2) with `landlock` in /sys/kernel/security/lsm, and seccomp to cut the network"
         );
     }
     let image = match (env("ImageOS"), env("ImageVersion")) {
@@ -22,7 +22,7 @@ pub(super) fn runner_hint(env: impl Fn(&str) -> Option<String>, kernel: &str) ->
     }
     if env("RUNNER_ENVIRONMENT").as_deref() == Some("self-hosted") {
         format!(
-            "this self-hosted GitHub runner (image {image}) runs kernel {kernel}: enable Landlock there (Linux 6.7+, `landlock` in the kernel's `lsm=` list), or run the job on GitHub's `ubuntu-24.04` image (see docs/github-action.md, Runner requirements)"
+            "this self-hosted GitHub runner (image {image}) runs kernel {kernel}: enable Landlock there (Linux 6.2+, `landlock` in the kernel's `lsm=` list), or run the job on GitHub's `ubuntu-24.04` image (see docs/github-action.md, Runner requirements)"
         )
     } else {
         format!(

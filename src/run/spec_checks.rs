@@ -11,8 +11,8 @@ use serde_json::Value;
 
 pub(crate) use super::spec_agents::task_agents;
 use crate::spec::{
-    HooksSpec, LoadedSpec, McpServerSpec, Position, SpecError, hooks_of_claude_settings,
-    hooks_problem, server_problem, servers_of_claude_config,
+    HooksSpec, LoadedSpec, McpServerSpec, Position, SandboxSpec, SpecError,
+    hooks_of_claude_settings, hooks_problem, server_problem, servers_of_claude_config,
 };
 
 /// Every spec's problems, in order; empty when all are fine.
@@ -61,7 +61,7 @@ pub(crate) fn task_hooks(loaded: &LoadedSpec) -> Result<(HooksSpec, Vec<String>)
     let text = std::fs::read_to_string(&path)
         .map_err(|e| invalid(format!("hooks_from: cannot read {}: {e}", path.display())))?;
     let (from_file, notes) = hooks_of_claude_settings(&text)
-        .map_err(|e| invalid(format!("hooks_from {}: {e}", path.display())))?;
+        .map_err(|e| invalid(format!("hooks_from {}:{e}", path.display())))?;
     if let Some(problem) = hooks_problem(&from_file) {
         return Err(invalid(format!("hooks_from {}: {problem}", path.display())));
     }
@@ -136,11 +136,21 @@ pub(crate) fn mcp_servers(
         let text = std::fs::read_to_string(&path)
             .map_err(|e| invalid(format!("mcp.config: cannot read {}: {e}", path.display())))?;
         let from_config = servers_of_claude_config(&text)
-            .map_err(|e| invalid(format!("mcp.config {}: {e}", path.display())))?;
+            .map_err(|e| invalid(format!("mcp.config {}", e.in_file(&path))))?;
+        let network = SandboxSpec::has_network(loaded.spec.sandbox.as_ref());
         for (name, server) in from_config {
             if servers.contains_key(&name) {
                 return Err(invalid(format!(
                     "MCP server {name} is both in mcp.servers and in {}; rename one",
+                    path.display()
+                )));
+            }
+            // drover connects to a url: server from its own process, outside the
+            // sandbox: a file from the repository under test does not get to choose
+            // where, while the task's commands have no network.
+            if server.url.is_some() && !network {
+                return Err(invalid(format!(
+                    "mcp.config {}: server {name} is a url: server, which drover reaches from outside the sandbox, and this task's commands have no network: a file the spec loads by reference cannot choose where drover connects; declare the server in the spec's mcp.servers, or give the task sandbox: {{ network: true }}",
                     path.display()
                 )));
             }
@@ -335,6 +345,28 @@ limits:
         );
         assert!(error.contains("bad.yaml:6:17"), "{error}");
         assert!(error.contains("unknown tool"), "{error}");
+    }
+
+    #[test]
+    fn a_config_files_url_server_needs_the_tasks_network() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers": {"docs": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}"#,
+        )
+        .unwrap();
+        let spec = "version: 1\nname: t\nprompt: p\nmodel: { provider: script, script: [{ text: hi }] }\nmcp: { config: .mcp.json }\n";
+        let load = |text: &str| {
+            let path = dir.path().join("t.yaml");
+            std::fs::write(&path, text).unwrap();
+            crate::spec::load(&path).unwrap()
+        };
+        let error = mcp_servers(&load(spec)).unwrap_err().to_string();
+        assert!(error.contains("server docs is a url: server"), "{error}");
+        for network in ["sandbox: { network: true }\n", "sandbox: off\n"] {
+            let servers = mcp_servers(&load(&format!("{spec}{network}"))).unwrap();
+            assert!(servers["docs"].from_config, "{network}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Applying a [`SandboxPolicy`] to the current process with Landlock (and a private
-//! network namespace when it can be had). Only ever called in the launcher, a fresh
-//! single-threaded process that `exec`s the command right after.
+//! Applying a [`SandboxPolicy`] to the current process with Landlock, and with the
+//! network off a socket filter (and a private network namespace when it can be had).
+//! Only ever called in the launcher, a fresh single-threaded process that starts the
+//! command right after.
 
 use super::SandboxError;
 use landlock::{
@@ -10,14 +11,12 @@ use landlock::{
 
 use super::SandboxPolicy;
 use super::read_grants::read_grants;
+use super::socket_filter::allow_unix_sockets_only;
 
 /// The newest ABI this drover knows: rights of newer kernels are handled when present.
 const BEST_ABI: ABI = ABI::V9;
 /// Below this ABI a write-confinement would have holes (V3 adds truncation).
 const MIN_FS_ABI: ABI = ABI::V3;
-/// The ABI that can deny TCP bind and connect.
-const NET_ABI: ABI = ABI::V4;
-
 /// The ABI that scopes signals and abstract Unix sockets to the sandbox.
 const SCOPE_ABI: ABI = ABI::V6;
 
@@ -30,6 +29,8 @@ const TERMINALS: &[&str] = &["/dev/tty", "/dev/ptmx", "/dev/pts"];
 pub(super) struct Enforced {
     pub abi: String,
     pub private_network: bool,
+    /// Only Unix sockets can be created (the network is off).
+    pub socket_filter: bool,
     /// Signals and abstract Unix sockets cannot reach outside the sandbox (ABI 6+).
     pub scoped: bool,
 }
@@ -94,14 +95,15 @@ pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, SandboxError> 
             "the kernel's Landlock ABI {abi} is too old to confine writes (ABI {MIN_FS_ABI}, Linux 6.2, is needed)"
         )));
     }
-    if !policy.network && abi < NET_ABI && !private_network {
-        return Err(SandboxError::Unenforceable(format!(
-            "the network cannot be cut: the kernel's Landlock ABI {abi} cannot deny TCP (ABI {NET_ABI}, Linux 6.7, is needed) and no private network namespace could be created; set sandbox: {{network: true}} to allow the network"
-        )));
+    // The filter cuts every socket but Unix ones, root or not, whatever the Landlock ABI;
+    // Landlock's TCP rules (ABI 4+) and the namespace (root) stay as further layers.
+    if !policy.network {
+        allow_unix_sockets_only()?;
     }
     Ok(Enforced {
         abi: abi.to_string(),
         private_network,
+        socket_filter: !policy.network,
         scoped: abi >= SCOPE_ABI,
     })
 }
@@ -139,8 +141,8 @@ pub(crate) fn enforce_files(policy: &SandboxPolicy) -> Result<(), SandboxError> 
 }
 
 /// Move into a new, empty network namespace (no interface up, not even loopback): cuts
-/// UDP, raw sockets and abstract Unix sockets too. Needs CAP_SYS_ADMIN, so it usually
-/// works only when drover runs as root; Landlock's TCP rules are the fallback.
+/// abstract Unix sockets too. Needs CAP_SYS_ADMIN, so it usually works only when drover
+/// runs as root; the socket filter cuts the network without it.
 fn private_network_namespace() -> bool {
     // SAFETY: the launcher is single-threaded and NEWNET does not touch file descriptor
     // tables, which is what makes unshare unsafe in general.

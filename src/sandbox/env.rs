@@ -16,14 +16,16 @@ pub(crate) fn scrub(
     withheld: &[String],
 ) -> Vec<(OsString, OsString)> {
     vars.into_iter()
-        .filter(|(name, _)| {
-            let name = name.to_string_lossy();
-            if withheld.iter().any(|w| *w == name) {
-                return false;
-            }
-            !looks_secret(&name) || pass.iter().any(|p| *p == name)
-        })
+        .filter(|(name, _)| passes(&name.to_string_lossy(), pass, withheld))
         .collect()
+}
+
+/// Whether the variable `name` reaches commands, as [`scrub`] decides.
+pub(crate) fn passes(name: &str, pass: &[String], withheld: &[String]) -> bool {
+    if withheld.iter().any(|w| w == name) {
+        return false;
+    }
+    !looks_secret(name) || pass.iter().any(|p| p == name)
 }
 
 #[cfg(test)]

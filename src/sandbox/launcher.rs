@@ -6,17 +6,22 @@
 //! supervisor (see [`super::supervise`]): with the sandbox off (`--policy null`) it
 //! still contains the command's processes.
 //!
+//! The launcher runs with an empty environment: the command's own comes through
+//! [`super::env_channel`] and is applied only when the command starts, so nothing meant
+//! for the command (`LD_PRELOAD`, …) acts on the launcher before it confines anything.
+//!
 //! Exit codes of the launcher itself: 125 when the policy cannot be enforced (the command
 //! never runs), 127 when the command cannot be executed; stderr says why, starting with
 //! `drover sandbox:`.
 
 use super::SandboxError;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
 use super::SandboxPolicy;
 use super::enforce::enforce;
-use super::supervise;
+use super::{env_channel, supervise};
 
 /// The launcher's exit code when the sandbox cannot be enforced.
 pub(crate) const EXIT_UNENFORCEABLE: i32 = 125;
@@ -66,33 +71,45 @@ impl Launcher {
         Self::with_exe(self.exe.clone(), policy)
     }
 
-    /// The program to start and its first arguments; the command's own program and
-    /// arguments follow.
-    pub(crate) fn prefix(&self) -> (PathBuf, Vec<OsString>) {
-        (
-            self.exe.clone(),
-            vec![
-                SUBCOMMAND.into(),
-                "--policy".into(),
-                self.policy_json.clone().into(),
-                "--".into(),
-            ],
-        )
-    }
-
-    /// [`Launcher::prefix`] for a command that talks over its stdin and stdout (an MCP
-    /// server): the launcher passes both through, and takes the hang-up of its stdin
+    /// The launcher's command for `program args` with environment `env`: started with
+    /// an empty environment of its own, `env` in a file it inherits (see
+    /// [`env_channel`]). With `stdio` the command talks over its stdin and stdout (an
+    /// MCP server): the launcher passes both through, and takes the hang-up of its stdin
     /// (drover closed the channel, or died) as the cut lifeline.
-    pub(crate) fn stdio_prefix(&self) -> (PathBuf, Vec<OsString>) {
-        let (program, mut args) = self.prefix();
-        args.insert(args.len() - 1, "--stdio".into());
-        (program, args)
+    pub(crate) fn command(
+        &self,
+        stdio: bool,
+        program: &OsStr,
+        args: &[&OsStr],
+        env: &[(OsString, OsString)],
+    ) -> std::io::Result<tokio::process::Command> {
+        let env_file = OwnedFd::from(env_channel::write(env)?);
+        let env_fd = env_file.as_raw_fd();
+        let mut cmd = tokio::process::Command::new(&self.exe);
+        cmd.env_clear()
+            .arg(SUBCOMMAND)
+            .arg("--policy")
+            .arg(&self.policy_json)
+            .arg("--env-fd")
+            .arg(env_fd.to_string());
+        if stdio {
+            cmd.arg("--stdio");
+        }
+        cmd.arg("--").arg(program).args(args);
+        // SAFETY: the hook makes one system call (fcntl), which is async-signal-safe and
+        // allocates nothing. It owns the file, so the descriptor stays open until the
+        // command is dropped, after the spawn.
+        unsafe {
+            cmd.pre_exec(move || env_channel::inherit_in_child(env_file.as_raw_fd()));
+        }
+        Ok(cmd)
     }
 
     /// Apply the policy in a throwaway launcher process: Ok when the kernel enforces all
     /// of it, else what failed. Run once per task before the agent loop.
     pub(crate) async fn probe(&self) -> Result<(), SandboxError> {
         let output = tokio::process::Command::new(&self.exe)
+            .env_clear()
             .arg(SUBCOMMAND)
             .arg("--policy")
             .arg(&self.policy_json)
@@ -123,10 +140,25 @@ impl Launcher {
 }
 
 /// The launcher's main: contain, enforce `policy_json` (`null`: no sandbox), then run
-/// `command` under supervision (or, with `probe`, exit 0). With `stdio` the command
-/// talks over the launcher's stdin and stdout (see [`Launcher::stdio_prefix`]). Returns
-/// the exit code.
-pub fn sandbox_exec_main(policy_json: &str, probe: bool, stdio: bool, command: &[OsString]) -> i32 {
+/// `command` under supervision (or, with `probe`, exit 0), with the environment read
+/// from descriptor `env_fd` (without one, the launcher's own). With `stdio` the command
+/// talks over the launcher's stdin and stdout (see [`Launcher::command`]). Returns the
+/// exit code.
+pub fn sandbox_exec_main(
+    policy_json: &str,
+    probe: bool,
+    stdio: bool,
+    env_fd: Option<i32>,
+    command: &[OsString],
+) -> i32 {
+    // First, so the descriptor is closed before anything else happens.
+    let env = match env_fd.map(env_channel::read).transpose() {
+        Ok(env) => env,
+        Err(reason) => {
+            crate::esay!("drover sandbox: {reason}");
+            return EXIT_UNENFORCEABLE;
+        }
+    };
     let policy: Option<SandboxPolicy> = match serde_json::from_str(policy_json) {
         Ok(policy) => policy,
         Err(e) => {
@@ -156,9 +188,14 @@ pub fn sandbox_exec_main(policy_json: &str, probe: bool, stdio: bool, command: &
     if probe {
         match (&policy, enforced) {
             (Some(policy), Some(enforced)) => crate::say!(
-                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{})",
+                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{})",
                 enforced.abi,
                 if policy.network { "allowed" } else { "cut" },
+                if enforced.socket_filter {
+                    ", socket filter: Unix sockets only"
+                } else {
+                    ""
+                },
                 if enforced.private_network {
                     ", private network namespace"
                 } else {
@@ -186,5 +223,5 @@ pub fn sandbox_exec_main(policy_json: &str, probe: bool, stdio: bool, command: &
         }
         return 0;
     }
-    supervise::run(command, containment, stdio)
+    supervise::run(command, env, containment, stdio)
 }

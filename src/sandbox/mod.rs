@@ -3,8 +3,9 @@
 //! Rules judge a command line before it runs; they cannot see what the program does
 //! once it runs (a script opening `~/.ssh/id_rsa`). So every command, and everything it
 //! starts, runs under Landlock: writes only beneath [`SandboxPolicy::writable`], reads
-//! denied beneath [`SandboxPolicy::read_denied`], TCP (and, with a private network
-//! namespace, everything else) cut unless [`SandboxPolicy::network`].
+//! denied beneath [`SandboxPolicy::read_denied`], and unless [`SandboxPolicy::network`]
+//! no socket but Unix ones (a seccomp filter; Landlock's TCP rules and, as root, a
+//! private network namespace besides).
 //!
 //! drover's own process is multi-threaded, and Landlock restricts one thread: so the
 //! policy is applied by a fresh single-threaded drover (`drover __sandbox-exec`, see
@@ -21,12 +22,14 @@
 
 mod enforce;
 pub(crate) mod env;
+mod env_channel;
 mod error;
 pub(crate) mod exec;
 pub(crate) mod launcher;
 pub(crate) mod limits;
 pub(crate) mod own_environ;
 mod read_grants;
+mod socket_filter;
 pub(crate) mod supervise;
 #[cfg(test)]
 mod tests;

@@ -58,15 +58,25 @@ pub(crate) fn prepare() -> Result<Containment, SandboxError> {
     Ok(Containment { pid_namespace })
 }
 
-/// Start `command` as described in the module docs and supervise it until it ends or the
-/// lifeline closes. Returns the launcher's exit code.
-pub(crate) fn run(command: &[OsString], containment: Containment, stdio: bool) -> i32 {
+/// Start `command` as described in the module docs, with exactly `env` as its
+/// environment when given (else the launcher's own), and supervise it until it ends or
+/// the lifeline closes. Returns the launcher's exit code.
+pub(crate) fn run(
+    command: &[OsString],
+    env: Option<Vec<(OsString, OsString)>>,
+    containment: Containment,
+    stdio: bool,
+) -> i32 {
     let Some((program, args)) = command.split_first() else {
         crate::esay!("drover sandbox: no command to run");
         return super::launcher::EXIT_CANNOT_EXEC;
     };
     let mut child = std::process::Command::new(program);
     child.args(args);
+    if let Some(env) = env {
+        // The program is looked up in this environment's PATH.
+        child.env_clear().envs(env);
+    }
     if !stdio {
         child.stdin(Stdio::null());
     }

@@ -81,6 +81,10 @@ struct FrontMatter {
     /// `sonnet`, `opus`, `haiku`, `inherit`, or a model id.
     #[serde(default)]
     model: Option<String>,
+    /// An agent's commands run in the task's sandbox: the file chooses none (see
+    /// `referenced`).
+    #[serde(default, rename = "sandbox")]
+    _sandbox: super::referenced::NoSandbox,
     /// Other keys Claude Code knows (`color`, `permissionMode`, …) mean nothing headless.
     #[serde(flatten)]
     other: BTreeMap<String, serde_json::Value>,
@@ -218,6 +222,10 @@ mod tests {
             ("---\nname: x\n---\nbody", "description"),
             ("---\nname: a b\ndescription: y\n---\nbody", "name"),
             ("---\nname: x\ndescription: y\n---\n", "no prompt"),
+            (
+                "---\nname: x\ndescription: y\nsandbox: off\n---\nbody",
+                "front matter at line 4 column 10: `sandbox` cannot be set",
+            ),
         ] {
             let error = agent_of_claude_file(text).unwrap_err();
             assert!(error.contains(wanted), "{text:?}: {error}");

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::SandboxSpec;
+use super::referenced::{JsonError, NoSandbox};
 
 /// The events drover raises, by Claude Code's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -168,56 +169,120 @@ impl HookMatcher {
 
 /// The hooks of a Claude Code settings file (its `hooks` key), with the notes about
 /// what was skipped. An unknown event name is an error: it may be a typo of one that
-/// guards something.
-pub(crate) fn hooks_of_claude_settings(text: &str) -> Result<(HooksSpec, Vec<String>), String> {
-    let settings: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-    let Some(hooks) = settings.get("hooks") else {
-        return Ok((HooksSpec::new(), Vec::new()));
-    };
-    let serde_json::Value::Object(events) = hooks else {
-        return Err("`hooks` is not an object of events".to_string());
-    };
-    let mut spec = HooksSpec::new();
-    let mut notes = Vec::new();
-    for (name, entries) in events {
-        let Some(event) = HookEvent::parse(name) else {
-            if INTERACTIVE_ONLY_EVENTS.contains(&name.as_str()) {
-                notes.push(format!(
-                    "{name} hooks skipped: the event does not happen headless"
-                ));
-                continue;
-            }
-            return Err(format!(
-                "unknown hook event {name:?}; drover runs {}",
-                HookEvent::ALL.map(HookEvent::as_str).join(", ")
-            ));
-        };
-        let entries: Vec<HookMatcherSpec> = serde_json::from_value(strip_ignored(entries.clone()))
-            .map_err(|e| format!("hooks.{name}: {e}"))?;
-        spec.insert(event, entries);
-    }
-    Ok((spec, notes))
+/// guards something. The file may come from the repository under test, so its hooks run
+/// in the task's sandbox: a `sandbox` key in it is refused (see `referenced`). Every
+/// error is at the file's line and column.
+pub(crate) fn hooks_of_claude_settings(text: &str) -> Result<(HooksSpec, Vec<String>), JsonError> {
+    let settings: Settings = serde_json::from_str(text)?;
+    Ok(settings
+        .hooks
+        .map(|hooks| (hooks.spec, hooks.notes))
+        .unwrap_or_default())
 }
 
-/// Claude Code fields that change nothing headless (`async`, `once`) are dropped so the
-/// settings load; everything else must be understood.
-fn strip_ignored(mut entries: serde_json::Value) -> serde_json::Value {
-    if let serde_json::Value::Array(list) = &mut entries {
-        for entry in list {
-            if let Some(serde_json::Value::Array(hooks)) = entry.get_mut("hooks") {
-                for hook in hooks {
-                    if let serde_json::Value::Object(map) = hook {
-                        // `once`: drover runs a session once anyway; `async`: run
-                        // to completion (nothing is left running behind a task).
-                        map.remove("once");
-                        map.remove("async");
+/// A Claude Code settings file: only `hooks` is read.
+#[derive(Deserialize)]
+struct Settings {
+    #[serde(default)]
+    hooks: Option<SettingsHooks>,
+}
+
+/// The `hooks` of a settings file, by event, read event by event so an unknown one is
+/// refused where it is written and one that does not happen headless is skipped whatever
+/// it holds.
+struct SettingsHooks {
+    spec: HooksSpec,
+    notes: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for SettingsHooks {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SettingsHooks;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of hook events")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<SettingsHooks, A::Error> {
+                let mut hooks = SettingsHooks {
+                    spec: HooksSpec::new(),
+                    notes: Vec::new(),
+                };
+                while let Some(name) = map.next_key::<String>()? {
+                    if let Some(event) = HookEvent::parse(&name) {
+                        let entries: Vec<SettingsMatcher> = map.next_value()?;
+                        hooks
+                            .spec
+                            .insert(event, entries.into_iter().map(Into::into).collect());
+                    } else if INTERACTIVE_ONLY_EVENTS.contains(&name.as_str()) {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                        hooks.notes.push(format!(
+                            "{name} hooks skipped: the event does not happen headless"
+                        ));
+                    } else {
+                        return Err(serde::de::Error::custom(format!(
+                            "unknown hook event {name:?}; drover runs {}",
+                            HookEvent::ALL.map(HookEvent::as_str).join(", ")
+                        )));
                     }
                 }
+                Ok(hooks)
             }
         }
+        deserializer.deserialize_map(Visitor)
     }
-    entries
+}
+
+/// One matcher's entry in a settings file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsMatcher {
+    #[serde(default)]
+    matcher: Option<String>,
+    hooks: Vec<SettingsHook>,
+}
+
+/// One hook in a settings file: a [`HookCommandSpec`] without a sandbox of its own.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsHook {
+    #[serde(rename = "type")]
+    kind: String,
+    command: String,
+    #[serde(default)]
+    timeout: Option<u64>,
+    #[serde(default, rename = "statusMessage")]
+    status_message: Option<String>,
+    /// drover runs a session once anyway.
+    #[serde(default, rename = "once")]
+    _once: serde::de::IgnoredAny,
+    /// Run to completion: nothing is left running behind a task.
+    #[serde(default, rename = "async")]
+    _async: serde::de::IgnoredAny,
+    #[serde(default, rename = "sandbox")]
+    _sandbox: NoSandbox,
+}
+
+impl From<SettingsMatcher> for HookMatcherSpec {
+    fn from(entry: SettingsMatcher) -> Self {
+        HookMatcherSpec {
+            matcher: entry.matcher,
+            hooks: entry
+                .hooks
+                .into_iter()
+                .map(|hook| HookCommandSpec {
+                    kind: hook.kind,
+                    command: hook.command,
+                    timeout: hook.timeout,
+                    sandbox: None,
+                    status_message: hook.status_message,
+                })
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -255,12 +320,23 @@ mod tests {
         assert_eq!(spec[&HookEvent::PreToolUse][0].hooks[0].timeout, Some(30));
         assert_eq!(notes.len(), 1, "{notes:?}");
         let typo = r#"{"hooks": {"PreToolUsed": []}}"#;
-        assert!(
-            hooks_of_claude_settings(typo)
-                .unwrap_err()
-                .contains("PreToolUsed")
-        );
+        let error = hooks_of_claude_settings(typo).unwrap_err();
+        assert!(error.message.contains("PreToolUsed"), "{error}");
+        assert_eq!((error.line, error.column), (1, 24), "{error}");
         assert!(hooks_of_claude_settings("{}").unwrap().0.is_empty());
+        let ignored = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "async": true, "once": true}]}]}}"#;
+        assert_eq!(hooks_of_claude_settings(ignored).unwrap().0.len(), 1);
+    }
+
+    #[test]
+    fn a_settings_file_chooses_no_sandbox() {
+        let text = "{\"hooks\": {\"PostToolUse\": [{\"hooks\": [\n  {\"type\": \"command\", \"command\": \"./x.sh\", \"sandbox\": \"off\"}\n]}]}}";
+        let error = hooks_of_claude_settings(text).unwrap_err();
+        assert!(error.is_sandbox(), "{error}");
+        assert_eq!(error.line, 2, "{error}");
+        let unknown = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "network": true}]}]}}"#;
+        let error = hooks_of_claude_settings(unknown).unwrap_err();
+        assert!(error.message.contains("unknown field `network`"), "{error}");
     }
 
     #[test]

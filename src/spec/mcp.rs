@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::referenced::{JsonError, NoSandbox};
 use super::types::{SandboxSpec, SpecDuration};
 
 /// The task's MCP servers and their limits.
@@ -59,6 +60,11 @@ pub(crate) struct McpServerSpec {
     /// This server's own limits (what it leaves out comes from `mcp.timeouts`).
     #[serde(default)]
     pub timeouts: Option<McpTimeouts>,
+    /// It came from `mcp.config`'s file, not the spec: such a server takes from drover's
+    /// environment only what the task's commands get, and may be a `url:` server only
+    /// where the task's commands have the network (see docs/mcp.md).
+    #[serde(skip)]
+    pub from_config: bool,
 }
 
 fn required_by_default() -> bool {
@@ -92,6 +98,9 @@ struct ClaudeServer {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    /// Claude Code's format has none; drover's is refused (see `referenced`).
+    #[serde(default, rename = "sandbox")]
+    _sandbox: NoSandbox,
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,8 +112,15 @@ struct ClaudeConfig {
 /// Why a `.mcp.json` cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum McpConfigError {
-    #[error("not Claude Code's .mcp.json format ({{\"mcpServers\": {{...}}}}): {0}")]
-    Format(#[from] serde_json::Error),
+    #[error("{0}")]
+    Sandbox(JsonError),
+    #[error(
+        "{}:{}: not Claude Code's .mcp.json format ({{\"mcpServers\": {{...}}}}): {}",
+        .0.line,
+        .0.column,
+        .0.message
+    )]
+    Format(JsonError),
     #[error("server {name}: type {kind:?} is not one drover knows (stdio, http)")]
     Kind { name: String, kind: String },
     #[error(
@@ -113,11 +129,32 @@ pub(crate) enum McpConfigError {
     Sse { name: String },
 }
 
+impl McpConfigError {
+    /// The error with the file's path in front (and its line and column when known).
+    pub(crate) fn in_file(&self, path: &std::path::Path) -> String {
+        match self {
+            McpConfigError::Sandbox(_) | McpConfigError::Format(_) => {
+                format!("{}:{self}", path.display())
+            }
+            McpConfigError::Kind { .. } | McpConfigError::Sse { .. } => {
+                format!("{}: {self}", path.display())
+            }
+        }
+    }
+}
+
 /// The servers of a Claude Code `.mcp.json`, as spec entries (required, default limits).
 pub(crate) fn servers_of_claude_config(
     text: &str,
 ) -> Result<BTreeMap<String, McpServerSpec>, McpConfigError> {
-    let config: ClaudeConfig = serde_json::from_str(text)?;
+    let config: ClaudeConfig = serde_json::from_str(text).map_err(|error| {
+        let error = JsonError::from(error);
+        if error.is_sandbox() {
+            McpConfigError::Sandbox(error)
+        } else {
+            McpConfigError::Format(error)
+        }
+    })?;
     let mut servers = BTreeMap::new();
     for (name, server) in config.servers {
         let remote = match server.kind.as_deref() {
@@ -146,6 +183,7 @@ pub(crate) fn servers_of_claude_config(
             },
             required: true,
             timeouts: None,
+            from_config: true,
         };
         servers.insert(name, entry);
     }
@@ -227,5 +265,25 @@ mod tests {
         assert!(sse.contains("streamable HTTP endpoint"), "{sse}");
         assert!(servers_of_claude_config("[1]").is_err());
         assert!(servers_of_claude_config("{}").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_config_file_chooses_no_sandbox_and_its_servers_say_where_they_came_from() {
+        let text = "{\"mcpServers\": {\"x\": {\n  \"command\": \"srv\",\n  \"sandbox\": {\"network\": true}\n}}}";
+        let error = servers_of_claude_config(text).unwrap_err();
+        let shown = error.in_file(std::path::Path::new("ws/.mcp.json"));
+        assert!(shown.starts_with("ws/.mcp.json:3:"), "{shown}");
+        assert!(shown.contains("`sandbox` cannot be set"), "{shown}");
+        assert!(!shown.contains("not Claude Code's"), "{shown}");
+        let bad = servers_of_claude_config("{\"mcpServers\": 1}").unwrap_err();
+        let shown = bad.in_file(std::path::Path::new("m.json"));
+        assert!(shown.starts_with("m.json:1:"), "{shown}");
+        assert!(
+            shown.contains("not Claude Code's .mcp.json format"),
+            "{shown}"
+        );
+        let servers =
+            servers_of_claude_config(r#"{"mcpServers": {"x": {"command": "srv"}}}"#).unwrap();
+        assert!(servers["x"].from_config);
     }
 }

@@ -10,6 +10,7 @@ mod load;
 mod mcp;
 mod output;
 mod pricing;
+mod referenced;
 mod replay;
 mod tools;
 mod types;

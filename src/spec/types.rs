@@ -351,6 +351,17 @@ impl<'de> Deserialize<'de> for SandboxSpec {
     }
 }
 
+impl SandboxSpec {
+    /// Whether commands under the `sandbox:` setting `spec` (absent: on) have the network.
+    pub(crate) fn has_network(spec: Option<&SandboxSpec>) -> bool {
+        match spec {
+            None | Some(SandboxSpec::Switch(Switch::On)) => false,
+            Some(SandboxSpec::Switch(Switch::Off)) => true,
+            Some(SandboxSpec::Settings(settings)) => settings.network,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SandboxSettings {

@@ -163,8 +163,12 @@ fn a_replay_cannot_be_steered_to_a_tool_that_now_comes_out_as_a_recorded_name() 
     server_listing(&script, r#"["x.y", "x_y", "plain"]"#);
     let artifacts = dir.path().join("replayed");
     let output = common::drover()
+        .current_dir(dir.path())
         .arg("replay")
         .arg(&recorded)
+        // The user's own spec: the server's Python may live in a home directory.
+        .arg("--spec")
+        .arg(&spec)
         .args(["--mcp", "--strict", "--artifacts"])
         .arg(&artifacts)
         .output()

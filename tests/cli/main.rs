@@ -10,8 +10,10 @@ mod common;
 mod mock_server;
 
 mod action;
+mod attacker_config;
 mod attacker_files;
 mod attacker_mcp_names;
+mod attacker_network;
 mod attacker_processes;
 mod attacker_redirects;
 mod attacker_replay;

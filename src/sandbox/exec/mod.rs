@@ -216,45 +216,63 @@ impl CommandEnv {
         self.tmpdir.as_deref()
     }
 
+    /// Whether drover's variable `name` reaches the commands started this way.
+    pub(crate) fn passes(&self, name: &str) -> bool {
+        super::env::passes(name, &self.pass, &self.withheld)
+    }
+
     /// `bash -c command`, launched through the sandbox when there is one, with drover's
-    /// environment scrubbed of secrets and `TMPDIR` pointing at the private directory.
-    fn bash(&self, command: &str) -> tokio::process::Command {
+    /// environment scrubbed of secrets, `TMPDIR` pointing at the private directory, and
+    /// `extra_env` on top.
+    fn bash(
+        &self,
+        command: &str,
+        extra_env: &[(&str, &OsStr)],
+    ) -> std::io::Result<tokio::process::Command> {
         let args = [OsStr::new("-c"), OsStr::new(command)];
-        self.command(false, OsStr::new("bash"), &args)
+        self.command(false, OsStr::new("bash"), &args, extra_env)
     }
 
     /// `program args` as a long-lived server talking over its stdin and stdout (an MCP
     /// server), started like every command of the task: through the sandbox when there
-    /// is one (which passes both through), scrubbed environment, private `TMPDIR`.
-    pub(crate) fn stdio_command(
+    /// is one (which passes both through), scrubbed environment, private `TMPDIR`, and
+    /// `extra_env` (the server's `env:`) on top.
+    pub(crate) fn stdio_command<K: AsRef<OsStr>, V: AsRef<OsStr>>(
         &self,
         program: &OsStr,
         args: &[&OsStr],
-    ) -> tokio::process::Command {
-        self.command(true, program, args)
+        extra_env: &[(K, V)],
+    ) -> std::io::Result<tokio::process::Command> {
+        self.command(true, program, args, extra_env)
     }
 
-    fn command(&self, stdio: bool, program: &OsStr, args: &[&OsStr]) -> tokio::process::Command {
-        let mut cmd = match &self.sandbox {
-            Some(launcher) => {
-                let (exe, prefix) = if stdio {
-                    launcher.stdio_prefix()
-                } else {
-                    launcher.prefix()
-                };
-                let mut cmd = tokio::process::Command::new(exe);
-                cmd.args(prefix).arg(program);
-                cmd
-            }
-            None => tokio::process::Command::new(program),
-        };
-        cmd.args(args);
-        cmd.env_clear()
-            .envs(scrub(std::env::vars_os(), &self.pass, &self.withheld));
+    /// The command's whole environment goes to the launcher through its environment
+    /// file, never onto the launcher process itself (see `sandbox::env_channel`): what
+    /// the command is given, from wherever it came, cannot steer the launcher.
+    fn command<K: AsRef<OsStr>, V: AsRef<OsStr>>(
+        &self,
+        stdio: bool,
+        program: &OsStr,
+        args: &[&OsStr],
+        extra_env: &[(K, V)],
+    ) -> std::io::Result<tokio::process::Command> {
+        let mut env = scrub(std::env::vars_os(), &self.pass, &self.withheld);
         if let Some(tmpdir) = &self.tmpdir {
-            cmd.env("TMPDIR", tmpdir);
+            env.push(("TMPDIR".into(), tmpdir.into()));
         }
-        cmd
+        env.extend(
+            extra_env
+                .iter()
+                .map(|(k, v)| (k.as_ref().to_os_string(), v.as_ref().to_os_string())),
+        );
+        match &self.sandbox {
+            Some(launcher) => launcher.command(stdio, program, args, &env),
+            None => {
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args).env_clear().envs(env);
+                Ok(cmd)
+            }
+        }
     }
 }
 
@@ -286,7 +304,12 @@ fn spawn_shell_with(
     } else {
         (None, writer.try_clone()?)
     };
-    let mut cmd = env.bash(command);
+    let mut all_env: Vec<(&str, &OsStr)> = NON_INTERACTIVE_ENV
+        .iter()
+        .map(|(k, v)| (*k, OsStr::new(v)))
+        .collect();
+    all_env.extend_from_slice(extra_env);
+    let mut cmd = env.bash(command, &all_env)?;
     let lifeline = if env.sandbox.is_some() {
         let (lifeline_reader, lifeline) = std::io::pipe()?;
         cmd.stdin(lifeline_reader);
@@ -296,8 +319,6 @@ fn spawn_shell_with(
         None
     };
     cmd.current_dir(cwd)
-        .envs(NON_INTERACTIVE_ENV.iter().copied())
-        .envs(extra_env.iter().copied())
         .stdout(writer)
         .stderr(writer_err)
         .process_group(0);
@@ -519,156 +540,4 @@ async fn run_spawned(mut spawned: Spawned, timeout: Duration) -> std::io::Result
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Instant;
-
-    async fn run(command: &str, timeout_ms: u64) -> ShellOutcome {
-        let dir = std::env::temp_dir();
-        run_shell(
-            command,
-            &dir,
-            Duration::from_millis(timeout_ms),
-            &CommandEnv::default(),
-        )
-        .await
-        .unwrap()
-    }
-
-    #[tokio::test]
-    async fn split_runs_read_stdin_from_the_file_and_keep_stderr_apart() {
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("in.json");
-        std::fs::write(&input, "{\"a\":1}").unwrap();
-        let out = run_shell_split(
-            "cat; echo oops >&2; exit 2",
-            dir.path(),
-            Duration::from_secs(10),
-            &[],
-            &CommandEnv::default(),
-            &input,
-        )
-        .await
-        .unwrap();
-        assert_eq!(out.exit_code, Some(2));
-        assert_eq!(out.stdout, "{\"a\":1}");
-        assert_eq!(out.stderr, "oops\n");
-    }
-
-    #[tokio::test]
-    async fn reports_exit_code_and_runs_in_cwd() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("marker"), "").unwrap();
-        let out = run_shell(
-            "ls; exit 3",
-            dir.path(),
-            Duration::from_secs(10),
-            &CommandEnv::default(),
-        )
-        .await
-        .unwrap();
-        assert_eq!(out.exit_code, Some(3));
-        assert!(!out.timed_out);
-        assert_eq!(out.output, "marker\n");
-        assert_eq!(run("true", 10_000).await.exit_code, Some(0));
-        assert_eq!(run("echo $DROVER", 10_000).await.output, "1\n");
-        assert_eq!(
-            run("echo $CI $GIT_TERMINAL_PROMPT $PAGER $GIT_EDITOR", 10_000)
-                .await
-                .output,
-            "true 0 cat true\n"
-        );
-    }
-
-    #[tokio::test]
-    async fn the_environment_is_scrubbed_as_the_command_env_says() {
-        // HOME stands in for the model key's variable: withheld whatever its name.
-        let env = CommandEnv {
-            withheld: vec!["HOME".to_string()],
-            ..CommandEnv::default()
-        };
-        let dir = std::env::temp_dir();
-        let out = run_shell("echo \"home=$HOME\"", &dir, Duration::from_secs(10), &env)
-            .await
-            .unwrap();
-        assert_eq!(out.output, "home=\n");
-    }
-
-    #[tokio::test]
-    async fn stdout_and_stderr_are_merged_in_order() {
-        let out = run("echo a; echo b >&2; echo c", 10_000).await;
-        assert_eq!(out.output, "a\nb\nc\n");
-    }
-
-    #[tokio::test]
-    async fn timeout_kills_the_command_quickly() {
-        let start = Instant::now();
-        let out = run("echo started; sleep 30", 300).await;
-        assert!(out.timed_out);
-        assert_eq!(out.exit_code, None);
-        assert_eq!(out.output, "started\n");
-        assert!(start.elapsed() < Duration::from_secs(10));
-    }
-
-    #[tokio::test]
-    async fn timeout_kills_backgrounded_grandchildren() {
-        let start = Instant::now();
-        let out = run("sleep 30 & wait", 300).await;
-        assert!(out.timed_out);
-        assert!(start.elapsed() < Duration::from_secs(10));
-    }
-
-    #[tokio::test]
-    async fn leftover_background_children_do_not_hang() {
-        let start = Instant::now();
-        let out = run("sleep 30 & echo done", 20_000).await;
-        assert!(!out.timed_out);
-        assert_eq!(out.exit_code, Some(0));
-        assert_eq!(out.output, "done\n");
-        assert!(start.elapsed() < Duration::from_secs(10));
-    }
-
-    #[tokio::test]
-    async fn stdin_is_closed() {
-        let start = Instant::now();
-        let out = run("cat; echo after", 20_000).await;
-        assert_eq!(out.exit_code, Some(0));
-        assert_eq!(out.output, "after\n");
-        assert!(start.elapsed() < Duration::from_secs(10));
-    }
-
-    #[tokio::test]
-    async fn huge_output_keeps_head_and_tail() {
-        let out = run(
-            "echo FIRST; head -c 5000000 /dev/zero | tr '\\0' x; echo; echo LAST",
-            60_000,
-        )
-        .await;
-        assert!(out.output.starts_with("FIRST\n"));
-        assert!(out.output.ends_with("LAST\n"));
-        assert!(out.output.contains("bytes of output omitted"));
-        assert!(out.output.len() < 3 * 1024 * 1024);
-    }
-
-    #[test]
-    fn capture_counts_dropped_bytes() {
-        let mut c = Capture::default();
-        c.push(&vec![b'a'; KEEP_HEAD_BYTES + KEEP_TAIL_BYTES + 10]);
-        assert_eq!(c.dropped, 10);
-        assert!(c.render().contains("10 bytes of output omitted"));
-        assert!(c.take().contains("10 bytes of output omitted"));
-        assert_eq!(c.take(), "");
-    }
-
-    #[test]
-    fn take_returns_only_new_output_and_keeps_split_characters_whole() {
-        let mut c = Capture::default();
-        c.push(b"one\n");
-        assert_eq!(c.take(), "one\n");
-        let e_acute = "\u{e9}".as_bytes();
-        c.push(&[b'a', e_acute[0]]);
-        assert_eq!(c.take(), "a");
-        c.push(&[e_acute[1], b'b']);
-        assert_eq!(c.take(), "\u{e9}b");
-    }
-}
+mod tests;
