@@ -275,6 +275,7 @@ pub(super) fn plan_task(
         expected_fingerprint: None,
         workspace_from_recording: false,
         fixed_environment: false,
+        unreadable: Vec::new(),
         excluded: Vec::new(),
         own_outputs: Default::default(),
         recorded_outputs: None,

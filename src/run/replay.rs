@@ -11,7 +11,7 @@ use crate::tools::ToolOutput;
 use crate::tools::recorded::ResultsById;
 
 use super::plan_error::{PlanError, ReplayError};
-use super::replay_spec::{Granted, replay_spec};
+use super::replay_spec::{Granted, replay_spec, unreadable_in_replays};
 use super::task::{ModelSource, TaskPlan};
 
 pub(crate) struct ReplayOptions {
@@ -119,9 +119,11 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         Default::default()
     };
     let (origin, workspace_from_recording) = starting_workspace(options, &workspace)?;
-    if !granted.vouched {
-        deny_reading_origin(&mut spec, &origin);
-    }
+    let unreadable = if granted.vouched {
+        Vec::new()
+    } else {
+        unreadable_in_replays(&origin)
+    };
     let results = recorded_results(&events);
     let rules = super::spec_checks::rule_set(&spec)?;
     let masks = super::spec_checks::replay_masks_with(&spec, &options.ignore)?;
@@ -220,6 +222,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         expected_fingerprint: Some(workspace_sha256),
         workspace_from_recording,
         fixed_environment: true,
+        unreadable,
         excluded: recorded_artifacts(&options.transcript, &task)
             .into_iter()
             .collect(),
@@ -341,26 +344,6 @@ fn starting_workspace(
         return Err(ReplayError::WorkspaceNotHere { workspace, current }.into());
     }
     Ok((real, true))
-}
-
-/// The replay works in a copy: the original workspace (a checkout whose `.git/config`
-/// may hold a token) is no business of commands whose rules a recording chose.
-fn deny_reading_origin(spec: &mut spec::LoadedSpec, origin: &Path) {
-    let Some(origin) = origin
-        .canonicalize()
-        .ok()
-        .and_then(|path| path.to_str().map(str::to_string))
-    else {
-        return;
-    };
-    if origin == "/" {
-        return;
-    }
-    let nowhere = serde_saphyr::Location::UNKNOWN;
-    spec.spec.permissions.deny.insert(
-        0,
-        serde_saphyr::Spanned::new(format!("Read(/{origin}/**)"), nowhere, nowhere),
-    );
 }
 
 /// The replay spec's MCP servers, for `--mcp`: stdio servers as `replay_spec` made them

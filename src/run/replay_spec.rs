@@ -8,9 +8,10 @@
 //! does not compile here until someone decides what a replay does with it, and
 //! docs/replay.md has a row for each field (a test below holds the two together).
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_saphyr::{Location, Spanned};
+use serde_saphyr::Spanned;
 
 use crate::spec::{
     CheckSpec, EnvSpec, Isolation, Limits, McpServerSpec, McpSpec, McpTimeouts, ModelSpec,
@@ -28,25 +29,57 @@ pub(super) struct Granted {
     /// `--mcp`: start the recorded servers, in the replay's sandbox.
     pub mcp: bool,
     /// `--spec FILE`: the user vouches for the spec (its SHA-256 is the recorded one), so
-    /// its `setup:` runs (in the replay's sandbox) and its rules are the user's own.
+    /// its `setup:` runs (in the replay's sandbox) and its rules are the user's own (no
+    /// [`unreadable_in_replays`]).
     pub vouched: bool,
 }
 
-/// Paths a replay's commands and tools never read unless the user vouches for the spec
-/// (`--spec`): with rules chosen by whoever recorded it, a replayed `cat` or `Read` of a
-/// key in a home directory, or of a mounted service-account token, would put it in the
-/// replay's transcript, which CI uploads. Read deny rules, so both the policy and the OS
-/// sandbox (Landlock) enforce them.
-const UNREADABLE_IN_REPLAYS: &[&str] = &[
-    "//root/**",
-    "//home/**",
-    "//run/secrets/**",
-    "//var/run/secrets/**",
-    "//etc/shadow",
-    "//etc/gshadow",
-    "//etc/ssh/**",
-    "//etc/ssl/private/**",
+/// The top-level directories a replay's commands and tools may still read when the user
+/// does not vouch for the spec (`--spec`): where programs, their libraries and their
+/// configuration live. Everything else — home directories, other checkouts, `/tmp` (but
+/// the replay's own copy and `TMPDIR`, which stay writable), `/srv`, `/var`, `/run`,
+/// mounted secrets — is unreadable, enforced by the OS sandbox for commands and
+/// drover's file tools alike: with rules chosen by whoever recorded the run, a replayed
+/// `cat` or `Read` of a key would put it in the replay's transcript, which CI uploads.
+const READABLE_IN_REPLAYS: &[&str] = &[
+    "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "nix", "opt", "proc", "sbin",
+    "snap", "sys", "usr",
 ];
+
+/// Files under those directories that hold secrets of the machine.
+const UNREADABLE_SYSTEM_FILES: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/ssh",
+    "/etc/ssl/private",
+];
+
+/// What a replay of a recording alone may not read (see [`READABLE_IN_REPLAYS`]): every
+/// entry of `/` but those, the machine's secret files, and the original workspace the
+/// replay copied (a checkout whose `.git/config` may hold the token `actions/checkout`
+/// keeps there), whichever directory it lies in.
+pub(super) fn unreadable_in_replays(origin: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir("/")
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|entry| {
+                    !READABLE_IN_REPLAYS
+                        .iter()
+                        .any(|name| entry.file_name() == *name)
+                })
+                .map(|entry| entry.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    paths.extend(UNREADABLE_SYSTEM_FILES.iter().map(PathBuf::from));
+    if let Ok(origin) = origin.canonicalize()
+        && origin != Path::new("/")
+    {
+        paths.push(origin);
+    }
+    paths
+}
 
 /// The longest a recorded check or setup step may run in a replay.
 const REPLAY_CHECK_TIMEOUT: Duration = REPLAY_TIMEOUT;
@@ -95,7 +128,7 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         workspace: None,
         isolation: Isolation::Copy,
         model: Spanned::new(replay_model(model.value), model.referenced, model.defined),
-        permissions: replay_permissions(permissions, granted.vouched),
+        permissions: replay_permissions(permissions),
         limits: replay_limits(limits),
         sandbox: Some(SandboxSpec::Switch(Switch::On)),
         env: EnvSpec::default(),
@@ -163,21 +196,16 @@ fn replay_model(model: ModelSpec) -> ModelSpec {
 }
 
 /// The recorded rules decide the recorded calls again, inside the replay's sandbox;
-/// `additional_directories` is dropped (a replay writes only in its scratch copy), the
-/// guardrails are on whatever the recording says, and, unless the user vouches for the
-/// spec, [`UNREADABLE_IN_REPLAYS`] are denied first.
-fn replay_permissions(permissions: Permissions, vouched: bool) -> Permissions {
+/// `additional_directories` is dropped (a replay writes only in its scratch copy) and the
+/// guardrails are on whatever the recording says.
+fn replay_permissions(permissions: Permissions) -> Permissions {
     let Permissions {
         allow,
-        mut deny,
+        deny,
         mode,
         additional_directories: _,
         guardrails: _,
     } = permissions;
-    if !vouched {
-        let profile = profile_denials();
-        deny.splice(0..0, profile);
-    }
     Permissions {
         allow,
         deny,
@@ -185,29 +213,6 @@ fn replay_permissions(permissions: Permissions, vouched: bool) -> Permissions {
         additional_directories: Vec::new(),
         guardrails: Switch::On,
     }
-}
-
-/// [`UNREADABLE_IN_REPLAYS`] as deny rules, with the home directory of the user running
-/// the replay when it lies elsewhere.
-fn profile_denials() -> Vec<Spanned<String>> {
-    let mut rules: Vec<String> = UNREADABLE_IN_REPLAYS
-        .iter()
-        .map(|path| format!("Read({path})"))
-        .collect();
-    if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from)
-        && home.is_absolute()
-        && !home.starts_with("/root")
-        && !home.starts_with("/home")
-        && home != std::path::Path::new("/")
-        && let Some(home) = home.to_str()
-    {
-        rules.push(format!("Read(/{}/**)", home.trim_end_matches('/')));
-    }
-    let nowhere = Location::UNKNOWN;
-    rules
-        .into_iter()
-        .map(|rule| Spanned::new(rule, nowhere, nowhere))
-        .collect()
 }
 
 /// The recorded limits, which can only narrow: turns, budget, tokens and depth as

@@ -181,13 +181,15 @@ impl TaskCommands {
     }
 }
 
-/// Set up the commands of a task working in `workspace` (canonical). `probe`: check now
-/// that the sandbox can be enforced (when the task offers a tool that runs commands).
-/// An Err is an internal error (no temporary directory, no executable).
+/// Set up the commands of a task working in `workspace` (canonical), denied reading
+/// `unreadable` besides what the Read deny rules name. `probe`: check now that the
+/// sandbox can be enforced (when the task offers a tool that runs commands). An Err is an
+/// internal error (no temporary directory, no executable).
 pub(super) async fn task_commands(
     spec: &LoadedSpec,
     rules: &RuleSet,
     workspace: &Path,
+    unreadable: &[PathBuf],
     probe: bool,
 ) -> Result<TaskCommands, TaskError> {
     let tmpdir = tempfile::Builder::new()
@@ -221,7 +223,8 @@ pub(super) async fn task_commands(
     let (network, limits) = setting.unwrap_or_default();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let additional = spec.additional_directories();
-    let read_denials = crate::policy::read_denials(&rules.deny, home.as_deref());
+    let mut read_denials = crate::policy::read_denials(&rules.deny, home.as_deref());
+    read_denials.extend(unreadable.iter().cloned());
     let mut policy = SandboxPolicy::for_task(&TaskSandbox {
         workspace,
         additional: &additional,

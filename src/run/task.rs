@@ -94,6 +94,10 @@ pub(crate) struct TaskPlan {
     /// environment, not all of it less what looks secret (a recording's rules must not
     /// reach a secret whose name does not look like one, `DATABASE_URL` say).
     pub fixed_environment: bool,
+    /// Paths the task's commands and file tools may not read, besides what its Read deny
+    /// rules name: a replay of a recording alone reads only where programs live (see
+    /// `run::replay_spec`).
+    pub unreadable: Vec<PathBuf>,
     /// Directories that are never part of the workspace's files (copies, snapshots,
     /// diffs) when they lie inside it, besides this run's artifacts directory: a
     /// replay's recorded artifacts.

@@ -178,7 +178,14 @@ pub(super) async fn arm(
     // Setup and checks run in the sandbox too, so it is probed for them as for Bash.
     let probe =
         runs_commands || !plan.spec.spec.checks.is_empty() || !plan.spec.spec.setup.is_empty();
-    let mut commands = task_commands(&plan.spec, &plan.rules, &workspace.dir, probe).await?;
+    let mut commands = task_commands(
+        &plan.spec,
+        &plan.rules,
+        &workspace.dir,
+        &plan.unreadable,
+        probe,
+    )
+    .await?;
     for name in withheld_vars(plan) {
         if !commands.env.withheld.contains(&name) {
             commands.env.withheld.push(name);

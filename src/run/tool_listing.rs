@@ -112,7 +112,7 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
     let mut registry = Registry::builtin().map_err(TaskError::from)?;
     let mut session = McpSession::default();
     if !servers.is_empty() {
-        let mut commands = task_commands(loaded, &rules, &workspace, true).await?;
+        let mut commands = task_commands(loaded, &rules, &workspace, &[], true).await?;
         if let Some(reason) = commands.unavailable.take() {
             return Err(ListingError::Sandbox(reason));
         }
