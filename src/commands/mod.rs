@@ -32,6 +32,9 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Report {
             command: ReportCommand::Merge { dirs, out },
         } => merge_command(&dirs, &out),
+        Command::Report {
+            command: ReportCommand::Outputs { dir },
+        } => outputs_command(&dir),
         Command::Transcript {
             command: crate::cli::TranscriptCommand::Verify { transcript },
         } => verify_command(&transcript),
@@ -139,7 +142,7 @@ async fn run_command(args: RunArgs) -> i32 {
     };
     let names: Vec<String> = plans.iter().map(|p| p.spec.name().to_string()).collect();
     forget_earlier_run(&artifacts, &names, args.quiet);
-    let mut report = run::run_plans(
+    let finished = run::run_plans(
         plans,
         &artifacts,
         jobs,
@@ -147,6 +150,10 @@ async fn run_command(args: RunArgs) -> i32 {
         run::interrupt::install(),
     )
     .await;
+    if let Err(code) = settle_artifacts(&finished.swept, &artifacts) {
+        return code;
+    }
+    let mut report = finished.report;
     // summary.json says which shard this was, so `report merge` can tell one is missing.
     report.shard = shard.map(|shard| crate::record::ShardId {
         index: shard.index,
@@ -213,8 +220,14 @@ async fn resume_task(
             crate::output::counted(resume.turns, "recorded turn", "recorded turns")
         );
     }
-    let report = run::run_plans(vec![plan], &artifacts, 1, quiet, run::interrupt::install()).await;
-    let report = crate::record::merge::into_earlier_run(report, &artifacts);
+    let finished =
+        run::run_plans(vec![plan], &artifacts, 1, quiet, run::interrupt::install()).await;
+    // Swept first: the earlier run's summary.json is read as drover left it, never as
+    // an agent of this run may have rewritten it.
+    if let Err(code) = settle_artifacts(&finished.swept, &artifacts) {
+        return code;
+    }
+    let report = crate::record::merge::into_earlier_run(finished.report, &artifacts);
     finish_run(&report, &artifacts, true)
 }
 
@@ -244,7 +257,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         &[plan.spec.name().to_string()],
         args.quiet,
     );
-    let report = run::run_plans(
+    let finished = run::run_plans(
         vec![plan],
         &options.artifacts,
         1,
@@ -252,7 +265,10 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         run::interrupt::install(),
     )
     .await;
-    finish_run(&report, &options.artifacts, true)
+    if let Err(code) = settle_artifacts(&finished.swept, &options.artifacts) {
+        return code;
+    }
+    finish_run(&finished.report, &options.artifacts, true)
 }
 
 /// Remove the task folders an earlier run left in `artifacts` that this run does not
@@ -267,6 +283,66 @@ fn forget_earlier_run(artifacts: &Path, names: &[String], quiet: bool) {
             removed.join(", ")
         );
     }
+}
+
+/// How many removed entries are named on stderr; the rest are counted.
+const NAMED_ENTRIES: usize = 20;
+
+/// Say what the sweep of the artifacts directory removed (also as a GitHub warning).
+/// When the directory cannot be vouched for, or an entry drover did not write cannot
+/// be removed, the run fails (exit 3) before any report is written: a report written
+/// beside a planted file would vouch for it.
+fn settle_artifacts(
+    swept: &Result<run::Sweep, run::ArtifactsError>,
+    artifacts: &Path,
+) -> Result<(), i32> {
+    let sweep = match swept {
+        Ok(sweep) => sweep,
+        Err(error) => {
+            eprintln!("drover: {error}");
+            return Err(exit::RUNNER_ERROR);
+        }
+    };
+    if !sweep.removed.is_empty() {
+        // Quoted as Rust quotes them: a planted name cannot start a line of its own
+        // (a workflow command) or move the cursor.
+        let mut named: Vec<String> = sweep
+            .removed
+            .iter()
+            .take(NAMED_ENTRIES)
+            .map(|path| format!("{path:?}"))
+            .collect();
+        if sweep.removed.len() > NAMED_ENTRIES {
+            named.push(format!("and {} more", sweep.removed.len() - NAMED_ENTRIES));
+        }
+        let message = format!(
+            "removed {} from the artifacts directory {} that drover did not write (planted or changed during the run, by a command an agent ran?): {}",
+            crate::output::counted(sweep.removed.len() as u64, "entry", "entries"),
+            artifacts.display(),
+            named.join(", ")
+        );
+        eprintln!("drover: warning: {message}");
+        if GithubEnv::from_env().actions {
+            crate::say!(
+                "::warning title=drover::{}",
+                crate::record::github::escape_data(&message)
+            );
+        }
+    }
+    if sweep.stuck.is_empty() {
+        return Ok(());
+    }
+    for (path, error) in &sweep.stuck {
+        eprintln!(
+            "drover: cannot remove {path:?} from the artifacts directory {}, and drover did not write it: {error}",
+            artifacts.display()
+        );
+    }
+    eprintln!(
+        "drover: the reports are not written: remove what is named above from {} and run again",
+        artifacts.display()
+    );
+    Err(exit::RUNNER_ERROR)
 }
 
 /// `drover transcript verify`: 0 whole, 1 edited or cut short, 2 unreadable.
@@ -322,6 +398,42 @@ fn merge_command(dirs: &[std::path::PathBuf], out: &Path) -> i32 {
         Ok(report) => finish_run(&report, out, false),
         Err(error) => {
             eprintln!("drover: report merge: {error}");
+            exit::BAD_INPUT
+        }
+    }
+}
+
+/// `drover report outputs DIR`: the Action's step outputs from DIR/summary.json, read
+/// beneath a handle on DIR and through no symlink (only a file drover wrote there counts).
+fn outputs_command(dir: &Path) -> i32 {
+    let path = dir.join("summary.json");
+    let read = || -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let root = dir.canonicalize()?;
+        let roots = crate::workspace::Roots::new(std::slice::from_ref(&root));
+        let mut bytes = Vec::new();
+        roots
+            .open_file(&root.join("summary.json"))?
+            .read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    let summary = match read() {
+        Ok(summary) => summary,
+        Err(error) => {
+            eprintln!(
+                "drover: report outputs: cannot read {}: {error}; give the --artifacts directory of a run that wrote its reports",
+                path.display()
+            );
+            return exit::BAD_INPUT;
+        }
+    };
+    match crate::record::step_outputs::step_outputs(&summary, dir) {
+        Ok(lines) => {
+            crate::say!("{}", lines.trim_end());
+            exit::PASSED
+        }
+        Err(error) => {
+            eprintln!("drover: report outputs: {error}");
             exit::BAD_INPUT
         }
     }

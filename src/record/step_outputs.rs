@@ -1,0 +1,129 @@
+//! The GitHub Action's step outputs, taken from the summary.json drover wrote (`drover
+//! report outputs DIR`). The Action never looks for answers in the artifacts directory
+//! itself: a file there is only drover's if drover says so, and summary.json — written
+//! last, after the directory was swept of everything drover did not write — is where
+//! drover says it.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The part of summary.json the outputs come from.
+#[derive(Deserialize)]
+struct Summary {
+    tasks: Vec<Task>,
+}
+
+#[derive(Deserialize)]
+struct Task {
+    #[serde(default)]
+    output: Option<Value>,
+}
+
+/// Why there are no outputs to give (bad input, exit 2).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StepOutputsError {
+    #[error(
+        "{} is not a summary.json drover wrote: {source}",
+        path.display()
+    )]
+    NotASummary {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "the artifacts directory {} has a line break in its name, which a $GITHUB_OUTPUT line cannot hold; use another directory",
+        dir.display()
+    )]
+    LineBreak { dir: PathBuf },
+}
+
+/// The `$GITHUB_OUTPUT` lines for a run whose artifacts directory is `dir` and whose
+/// summary.json holds `summary`: `output=` and the final answer of the run's one task
+/// with `output.schema`, as one line of JSON; `dir` when several tasks have answers
+/// (each is in `TASK/output.json`, and in summary.json); nothing after `=` when none
+/// has. JSON holds no raw line break, so an answer can never add a line (an output) of
+/// its own.
+pub(crate) fn step_outputs(summary: &[u8], dir: &Path) -> Result<String, StepOutputsError> {
+    let path = dir.join("summary.json");
+    let summary: Summary = serde_json::from_slice(summary)
+        .map_err(|source| StepOutputsError::NotASummary { path, source })?;
+    let answers: Vec<&Value> = summary
+        .tasks
+        .iter()
+        .filter_map(|task| task.output.as_ref())
+        .filter(|output| !output.is_null())
+        .collect();
+    let value = match answers.as_slice() {
+        [] => String::new(),
+        [answer] => answer.to_string(),
+        _ => {
+            let text = dir.display().to_string();
+            if text.contains(['\n', '\r']) {
+                return Err(StepOutputsError::LineBreak {
+                    dir: dir.to_path_buf(),
+                });
+            }
+            text
+        }
+    };
+    Ok(format!("output={value}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(outputs: &[Option<Value>]) -> Vec<u8> {
+        let tasks: Vec<Value> = outputs
+            .iter()
+            .enumerate()
+            .map(|(i, output)| {
+                let mut task = serde_json::json!({ "name": format!("t{i}"), "status": "passed" });
+                if let Some(output) = output {
+                    task["output"] = output.clone();
+                }
+                task
+            })
+            .collect();
+        serde_json::to_vec_pretty(&serde_json::json!({ "status": "passed", "tasks": tasks }))
+            .unwrap()
+    }
+
+    #[test]
+    fn one_answer_is_one_line_of_json() {
+        let answer = serde_json::json!({ "verdict": "approve", "note": "line\nsneaky=1" });
+        let lines =
+            step_outputs(&summary(&[None, Some(answer.clone())]), Path::new("out")).unwrap();
+        assert_eq!(lines.lines().count(), 1, "{lines}");
+        let value: Value =
+            serde_json::from_str(lines.trim_end().strip_prefix("output=").unwrap()).unwrap();
+        assert_eq!(value, answer);
+    }
+
+    #[test]
+    fn several_answers_give_the_directory_and_none_an_empty_value() {
+        let two = summary(&[Some(Value::from(1)), Some(Value::from(2))]);
+        assert_eq!(
+            step_outputs(&two, Path::new("/tmp/out")).unwrap(),
+            "output=/tmp/out\n"
+        );
+        let none = summary(&[None, Some(Value::Null)]);
+        assert_eq!(step_outputs(&none, Path::new("out")).unwrap(), "output=\n");
+        let error = step_outputs(&two, Path::new("a\nb")).unwrap_err();
+        assert!(error.to_string().contains("line break"), "{error}");
+    }
+
+    #[test]
+    fn what_is_no_summary_is_refused() {
+        let error = step_outputs(b"{\"verdict\": \"approve\"}", Path::new("out")).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("out/summary.json is not a summary.json"),
+            "{error}"
+        );
+    }
+}
