@@ -8,6 +8,7 @@ mod common;
 mod mock_server;
 
 mod action;
+mod action_steps;
 mod attacker_artifacts;
 mod attacker_files;
 mod attacker_processes;
