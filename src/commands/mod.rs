@@ -298,6 +298,10 @@ fn settle_artifacts(
 ) -> Result<(), i32> {
     let sweep = match swept {
         Ok(sweep) => sweep,
+        Err(error @ run::ArtifactsError::HoldsWorkspace { .. }) => {
+            eprintln!("drover: {error}");
+            return Err(exit::BAD_INPUT);
+        }
         Err(error) => {
             eprintln!("drover: {error}");
             return Err(exit::RUNNER_ERROR);

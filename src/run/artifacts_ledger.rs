@@ -53,6 +53,17 @@ pub(crate) enum ArtifactsError {
     )]
     Open { path: PathBuf, source: io::Error },
     #[error(
+        "{spec}: the artifacts directory {} holds task {task}'s workspace or additional directory {}, whose files drover would remove at the end of the run as not its own; point --artifacts at a directory outside it",
+        artifacts.display(),
+        holds.display()
+    )]
+    HoldsWorkspace {
+        artifacts: PathBuf,
+        holds: PathBuf,
+        task: String,
+        spec: String,
+    },
+    #[error(
         "the artifacts directory {path} was moved or replaced during the run (by a program an agent ran?), so nothing there is drover's{}; the reports are not written: run again, with --artifacts outside the workspace",
         cleared_note(*.cleared)
     )]

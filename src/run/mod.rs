@@ -320,7 +320,9 @@ pub(crate) async fn run_plans(
     }
     // What the artifacts directory holds now, before any agent runs, is all it may hold
     // at the end besides what drover publishes.
-    let ledger = match artifacts_ledger::Ledger::open(artifacts) {
+    let opened = artifacts_ledger::Ledger::open(artifacts)
+        .and_then(|ledger| holds_no_workspace(&plans, ledger.root()).map(|()| ledger));
+    let ledger = match opened {
         Ok(ledger) => Arc::new(ledger),
         Err(error) => {
             let tasks = plans
@@ -413,7 +415,7 @@ pub(crate) async fn run_plans(
             tasks: finished.into_iter().map(|(_, report)| report).collect(),
             shard: None,
         },
-        swept: ledger.sweep(),
+        swept: interrupt::holding_last_words(|| ledger.sweep()),
     }
 }
 
@@ -475,6 +477,29 @@ pub(crate) fn announce_orphans(temp: &Path) {
             temp.display()
         );
     }
+}
+
+/// The artifacts directory (`artifacts`, canonical) must not hold a task's workspace or
+/// additional directory (`--artifacts .` from the workspace): everything the run leaves
+/// there that drover did not write is removed when it ends, an agent's work included.
+fn holds_no_workspace(plans: &[TaskPlan], artifacts: &Path) -> Result<(), ArtifactsError> {
+    for plan in plans {
+        let origin = plan
+            .origin
+            .canonicalize()
+            .unwrap_or_else(|_| plan.origin.clone());
+        let mut trees = plan.spec.additional_directories();
+        trees.push(origin);
+        if let Some(held) = trees.into_iter().find(|tree| tree.starts_with(artifacts)) {
+            return Err(ArtifactsError::HoldsWorkspace {
+                artifacts: artifacts.to_path_buf(),
+                holds: held,
+                task: plan.spec.name().to_string(),
+                spec: plan.spec.path.display().to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Does the artifacts directory (`artifacts`, canonical) lie where an agent of this run

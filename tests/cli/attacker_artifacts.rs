@@ -268,3 +268,32 @@ open(os.path.join(out, "summary" + ".json"), "w").write('{"tasks": [{"name": "x"
         2,
     );
 }
+
+#[test]
+fn an_artifacts_directory_holding_the_workspace_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("ws")).unwrap();
+    std::fs::write(root.join("ws/keep.txt"), "mine").unwrap();
+    let spec = task(
+        "t",
+        "workspace: ws\n",
+        &[json!([{ "name": "Write", "input": { "file_path": "new.txt", "content": "x" } }])],
+        "[Write]",
+    );
+    let spec = write_spec(&root, "t.yaml", &spec);
+    // `--artifacts .` from the checkout: the sweep would take the agent's work for
+    // planted files.
+    for artifacts in [root.join("ws"), root.clone()] {
+        let output = common::run_spec(&spec, &artifacts);
+        assert_exit(&output, 2);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("holds task t's workspace or additional directory"),
+            "{stderr}"
+        );
+        assert!(!root.join("ws/new.txt").exists(), "the task ran: {stderr}");
+        assert!(!artifacts.join("summary.json").exists());
+    }
+    assert!(root.join("ws/keep.txt").exists());
+}
