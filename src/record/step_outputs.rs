@@ -40,12 +40,29 @@ pub(crate) enum StepOutputsError {
     LineBreak { dir: PathBuf },
 }
 
+/// What a reader of `$GITHUB_OUTPUT` might take for the end of a line.
+const LINE_BREAKS: [char; 5] = ['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'];
+
+/// Compact JSON with the line breaks JSON leaves raw (they can only be inside a string)
+/// written as escapes: the same value, on one line for any reader.
+fn one_line(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if LINE_BREAKS.contains(&c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The `$GITHUB_OUTPUT` lines for a run whose artifacts directory is `dir` and whose
 /// summary.json holds `summary`: `output=` and the final answer of the run's one task
 /// with `output.schema`, as one line of JSON; `dir` when several tasks have answers
 /// (each is in `TASK/output.json`, and in summary.json); nothing after `=` when none
-/// has. JSON holds no raw line break, so an answer can never add a line (an output) of
-/// its own.
+/// has. The answer is written on one line, every line break in it escaped, so it can
+/// never add a line (an output) of its own.
 pub(crate) fn step_outputs(summary: &[u8], dir: &Path) -> Result<String, StepOutputsError> {
     let path = dir.join("summary.json");
     let summary: Summary = serde_json::from_slice(summary)
@@ -58,10 +75,10 @@ pub(crate) fn step_outputs(summary: &[u8], dir: &Path) -> Result<String, StepOut
         .collect();
     let value = match answers.as_slice() {
         [] => String::new(),
-        [answer] => answer.to_string(),
+        [answer] => one_line(&answer.to_string()),
         _ => {
             let text = dir.display().to_string();
-            if text.contains(['\n', '\r']) {
+            if text.contains(LINE_BREAKS) {
                 return Err(StepOutputsError::LineBreak {
                     dir: dir.to_path_buf(),
                 });
@@ -98,6 +115,16 @@ mod tests {
         let lines =
             step_outputs(&summary(&[None, Some(answer.clone())]), Path::new("out")).unwrap();
         assert_eq!(lines.lines().count(), 1, "{lines}");
+        let value: Value =
+            serde_json::from_str(lines.trim_end().strip_prefix("output=").unwrap()).unwrap();
+        assert_eq!(value, answer);
+    }
+
+    #[test]
+    fn an_answer_with_unicode_line_separators_stays_on_one_line() {
+        let answer = serde_json::json!({ "note": "a\u{2028}b\u{2029}c\u{85}d" });
+        let lines = step_outputs(&summary(&[Some(answer.clone())]), Path::new("out")).unwrap();
+        assert!(!lines.trim_end().contains(LINE_BREAKS), "{lines:?}");
         let value: Value =
             serde_json::from_str(lines.trim_end().strip_prefix("output=").unwrap()).unwrap();
         assert_eq!(value, answer);
