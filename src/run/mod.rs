@@ -2,6 +2,7 @@
 //! nothing half-runs), running them, and writing the run-wide reports.
 
 mod artifacts_ledger;
+mod artifacts_place;
 mod attempts;
 mod checks;
 mod conflicts;
@@ -320,8 +321,9 @@ pub(crate) async fn run_plans(
     }
     // What the artifacts directory holds now, before any agent runs, is all it may hold
     // at the end besides what drover publishes.
-    let opened = artifacts_ledger::Ledger::open(artifacts)
-        .and_then(|ledger| holds_no_workspace(&plans, ledger.root()).map(|()| ledger));
+    let opened = artifacts_ledger::Ledger::open(artifacts).and_then(|ledger| {
+        artifacts_place::holds_no_workspace(&plans, ledger.root()).map(|()| ledger)
+    });
     let ledger = match opened {
         Ok(ledger) => Arc::new(ledger),
         Err(error) => {
@@ -339,7 +341,7 @@ pub(crate) async fn run_plans(
             };
         }
     };
-    let exposed = artifacts_exposed(&plans, ledger.root());
+    let exposed = artifacts_place::exposed(&plans, ledger.root());
     // Should a second signal end drover at once, the reports still exist: every task
     // as far as it is known (finished, or interrupted).
     let so_far: Arc<std::sync::Mutex<Vec<TaskReport>>> = Arc::new(std::sync::Mutex::new(
@@ -477,50 +479,6 @@ pub(crate) fn announce_orphans(temp: &Path) {
             temp.display()
         );
     }
-}
-
-/// The artifacts directory (`artifacts`, canonical) must not hold a task's workspace or
-/// additional directory (`--artifacts .` from the workspace): everything the run leaves
-/// there that drover did not write is removed when it ends, an agent's work included.
-fn holds_no_workspace(plans: &[TaskPlan], artifacts: &Path) -> Result<(), ArtifactsError> {
-    for plan in plans {
-        let origin = plan
-            .origin
-            .canonicalize()
-            .unwrap_or_else(|_| plan.origin.clone());
-        let mut trees = plan.spec.additional_directories();
-        trees.push(origin);
-        if let Some(held) = trees.into_iter().find(|tree| tree.starts_with(artifacts)) {
-            return Err(ArtifactsError::HoldsWorkspace {
-                artifacts: artifacts.to_path_buf(),
-                holds: held,
-                task: plan.spec.name().to_string(),
-                spec: plan.spec.path.display().to_string(),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Does the artifacts directory (`artifacts`, canonical) lie where an agent of this run
-/// may write: inside a workspace edited in place or an additional directory? Its task
-/// folders are then staged (see `task_folder`). A task with `sandbox: off` is not
-/// counted: its commands can write anywhere, a staging directory included, and nothing
-/// is contained then.
-fn artifacts_exposed(plans: &[TaskPlan], artifacts: &Path) -> bool {
-    plans.iter().any(|plan| {
-        let in_place = plan.isolation == crate::spec::Isolation::None
-            && plan
-                .origin
-                .canonicalize()
-                .is_ok_and(|origin| artifacts.starts_with(origin));
-        let additional = plan
-            .spec
-            .additional_directories()
-            .iter()
-            .any(|dir| artifacts.starts_with(dir));
-        in_place || additional
-    })
 }
 
 /// Write junit.xml, summary.json and summary.md into the artifacts directory.
