@@ -293,6 +293,15 @@ pub enum ReportCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Print the GitHub Action's step outputs from DIR/summary.json as lines for
+    /// $GITHUB_OUTPUT: `output=` and the final answer of the run's task with
+    /// `output.schema` as one line of JSON (DIR when several tasks have one, empty when
+    /// none has). Exits 2 when DIR has no summary.json drover wrote.
+    Outputs {
+        /// An artifacts directory drover wrote (`--artifacts`, `--out`).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

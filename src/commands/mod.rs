@@ -16,7 +16,10 @@ use crate::run::{self, Overrides, ReplayOptions, ResumeOptions};
 use crate::spec::{self, LoadedSpec};
 use crate::tools::Registry;
 
+mod artifacts;
 mod tools;
+
+use artifacts::{outputs_command, settle_artifacts};
 
 /// Run the parsed command line.
 pub async fn dispatch(cli: Cli) -> i32 {
@@ -32,6 +35,9 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Report {
             command: ReportCommand::Merge { dirs, out },
         } => merge_command(&dirs, &out),
+        Command::Report {
+            command: ReportCommand::Outputs { dir },
+        } => outputs_command(&dir),
         Command::Transcript {
             command: crate::cli::TranscriptCommand::Verify { transcript },
         } => verify_command(&transcript),
@@ -143,7 +149,7 @@ async fn run_command(args: RunArgs) -> i32 {
     };
     let names: Vec<String> = plans.iter().map(|p| p.spec.name().to_string()).collect();
     forget_earlier_run(&artifacts, &names, args.quiet);
-    let mut report = run::run_plans(
+    let finished = run::run_plans(
         plans,
         &artifacts,
         jobs,
@@ -151,6 +157,10 @@ async fn run_command(args: RunArgs) -> i32 {
         run::interrupt::install(),
     )
     .await;
+    if let Err(code) = settle_artifacts(&finished.swept, &artifacts) {
+        return code;
+    }
+    let mut report = finished.report;
     // summary.json says which shard this was, so `report merge` can tell one is missing.
     report.shard = shard.map(|shard| crate::record::ShardId {
         index: shard.index,
@@ -217,8 +227,14 @@ async fn resume_task(
             crate::output::counted(resume.turns, "recorded turn", "recorded turns")
         );
     }
-    let report = run::run_plans(vec![plan], &artifacts, 1, quiet, run::interrupt::install()).await;
-    let report = crate::record::merge::into_earlier_run(report, &artifacts);
+    let finished =
+        run::run_plans(vec![plan], &artifacts, 1, quiet, run::interrupt::install()).await;
+    // Swept first: the earlier run's summary.json is read as drover left it, never as
+    // an agent of this run may have rewritten it.
+    if let Err(code) = settle_artifacts(&finished.swept, &artifacts) {
+        return code;
+    }
+    let report = crate::record::merge::into_earlier_run(finished.report, &artifacts);
     finish_run(&report, &artifacts, true)
 }
 
@@ -249,7 +265,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         &[plan.spec.name().to_string()],
         args.quiet,
     );
-    let report = run::run_plans(
+    let finished = run::run_plans(
         vec![plan],
         &options.artifacts,
         1,
@@ -257,7 +273,10 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         run::interrupt::install(),
     )
     .await;
-    finish_run(&report, &options.artifacts, true)
+    if let Err(code) = settle_artifacts(&finished.swept, &options.artifacts) {
+        return code;
+    }
+    finish_run(&finished.report, &options.artifacts, true)
 }
 
 /// Remove the task folders an earlier run left in `artifacts` that this run does not

@@ -2,7 +2,9 @@
 //! this run does not write again are removed, so the directory holds one run — the
 //! tasks its summary.json lists — and no stale transcript sits beside the new ones.
 //! Only what drover wrote goes: folders the earlier summary.json names that hold a
-//! transcript; any other file stays.
+//! transcript, and the earlier run's junit.xml, summary.json and summary.md (a run
+//! that ends before it writes its own must not leave the earlier run's to be read as
+//! its own); any other file stays.
 
 use std::path::Path;
 
@@ -20,6 +22,14 @@ pub(crate) fn clear_earlier_run(artifacts: &Path, names: &[String]) -> Vec<Strin
     }
     for name in names {
         remove_if_drovers(&artifacts.join(name));
+    }
+    for file in super::conflicts::RUN_FILES {
+        let path = artifacts.join(file);
+        // A file or a symlink goes (the link itself); a directory by that name is not
+        // drover's report, and the report writer replaces it.
+        if std::fs::symlink_metadata(&path).is_ok_and(|meta| !meta.is_dir()) {
+            let _ = std::fs::remove_file(&path);
+        }
     }
     removed
 }
@@ -74,5 +84,9 @@ mod tests {
             "no transcript: not drover's"
         );
         assert!(out.join("notes.txt").exists());
+        assert!(
+            !out.join("summary.json").exists(),
+            "the earlier run's reports go: a run that writes none leaves none"
+        );
     }
 }

@@ -21,6 +21,14 @@ pub(crate) fn on_second_signal(write: impl Fn() + Send + 'static) {
     *slot = Some(Box::new(write));
 }
 
+/// Run `act` while what a second signal writes waits: the artifacts directory's sweep
+/// and the reports a second signal writes never interleave (the sweep would take those
+/// reports for planted files).
+pub(crate) fn holding_last_words<T>(act: impl FnOnce() -> T) -> T {
+    let _held = LAST_WORDS.lock().unwrap_or_else(|e| e.into_inner());
+    act()
+}
+
 /// Listen for SIGINT and SIGTERM; the returned token is cancelled on the first. When the
 /// signal handlers cannot be installed the default actions apply, and the token is never
 /// cancelled.
@@ -49,11 +57,9 @@ pub(crate) fn install() -> CancellationToken {
         crate::esay!(
             "drover: second signal: writing the reports as they stand and exiting at once"
         );
-        if let Some(write) = LAST_WORDS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
+        // Held until the process is gone: a sweep waiting for it never runs.
+        let last_words = LAST_WORDS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(write) = last_words.as_ref() {
             write();
         }
         std::process::exit(crate::exit::RUNNER_ERROR);

@@ -1,6 +1,8 @@
 //! Running tasks: planning every task before any starts (so bad input fails fast and
 //! nothing half-runs), running them, and writing the run-wide reports.
 
+mod artifacts_ledger;
+mod artifacts_place;
 mod attempts;
 mod checks;
 mod conflicts;
@@ -43,6 +45,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
+pub(crate) use artifacts_ledger::{ArtifactsError, Sweep};
 pub(crate) use earlier_run::clear_earlier_run;
 pub(crate) use orphaned_folders::publish_orphaned_folders;
 pub(crate) use plan_error::PlanError;
@@ -283,16 +286,26 @@ pub(super) fn plan_task(
     })
 }
 
+/// A run's tasks as they ended, and what the artifacts directory's sweep did.
+pub(crate) struct Finished {
+    pub report: RunReport,
+    /// The entries of the artifacts directory drover did not write, removed (or not)
+    /// once every task was over; an error when the directory itself cannot be vouched
+    /// for. Nothing may be reported from the directory before this is dealt with.
+    pub swept: Result<Sweep, ArtifactsError>,
+}
+
 /// Run every plan, `jobs` at a time, reports in plan order. Each task runs on its own
 /// (a task that errors, even one that panics, ends with its own error report and the
-/// others go on); `quiet` leaves only the final per-task lines.
+/// others go on); `quiet` leaves only the final per-task lines. When all are over, the
+/// artifacts directory is swept of what drover did not write (see `artifacts_ledger`).
 pub(crate) async fn run_plans(
     mut plans: Vec<TaskPlan>,
     artifacts: &Path,
     jobs: usize,
     quiet: bool,
     interrupt: task::Interrupt,
-) -> RunReport {
+) -> Finished {
     settle_outputs(&mut plans, artifacts);
     // Each repository a task edits in place has its index saved now, before any agent
     // can rewrite `.git`: the baselines of later tasks trust only this copy.
@@ -310,7 +323,29 @@ pub(crate) async fn run_plans(
             temp.display()
         );
     }
-    let exposed = artifacts_exposed(&plans, artifacts);
+    // What the artifacts directory holds now, before any agent runs, is all it may hold
+    // at the end besides what drover publishes.
+    let opened = artifacts_ledger::Ledger::open(artifacts).and_then(|ledger| {
+        artifacts_place::holds_no_workspace(&plans, ledger.root()).map(|()| ledger)
+    });
+    let ledger = match opened {
+        Ok(ledger) => Arc::new(ledger),
+        Err(error) => {
+            let tasks = plans
+                .iter()
+                .map(|plan| {
+                    let mut report = unfinished_report(plan, artifacts);
+                    report.message = format!("not started: {error}");
+                    report
+                })
+                .collect();
+            return Finished {
+                report: RunReport { tasks, shard: None },
+                swept: Err(error),
+            };
+        }
+    };
+    let exposed = artifacts_place::exposed(&plans, ledger.root());
     // Should a second signal end drover at once, the reports still exist: every task
     // as far as it is known (finished, or interrupted).
     let so_far: Arc<std::sync::Mutex<Vec<TaskReport>>> = Arc::new(std::sync::Mutex::new(
@@ -342,6 +377,7 @@ pub(crate) async fn run_plans(
                 let artifacts = artifacts.to_path_buf();
                 let interrupt = interrupt.clone();
                 let so_far = Arc::clone(&so_far);
+                let ledger = Arc::clone(&ledger);
                 async move {
                     let mut fallback = unfinished_report(&plan, &artifacts);
                     if interrupt.is_cancelled() {
@@ -354,7 +390,7 @@ pub(crate) async fn run_plans(
                     }
                     let observer = progress.observer(plan.spec.name());
                     let handle = tokio::spawn(async move {
-                        run_task(plan, &artifacts, exposed, observer, interrupt).await
+                        run_task(plan, &artifacts, &ledger, exposed, observer, interrupt).await
                     });
                     let report = match handle.await {
                         Ok(report) => report,
@@ -380,9 +416,12 @@ pub(crate) async fn run_plans(
             .await;
     progress.finish();
     finished.sort_by_key(|(index, _)| *index);
-    RunReport {
-        tasks: finished.into_iter().map(|(_, report)| report).collect(),
-        shard: None,
+    Finished {
+        report: RunReport {
+            tasks: finished.into_iter().map(|(_, report)| report).collect(),
+            shard: None,
+        },
+        swept: interrupt::holding_last_words(|| ledger.sweep()),
     }
 }
 
@@ -444,34 +483,6 @@ pub(crate) fn announce_orphans(temp: &Path) {
             temp.display()
         );
     }
-}
-
-/// Does the artifacts directory lie where an agent of this run may write: inside a
-/// workspace edited in place or an additional directory? Its task folders are then
-/// staged (see `task_folder`). A task with `sandbox: off` is not counted: its commands
-/// can write anywhere, a staging directory included, and nothing is contained then.
-fn artifacts_exposed(plans: &[TaskPlan], artifacts: &Path) -> bool {
-    let artifacts = match artifacts.canonicalize() {
-        Ok(dir) => dir,
-        // Not there yet: judge where it will be, from its nearest existing ancestor.
-        Err(_) => crate::workspace::paths::canonicalize_for_write(
-            &std::path::absolute(artifacts).unwrap_or_else(|_| artifacts.to_path_buf()),
-        )
-        .unwrap_or_else(|_| artifacts.to_path_buf()),
-    };
-    plans.iter().any(|plan| {
-        let in_place = plan.isolation == crate::spec::Isolation::None
-            && plan
-                .origin
-                .canonicalize()
-                .is_ok_and(|origin| artifacts.starts_with(origin));
-        let additional = plan
-            .spec
-            .additional_directories()
-            .iter()
-            .any(|dir| artifacts.starts_with(dir));
-        in_place || additional
-    })
 }
 
 /// Write junit.xml, summary.json and summary.md into the artifacts directory.

@@ -42,8 +42,8 @@ pub(super) struct Granted {
 /// drover's file tools alike: with rules chosen by whoever recorded the run, a replayed
 /// `cat` or `Read` of a key would put it in the replay's transcript, which CI uploads.
 const READABLE_IN_REPLAYS: &[&str] = &[
-    "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "nix", "opt", "proc", "sbin",
-    "snap", "sys", "usr",
+    "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "nix", "opt", "proc", "sbin", "snap",
+    "sys", "usr",
 ];
 
 /// Files under those directories that hold secrets of the machine.

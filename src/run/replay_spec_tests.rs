@@ -242,7 +242,10 @@ fn a_replay_alone_reads_only_where_programs_live() {
     for path in ["/root", "/home", "/tmp", "/etc/shadow", "/etc/ssh"] {
         let path = Path::new(path);
         if path.exists() || path.starts_with("/etc") {
-            assert!(unreadable.iter().any(|p| p == path), "{path:?} in {unreadable:?}");
+            assert!(
+                unreadable.iter().any(|p| p == path),
+                "{path:?} in {unreadable:?}"
+            );
         }
     }
     for path in ["/usr", "/etc", "/bin", "/proc"] {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::artifacts_ledger::Ledger;
 use super::task_end::{self, LoopInputs};
 use super::task_error::{Halt, TaskError};
 use super::task_folder::TaskFolder;
@@ -129,10 +130,12 @@ pub(crate) struct OwnOutputs {
 /// Run the task and write its transcript and diff under `artifacts/<name>/`. Every
 /// transcript event is shown to `observer` too (progress output). `exposed`: the
 /// artifacts directory lies where an agent of this run may write, so the task's folder is
-/// staged and published when the task is over (see [`TaskFolder`]).
+/// staged and published when the task is over (see [`TaskFolder`]); either way its files
+/// are recorded in `ledger`.
 pub(crate) async fn run_task(
     plan: TaskPlan,
     artifacts: &Path,
+    ledger: &Ledger,
     exposed: bool,
     observer: Option<EventObserver>,
     interrupt: Interrupt,
@@ -140,7 +143,12 @@ pub(crate) async fn run_task(
     let started = Instant::now();
     let mut report = unfinished_report(&plan, artifacts);
     let redactor = Arc::new(task_redactor(&plan));
-    let outcome = match TaskFolder::new(&report.artifacts_dir, exposed) {
+    let outcome = match TaskFolder::new(
+        &report.artifacts_dir,
+        ledger,
+        exposed,
+        plan.resume.is_some(),
+    ) {
         Ok(folder) => {
             let executed = execute(
                 plan,
@@ -153,7 +161,7 @@ pub(crate) async fn run_task(
             )
             .await;
             // Published whatever happened: an error's transcript matters most.
-            let published = folder.publish().map_err(|source| TaskError::Publish {
+            let published = folder.publish(ledger).map_err(|source| TaskError::Publish {
                 path: report.artifacts_dir.clone(),
                 source,
             });

@@ -328,7 +328,7 @@ impl Handles {
 }
 
 /// Empty the directory open as `dir`, depth first, never following a symlink.
-fn clear_dir_fd(dir: &OwnedFd) -> Result<(), Errno> {
+pub(crate) fn clear_dir_fd(dir: &OwnedFd) -> Result<(), Errno> {
     let mut names = Vec::new();
     for entry in rustix::fs::Dir::read_from(dir)? {
         let entry = entry?;

@@ -10,24 +10,24 @@ use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Action {
+pub(crate) struct Action {
     name: String,
     description: String,
     #[allow(dead_code)]
     author: Option<String>,
     #[allow(dead_code)]
     branding: Option<BTreeMap<String, String>>,
-    inputs: BTreeMap<String, Input>,
+    pub(crate) inputs: BTreeMap<String, Input>,
     outputs: BTreeMap<String, Output>,
-    runs: Runs,
+    pub(crate) runs: Runs,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub(crate) struct Input {
     description: String,
     required: Option<bool>,
-    default: Option<String>,
+    pub(crate) default: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -39,26 +39,26 @@ struct Output {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Runs {
+pub(crate) struct Runs {
     using: String,
-    steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
-struct Step {
-    name: Option<String>,
-    id: Option<String>,
+pub(crate) struct Step {
+    pub(crate) name: Option<String>,
+    pub(crate) id: Option<String>,
     #[serde(rename = "if")]
-    condition: Option<String>,
-    uses: Option<String>,
+    pub(crate) condition: Option<String>,
+    pub(crate) uses: Option<String>,
     with: Option<BTreeMap<String, String>>,
-    run: Option<String>,
+    pub(crate) run: Option<String>,
     shell: Option<String>,
-    env: Option<BTreeMap<String, String>>,
+    pub(crate) env: Option<BTreeMap<String, String>>,
 }
 
-fn action() -> Action {
+pub(crate) fn action() -> Action {
     let text = std::fs::read_to_string(common::repo().join("action.yml")).unwrap();
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("action.yml: {e}"))
 }
@@ -80,7 +80,7 @@ fn action_yml_has_the_documented_inputs_and_outputs() {
         ("provider", Some("")),
         ("jobs", Some("1")),
         ("shard", Some("")),
-        ("artifacts", Some("drover-artifacts")),
+        ("artifacts", Some("")),
         ("upload-artifacts", Some("true")),
         ("artifact-name", Some("")),
         ("fail-on-task-failure", Some("true")),
@@ -154,7 +154,9 @@ fn action_yml_is_a_composite_that_caches_runs_and_uploads() {
         Some("always() && inputs.upload-artifacts == 'true'")
     );
     let with = upload.with.as_ref().unwrap();
-    assert_eq!(with["path"], "${{ inputs.artifacts }}");
+    // The directory the first step chose ($RUNNER_TEMP/drover-artifacts by default).
+    assert_eq!(with["path"], "${{ steps.artifacts.outputs.dir }}");
+    assert_eq!(steps[0].id.as_deref(), Some("artifacts"));
     let install = steps
         .iter()
         .find(|s| s.name.as_deref() == Some("Install drover"))
@@ -195,16 +197,11 @@ fn action_yml_is_a_composite_that_caches_runs_and_uploads() {
         .find(|s| s.id.as_deref() == Some("run"))
         .unwrap();
     let script = run.run.as_ref().unwrap();
-    for output in [
-        "exit-code",
-        "conclusion",
-        "junit",
-        "summary",
-        "artifacts",
-        "output",
-    ] {
+    for output in ["exit-code", "conclusion", "junit", "summary", "artifacts"] {
         assert!(script.contains(&format!("echo \"{output}=")), "{output}");
     }
+    // `output` is drover's own line (see below).
+    assert!(script.contains("echo \"$output\" >> \"$GITHUB_OUTPUT\""));
     // The step that runs drover never fails by itself: the upload must still happen.
     assert!(
         !script.contains("set -e"),
@@ -297,10 +294,11 @@ fn the_kubernetes_merge_is_applied_after_the_shards() {
     assert!(doc.contains("kubectl wait --for=condition=complete job/drover-shards"));
 }
 
-/// The `output` output: one task's answer as one line of JSON (an answer cannot add
-/// lines to GITHUB_OUTPUT), the artifacts directory for several, empty for none.
+/// The `output` output comes from the summary.json drover wrote (`drover report
+/// outputs`), never from files found in the artifacts directory; what it holds is
+/// tested by running the step (action_steps.rs).
 #[test]
-fn the_output_output_is_one_line_of_json_or_a_path() {
+fn the_output_output_is_read_from_drovers_summary_never_globbed() {
     let action = action();
     let run = action
         .runs
@@ -309,38 +307,14 @@ fn the_output_output_is_one_line_of_json_or_a_path() {
         .find(|s| s.id.as_deref() == Some("run"))
         .unwrap();
     let script = run.run.as_ref().unwrap();
-    let start = script.find("shopt -s nullglob\nanswers=").unwrap();
-    let end = start + script[start..].find("\nfi\n").unwrap() + 4;
-    let snippet = &script[start..end];
-    let dir = tempfile::tempdir().unwrap();
-    let artifacts = dir.path().join("out");
-    std::fs::create_dir_all(artifacts.join("review")).unwrap();
-    std::fs::write(
-        artifacts.join("review/output.json"),
-        "{\n  \"verdict\": \"approve\",\n  \"note\": \"line\\nsneaky=1\"\n}\n",
-    )
-    .unwrap();
-    let outputs = dir.path().join("github_output");
-    let run_snippet = || {
-        std::fs::write(&outputs, "").unwrap();
-        let status = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(snippet)
-            .env("ARTIFACTS", &artifacts)
-            .env("GITHUB_OUTPUT", &outputs)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        std::fs::read_to_string(&outputs).unwrap()
-    };
-    let one = run_snippet();
-    assert_eq!(one.lines().count(), 1, "{one}");
-    let value: serde_json::Value =
-        serde_json::from_str(one.trim_end().strip_prefix("output=").unwrap()).unwrap();
-    assert_eq!(value["note"], "line\nsneaky=1");
-    std::fs::create_dir_all(artifacts.join("other")).unwrap();
-    std::fs::write(artifacts.join("other/output.json"), "{}\n").unwrap();
-    assert_eq!(run_snippet(), format!("output={}\n", artifacts.display()));
+    assert!(
+        script.contains("\"$ROOT/bin/drover\" report outputs \"$ARTIFACTS\""),
+        "{script}"
+    );
+    assert!(
+        !script.contains("\"$ARTIFACTS\"/") && !script.contains("output.json"),
+        "the run step looks for files in the artifacts directory itself: {script}"
+    );
 }
 
 /// `action/install.sh` run as the action runs it, its releases served from 127.0.0.1;

@@ -176,15 +176,17 @@ fn the_exit_code_is_the_worst_outcome_and_an_error_stops_no_other_task() {
         "passed + failed → 1"
     );
 
-    // The third task's artifact directory cannot be created: drover cannot do its job.
-    write_spec(&tasks, "c.yaml", &simple("broken", "true"));
+    // The third task cannot be run (its setup fails): drover cannot do its job.
+    let broken = simple("broken", "true").replace(
+        "model:",
+        "setup:\n  - name: prepare\n    run: exit 7\nmodel:",
+    );
+    write_spec(&tasks, "c.yaml", &broken);
     let artifacts = dir.path().join("out2");
-    std::fs::create_dir(&artifacts).unwrap();
-    std::fs::write(artifacts.join("broken"), "a file where the directory goes").unwrap();
     let output = run(&artifacts);
     assert_eq!(output.status.code(), Some(3), "passed + failed + error → 3");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("broken ERROR (internal_error"), "{stdout}");
+    assert!(stdout.contains("broken ERROR (setup_failed"), "{stdout}");
     let report = summary(&artifacts);
     let status = |name: &str| {
         report["tasks"]

@@ -10,6 +10,8 @@ mod common;
 mod mock_server;
 
 mod action;
+mod action_steps;
+mod attacker_artifacts;
 mod attacker_config;
 mod attacker_files;
 mod attacker_mcp_names;

@@ -15,7 +15,7 @@ mod patch;
 mod prefetch;
 mod rules;
 mod sorted;
-mod stat;
+pub(crate) mod stat;
 mod store;
 mod walk;
 

@@ -6,7 +6,7 @@ use std::fs::Metadata;
 
 /// Seconds and nanoseconds since the epoch, as the file system reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(super) struct Timestamp {
+pub(crate) struct Timestamp {
     pub seconds: i64,
     pub nanos: u32,
 }
@@ -38,7 +38,7 @@ impl Timestamp {
 
 /// The metadata that changes whenever a file's content or mode does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) struct StatKey {
+pub(crate) struct StatKey {
     pub size: u64,
     pub mtime: Timestamp,
     pub ctime: Timestamp,
@@ -50,7 +50,7 @@ pub(super) struct StatKey {
 impl StatKey {
     /// The key of a `stat` result (taken without following symlinks).
     #[allow(clippy::useless_conversion)] // the field types differ between architectures
-    pub(super) fn from_stat(stat: &rustix::fs::Stat) -> StatKey {
+    pub(crate) fn from_stat(stat: &rustix::fs::Stat) -> StatKey {
         let time = |seconds, nanos| Timestamp {
             seconds: i64::try_from(seconds).unwrap_or(i64::MAX),
             nanos: u32::try_from(nanos).unwrap_or(0),
