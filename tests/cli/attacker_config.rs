@@ -293,3 +293,43 @@ fn an_mcp_config_cannot_make_drover_connect_while_the_network_is_off() {
         "{said}"
     );
 }
+
+/// A recording's MCP server with `env: {LD_PRELOAD: …}`, replayed with `--mcp` on the
+/// victim's machine: the recorded environment reaches the server only after the sandbox
+/// is in force, never drover's launcher.
+#[test]
+fn a_recorded_servers_preload_does_not_run_in_a_replays_launcher() {
+    if !sandbox_available() || !gcc_available() {
+        return;
+    }
+    let scene = scene();
+    let library = build_preload(&scene);
+    let server = serde_json::json!({"command": "true", "env": {"LD_PRELOAD": library}});
+    let spec = spec(
+        &scene,
+        None,
+        &format!("mcp:\n  servers:\n    helper: {server}\n"),
+    );
+    let _ = run(&scene, &spec);
+    let escaped = scene.outside.join("escaped");
+    let _ = std::fs::remove_file(&escaped);
+    let output = drover_without_proxy()
+        .current_dir(&scene.root)
+        .arg("replay")
+        .arg(scene.root.join("out/attack/transcript.jsonl"))
+        .args(["--mcp", "--artifacts"])
+        .arg(scene.root.join("replayed"))
+        .output()
+        .unwrap();
+    assert!(
+        !escaped.exists(),
+        "a recorded server's LD_PRELOAD ran outside the sandbox, in: {}\n{}",
+        std::fs::read_to_string(&escaped).unwrap_or_default(),
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains("will start MCP server helper"),
+        "{}",
+        stderr(&output)
+    );
+}
