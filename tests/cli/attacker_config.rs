@@ -12,44 +12,6 @@ use std::process::{Command, Output};
 
 use common::{drover_without_proxy, write_spec};
 
-/// Whether drover's sandbox can be enforced here; under CI it must be.
-fn sandbox_available() -> bool {
-    let probe = common::drover()
-        .args([
-            "__sandbox-exec",
-            "--policy",
-            r#"{"writable":["/tmp"],"read_denied":[],"network":false}"#,
-            "--probe",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&probe.stderr);
-    assert!(
-        probe.status.success() || std::env::var("CI").as_deref() != Ok("true"),
-        "CI runs the sandbox tests, but the sandbox is unavailable: {stderr}"
-    );
-    if !probe.status.success() {
-        eprintln!("skipped: no sandbox here ({stderr})");
-    }
-    probe.status.success()
-}
-
-/// gcc, which builds the attacker's shared objects; under CI it must be there.
-fn gcc_available() -> bool {
-    let found = Command::new("gcc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        found || std::env::var("CI").as_deref() != Ok("true"),
-        "CI runs this test: .ci/run installs gcc"
-    );
-    if !found {
-        eprintln!("skipped: no gcc here");
-    }
-    found
-}
-
 /// A scratch directory with a workspace `ws` and a directory `outside` next to it (the
 /// attacker's target), canonical.
 struct Scene {
@@ -151,7 +113,7 @@ __attribute__((constructor)) static void evil(void) {{
 /// sandbox is in force: the library runs, if at all, inside it.
 #[test]
 fn an_mcp_config_cannot_preload_code_into_the_launcher() {
-    if !sandbox_available() || !gcc_available() {
+    if !common::sandbox_available() || !common::gcc_available() {
         return;
     }
     let scene = scene();
@@ -209,7 +171,7 @@ fn a_settings_file_cannot_switch_a_hooks_sandbox_off() {
 /// The same hook without the key runs, in the task's sandbox: it cannot write outside.
 #[test]
 fn a_settings_files_hook_runs_in_the_tasks_sandbox() {
-    if !sandbox_available() {
+    if !common::sandbox_available() {
         return;
     }
     let scene = scene();
@@ -233,7 +195,7 @@ fn a_settings_files_hook_runs_in_the_tasks_sandbox() {
 /// commands get.
 #[test]
 fn an_mcp_config_takes_no_secret_the_spec_does_not_pass() {
-    if !sandbox_available() {
+    if !common::sandbox_available() {
         return;
     }
     let scene = scene();
@@ -299,7 +261,7 @@ fn an_mcp_config_cannot_make_drover_connect_while_the_network_is_off() {
 /// is in force, never drover's launcher.
 #[test]
 fn a_recorded_servers_preload_does_not_run_in_a_replays_launcher() {
-    if !sandbox_available() || !gcc_available() {
+    if !common::sandbox_available() || !common::gcc_available() {
         return;
     }
     let scene = scene();

@@ -16,28 +16,6 @@ use serde_json::json;
 /// The unprivileged user the tests run drover as when they run as root.
 const NOBODY: u32 = 65534;
 
-/// Whether drover's sandbox can be enforced here; under CI it must be.
-fn sandbox_available() -> bool {
-    let probe = common::drover()
-        .args([
-            "__sandbox-exec",
-            "--policy",
-            r#"{"writable":["/tmp"],"read_denied":[],"network":false}"#,
-            "--probe",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&probe.stderr);
-    assert!(
-        probe.status.success() || std::env::var("CI").as_deref() != Ok("true"),
-        "CI runs the sandbox tests, but the sandbox is unavailable: {stderr}"
-    );
-    if !probe.status.success() {
-        eprintln!("skipped: no sandbox here ({stderr})");
-    }
-    probe.status.success()
-}
-
 /// Who drover runs as in a test.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum User {
@@ -170,7 +148,7 @@ print("unix socket ok")
 /// still work.
 #[test]
 fn with_the_network_off_only_unix_sockets_can_be_created() {
-    if !sandbox_available() {
+    if !common::sandbox_available() {
         return;
     }
     for user in users() {
@@ -248,7 +226,7 @@ int main(void) {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn another_architectures_socket_call_is_refused() {
-    if !sandbox_available() {
+    if !common::sandbox_available() {
         return;
     }
     let gcc = Command::new("gcc").arg("--version").output();

@@ -150,3 +150,41 @@ pub(crate) fn test_dir_of(path: &Path) -> &Path {
         })
         .unwrap_or(path)
 }
+
+/// Whether drover's sandbox can be enforced here; under CI it must be.
+pub(crate) fn sandbox_available() -> bool {
+    let probe = drover()
+        .args([
+            "__sandbox-exec",
+            "--policy",
+            r#"{"writable":["/tmp"],"read_denied":[],"network":false}"#,
+            "--probe",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&probe.stderr);
+    assert!(
+        probe.status.success() || std::env::var("CI").as_deref() != Ok("true"),
+        "CI runs the sandbox tests, but the sandbox is unavailable: {stderr}"
+    );
+    if !probe.status.success() {
+        eprintln!("skipped: no sandbox here ({stderr})");
+    }
+    probe.status.success()
+}
+
+/// gcc, which builds the attacker's shared objects; under CI it must be there.
+pub(crate) fn gcc_available() -> bool {
+    let found = std::process::Command::new("gcc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found || std::env::var("CI").as_deref() != Ok("true"),
+        "CI runs this test: .ci/run installs gcc"
+    );
+    if !found {
+        eprintln!("skipped: no gcc here");
+    }
+    found
+}

@@ -275,10 +275,9 @@ fn a_recorded_workspace_outside_the_current_directory_is_not_copied() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
-#[test]
-fn a_resume_asks_the_spec_s_model_unless_told_otherwise() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
+/// A scripted task (model `spec-model`) recorded in `dir/out` and stopped at its turn
+/// limit after one turn, run with `extra`: its spec and artifacts directory.
+fn stopped_after_one_turn(dir: &Path, extra: &[&str]) -> (PathBuf, PathBuf) {
     std::fs::create_dir_all(dir.join("ws")).unwrap();
     let spec = write_spec(
         dir,
@@ -286,12 +285,17 @@ fn a_resume_asks_the_spec_s_model_unless_told_otherwise() {
         "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  name: spec-model\n  script:\n    - tool_calls: [{ name: LS, input: { path: . } }]\n    - text: done\n",
     );
     let artifacts = dir.join("out");
-    let output = common::run_spec_with(
-        &spec,
-        &artifacts,
-        &["--model", "other-model", "--max-turns", "1"],
-    );
+    let mut args = vec!["--max-turns", "1"];
+    args.extend_from_slice(extra);
+    let output = common::run_spec_with(&spec, &artifacts, &args);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    (spec, artifacts)
+}
+
+#[test]
+fn a_resume_asks_the_spec_s_model_unless_told_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, artifacts) = stopped_after_one_turn(dir.path(), &["--model", "other-model"]);
     let task = artifacts.join("t");
     let refused = common::resume_with(&task, &["--max-turns", "5"]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
@@ -307,16 +311,7 @@ fn a_resume_asks_the_spec_s_model_unless_told_otherwise() {
 #[test]
 fn a_resume_runs_no_spec_file_the_recording_picks_outside_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    std::fs::create_dir_all(dir.join("ws")).unwrap();
-    let spec = write_spec(
-        dir,
-        "task.yaml",
-        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: LS, input: { path: . } }]\n    - text: done\n",
-    );
-    let artifacts = dir.join("out");
-    let output = common::run_spec_with(&spec, &artifacts, &["--max-turns", "1"]);
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let (spec, artifacts) = stopped_after_one_turn(dir.path(), &[]);
     // Resumed from elsewhere, e.g. an artifacts folder downloaded from a fork's CI
     // whose run_start names one of this machine's spec files.
     let elsewhere = tempfile::tempdir().unwrap();
