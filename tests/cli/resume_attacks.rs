@@ -724,3 +724,62 @@ fn a_finished_transcript_without_its_last_newline_is_not_resumed() {
         stderr(&output)
     );
 }
+
+/// A spec that names no model (`drover run` needs `--model`) stopped at its turn limit:
+/// resumed without `--model`, the recording would choose which model your key pays for.
+/// It must be asked for again.
+#[test]
+fn a_model_the_spec_does_not_name_is_not_taken_from_the_recording() {
+    let recorded = MockServer::start(vec![Reply::sse(&tool_turn(
+        "toolu_ls",
+        "LS",
+        &json!({"path": "."}),
+    ))]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: anthropic\n  api_key_env: {KEY_ENV}\n  retry: {{ max_retries: 0 }}\nlimits:\n  max_turns: 1\n"
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    let output = drover_without_proxy()
+        .args(["run", "--model", "claude-opus-4-1"])
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .env(KEY_ENV, KEY)
+        .env("ANTHROPIC_BASE_URL", &recorded.base_url)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let live = MockServer::start(vec![Reply::sse(&text_turn("done"))]);
+    let resume = |extra: &[&str]| {
+        drover_without_proxy()
+            .current_dir(common::test_dir_of(&artifacts))
+            .arg("resume")
+            .arg(artifacts.join("t"))
+            .args(["--max-turns", "5"])
+            .args(extra)
+            .env(KEY_ENV, KEY)
+            .env("ANTHROPIC_BASE_URL", &live.base_url)
+            .output()
+            .unwrap()
+    };
+    let refused = resume(&[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--model claude-opus-4-1"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        live.requests().is_empty(),
+        "the recording chose the model asked"
+    );
+    let output = resume(&["--model", "claude-opus-4-1"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(live.requests()[0].json()["model"], "claude-opus-4-1");
+}
