@@ -16,6 +16,7 @@ mod plan_error;
 mod prepare;
 pub(crate) mod progress;
 mod replay;
+mod replay_inputs;
 mod replay_spec;
 mod resume;
 mod resume_error;

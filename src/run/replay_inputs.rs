@@ -1,0 +1,183 @@
+//! What a replay takes from outside its recording, each from a trusted place: the spec
+//! (`--spec`, whose SHA-256 must be the recorded one, else the recorded text as data),
+//! the starting workspace (`--workspace`, else the recorded one only beneath the current
+//! directory), the MCP servers (`--mcp`, at `--mcp-url`s), and what it says on stderr
+//! about the recorded commands it runs or leaves out.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::plan_error::{PlanError, ReplayError};
+use super::replay::ReplayOptions;
+use crate::spec;
+
+/// The spec the replay takes its data from: the file the user names with `--spec` (its
+/// SHA-256 must be the recorded one), else the recorded text, read as a spec at its
+/// recorded path.
+pub(super) fn source_spec(
+    options: &ReplayOptions,
+    spec_path: String,
+    spec_yaml: String,
+    spec_sha256: &str,
+) -> Result<spec::LoadedSpec, PlanError> {
+    let Some(named) = &options.spec else {
+        return spec::parse(Path::new(&spec_path), spec_yaml).map_err(|source| {
+            ReplayError::SpecNoLongerLoads {
+                transcript: options.transcript.clone(),
+                source,
+            }
+            .into()
+        });
+    };
+    let loaded = spec::load(named).map_err(|source| ReplayError::SpecUnreadable {
+        spec: named.clone(),
+        source,
+    })?;
+    if loaded.sha256 != spec_sha256 {
+        return Err(ReplayError::SpecDiffers {
+            spec: named.clone(),
+            transcript: options.transcript.clone(),
+            recorded: spec_sha256.to_string(),
+            now: loaded.sha256,
+        }
+        .into());
+    }
+    Ok(loaded)
+}
+
+/// Say on stderr what of the spec's commands the replay runs and what it leaves out, and
+/// how to ask for it: the commands come from a recording, so nothing runs unannounced.
+pub(super) fn say_what_runs(spec: &spec::LoadedSpec, options: &ReplayOptions) {
+    if options.quiet {
+        return;
+    }
+    let say = |line: String| crate::esay!("drover: replay: {line}");
+    let task = &spec.spec;
+    if !task.setup.is_empty() {
+        if options.spec.is_some() {
+            for step in &task.setup {
+                say(format!(
+                    "will run setup step {} in the replay's sandbox (network off): {}",
+                    step.name, step.run
+                ));
+            }
+        } else {
+            say(format!(
+                "not running the {} recorded in the transcript: a replay runs setup only from the spec file you name with --spec (the one the run used)",
+                crate::output::counted(task.setup.len() as u64, "setup step", "setup steps")
+            ));
+        }
+    }
+    if !task.checks.is_empty() {
+        if options.checks {
+            for check in &task.checks {
+                say(format!("will run check {}: {}", check.name, check.run));
+            }
+        } else {
+            say(format!(
+                "not running the {} recorded in the transcript (pass --checks to run them):",
+                crate::output::counted(task.checks.len() as u64, "check", "checks")
+            ));
+            for check in &task.checks {
+                say(format!("  {}: {}", check.name, check.run));
+            }
+        }
+    }
+    if options.mcp
+        && let Some(config) = task.mcp.as_ref().and_then(|mcp| mcp.value.config.as_ref())
+    {
+        say(format!(
+            "the recording's mcp.config ({config}) is not loaded: a replay starts only the servers its transcript spells out"
+        ));
+    }
+}
+
+/// Where the replay starts from: `--workspace`, else the recorded workspace, but only
+/// when it lies in the current directory (a recording does not choose what a replay
+/// copies and reads: `/`, a home directory, a device). The flag says whether the
+/// recording chose it: such a start must then be exactly the recorded one.
+pub(super) fn starting_workspace(
+    options: &ReplayOptions,
+    recorded: &str,
+) -> Result<(PathBuf, bool), PlanError> {
+    if let Some(workspace) = &options.workspace {
+        if !workspace.is_dir() {
+            return Err(ReplayError::NoWorkspace {
+                workspace: workspace.clone(),
+            }
+            .into());
+        }
+        return Ok((workspace.clone(), false));
+    }
+    let workspace = PathBuf::from(recorded);
+    let (Ok(current), Ok(real)) = (
+        std::env::current_dir().and_then(|dir| dir.canonicalize()),
+        workspace.canonicalize(),
+    ) else {
+        return Err(ReplayError::NoWorkspace { workspace }.into());
+    };
+    if !real.is_dir() {
+        return Err(ReplayError::NoWorkspace { workspace }.into());
+    }
+    if !real.starts_with(&current) {
+        return Err(ReplayError::WorkspaceNotHere { workspace, current }.into());
+    }
+    Ok((real, true))
+}
+
+/// The replay spec's MCP servers, for `--mcp`: stdio servers as `replay_spec` made them
+/// (in the replay's sandbox, in the workspace copy), a `url:` server only at the URL
+/// given with `--mcp-url`, each named on stderr.
+pub(super) fn replay_servers(
+    spec: &spec::LoadedSpec,
+    options: &ReplayOptions,
+) -> Result<BTreeMap<String, spec::McpServerSpec>, PlanError> {
+    let say = |line: String| {
+        if !options.quiet {
+            crate::esay!("drover: replay: {line}");
+        }
+    };
+    let mut servers = super::spec_checks::mcp_servers(spec)?;
+    servers.retain(|name, server| {
+        let Some(recorded) = &server.url else {
+            return true;
+        };
+        match options.mcp_urls.iter().find(|(server, _)| server == name) {
+            Some((_, url)) => {
+                say(format!(
+                    "will connect to MCP server {name} at {url} (recorded: {recorded})"
+                ));
+                server.url = Some(url.clone());
+                true
+            }
+            None => {
+                say(format!(
+                    "MCP server {name} ({recorded}) is left out: give --mcp-url {name}=URL to connect to it"
+                ));
+                false
+            }
+        }
+    });
+    for (name, server) in &servers {
+        let unset: Vec<String> = server
+            .env
+            .values()
+            .chain(server.headers.values())
+            .flat_map(|value| crate::mcp::referenced_vars(value))
+            .filter(|var| !options.mcp_env.contains(var))
+            .collect();
+        if !unset.is_empty() {
+            say(format!(
+                "MCP server {name} names ${{{}}}, left unset: a replay passes only the variables given with --mcp-env",
+                unset.join("}, ${")
+            ));
+        }
+        if let Some(command) = &server.command {
+            say(format!(
+                "will start MCP server {name}: {command} {}",
+                server.args.join(" ")
+            ));
+        }
+    }
+    Ok(servers)
+}
