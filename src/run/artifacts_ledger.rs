@@ -297,7 +297,15 @@ fn open_dir(dir: &OwnedFd, name: &OsStr) -> Option<(OwnedFd, (u64, u64))> {
 /// Remove entry `name` of `dir` (a directory with all it holds; a symlink as a link),
 /// noting it as removed or stuck.
 fn remove(dir: &OwnedFd, name: &OsStr, path: PathBuf, sweep: &mut Sweep) {
-    match remove_entry(dir.as_fd(), name) {
+    // An agent running as drover's user may have taken the write bit off the directory
+    // (`chmod 0555`) to keep what it planted: drover owns it and gives it back.
+    let removed = remove_entry(dir.as_fd(), name).or_else(|errno| match errno {
+        Errno::ACCESS | Errno::PERM if make_writable(dir.as_fd()).is_ok() => {
+            remove_entry(dir.as_fd(), name)
+        }
+        _ => Err(errno),
+    });
+    match removed {
         Ok(()) => sweep.removed.push(path),
         Err(errno) => sweep.stuck.push((path, errno.into())),
     }
@@ -309,8 +317,21 @@ pub(super) fn remove_entry(dir: std::os::fd::BorrowedFd<'_>, name: &OsStr) -> Re
         return rustix::fs::unlinkat(dir, name, AtFlags::empty());
     }
     let sub = rustix::fs::openat(dir, name, dir_flags(), Mode::empty())?;
-    crate::workspace::beneath::clear_dir_fd(&sub)?;
+    if let Err(errno) = crate::workspace::beneath::clear_dir_fd(&sub) {
+        if !matches!(errno, Errno::ACCESS | Errno::PERM) {
+            return Err(errno);
+        }
+        make_writable(sub.as_fd())?;
+        crate::workspace::beneath::clear_dir_fd(&sub)?;
+    }
     rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
+}
+
+/// Give the owner of directory `dir` back its right to change it (`u+rwx`).
+fn make_writable(dir: std::os::fd::BorrowedFd<'_>) -> Result<(), Errno> {
+    let stat = rustix::fs::fstat(dir)?;
+    let mode = Mode::from_raw_mode(stat.st_mode) | Mode::RWXU;
+    rustix::fs::fchmod(dir, mode)
 }
 
 /// Empty (or remove, when it is no directory) what is at `root` now: a directory an

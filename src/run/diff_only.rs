@@ -31,30 +31,9 @@ pub(crate) struct RecordedPatch {
 
 impl RecordedPatch {
     pub(crate) fn read(path: &Path) -> std::io::Result<Self> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(flags.bits() as i32)
-            .open(path)?;
-        let meta = file.metadata()?;
-        if !meta.file_type().is_file() {
-            return Err(std::io::Error::other("not a regular file"));
-        }
-        if meta.len() > MAX_PATCH_BYTES {
-            return Err(std::io::Error::other(format!(
-                "larger than {} MiB",
-                MAX_PATCH_BYTES >> 20
-            )));
-        }
-        let mut bytes = Vec::new();
-        file.take(MAX_PATCH_BYTES + 1).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > MAX_PATCH_BYTES {
-            return Err(std::io::Error::other("it grew while it was read"));
-        }
         Ok(RecordedPatch {
             path: path.to_path_buf(),
-            bytes,
+            bytes: crate::workspace::plain_file::read_plain_file(path, MAX_PATCH_BYTES)?,
         })
     }
 }

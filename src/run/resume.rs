@@ -401,6 +401,9 @@ pub(crate) fn check_workspace(plan: &mut TaskPlan, artifacts: &Path) -> Result<(
     })))
 }
 
+/// The largest earlier recording a resume carries over.
+const MAX_RECORDING: u64 = 1 << 30;
+
 /// The name of the `n`th recording kept beside a resumed transcript.
 fn kept_recording_name(n: usize) -> String {
     format!("transcript.before-resume-{n}.jsonl")
@@ -415,12 +418,18 @@ pub(super) fn keep_recording(resume: &ResumePlan, task_dir: &Path) -> std::io::R
     loop {
         let name = kept_recording_name(n);
         let here = task_dir.join(&name);
-        if !here.exists() {
+        if std::fs::symlink_metadata(&here).is_err() {
             let there = original.join(&name);
-            if same_path(original, task_dir) || !there.is_file() {
+            if same_path(original, task_dir) {
                 break;
             }
-            std::fs::copy(&there, &here)?;
+            // The folder may be a downloaded artifact: only a plain file of it is kept (a
+            // link planted there would copy its target, a secret say, into the artifacts).
+            let Ok(kept) = crate::workspace::plain_file::read_plain_file(&there, MAX_RECORDING)
+            else {
+                break;
+            };
+            crate::workspace::atomic::write_atomic(&here, &kept)?;
         }
         n += 1;
     }

@@ -11,6 +11,7 @@ pub(crate) mod diff;
 pub(crate) mod file_state;
 pub(crate) mod leftovers;
 pub(crate) mod paths;
+pub(crate) mod plain_file;
 pub(crate) mod rel_path;
 pub(crate) mod snapshot;
 

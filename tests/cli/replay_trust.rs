@@ -435,3 +435,32 @@ fn a_planted_diff_patch_that_is_no_regular_file_is_refused_at_once() {
         }
     }
 }
+
+#[test]
+fn a_resume_copies_no_file_a_link_planted_in_the_task_folder_points_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    let spec = write_spec(
+        dir,
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: LS, input: { path: . } }]\n    - text: done\n",
+    );
+    // In the workspace, as by default: the task's folder is staged and published.
+    let artifacts = dir.join("ws/drover-artifacts");
+    let output = common::run_spec_with(&spec, &artifacts, &["--max-turns", "1"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let secret = dir.join("secret.txt");
+    std::fs::write(&secret, "TOP-SECRET-of-the-resuming-machine").unwrap();
+    std::os::unix::fs::symlink(
+        &secret,
+        artifacts.join("t/transcript.before-resume-1.jsonl"),
+    )
+    .unwrap();
+    let output = common::resume_with(&artifacts.join("t"), &["--max-turns", "5"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        !all_text(&artifacts).contains("TOP-SECRET"),
+        "a planted link's target was copied into the artifacts"
+    );
+}
