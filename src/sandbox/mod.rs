@@ -20,6 +20,7 @@
 //! This module knows nothing of permission rules: the policy turns them into plain
 //! facts (writable paths, denied paths, network) and the sandbox enforces those.
 
+mod capabilities;
 mod enforce;
 pub(crate) mod env;
 mod env_channel;
