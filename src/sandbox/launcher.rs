@@ -20,7 +20,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
 use super::SandboxPolicy;
-use super::enforce::enforce;
+use super::capabilities::{Dropped, drop_capabilities};
+use super::enforce::{Enforced, enforce};
 use super::{env_channel, supervise};
 
 /// The launcher's exit code when the sandbox cannot be enforced.
@@ -174,21 +175,19 @@ pub fn sandbox_exec_main(
         }
     };
     let enforced = match &policy {
-        Some(policy) => {
-            match enforce(policy).and_then(|enforced| policy.limits.apply().map(|()| enforced)) {
-                Ok(enforced) => Some(enforced),
-                Err(reason) => {
-                    crate::esay!("drover sandbox: {reason}");
-                    return EXIT_UNENFORCEABLE;
-                }
+        Some(policy) => match enforce_all(policy) {
+            Ok(enforced) => Some(enforced),
+            Err(reason) => {
+                crate::esay!("drover sandbox: {reason}");
+                return EXIT_UNENFORCEABLE;
             }
-        }
+        },
         None => None,
     };
     if probe {
         match (&policy, enforced) {
-            (Some(policy), Some(enforced)) => crate::say!(
-                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{})",
+            (Some(policy), Some((enforced, dropped))) => crate::say!(
+                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{}, {})",
                 enforced.abi,
                 if policy.network { "allowed" } else { "cut" },
                 if enforced.socket_filter {
@@ -211,6 +210,7 @@ pub fn sandbox_exec_main(
                 } else {
                     ""
                 },
+                dropped,
             ),
             _ => crate::say!(
                 "drover sandbox: off (processes contained{})",
@@ -224,4 +224,14 @@ pub fn sandbox_exec_main(
         return 0;
     }
     supervise::run(command, env, containment, stdio)
+}
+
+/// Everything the sandbox imposes, in order: Landlock, the network namespace and the
+/// socket filter (which need capabilities root has), the limits, then the drop of every
+/// capability the command may not keep. An error means the command must not run.
+fn enforce_all(policy: &SandboxPolicy) -> Result<(Enforced, Dropped), SandboxError> {
+    let enforced = enforce(policy)?;
+    policy.limits.apply()?;
+    let dropped = drop_capabilities()?;
+    Ok((enforced, dropped))
 }

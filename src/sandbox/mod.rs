@@ -5,7 +5,8 @@
 //! starts, runs under Landlock: writes only beneath [`SandboxPolicy::writable`], reads
 //! denied beneath [`SandboxPolicy::read_denied`], and unless [`SandboxPolicy::network`]
 //! no socket but Unix ones (a seccomp filter; Landlock's TCP rules and, as root, a
-//! private network namespace besides).
+//! private network namespace besides). A command run as root keeps only the
+//! capabilities ordinary builds need (see [`capabilities`]).
 //!
 //! drover's own process is multi-threaded, and Landlock restricts one thread: so the
 //! policy is applied by a fresh single-threaded drover (`drover __sandbox-exec`, see
@@ -20,6 +21,7 @@
 //! This module knows nothing of permission rules: the policy turns them into plain
 //! facts (writable paths, denied paths, network) and the sandbox enforces those.
 
+mod capabilities;
 mod enforce;
 pub(crate) mod env;
 mod env_channel;

@@ -12,6 +12,7 @@ mod mock_server;
 mod action;
 mod action_steps;
 mod attacker_artifacts;
+mod attacker_capabilities;
 mod attacker_config;
 mod attacker_files;
 mod attacker_mcp_names;
