@@ -68,7 +68,7 @@ fn spec(dir: &Path, sandbox: &str) -> PathBuf {
     let commands = [
         "cat creds.env",
         "echo \"fake=$FAKE_API_KEY model=$ANTHROPIC_API_KEY\"",
-        "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done | grep -a _API_KEY= | sort -u",
+        "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done 2>/dev/null | grep -a _API_KEY= | sort -u",
     ];
     let mut script = String::new();
     for command in commands {
@@ -76,7 +76,7 @@ fn spec(dir: &Path, sandbox: &str) -> PathBuf {
         script.push_str(&format!("    - tool_calls: {call}\n"));
     }
     script.push_str(&format!("    - text: \"The key is {FAKE_KEY}.\"\n"));
-    let check = "echo \"check-fake=$FAKE_API_KEY\"; echo \"check-model=$ANTHROPIC_API_KEY\"; grep -a _API_KEY= creds.env; for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done | grep -a _API_KEY= | sort -u; exit 1";
+    let check = "echo \"check-fake=$FAKE_API_KEY\"; echo \"check-model=$ANTHROPIC_API_KEY\"; grep -a _API_KEY= creds.env; for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done 2>/dev/null | grep -a _API_KEY= | sort -u; exit 1";
     let body = format!(
         "version: 1\nname: leaky\nprompt: p\nworkspace: ws\n{sandbox}model:\n  provider: script\n  script:\n{script}permissions:\n  allow: [Bash]\nchecks:\n  - name: env check\n    run: {}\n",
         json!(check)
@@ -242,7 +242,7 @@ fn the_model_never_sees_its_own_key() {
     let server = MockServer::start(vec![
         Reply::sse(&anthropic_turn(
             &[
-                json!({"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cat creds.env; for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done | grep -a _KEY= | sort -u"}}),
+                json!({"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cat creds.env; for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done 2>/dev/null | grep -a _KEY= | sort -u"}}),
             ],
             "tool_use",
         )),
