@@ -1,4 +1,4 @@
-//! The command line (clap). The commands and flags are a contract (DESIGN.md).
+//! The command line (clap). The commands and flags are a contract (README.md, "Command line").
 
 use std::ffi::OsString;
 use std::path::PathBuf;

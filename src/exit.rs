@@ -1,4 +1,4 @@
-//! Exit codes, the same for every command (DESIGN.md).
+//! Exit codes, the same for every command (README.md, "Exit codes").
 
 /// Every task passed (for `policy check`: the call is allowed).
 pub const PASSED: i32 = 0;

@@ -18,7 +18,7 @@ pub(crate) enum Status {
 }
 
 impl Status {
-    /// The process exit code this outcome calls for (DESIGN.md: 0, 1, 3).
+    /// The process exit code this outcome calls for (README.md, "Exit codes": 0, 1, 3).
     pub(crate) fn exit_code(self) -> i32 {
         match self {
             Status::Passed => 0,

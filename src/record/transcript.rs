@@ -55,7 +55,7 @@ pub(crate) struct RunSettings {
     pub run_tasks: Vec<String>,
 }
 
-/// One transcript event. The `type` names and the fields listed in DESIGN.md are a
+/// One transcript event. The `type` names and the fields listed in the README ("Artifacts", the transcript table) are a
 /// contract; fields are only ever added.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

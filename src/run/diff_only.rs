@@ -73,12 +73,24 @@ pub(super) fn apply(workspace: &Path, patch: &RecordedPatch, commands: TaskComma
     }
 }
 
+/// Why the recorded patch was not applied.
+#[derive(Debug, thiserror::Error)]
+enum ApplyError {
+    #[error("cannot run git apply: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("git apply did not finish within {} s", APPLY_TIMEOUT.as_secs())]
+    Timeout,
+    /// git's last lines of explanation.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// `git apply` of `patch` (copied to a private file) in `workspace`, git's own
 /// configuration and hooks left out, killed after [`APPLY_TIMEOUT`].
-fn git_apply(workspace: &Path, patch: &[u8]) -> Result<(), String> {
-    let mut copy = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
-    std::io::Write::write_all(&mut copy, patch).map_err(|e| e.to_string())?;
-    let errors = tempfile::tempfile().map_err(|e| e.to_string())?;
+fn git_apply(workspace: &Path, patch: &[u8]) -> Result<(), ApplyError> {
+    let mut copy = tempfile::NamedTempFile::new()?;
+    std::io::Write::write_all(&mut copy, patch)?;
+    let errors = tempfile::tempfile()?;
     let mut child = std::process::Command::new("git")
         .arg("apply")
         .arg("--whitespace=nowarn")
@@ -97,9 +109,8 @@ fn git_apply(workspace: &Path, patch: &[u8]) -> Result<(), String> {
         .env_remove("GIT_CONFIG_COUNT")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(errors.try_clone().map_err(|e| e.to_string())?)
-        .spawn()
-        .map_err(|e| format!("cannot run git apply: {e}"))?;
+        .stderr(errors.try_clone()?)
+        .spawn()?;
     let deadline = Instant::now() + APPLY_TIMEOUT;
     let status = loop {
         match child.try_wait() {
@@ -108,12 +119,9 @@ fn git_apply(workspace: &Path, patch: &[u8]) -> Result<(), String> {
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "git apply did not finish within {} s",
-                    APPLY_TIMEOUT.as_secs()
-                ));
+                return Err(ApplyError::Timeout);
             }
-            Err(e) => return Err(format!("cannot wait for git apply: {e}")),
+            Err(e) => return Err(ApplyError::Io(e)),
         }
     };
     if status.success() {
@@ -124,7 +132,9 @@ fn git_apply(workspace: &Path, patch: &[u8]) -> Result<(), String> {
     let _ = std::io::Seek::rewind(&mut errors);
     let _ = errors.take(64 << 10).read_to_string(&mut stderr);
     let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
-    Err(tail.into_iter().rev().collect::<Vec<_>>().join("; "))
+    Err(ApplyError::Refused(
+        tail.into_iter().rev().collect::<Vec<_>>().join("; "),
+    ))
 }
 
 /// After the recorded patch applied: compare the diff the task wrote with it. A

@@ -50,7 +50,8 @@ pub(crate) use artifacts_ledger::{ArtifactsError, Sweep};
 pub(crate) use earlier_run::clear_earlier_run;
 pub(crate) use orphaned_folders::publish_orphaned_folders;
 pub(crate) use plan_error::PlanError;
-pub(crate) use replay::{ReplayOptions, plan_replay};
+pub(crate) use replay::plan_replay;
+pub(crate) use replay_inputs::ReplayOptions;
 pub(crate) use resume::{
     ResumeOptions, check_workspace, default_artifacts, plan_resume, transcript_of,
 };

@@ -11,37 +11,10 @@ use crate::tools::ToolOutput;
 use crate::tools::recorded::ResultsById;
 
 use super::plan_error::{PlanError, ReplayError};
+use super::replay_inputs::ReplayOptions;
 use super::replay_inputs::{replay_servers, say_what_runs, source_spec, starting_workspace};
 use super::replay_spec::{Granted, replay_spec, unreadable_in_replays};
 use super::task::{ModelSource, TaskPlan};
-
-pub(crate) struct ReplayOptions {
-    pub transcript: PathBuf,
-    pub workspace: Option<PathBuf>,
-    /// The spec file the run used (`--spec`): the user vouches for it, so its `setup:`
-    /// runs (in the replay's sandbox) and its rules are taken as the user's own.
-    pub spec: Option<PathBuf>,
-    pub strict: bool,
-    /// Run the recorded spec's checks too (`--checks`).
-    pub checks: bool,
-    /// Start the recorded spec's MCP servers rather than answer from the recording
-    /// (`--mcp`).
-    pub mcp: bool,
-    /// The variables of drover's environment the servers' `${VAR}` may take
-    /// (`--mcp-env`); every other one is unset.
-    pub mcp_env: Vec<String>,
-    /// The URL to reach each recorded `url:` server at (`--mcp-url NAME=URL`); one not
-    /// given is left out.
-    pub mcp_urls: Vec<(String, String)>,
-    /// Only errors on stderr (`--quiet`).
-    pub quiet: bool,
-    /// Regular expressions of volatile output to mask before comparing (`--ignore`).
-    pub ignore: Vec<String>,
-    /// Apply the recorded diff.patch instead of replaying the loop, and compare the diff
-    /// it leads to with it (`--diff-only`).
-    pub diff_only: bool,
-    pub artifacts: PathBuf,
-}
 
 /// The MCP tools (and MCP resource tools) the recorded run offered or called, by name.
 fn mcp_tools_used(events: &[Event]) -> Vec<String> {

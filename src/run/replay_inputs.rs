@@ -8,8 +8,37 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::plan_error::{PlanError, ReplayError};
-use super::replay::ReplayOptions;
 use crate::spec;
+
+/// What the command line asks of a replay: everything a replay takes beyond the
+/// recording's data comes from here.
+pub(crate) struct ReplayOptions {
+    pub transcript: PathBuf,
+    pub workspace: Option<PathBuf>,
+    /// The spec file the run used (`--spec`): the user vouches for it, so its `setup:`
+    /// runs (in the replay's sandbox) and its rules are taken as the user's own.
+    pub spec: Option<PathBuf>,
+    pub strict: bool,
+    /// Run the recorded spec's checks too (`--checks`).
+    pub checks: bool,
+    /// Start the recorded spec's MCP servers rather than answer from the recording
+    /// (`--mcp`).
+    pub mcp: bool,
+    /// The variables of drover's environment the servers' `${VAR}` may take
+    /// (`--mcp-env`); every other one is unset.
+    pub mcp_env: Vec<String>,
+    /// The URL to reach each recorded `url:` server at (`--mcp-url NAME=URL`); one not
+    /// given is left out.
+    pub mcp_urls: Vec<(String, String)>,
+    /// Only errors on stderr (`--quiet`).
+    pub quiet: bool,
+    /// Regular expressions of volatile output to mask before comparing (`--ignore`).
+    pub ignore: Vec<String>,
+    /// Apply the recorded diff.patch instead of replaying the loop, and compare the diff
+    /// it leads to with it (`--diff-only`).
+    pub diff_only: bool,
+    pub artifacts: PathBuf,
+}
 
 /// The spec the replay takes its data from: the file the user names with `--spec` (its
 /// SHA-256 must be the recorded one), else the recorded text, read as a spec at its
