@@ -33,11 +33,15 @@ pub(super) struct Enforced {
     pub socket_filter: bool,
     /// Signals and abstract Unix sockets cannot reach outside the sandbox (ABI 6+).
     pub scoped: bool,
+    /// Every mount is read-only and `nosuid` but the writable paths (root only).
+    pub mounts: super::read_only_mounts::Mounts,
 }
 
 /// Restrict the current thread (and what it `exec`s) to `policy`, or say why not. On
 /// error the process may be partly restricted and must not run the command.
 pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, SandboxError> {
+    // Before Landlock, which forbids changing mounts once in force.
+    let mounts = super::read_only_mounts::read_only_but(&policy.writable)?;
     let private_network = !policy.network && private_network_namespace();
     let read = AccessFs::from_read(BEST_ABI);
     let write = AccessFs::from_write(BEST_ABI);
@@ -105,6 +109,7 @@ pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, SandboxError> 
         private_network,
         socket_filter: !policy.network,
         scoped: abi >= SCOPE_ABI,
+        mounts,
     })
 }
 

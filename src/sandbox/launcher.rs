@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use super::SandboxPolicy;
 use super::capabilities::{Dropped, drop_capabilities};
 use super::enforce::{Enforced, enforce};
+use super::read_only_mounts::Mounts;
 use super::{env_channel, supervise};
 
 /// The launcher's exit code when the sandbox cannot be enforced.
@@ -187,7 +188,7 @@ pub fn sandbox_exec_main(
     if probe {
         match (&policy, enforced) {
             (Some(policy), Some((enforced, dropped))) => crate::say!(
-                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{}, {})",
+                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{}{}, {})",
                 enforced.abi,
                 if policy.network { "allowed" } else { "cut" },
                 if enforced.socket_filter {
@@ -209,6 +210,14 @@ pub fn sandbox_exec_main(
                     ", private PID namespace"
                 } else {
                     ""
+                },
+                match enforced.mounts {
+                    Mounts::Shared => String::new(),
+                    Mounts::ReadOnly { kept: 0 } =>
+                        ", mounts read-only but the writable paths".to_string(),
+                    Mounts::ReadOnly { kept } => format!(
+                        ", mounts read-only but the writable paths and {kept} the kernel keeps as they are"
+                    ),
                 },
                 dropped,
             ),

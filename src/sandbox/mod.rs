@@ -31,6 +31,7 @@ pub(crate) mod launcher;
 pub(crate) mod limits;
 pub(crate) mod own_environ;
 mod read_grants;
+pub(super) mod read_only_mounts;
 mod socket_filter;
 pub(crate) mod supervise;
 #[cfg(test)]

@@ -263,3 +263,46 @@ fn a_command_run_as_a_user_holds_none_and_a_setuid_program_grants_none() {
         eprintln!("part skipped: setuid programs do not run as root here (nosuid)");
     }
 }
+
+/// Landlock guards contents, not metadata, and root owns every root-owned file: as root
+/// a sandboxed command could `chmod u+s`, `chown` or backdate any file on the machine.
+/// The read-only mounts refuse it outside the writable paths; inside, it still works.
+#[test]
+fn a_command_run_as_root_changes_no_metadata_outside_the_writable_paths() {
+    if !common::sandbox_available() || !root() {
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("tool.sh"), "echo hi\n").unwrap();
+    let outside = dir.path().join("program");
+    std::fs::write(&outside, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let before = std::fs::metadata(&outside).unwrap();
+    let target = outside.display();
+    let spec = spec(
+        dir.path(),
+        &format!(
+            "chmod 4755 {target} && echo 'chmod SUCCEEDED'; chown 1:1 {target} && echo 'chown SUCCEEDED'; touch -d 2000-01-01 {target} && echo 'touch SUCCEEDED'; chmod +x tool.sh && echo 'inside works'"
+        ),
+    );
+    let result = run(
+        Command::new(env!("CARGO_BIN_EXE_drover")),
+        dir.path(),
+        &spec,
+    );
+    for attack in ["chmod", "chown", "touch"] {
+        assert!(
+            !result.contains(&format!("{attack} SUCCEEDED")),
+            "{attack}: {result}"
+        );
+    }
+    assert!(result.contains("Read-only file system"), "{result}");
+    assert!(result.contains("inside works"), "{result}");
+    let after = std::fs::metadata(&outside).unwrap();
+    assert_eq!(after.mode(), before.mode());
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+    assert_eq!(after.mtime(), before.mtime());
+}
