@@ -111,7 +111,9 @@ impl Agent<'_> {
             OutputMode::Text => {
                 let value = match OutputSchema::from_text(&session.last_turn_text) {
                     Ok(value) => value,
-                    Err(error) => return self.invalid_answer(session, vec![error], mode),
+                    Err(error) => {
+                        return self.invalid_answer(session, vec![error.to_string()], mode);
+                    }
                 };
                 let errors = schema.errors(&value);
                 if errors.is_empty() {

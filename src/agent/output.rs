@@ -26,6 +26,15 @@ pub(crate) struct OutputSchema {
     wrapped: bool,
 }
 
+/// Why a final message is no JSON answer.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NotJson {
+    #[error("the final message is empty; it must be a JSON value")]
+    Empty,
+    #[error("the final message is not a JSON value")]
+    Other,
+}
+
 impl OutputSchema {
     /// None when the schema does not compile (checked when the spec was loaded).
     pub(crate) fn new(schema: Value) -> Option<OutputSchema> {
@@ -85,7 +94,7 @@ impl OutputSchema {
     }
 
     /// The answer given as the final text: the whole text, or the one fenced block.
-    pub(super) fn from_text(text: &str) -> Result<Value, String> {
+    pub(super) fn from_text(text: &str) -> Result<Value, NotJson> {
         let trimmed = text.trim();
         if let Ok(value) = serde_json::from_str(trimmed) {
             return Ok(value);
@@ -96,10 +105,8 @@ impl OutputSchema {
             .map(|(inner, _)| inner.strip_prefix("json").unwrap_or(inner));
         match fenced.map(|inner| serde_json::from_str(inner.trim())) {
             Some(Ok(value)) => Ok(value),
-            _ if trimmed.is_empty() => {
-                Err("the final message is empty; it must be a JSON value".into())
-            }
-            _ => Err("the final message is not a JSON value".into()),
+            _ if trimmed.is_empty() => Err(NotJson::Empty),
+            _ => Err(NotJson::Other),
         }
     }
 

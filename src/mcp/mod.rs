@@ -41,8 +41,15 @@ const DEFAULT_MAX_OUTPUT: u64 = 25_000;
 pub(crate) struct ServerReport {
     pub server: String,
     pub required: bool,
-    pub outcome: Result<Started, String>,
+    pub outcome: Result<Started, NotStarted>,
 }
+
+/// Why a server did not start, as its report and the transcript say it. The causes are
+/// of several kinds (its sandbox, its command, its handshake, its URL); the report is
+/// cloned into every listing and redacted in place, so it holds their words.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct NotStarted(pub String);
 
 /// A server that started: its protocol version, its tools' offered names, and the
 /// tools left out because their name would not be theirs alone.
@@ -176,9 +183,9 @@ async fn start_one(
     name: &str,
     server: &McpServerSpec,
     setup: &Setup<'_>,
-) -> Result<RunningServer, String> {
+) -> Result<RunningServer, NotStarted> {
     let startup = limit(spec, server, |t| t.startup).unwrap_or(DEFAULT_STARTUP);
-    let env = (setup.env_for)(server.sandbox.as_ref()).map_err(|e| e.to_string())?;
+    let env = (setup.env_for)(server.sandbox.as_ref()).map_err(|e| NotStarted(e.to_string()))?;
     // A `.mcp.json` may come from the repository under test: its `${VAR}`s take only
     // what the task's commands get (no secret the spec does not pass, never the model's
     // key, nothing another server takes as a credential).
@@ -192,7 +199,7 @@ async fn start_one(
     if let Some(url) = &server.url {
         return server::connect(name, server, url, startup, vars)
             .await
-            .map_err(|e| e.to_string());
+            .map_err(|e| NotStarted(e.to_string()));
     }
     let launch = Launch {
         name,
@@ -204,7 +211,9 @@ async fn start_one(
         vars,
         startup,
     };
-    server::start(launch).await.map_err(|e| e.to_string())
+    server::start(launch)
+        .await
+        .map_err(|e| NotStarted(e.to_string()))
 }
 
 /// What every call of one server's tools is held to.

@@ -238,10 +238,28 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     None
 }
 
+/// Why a rule's `domain:` value names no host a rule can hold.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DomainError {
+    #[error(
+        "domain:{0} must be a host name (example.com, *.example.com, 127.0.0.1, [::1]) without scheme, port or path"
+    )]
+    NotAHost(String),
+    #[error("domain:{written}: {source}")]
+    Unparsable {
+        written: String,
+        source: url::ParseError,
+    },
+    #[error("domain:{0} names no host")]
+    NoHost(String),
+    #[error("domain:{0}: a wildcard stands for subdomains of a name, not of an IP address")]
+    WildcardAddress(String),
+}
+
 /// A rule's `domain:` value normalised as hosts are: `example.com`, `*.example.com`
 /// (subdomains only), an IPv4 address or a bracketed IPv6 one. No port, path or
 /// credentials: the rule names a host.
-pub(super) fn rule_domain(written: &str) -> Result<String, String> {
+pub(super) fn rule_domain(written: &str) -> Result<String, DomainError> {
     let (wildcard, name) = match written.strip_prefix("*.") {
         Some(rest) => (true, rest),
         None => (false, written),
@@ -249,19 +267,18 @@ pub(super) fn rule_domain(written: &str) -> Result<String, String> {
     let bracketed = name.starts_with('[') && name.ends_with(']');
     let bad_char = |c: char| matches!(c, '/' | '@' | '?' | '#' | '\\' | '*' | ' ');
     if name.is_empty() || name.contains(bad_char) || (!bracketed && name.contains(':')) {
-        return Err(format!(
-            "domain:{written} must be a host name (example.com, *.example.com, 127.0.0.1, [::1]) without scheme, port or path"
-        ));
+        return Err(DomainError::NotAHost(written.to_string()));
     }
     let parsed =
-        Url::parse(&format!("http://{name}/")).map_err(|e| format!("domain:{written}: {e}"))?;
+        Url::parse(&format!("http://{name}/")).map_err(|source| DomainError::Unparsable {
+            written: written.to_string(),
+            source,
+        })?;
     let Some(host) = normalised_host(&parsed) else {
-        return Err(format!("domain:{written} names no host"));
+        return Err(DomainError::NoHost(written.to_string()));
     };
     if wildcard && !matches!(parsed.host(), Some(Host::Domain(_))) {
-        return Err(format!(
-            "domain:{written}: a wildcard stands for subdomains of a name, not of an IP address"
-        ));
+        return Err(DomainError::WildcardAddress(written.to_string()));
     }
     Ok(if wildcard { format!("*.{host}") } else { host })
 }

@@ -120,14 +120,14 @@ fn model_source(
     name: Option<String>,
     model_spec: &crate::spec::ModelSpec,
     spec_path: &Path,
-) -> Result<(ModelSource, replay::Recorded), String> {
+) -> Result<(ModelSource, replay::Recorded), ModelSourceError> {
     match provider {
         Provider::Script => match model_spec.script.clone() {
             Some(turns) => Ok((
                 ModelSource::Script { name, turns },
                 replay::Recorded::default(),
             )),
-            None => Err("--provider script needs the spec to have model.script".to_string()),
+            None => Err(ModelSourceError::NoScript),
         },
         Provider::Replay => match &model_spec.transcript {
             Some(transcript) => {
@@ -140,9 +140,9 @@ fn model_source(
                         };
                         (source, recording.others)
                     })
-                    .map_err(|e| format!("model.transcript: {e}"))
+                    .map_err(ModelSourceError::Transcript)
             }
-            None => Err("--provider replay needs the spec to have model.transcript".to_string()),
+            None => Err(ModelSourceError::NoTranscript),
         },
         Provider::Anthropic | Provider::Openai => {
             RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok())
@@ -152,9 +152,22 @@ fn model_source(
                         replay::Recorded::default(),
                     )
                 })
-                .map_err(|e| e.to_string())
+                .map_err(ModelSourceError::Remote)
         }
     }
+}
+
+/// Why a task's model cannot be set up.
+#[derive(Debug, thiserror::Error)]
+enum ModelSourceError {
+    #[error("--provider script needs the spec to have model.script")]
+    NoScript,
+    #[error("--provider replay needs the spec to have model.transcript")]
+    NoTranscript,
+    #[error("model.transcript: {0}")]
+    Transcript(crate::record::transcript::TranscriptError),
+    #[error(transparent)]
+    Remote(crate::model::remote::RemoteConfigError),
 }
 
 /// Plan one task, or every reason (all of them, not only the first) it cannot run.
@@ -198,7 +211,7 @@ pub(super) fn plan_task(
             Some(model)
         }
         Err(error) => {
-            errors.push(error);
+            errors.push(error.to_string());
             None
         }
     };

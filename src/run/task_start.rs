@@ -445,7 +445,7 @@ fn record_mcp_servers(
                         "drover: warning: {}: optional MCP server {} did not start, its tools are not offered: {}",
                         report.name,
                         server.server,
-                        redactor.redact(why)
+                        redactor.redact(&why.0)
                     );
                 }
                 Event::McpServer {
@@ -455,7 +455,7 @@ fn record_mcp_servers(
                     protocol_version: None,
                     tools: Vec::new(),
                     left_out: Vec::new(),
-                    message: Some(why.clone()),
+                    message: Some(why.0.clone()),
                 }
             }
         };

@@ -161,7 +161,7 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
     let mut reports = session.reports.clone();
     for report in &mut reports {
         if let Err(why) = &mut report.outcome {
-            *why = redactor.redact_owned(std::mem::take(why));
+            why.0 = redactor.redact_owned(std::mem::take(&mut why.0));
         }
     }
     session.shutdown().await;

@@ -120,19 +120,33 @@ pub(crate) fn model_alias(name: &str) -> Option<&'static str> {
     }
 }
 
+/// What is wrong with a Claude Code agent file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AgentFileError {
+    #[error("the file does not start with a `---` front matter")]
+    NoFrontMatter,
+    #[error("the front matter has no closing `---` line")]
+    Unclosed,
+    /// Where and what, in the parser's words (never the text it quotes).
+    #[error("front matter{0}")]
+    FrontMatter(String),
+    #[error("name: {0}")]
+    Name(super::types::InvalidValue),
+    #[error("the file has no prompt after its front matter")]
+    NoPrompt,
+}
+
 /// One Claude Code agent file: its name and the agent it defines, with notes on what
 /// was ignored. The error says what is wrong with the file.
 pub(crate) fn agent_of_claude_file(
     text: &str,
-) -> Result<(TaskName, AgentSpec, Vec<String>), String> {
+) -> Result<(TaskName, AgentSpec, Vec<String>), AgentFileError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text
         .strip_prefix("---\n")
         .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or("the file does not start with a `---` front matter")?;
-    let end = rest
-        .find("\n---")
-        .ok_or("the front matter has no closing `---` line")?;
+        .ok_or(AgentFileError::NoFrontMatter)?;
+    let end = rest.find("\n---").ok_or(AgentFileError::Unclosed)?;
     let (yaml, body) = rest.split_at(end);
     let body = body
         .trim_start_matches("\n---")
@@ -148,9 +162,9 @@ pub(crate) fn agent_of_claude_file(
         let message = e.without_snippet().to_string();
         let first = message.lines().next().unwrap_or_default();
         let first = first.find(" at line ").map_or(first, |i| &first[..i]);
-        format!("front matter{at}: {first}")
+        AgentFileError::FrontMatter(format!("{at}: {first}"))
     })?;
-    let name = TaskName::try_from(front.name.clone()).map_err(|e| format!("name: {e}"))?;
+    let name = TaskName::try_from(front.name.clone()).map_err(AgentFileError::Name)?;
     let tools = front.tools.map(ToolList::names);
     let disallowed_tools = front
         .disallowed_tools
@@ -169,7 +183,7 @@ pub(crate) fn agent_of_claude_file(
         .map(|key| format!("`{key}` ignored: it has no meaning in a headless run"))
         .collect();
     if body.is_empty() {
-        return Err("the file has no prompt after its front matter".to_string());
+        return Err(AgentFileError::NoPrompt);
     }
     let agent = AgentSpec {
         description: front.description,
@@ -227,7 +241,7 @@ mod tests {
                 "front matter at line 4 column 10: `sandbox` cannot be set",
             ),
         ] {
-            let error = agent_of_claude_file(text).unwrap_err();
+            let error = agent_of_claude_file(text).unwrap_err().to_string();
             assert!(error.contains(wanted), "{text:?}: {error}");
         }
     }

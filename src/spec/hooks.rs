@@ -134,8 +134,16 @@ pub(crate) enum HookMatcher {
     Pattern(regex::Regex),
 }
 
+/// A matcher that is neither a list of names nor a regular expression.
+#[derive(Debug, thiserror::Error)]
+#[error("{matcher:?} is not a valid regular expression: {source}")]
+pub(crate) struct InvalidMatcher {
+    matcher: String,
+    source: regex::Error,
+}
+
 impl HookMatcher {
-    pub(crate) fn new(matcher: &str) -> Result<HookMatcher, String> {
+    pub(crate) fn new(matcher: &str) -> Result<HookMatcher, InvalidMatcher> {
         let trimmed = matcher.trim();
         if trimmed.is_empty() || trimmed == "*" {
             return Ok(HookMatcher::All);
@@ -154,7 +162,10 @@ impl HookMatcher {
             .size_limit(1 << 20)
             .build()
             .map(HookMatcher::Pattern)
-            .map_err(|error| format!("{trimmed:?} is not a valid regular expression: {error}"))
+            .map_err(|source| InvalidMatcher {
+                matcher: trimmed.to_string(),
+                source,
+            })
     }
 
     /// Whether the hook applies to `name` (a tool name, or the event's source/reason).

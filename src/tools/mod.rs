@@ -54,7 +54,7 @@ pub(crate) use tool::{InternalFault, Tool, ToolCall, ToolError, ToolOutput, run_
 #[cfg(test)]
 pub(crate) use typed::CallJson;
 pub(crate) use typed::{About, ToolInput, TypedTool};
-pub(crate) use web_fetch::{PageAnswerer, WebAccess};
+pub(crate) use web_fetch::{NoAnswer, PageAnswerer, WebAccess};
 
 /// Every built-in tool, in the order they are offered to the model.
 pub(crate) fn builtin() -> Vec<Arc<dyn Tool>> {

@@ -16,7 +16,17 @@ use crate::tools::recorded::RecordedAnswers;
 pub(crate) trait PageAnswerer: Send + Sync {
     /// The answer to `prompt` from `page` (Markdown fetched from `url`), or why there is
     /// none (the provider failed).
-    async fn answer(&self, prompt: &str, url: &str, page: &str) -> Result<String, String>;
+    async fn answer(&self, prompt: &str, url: &str, page: &str) -> Result<String, NoAnswer>;
+}
+
+/// Why the page model gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NoAnswer {
+    /// The provider failed (its error, as it says it).
+    #[error("{0}")]
+    Provider(String),
+    #[error("the page model gave no answer")]
+    Empty,
 }
 
 /// Web access for one run. Cloning a [`crate::tools::ToolContext`] shares it, so every

@@ -13,8 +13,20 @@ enum Kind {
     Binary,
 }
 
+/// Why a body gives no text.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NoText {
+    #[error(
+        "the content is binary ({kind}, {bytes} bytes); WebFetch returns only text: HTML pages, plain text, JSON, XML"
+    )]
+    Binary { kind: String, bytes: usize },
+    /// The converter's own words.
+    #[error("the HTML could not be converted: {0}")]
+    Unconvertible(String),
+}
+
 /// The text of a body whose `Content-Type` is `content_type`, or why it has none.
-pub(crate) fn to_text(content_type: Option<&str>, body: &[u8]) -> Result<String, String> {
+pub(crate) fn to_text(content_type: Option<&str>, body: &[u8]) -> Result<String, NoText> {
     let mime = content_type
         .and_then(|t| t.split(';').next())
         .map(|t| t.trim().to_ascii_lowercase())
@@ -26,11 +38,10 @@ pub(crate) fn to_text(content_type: Option<&str>, body: &[u8]) -> Result<String,
         None => sniff(body),
     };
     match kind {
-        Kind::Binary => Err(format!(
-            "the content is binary ({}, {} bytes); WebFetch returns only text: HTML pages, plain text, JSON, XML",
-            mime.as_deref().unwrap_or("no content type, not text"),
-            body.len()
-        )),
+        Kind::Binary => Err(NoText::Binary {
+            kind: mime.unwrap_or_else(|| "no content type, not text".to_string()),
+            bytes: body.len(),
+        }),
         Kind::Text => Ok(String::from_utf8_lossy(body).into_owned()),
         Kind::Html => html_to_markdown(&String::from_utf8_lossy(body)),
     }
@@ -164,7 +175,7 @@ pub(crate) const MAX_CONVERSION_COST: u64 = 20_000_000;
 /// HTML as Markdown, without scripts, styles and other parts that are not content. A
 /// page nesting deeper than [`MAX_DEPTH`], larger than [`MAX_CONVERTED_HTML`], or costing
 /// more than [`MAX_CONVERSION_COST`] to convert comes back as its text.
-pub(crate) fn html_to_markdown(html: &str) -> Result<String, String> {
+pub(crate) fn html_to_markdown(html: &str) -> Result<String, NoText> {
     if approximate_depth(html) > MAX_DEPTH {
         return Ok(format!("{}\n\n{}", too_deep_note(), strip_tags(html)));
     }
@@ -180,7 +191,7 @@ pub(crate) fn html_to_markdown(html: &str) -> Result<String, String> {
         .build();
     let tree = converter
         .html_to_tree(html)
-        .map_err(|e| format!("the HTML could not be converted: {e}"))?;
+        .map_err(|e| NoText::Unconvertible(e.to_string()))?;
     if tree_depth(&tree) > MAX_DEPTH {
         return Ok(format!("{}\n\n{}", too_deep_note(), tree_text(&tree)));
     }
@@ -366,7 +377,9 @@ mod tests {
             "{\"a\":1}"
         );
         assert_eq!(to_text(Some("application/ld+json"), b"{}").unwrap(), "{}");
-        let error = to_text(Some("image/png"), b"\x89PNG\r\n\x1a\n").unwrap_err();
+        let error = to_text(Some("image/png"), b"\x89PNG\r\n\x1a\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("binary (image/png, 8 bytes)"), "{error}");
         assert!(to_text(None, b"\x00\x01\x02").is_err());
         assert!(to_text(None, b"\xff\xfe\xfd garbage").is_err());

@@ -50,17 +50,38 @@ pub(crate) enum Fetched {
 }
 
 /// Fetch `start` (already judged), following redirects the rules allow.
-pub(crate) async fn fetch(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, String> {
+pub(crate) async fn fetch(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, FetchError> {
     match tokio::time::timeout(TOTAL_TIMEOUT, hops(start, grants)).await {
         Ok(fetched) => fetched,
-        Err(_) => Err(format!(
-            "the fetch took longer than {} seconds and was stopped",
-            TOTAL_TIMEOUT.as_secs()
-        )),
+        Err(_) => Err(FetchError::TooSlow),
     }
 }
 
-async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, String> {
+/// Why a page was not fetched. The reqwest errors are described with their causes
+/// (`describe`), which is what the model needs to know.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FetchError {
+    #[error("the fetch took longer than {} seconds and was stopped", TOTAL_TIMEOUT.as_secs())]
+    TooSlow,
+    #[error("drover could not set up the HTTP client: {0}")]
+    Client(String),
+    #[error("fetching {url} failed: {why}")]
+    Request { url: url::Url, why: String },
+    #[error("{url} redirected to a Location that is not text")]
+    LocationNotText { url: url::Url },
+    #[error("{url} redirected to an invalid URL {location:?}: {source}")]
+    BadLocation {
+        url: url::Url,
+        location: String,
+        source: url::ParseError,
+    },
+    #[error("reading {url} failed: {why}")]
+    Read { url: url::Url, why: String },
+    #[error("{url}: more than {MAX_REDIRECTS} redirects; WebFetch stopped following them")]
+    TooManyRedirects { url: url::Url },
+}
+
+async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, FetchError> {
     let resolver = GuardedResolver {
         grants: Arc::clone(&grants),
     };
@@ -72,7 +93,7 @@ async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, String
         .timeout(TOTAL_TIMEOUT)
         .dns_resolver(Arc::new(resolver))
         .build()
-        .map_err(|e| format!("drover could not set up the HTTP client: {}", describe(&e)))?;
+        .map_err(|e| FetchError::Client(describe(&e)))?;
     let mut current = start.url;
     for _ in 0..=MAX_REDIRECTS {
         let response = client
@@ -83,17 +104,24 @@ async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, String
             )
             .send()
             .await
-            .map_err(|e| format!("fetching {current} failed: {}", describe(&e)))?;
+            .map_err(|e| FetchError::Request {
+                url: current.clone(),
+                why: describe(&e),
+            })?;
         let status = response.status();
         if status.is_redirection()
             && let Some(location) = response.headers().get(LOCATION)
         {
-            let location = location
-                .to_str()
-                .map_err(|_| format!("{current} redirected to a Location that is not text"))?;
+            let location = location.to_str().map_err(|_| FetchError::LocationNotText {
+                url: current.clone(),
+            })?;
             let target = current
                 .join(location)
-                .map_err(|e| format!("{current} redirected to an invalid URL {location:?}: {e}"))?;
+                .map_err(|source| FetchError::BadLocation {
+                    url: current.clone(),
+                    location: location.to_string(),
+                    source,
+                })?;
             match judge_url(&target, &*grants) {
                 Ok(next) => {
                     current = next.url;
@@ -114,9 +142,13 @@ async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, String
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let (bytes, capped) = read_capped(response, MAX_BODY_BYTES)
-            .await
-            .map_err(|e| format!("reading {current} failed: {e}"))?;
+        let (bytes, capped) =
+            read_capped(response, MAX_BODY_BYTES)
+                .await
+                .map_err(|e| FetchError::Read {
+                    url: current.clone(),
+                    why: describe(&e),
+                })?;
         return Ok(Fetched::Page(Body {
             url: current,
             status,
@@ -125,18 +157,16 @@ async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, String
             capped,
         }));
     }
-    Err(format!(
-        "{current}: more than {MAX_REDIRECTS} redirects; WebFetch stopped following them"
-    ))
+    Err(FetchError::TooManyRedirects { url: current })
 }
 
 /// The body, up to `max` bytes; true when there was more.
 async fn read_capped(
     mut response: reqwest::Response,
     max: usize,
-) -> Result<(Vec<u8>, bool), String> {
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
     let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e))? {
+    while let Some(chunk) = response.chunk().await? {
         let room = max - bytes.len();
         if chunk.len() > room {
             bytes.extend_from_slice(&chunk[..room]);

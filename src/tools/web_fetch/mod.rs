@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use url::Url;
 
-pub(crate) use access::{PageAnswerer, WebAccess};
+pub(crate) use access::{NoAnswer, PageAnswerer, WebAccess};
 use cache::Page;
 use content::{MAX_CHARS, to_text, truncate_chars};
 use fetch::{Body, Fetched, MAX_BODY_BYTES};
@@ -108,7 +108,7 @@ impl TypedTool for WebFetchTool {
                     .map_err(|e| ToolError::Internal(format!("the fetch permits are gone: {e}")))?;
                 fetch::fetch(granted, Arc::clone(&web.grants)).await
             }
-            .map_err(ToolError::Failed)?
+            .map_err(|error| ToolError::Failed(error.to_string()))?
             {
                 Fetched::Redirect {
                     from,

@@ -245,7 +245,12 @@ struct Echo;
 
 #[async_trait]
 impl PageAnswerer for Echo {
-    async fn answer(&self, prompt: &str, url: &str, page: &str) -> Result<String, String> {
+    async fn answer(
+        &self,
+        prompt: &str,
+        url: &str,
+        page: &str,
+    ) -> Result<String, crate::tools::NoAnswer> {
         Ok(format!("answer to {prompt} from {url}: {}", page.len()))
     }
 }
