@@ -13,6 +13,7 @@ pub(crate) mod openai;
 mod openai_stream;
 pub(crate) mod pricing;
 pub(crate) mod remote;
+pub(crate) mod remote_model;
 pub(crate) mod replay;
 pub(crate) mod resumed;
 pub(crate) mod retry;

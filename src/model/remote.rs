@@ -4,9 +4,6 @@
 
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
-use super::Model;
-use super::anthropic::AnthropicModel;
-use super::openai::OpenAiModel;
 use super::retry::RetryPolicy;
 use super::transport::{RetryNotice, Timeouts, Transport};
 use crate::spec::{ModelSpec, Provider};
@@ -140,14 +137,6 @@ impl RemoteConfig {
             retry: spec.retry.map(Into::into).unwrap_or_default(),
             timeouts: spec.timeouts.unwrap_or_default().into(),
         })
-    }
-
-    /// The model for this config.
-    pub(crate) fn build(self) -> Box<dyn Model> {
-        match self.provider {
-            Provider::Openai => Box::new(OpenAiModel::new(self)),
-            _ => Box::new(AnthropicModel::new(self)),
-        }
     }
 
     /// The transport for the provider's headers, and where its retry notices arrive.

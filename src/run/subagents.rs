@@ -221,7 +221,7 @@ impl SubAgentModels for TaskAgentModels {
                 if own.temperature.is_some() {
                     config.temperature = own.temperature;
                 }
-                config.build()
+                crate::model::remote_model::build(config)
             }
         }
     }

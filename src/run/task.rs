@@ -473,6 +473,6 @@ pub(super) fn model_of(source: &ModelSource) -> Box<dyn Model> {
             Box::new(ScriptModel::new(name.as_deref(), turns.clone()))
         }
         ModelSource::Replay { events, .. } => Box::new(ReplayModel::from_events(events)),
-        ModelSource::Remote(config) => config.as_ref().clone().build(),
+        ModelSource::Remote(config) => crate::model::remote_model::build(config.as_ref().clone()),
     }
 }
