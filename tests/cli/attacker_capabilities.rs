@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{events, transcript, write_spec};
+use common::write_spec;
 use serde_json::json;
 
 /// The capabilities a sandboxed command keeps (`src/sandbox/capabilities.rs`): CHOWN,
@@ -75,28 +75,8 @@ fn spec(dir: &Path, command: &str) -> PathBuf {
 
 /// `drover run SPEC` through `command` (drover itself, or setpriv in front of it), with
 /// a plain PATH and HOME in `dir`; the Bash call's result.
-fn run(mut command: Command, dir: &Path, spec: &Path) -> String {
-    let output = command
-        .arg("run")
-        .arg(spec)
-        .arg("--artifacts")
-        .arg(dir.join("out"))
-        .env_remove("GITHUB_ACTIONS")
-        .env("HOME", dir)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines = transcript(&dir.join("out/attack/transcript.jsonl"));
-    events(&lines, "tool_result")[0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+fn run(command: Command, dir: &Path, spec: &Path) -> String {
+    common::run_attack(command, dir, spec).swap_remove(0)
 }
 
 /// The hexadecimal value of `field` in a `/proc/self/status` dump.

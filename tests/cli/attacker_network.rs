@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{events, transcript, write_spec};
+use common::write_spec;
 use serde_json::json;
 
 /// The unprivileged user the tests run drover as when they run as root.
@@ -88,7 +88,7 @@ fn give(dir: &Path, user: User) {
 fn run_as(user: User, dir: &Path, spec: &Path) -> Vec<String> {
     let exe = binary_for(user, dir);
     give(dir, user);
-    let mut command = match user {
+    let command = match user {
         User::Own => Command::new(&exe),
         User::Nobody => {
             let mut command = setpriv();
@@ -96,27 +96,7 @@ fn run_as(user: User, dir: &Path, spec: &Path) -> Vec<String> {
             command
         }
     };
-    let output = command
-        .arg("run")
-        .arg(spec)
-        .arg("--artifacts")
-        .arg(dir.join("out"))
-        .env_remove("GITHUB_ACTIONS")
-        .env("HOME", dir)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{user:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines = transcript(&dir.join("out/attack/transcript.jsonl"));
-    events(&lines, "tool_result")
-        .iter()
-        .map(|r| r["content"].as_str().unwrap_or_default().to_string())
-        .collect()
+    common::run_attack(command, dir, spec)
 }
 
 /// Each socket the script tries, and what it prints when the socket is refused.

@@ -188,3 +188,34 @@ pub(crate) fn gcc_available() -> bool {
     }
     found
 }
+
+/// `drover run SPEC` through `command` (drover itself, or setpriv in front of it), with a
+/// plain PATH and HOME in `dir` and artifacts in `dir/out`, for a task named `attack`;
+/// it must pass. Its tool results, in order.
+pub(crate) fn run_attack(
+    mut command: std::process::Command,
+    dir: &Path,
+    spec: &Path,
+) -> Vec<String> {
+    let output = command
+        .arg("run")
+        .arg(spec)
+        .arg("--artifacts")
+        .arg(dir.join("out"))
+        .env_remove("GITHUB_ACTIONS")
+        .env("HOME", dir)
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = transcript(&dir.join("out/attack/transcript.jsonl"));
+    events(&lines, "tool_result")
+        .iter()
+        .map(|r| r["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
