@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::exit;
 use crate::record::github::GithubEnv;
-use crate::run;
+use crate::run::artifacts::{ArtifactsError, Sweep};
 
 /// How many removed entries are named on stderr; the rest are counted.
 const NAMED_ENTRIES: usize = 20;
@@ -16,12 +16,12 @@ const NAMED_ENTRIES: usize = 20;
 /// be removed, the run fails (exit 3) before any report is written: a report written
 /// beside a planted file would vouch for it.
 pub(super) fn settle_artifacts(
-    swept: &Result<run::Sweep, run::ArtifactsError>,
+    swept: &Result<Sweep, ArtifactsError>,
     artifacts: &Path,
 ) -> Result<(), i32> {
     let sweep = match swept {
         Ok(sweep) => sweep,
-        Err(error @ run::ArtifactsError::HoldsWorkspace { .. }) => {
+        Err(error @ ArtifactsError::HoldsWorkspace { .. }) => {
             crate::esay!("drover: {error}");
             return Err(exit::BAD_INPUT);
         }

@@ -12,7 +12,11 @@ use crate::cli::{
 use crate::exit;
 use crate::policy::{CallFacts, Policy};
 use crate::record::github::{GithubEnv, report_to_github};
-use crate::run::{self, Overrides, ReplayOptions, ResumeOptions};
+use crate::run::artifacts::{clear_earlier_run, write_reports};
+use crate::run::batch::{announce_orphans, progress, run_plans, shard};
+use crate::run::plan::{self, Overrides, ReplayOptions, ResumeOptions, spec_checks};
+use crate::run::recording::{artifacts_of, transcript_of};
+use crate::run::task::{check_workspace, interrupt, subagents};
 use crate::spec::{self, LoadedSpec};
 use crate::tools::Registry;
 
@@ -73,7 +77,7 @@ fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
     };
     match spec::load_all(&files) {
         Ok(specs) => {
-            let errors = run::spec_checks::check_all(&specs);
+            let errors = spec_checks::check_all(&specs);
             for error in &errors {
                 crate::esay!("drover: {error}");
             }
@@ -92,7 +96,7 @@ async fn run_command(args: RunArgs) -> i32 {
     let shard = match args
         .shard
         .as_deref()
-        .map(|text| run::shard::Shard::parse(text, &|name| std::env::var(name).ok()))
+        .map(|text| shard::Shard::parse(text, &|name| std::env::var(name).ok()))
     {
         Some(Err(error)) => {
             crate::esay!("drover: {error}");
@@ -126,7 +130,7 @@ async fn run_command(args: RunArgs) -> i32 {
         return exit::BAD_INPUT;
     };
     let jobs = usize::from(args.jobs);
-    let plans = match run::plan_tasks(specs, &overrides, jobs) {
+    let plans = match plan::plan_tasks(specs, &overrides, jobs) {
         Ok(plans) => plans,
         Err(errors) => {
             for error in errors {
@@ -149,14 +153,7 @@ async fn run_command(args: RunArgs) -> i32 {
     };
     let names: Vec<String> = plans.iter().map(|p| p.spec.name().to_string()).collect();
     forget_earlier_run(&artifacts, &names, args.quiet);
-    let finished = run::run_plans(
-        plans,
-        &artifacts,
-        jobs,
-        args.quiet,
-        run::interrupt::install(),
-    )
-    .await;
+    let finished = run_plans(plans, &artifacts, jobs, args.quiet, interrupt::install()).await;
     if let Err(code) = settle_artifacts(&finished.swept, &artifacts) {
         return code;
     }
@@ -201,21 +198,21 @@ async fn resume_task(
     quiet: bool,
 ) -> i32 {
     // A task killed while its folder was staged is published first: its transcript.
-    run::announce_orphans(&std::env::temp_dir());
-    let transcript = run::transcript_of(&options.task);
-    let artifacts = artifacts.unwrap_or_else(|| run::default_artifacts(&transcript));
-    let mut plan = match run::plan_resume(&options) {
+    announce_orphans(&std::env::temp_dir());
+    let transcript = transcript_of(&options.task);
+    let artifacts = artifacts.unwrap_or_else(|| artifacts_of(&transcript));
+    let mut plan = match plan::plan_resume(&options) {
         Ok(plan) => plan,
         Err(error) => {
             crate::esay!("drover: {error}");
             return exit::BAD_INPUT;
         }
     };
-    if let Err(error) = run::check_workspace(&mut plan, &artifacts) {
+    if let Err(error) = check_workspace(&mut plan, &artifacts) {
         crate::esay!("drover: {error}");
         return exit::BAD_INPUT;
     }
-    if !quiet && let Some(resume) = &plan.resume {
+    if !quiet && let plan::Mode::Resume(resume) = &plan.mode {
         let ended = match &resume.previous {
             Some(end) => format!("it ended with {}", end.reason.as_str()),
             None => "it was killed before it ended".to_string(),
@@ -227,8 +224,7 @@ async fn resume_task(
             crate::output::counted(resume.turns, "recorded turn", "recorded turns")
         );
     }
-    let finished =
-        run::run_plans(vec![plan], &artifacts, 1, quiet, run::interrupt::install()).await;
+    let finished = run_plans(vec![plan], &artifacts, 1, quiet, interrupt::install()).await;
     // Swept first: the earlier run's summary.json is read as drover left it, never as
     // an agent of this run may have rewritten it.
     if let Err(code) = settle_artifacts(&finished.swept, &artifacts) {
@@ -253,7 +249,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         diff_only: args.diff_only,
         artifacts: args.artifacts,
     };
-    let plan = match run::plan_replay(&options) {
+    let plan = match plan::plan_replay(&options) {
         Ok(plan) => plan,
         Err(error) => {
             crate::esay!("drover: {error}");
@@ -265,12 +261,12 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         &[plan.spec.name().to_string()],
         args.quiet,
     );
-    let finished = run::run_plans(
+    let finished = run_plans(
         vec![plan],
         &options.artifacts,
         1,
         args.quiet,
-        run::interrupt::install(),
+        interrupt::install(),
     )
     .await;
     if let Err(code) = settle_artifacts(&finished.swept, &options.artifacts) {
@@ -282,7 +278,7 @@ async fn replay_command(args: ReplayArgs) -> i32 {
 /// Remove the task folders an earlier run left in `artifacts` that this run does not
 /// write, saying so: the directory then holds this run alone.
 fn forget_earlier_run(artifacts: &Path, names: &[String], quiet: bool) {
-    let removed = run::clear_earlier_run(artifacts, names);
+    let removed = clear_earlier_run(artifacts, names);
     if !removed.is_empty() && !quiet {
         crate::esay!(
             "drover: removed {} an earlier run left in {} (not tasks of this run): {}",
@@ -318,7 +314,7 @@ fn verify_command(transcript: &Path) -> i32 {
 /// Write the reports, say where they are, and tell GitHub (annotations only when
 /// `annotate`). Returns the run's exit code.
 fn finish_run(report: &crate::record::RunReport, artifacts: &Path, annotate: bool) -> i32 {
-    if let Err(error) = run::write_reports(report, artifacts) {
+    if let Err(error) = write_reports(report, artifacts) {
         crate::esay!(
             "drover: cannot write the reports in {}: {error}",
             artifacts.display()
@@ -329,7 +325,7 @@ fn finish_run(report: &crate::record::RunReport, artifacts: &Path, annotate: boo
         "drover: artifacts in {} (junit.xml, summary.json, summary.md, <task>/transcript.jsonl, <task>/diff.patch)",
         artifacts.display()
     );
-    crate::say!("{}", run::progress::outcome_line(report));
+    crate::say!("{}", progress::outcome_line(report));
     let github = GithubEnv::from_env();
     if let Err(error) = report_to_github(report, &github, annotate, &mut crate::output::Stdout) {
         // The artifacts are written; a missing step summary does not change the outcome.
@@ -361,7 +357,7 @@ fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {
         .iter()
         .map(|spec| (spec.path.display().to_string(), spec.name().to_string()))
         .collect();
-    if let Err(errors) = run::plan_tasks(specs, &run::Overrides::default(), 1) {
+    if let Err(errors) = plan::plan_tasks(specs, &Overrides::default(), 1) {
         for error in errors {
             crate::esay!("drover: {error}");
         }
@@ -381,14 +377,13 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
             return exit::BAD_INPUT;
         }
     };
-    let rules =
-        match run::spec_checks::check(&loaded).and_then(|()| run::spec_checks::rule_set(&loaded)) {
-            Ok(rules) => rules,
-            Err(error) => {
-                crate::esay!("drover: {error}");
-                return exit::BAD_INPUT;
-            }
-        };
+    let rules = match spec_checks::check(&loaded).and_then(|()| spec_checks::rule_set(&loaded)) {
+        Ok(rules) => rules,
+        Err(error) => {
+            crate::esay!("drover: {error}");
+            return exit::BAD_INPUT;
+        }
+    };
     let input: Value = match serde_json::from_str(input) {
         Ok(value) => value,
         Err(error) => {
@@ -433,9 +428,9 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
         }
     };
     // The spec's sub-agents make the Agent tool one to judge too.
-    match crate::run::spec_checks::task_agents(&loaded) {
+    match spec_checks::task_agents(&loaded) {
         Ok((agents, _)) => {
-            if let Err(error) = crate::run::subagents::add_agent_tool(&mut registry, &agents) {
+            if let Err(error) = subagents::add_agent_tool(&mut registry, &agents) {
                 crate::esay!("drover: internal error: {error}");
                 return exit::RUNNER_ERROR;
             }

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::exit;
-use crate::run::{ListedTool, list_builtin_tools, list_tools};
+use crate::run::task::{ListedTool, list_builtin_tools, list_tools};
 use crate::spec;
 
 /// List the tools; with `spec`, start its MCP servers to list theirs. A required server

@@ -1,6 +1,6 @@
 //! The workspace the agent works in: path resolution, what has been read (so writes are
 //! never blind or stale), atomic writes, and the baseline snapshot the diff is taken
-//! against.
+//! against, and the scratch copy or git worktree a task works in.
 
 pub(crate) mod atomic;
 pub(crate) mod baseline;
@@ -9,11 +9,13 @@ pub(crate) mod confined;
 pub(crate) mod copy;
 pub(crate) mod diff;
 pub(crate) mod file_state;
+pub(crate) mod isolation;
 pub(crate) mod leftovers;
 pub(crate) mod paths;
 pub(crate) mod plain_file;
 pub(crate) mod rel_path;
 pub(crate) mod snapshot;
+pub(crate) mod worktree;
 
 pub(crate) use baseline::Baseline;
 pub(crate) use beneath::Roots;

@@ -1,0 +1,63 @@
+//! Tasks of one run that cannot run together: found while planning, so nothing starts
+//! before the user has fixed them.
+
+use std::path::PathBuf;
+
+use crate::spec::Isolation;
+
+use crate::run::artifacts::RUN_FILES;
+
+use super::task_plan::TaskPlan;
+
+/// Task names that would collide with the run-wide report files.
+pub(super) fn reserved_names(plans: &[TaskPlan]) -> Vec<String> {
+    plans
+        .iter()
+        .filter(|plan| RUN_FILES.contains(&plan.spec.name()))
+        .map(|plan| {
+            format!(
+                "{}: the task name {} is the name of a run-wide report file in the artifacts directory; rename the task",
+                plan.spec.path.display(),
+                plan.spec.name()
+            )
+        })
+        .collect()
+}
+
+/// With `jobs > 1`, a task editing its workspace in place (`isolation: none`) must not
+/// share it with any task that reads it as it is: another in-place task would see its
+/// half-done edits, and a copy made meanwhile would start from them. Workspaces count as
+/// shared when one contains the other. Worktrees start from the committed HEAD, so they
+/// are not affected.
+pub(super) fn shared_workspaces(plans: &[TaskPlan], jobs: usize) -> Vec<String> {
+    let canonical: Vec<PathBuf> = plans
+        .iter()
+        .map(|plan| {
+            plan.workspace
+                .origin
+                .canonicalize()
+                .unwrap_or_else(|_| plan.workspace.origin.clone())
+        })
+        .collect();
+    let mut errors = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
+        for (j, other) in plans.iter().enumerate().skip(i + 1) {
+            let in_place = plan.workspace.isolation == Isolation::None
+                || other.workspace.isolation == Isolation::None;
+            let reads_live = plan.workspace.isolation != Isolation::Worktree
+                && other.workspace.isolation != Isolation::Worktree;
+            let overlap =
+                canonical[i].starts_with(&canonical[j]) || canonical[j].starts_with(&canonical[i]);
+            if in_place && reads_live && overlap {
+                errors.push(format!(
+                    "{}: tasks {} and {} share the workspace {} and one edits it in place (isolation: none); with --jobs {jobs} they would run concurrently: use isolation: copy or worktree, or --jobs 1",
+                    other.spec.path.display(),
+                    plan.spec.name(),
+                    other.spec.name(),
+                    canonical[j].display()
+                ));
+            }
+        }
+    }
+    errors
+}

@@ -1,0 +1,228 @@
+//! Planning a run of specs: each spec, with the command line's overrides, becomes a
+//! task plan, or every reason it cannot run is said at once, before any task starts.
+
+use std::path::{Path, PathBuf};
+
+use crate::model::remote::RemoteConfig;
+use crate::run::recording::Recording;
+use crate::spec::{Isolation, LoadedSpec, Provider};
+
+use super::conflicts;
+use super::plan_error::PlanError;
+use super::spec_checks;
+use super::task_plan::{LoopLimits, Mode, ModelSource, TaskPlan, WorkspacePlan};
+
+/// Command-line settings that override every spec of a run.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Overrides {
+    pub provider: Option<Provider>,
+    pub model: Option<String>,
+    pub max_turns: Option<u32>,
+    /// `--max-cost-usd`: every spec's `limits.max_cost_usd`.
+    pub max_cost_usd: Option<f64>,
+    /// `--max-tokens`: every spec's `limits.max_tokens`.
+    pub max_tokens: Option<u64>,
+    /// `--timeout`: every spec's `limits.timeout`.
+    pub timeout: Option<crate::spec::TimeoutLimit>,
+    pub workspace: Option<PathBuf>,
+}
+
+/// Turn loaded specs into runnable plans, or say (all at once) why they cannot run.
+/// Every message names the spec file and what to do.
+pub(crate) fn plan_tasks(
+    specs: Vec<LoadedSpec>,
+    overrides: &Overrides,
+    jobs: usize,
+) -> Result<Vec<TaskPlan>, Vec<PlanError>> {
+    let mut plans = Vec::new();
+    let mut errors = Vec::new();
+    for spec in specs {
+        match plan_task(spec, overrides) {
+            Ok(plan) => plans.push(plan),
+            Err(error) => errors.push(error),
+        }
+    }
+    errors.extend(
+        conflicts::reserved_names(&plans)
+            .into_iter()
+            .map(PlanError::Conflict),
+    );
+    if jobs > 1 {
+        errors.extend(
+            conflicts::shared_workspaces(&plans, jobs)
+                .into_iter()
+                .map(PlanError::Conflict),
+        );
+    }
+    if errors.is_empty() {
+        Ok(plans)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Where the turns of a model with these settings come from; for a real provider its
+/// key is read now, so a missing one stops the run before any task starts.
+fn model_source(
+    provider: Provider,
+    name: Option<String>,
+    model_spec: &crate::spec::ModelSpec,
+    spec_path: &Path,
+) -> Result<ModelSource, ModelSourceError> {
+    match provider {
+        Provider::Script => match model_spec.script.clone() {
+            Some(turns) => Ok(ModelSource::Script { name, turns }),
+            None => Err(ModelSourceError::NoScript),
+        },
+        Provider::Replay => match &model_spec.transcript {
+            Some(transcript) => {
+                let base = spec_path.parent().unwrap_or(Path::new("."));
+                Recording::read(&base.join(transcript))
+                    .map(|recording| ModelSource::Recorded(Box::new(recording)))
+                    .map_err(ModelSourceError::Transcript)
+            }
+            None => Err(ModelSourceError::NoTranscript),
+        },
+        Provider::Anthropic | Provider::Openai => {
+            RemoteConfig::resolve(provider, model_spec, name, |var| std::env::var(var).ok())
+                .map(|config| ModelSource::Remote(Box::new(config)))
+                .map_err(ModelSourceError::Remote)
+        }
+    }
+}
+
+/// Why a task's model cannot be set up.
+#[derive(Debug, thiserror::Error)]
+enum ModelSourceError {
+    #[error("--provider script needs the spec to have model.script")]
+    NoScript,
+    #[error("--provider replay needs the spec to have model.transcript")]
+    NoTranscript,
+    #[error("model.transcript: {0}")]
+    Transcript(crate::record::transcript::TranscriptError),
+    #[error(transparent)]
+    Remote(crate::model::remote::RemoteConfigError),
+}
+
+/// Plan one task, or every reason (all of them, not only the first) it cannot run.
+pub(crate) fn plan_task(
+    mut spec: LoadedSpec,
+    overrides: &Overrides,
+) -> Result<TaskPlan, PlanError> {
+    if let Some(timeout) = overrides.timeout {
+        spec.spec.limits.timeout = Some(timeout);
+    }
+    let mut errors = Vec::new();
+    let model_spec = &spec.spec.model.value;
+    let provider = overrides.provider.unwrap_or(model_spec.provider);
+    let name = overrides.model.clone().or_else(|| model_spec.name.clone());
+    let max_cost_usd = overrides.max_cost_usd.or(spec
+        .spec
+        .limits
+        .max_cost_usd
+        .as_ref()
+        .map(|limit| limit.value));
+    // The spec was checked for a priced budget as written; --provider/--model (or
+    // --max-cost-usd) may change that.
+    if max_cost_usd.is_some()
+        && crate::model::pricing::resolve(
+            provider.as_str(),
+            name.as_deref().unwrap_or_default(),
+            model_spec.pricing.as_ref(),
+        )
+        .is_none()
+    {
+        errors.push(format!(
+            "limits.max_cost_usd needs the model's price, but drover has no price for model {:?}; add model.pricing",
+            name.clone().unwrap_or_default()
+        ));
+    }
+    let model = match model_source(provider, name, model_spec, &spec.path) {
+        Ok(model) => Some(model),
+        Err(error) => {
+            errors.push(error.to_string());
+            None
+        }
+    };
+    // The page model of WebFetch: its own provider, never replaced by --provider/--model.
+    let web_fetch_model = match spec
+        .spec
+        .tools
+        .as_ref()
+        .and_then(|t| t.value.web_fetch_model())
+    {
+        Some(page_model) => {
+            let m = &page_model.value;
+            match model_source(m.provider, m.name.clone(), m, &spec.path) {
+                Ok(source) => Some(source),
+                Err(error) => {
+                    errors.push(format!("tools.web_fetch.model: {error}"));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    let origin = overrides
+        .workspace
+        .clone()
+        .unwrap_or_else(|| spec.workspace_dir());
+    if !origin.is_dir() {
+        errors.push(format!(
+            "the workspace {} is not a directory; fix `workspace:` (relative to the spec file) or pass --workspace",
+            origin.display()
+        ));
+    } else if spec.spec.isolation == Isolation::Worktree
+        && let Err(e) = crate::workspace::worktree::locate(&origin)
+    {
+        errors.push(e.to_string());
+    }
+    let Some(model) = model.filter(|_| errors.is_empty()) else {
+        return Err(PlanError::Spec {
+            spec: spec.path.clone(),
+            problems: errors,
+        });
+    };
+    let rules = spec_checks::rule_set(&spec)?;
+    let mcp_servers = spec_checks::mcp_servers(&spec)?;
+    let (hooks, notes) = spec_checks::task_hooks(&spec)?;
+    for note in notes {
+        crate::esay!("drover: note: {}: {note}", spec.name());
+    }
+    let output_schema = spec_checks::output_schema(&spec)?;
+    let (agents, notes) = spec_checks::task_agents(&spec)?;
+    for note in notes {
+        crate::esay!("drover: note: {}: {note}", spec.name());
+    }
+    Ok(TaskPlan {
+        web_fetch_model,
+        rules,
+        mcp_servers,
+        hooks,
+        agents,
+        output_schema,
+        mcp_vars: crate::mcp::VarSource::Environment,
+        limits: LoopLimits {
+            max_turns: overrides
+                .max_turns
+                .or(spec.spec.limits.max_turns.as_ref().map(|l| l.value)),
+            max_cost_usd,
+            max_tokens: overrides.max_tokens.or(spec
+                .spec
+                .limits
+                .max_tokens
+                .as_ref()
+                .map(|l| l.value)),
+        },
+        workspace: WorkspacePlan {
+            isolation: spec.spec.isolation,
+            origin,
+            excluded: Vec::new(),
+            own_outputs: Default::default(),
+            saved_index: None,
+        },
+        spec,
+        model,
+        mode: Mode::Live,
+    })
+}

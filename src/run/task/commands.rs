@@ -1,0 +1,289 @@
+//! A task's command environment: the private temporary directory, the secret scrubbing
+//! and, unless the spec says `sandbox: off`, the OS sandbox, probed once before the loop
+//! so a machine that cannot enforce it fails the task up front instead of running the
+//! agent's commands unsandboxed.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::error::TaskError;
+use crate::policy::RuleSet;
+use crate::sandbox::exec::CommandEnv;
+use crate::sandbox::{Launcher, ResourceLimits, SandboxError, SandboxPolicy, TaskSandbox};
+use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, SandboxSpec, Switch};
+
+/// The command environment of one task, alive as long as the task.
+pub(super) struct TaskCommands {
+    pub env: CommandEnv,
+    /// The task's sandbox policy, built even when the task's sandbox is off (a check may
+    /// ask for it); with the network as the spec's `sandbox` says.
+    pub policy: SandboxPolicy,
+    /// What `run_start` records as `sandbox`.
+    pub summary: Value,
+    /// Why the sandbox cannot be enforced here, when it cannot.
+    pub unavailable: Option<String>,
+    /// The private `TMPDIR`, removed when the task ends.
+    _tmpdir: TempDir,
+    /// Where hooks' inputs are written for them to read: made before the sandbox so its
+    /// read grants cover it, and outside everything the agent's commands may write, so
+    /// nothing the agent runs can change what a hook is shown.
+    hook_dir: TempDir,
+}
+
+/// The variables of drover's environment a replay's commands get: what programs need
+/// to run (the search path, the home directory, the user, the locale, the terminal),
+/// nothing that could carry a secret. Locale variables are matched by their `LC_` prefix.
+pub(crate) const FIXED_ENVIRONMENT: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "NO_COLOR",
+];
+
+/// The names of drover's variables outside [`FIXED_ENVIRONMENT`].
+pub(super) fn outside_fixed_environment() -> Vec<String> {
+    std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .filter(|name| !FIXED_ENVIRONMENT.contains(&name.as_str()) && !name.starts_with("LC_"))
+        .collect()
+}
+
+/// What a `sandbox:` value says: None for off, else the network and the limits.
+fn sandbox_setting(sandbox: Option<&SandboxSpec>) -> Option<(bool, LimitsSpec)> {
+    match sandbox {
+        None | Some(SandboxSpec::Switch(Switch::On)) => Some((false, LimitsSpec::default())),
+        Some(SandboxSpec::Switch(Switch::Off)) => None,
+        Some(SandboxSpec::Settings(settings)) => Some((settings.network, settings.limits)),
+    }
+}
+
+/// The `writable:` directories of a sandbox setting, `~/` expanded (a `~/` path without
+/// a home directory to expand it in is left out).
+fn extra_writable(sandbox: Option<&SandboxSpec>) -> Vec<PathBuf> {
+    let Some(SandboxSpec::Settings(settings)) = sandbox else {
+        return Vec::new();
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    settings
+        .writable
+        .iter()
+        .filter_map(|path| match path.strip_prefix("~/") {
+            Some(rest) => home.as_ref().map(|home| home.join(rest)),
+            None => Some(PathBuf::from(path)),
+        })
+        .collect()
+}
+
+/// Package managers' download caches in the home directory, writable by `setup:`
+/// commands by default so `cargo fetch` or `npm ci` can fill them for the agent (which
+/// then reads them with the network off). Only caches that exist, or whose tool's own
+/// directory exists (`~/.cargo` for `~/.cargo/registry`, created then), are added.
+const SETUP_CACHES: [&str; 10] = [
+    ".cargo/registry",
+    ".cargo/git",
+    ".npm",
+    ".cache/pip",
+    ".cache/uv",
+    ".cache/yarn",
+    ".cache/go-build",
+    "go/pkg/mod",
+    ".m2/repository",
+    ".gradle/caches",
+];
+
+fn setup_caches() -> Vec<PathBuf> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Vec::new();
+    };
+    SETUP_CACHES
+        .iter()
+        .map(|cache| home.join(cache))
+        .filter(|cache| {
+            cache.is_dir()
+                || cache.parent().is_some_and(|tool| {
+                    tool != home && tool.is_dir() && std::fs::create_dir_all(cache).is_ok()
+                })
+        })
+        .collect()
+}
+
+impl TaskCommands {
+    /// The directory hooks' inputs are written to (see the field).
+    pub(super) fn hook_dir(&self) -> &Path {
+        self.hook_dir.path()
+    }
+
+    /// The environment a check runs with: the task's scrubbed environment and private
+    /// `TMPDIR`, and its sandbox unless the check's own `sandbox:` says otherwise (a
+    /// check runs code the agent wrote, so it is confined like the agent by default).
+    pub(super) fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, SandboxError> {
+        self.for_sandbox(check.sandbox.as_ref())
+    }
+
+    /// The environment of a command with its own `sandbox:` setting (a check, an MCP
+    /// server): the task's sandbox when it says nothing, network off.
+    pub(super) fn for_sandbox(
+        &self,
+        sandbox: Option<&SandboxSpec>,
+    ) -> Result<CommandEnv, SandboxError> {
+        let task_sandbox_on = self.task_sandbox_on();
+        let policy = match sandbox {
+            None if task_sandbox_on => Some(self.policy.clone()),
+            None => None,
+            Some(spec) => sandbox_setting(Some(spec)).map(|(network, _)| {
+                let mut policy = SandboxPolicy {
+                    network,
+                    ..self.policy.clone()
+                };
+                policy.writable.extend(extra_writable(Some(spec)));
+                policy
+            }),
+        };
+        self.with_policy(policy)
+    }
+}
+
+impl TaskCommands {
+    /// The environment a `setup:` command runs with: the task's scrubbed environment
+    /// and sandbox, with the network on (fetching is what setup is for) unless the
+    /// entry's own `sandbox:` says otherwise.
+    pub(super) fn for_setup(&self, step: &CheckSpec) -> Result<CommandEnv, SandboxError> {
+        if step.sandbox.is_some() {
+            return self.for_check(step);
+        }
+        let policy = self.task_sandbox_on().then(|| {
+            let mut policy = SandboxPolicy {
+                network: true,
+                ..self.policy.clone()
+            };
+            policy.writable.extend(setup_caches());
+            policy
+        });
+        self.with_policy(policy)
+    }
+
+    fn task_sandbox_on(&self) -> bool {
+        self.env
+            .sandbox
+            .as_ref()
+            .is_some_and(|launcher| launcher.policy().is_some())
+    }
+
+    /// The task's command environment under `policy` (None: unsandboxed).
+    fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<CommandEnv, SandboxError> {
+        let sandbox = match &self.env.sandbox {
+            Some(launcher) => Some(launcher.with_policy(policy)?),
+            None => None,
+        };
+        Ok(CommandEnv {
+            sandbox,
+            ..self.env.clone()
+        })
+    }
+}
+
+/// Set up the commands of a task working in `workspace` (canonical), denied reading
+/// `unreadable` besides what the Read deny rules name. `probe`: check now that the
+/// sandbox can be enforced (when the task offers a tool that runs commands). An Err is an
+/// internal error (no temporary directory, no executable).
+pub(super) async fn task_commands(
+    spec: &LoadedSpec,
+    rules: &RuleSet,
+    workspace: &Path,
+    unreadable: &[PathBuf],
+    probe: bool,
+) -> Result<TaskCommands, TaskError> {
+    let tmpdir = tempfile::Builder::new()
+        .prefix(&crate::workspace::leftovers::temp_prefix("tmp"))
+        .tempdir()
+        .map_err(TaskError::TempDir)?;
+    let hook_dir = tempfile::Builder::new()
+        .prefix(&crate::workspace::leftovers::temp_prefix("hooks"))
+        .tempdir()
+        .map_err(TaskError::TempDir)?;
+    let tmp_path = tmpdir
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| tmpdir.path().to_path_buf());
+    let mut env = CommandEnv {
+        tracker: Default::default(),
+        sandbox: None,
+        tmpdir: Some(tmp_path.clone()),
+        pass: spec.spec.env.pass.clone(),
+        withheld: spec
+            .spec
+            .model
+            .value
+            .api_key_env
+            .iter()
+            .filter(|name| name.as_str() != "none")
+            .cloned()
+            .collect(),
+    };
+    let setting = sandbox_setting(spec.spec.sandbox.as_ref());
+    let (network, limits) = setting.unwrap_or_default();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let additional = spec.additional_directories();
+    let mut read_denials = crate::policy::read_denials(&rules.deny, home.as_deref());
+    read_denials.extend(unreadable.iter().cloned());
+    let mut policy = SandboxPolicy::for_task(&TaskSandbox {
+        workspace,
+        additional: &additional,
+        tmpdir: &tmp_path,
+        read_denials: &read_denials,
+        network,
+        limits: ResourceLimits::from_spec(&limits),
+    });
+    policy
+        .writable
+        .extend(extra_writable(spec.spec.sandbox.as_ref()));
+    if setting.is_none() {
+        // No OS sandbox, but the agent's processes are still contained by the launcher.
+        env.sandbox = Some(Launcher::new(None)?);
+        return Ok(TaskCommands {
+            env,
+            policy,
+            summary: json!({"enabled": false}),
+            unavailable: None,
+            _tmpdir: tmpdir,
+            hook_dir,
+        });
+    }
+    let summary = policy.summary();
+    let launcher = Launcher::new(Some(policy.clone()))?;
+    let unavailable = if probe {
+        launcher.probe().await.err().map(|reason| {
+            let hint = super::runner_hint::here();
+            format!(
+                "the OS sandbox for shell commands cannot be enforced on this machine ({reason}), so the task did not run; {hint}; or write `sandbox: off` in the spec to run commands unsandboxed explicitly"
+            )
+        })
+    } else {
+        None
+    };
+    env.sandbox = Some(launcher);
+    Ok(TaskCommands {
+        env,
+        policy,
+        summary,
+        unavailable,
+        _tmpdir: tmpdir,
+        hook_dir,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::record::{EndReason, Status};
+
+    #[test]
+    fn an_unenforceable_sandbox_is_a_runner_error() {
+        let reason = EndReason::SandboxUnavailable;
+        assert_eq!(reason.as_str(), "sandbox_unavailable");
+        assert_eq!(reason.status(), Status::Error);
+        assert_eq!(reason.status().exit_code(), 3);
+        assert_eq!(
+            serde_json::to_value(reason).unwrap(),
+            serde_json::json!("sandbox_unavailable")
+        );
+    }
+}

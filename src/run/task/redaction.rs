@@ -1,0 +1,206 @@
+//! What a task keeps secret: the values redacted from everything it records, the
+//! variables its commands never see, and the one warning about values too short or too
+//! common to redact.
+
+use std::collections::BTreeMap;
+
+use crate::record::{Redactor, TaskReport};
+use crate::spec::McpServerSpec;
+
+use crate::run::plan::{ModelSource, TaskPlan};
+
+/// The secret values this task must never record or show the model: the model's API
+/// key, and drover's own secret-looking variables that the spec does not pass on.
+pub(super) fn task_redactor(plan: &TaskPlan) -> Redactor {
+    let api_key = match &plan.model {
+        ModelSource::Remote(config) => config.api_key.as_ref().map(|key| {
+            let variable = config.key_env.as_deref().unwrap_or("the model's API key");
+            (variable, key.expose())
+        }),
+        ModelSource::Script { .. } | ModelSource::Recorded(_) => None,
+    };
+    redactor_with_mcp(
+        api_key,
+        &plan.spec.spec.env.pass,
+        withheld_vars(plan),
+        &plan.mcp_servers,
+    )
+}
+
+/// The redactor of drover's environment (less what `pass` passes on, plus `withheld`)
+/// and of the MCP servers' credential headers.
+pub(super) fn redactor_with_mcp(
+    api_key: Option<(&str, &str)>,
+    pass: &[String],
+    mut withheld: Vec<String>,
+    servers: &BTreeMap<String, McpServerSpec>,
+) -> Redactor {
+    let headers = credential_headers(servers);
+    withheld.extend(headers.iter().map(|(label, _)| label.clone()));
+    let header_values = headers
+        .into_iter()
+        .map(|(label, value)| (label.into(), value.into()));
+    Redactor::for_task(
+        api_key,
+        std::env::vars_os().chain(header_values),
+        pass,
+        &withheld,
+    )
+}
+
+/// The values of MCP servers' credential headers (`Authorization`, `Cookie`, a
+/// secret-looking name such as `X-Api-Key`) as they are sent, even when written
+/// literally in a `.mcp.json`; a `Bearer <token>`'s token on its own too. Each is
+/// labelled `mcp.servers.<server>.headers.<name>` for warnings.
+fn credential_headers(servers: &BTreeMap<String, McpServerSpec>) -> Vec<(String, String)> {
+    let mut values = Vec::new();
+    for (server, spec) in servers {
+        for (name, value) in &spec.headers {
+            let lower = name.to_ascii_lowercase();
+            let credential = matches!(
+                lower.as_str(),
+                "authorization" | "proxy-authorization" | "cookie"
+            ) || crate::secret_names::looks_secret(&lower.replace('-', "_"));
+            if !credential {
+                continue;
+            }
+            let label = format!("mcp.servers.{server}.headers.{name}");
+            let sent = crate::mcp::expand(value, &crate::mcp::VarSource::Environment);
+            if let Some((_, token)) = sent.trim().rsplit_once(' ') {
+                values.push((format!("{label} (its last word)"), token.to_string()));
+            }
+            values.push((label, sent));
+        }
+    }
+    values
+}
+
+/// Say on stderr, once per drover process whatever the number of tasks, which secrets are
+/// left unredacted (by variable name, never the value).
+pub(super) fn warn_unredacted(redactor: &Redactor) {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    // A poisoned lock only means another task panicked while warning; warn anyway.
+    let mut warned = WARNED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for skipped in redactor.skipped() {
+        if !warned.contains(&skipped.variable) {
+            crate::esay!("drover: warning: {}", skipped.warning());
+            warned.push(skipped.variable.clone());
+        }
+    }
+}
+
+/// The variables no command of the task may see, whatever `env.pass` says: the one
+/// holding the model's API key (the spec's `model.api_key_env`, or the provider's default
+/// that the key was read from), and those MCP servers take credentials from.
+pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
+    let mut names: Vec<String> = plan
+        .spec
+        .spec
+        .model
+        .value
+        .api_key_env
+        .iter()
+        .filter(|name| name.as_str() != crate::model::remote::NO_KEY)
+        .cloned()
+        .collect();
+    if let ModelSource::Remote(config) = &plan.model
+        && let Some(name) = &config.key_env
+        && !names.contains(name)
+    {
+        names.push(name.clone());
+    }
+    if let Some(ModelSource::Remote(config)) = &plan.web_fetch_model
+        && let Some(name) = &config.key_env
+        && !names.contains(name)
+    {
+        names.push(name.clone());
+    }
+    for name in mcp_credential_vars(&plan.mcp_servers) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// The variables MCP servers take credentials from: every one a `headers:` value names,
+/// and those an `env:` entry with a secret-looking name takes (`GITHUB_TOKEN: ${GH_PAT}`),
+/// whatever the variables themselves are called.
+pub(super) fn mcp_credential_vars(servers: &BTreeMap<String, McpServerSpec>) -> Vec<String> {
+    let secret_env = servers.values().flat_map(|server| {
+        server
+            .env
+            .iter()
+            .filter(|(key, _)| crate::secret_names::looks_secret(key))
+            .map(|(_, value)| value)
+    });
+    let mut names: Vec<String> = servers
+        .values()
+        .flat_map(|server| server.headers.values())
+        .chain(secret_env)
+        .flat_map(|value| crate::mcp::referenced_vars(value))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The report's free text (what junit.xml, the summaries and annotations show) with
+/// secret values replaced, whatever put them there.
+pub(super) fn redact_report(report: &mut TaskReport, redactor: &Redactor) {
+    if redactor.is_empty() {
+        return;
+    }
+    report.message = redactor.redact_owned(std::mem::take(&mut report.message));
+    report.final_text = redactor.redact_owned(std::mem::take(&mut report.final_text));
+    for check in &mut report.checks {
+        check.output_tail = redactor.redact_owned(std::mem::take(&mut check.output_tail));
+        check.command = redactor.redact_owned(std::mem::take(&mut check.command));
+    }
+    for denial in &mut report.denials {
+        denial.reason = redactor.redact_owned(std::mem::take(&mut denial.reason));
+        redactor.redact_json(&mut denial.input);
+    }
+    if let Some(output) = &mut report.output {
+        redactor.redact_json(output);
+    }
+    for todo in &mut report.todos {
+        todo.content = redactor.redact_owned(std::mem::take(&mut todo.content));
+        todo.active_form = redactor.redact_owned(std::mem::take(&mut todo.active_form));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_credential_headers_are_secrets_too() {
+        let text = "servers:\n  docs:\n    url: http://h/mcp\n    headers: { Authorization: \"Bearer ghp_literal0123456789\", X-Api-Key: k3y-literal-value, Accept-Language: en }\n";
+        let mcp: crate::spec::McpSpec = serde_saphyr::from_str(text).unwrap();
+        let values: Vec<String> = credential_headers(&mcp.servers)
+            .into_iter()
+            .map(|(_, value)| value)
+            .collect();
+        assert_eq!(
+            values,
+            [
+                "ghp_literal0123456789",
+                "Bearer ghp_literal0123456789",
+                "k3y-literal-value"
+            ]
+        );
+    }
+
+    #[test]
+    fn mcp_credentials_are_the_variables_headers_and_secret_env_entries_name() {
+        let text = "servers:\n  docs:\n    url: http://h/mcp\n    headers: { Authorization: \"Bearer ${DOCS_BEARER}\", X-Org: \"${ORG_NAME:-x}\" }\n  gh:\n    command: server\n    env: { GITHUB_TOKEN: \"${GH_PAT}\", LOG_LEVEL: \"${LEVEL:-warn}\" }\n";
+        let mcp: crate::spec::McpSpec = serde_saphyr::from_str(text).unwrap();
+        assert_eq!(
+            mcp_credential_vars(&mcp.servers),
+            ["DOCS_BEARER", "GH_PAT", "ORG_NAME"]
+        );
+    }
+}

@@ -1,0 +1,366 @@
+//! One task from start to artifacts: workspace, baseline snapshot, the loop, the diff,
+//! the checks, and the `run_end` event. Whatever goes wrong, the task ends with a report
+//! and a transcript that says why.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::agent::{Handover, ReplayExpectations};
+use crate::message::Usage;
+use crate::record::transcript::{EventObserver, TranscriptError};
+use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
+use crate::run::artifacts::{Ledger, TaskFolder};
+use crate::run::plan::{Mode, ResumePlan, TaskPlan};
+
+use super::agent_loop::{self, LoopInputs, Rounds};
+use super::arm::{Armed, arm};
+use super::diff::{diff, write_diff};
+use super::error::{Halt, TaskError};
+use super::interrupt::Interrupt;
+use super::judge::judge;
+use super::kept_recording::keep_recording;
+use super::model::build_model;
+use super::record_start::{record_start, recorded_start_only};
+use super::redaction::{redact_report, task_redactor};
+use super::setup::setup;
+use super::start::workspace;
+
+/// Run the task and write its transcript and diff under `artifacts/<name>/`. Every
+/// transcript event is shown to `observer` too (progress output). `exposed`: the
+/// artifacts directory lies where an agent of this run may write, so the task's folder is
+/// staged and published when the task is over (see [`TaskFolder`]); either way its files
+/// are recorded in `ledger`.
+pub(crate) async fn run_task(
+    plan: TaskPlan,
+    artifacts: &Path,
+    ledger: &Ledger,
+    exposed: bool,
+    observer: Option<EventObserver>,
+    interrupt: Interrupt,
+) -> TaskReport {
+    let started = Instant::now();
+    let mut report = unfinished_report(&plan, artifacts);
+    let redactor = Arc::new(task_redactor(&plan));
+    let outcome = match TaskFolder::new(
+        &report.artifacts_dir,
+        ledger,
+        exposed,
+        matches!(plan.mode, Mode::Resume(_)),
+    ) {
+        Ok(folder) => {
+            let executed = execute(
+                plan,
+                artifacts,
+                folder.dir(),
+                &mut report,
+                observer,
+                interrupt,
+                Arc::clone(&redactor),
+            )
+            .await;
+            // Published whatever happened: an error's transcript matters most.
+            let published = folder.publish(ledger).map_err(|source| TaskError::Publish {
+                path: report.artifacts_dir.clone(),
+                source,
+            });
+            executed.and(published)
+        }
+        Err(source) => Err(TaskError::ArtifactDir {
+            path: report.artifacts_dir.clone(),
+            source,
+        }),
+    };
+    if let Err(error) = outcome {
+        report.reason = EndReason::InternalError;
+        report.status = EndReason::InternalError.status();
+        report.message = error.to_string();
+    }
+    report.duration = started.elapsed();
+    redact_report(&mut report, &redactor);
+    report.redacted = redactor.replaced();
+    report
+}
+
+/// The report of a task that has not finished: an internal error until it says more.
+/// Also what is reported when running the task failed outright.
+pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport {
+    TaskReport {
+        name: plan.spec.name().to_string(),
+        spec_path: plan.spec.path.clone(),
+        status: EndReason::InternalError.status(),
+        reason: EndReason::InternalError,
+        message: String::new(),
+        provider: String::new(),
+        model: String::new(),
+        turns: 0,
+        usage: Usage::default(),
+        cost_usd: Some(0.0),
+        duration: Default::default(),
+        checks: Vec::new(),
+        denials: Vec::new(),
+        files_changed: Vec::new(),
+        ignored_changes: 0,
+        setup: Vec::new(),
+        final_text: String::new(),
+        todos: Vec::new(),
+        artifacts_dir: artifacts.join(plan.spec.name()),
+        redacted: 0,
+        mcp_servers: Vec::new(),
+        attempts: 1,
+        hook_runs: 0,
+        output: None,
+        agents: Vec::new(),
+        agent_turns: 0,
+        drift: None,
+    }
+}
+
+/// The task's steps; an Err is an internal error (drover could not do its job).
+async fn execute(
+    plan: TaskPlan,
+    artifacts: &Path,
+    task_dir: &Path,
+    report: &mut TaskReport,
+    observer: Option<EventObserver>,
+    interrupt: Interrupt,
+    redactor: Arc<Redactor>,
+) -> Result<(), TaskError> {
+    let path = task_dir.join("transcript.jsonl");
+    // A resumed task continues its recording: the kept lines, then its own.
+    let mut transcript = match &plan.mode {
+        Mode::Resume(resume) => {
+            keep_recording(resume, task_dir).map_err(|source| TaskError::Write {
+                path: task_dir.to_path_buf(),
+                source,
+            })?;
+            TranscriptWriter::resume(&path, &resume.kept, resume.turns > 0)?
+        }
+        Mode::Live | Mode::Replay(_) | Mode::DiffOnly(_) => TranscriptWriter::create(&path)?,
+    };
+    if let Some(observer) = observer {
+        transcript.observe(observer);
+    }
+    transcript.redact_with(Arc::clone(&redactor));
+    let halted = match steps(
+        plan,
+        artifacts,
+        task_dir,
+        report,
+        interrupt,
+        &redactor,
+        &mut transcript,
+    )
+    .await
+    {
+        Ok(()) => return Ok(()),
+        Err(halt) => halt,
+    };
+    let error = match halted {
+        Halt::Early(reason, message) => {
+            match end_before_loop(
+                task_dir,
+                &mut transcript,
+                &redactor,
+                report,
+                reason,
+                message,
+            ) {
+                Ok(()) => return Ok(()),
+                Err(error) => error,
+            }
+        }
+        Halt::Failed(error) => error,
+    };
+    // Whatever failed, the transcript ends with its run_end: the record is never left
+    // without an ending.
+    let message = format!("drover could not finish the task: {error}");
+    let _ = finish(
+        &mut transcript,
+        &redactor,
+        report,
+        EndReason::InternalError,
+        message,
+    );
+    Err(error)
+}
+
+/// Everything after the transcript exists, in order: the workspace and its starting
+/// state, arming the task, `run_start`, setup, the loop (or a recorded diff), the diff,
+/// the checks, `run_end`. A step that ends the task early or fails says so with a
+/// [`Halt`].
+async fn steps(
+    mut plan: TaskPlan,
+    artifacts: &Path,
+    task_dir: &Path,
+    report: &mut TaskReport,
+    interrupt: Interrupt,
+    redactor: &Redactor,
+    transcript: &mut TranscriptWriter,
+) -> Result<(), Halt> {
+    let stop = || interrupt.is_cancelled();
+    let mut started = workspace(&plan, artifacts, report, &stop)?;
+    let fingerprint = started.baseline.fingerprint();
+    recorded_start_only(&plan, &fingerprint)?;
+    let mut model = build_model(&plan);
+    report.provider = model.provider().to_string();
+    report.model = model.name().to_string();
+    if let Mode::Resume(resume) = &plan.mode {
+        transcript.write(resume_event(resume, &plan, report))?;
+    }
+    // Arming starts the MCP servers, which may take their startup time: a signal stops
+    // it at once (the servers started so far are killed with the dropped future).
+    let armed = tokio::select! {
+        armed = arm(&plan, &started.workspace, artifacts, task_dir) => armed?,
+        () = interrupt.cancelled() => {
+            let message = "interrupted while the task's tools and MCP servers were set up; the agent never ran";
+            return Err(Halt::Early(EndReason::Interrupted, message.to_string()));
+        }
+    };
+    record_start(
+        &plan,
+        model.as_ref(),
+        &armed,
+        &fingerprint,
+        redactor,
+        report,
+        transcript,
+    )?;
+    setup(
+        &plan,
+        &mut started,
+        &armed.commands,
+        &interrupt,
+        redactor,
+        report,
+        transcript,
+    )
+    .await?;
+    let replay = replay_expectations(&mut plan.mode);
+    let mut rounds = match &plan.mode {
+        // `replay --diff-only`: the recorded diff instead of the loop.
+        Mode::DiffOnly(diff_only) => {
+            let Armed { commands, .. } = armed;
+            super::diff_only::apply(&started.workspace.dir, &diff_only.patch, commands)
+        }
+        Mode::Live | Mode::Replay(_) | Mode::Resume(_) => {
+            let inputs = LoopInputs {
+                model: model.as_mut(),
+                replay,
+                interrupt: interrupt.clone(),
+                task_dir,
+            };
+            agent_loop::run_agent(&plan, &started, armed, inputs, redactor, report, transcript)
+                .await?
+        }
+    };
+    let (changes, evaluation) = match rounds.settled.take() {
+        Some((changes, evaluation)) => (changes, Some(evaluation)),
+        None => (diff(&started, task_dir, redactor, report)?, None),
+    };
+    if let Mode::DiffOnly(diff_only) = &plan.mode {
+        super::diff_only::compare_diffs(
+            &diff_only.patch,
+            task_dir,
+            diff_only.strict,
+            &mut rounds,
+            report,
+            transcript,
+        )?;
+    }
+    let Rounds {
+        outcome, commands, ..
+    } = rounds;
+    let (reason, message) = judge(
+        &plan,
+        &started,
+        &commands,
+        (outcome, evaluation),
+        &changes,
+        interrupt,
+        redactor,
+        report,
+        transcript,
+    )
+    .await?;
+    finish(transcript, redactor, report, reason, message)?;
+    Ok(())
+}
+
+/// What the loop compares its results with: a replay's recorded results, or a resumed
+/// run's for its recorded turns (then the live model takes over). Only the loop
+/// compares results: they move there.
+fn replay_expectations(mode: &mut Mode) -> Option<ReplayExpectations> {
+    match mode {
+        Mode::Replay(replay) => Some(std::mem::take(&mut replay.expectations)),
+        Mode::Resume(resume) => Some(ReplayExpectations {
+            results: std::mem::take(&mut resume.results),
+            strict: resume.strict,
+            masks: Arc::clone(&resume.masks),
+            handover: Some(Handover {
+                turns: resume.turns,
+                answers: Arc::clone(&resume.answers),
+            }),
+        }),
+        Mode::Live | Mode::DiffOnly(_) => None,
+    }
+}
+
+/// The `resume` event a resumed task's transcript goes on with: what it replays and the
+/// limits it now runs under.
+fn resume_event(resume: &ResumePlan, plan: &TaskPlan, report: &TaskReport) -> Event {
+    Event::Resume {
+        replayed_turns: resume.turns,
+        kept_lines: resume.kept.len(),
+        dropped_lines: resume.dropped,
+        previous_reason: resume.previous.as_ref().map(|end| end.reason),
+        drover_version: crate::VERSION.to_string(),
+        provider: report.provider.clone(),
+        model: report.model.clone(),
+        max_turns: plan.limits.max_turns,
+        max_cost_usd: plan.limits.max_cost_usd,
+        max_tokens: plan.limits.max_tokens,
+        timeout: Some(crate::spec::TimeoutLimit::spelled(
+            plan.spec.spec.limits.timeout,
+        )),
+        spent_before: resume.spent_before,
+    }
+}
+
+/// End a task before its loop ran: an empty diff (nothing was changed by the agent),
+/// then the run_end event.
+fn end_before_loop(
+    task_dir: &Path,
+    transcript: &mut TranscriptWriter,
+    redactor: &Redactor,
+    report: &mut TaskReport,
+    reason: EndReason,
+    message: String,
+) -> Result<(), TaskError> {
+    write_diff(task_dir, b"")?;
+    Ok(finish(transcript, redactor, report, reason, message)?)
+}
+
+fn finish(
+    transcript: &mut TranscriptWriter,
+    redactor: &Redactor,
+    report: &mut TaskReport,
+    reason: EndReason,
+    message: String,
+) -> Result<(), TranscriptError> {
+    report.reason = reason;
+    report.status = reason.status();
+    report.message = message;
+    let redacted_so_far = redactor.replaced();
+    transcript.write(Event::RunEnd {
+        status: report.status,
+        reason,
+        message: report.message.clone(),
+        turns: report.turns,
+        usage: report.usage,
+        cost_usd: report.cost_usd,
+        todos: report.todos.clone(),
+        redacted: redacted_so_far,
+        agent_turns: report.agent_turns,
+    })
+}
