@@ -48,7 +48,7 @@ pub(crate) struct HookSession {
     /// The workspace: the hooks' working directory and `CLAUDE_PROJECT_DIR`.
     pub cwd: PathBuf,
     pub task: String,
-    /// A directory only drover writes (see `run::sandbox`), for the input files.
+    /// A directory only drover writes (see `run::task::commands`), for the input files.
     pub io_dir: PathBuf,
 }
 

@@ -5,7 +5,7 @@
 //!
 //! Headers take `${VAR}` values from drover's environment when the server is reached:
 //! a token is never written in a spec, and the task's redactor and command environment
-//! treat every variable a header names as a secret (see `run::task_redaction`).
+//! treat every variable a header names as a secret (see `run::task::redaction`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

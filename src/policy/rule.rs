@@ -1,6 +1,6 @@
 //! Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
 //!
-//! Rules are parsed and checked when the spec is loaded (`run::spec_checks`), so a typo
+//! Rules are parsed and checked when the spec is loaded (`run::plan::spec_checks`), so a typo
 //! in a deny rule is a spec error at its line and column, never a rule that silently
 //! matches nothing.
 

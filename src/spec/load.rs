@@ -385,7 +385,7 @@ fn extensions_are_valid(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
 }
 
 /// `limits.max_cost_usd` is a positive amount. (That the runner can price the model is
-/// checked by `run::spec_checks`, which knows the price table.)
+/// checked by `run::plan::spec_checks`, which knows the price table.)
 fn budget_is_positive(path: &Path, limit: &Spanned<f64>) -> Result<(), SpecError> {
     if !(limit.value.is_finite() && limit.value > 0.0) {
         return Err(SpecError::Invalid {

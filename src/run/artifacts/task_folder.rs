@@ -144,7 +144,7 @@ fn staging(ledger: &Ledger, name: &OsString) -> io::Result<tempfile::TempDir> {
         <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700),
     )?;
     // Should drover be killed before it publishes, the next run publishes the folder
-    // for it (see `orphaned_folders`): the transcript of a killed task is never lost
+    // for it (see `run::artifacts::orphaned_folders`): the transcript of a killed task is never lost
     // with the temp directory.
     let destination = Destination {
         artifacts: ledger.root().to_path_buf(),

@@ -35,7 +35,7 @@ pub(super) fn holds_no_workspace(
 
 /// Does the artifacts directory (`artifacts`, canonical) lie where an agent of this run
 /// may write: inside a workspace edited in place or an additional directory? Its task
-/// folders are then staged (see `task_folder`). A task with `sandbox: off` is not
+/// folders are then staged (see `run::artifacts::task_folder`). A task with `sandbox: off` is not
 /// counted: its commands can write anywhere, a staging directory included, and nothing
 /// is contained then.
 pub(super) fn exposed(plans: &[TaskPlan], artifacts: &Path) -> bool {

@@ -28,7 +28,7 @@ pub(crate) struct Finished {
 /// Run every plan, `jobs` at a time, reports in plan order. Each task runs on its own
 /// (a task that errors, even one that panics, ends with its own error report and the
 /// others go on); `quiet` leaves only the final per-task lines. When all are over, the
-/// artifacts directory is swept of what drover did not write (see `artifacts_ledger`).
+/// artifacts directory is swept of what drover did not write (see `run::artifacts::ledger`).
 pub(crate) async fn run_plans(
     mut plans: Vec<TaskPlan>,
     artifacts: &Path,
