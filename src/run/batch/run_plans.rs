@@ -1,8 +1,8 @@
 //! Running the planned tasks, `jobs` at a time, each on its own: a task that errors
 //! (even one that panics) ends with its own report and the others go on.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 
@@ -28,7 +28,8 @@ pub(crate) struct Finished {
 /// Run every plan, `jobs` at a time, reports in plan order. Each task runs on its own
 /// (a task that errors, even one that panics, ends with its own error report and the
 /// others go on); `quiet` leaves only the final per-task lines. When all are over, the
-/// artifacts directory is swept of what drover did not write (see `run::artifacts::ledger`).
+/// artifacts directory is swept of what drover did not write (see
+/// `run::artifacts::ledger`).
 pub(crate) async fn run_plans(
     mut plans: Vec<TaskPlan>,
     artifacts: &Path,
@@ -40,8 +41,101 @@ pub(crate) async fn run_plans(
     // Each repository a task edits in place has its index saved now, before any agent
     // can rewrite `.git`: the baselines of later tasks trust only this copy.
     save_indexes(&mut plans);
-    // What a drover killed with SIGKILL left in the temp directory goes first: the
-    // task folders it staged are published, the rest removed.
+    clear_killed_runs();
+    // What the artifacts directory holds now, before any agent runs, is all it may hold
+    // at the end besides what drover publishes.
+    let opened = Ledger::open(artifacts).and_then(|ledger| {
+        artifacts_place::holds_no_workspace(&plans, ledger.root()).map(|()| ledger)
+    });
+    let ledger = match opened {
+        Ok(ledger) => Arc::new(ledger),
+        Err(error) => return not_started(&plans, artifacts, error),
+    };
+    let style = progress::Style::detect(quiet);
+    let shared = Shared {
+        exposed: artifacts_place::exposed(&plans, ledger.root()),
+        so_far: reports_for_a_second_signal(&plans, artifacts),
+        progress: progress::Progress::new(style, plans.len(), progress::colors_enabled()),
+        artifacts: artifacts.to_path_buf(),
+        interrupt,
+        ledger,
+    };
+    let mut finished: Vec<(usize, TaskReport)> =
+        futures::stream::iter(plans.into_iter().enumerate())
+            .map(|(index, plan)| run_one(index, plan, shared.clone()))
+            // Unordered, so a slow task does not hold the slots of those finished after it.
+            .buffer_unordered(jobs.max(1))
+            .collect()
+            .await;
+    shared.progress.finish();
+    finished.sort_by_key(|(index, _)| *index);
+    Finished {
+        report: RunReport {
+            tasks: finished.into_iter().map(|(_, report)| report).collect(),
+            shard: None,
+        },
+        swept: interrupt::holding_last_words(|| shared.ledger.sweep()),
+    }
+}
+
+/// What every task of the batch shares.
+#[derive(Clone)]
+struct Shared {
+    progress: Arc<progress::Progress>,
+    artifacts: PathBuf,
+    interrupt: Interrupt,
+    /// Every task's report as far as it is known.
+    so_far: Arc<Mutex<Vec<TaskReport>>>,
+    ledger: Arc<Ledger>,
+    /// The artifacts directory lies where an agent may write: task folders are staged.
+    exposed: bool,
+}
+
+/// Run one task on its own tokio task, so that even a panic ends only it, with its own
+/// report.
+async fn run_one(index: usize, plan: TaskPlan, shared: Shared) -> (usize, TaskReport) {
+    let Shared {
+        progress,
+        artifacts,
+        interrupt,
+        so_far,
+        ledger,
+        exposed,
+    } = shared;
+    let mut fallback = unfinished_report(&plan, &artifacts);
+    if interrupt.is_cancelled() {
+        // Interrupted before this task's turn came: it never starts.
+        fallback.reason = EndReason::Interrupted;
+        fallback.status = EndReason::Interrupted.status();
+        fallback.message = "not started: drover was interrupted".to_string();
+        progress.task_finished(&fallback);
+        return (index, fallback);
+    }
+    let observer = progress.observer(plan.spec.name());
+    let handle = tokio::spawn(async move {
+        run_task(plan, &artifacts, &ledger, exposed, observer, interrupt).await
+    });
+    let report = match handle.await {
+        Ok(report) => report,
+        Err(error) => {
+            fallback.message = format!("the task's runner failed: {error}");
+            fallback
+        }
+    };
+    progress.task_finished(&report);
+    if let Some(slot) = so_far
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_mut(index)
+    {
+        *slot = report.clone();
+    }
+    (index, report)
+}
+
+/// What a drover killed with SIGKILL left in the temp directory goes first: the task
+/// folders it staged are published, the rest removed.
+fn clear_killed_runs() {
     let temp = std::env::temp_dir();
     announce_orphans(&temp);
     let removed = crate::workspace::leftovers::remove_stale_temp_dirs(&temp);
@@ -53,32 +147,32 @@ pub(crate) async fn run_plans(
             temp.display()
         );
     }
-    // What the artifacts directory holds now, before any agent runs, is all it may hold
-    // at the end besides what drover publishes.
-    let opened = Ledger::open(artifacts).and_then(|ledger| {
-        artifacts_place::holds_no_workspace(&plans, ledger.root()).map(|()| ledger)
-    });
-    let ledger = match opened {
-        Ok(ledger) => Arc::new(ledger),
-        Err(error) => {
-            let tasks = plans
-                .iter()
-                .map(|plan| {
-                    let mut report = unfinished_report(plan, artifacts);
-                    report.message = format!("not started: {error}");
-                    report
-                })
-                .collect();
-            return Finished {
-                report: RunReport { tasks, shard: None },
-                swept: Err(error),
-            };
-        }
-    };
-    let exposed = artifacts_place::exposed(&plans, ledger.root());
-    // Should a second signal end drover at once, the reports still exist: every task
-    // as far as it is known (finished, or interrupted).
-    let so_far: Arc<std::sync::Mutex<Vec<TaskReport>>> = Arc::new(std::sync::Mutex::new(
+}
+
+/// The batch when the artifacts directory cannot be vouched for: no task started.
+fn not_started(plans: &[TaskPlan], artifacts: &Path, error: ArtifactsError) -> Finished {
+    let tasks = plans
+        .iter()
+        .map(|plan| {
+            let mut report = unfinished_report(plan, artifacts);
+            report.message = format!("not started: {error}");
+            report
+        })
+        .collect();
+    Finished {
+        report: RunReport { tasks, shard: None },
+        swept: Err(error),
+    }
+}
+
+/// Should a second signal end drover at once, the reports still exist: every task as
+/// far as it is known (finished, or interrupted). The reports, kept up to date by each
+/// task as it ends.
+fn reports_for_a_second_signal(
+    plans: &[TaskPlan],
+    artifacts: &Path,
+) -> Arc<Mutex<Vec<TaskReport>>> {
+    let so_far = Arc::new(Mutex::new(
         plans
             .iter()
             .map(|plan| {
@@ -88,71 +182,15 @@ pub(crate) async fn run_plans(
                 report.message = "drover was stopped by a second signal".to_string();
                 report
             })
-            .collect(),
+            .collect::<Vec<_>>(),
     ));
-    {
-        let so_far = Arc::clone(&so_far);
-        let artifacts = artifacts.to_path_buf();
-        interrupt::on_second_signal(move || {
-            let tasks = so_far.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let _ = write_reports(&RunReport { tasks, shard: None }, &artifacts);
-        });
-    }
-    let style = progress::Style::detect(quiet);
-    let progress = progress::Progress::new(style, plans.len(), progress::colors_enabled());
-    let mut finished: Vec<(usize, TaskReport)> =
-        futures::stream::iter(plans.into_iter().enumerate())
-            .map(|(index, plan)| {
-                let progress = Arc::clone(&progress);
-                let artifacts = artifacts.to_path_buf();
-                let interrupt = interrupt.clone();
-                let so_far = Arc::clone(&so_far);
-                let ledger = Arc::clone(&ledger);
-                async move {
-                    let mut fallback = unfinished_report(&plan, &artifacts);
-                    if interrupt.is_cancelled() {
-                        // Interrupted before this task's turn came: it never starts.
-                        fallback.reason = EndReason::Interrupted;
-                        fallback.status = EndReason::Interrupted.status();
-                        fallback.message = "not started: drover was interrupted".to_string();
-                        progress.task_finished(&fallback);
-                        return (index, fallback);
-                    }
-                    let observer = progress.observer(plan.spec.name());
-                    let handle = tokio::spawn(async move {
-                        run_task(plan, &artifacts, &ledger, exposed, observer, interrupt).await
-                    });
-                    let report = match handle.await {
-                        Ok(report) => report,
-                        Err(error) => {
-                            fallback.message = format!("the task's runner failed: {error}");
-                            fallback
-                        }
-                    };
-                    progress.task_finished(&report);
-                    if let Some(slot) = so_far
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get_mut(index)
-                    {
-                        *slot = report.clone();
-                    }
-                    (index, report)
-                }
-            })
-            // Unordered, so a slow task does not hold the slots of those finished after it.
-            .buffer_unordered(jobs.max(1))
-            .collect()
-            .await;
-    progress.finish();
-    finished.sort_by_key(|(index, _)| *index);
-    Finished {
-        report: RunReport {
-            tasks: finished.into_iter().map(|(_, report)| report).collect(),
-            shard: None,
-        },
-        swept: interrupt::holding_last_words(|| ledger.sweep()),
-    }
+    let kept = Arc::clone(&so_far);
+    let artifacts = artifacts.to_path_buf();
+    interrupt::on_second_signal(move || {
+        let tasks = kept.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let _ = write_reports(&RunReport { tasks, shard: None }, &artifacts);
+    });
+    so_far
 }
 
 /// Publish the task folders killed drovers staged in `temp`, saying so.

@@ -113,56 +113,8 @@ pub(crate) fn plan_task(
         spec.spec.limits.timeout = Some(timeout);
     }
     let mut errors = Vec::new();
-    let model_spec = &spec.spec.model.value;
-    let provider = overrides.provider.unwrap_or(model_spec.provider);
-    let name = overrides.model.clone().or_else(|| model_spec.name.clone());
-    let max_cost_usd = overrides.max_cost_usd.or(spec
-        .spec
-        .limits
-        .max_cost_usd
-        .as_ref()
-        .map(|limit| limit.value));
-    // The spec was checked for a priced budget as written; --provider/--model (or
-    // --max-cost-usd) may change that.
-    if max_cost_usd.is_some()
-        && crate::model::pricing::resolve(
-            provider.as_str(),
-            name.as_deref().unwrap_or_default(),
-            model_spec.pricing.as_ref(),
-        )
-        .is_none()
-    {
-        errors.push(format!(
-            "limits.max_cost_usd needs the model's price, but drover has no price for model {:?}; add model.pricing",
-            name.clone().unwrap_or_default()
-        ));
-    }
-    let model = match model_source(provider, name, model_spec, &spec.path) {
-        Ok(model) => Some(model),
-        Err(error) => {
-            errors.push(error.to_string());
-            None
-        }
-    };
-    // The page model of WebFetch: its own provider, never replaced by --provider/--model.
-    let web_fetch_model = match spec
-        .spec
-        .tools
-        .as_ref()
-        .and_then(|t| t.value.web_fetch_model())
-    {
-        Some(page_model) => {
-            let m = &page_model.value;
-            match model_source(m.provider, m.name.clone(), m, &spec.path) {
-                Ok(source) => Some(source),
-                Err(error) => {
-                    errors.push(format!("tools.web_fetch.model: {error}"));
-                    None
-                }
-            }
-        }
-        None => None,
-    };
+    let limits = loop_limits(&spec, overrides);
+    let (model, web_fetch_model) = models(&spec, overrides, &limits, &mut errors);
     let origin = overrides
         .workspace
         .clone()
@@ -202,18 +154,7 @@ pub(crate) fn plan_task(
         agents,
         output_schema,
         mcp_vars: crate::mcp::VarSource::Environment,
-        limits: LoopLimits {
-            max_turns: overrides
-                .max_turns
-                .or(spec.spec.limits.max_turns.as_ref().map(|l| l.value)),
-            max_cost_usd,
-            max_tokens: overrides.max_tokens.or(spec
-                .spec
-                .limits
-                .max_tokens
-                .as_ref()
-                .map(|l| l.value)),
-        },
+        limits,
         workspace: WorkspacePlan {
             isolation: spec.spec.isolation,
             origin,
@@ -225,4 +166,64 @@ pub(crate) fn plan_task(
         model,
         mode: Mode::Live,
     })
+}
+
+/// The loop's limits: the command line's, else the spec's.
+fn loop_limits(spec: &LoadedSpec, overrides: &Overrides) -> LoopLimits {
+    let limits = &spec.spec.limits;
+    LoopLimits {
+        max_turns: overrides
+            .max_turns
+            .or(limits.max_turns.as_ref().map(|l| l.value)),
+        max_cost_usd: overrides
+            .max_cost_usd
+            .or(limits.max_cost_usd.as_ref().map(|l| l.value)),
+        max_tokens: overrides
+            .max_tokens
+            .or(limits.max_tokens.as_ref().map(|l| l.value)),
+    }
+}
+
+/// The task's model and WebFetch's page model; what keeps either from being set up is
+/// added to `errors`.
+fn models(
+    spec: &LoadedSpec,
+    overrides: &Overrides,
+    limits: &LoopLimits,
+    errors: &mut Vec<String>,
+) -> (Option<ModelSource>, Option<ModelSource>) {
+    let model_spec = &spec.spec.model.value;
+    let provider = overrides.provider.unwrap_or(model_spec.provider);
+    let name = overrides.model.clone().or_else(|| model_spec.name.clone());
+    // The spec was checked for a priced budget as written; --provider/--model (or
+    // --max-cost-usd) may change that.
+    if limits.max_cost_usd.is_some()
+        && crate::model::pricing::resolve(
+            provider.as_str(),
+            name.as_deref().unwrap_or_default(),
+            model_spec.pricing.as_ref(),
+        )
+        .is_none()
+    {
+        errors.push(format!(
+            "limits.max_cost_usd needs the model's price, but drover has no price for model {:?}; add model.pricing",
+            name.clone().unwrap_or_default()
+        ));
+    }
+    let model = model_source(provider, name, model_spec, &spec.path)
+        .map_err(|error| errors.push(error.to_string()))
+        .ok();
+    // The page model of WebFetch: its own provider, never replaced by --provider/--model.
+    let page_model = spec
+        .spec
+        .tools
+        .as_ref()
+        .and_then(|t| t.value.web_fetch_model());
+    let web_fetch_model = page_model.and_then(|page_model| {
+        let m = &page_model.value;
+        model_source(m.provider, m.name.clone(), m, &spec.path)
+            .map_err(|error| errors.push(format!("tools.web_fetch.model: {error}")))
+            .ok()
+    });
+    (model, web_fetch_model)
 }

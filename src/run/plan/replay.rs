@@ -46,15 +46,7 @@ fn mcp_tools_used(events: &[Event]) -> Vec<String> {
 
 /// Read the transcript and plan the replay. Errors are bad input (exit 2).
 pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError> {
-    // A forged or damaged transcript is refused before anything of it runs.
-    crate::record::chain::verify_file(&options.transcript).map_err(|source| {
-        ReplayError::Forged {
-            transcript: options.transcript.clone(),
-            source,
-        }
-    })?;
-    let recording = Recording::read(&options.transcript).map_err(ReplayError::from)?;
-    let events = &recording.events;
+    let recording = read_recording(&options.transcript)?;
     let Some(Event::RunStart {
         spec_path,
         spec_yaml,
@@ -73,14 +65,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         }
         .into());
     };
-    let output = options.artifacts.join(&task).join("transcript.jsonl");
-    if same_path(&output, &options.transcript) {
-        return Err(ReplayError::WouldOverwrite {
-            transcript: options.transcript.clone(),
-            artifacts: options.artifacts.clone(),
-        }
-        .into());
-    }
+    refuse_overwrite(options, &task)?;
     let mut spec = source_spec(options, spec_path, spec_yaml, &spec_sha256)?;
     say_what_runs(&spec, options);
     let granted = Granted {
@@ -94,111 +79,27 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     } else {
         Default::default()
     };
-    let (origin, workspace_from_recording) = starting_workspace(options, &workspace)?;
-    let unreadable = if granted.vouched {
-        Vec::new()
-    } else {
-        unreadable_in_replays(&origin)
-    };
-    let rules = spec_checks::rule_set(&spec)?;
-    let masks = spec_checks::replay_masks_with(&spec, &options.ignore)?;
-    // `--diff-only`: the diff.patch recorded beside the transcript.
-    let recorded_patch = if options.diff_only {
-        let patch = options
-            .transcript
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join("diff.patch");
-        match RecordedPatch::read(&patch) {
-            Ok(recorded) => Some(recorded),
-            Err(source) => return Err(ReplayError::NoRecordedDiff { patch, source }.into()),
-        }
-    } else {
-        None
-    };
-    let replayed_mcp_tools = if options.mcp {
-        Vec::new()
-    } else {
-        mcp_tools_used(events)
-    };
-    // The recorded agents (their scripts were never recorded: the recording answers).
-    let agents = if agents.is_null() {
-        BTreeMap::new()
-    } else {
-        serde_json::from_value(agents).map_err(|e| ReplayError::AgentsUnreadable {
-            transcript: options.transcript.clone(),
-            message: e.to_string(),
-        })?
-    };
-    // A resumed recording ran on with the limits its last resume set.
-    let resumed_limits = events.iter().rev().find_map(|event| match event {
-        Event::Resume {
-            max_turns,
-            max_cost_usd,
-            ..
-        } => Some((*max_turns, *max_cost_usd)),
-        _ => None,
-    });
-    let max_tokens_limit = events
-        .iter()
-        .rev()
-        .find_map(|event| match event {
-            Event::Resume { max_tokens, .. } => Some(*max_tokens),
-            Event::RunStart { settings, .. } => Some(settings.max_tokens),
-            _ => None,
-        })
-        .flatten()
-        .or(spec.spec.limits.max_tokens.as_ref().map(|l| l.value));
-    let (max_turns, max_cost_usd) = match resumed_limits {
-        Some((turns, cost)) => (
-            turns,
-            cost.or(spec.spec.limits.max_cost_usd.as_ref().map(|l| l.value)),
-        ),
-        None => (
-            max_turns,
-            spec.spec.limits.max_cost_usd.as_ref().map(|l| l.value),
-        ),
+    let (origin, from_recording) = starting_workspace(options, &workspace)?;
+    let confinement = ReplayConfinement {
+        unreadable: if granted.vouched {
+            Vec::new()
+        } else {
+            unreadable_in_replays(&origin)
+        },
     };
     let start = RecordedStart {
         fingerprint: workspace_sha256,
-        from_recording: workspace_from_recording,
+        from_recording,
     };
-    let confinement = ReplayConfinement { unreadable };
-    let mode = match recorded_patch {
-        Some(patch) => Mode::DiffOnly(Box::new(DiffOnlyPlan {
-            patch,
-            strict: options.strict,
-            start,
-            confinement,
-        })),
-        None => {
-            let results = recorded_results(events);
-            let answers = answers(&results, &recording.agent_events);
-            Mode::Replay(Box::new(ReplayPlan {
-                expectations: ReplayExpectations {
-                    results,
-                    strict: options.strict,
-                    masks: Arc::new(masks),
-                    handover: None,
-                },
-                answers: Arc::new(RecordedAnswers::replay(answers)),
-                replayed_mcp_tools,
-                start,
-                confinement,
-            }))
-        }
-    };
+    let masks = spec_checks::replay_masks_with(&spec, &options.ignore)?;
+    let mode = replay_mode(options, &recording, start, confinement, masks)?;
     Ok(TaskPlan {
-        limits: LoopLimits {
-            max_turns,
-            max_cost_usd,
-            max_tokens: max_tokens_limit,
-        },
+        limits: recorded_limits(&recording.events, max_turns, &spec.spec.limits),
         // A replay has no page model: its WebFetch calls fetch again and show the page.
         web_fetch_model: None,
-        rules,
+        rules: spec_checks::rule_set(&spec)?,
         mcp_servers,
-        agents,
+        agents: recorded_agents(agents, &options.transcript)?,
         // Hooks are not run in a replay: their recorded answers are given again.
         hooks: Default::default(),
         output_schema: (!output_schema.is_null()).then_some(output_schema),
@@ -219,10 +120,134 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     })
 }
 
+/// A replay writes its transcript where `--artifacts` says: never over the one it
+/// replays.
+fn refuse_overwrite(options: &ReplayOptions, task: &str) -> Result<(), PlanError> {
+    let output = options.artifacts.join(task).join("transcript.jsonl");
+    if same_path(&output, &options.transcript) {
+        return Err(ReplayError::WouldOverwrite {
+            transcript: options.transcript.clone(),
+            artifacts: options.artifacts.clone(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The recording, refused before anything of it runs when it is forged or damaged.
+fn read_recording(transcript: &Path) -> Result<Recording, PlanError> {
+    crate::record::chain::verify_file(transcript).map_err(|source| ReplayError::Forged {
+        transcript: transcript.to_path_buf(),
+        source,
+    })?;
+    Ok(Recording::read(transcript).map_err(ReplayError::from)?)
+}
+
+/// The mode of the replay: the recorded loop again, or (`--diff-only`) the diff.patch
+/// recorded beside the transcript.
+fn replay_mode(
+    options: &ReplayOptions,
+    recording: &Recording,
+    start: RecordedStart,
+    confinement: ReplayConfinement,
+    masks: crate::record::volatile::Masks,
+) -> Result<Mode, PlanError> {
+    if options.diff_only {
+        let patch = options
+            .transcript
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("diff.patch");
+        let patch = match RecordedPatch::read(&patch) {
+            Ok(recorded) => recorded,
+            Err(source) => return Err(ReplayError::NoRecordedDiff { patch, source }.into()),
+        };
+        return Ok(Mode::DiffOnly(Box::new(DiffOnlyPlan {
+            patch,
+            strict: options.strict,
+            start,
+            confinement,
+        })));
+    }
+    let results = recorded_results(&recording.events);
+    let answers = answers(&results, &recording.agent_events);
+    Ok(Mode::Replay(Box::new(ReplayPlan {
+        expectations: ReplayExpectations {
+            results,
+            strict: options.strict,
+            masks: Arc::new(masks),
+            handover: None,
+        },
+        answers: Arc::new(RecordedAnswers::replay(answers)),
+        // Without `--mcp` no server runs: the recording answers the MCP tools it used.
+        replayed_mcp_tools: if options.mcp {
+            Vec::new()
+        } else {
+            mcp_tools_used(&recording.events)
+        },
+        start,
+        confinement,
+    })))
+}
+
 /// The artifacts directory the transcript was recorded into (`DIR/<task>/transcript.jsonl`
 /// → `DIR`): the recorded run left it out of its workspace snapshot, so the restored
 /// copy leaves it out too and the fingerprints can agree.
 fn recorded_artifacts(transcript: &Path, task: &str) -> Option<PathBuf> {
     let task_dir = transcript.parent()?;
     (task_dir.file_name()? == task).then(|| artifacts_of(transcript))
+}
+
+/// The recorded agents (their scripts were never recorded: the recording answers).
+fn recorded_agents(
+    agents: serde_json::Value,
+    transcript: &Path,
+) -> Result<BTreeMap<String, crate::spec::AgentSpec>, PlanError> {
+    if agents.is_null() {
+        return Ok(BTreeMap::new());
+    }
+    serde_json::from_value(agents).map_err(|e| {
+        ReplayError::AgentsUnreadable {
+            transcript: transcript.to_path_buf(),
+            message: e.to_string(),
+        }
+        .into()
+    })
+}
+
+/// The limits the recorded run ran under: its `run_start`'s, or those its last resume
+/// set, the spec's where the recording names none.
+fn recorded_limits(
+    events: &[Event],
+    max_turns: Option<u32>,
+    spec_limits: &crate::spec::Limits,
+) -> LoopLimits {
+    let spec_cost = spec_limits.max_cost_usd.as_ref().map(|l| l.value);
+    let resumed = events.iter().rev().find_map(|event| match event {
+        Event::Resume {
+            max_turns,
+            max_cost_usd,
+            ..
+        } => Some((*max_turns, *max_cost_usd)),
+        _ => None,
+    });
+    let max_tokens = events
+        .iter()
+        .rev()
+        .find_map(|event| match event {
+            Event::Resume { max_tokens, .. } => Some(*max_tokens),
+            Event::RunStart { settings, .. } => Some(settings.max_tokens),
+            _ => None,
+        })
+        .flatten()
+        .or(spec_limits.max_tokens.as_ref().map(|l| l.value));
+    let (max_turns, max_cost_usd) = match resumed {
+        Some((turns, cost)) => (turns, cost.or(spec_cost)),
+        None => (max_turns, spec_cost),
+    };
+    LoopLimits {
+        max_turns,
+        max_cost_usd,
+        max_tokens,
+    }
 }

@@ -14,7 +14,7 @@ use crate::record::{EndReason, Event, TranscriptReader};
 use crate::run::recording::{
     Recording, answers, artifacts_of, recorded_results, same_path, transcript_of,
 };
-use crate::spec::{self, Provider};
+use crate::spec::{self, LoadedSpec, Provider};
 use crate::tools::recorded::RecordedAnswers;
 
 use super::live::{Overrides, plan_task};
@@ -42,155 +42,43 @@ pub(crate) struct ResumeOptions {
 /// Read the recording and plan the resumed task. Every refusal is bad input (exit 2).
 pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError> {
     let transcript = transcript_of(&options.task);
-    let refuse = |error: ResumeError| PlanError::Resume(Box::new(error));
-    let bytes = std::fs::read(&transcript).map_err(|_| {
-        refuse(ResumeError::NoTranscript {
-            path: options.task.clone(),
-        })
-    })?;
-    let resumable = chain::verify_resumable(&bytes).map_err(|source| {
-        refuse(ResumeError::Forged {
+    let read = read_resumable(&options.task, &transcript).map_err(PlanError::Resume)?;
+    let run = RecordedRun::of(&read.scoped).ok_or_else(|| {
+        PlanError::Resume(Box::new(ResumeError::NoRunStart {
             transcript: transcript.clone(),
-            source,
-        })
+        }))
     })?;
-    let mut scoped = Vec::with_capacity(resumable.lines.len());
-    for (index, line) in resumable.lines.iter().enumerate() {
-        let event = TranscriptReader::parse_line(line).map_err(|e| {
-            refuse(ResumeError::Unparsable {
-                transcript: transcript.clone(),
-                line: index + 1,
-                message: e.to_string(),
-            })
-        })?;
-        scoped.push(event);
-    }
-    let Some(ScopedEvent {
-        event:
-            Event::RunStart {
-                task,
-                spec_sha256,
-                provider,
-                model,
-                spec_path,
-                workspace,
-                workspace_sha256,
-                ..
-            },
-        ..
-    }) = scoped.first().cloned()
-    else {
-        return Err(refuse(ResumeError::NoRunStart { transcript }));
-    };
-    let point = resume_point(&scoped);
+    let point = resume_point(&read.scoped);
     if let Some(end) = &point.end
         && !resumable_reason(end.reason)
     {
-        return Err(refuse(ResumeError::Finished {
+        return Err(PlanError::Resume(Box::new(ResumeError::Finished {
             transcript,
             reason: end.reason,
             message: end.message.clone(),
-        }));
+        })));
     }
-    let spec_path = match &options.spec {
-        Some(spec) => spec.clone(),
-        None => {
-            recorded_spec_here(&transcript, PathBuf::from(&spec_path)).map_err(PlanError::Resume)?
-        }
-    };
-    let spec = spec::load(&spec_path).map_err(|source| {
-        refuse(ResumeError::SpecUnreadable {
-            spec: spec_path.clone(),
-            source,
-        })
-    })?;
-    if spec.sha256 != spec_sha256 {
-        return Err(refuse(ResumeError::SpecChanged {
-            spec: spec_path,
-            recorded: spec_sha256,
-            now: spec.sha256.clone(),
-        }));
-    }
-    if spec.name() != task {
-        return Err(refuse(ResumeError::OtherTask {
-            transcript,
-            spec: spec_path,
-            recorded: task,
-            given: spec.name().to_string(),
-        }));
-    }
-    if provider_named(&provider).is_none() {
-        return Err(refuse(ResumeError::NotARun {
-            transcript,
-            provider,
-        }));
-    }
-    // The task's folder is named after it: a transcript elsewhere (or one put in
-    // another task's folder) names nothing drover can trust to write back to.
-    let folder = transcript
-        .parent()
-        .and_then(Path::file_name)
-        .map(|name| name.to_string_lossy().into_owned());
-    if folder.as_deref() != Some(task.as_str()) {
-        return Err(refuse(ResumeError::NotInTaskFolder { transcript, task }));
-    }
-    let recorded = recorded_settings(&scoped, &point);
-    let kept: Vec<ScopedEvent> = scoped.into_iter().take(point.kept).collect();
-    // The spec on disk (its SHA-256 checked) and the command line decide what runs; the
-    // recording's own settings may only narrow it: a model other than the spec's must be
-    // asked for again, and its limits apply only where they are tighter.
-    let mut overrides = options.overrides.clone();
-    let recorded_provider = provider_named(&provider);
-    let spec_model = &spec.spec.model.value;
-    if overrides.provider.is_none() && recorded_provider != Some(spec_model.provider) {
-        return Err(refuse(ResumeError::OtherModel {
-            transcript,
-            flag: format!("--provider {provider} --model {model}"),
-            recorded: format!("provider {provider}"),
-            spec: format!("provider {}", spec_model.provider.as_str()),
-        }));
-    }
-    if overrides.provider.is_none() || overrides.provider == recorded_provider {
-        // A scripted model's name is a label; any other is the model asked, with your key.
-        let spec_name = match &spec_model.name {
-            Some(name) => Some(name.as_str()),
-            None if spec_model.provider == Provider::Script => Some(model.as_str()),
-            None => None,
-        };
-        if overrides.model.is_none() && spec_name != Some(model.as_str()) {
-            return Err(refuse(ResumeError::OtherModel {
-                transcript,
-                flag: format!("--model {model}"),
-                recorded: format!("model {model}"),
-                spec: spec_name.map_or_else(
-                    || "model (it names none: the run was given --model)".to_string(),
-                    |name| format!("model {name}"),
-                ),
-            }));
-        }
-        overrides.model = overrides.model.or(Some(model));
-    }
-    overrides.provider = overrides.provider.or(recorded_provider);
+    let spec = resumed_spec(options, &transcript, &run).map_err(PlanError::Resume)?;
+    let recorded = recorded_settings(&read.scoped, &point);
+    let mut overrides =
+        resume_overrides(options, &transcript, &run, &spec).map_err(PlanError::Resume)?;
     narrow_to_recorded(&mut overrides, &recorded, &spec.spec.limits);
-    // The workspace is the spec's (or --workspace): a recording does not choose where
-    // a live run works. One recorded elsewhere (a run given --workspace) must be named.
-    if overrides.workspace.is_none() && !same_path(&spec.workspace_dir(), Path::new(&workspace)) {
-        return Err(refuse(ResumeError::OtherWorkspace {
-            transcript,
-            recorded: PathBuf::from(workspace),
-            spec: spec.workspace_dir(),
-        }));
-    }
     let mut plan = plan_task(spec, &overrides)?;
     if let Some(end) = &point.end {
         limits_raised(&plan, end, &transcript).map_err(PlanError::Resume)?;
     }
     let masks = spec_checks::replay_masks_with(&plan.spec, &options.ignore)?;
+    let ReadRecording {
+        bytes,
+        lines,
+        cut_off,
+        scoped,
+    } = read;
     let Recording {
         events,
         agent_events,
         ..
-    } = Recording::of(kept);
+    } = Recording::of(scoped.into_iter().take(point.kept));
     let results = recorded_results(&events);
     let answers = Arc::new(RecordedAnswers::resume(answers(&results, &agent_events)));
     // drover's own outputs in the artifacts directory the run wrote were left out of
@@ -205,8 +93,8 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     plan.mode = Mode::Resume(Box::new(ResumePlan {
         recording: bytes,
         spent_before: recorded.spent_before,
-        kept: resumable.lines[..point.kept].to_vec(),
-        dropped: resumable.lines.len() - point.kept + usize::from(resumable.cut_off),
+        kept: lines[..point.kept].to_vec(),
+        dropped: lines.len() - point.kept + usize::from(cut_off),
         events,
         agent_events,
         turns: point.turns,
@@ -215,11 +103,199 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         answers,
         strict: options.strict,
         masks: Arc::new(masks),
-        fingerprint: workspace_sha256,
+        fingerprint: run.workspace_sha256,
         recorded_outputs,
         transcript,
     }));
     Ok(plan)
+}
+
+/// A recording as a resume reads it: its bytes (kept beside the new transcript), its
+/// whole lines, and their events.
+struct ReadRecording {
+    bytes: Vec<u8>,
+    lines: Vec<String>,
+    /// The last line was cut short by a kill and left out.
+    cut_off: bool,
+    scoped: Vec<ScopedEvent>,
+}
+
+/// Read the transcript, its hash chain verified (a forged or edited one is refused)
+/// and every whole line parsed.
+fn read_resumable(task: &Path, transcript: &Path) -> Result<ReadRecording, Box<ResumeError>> {
+    let bytes = std::fs::read(transcript).map_err(|_| ResumeError::NoTranscript {
+        path: task.to_path_buf(),
+    })?;
+    let resumable = chain::verify_resumable(&bytes).map_err(|source| ResumeError::Forged {
+        transcript: transcript.to_path_buf(),
+        source,
+    })?;
+    let mut scoped = Vec::with_capacity(resumable.lines.len());
+    for (index, line) in resumable.lines.iter().enumerate() {
+        let event = TranscriptReader::parse_line(line).map_err(|e| ResumeError::Unparsable {
+            transcript: transcript.to_path_buf(),
+            line: index + 1,
+            message: e.to_string(),
+        })?;
+        scoped.push(event);
+    }
+    Ok(ReadRecording {
+        bytes,
+        lines: resumable.lines,
+        cut_off: resumable.cut_off,
+        scoped,
+    })
+}
+
+/// What the recording's `run_start` says the run was.
+struct RecordedRun {
+    task: String,
+    spec_sha256: String,
+    provider: String,
+    model: String,
+    spec_path: String,
+    workspace: String,
+    workspace_sha256: String,
+}
+
+impl RecordedRun {
+    fn of(scoped: &[ScopedEvent]) -> Option<RecordedRun> {
+        let Some(ScopedEvent {
+            event:
+                Event::RunStart {
+                    task,
+                    spec_sha256,
+                    provider,
+                    model,
+                    spec_path,
+                    workspace,
+                    workspace_sha256,
+                    ..
+                },
+            ..
+        }) = scoped.first()
+        else {
+            return None;
+        };
+        Some(RecordedRun {
+            task: task.clone(),
+            spec_sha256: spec_sha256.clone(),
+            provider: provider.clone(),
+            model: model.clone(),
+            spec_path: spec_path.clone(),
+            workspace: workspace.clone(),
+            workspace_sha256: workspace_sha256.clone(),
+        })
+    }
+}
+
+/// The spec the resumed task runs: `--spec`, else the recorded one if it lies here; it
+/// must be the very file the run used (its SHA-256), of the same task, and the
+/// transcript must lie in that task's folder.
+fn resumed_spec(
+    options: &ResumeOptions,
+    transcript: &Path,
+    run: &RecordedRun,
+) -> Result<LoadedSpec, Box<ResumeError>> {
+    let spec_path = match &options.spec {
+        Some(spec) => spec.clone(),
+        None => recorded_spec_here(transcript, PathBuf::from(&run.spec_path))?,
+    };
+    let spec = spec::load(&spec_path).map_err(|source| ResumeError::SpecUnreadable {
+        spec: spec_path.clone(),
+        source,
+    })?;
+    if spec.sha256 != run.spec_sha256 {
+        return Err(Box::new(ResumeError::SpecChanged {
+            spec: spec_path,
+            recorded: run.spec_sha256.clone(),
+            now: spec.sha256.clone(),
+        }));
+    }
+    if spec.name() != run.task {
+        return Err(Box::new(ResumeError::OtherTask {
+            transcript: transcript.to_path_buf(),
+            spec: spec_path,
+            recorded: run.task.clone(),
+            given: spec.name().to_string(),
+        }));
+    }
+    if provider_named(&run.provider).is_none() {
+        return Err(Box::new(ResumeError::NotARun {
+            transcript: transcript.to_path_buf(),
+            provider: run.provider.clone(),
+        }));
+    }
+    // The task's folder is named after it: a transcript elsewhere (or one put in
+    // another task's folder) names nothing drover can trust to write back to.
+    let folder = transcript
+        .parent()
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy().into_owned());
+    if folder.as_deref() != Some(run.task.as_str()) {
+        return Err(Box::new(ResumeError::NotInTaskFolder {
+            transcript: transcript.to_path_buf(),
+            task: run.task.clone(),
+        }));
+    }
+    Ok(spec)
+}
+
+/// What the resumed task runs with. The spec on disk (its SHA-256 checked) and the
+/// command line decide; the recording may not: a model other than the spec's must be
+/// asked for again, and a workspace other than the spec's named.
+fn resume_overrides(
+    options: &ResumeOptions,
+    transcript: &Path,
+    run: &RecordedRun,
+    spec: &LoadedSpec,
+) -> Result<Overrides, Box<ResumeError>> {
+    let RecordedRun {
+        provider, model, ..
+    } = run;
+    let mut overrides = options.overrides.clone();
+    let recorded_provider = provider_named(provider);
+    let spec_model = &spec.spec.model.value;
+    if overrides.provider.is_none() && recorded_provider != Some(spec_model.provider) {
+        return Err(Box::new(ResumeError::OtherModel {
+            transcript: transcript.to_path_buf(),
+            flag: format!("--provider {provider} --model {model}"),
+            recorded: format!("provider {provider}"),
+            spec: format!("provider {}", spec_model.provider.as_str()),
+        }));
+    }
+    if overrides.provider.is_none() || overrides.provider == recorded_provider {
+        // A scripted model's name is a label; any other is the model asked, with your key.
+        let spec_name = match &spec_model.name {
+            Some(name) => Some(name.as_str()),
+            None if spec_model.provider == Provider::Script => Some(model.as_str()),
+            None => None,
+        };
+        if overrides.model.is_none() && spec_name != Some(model.as_str()) {
+            return Err(Box::new(ResumeError::OtherModel {
+                transcript: transcript.to_path_buf(),
+                flag: format!("--model {model}"),
+                recorded: format!("model {model}"),
+                spec: spec_name.map_or_else(
+                    || "model (it names none: the run was given --model)".to_string(),
+                    |name| format!("model {name}"),
+                ),
+            }));
+        }
+        overrides.model = overrides.model.or(Some(model.clone()));
+    }
+    overrides.provider = overrides.provider.or(recorded_provider);
+    // The workspace is the spec's (or --workspace): a recording does not choose where
+    // a live run works. One recorded elsewhere (a run given --workspace) must be named.
+    if overrides.workspace.is_none() && !same_path(&spec.workspace_dir(), Path::new(&run.workspace))
+    {
+        return Err(Box::new(ResumeError::OtherWorkspace {
+            transcript: transcript.to_path_buf(),
+            recorded: PathBuf::from(&run.workspace),
+            spec: spec.workspace_dir(),
+        }));
+    }
+    Ok(overrides)
 }
 
 /// The spec the recording names, when it lies in the current directory: a recording

@@ -2,6 +2,7 @@
 //! merged, each tool name and limit checked, errors at the spec's line and column.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use super::spec_checks::beside_spec;
 use crate::model::pricing;
@@ -9,6 +10,7 @@ use crate::spec::{
     AgentModelSpec, AgentSpec, LoadedSpec, MAX_AGENT_DEPTH, MAX_AGENT_FILE_BYTES, Position,
     SpecError, agent_of_claude_file,
 };
+use serde_saphyr::Location;
 
 /// What is wrong with an agent's model fields, checked as the task's own are.
 fn model_problem(model: &AgentModelSpec) -> Option<String> {
@@ -37,66 +39,11 @@ pub(crate) fn task_agents(
     loaded: &LoadedSpec,
 ) -> Result<(BTreeMap<String, AgentSpec>, Vec<String>), SpecError> {
     let spec = &loaded.spec;
-    let mut agents = BTreeMap::new();
     let mut notes = Vec::new();
-    if let Some(from) = &spec.agents_from {
-        let invalid = |message: String| SpecError::Invalid {
-            position: Position::at(&loaded.path, Some(from.referenced)),
-            message,
-        };
-        let dir = beside_spec(loaded, &from.value);
-        let entries = std::fs::read_dir(&dir).map_err(|e| {
-            invalid(format!(
-                "agents_from: cannot read the directory {}: {e}",
-                dir.display()
-            ))
-        })?;
-        let mut files: Vec<std::path::PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-            .collect();
-        files.sort();
-        let mut seen: BTreeMap<String, std::path::PathBuf> = BTreeMap::new();
-        for file in files {
-            // A repository's agent files are the repository's: one that is a link (to a
-            // key file, to /proc) or not a regular file is refused, never read.
-            let meta = std::fs::symlink_metadata(&file).map_err(|e| {
-                invalid(format!("agents_from: cannot read {}: {e}", file.display()))
-            })?;
-            if !meta.file_type().is_file() {
-                return Err(invalid(format!(
-                    "agents_from: {} is not a regular file (symbolic links and other kinds are refused)",
-                    file.display()
-                )));
-            }
-            if meta.len() > MAX_AGENT_FILE_BYTES {
-                return Err(invalid(format!(
-                    "agents_from: {} has {} bytes, more than the {MAX_AGENT_FILE_BYTES} an agent file may have",
-                    file.display(),
-                    meta.len()
-                )));
-            }
-            let text = std::fs::read_to_string(&file).map_err(|e| {
-                invalid(format!("agents_from: cannot read {}: {e}", file.display()))
-            })?;
-            let (name, agent, file_notes) = agent_of_claude_file(&text)
-                .map_err(|e| invalid(format!("agents_from {}: {e}", file.display())))?;
-            notes.extend(
-                file_notes
-                    .into_iter()
-                    .map(|note| format!("agents_from {}: {note}", file.display())),
-            );
-            if let Some(first) = seen.insert(name.as_str().to_string(), file.clone()) {
-                return Err(invalid(format!(
-                    "agents_from: {} and {} both define the agent {name}; rename one",
-                    first.display(),
-                    file.display()
-                )));
-            }
-            agents.insert(name.as_str().to_string(), agent);
-        }
-    }
+    let mut agents = match &spec.agents_from {
+        Some(from) => agents_from(loaded, &from.value, from.referenced, &mut notes)?,
+        None => BTreeMap::new(),
+    };
     if let Some(own) = &spec.agents {
         for (name, agent) in &own.value {
             agents.insert(name.as_str().to_string(), agent.clone());
@@ -116,51 +63,8 @@ pub(crate) fn task_agents(
             }
         }
     }
-    let position = spec
-        .agents
-        .as_ref()
-        .map(|a| a.referenced)
-        .or(spec.agents_from.as_ref().map(|a| a.referenced));
-    let invalid = |message: String| SpecError::Invalid {
-        position: Position::at(&loaded.path, position),
-        message,
-    };
     for (name, agent) in &agents {
-        if let Some(problem) = agent.model.as_ref().and_then(model_problem) {
-            return Err(invalid(format!("agents.{name}.model: {problem}")));
-        }
-        if agent.max_turns == Some(0) {
-            return Err(invalid(format!(
-                "agents.{name}.max_turns is 0: give at least 1, or leave it out for the task's limit"
-            )));
-        }
-        for tool in agent.tools.iter().flatten().chain(&agent.disallowed_tools) {
-            let known = crate::policy::Rule::try_from(tool.clone())
-                .is_ok_and(|rule| rule.specifier().is_none());
-            if !known || tool.contains('*') {
-                return Err(invalid(format!(
-                    "agents.{name}.tools: {tool:?} is not a tool name (write names such as Read, Grep, Bash or mcp__server__tool)"
-                )));
-            }
-        }
-        if let Some(limit) = &spec.limits.max_cost_usd {
-            let model = &spec.model.value;
-            let agent_model = agent.model.clone().unwrap_or_default();
-            let name_used = agent_model
-                .name
-                .clone()
-                .or(model.name.clone())
-                .unwrap_or_default();
-            let custom = agent_model.pricing.or(model.pricing);
-            if pricing::resolve(model.provider.as_str(), &name_used, custom.as_ref()).is_none() {
-                return Err(SpecError::Invalid {
-                    position: Position::at(&loaded.path, Some(limit.referenced)),
-                    message: format!(
-                        "limits.max_cost_usd needs every model's price, but drover has no price for agent {name}'s model {name_used:?}; add agents.{name}.model.pricing"
-                    ),
-                });
-            }
-        }
+        check_agent(loaded, name, agent)?;
     }
     if let Some(depth) = &spec.limits.max_agent_depth
         && !(1..=MAX_AGENT_DEPTH).contains(&depth.value)
@@ -174,4 +78,129 @@ pub(crate) fn task_agents(
         });
     }
     Ok((agents, notes))
+}
+
+/// The agents of the Claude Code agent files (`*.md`) in `agents_from:`'s directory,
+/// in name order; what the files have that means nothing headless goes to `notes`.
+fn agents_from(
+    loaded: &LoadedSpec,
+    from: &str,
+    referenced: Location,
+    notes: &mut Vec<String>,
+) -> Result<BTreeMap<String, AgentSpec>, SpecError> {
+    let invalid = |message: String| SpecError::Invalid {
+        position: Position::at(&loaded.path, Some(referenced)),
+        message,
+    };
+    let dir = beside_spec(loaded, from);
+    let entries = std::fs::read_dir(&dir).map_err(|e| {
+        invalid(format!(
+            "agents_from: cannot read the directory {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    files.sort();
+    let mut agents = BTreeMap::new();
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for file in files {
+        let text = read_agent_file(&file, &invalid)?;
+        let (name, agent, file_notes) = agent_of_claude_file(&text)
+            .map_err(|e| invalid(format!("agents_from {}: {e}", file.display())))?;
+        notes.extend(
+            file_notes
+                .into_iter()
+                .map(|note| format!("agents_from {}: {note}", file.display())),
+        );
+        if let Some(first) = seen.insert(name.as_str().to_string(), file.clone()) {
+            return Err(invalid(format!(
+                "agents_from: {} and {} both define the agent {name}; rename one",
+                first.display(),
+                file.display()
+            )));
+        }
+        agents.insert(name.as_str().to_string(), agent);
+    }
+    Ok(agents)
+}
+
+/// An agent file's text. A repository's agent files are the repository's: one that is
+/// a link (to a key file, to /proc), not a regular file, or too large is refused, never
+/// read.
+fn read_agent_file(
+    file: &Path,
+    invalid: &dyn Fn(String) -> SpecError,
+) -> Result<String, SpecError> {
+    let meta = std::fs::symlink_metadata(file)
+        .map_err(|e| invalid(format!("agents_from: cannot read {}: {e}", file.display())))?;
+    if !meta.file_type().is_file() {
+        return Err(invalid(format!(
+            "agents_from: {} is not a regular file (symbolic links and other kinds are refused)",
+            file.display()
+        )));
+    }
+    if meta.len() > MAX_AGENT_FILE_BYTES {
+        return Err(invalid(format!(
+            "agents_from: {} has {} bytes, more than the {MAX_AGENT_FILE_BYTES} an agent file may have",
+            file.display(),
+            meta.len()
+        )));
+    }
+    std::fs::read_to_string(file)
+        .map_err(|e| invalid(format!("agents_from: cannot read {}: {e}", file.display())))
+}
+
+/// One agent's model fields, turn limit, tool names and price (under a cost limit)
+/// checked.
+fn check_agent(loaded: &LoadedSpec, name: &str, agent: &AgentSpec) -> Result<(), SpecError> {
+    let spec = &loaded.spec;
+    let position = spec
+        .agents
+        .as_ref()
+        .map(|a| a.referenced)
+        .or(spec.agents_from.as_ref().map(|a| a.referenced));
+    let invalid = |message: String| SpecError::Invalid {
+        position: Position::at(&loaded.path, position),
+        message,
+    };
+    if let Some(problem) = agent.model.as_ref().and_then(model_problem) {
+        return Err(invalid(format!("agents.{name}.model: {problem}")));
+    }
+    if agent.max_turns == Some(0) {
+        return Err(invalid(format!(
+            "agents.{name}.max_turns is 0: give at least 1, or leave it out for the task's limit"
+        )));
+    }
+    for tool in agent.tools.iter().flatten().chain(&agent.disallowed_tools) {
+        let known = crate::policy::Rule::try_from(tool.clone())
+            .is_ok_and(|rule| rule.specifier().is_none());
+        if !known || tool.contains('*') {
+            return Err(invalid(format!(
+                "agents.{name}.tools: {tool:?} is not a tool name (write names such as Read, Grep, Bash or mcp__server__tool)"
+            )));
+        }
+    }
+    if let Some(limit) = &spec.limits.max_cost_usd {
+        let model = &spec.model.value;
+        let agent_model = agent.model.clone().unwrap_or_default();
+        let name_used = agent_model
+            .name
+            .clone()
+            .or(model.name.clone())
+            .unwrap_or_default();
+        let custom = agent_model.pricing.or(model.pricing);
+        if pricing::resolve(model.provider.as_str(), &name_used, custom.as_ref()).is_none() {
+            return Err(SpecError::Invalid {
+                position: Position::at(&loaded.path, Some(limit.referenced)),
+                message: format!(
+                    "limits.max_cost_usd needs every model's price, but drover has no price for agent {name}'s model {name_used:?}; add agents.{name}.model.pricing"
+                ),
+            });
+        }
+    }
+    Ok(())
 }

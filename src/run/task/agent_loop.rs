@@ -111,7 +111,6 @@ pub(super) async fn run_agent(
         &config,
         file_thread,
     );
-    charge_spent_before(plan, &config);
     let subagents = sub_agents(plan, &registry, inputs.replay.as_ref())?;
     let mut agent = Agent {
         model: inputs.model,
@@ -134,30 +133,19 @@ pub(super) async fn run_agent(
         redactor,
     };
     let RoundsRun {
-        mut outcome,
+        outcome,
         attempt,
         mut settled,
     } = run_rounds(&mut agent, &mut session, &config, &judging, report).await;
-    if let (Mode::Resume(resume), Ok(ended)) = (&plan.mode, &mut outcome) {
-        took_another_path(ended, resume.turns);
-    }
     // A resumed run that ended before its recorded turns were all replayed (a strict
     // drift, a lower limit) records what follows: hooks, checks, the end.
     agent.hand_over_now();
-    if let Ok(outcome) = &outcome {
-        // SessionEnd: the agent's work is over, whatever comes next. Its hooks can
-        // change the workspace, so a round judged before them is judged again.
-        match agent.close(&config, &session, outcome.reason).await {
-            Ok(0) => {}
-            Ok(_) => settled = None,
-            Err(error) => {
-                agent.ctx.shutdown();
-                mcp.shutdown().await;
-                settle(&agent.ctx, &commands, workspace, report).await?;
-                return Err(error.into());
-            }
-        }
-    }
+    // SessionEnd: the agent's work is over, whatever comes next. Its hooks can change
+    // the workspace, so a round judged before them is judged again.
+    let closed = match &outcome {
+        Ok(outcome) => agent.close(&config, &session, outcome.reason).await,
+        Err(_) => Ok(0),
+    };
     // Nothing the agent started may outlive the loop, change the workspace while the
     // diff is taken, or race the checks: stop every command and server and wait until
     // they are gone.
@@ -165,6 +153,9 @@ pub(super) async fn run_agent(
     let offered = offered_mcp_tools(&mcp);
     mcp.shutdown().await;
     settle(&agent.ctx, &commands, workspace, report).await?;
+    if closed? > 0 {
+        settled = None;
+    }
     let outcome = outcome?;
     report.todos = agent.ctx.todos();
     report.attempts = attempt;
@@ -278,6 +269,10 @@ async fn run_rounds(
             session.next_round(message);
         }
     };
+    let mut outcome = outcome;
+    if let (Mode::Resume(resume), Ok(ended)) = (&judging.plan.mode, &mut outcome) {
+        took_another_path(ended, resume.turns);
+    }
     RoundsRun {
         outcome,
         attempt,
@@ -476,7 +471,7 @@ fn loop_config(
         system.push_str("\n\n");
         system.push_str(&schema.instructions(model.output_mode()));
     }
-    AgentConfig {
+    let config = AgentConfig {
         system,
         prompt: plan.spec.spec.prompt.clone(),
         max_turns: plan.limits.max_turns,
@@ -488,5 +483,7 @@ fn loop_config(
         output,
         meter: Default::default(),
         web_search: web_search(plan, model),
-    }
+    };
+    charge_spent_before(plan, &config);
+    config
 }

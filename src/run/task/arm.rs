@@ -2,7 +2,7 @@
 //! it offers, how its commands start and in which sandbox, the confined thread drover's
 //! file tools open files on, and its MCP servers.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::mcp::{McpSession, RecordedTool, Setup as McpSetup};
@@ -37,97 +37,24 @@ pub(super) async fn arm(
     artifacts: &Path,
     task_dir: &Path,
 ) -> Result<Armed, TaskError> {
-    // drover's artifacts and a worktree's `.git` file are off limits to every tool
-    // (the OS keeps them out of reach too: see task_folder and restore_git_link).
-    let mut protected = workspace.protected();
-    let artifacts_dir = crate::workspace::paths::canonicalize_for_write(
-        &std::path::absolute(artifacts).unwrap_or_else(|_| artifacts.to_path_buf()),
-    )
-    .unwrap_or_else(|_| artifacts.to_path_buf());
-    // An artifacts directory holding the whole workspace cannot be kept off limits
-    // without forbidding every write; the OS-side staging still protects its files.
-    if !workspace.dir.starts_with(&artifacts_dir) {
-        protected.push(artifacts_dir);
-    }
     let policy = Policy::new(
         &plan.rules,
         &workspace.dir,
         &plan.spec.additional_directories(),
     )
-    .with_protected(protected);
+    .with_protected(protected_paths(workspace, artifacts));
     let mut registry = Registry::builtin()?;
     let runs_commands = registry.names().iter().any(|name| name == "Bash");
     // Setup and checks run in the sandbox too, so it is probed for them as for Bash.
     let probe =
         runs_commands || !plan.spec.spec.checks.is_empty() || !plan.spec.spec.setup.is_empty();
-    let confinement = plan.mode.confinement();
-    let unreadable = confinement.map_or(&[][..], |c| c.unreadable.as_slice());
-    let mut commands =
-        task_commands(&plan.spec, &plan.rules, &workspace.dir, unreadable, probe).await?;
-    for name in withheld_vars(plan) {
-        if !commands.env.withheld.contains(&name) {
-            commands.env.withheld.push(name);
-        }
-    }
-    if confinement.is_some() {
-        commands
-            .env
-            .withheld
-            .extend(super::commands::outside_fixed_environment());
-    }
-    // drover's file tools get the same filesystem confinement as the commands: a thread
-    // under the task's Landlock ruleset does their opens (defence in depth beneath the
-    // path handling). Failing that, the task fails as it would for Bash.
-    let mut file_thread = None;
-    if commands.summary["enabled"] == true {
-        let sandbox = commands.policy.clone();
-        match ConfinedThread::start(move || crate::sandbox::enforce_files(&sandbox)) {
-            Ok(thread) => file_thread = Some(thread),
-            Err(reason) => {
-                let hint = super::runner_hint::here();
-                commands.unavailable.get_or_insert(format!(
-                    "the OS sandbox cannot be enforced on this machine ({reason}), so the task did not run; {hint}; or write `sandbox: off` in the spec to run without it explicitly"
-                ));
-            }
-        }
-    }
+    let mut commands = commands_of(plan, &workspace.dir, probe).await?;
+    let file_thread = file_thread(&mut commands);
     // MCP servers start only for a task that will run, each in its sandbox.
     let mut mcp = McpSession::default();
     if !plan.mcp_servers.is_empty() && commands.unavailable.is_none() {
-        let limits = plan
-            .spec
-            .spec
-            .mcp
-            .as_ref()
-            .map(|mcp| mcp.value.clone())
-            .unwrap_or_default();
-        let env_for = |sandbox: Option<&crate::spec::SandboxSpec>| commands.for_sandbox(sandbox);
-        let setup = McpSetup {
-            spec_dir: plan.spec.path.parent().unwrap_or(Path::new(".")),
-            workspace: &workspace.dir,
-            log_dir: task_dir,
-            vars: &plan.mcp_vars,
-            env_for: &env_for,
-        };
-        mcp = McpSession::start(&plan.mcp_servers, &limits, &setup).await;
-        for tool in &mcp.tools {
-            // A resumed run answers the calls it replays from the recording: what the
-            // recorded run did to the world is not done twice.
-            let tool = match &plan.mode {
-                Mode::Resume(resume) => Arc::new(AnsweredTool::new(
-                    Arc::clone(tool),
-                    Arc::clone(&resume.answers),
-                )),
-                Mode::Live | Mode::Replay(_) | Mode::DiffOnly(_) => Arc::clone(tool),
-            };
-            // A server's schema that does not compile leaves its tool out, not the task.
-            if let Err(error) = registry.add(Arc::clone(&tool)) {
-                crate::esay!(
-                    "drover: warning: MCP tool {} left out: {error}",
-                    tool.name()
-                );
-            }
-        }
+        mcp = start_mcp_servers(plan, &workspace.dir, task_dir, &commands).await;
+        offer_mcp_tools(plan, &mcp, &mut registry);
     }
     // A replay answers the recording's MCP calls with their recorded results.
     if let Mode::Replay(replay) = &plan.mode {
@@ -145,4 +72,111 @@ pub(super) async fn arm(
         file_thread,
         mcp,
     })
+}
+
+/// drover's artifacts and a worktree's `.git` file are off limits to every tool (the OS
+/// keeps them out of reach too: see `run::artifacts::task_folder` and
+/// `restore_git_link`).
+fn protected_paths(workspace: &PreparedWorkspace, artifacts: &Path) -> Vec<PathBuf> {
+    let mut protected = workspace.protected();
+    let artifacts_dir = crate::workspace::paths::canonicalize_for_write(
+        &std::path::absolute(artifacts).unwrap_or_else(|_| artifacts.to_path_buf()),
+    )
+    .unwrap_or_else(|_| artifacts.to_path_buf());
+    // An artifacts directory holding the whole workspace cannot be kept off limits
+    // without forbidding every write; the OS-side staging still protects its files.
+    if !workspace.dir.starts_with(&artifacts_dir) {
+        protected.push(artifacts_dir);
+    }
+    protected
+}
+
+/// How the task's commands start: its sandbox, and an environment without the secrets
+/// it must not see (a replay's: only the fixed environment).
+async fn commands_of(
+    plan: &TaskPlan,
+    workspace: &Path,
+    probe: bool,
+) -> Result<TaskCommands, TaskError> {
+    let confinement = plan.mode.confinement();
+    let unreadable = confinement.map_or(&[][..], |c| c.unreadable.as_slice());
+    let mut commands = task_commands(&plan.spec, &plan.rules, workspace, unreadable, probe).await?;
+    for name in withheld_vars(plan) {
+        if !commands.env.withheld.contains(&name) {
+            commands.env.withheld.push(name);
+        }
+    }
+    if confinement.is_some() {
+        commands
+            .env
+            .withheld
+            .extend(super::commands::outside_fixed_environment());
+    }
+    Ok(commands)
+}
+
+/// drover's file tools get the same filesystem confinement as the commands: a thread
+/// under the task's Landlock ruleset does their opens (defence in depth beneath the
+/// path handling). Failing that, the task fails as it would for Bash.
+fn file_thread(commands: &mut TaskCommands) -> Option<ConfinedThread> {
+    if commands.summary["enabled"] != true {
+        return None;
+    }
+    let sandbox = commands.policy.clone();
+    match ConfinedThread::start(move || crate::sandbox::enforce_files(&sandbox)) {
+        Ok(thread) => Some(thread),
+        Err(reason) => {
+            let hint = super::runner_hint::here();
+            commands.unavailable.get_or_insert(format!(
+                "the OS sandbox cannot be enforced on this machine ({reason}), so the task did not run; {hint}; or write `sandbox: off` in the spec to run without it explicitly"
+            ));
+            None
+        }
+    }
+}
+
+/// Start the task's MCP servers, each in the sandbox its spec asks for.
+async fn start_mcp_servers(
+    plan: &TaskPlan,
+    workspace: &Path,
+    task_dir: &Path,
+    commands: &TaskCommands,
+) -> McpSession {
+    let limits = plan
+        .spec
+        .spec
+        .mcp
+        .as_ref()
+        .map(|mcp| mcp.value.clone())
+        .unwrap_or_default();
+    let env_for = |sandbox: Option<&crate::spec::SandboxSpec>| commands.for_sandbox(sandbox);
+    let setup = McpSetup {
+        spec_dir: plan.spec.path.parent().unwrap_or(Path::new(".")),
+        workspace,
+        log_dir: task_dir,
+        vars: &plan.mcp_vars,
+        env_for: &env_for,
+    };
+    McpSession::start(&plan.mcp_servers, &limits, &setup).await
+}
+
+/// Offer the servers' tools. A resumed run answers the calls it replays from the
+/// recording: what the recorded run did to the world is not done twice.
+fn offer_mcp_tools(plan: &TaskPlan, mcp: &McpSession, registry: &mut Registry) {
+    for tool in &mcp.tools {
+        let tool = match &plan.mode {
+            Mode::Resume(resume) => Arc::new(AnsweredTool::new(
+                Arc::clone(tool),
+                Arc::clone(&resume.answers),
+            )),
+            Mode::Live | Mode::Replay(_) | Mode::DiffOnly(_) => Arc::clone(tool),
+        };
+        // A server's schema that does not compile leaves its tool out, not the task.
+        if let Err(error) = registry.add(Arc::clone(&tool)) {
+            crate::esay!(
+                "drover: warning: MCP tool {} left out: {error}",
+                tool.name()
+            );
+        }
+    }
 }

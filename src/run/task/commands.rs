@@ -192,14 +192,8 @@ pub(super) async fn task_commands(
     unreadable: &[PathBuf],
     probe: bool,
 ) -> Result<TaskCommands, TaskError> {
-    let tmpdir = tempfile::Builder::new()
-        .prefix(&crate::workspace::leftovers::temp_prefix("tmp"))
-        .tempdir()
-        .map_err(TaskError::TempDir)?;
-    let hook_dir = tempfile::Builder::new()
-        .prefix(&crate::workspace::leftovers::temp_prefix("hooks"))
-        .tempdir()
-        .map_err(TaskError::TempDir)?;
+    let tmpdir = task_temp_dir("tmp")?;
+    let hook_dir = task_temp_dir("hooks")?;
     let tmp_path = tmpdir
         .path()
         .canonicalize()
@@ -209,15 +203,7 @@ pub(super) async fn task_commands(
         sandbox: None,
         tmpdir: Some(tmp_path.clone()),
         pass: spec.spec.env.pass.clone(),
-        withheld: spec
-            .spec
-            .model
-            .value
-            .api_key_env
-            .iter()
-            .filter(|name| name.as_str() != "none")
-            .cloned()
-            .collect(),
+        withheld: api_key_vars(spec),
     };
     let setting = sandbox_setting(spec.spec.sandbox.as_ref());
     let (network, limits) = setting.unwrap_or_default();
@@ -269,6 +255,27 @@ pub(super) async fn task_commands(
         _tmpdir: tmpdir,
         hook_dir,
     })
+}
+
+/// A directory of the task's own in the temp directory, named so a later drover knows
+/// it as one a killed run left.
+fn task_temp_dir(kind: &str) -> Result<TempDir, TaskError> {
+    tempfile::Builder::new()
+        .prefix(&crate::workspace::leftovers::temp_prefix(kind))
+        .tempdir()
+        .map_err(TaskError::TempDir)
+}
+
+/// The variables holding the model's API key: never a command's.
+fn api_key_vars(spec: &LoadedSpec) -> Vec<String> {
+    spec.spec
+        .model
+        .value
+        .api_key_env
+        .iter()
+        .filter(|name| name.as_str() != "none")
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::mcp::McpSession;
+use crate::mcp::{McpSession, ServerReport, Started as StartedServer};
 use crate::model::Model;
 use crate::record::McpServerReport;
 use crate::record::transcript::{McpToolLeftOut, McpToolName};
@@ -124,62 +124,20 @@ fn record_mcp_servers(
 ) -> Result<(), Halt> {
     let mut unavailable = Vec::new();
     for server in &mcp.reports {
-        report.mcp_servers.push(McpServerReport {
-            name: server.server.clone(),
-            status: if server.outcome.is_ok() {
-                "started"
-            } else {
-                "failed"
-            }
-            .to_string(),
-            protocol_version: server
-                .outcome
-                .as_ref()
-                .ok()
-                .map(|started| started.protocol_version.clone()),
-            tools: server
-                .outcome
-                .as_ref()
-                .map_or(0, |started| started.tools.len()),
-            calls: 0,
-        });
-        if let Ok(started) = &server.outcome {
-            for left in &started.left_out {
-                crate::esay!(
-                    "drover: warning: {}: MCP tool {:?} of server {} is not offered: {}",
-                    report.name,
-                    left.tool,
-                    server.server,
-                    left.reason()
-                );
-            }
-        }
+        report.mcp_servers.push(server_summary(server));
         let event = match &server.outcome {
-            Ok(started) => Event::McpServer {
-                server: server.server.clone(),
-                status: "started".to_string(),
-                required: server.required,
-                protocol_version: Some(started.protocol_version.clone()),
-                tools: started
-                    .tools
-                    .iter()
-                    .map(|named| McpToolName {
-                        tool: named.tool.clone(),
-                        name: named.name.clone(),
-                        renamed: named.changed.map(|why| why.as_str().to_string()),
-                    })
-                    .collect(),
-                left_out: started
-                    .left_out
-                    .iter()
-                    .map(|left| McpToolLeftOut {
-                        tool: left.tool.clone(),
-                        name: left.name.clone(),
-                        reason: left.reason(),
-                    })
-                    .collect(),
-                message: None,
-            },
+            Ok(started) => {
+                for left in &started.left_out {
+                    crate::esay!(
+                        "drover: warning: {}: MCP tool {:?} of server {} is not offered: {}",
+                        report.name,
+                        left.tool,
+                        server.server,
+                        left.reason()
+                    );
+                }
+                started_event(server, started)
+            }
             Err(why) => {
                 if server.required {
                     unavailable.push(format!("{}: {why}", server.server));
@@ -215,6 +173,53 @@ fn record_mcp_servers(
             unavailable.join("; ")
         ),
     ))
+}
+
+/// A server as the report lists it: whether it started, its protocol and tools.
+fn server_summary(server: &ServerReport) -> McpServerReport {
+    let started = server.outcome.as_ref().ok();
+    McpServerReport {
+        name: server.server.clone(),
+        status: if started.is_some() {
+            "started"
+        } else {
+            "failed"
+        }
+        .to_string(),
+        protocol_version: started.map(|started| started.protocol_version.clone()),
+        tools: started.map_or(0, |started| started.tools.len()),
+        calls: 0,
+    }
+}
+
+/// The `mcp_server` event of a server that started: its tools as offered (renamed
+/// where a name had to change) and those left out, each with why.
+fn started_event(server: &ServerReport, started: &StartedServer) -> Event {
+    Event::McpServer {
+        server: server.server.clone(),
+        status: "started".to_string(),
+        required: server.required,
+        protocol_version: Some(started.protocol_version.clone()),
+        tools: started
+            .tools
+            .iter()
+            .map(|named| McpToolName {
+                tool: named.tool.clone(),
+                name: named.name.clone(),
+                renamed: named.changed.map(|why| why.as_str().to_string()),
+            })
+            .collect(),
+        left_out: started
+            .left_out
+            .iter()
+            .map(|left| McpToolLeftOut {
+                tool: left.tool.clone(),
+                name: left.name.clone(),
+                reason: left.reason(),
+            })
+            .collect(),
+        message: None,
+    }
 }
 
 fn absolute(path: &Path) -> String {

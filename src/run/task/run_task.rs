@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::agent::{Handover, ReplayExpectations};
 use crate::message::Usage;
+use crate::model::Model;
 use crate::record::transcript::{EventObserver, TranscriptError};
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::run::artifacts::{Ledger, TaskFolder};
@@ -15,8 +16,9 @@ use crate::run::plan::{Mode, ResumePlan, TaskPlan};
 
 use super::agent_loop::{self, LoopInputs, Rounds};
 use super::arm::{Armed, arm};
-use super::diff::{diff, write_diff};
+use super::diff::{Changes, diff, write_diff};
 use super::error::{Halt, TaskError};
+use super::evaluation::Evaluation;
 use super::interrupt::Interrupt;
 use super::judge::judge;
 use super::kept_recording::keep_recording;
@@ -24,7 +26,7 @@ use super::model::build_model;
 use super::record_start::{record_start, recorded_start_only};
 use super::redaction::{redact_report, task_redactor};
 use super::setup::setup;
-use super::start::workspace;
+use super::start::{Started, workspace};
 
 /// Run the task and write its transcript and diff under `artifacts/<name>/`. Every
 /// transcript event is shown to `observer` too (progress output). `exposed`: the
@@ -202,21 +204,8 @@ async fn steps(
     let mut started = workspace(&plan, artifacts, report, &stop)?;
     let fingerprint = started.baseline.fingerprint();
     recorded_start_only(&plan, &fingerprint)?;
-    let mut model = build_model(&plan);
-    report.provider = model.provider().to_string();
-    report.model = model.name().to_string();
-    if let Mode::Resume(resume) = &plan.mode {
-        transcript.write(resume_event(resume, &plan, report))?;
-    }
-    // Arming starts the MCP servers, which may take their startup time: a signal stops
-    // it at once (the servers started so far are killed with the dropped future).
-    let armed = tokio::select! {
-        armed = arm(&plan, &started.workspace, artifacts, task_dir) => armed?,
-        () = interrupt.cancelled() => {
-            let message = "interrupted while the task's tools and MCP servers were set up; the agent never ran";
-            return Err(Halt::Early(EndReason::Interrupted, message.to_string()));
-        }
-    };
+    let mut model = task_model(&plan, report, transcript)?;
+    let armed = arm_unless_interrupted(&plan, &started, artifacts, task_dir, &interrupt).await?;
     record_start(
         &plan,
         model.as_ref(),
@@ -254,20 +243,15 @@ async fn steps(
                 .await?
         }
     };
-    let (changes, evaluation) = match rounds.settled.take() {
-        Some((changes, evaluation)) => (changes, Some(evaluation)),
-        None => (diff(&started, task_dir, redactor, report)?, None),
-    };
-    if let Mode::DiffOnly(diff_only) = &plan.mode {
-        super::diff_only::compare_diffs(
-            &diff_only.patch,
-            task_dir,
-            diff_only.strict,
-            &mut rounds,
-            report,
-            transcript,
-        )?;
-    }
+    let (changes, evaluation) = changes_of(
+        &plan,
+        &started,
+        &mut rounds,
+        task_dir,
+        redactor,
+        report,
+        transcript,
+    )?;
     let Rounds {
         outcome, commands, ..
     } = rounds;
@@ -285,6 +269,68 @@ async fn steps(
     .await?;
     finish(transcript, redactor, report, reason, message)?;
     Ok(())
+}
+
+/// The task's model, named in the report; a resumed task's transcript goes on with the
+/// `resume` event.
+fn task_model(
+    plan: &TaskPlan,
+    report: &mut TaskReport,
+    transcript: &mut TranscriptWriter,
+) -> Result<Box<dyn Model>, TranscriptError> {
+    let model = build_model(plan);
+    report.provider = model.provider().to_string();
+    report.model = model.name().to_string();
+    if let Mode::Resume(resume) = &plan.mode {
+        transcript.write(resume_event(resume, plan, report))?;
+    }
+    Ok(model)
+}
+
+/// Arming starts the MCP servers, which may take their startup time: a signal stops it
+/// at once (the servers started so far are killed with the dropped future).
+async fn arm_unless_interrupted(
+    plan: &TaskPlan,
+    started: &Started,
+    artifacts: &Path,
+    task_dir: &Path,
+    interrupt: &Interrupt,
+) -> Result<Armed, Halt> {
+    tokio::select! {
+        armed = arm(plan, &started.workspace, artifacts, task_dir) => Ok(armed?),
+        () = interrupt.cancelled() => {
+            let message = "interrupted while the task's tools and MCP servers were set up; the agent never ran";
+            Err(Halt::Early(EndReason::Interrupted, message.to_string()))
+        }
+    }
+}
+
+/// What the agent changed, and the evaluation of a round already judged. After
+/// `replay --diff-only` the diff is compared with the recorded one.
+fn changes_of(
+    plan: &TaskPlan,
+    started: &Started,
+    rounds: &mut Rounds,
+    task_dir: &Path,
+    redactor: &Redactor,
+    report: &mut TaskReport,
+    transcript: &mut TranscriptWriter,
+) -> Result<(Changes, Option<Evaluation>), Halt> {
+    let (changes, evaluation) = match rounds.settled.take() {
+        Some((changes, evaluation)) => (changes, Some(evaluation)),
+        None => (diff(started, task_dir, redactor, report)?, None),
+    };
+    if let Mode::DiffOnly(diff_only) = &plan.mode {
+        super::diff_only::compare_diffs(
+            &diff_only.patch,
+            task_dir,
+            diff_only.strict,
+            rounds,
+            report,
+            transcript,
+        )?;
+    }
+    Ok((changes, evaluation))
 }
 
 /// What the loop compares its results with: a replay's recorded results, or a resumed

@@ -70,193 +70,258 @@ impl TaskProgress {
                 self.say(&format!("started ({provider}/{model})"));
             }
             // A resumed run writes no run_start of its own (the recorded one stands).
-            Event::Resume {
-                replayed_turns,
-                provider,
-                model,
-                ..
-            } => {
-                self.start_bar();
-                self.turn = *replayed_turns;
-                self.say(&format!(
-                    "resumed ({provider}/{model}): replaying {} without the model",
-                    counted(*replayed_turns, "recorded turn", "recorded turns")
-                ));
-            }
-            Event::ModelResponse {
-                turn,
-                content,
-                usage,
-                ..
-            } => {
-                self.turn = *turn;
-                self.failed = None;
-                self.tokens = self.tokens.saturating_add(usage.total());
-                if let Some(cost) = event_cost(event) {
-                    *self.cost.get_or_insert(0.0) += cost;
-                }
-                let tools: Vec<&str> = content
-                    .iter()
-                    .filter_map(|block| match block {
-                        ContentBlock::ToolUse { name, .. } => Some(name.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                let calls = if tools.is_empty() {
-                    "no tool calls".to_string()
-                } else {
-                    tools.join(", ")
-                };
-                self.say(&format!("turn {turn}: {calls} · {}", self.figures()));
-            }
+            Event::Resume { .. } => self.on_resume(event),
+            Event::ModelResponse { .. } => self.on_model_response(event),
             Event::ToolCall { id, name, input } => {
                 self.tools.insert(id.clone(), name.clone());
                 self.running.push((id.clone(), brief(name, input)));
                 self.refresh();
             }
             Event::Permission {
-                tool_use_id,
                 decision: Decision::Deny,
-                reason,
                 ..
-            } => {
-                self.denied.insert(tool_use_id.clone());
-                let tool = self.tools.get(tool_use_id).map_or("a tool", String::as_str);
-                let text = format!("✗ denied {tool}: {reason}");
-                self.progress.line(&self.name, &text);
-                self.failed = Some(format!("✗ denied {tool}"));
-                self.refresh();
-            }
-            Event::ToolResult {
-                tool_use_id,
-                is_error,
-                content,
-                ..
-            } => {
-                let call = self
-                    .running
-                    .iter()
-                    .find(|(id, _)| id == tool_use_id)
-                    .map(|(_, call)| call.clone());
-                self.running.retain(|(id, _)| id != tool_use_id);
-                // An error result the model gets (an unknown tool, an Edit that does not
-                // match, a failing command) is shown as such, not as a success.
-                if *is_error && !self.denied.contains(tool_use_id) {
-                    let call = call.unwrap_or_else(|| "a tool".to_string());
-                    let first = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                    let first: String = first.chars().take(160).collect();
-                    self.progress
-                        .line(&self.name, &format!("✗ {call}: {first}"));
-                    self.failed = Some(format!("✗ {call}"));
-                }
-                self.refresh();
-            }
-            Event::Retry {
-                attempt,
-                reason,
-                status,
-                delay_ms,
-            } => {
-                let status = status.map_or_else(String::new, |code| format!(" (HTTP {code})"));
-                let text = format!(
-                    "model request failed{status}: {reason}; trying again (attempt {}) in {:.1}s",
-                    attempt + 1,
-                    *delay_ms as f64 / 1000.0
-                );
-                self.progress.line(&self.name, &text);
-            }
-            Event::CheckStart {
-                name,
-                command,
-                number,
-                of,
-            } => {
-                self.phase = Some(format!("checks: {number}/{of} {name}"));
-                if let (Some(bar), Some(bars)) = (&self.bar, &self.progress.bars) {
-                    bar.set_style(bars.check_style.clone());
-                    bar.reset_elapsed();
-                }
-                self.say(&format!("check {number}/{of} {name:?} started: {command}"));
-            }
+            } => self.on_permission(event),
+            Event::ToolResult { .. } => self.on_tool_result(event),
+            Event::Retry { .. } => self.on_retry(event),
+            Event::CheckStart { .. } => self.on_check_start(event),
             Event::Check {
-                name,
-                command,
-                passed,
-                expectation: true,
-                found,
-                ..
-            } => {
-                let name = name.strip_prefix("expect: ").unwrap_or(name);
-                let text = if *passed {
-                    format!("expectation {name} met")
-                } else {
-                    format!(
-                        "expectation {name} NOT MET: expected {command}, but {}",
-                        found.as_deref().unwrap_or("it was not")
-                    )
-                };
-                self.say(&text);
-            }
-            Event::Check {
-                name,
-                passed,
-                exit_code,
-                timed_out,
-                ..
-            } => {
-                let outcome = match (passed, timed_out, exit_code) {
-                    (true, _, _) => "passed".to_string(),
-                    (false, true, _) => "FAILED (timed out)".to_string(),
-                    (false, false, Some(code)) => format!("FAILED (exit code {code})"),
-                    (false, false, None) => "FAILED".to_string(),
-                };
-                self.say(&format!("check {name:?} {outcome}"));
-            }
-            Event::ReplayDrift {
-                call,
-                tool,
-                tool_use_id,
-                diff,
-                ..
-            } => {
-                let text = format!(
-                    "drift at call {call} ({tool} {tool_use_id}): the result differs from the recording"
-                );
-                self.progress.line(&self.name, &text);
-                for line in diff.lines() {
-                    self.progress.line(&self.name, &format!("  {line}"));
-                }
-            }
+                expectation: true, ..
+            } => self.on_expectation(event),
+            Event::Check { .. } => self.on_check(event),
+            Event::ReplayDrift { .. } => self.on_replay_drift(event),
             Event::AgentStart {
                 agent_type, depth, ..
             } => {
                 self.say(&format!("agent {agent_type} started (depth {depth})"));
             }
-            Event::AgentEnd {
-                agent_type,
-                reason,
-                turns,
-                usage,
-                cost_usd,
-                ..
-            } => {
-                self.tokens = self.tokens.saturating_add(usage.total());
-                if let Some(cost) = cost_usd {
-                    *self.cost.get_or_insert(0.0) += cost;
-                }
-                self.say(&format!(
-                    "agent {agent_type} ended: {} after {} · {}",
-                    reason.as_str(),
-                    counted(*turns, "turn", "turns"),
-                    self.figures()
-                ));
-            }
+            Event::AgentEnd { .. } => self.on_agent_end(event),
             Event::RunEnd {
                 cost_usd: Some(cost),
                 ..
             } => self.cost = Some(*cost),
             _ => {}
         }
+    }
+
+    fn on_resume(&mut self, event: &Event) {
+        let Event::Resume {
+            replayed_turns,
+            provider,
+            model,
+            ..
+        } = event
+        else {
+            return;
+        };
+        self.start_bar();
+        self.turn = *replayed_turns;
+        self.say(&format!(
+            "resumed ({provider}/{model}): replaying {} without the model",
+            counted(*replayed_turns, "recorded turn", "recorded turns")
+        ));
+    }
+
+    fn on_model_response(&mut self, event: &Event) {
+        let Event::ModelResponse {
+            turn,
+            content,
+            usage,
+            ..
+        } = event
+        else {
+            return;
+        };
+        self.turn = *turn;
+        self.failed = None;
+        self.tokens = self.tokens.saturating_add(usage.total());
+        if let Some(cost) = event_cost(event) {
+            *self.cost.get_or_insert(0.0) += cost;
+        }
+        let tools: Vec<&str> = content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolUse { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        let calls = if tools.is_empty() {
+            "no tool calls".to_string()
+        } else {
+            tools.join(", ")
+        };
+        self.say(&format!("turn {turn}: {calls} · {}", self.figures()));
+    }
+
+    fn on_permission(&mut self, event: &Event) {
+        let Event::Permission {
+            tool_use_id,
+            decision: Decision::Deny,
+            reason,
+            ..
+        } = event
+        else {
+            return;
+        };
+        self.denied.insert(tool_use_id.clone());
+        let tool = self.tools.get(tool_use_id).map_or("a tool", String::as_str);
+        let text = format!("✗ denied {tool}: {reason}");
+        self.progress.line(&self.name, &text);
+        self.failed = Some(format!("✗ denied {tool}"));
+        self.refresh();
+    }
+
+    fn on_tool_result(&mut self, event: &Event) {
+        let Event::ToolResult {
+            tool_use_id,
+            is_error,
+            content,
+            ..
+        } = event
+        else {
+            return;
+        };
+        let call = self
+            .running
+            .iter()
+            .find(|(id, _)| id == tool_use_id)
+            .map(|(_, call)| call.clone());
+        self.running.retain(|(id, _)| id != tool_use_id);
+        // An error result the model gets (an unknown tool, an Edit that does not
+        // match, a failing command) is shown as such, not as a success.
+        if *is_error && !self.denied.contains(tool_use_id) {
+            let call = call.unwrap_or_else(|| "a tool".to_string());
+            let first = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let first: String = first.chars().take(160).collect();
+            self.progress
+                .line(&self.name, &format!("✗ {call}: {first}"));
+            self.failed = Some(format!("✗ {call}"));
+        }
+        self.refresh();
+    }
+
+    fn on_retry(&mut self, event: &Event) {
+        let Event::Retry {
+            attempt,
+            reason,
+            status,
+            delay_ms,
+        } = event
+        else {
+            return;
+        };
+        let status = status.map_or_else(String::new, |code| format!(" (HTTP {code})"));
+        let text = format!(
+            "model request failed{status}: {reason}; trying again (attempt {}) in {:.1}s",
+            attempt + 1,
+            *delay_ms as f64 / 1000.0
+        );
+        self.progress.line(&self.name, &text);
+    }
+
+    fn on_check_start(&mut self, event: &Event) {
+        let Event::CheckStart {
+            name,
+            command,
+            number,
+            of,
+        } = event
+        else {
+            return;
+        };
+        self.phase = Some(format!("checks: {number}/{of} {name}"));
+        if let (Some(bar), Some(bars)) = (&self.bar, &self.progress.bars) {
+            bar.set_style(bars.check_style.clone());
+            bar.reset_elapsed();
+        }
+        self.say(&format!("check {number}/{of} {name:?} started: {command}"));
+    }
+
+    fn on_expectation(&mut self, event: &Event) {
+        let Event::Check {
+            name,
+            command,
+            passed,
+            expectation: true,
+            found,
+            ..
+        } = event
+        else {
+            return;
+        };
+        let name = name.strip_prefix("expect: ").unwrap_or(name);
+        let text = if *passed {
+            format!("expectation {name} met")
+        } else {
+            format!(
+                "expectation {name} NOT MET: expected {command}, but {}",
+                found.as_deref().unwrap_or("it was not")
+            )
+        };
+        self.say(&text);
+    }
+
+    fn on_check(&mut self, event: &Event) {
+        let Event::Check {
+            name,
+            passed,
+            exit_code,
+            timed_out,
+            ..
+        } = event
+        else {
+            return;
+        };
+        let outcome = match (passed, timed_out, exit_code) {
+            (true, _, _) => "passed".to_string(),
+            (false, true, _) => "FAILED (timed out)".to_string(),
+            (false, false, Some(code)) => format!("FAILED (exit code {code})"),
+            (false, false, None) => "FAILED".to_string(),
+        };
+        self.say(&format!("check {name:?} {outcome}"));
+    }
+
+    fn on_replay_drift(&mut self, event: &Event) {
+        let Event::ReplayDrift {
+            call,
+            tool,
+            tool_use_id,
+            diff,
+            ..
+        } = event
+        else {
+            return;
+        };
+        let text = format!(
+            "drift at call {call} ({tool} {tool_use_id}): the result differs from the recording"
+        );
+        self.progress.line(&self.name, &text);
+        for line in diff.lines() {
+            self.progress.line(&self.name, &format!("  {line}"));
+        }
+    }
+
+    fn on_agent_end(&mut self, event: &Event) {
+        let Event::AgentEnd {
+            agent_type,
+            reason,
+            turns,
+            usage,
+            cost_usd,
+            ..
+        } = event
+        else {
+            return;
+        };
+        self.tokens = self.tokens.saturating_add(usage.total());
+        if let Some(cost) = cost_usd {
+            *self.cost.get_or_insert(0.0) += cost;
+        }
+        self.say(&format!(
+            "agent {agent_type} ended: {} after {} · {}",
+            reason.as_str(),
+            counted(*turns, "turn", "turns"),
+            self.figures()
+        ));
     }
 
     fn start_bar(&mut self) {
