@@ -1,10 +1,15 @@
 //! Turning the paths a model writes into real paths.
+//!
+//! Pure std: no drover type, no I/O beyond reading the file system's symlinks. Its own
+//! crate because both the workspace and the permission policy (`drover-policy`) resolve
+//! paths the same way, and the policy must not depend on the binary that holds the
+//! workspace.
 
 use std::path::{Component, Path, PathBuf};
 
 /// Why a path from a tool input cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum PathError {
+pub enum PathError {
     #[error("the path is empty; give a file path relative to the workspace or absolute")]
     Empty,
     #[error("the path contains a NUL byte, which no file name can hold")]
@@ -13,7 +18,7 @@ pub(crate) enum PathError {
 
 /// Resolve `input` (absolute, or relative to `workspace`) to an absolute path with `.` and
 /// `..` removed lexically. Symlinks are not resolved here; confinement checks do that.
-pub(crate) fn resolve(workspace: &Path, input: &str) -> Result<PathBuf, PathError> {
+pub fn resolve(workspace: &Path, input: &str) -> Result<PathBuf, PathError> {
     Ok(normalize(&joined(workspace, input)?))
 }
 
@@ -51,7 +56,7 @@ fn steps(path: &Path) -> impl Iterator<Item = std::ffi::OsString> + '_ {
 /// A path resolved the way the kernel would: symlinks followed and `..` taken after them
 /// (so `link/..` is the parent of the link's target, not the directory holding the link).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Physical {
+pub struct Physical {
     /// Absolute, without symlinks as far as the path exists; a missing tail is kept
     /// lexically.
     pub path: PathBuf,
@@ -64,7 +69,7 @@ pub(crate) struct Physical {
 const MAX_LINKS: usize = 40;
 
 /// Resolve `input` (absolute, or relative to `base`) physically (see [`Physical`]).
-pub(crate) fn resolve_physical(base: &Path, input: &str) -> Result<Physical, PathError> {
+pub fn resolve_physical(base: &Path, input: &str) -> Result<Physical, PathError> {
     let joined = joined(base, input)?;
     let mut pending: std::collections::VecDeque<std::ffi::OsString> = steps(&joined).collect();
     let mut resolved = PathBuf::from("/");
@@ -114,7 +119,7 @@ fn is_process_path(path: &Path) -> bool {
 
 /// Remove `.` and `..` components without touching the file system. `..` at the root
 /// stays at the root, as the kernel treats it.
-pub(crate) fn normalize(path: &Path) -> PathBuf {
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -131,7 +136,7 @@ pub(crate) fn normalize(path: &Path) -> PathBuf {
 }
 
 /// `path` relative to `workspace` with `/` separators, or None when it lies outside.
-pub(crate) fn relative_to(workspace: &Path, path: &Path) -> Option<String> {
+pub fn relative_to(workspace: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(workspace).ok()?;
     let parts: Vec<String> = rel
         .components()
@@ -142,7 +147,7 @@ pub(crate) fn relative_to(workspace: &Path, path: &Path) -> Option<String> {
 
 /// Canonicalize `path`, or for a path that does not exist yet, its nearest existing
 /// ancestor with the rest appended: where a write would really land.
-pub(crate) fn canonicalize_for_write(path: &Path) -> std::io::Result<PathBuf> {
+pub fn canonicalize_for_write(path: &Path) -> std::io::Result<PathBuf> {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {
