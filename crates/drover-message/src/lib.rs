@@ -2,6 +2,10 @@
 //!
 //! Every provider translates to and from these types, so the loop, the transcript and
 //! replay all speak one format.
+//!
+//! Plain data and nothing of drover: its own crate so the spec, the policy and the
+//! record can name the conversation without depending on the binary (drover re-exports
+//! it as `crate::message`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,7 +16,7 @@ fn is_zero(count: &u64) -> bool {
 
 /// Anthropic's server-side web search, as a task's policy lets the model use it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct WebSearch {
+pub struct WebSearch {
     /// Only results from these domains (and their subdomains); empty: any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_domains: Vec<String>,
@@ -27,7 +31,7 @@ pub(crate) struct WebSearch {
 /// One block of a message, tagged the way the Anthropic Messages API tags it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum ContentBlock {
+pub enum ContentBlock {
     Text {
         text: String,
     },
@@ -63,7 +67,7 @@ pub(crate) enum ContentBlock {
 /// An image a tool returned, as the Anthropic API takes it in a tool result: base64 data
 /// and its media type. Providers that take no images get the text's note only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Image {
+pub struct Image {
     pub media_type: String,
     /// Base64, as the tool sent it.
     pub data: String,
@@ -71,7 +75,7 @@ pub(crate) struct Image {
 
 impl Image {
     /// The image's bytes; None when `data` is not valid base64.
-    pub(crate) fn bytes(&self) -> Option<Vec<u8>> {
+    pub fn bytes(&self) -> Option<Vec<u8>> {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD
             .decode(&self.data)
@@ -81,19 +85,19 @@ impl Image {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Role {
+pub enum Role {
     User,
     Assistant,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Message {
+pub struct Message {
     pub role: Role,
     pub content: Vec<ContentBlock>,
 }
 
 impl Message {
-    pub(crate) fn user_text(text: impl Into<String>) -> Self {
+    pub fn user_text(text: impl Into<String>) -> Self {
         Message {
             role: Role::User,
             content: vec![ContentBlock::Text { text: text.into() }],
@@ -104,7 +108,7 @@ impl Message {
 /// Why the model stopped producing its turn; the Anthropic names, which the loop acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum StopReason {
+pub enum StopReason {
     EndTurn,
     ToolUse,
     MaxTokens,
@@ -115,7 +119,7 @@ pub(crate) enum StopReason {
 
 /// Token counts for one response or, summed, for a whole run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Usage {
+pub struct Usage {
     #[serde(default)]
     pub input_tokens: u64,
     #[serde(default)]
@@ -135,14 +139,14 @@ pub(crate) struct Usage {
 
 impl Usage {
     /// No token at all (what serializers leave out).
-    pub(crate) fn is_zero(&self) -> bool {
+    pub fn is_zero(&self) -> bool {
         self.total() == 0 && self.web_search_requests == 0
     }
 
     /// Add another turn's usage. Counts come from a server and may be absurd (2^63 per
     /// turn): they saturate at `u64::MAX`, never wrap to a small number that would
     /// disable `max_tokens`.
-    pub(crate) fn add(&mut self, other: &Usage) {
+    pub fn add(&mut self, other: &Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.cache_creation_input_tokens = self
@@ -159,12 +163,12 @@ impl Usage {
 
     /// About four bytes of text make a token for the tokenizers in use; an estimate
     /// errs high rather than low only through the request's JSON overhead.
-    pub(crate) const BYTES_PER_TOKEN: usize = 4;
+    pub const BYTES_PER_TOKEN: usize = 4;
 
     /// `response`'s usage, or when the server reported none at all (every count zero:
     /// no real request costs nothing), an estimate from the request's and the answer's
     /// sizes, marked `estimated`.
-    pub(crate) fn estimate_if_missing(response: &mut ModelResponse, request_bytes: usize) {
+    pub fn estimate_if_missing(response: &mut ModelResponse, request_bytes: usize) {
         if response.usage != Usage::default() {
             return;
         }
@@ -191,7 +195,7 @@ impl Usage {
     }
 
     /// The total for people: `1234`, or `~1234 (estimated)` when drover estimated it.
-    pub(crate) fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         if self.estimated {
             format!("~{} (estimated)", self.total())
         } else {
@@ -200,7 +204,7 @@ impl Usage {
     }
 
     /// Every token of the usage, saturating (see [`Usage::add`]).
-    pub(crate) fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         self.input_tokens
             .saturating_add(self.output_tokens)
             .saturating_add(self.cache_creation_input_tokens)
@@ -232,7 +236,7 @@ mod usage_tests {
 
 /// A tool as offered to a model (the Anthropic `tools` array format).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ToolDefinition {
+pub struct ToolDefinition {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
@@ -240,7 +244,7 @@ pub(crate) struct ToolDefinition {
 
 /// One assistant turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ModelResponse {
+pub struct ModelResponse {
     pub content: Vec<ContentBlock>,
     pub stop_reason: StopReason,
     pub usage: Usage,
@@ -248,7 +252,7 @@ pub(crate) struct ModelResponse {
 
 impl ModelResponse {
     /// The tool calls of this turn, in the order the model made them.
-    pub(crate) fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
+    pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
         self.content.iter().filter_map(|block| match block {
             ContentBlock::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
             _ => None,
@@ -256,7 +260,7 @@ impl ModelResponse {
     }
 
     /// All text blocks of this turn joined by newlines.
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         let texts: Vec<&str> = self
             .content
             .iter()
