@@ -24,7 +24,7 @@ impl<'de> Deserialize<'de> for NoSandbox {
 
 /// What is wrong in such a JSON file, at its line and column (1-based).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) struct JsonError {
+pub struct JsonError {
     pub line: usize,
     pub column: usize,
     pub message: String,
@@ -32,7 +32,7 @@ pub(crate) struct JsonError {
 
 impl JsonError {
     /// The file's `sandbox` key was the problem.
-    pub(crate) fn is_sandbox(&self) -> bool {
+    pub fn is_sandbox(&self) -> bool {
         self.message == NO_SANDBOX_HERE
     }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 /// A limit as written: a number, a size such as `8GiB`, or `unlimited`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "LimitText")]
-pub(crate) struct LimitValue(pub Option<u64>);
+pub struct LimitValue(pub Option<u64>);
 
 /// Numbers and strings both reach [`LimitValue`] through this.
 #[derive(Deserialize)]
@@ -67,7 +67,7 @@ fn parse_limit(text: &str) -> Result<Option<u64>, LimitError> {
 
 /// A `sandbox.limits` value that does not parse; each says what to write.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum LimitError {
+pub enum LimitError {
     #[error("invalid limit {text:?}; write a number, a size such as 8GiB, or unlimited")]
     NotANumber { text: String },
     #[error(
@@ -81,7 +81,7 @@ pub(crate) enum LimitError {
 /// `sandbox.limits`; a field left out keeps its default (see `ResourceLimits`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct LimitsSpec {
+pub struct LimitsSpec {
     /// Processes of the user (RLIMIT_NPROC; not enforced by the kernel for root).
     pub processes: Option<LimitValue>,
     /// The largest file a command may write (RLIMIT_FSIZE).

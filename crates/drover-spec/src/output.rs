@@ -8,7 +8,7 @@ use serde_json::Value;
 /// `output:` — exactly one of `schema` and `schema_file`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct OutputSpec {
+pub struct OutputSpec {
     #[serde(default)]
     pub schema: Option<Value>,
     /// A JSON file, relative to the spec file.
@@ -19,13 +19,13 @@ pub(crate) struct OutputSpec {
 /// `retry:` — how many times the agent loop may run in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct AttemptsSpec {
+pub struct AttemptsSpec {
     /// Attempts in total, from 1 (the default: failed checks end the task).
     pub max_attempts: u32,
 }
 
 /// The most attempts a spec may ask for: each one re-runs every check.
-pub(crate) const MAX_ATTEMPTS: u32 = 20;
+pub const MAX_ATTEMPTS: u32 = 20;
 
 /// What is wrong with `output`, if anything (the schema itself is compiled later).
 pub(crate) fn output_problem(output: &OutputSpec) -> Option<String> {

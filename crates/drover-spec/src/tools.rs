@@ -16,7 +16,7 @@ use super::ModelSpec;
 /// `tools:`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ToolsSpec {
+pub struct ToolsSpec {
     #[serde(default)]
     pub web_fetch: Option<WebFetchSpec>,
     #[serde(default)]
@@ -26,7 +26,7 @@ pub(crate) struct ToolsSpec {
 /// `tools.web_search:`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct WebSearchSpec {
+pub struct WebSearchSpec {
     /// Searches the model may make per request (1 or more; default 8).
     #[serde(default)]
     pub max_uses: Option<Spanned<u32>>,
@@ -35,7 +35,7 @@ pub(crate) struct WebSearchSpec {
 /// `tools.web_fetch:`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct WebFetchSpec {
+pub struct WebFetchSpec {
     /// The (small) model that answers WebFetch's `prompt` over the fetched page, as in
     /// Claude Code; the same fields as `model:`. Without it the page itself is returned.
     #[serde(default)]
@@ -44,7 +44,7 @@ pub(crate) struct WebFetchSpec {
 
 impl ToolsSpec {
     /// The page model, if one is set.
-    pub(crate) fn web_fetch_model(&self) -> Option<&Spanned<ModelSpec>> {
+    pub fn web_fetch_model(&self) -> Option<&Spanned<ModelSpec>> {
         self.web_fetch.as_ref().and_then(|w| w.model.as_ref())
     }
 }

@@ -10,7 +10,7 @@ use super::SpecDuration;
 /// `model.retry`: how hard to try before a task ends with `provider_error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RetrySpec {
+pub struct RetrySpec {
     /// Retries after the first attempt (0 = never retry).
     #[serde(default = "default_max_retries")]
     pub max_retries: u32,
@@ -47,7 +47,7 @@ fn default_max_backoff() -> SpecDuration {
 /// `model.timeouts`: each one, when it passes, fails the attempt (which is retried).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct TimeoutsSpec {
+pub struct TimeoutsSpec {
     /// Establishing the TCP (and TLS) connection.
     #[serde(default = "default_connect")]
     pub connect: SpecDuration,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// USD per million tokens for each of the four usage counts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "PricingFields")]
-pub(crate) struct Pricing {
+pub struct Pricing {
     pub input: f64,
     pub output: f64,
     pub cache_write: f64,
@@ -22,12 +22,12 @@ pub(crate) const WEB_SEARCH_USD: f64 = 0.01;
 
 impl Pricing {
     /// What script and replay models spend: nothing.
-    pub(crate) const FREE: Pricing = Pricing {
+    pub const FREE: Pricing = Pricing {
         web_search: 0.0,
         ..Pricing::new(0.0, 0.0, 0.0, 0.0)
     };
 
-    pub(crate) const fn new(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Self {
+    pub const fn new(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Self {
         Pricing {
             input,
             output,

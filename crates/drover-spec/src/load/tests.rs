@@ -43,7 +43,7 @@ fn a_full_spec_loads_into_types() {
         Some(5)
     );
     assert_eq!(
-        crate::spec::TimeoutLimit::effective(spec.spec.limits.timeout).unwrap(),
+        crate::TimeoutLimit::effective(spec.spec.limits.timeout).unwrap(),
         std::time::Duration::from_secs(120)
     );
     assert_eq!(spec.spec.permissions.allow.len(), 3);
@@ -237,7 +237,7 @@ fn bad_budgets_and_prices_are_reported() {
 
 #[test]
 fn limits_timeout_defaults_to_an_hour_and_none_disables_it() {
-    use crate::spec::{DEFAULT_TASK_TIMEOUT, TimeoutLimit};
+    use crate::{DEFAULT_TASK_TIMEOUT, TimeoutLimit};
     let parse_ok = |text: &str| {
         let dir = tempfile::tempdir().unwrap();
         load(&write(dir.path(), "a.yaml", text)).unwrap()
@@ -302,4 +302,16 @@ fn yaml_that_is_no_task_spec_is_skipped_in_a_directory_but_not_when_named() {
     );
     let named = collect_spec_files(std::slice::from_ref(&workflow)).unwrap();
     assert_eq!(named.files, [workflow]);
+}
+
+#[test]
+fn the_spec_hash_is_lowercase_hex_sha256() {
+    assert_eq!(
+        sha256_hex(b""),
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    assert_eq!(
+        sha256_hex(b"abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
 }

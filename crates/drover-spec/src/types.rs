@@ -13,7 +13,7 @@ use super::Pricing;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct TaskSpec {
+pub struct TaskSpec {
     /// Required and checked when parsed: [`SpecVersion`] accepts only known versions.
     pub version: SpecVersion,
     pub name: Spanned<TaskName>,
@@ -79,7 +79,7 @@ pub(crate) struct TaskSpec {
 /// Only version 1 exists; anything else is refused rather than half-understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "u32")]
-pub(crate) struct SpecVersion;
+pub struct SpecVersion;
 
 impl TryFrom<u32> for SpecVersion {
     type Error = InvalidValue;
@@ -101,10 +101,10 @@ pub(super) const MAX_TASK_NAME: usize = 100;
 /// A task name: it names the artifact directory, so it is restricted to `[A-Za-z0-9._-]`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String")]
-pub(crate) struct TaskName(String);
+pub struct TaskName(String);
 
 impl TaskName {
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -144,7 +144,7 @@ impl TryFrom<String> for TaskName {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Isolation {
+pub enum Isolation {
     /// Edit the workspace in place.
     #[default]
     None,
@@ -156,7 +156,7 @@ pub(crate) enum Isolation {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Provider {
+pub enum Provider {
     Anthropic,
     Openai,
     Script,
@@ -164,7 +164,7 @@ pub(crate) enum Provider {
 }
 
 impl Provider {
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Provider::Anthropic => "anthropic",
             Provider::Openai => "openai",
@@ -176,7 +176,7 @@ impl Provider {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ModelSpec {
+pub struct ModelSpec {
     pub provider: Provider,
     #[serde(default)]
     pub name: Option<String>,
@@ -213,7 +213,7 @@ pub(crate) struct ModelSpec {
 /// One scripted assistant turn: optional text, then tool calls in order.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ScriptTurn {
+pub struct ScriptTurn {
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]
@@ -226,7 +226,7 @@ pub(crate) struct ScriptTurn {
 /// A scripted turn's token counts; the field names of the Anthropic `usage` object.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ScriptUsage {
+pub struct ScriptUsage {
     #[serde(default)]
     pub input_tokens: u64,
     #[serde(default)]
@@ -239,7 +239,7 @@ pub(crate) struct ScriptUsage {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ScriptToolCall {
+pub struct ScriptToolCall {
     pub name: String,
     #[serde(default = "empty_object")]
     pub input: Value,
@@ -251,7 +251,7 @@ fn empty_object() -> Value {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Permissions {
+pub struct Permissions {
     /// Rules as written (`Bash(cargo test *)`), each with its position; the policy parses
     /// them (see `policy::RuleSet`).
     #[serde(default)]
@@ -273,7 +273,7 @@ pub(crate) struct Permissions {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum PermissionMode {
+pub enum PermissionMode {
     #[default]
     Default,
     Plan,
@@ -282,7 +282,7 @@ pub(crate) enum PermissionMode {
 /// An explicit on/off setting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Switch {
+pub enum Switch {
     #[default]
     On,
     Off,
@@ -290,7 +290,7 @@ pub(crate) enum Switch {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Limits {
+pub struct Limits {
     /// Spanned so that a zero is reported at its place.
     #[serde(default)]
     pub max_turns: Option<Spanned<u32>>,
@@ -311,7 +311,7 @@ pub(crate) struct Limits {
 
 /// `sandbox: off`, `sandbox: on`, or `sandbox: { network: true }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum SandboxSpec {
+pub enum SandboxSpec {
     Switch(Switch),
     Settings(SandboxSettings),
 }
@@ -353,7 +353,7 @@ impl<'de> Deserialize<'de> for SandboxSpec {
 
 impl SandboxSpec {
     /// Whether commands under the `sandbox:` setting `spec` (absent: on) have the network.
-    pub(crate) fn has_network(spec: Option<&SandboxSpec>) -> bool {
+    pub fn has_network(spec: Option<&SandboxSpec>) -> bool {
         match spec {
             None | Some(SandboxSpec::Switch(Switch::On)) => false,
             Some(SandboxSpec::Switch(Switch::Off)) => true,
@@ -364,7 +364,7 @@ impl SandboxSpec {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct SandboxSettings {
+pub struct SandboxSettings {
     /// Let commands use the network (default: off).
     #[serde(default)]
     pub network: bool,
@@ -379,7 +379,7 @@ pub(crate) struct SandboxSettings {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct EnvSpec {
+pub struct EnvSpec {
     /// Variables passed to commands even though they look like secrets.
     #[serde(default)]
     pub pass: Vec<String>,
@@ -387,7 +387,7 @@ pub(crate) struct EnvSpec {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct CheckSpec {
+pub struct CheckSpec {
     pub name: String,
     pub run: String,
     #[serde(default)]
@@ -399,19 +399,19 @@ pub(crate) struct CheckSpec {
 }
 
 /// The agent loop's wall-clock limit when the spec sets none: a task never runs for ever.
-pub(crate) const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// `limits.timeout`: a duration (`30m`), or `none` for no limit at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
-pub(crate) enum TimeoutLimit {
+pub enum TimeoutLimit {
     Unlimited,
     After(Duration),
 }
 
 impl TimeoutLimit {
     /// The limit in force spelled as a spec writes it (`1h`, `20m 30s`, `none`).
-    pub(crate) fn spelled(limit: Option<TimeoutLimit>) -> String {
+    pub fn spelled(limit: Option<TimeoutLimit>) -> String {
         match TimeoutLimit::effective(limit) {
             Some(duration) => humantime::format_duration(duration).to_string(),
             None => "none".to_string(),
@@ -419,7 +419,7 @@ impl TimeoutLimit {
     }
 
     /// The limit in force, the default when the spec says nothing.
-    pub(crate) fn effective(limit: Option<TimeoutLimit>) -> Option<Duration> {
+    pub fn effective(limit: Option<TimeoutLimit>) -> Option<Duration> {
         match limit {
             None => Some(DEFAULT_TASK_TIMEOUT),
             Some(TimeoutLimit::Unlimited) => None,
@@ -444,12 +444,12 @@ impl TryFrom<String> for TimeoutLimit {
 /// parser adds the file, line and column, and the text says what to write instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct InvalidValue(pub String);
+pub struct InvalidValue(pub String);
 
 /// A duration written the human way: `90s`, `20m`, `1h 30m`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
-pub(crate) struct SpecDuration(pub Duration);
+pub struct SpecDuration(pub Duration);
 
 impl TryFrom<String> for SpecDuration {
     type Error = InvalidValue;

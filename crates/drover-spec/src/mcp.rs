@@ -11,7 +11,7 @@ use super::types::{SandboxSpec, SpecDuration};
 /// The task's MCP servers and their limits.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct McpSpec {
+pub struct McpSpec {
     /// By name (`[A-Za-z0-9_-]`, no `__`): the name is part of every tool's name.
     #[serde(default)]
     pub servers: BTreeMap<String, McpServerSpec>,
@@ -31,7 +31,7 @@ pub(crate) struct McpSpec {
 /// One server: a command speaking MCP over its stdin and stdout, or a `url:`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct McpServerSpec {
+pub struct McpServerSpec {
     /// The program to start (looked up in `PATH`, or relative to `cwd`).
     pub command: Option<String>,
     #[serde(default)]
@@ -74,7 +74,7 @@ fn required_by_default() -> bool {
 /// How long a server may take to start (and list its tools), and one call.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct McpTimeouts {
+pub struct McpTimeouts {
     #[serde(default)]
     pub startup: Option<SpecDuration>,
     #[serde(default)]
@@ -111,7 +111,7 @@ struct ClaudeConfig {
 
 /// Why a `.mcp.json` cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum McpConfigError {
+pub enum McpConfigError {
     #[error("{0}")]
     Sandbox(JsonError),
     #[error(
@@ -131,7 +131,7 @@ pub(crate) enum McpConfigError {
 
 impl McpConfigError {
     /// The error with the file's path in front (and its line and column when known).
-    pub(crate) fn in_file(&self, path: &std::path::Path) -> String {
+    pub fn in_file(&self, path: &std::path::Path) -> String {
         match self {
             McpConfigError::Sandbox(_) | McpConfigError::Format(_) => {
                 format!("{}:{self}", path.display())
@@ -144,7 +144,7 @@ impl McpConfigError {
 }
 
 /// The servers of a Claude Code `.mcp.json`, as spec entries (required, default limits).
-pub(crate) fn servers_of_claude_config(
+pub fn servers_of_claude_config(
     text: &str,
 ) -> Result<BTreeMap<String, McpServerSpec>, McpConfigError> {
     let config: ClaudeConfig = serde_json::from_str(text).map_err(|error| {
@@ -191,7 +191,7 @@ pub(crate) fn servers_of_claude_config(
 }
 
 /// Why a server entry cannot be used; the spec check names the server.
-pub(crate) fn server_problem(name: &str, server: &McpServerSpec) -> Option<String> {
+pub fn server_problem(name: &str, server: &McpServerSpec) -> Option<String> {
     let valid_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     // `mcp__a` must cover server a's tools and no other server's: a name with `__`, or
     // one that starts or ends with `_`, could make `mcp__a__` the prefix of another's.

@@ -9,9 +9,23 @@ use serde_saphyr::{Budget, Location, Options, Spanned};
 
 use super::types::{ModelSpec, Provider, TaskSpec};
 
+/// Lowercase hex SHA-256 of `bytes`: the spec's hash as the transcript and reports carry
+/// it, the same form as every other digest drover writes. Computed here with sha2 so the
+/// spec needs nothing of the binary.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    let mut out = String::with_capacity(64);
+    for byte in Sha256::digest(bytes) {
+        // invariant: writing to a String cannot fail.
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
 /// A spec that parsed and validated, with what the runner needs to know about its file.
 #[derive(Debug, Clone)]
-pub(crate) struct LoadedSpec {
+pub struct LoadedSpec {
     pub path: PathBuf,
     /// The file's text, recorded in the transcript so a replay runs the same task.
     pub text: String,
@@ -22,7 +36,7 @@ pub(crate) struct LoadedSpec {
 impl LoadedSpec {
     /// The workspace directory: `workspace:` relative to the spec file, else the current
     /// directory.
-    pub(crate) fn workspace_dir(&self) -> PathBuf {
+    pub fn workspace_dir(&self) -> PathBuf {
         match &self.spec.workspace {
             Some(dir) => {
                 let base = self.path.parent().unwrap_or(Path::new("."));
@@ -34,7 +48,7 @@ impl LoadedSpec {
 
     /// `permissions.additional_directories`, relative to the spec file, canonicalized.
     /// A directory that does not exist is left out: nothing can be touched there.
-    pub(crate) fn additional_directories(&self) -> Vec<PathBuf> {
+    pub fn additional_directories(&self) -> Vec<PathBuf> {
         let base = self.path.parent().unwrap_or(Path::new("."));
         self.spec
             .permissions
@@ -44,14 +58,14 @@ impl LoadedSpec {
             .collect()
     }
 
-    pub(crate) fn name(&self) -> &str {
+    pub fn name(&self) -> &str {
         self.spec.name.value.as_str()
     }
 }
 
 /// A place in a spec file, printed `file:line:column`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Position {
+pub struct Position {
     pub path: PathBuf,
     pub line: u64,
     pub column: u64,
@@ -59,7 +73,7 @@ pub(crate) struct Position {
 
 impl Position {
     /// `location` in `path`; line and column 1 when the parser gave none.
-    pub(crate) fn at(path: &Path, location: Option<Location>) -> Self {
+    pub fn at(path: &Path, location: Option<Location>) -> Self {
         let (line, column) = location.map_or((1, 1), |l| (l.line().max(1), l.column().max(1)));
         Position {
             path: path.to_path_buf(),
@@ -77,7 +91,7 @@ impl fmt::Display for Position {
 
 /// Why specs could not be loaded. Every variant is bad input (exit 2).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum SpecError {
+pub enum SpecError {
     #[error("{}: cannot read spec: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -121,12 +135,12 @@ fn options() -> Options {
 }
 
 /// Load and validate one spec file.
-pub(crate) fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
+pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
     parse(path, read::spec_text(path)?)
 }
 
 /// Parse and validate spec text that came from `path` (errors name that path).
-pub(crate) fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
+pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
     let spec: TaskSpec =
         serde_saphyr::from_str_with_options(&text, options()).map_err(|error| {
             let position = Position::at(path, error.location());
@@ -141,7 +155,7 @@ pub(crate) fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> 
             SpecError::Invalid { position, message }
         })?;
     validate(path, &spec)?;
-    let sha256 = crate::digest::sha256_hex(text.as_bytes());
+    let sha256 = sha256_hex(text.as_bytes());
     Ok(LoadedSpec {
         path: path.to_path_buf(),
         text,
@@ -402,7 +416,7 @@ fn budget_is_positive(path: &Path, limit: &Spanned<f64>) -> Result<(), SpecError
 /// The spec files of the CLI's SPEC|DIR arguments, and the YAML files of directories
 /// that are not task specs (left out, with a note).
 #[derive(Debug, Default)]
-pub(crate) struct SpecFiles {
+pub struct SpecFiles {
     pub files: Vec<PathBuf>,
     pub skipped: Vec<PathBuf>,
 }
@@ -413,7 +427,7 @@ pub(crate) struct SpecFiles {
 /// something else — a GitHub workflow, dependabot's or compose's configuration: YAML
 /// without `prompt:`, or `version:` and another key of a spec, at its top. A file named
 /// as an argument is always taken as a spec.
-pub(crate) fn collect_spec_files(inputs: &[PathBuf]) -> Result<SpecFiles, SpecError> {
+pub fn collect_spec_files(inputs: &[PathBuf]) -> Result<SpecFiles, SpecError> {
     let mut collected = SpecFiles::default();
     for input in inputs {
         if input.is_dir() {
@@ -498,7 +512,7 @@ fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
 
 /// Load every spec and check what spans them: task names are unique within a run.
 /// All errors are returned, so a user fixes them in one pass.
-pub(crate) fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
+pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
     let mut specs = Vec::new();
     let mut errors = Vec::new();
     for file in files {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 /// Everything a spec can expect of a task's result.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Expectations {
+pub struct Expectations {
     #[serde(default)]
     pub files_changed: Option<FilesChangedExpectation>,
 }
@@ -18,7 +18,7 @@ pub(crate) struct Expectations {
 /// `files_changed`, paths relative to the workspace).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct FilesChangedExpectation {
+pub struct FilesChangedExpectation {
     /// Every changed file must match one of these (an empty list: nothing may change).
     #[serde(default)]
     pub only: Option<Vec<PathGlob>>,
@@ -35,7 +35,7 @@ pub(crate) struct FilesChangedExpectation {
 /// matches at any depth, and a pattern naming a directory covers everything below it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(try_from = "String")]
-pub(crate) struct PathGlob {
+pub struct PathGlob {
     text: String,
     /// The path itself.
     exact: GlobMatcher,
@@ -45,13 +45,13 @@ pub(crate) struct PathGlob {
 
 impl PathGlob {
     /// The pattern as written in the spec.
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.text
     }
 
     /// Does the relative, `/`-separated `path` match? Matched on the path's bytes, so a
     /// file name that is not UTF-8 matches as it is.
-    pub(crate) fn is_match(&self, path: impl AsRef<std::path::Path>) -> bool {
+    pub fn is_match(&self, path: impl AsRef<std::path::Path>) -> bool {
         let path = path.as_ref();
         self.exact.is_match(path) || self.below.is_match(path)
     }

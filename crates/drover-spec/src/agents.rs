@@ -16,19 +16,19 @@ pub(crate) type AgentsSpec = BTreeMap<TaskName, AgentSpec>;
 
 /// How deep sub-agents may nest when `limits.max_agent_depth` does not say: the main
 /// agent's sub-agents, and theirs.
-pub(crate) const DEFAULT_MAX_AGENT_DEPTH: u32 = 2;
+pub const DEFAULT_MAX_AGENT_DEPTH: u32 = 2;
 
 /// The deepest nesting a spec may allow: each level is a loop inside its parent's call.
-pub(crate) const MAX_AGENT_DEPTH: u32 = 5;
+pub const MAX_AGENT_DEPTH: u32 = 5;
 
 /// The largest agent file `agents_from:` reads.
-pub(crate) const MAX_AGENT_FILE_BYTES: u64 = 256 * 1024;
+pub const MAX_AGENT_FILE_BYTES: u64 = 256 * 1024;
 
 /// One sub-agent. Recorded in `run_start` (without its script), so a replay runs the
 /// agents the recording ran.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct AgentSpec {
+pub struct AgentSpec {
     /// What the main model reads when it chooses an agent.
     pub description: String,
     /// The sub-agent's system prompt (after drover's own).
@@ -52,7 +52,7 @@ pub(crate) struct AgentSpec {
 /// always the parent's.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct AgentModelSpec {
+pub struct AgentModelSpec {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]
@@ -111,7 +111,7 @@ impl ToolList {
 }
 
 /// Claude Code's model aliases, as the names its API takes.
-pub(crate) fn model_alias(name: &str) -> Option<&'static str> {
+pub fn model_alias(name: &str) -> Option<&'static str> {
     match name {
         "sonnet" => Some("claude-sonnet-4-5"),
         "opus" => Some("claude-opus-4-1"),
@@ -122,7 +122,7 @@ pub(crate) fn model_alias(name: &str) -> Option<&'static str> {
 
 /// What is wrong with a Claude Code agent file.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum AgentFileError {
+pub enum AgentFileError {
     #[error("the file does not start with a `---` front matter")]
     NoFrontMatter,
     #[error("the front matter has no closing `---` line")]
@@ -138,7 +138,7 @@ pub(crate) enum AgentFileError {
 
 /// One Claude Code agent file: its name and the agent it defines, with notes on what
 /// was ignored. The error says what is wrong with the file.
-pub(crate) fn agent_of_claude_file(
+pub fn agent_of_claude_file(
     text: &str,
 ) -> Result<(TaskName, AgentSpec, Vec<String>), AgentFileError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);

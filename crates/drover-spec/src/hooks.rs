@@ -10,7 +10,7 @@ use super::referenced::{JsonError, NoSandbox};
 
 /// The events drover raises, by Claude Code's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub(crate) enum HookEvent {
+pub enum HookEvent {
     SessionStart,
     UserPromptSubmit,
     PreToolUse,
@@ -21,7 +21,7 @@ pub(crate) enum HookEvent {
 }
 
 impl HookEvent {
-    pub(crate) const ALL: [HookEvent; 7] = [
+    pub const ALL: [HookEvent; 7] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -31,7 +31,7 @@ impl HookEvent {
         HookEvent::SessionEnd,
     ];
 
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             HookEvent::SessionStart => "SessionStart",
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
@@ -43,7 +43,7 @@ impl HookEvent {
         }
     }
 
-    pub(crate) fn parse(name: &str) -> Option<HookEvent> {
+    pub fn parse(name: &str) -> Option<HookEvent> {
         HookEvent::ALL.into_iter().find(|e| e.as_str() == name)
     }
 }
@@ -59,12 +59,12 @@ pub(crate) const INTERACTIVE_ONLY_EVENTS: &[&str] = &[
 ];
 
 /// The hooks of each event.
-pub(crate) type HooksSpec = BTreeMap<HookEvent, Vec<HookMatcherSpec>>;
+pub type HooksSpec = BTreeMap<HookEvent, Vec<HookMatcherSpec>>;
 
 /// Hooks for the calls (or sources) a matcher selects.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct HookMatcherSpec {
+pub struct HookMatcherSpec {
     /// `*` or empty: everything; only letters, digits, `_`, `-`, spaces, `,` and `|`:
     /// exact names; anything else: a regular expression searched in the name.
     #[serde(default)]
@@ -75,7 +75,7 @@ pub(crate) struct HookMatcherSpec {
 /// One hook command.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct HookCommandSpec {
+pub struct HookCommandSpec {
     /// Only `command` runs headless; other Claude Code hook types are refused by name.
     #[serde(rename = "type")]
     pub kind: String,
@@ -93,11 +93,11 @@ pub(crate) struct HookCommandSpec {
 }
 
 /// A hook's timeout when it sets none (Claude Code's default).
-pub(crate) const DEFAULT_HOOK_TIMEOUT_SECS: u64 = 600;
+pub const DEFAULT_HOOK_TIMEOUT_SECS: u64 = 600;
 
 /// What is wrong with `hooks`, if anything: a hook type that does not run headless, an
 /// empty command, a zero timeout, a matcher that is not a valid regular expression.
-pub(crate) fn hooks_problem(hooks: &HooksSpec) -> Option<String> {
+pub fn hooks_problem(hooks: &HooksSpec) -> Option<String> {
     for (event, matchers) in hooks {
         for (i, entry) in matchers.iter().enumerate() {
             let at = format!("hooks.{}[{i}]", event.as_str());
@@ -128,7 +128,7 @@ pub(crate) fn hooks_problem(hooks: &HooksSpec) -> Option<String> {
 
 /// A compiled `matcher`.
 #[derive(Debug, Clone)]
-pub(crate) enum HookMatcher {
+pub enum HookMatcher {
     All,
     Names(Vec<String>),
     Pattern(regex::Regex),
@@ -137,13 +137,13 @@ pub(crate) enum HookMatcher {
 /// A matcher that is neither a list of names nor a regular expression.
 #[derive(Debug, thiserror::Error)]
 #[error("{matcher:?} is not a valid regular expression: {source}")]
-pub(crate) struct InvalidMatcher {
+pub struct InvalidMatcher {
     matcher: String,
     source: regex::Error,
 }
 
 impl HookMatcher {
-    pub(crate) fn new(matcher: &str) -> Result<HookMatcher, InvalidMatcher> {
+    pub fn new(matcher: &str) -> Result<HookMatcher, InvalidMatcher> {
         let trimmed = matcher.trim();
         if trimmed.is_empty() || trimmed == "*" {
             return Ok(HookMatcher::All);
@@ -169,7 +169,7 @@ impl HookMatcher {
     }
 
     /// Whether the hook applies to `name` (a tool name, or the event's source/reason).
-    pub(crate) fn matches(&self, name: &str) -> bool {
+    pub fn matches(&self, name: &str) -> bool {
         match self {
             HookMatcher::All => true,
             HookMatcher::Names(names) => names.iter().any(|n| n == name),
@@ -183,7 +183,7 @@ impl HookMatcher {
 /// guards something. The file may come from the repository under test, so its hooks run
 /// in the task's sandbox: a `sandbox` key in it is refused (see `referenced`). Every
 /// error is at the file's line and column.
-pub(crate) fn hooks_of_claude_settings(text: &str) -> Result<(HooksSpec, Vec<String>), JsonError> {
+pub fn hooks_of_claude_settings(text: &str) -> Result<(HooksSpec, Vec<String>), JsonError> {
     let settings: Settings = serde_json::from_str(text)?;
     Ok(settings
         .hooks
