@@ -17,7 +17,6 @@ mod http_client;
 mod mcp;
 mod model;
 mod output;
-mod policy;
 mod record;
 mod run;
 mod sandbox;
@@ -28,6 +27,7 @@ mod workspace;
 // Lower layers that are crates of their own (docs/architecture.md), under their module
 // names so `crate::message::…` reads as before.
 use drover_message as message;
+use drover_policy as policy;
 use drover_spec as spec;
 
 // What the binary and the fuzz targets use; everything else is the crate's own.

@@ -2,7 +2,7 @@
 //! The decision table, continued: the classes an attacker found with only `Bash(cat *)`
 //! and `Bash(echo *)` allowed (the `narrow` policy), several spellings each, both sides.
 
-use super::table_tests::{bash, check, facts, file};
+use super::policy_table_tests::{bash, check, facts, file};
 
 #[test]
 fn substitutions_in_here_documents_and_expansions() {
@@ -253,7 +253,7 @@ fn files_git_can_print_by_name() {
 /// a panic. (The libFuzzer targets in fuzz/ cover the parser at length.)
 #[test]
 fn mutated_attack_lines_are_decided_without_panic() {
-    use super::table_tests::{fixture, policy};
+    use super::policy_table_tests::{fixture, policy};
     let seeds = [
         "cat <<EOF\n`id` $(id) ${x:-`id`}\nEOF",
         "cat <<-'EOF'\n\t$(id)\n\tEOF",

@@ -4,9 +4,10 @@
 
 use std::path::PathBuf;
 
+use drover_paths as paths;
+
 use super::path_pattern::PathPattern;
 use super::{Decision, Policy, Rule, Specifier, ToolFacts};
-use crate::workspace::paths;
 
 /// A path from a tool input, resolved as the tool will see it.
 pub(super) struct PathTarget {
@@ -154,7 +155,7 @@ impl Policy {
     /// must skip: those a `Read(…)` deny rule covers, for every search tool, and those a
     /// deny rule naming the search tool itself covers (`Grep(secrets/**)`), for it. So a
     /// search of a directory cannot read or list around a deny rule on a path.
-    pub(crate) fn hidden_filter(&self) -> std::sync::Arc<super::SearchFilter> {
+    pub fn hidden_filter(&self) -> std::sync::Arc<super::SearchFilter> {
         let rules: Vec<Rule> = self
             .deny
             .iter()

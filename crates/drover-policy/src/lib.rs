@@ -5,18 +5,23 @@
 //! read-only tools are allowed on paths inside the workspace. Writes outside the
 //! workspace need an allow rule with an absolute pattern. Shell commands are parsed and
 //! every command in them must be allowed (see `bash`); guardrails come before any rule.
+//!
+//! It judges facts (`CallFacts`), never a tool type, and uses only the spec's
+//! permissions, the conversation's web search settings, path resolution and the shell
+//! analysis: its own crate so the compiler keeps it from reaching into the tools, the
+//! loop or the run (drover re-exports it as `crate::policy`).
 
 mod bash;
-pub(crate) mod command;
+pub mod command;
 mod expand;
 mod facts;
-pub(crate) mod guardrails;
+pub mod guardrails;
 mod hidden_code;
 mod path_decision;
 mod path_pattern;
 mod read_denials;
 mod rule;
-pub(crate) use drover_shell as shell;
+pub use drover_shell as shell;
 mod shell_paths;
 mod web;
 mod web_search;
@@ -24,21 +29,20 @@ mod words;
 
 use std::path::{Path, PathBuf};
 
+use drover_spec::{PermissionMode, Switch};
 use serde::Serialize;
 
-pub(crate) use facts::{CallFacts, HiddenFilter, SearchFilter, Subject, ToolFacts};
-pub(crate) use read_denials::read_denials;
-#[cfg(test)]
-pub(crate) use rule::MCP_RESOURCE_TOOLS;
-pub use rule::Rule;
-pub(crate) use rule::{AGENT_TOOL, AGENT_TOOL_ALIAS, RuleSet, Specifier};
-pub(crate) use web::{HostGrant, UrlGrant, WebGrants, judge_url, restricted_ip};
-
-use crate::spec::{PermissionMode, Switch};
+pub use facts::{CallFacts, HiddenFilter, SearchFilter, Subject, ToolFacts};
+pub use read_denials::read_denials;
+pub use rule::{
+    AGENT_TOOL, AGENT_TOOL_ALIAS, KNOWN_TOOLS, MCP_RESOURCE_TOOLS, Rule, RuleSet, Specifier,
+    takes_path_specifier,
+};
+pub use web::{HostGrant, UrlGrant, WebGrants, judge_url, restricted_ip};
 
 /// A decision with its grounds, as recorded in the transcript and told to the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Decision {
+pub struct Decision {
     pub allowed: bool,
     /// The rule that decided, or None for a default.
     pub rule: Option<String>,
@@ -70,7 +74,7 @@ impl Decision {
 }
 
 /// The rules of one task, bound to its workspace.
-pub(crate) struct Policy {
+pub struct Policy {
     allow: Vec<Rule>,
     deny: Vec<Rule>,
     workspace: PathBuf,
@@ -88,7 +92,7 @@ pub(crate) struct Policy {
 impl Policy {
     /// `workspace` and `additional` should be canonical; paths are compared after
     /// resolving symlinks.
-    pub(crate) fn new(rules: &RuleSet, workspace: &Path, additional: &[PathBuf]) -> Self {
+    pub fn new(rules: &RuleSet, workspace: &Path, additional: &[PathBuf]) -> Self {
         Policy {
             allow: rules.allow.clone(),
             deny: rules.deny.clone(),
@@ -102,7 +106,7 @@ impl Policy {
     }
 
     /// The same policy with `protected` (canonical paths) off limits to every tool.
-    pub(crate) fn with_protected(mut self, protected: Vec<PathBuf>) -> Self {
+    pub fn with_protected(mut self, protected: Vec<PathBuf>) -> Self {
         self.protected = protected;
         self
     }
@@ -117,7 +121,7 @@ impl Policy {
 
     /// Why `tool` is not offered to the model at all, or None when it is: a tool denied
     /// outright (`deny: [Bash]`), or a tool that is not read-only in plan mode.
-    pub(crate) fn withholds(&self, tool: &ToolFacts) -> Option<Decision> {
+    pub fn withholds(&self, tool: &ToolFacts) -> Option<Decision> {
         let name = &tool.name;
         if let Some(rule) = self.deny.iter().find(|rule| rule.covers_whole(tool)) {
             return Some(Decision::deny(
@@ -135,13 +139,13 @@ impl Policy {
     }
 
     /// Decide one call. `input` has already passed the tool's schema.
-    pub(crate) fn decide(&self, call: &CallFacts) -> Decision {
+    pub fn decide(&self, call: &CallFacts) -> Decision {
         self.decide_in(call, &self.workspace.clone())
     }
 
     /// Decide one call whose shell command (if any) runs in `cwd`: a command's relative
     /// paths and `cd` targets are resolved where the command will really run.
-    pub(crate) fn decide_in(&self, call: &CallFacts, cwd: &Path) -> Decision {
+    pub fn decide_in(&self, call: &CallFacts, cwd: &Path) -> Decision {
         let tool = &call.tool;
         match &call.subject {
             Subject::Command(line) => self.decide_command(&tool.name, line, cwd),
@@ -152,9 +156,5 @@ impl Policy {
     }
 }
 
-#[cfg(test)]
-mod table_gaps_tests;
-#[cfg(test)]
-mod table_tests;
 #[cfg(test)]
 mod tests;

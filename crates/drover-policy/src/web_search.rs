@@ -2,8 +2,9 @@
 //! cannot judge each search; the rules decide whether the tool is offered at all and
 //! which domains its results may come from, and the API enforces that.
 
+use drover_message::WebSearch;
+
 use super::{RuleSet, Specifier};
-use crate::message::WebSearch;
 
 const WEB_SEARCH: &str = "WebSearch";
 
@@ -13,7 +14,7 @@ impl RuleSet {
     /// restrict results to those domains (a bare `WebSearch` allows any); deny rules
     /// with a domain block it. The API takes allowed or blocked domains, not both: when
     /// both are given, a blocked domain is taken out of the allowed ones.
-    pub(crate) fn web_search(&self, max_uses: Option<u32>) -> Option<WebSearch> {
+    pub fn web_search(&self, max_uses: Option<u32>) -> Option<WebSearch> {
         let names = |rule: &super::Rule| rule.tool() == WEB_SEARCH;
         let domain = |rule: &super::Rule| match rule.specifier() {
             Some(Specifier::Domain(domain)) => Some(search_domain(domain)),
@@ -72,7 +73,7 @@ impl RuleSet {
     /// name allowed domains or blocked ones, and a blocked domain inside an allowed one
     /// (`deny evil.docs.rs`, `allow docs.rs`) cannot be said. The deny rule's index and
     /// what to write instead.
-    pub(crate) fn web_search_conflict(&self) -> Option<(usize, String)> {
+    pub fn web_search_conflict(&self) -> Option<(usize, String)> {
         let allowed: Vec<String> = self
             .allow
             .iter()
@@ -123,7 +124,7 @@ fn search_domain(domain: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Rule;
+    use crate::Rule;
 
     fn rules(allow: &[&str], deny: &[&str]) -> RuleSet {
         let parse = |list: &[&str]| {

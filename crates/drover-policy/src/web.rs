@@ -15,7 +15,7 @@ use super::{Decision, Policy, Rule, Specifier, ToolFacts};
 
 /// What the rules grant for one host (normalised: lowercase, punycode, no trailing dot).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct HostGrant {
+pub struct HostGrant {
     /// An allow rule covers the host and no deny rule does.
     pub allowed: bool,
     /// An allow rule names exactly this host, and the host is an IP address or
@@ -28,11 +28,11 @@ pub(crate) struct HostGrant {
 }
 
 /// The rules' grant for a host, as the tool asks it for every hop of a fetch.
-pub(crate) type WebGrants = dyn Fn(&str) -> HostGrant + Send + Sync;
+pub type WebGrants = dyn Fn(&str) -> HostGrant + Send + Sync;
 
 /// A URL the rules let WebFetch fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UrlGrant {
+pub struct UrlGrant {
     /// What to fetch: `http` upgraded to `https` except for an exactly named loopback host.
     pub url: Url,
     /// The host as the rules judged it.
@@ -43,7 +43,7 @@ pub(crate) struct UrlGrant {
 /// Why a URL may not be fetched; the reason is worded for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
-pub(crate) struct UrlRefused {
+pub struct UrlRefused {
     /// The deny rule that refused it, if one did.
     pub rule: Option<String>,
     pub reason: String,
@@ -51,10 +51,7 @@ pub(crate) struct UrlRefused {
 
 /// Judge `url` by `grants`: a well-formed http(s) URL without credentials, to a host the
 /// rules allow, and (for an address no rule may open by wildcard) named exactly.
-pub(crate) fn judge_url(
-    url: &Url,
-    grants: &dyn Fn(&str) -> HostGrant,
-) -> Result<UrlGrant, UrlRefused> {
+pub fn judge_url(url: &Url, grants: &dyn Fn(&str) -> HostGrant) -> Result<UrlGrant, UrlRefused> {
     let refuse = |reason: String| UrlRefused { rule: None, reason };
     if !matches!(url.scheme(), "http" | "https") {
         return Err(refuse(format!(
@@ -108,7 +105,7 @@ pub(crate) fn normalised_host(url: &Url) -> Option<String> {
 
 /// A class of addresses no wildcard opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AddressKind {
+pub enum AddressKind {
     Loopback,
     LinkLocal,
     Private,
@@ -147,7 +144,7 @@ pub(crate) fn restricted_host(url: &Url) -> Option<AddressKind> {
 }
 
 /// The restricted class of an address, or None for a public one.
-pub(crate) fn restricted_ip(ip: IpAddr) -> Option<AddressKind> {
+pub fn restricted_ip(ip: IpAddr) -> Option<AddressKind> {
     match ip {
         IpAddr::V4(ip) => restricted_v4(ip),
         IpAddr::V6(ip) => restricted_v6(ip),
@@ -306,13 +303,13 @@ impl Policy {
     /// What the rules grant `tool` (WebFetch) for `host`: deny rules first (a bare one,
     /// or a domain covering the host), then an allow rule naming the host exactly, then
     /// a wildcard or a bare allow rule.
-    pub(crate) fn web_grant(&self, tool: &ToolFacts, host: &str) -> HostGrant {
+    pub fn web_grant(&self, tool: &ToolFacts, host: &str) -> HostGrant {
         web_grant(&self.allow, &self.deny, tool, host)
     }
 
     /// The grant lookup for the WebFetch tool of this run (rules copied, so it lives as
     /// long as the run's tools).
-    pub(crate) fn web_grants(&self, tool: ToolFacts) -> std::sync::Arc<WebGrants> {
+    pub fn web_grants(&self, tool: ToolFacts) -> std::sync::Arc<WebGrants> {
         let (allow, deny) = (self.allow.clone(), self.deny.clone());
         std::sync::Arc::new(move |host: &str| web_grant(&allow, &deny, &tool, host))
     }

@@ -1,18 +1,18 @@
 //! Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
 //!
-//! Rules are parsed and checked when the spec is loaded (`run::spec_checks`), so a typo
-//! in a deny rule is a spec error at its line and column, never a rule that silently
-//! matches nothing.
+//! Rules are parsed and checked when the spec is loaded (drover's `run::spec_checks`),
+//! so a typo in a deny rule is a spec error at its line and column, never a rule that
+//! silently matches nothing.
 
 use std::fmt;
 
+use drover_spec::{PermissionMode, Permissions, Switch};
 use serde_saphyr::Spanned;
 
 use super::ToolFacts;
-use crate::spec::{PermissionMode, Permissions, Switch};
 
 /// Tools a rule may name (drover's built-ins and the Claude Code tools specs bring over).
-pub(super) const KNOWN_TOOLS: &[&str] = &[
+pub const KNOWN_TOOLS: &[&str] = &[
     "Read",
     "Write",
     "Edit",
@@ -35,13 +35,14 @@ pub(super) const KNOWN_TOOLS: &[&str] = &[
 
 /// The tool that starts sub-agents, and Claude Code's former name of it, which calls,
 /// rules and hook matchers accept as the same tool.
-pub(crate) const AGENT_TOOL: &str = "Agent";
-pub(crate) const AGENT_TOOL_ALIAS: &str = "Task";
+pub const AGENT_TOOL: &str = "Agent";
+pub const AGENT_TOOL_ALIAS: &str = "Task";
 
 /// Tools whose rules take a path pattern as specifier (`Edit(src/**)`). Which tools a
 /// `Read` or `Edit` rule governs besides its own is the tools' to say
-/// ([`ToolFacts::path_family`]).
-fn takes_path_specifier(rule_tool: &str) -> bool {
+/// ([`ToolFacts::path_family`]). Public so drover can check it against the tools' own
+/// facts.
+pub fn takes_path_specifier(rule_tool: &str) -> bool {
     matches!(
         rule_tool,
         "Read" | "Edit" | "Write" | "MultiEdit" | "Glob" | "Grep" | "LS" | "NotebookEdit"
@@ -63,7 +64,7 @@ pub enum Specifier {
 /// A task's permissions with its rules parsed: what the policy judges by. The spec holds
 /// the rules as text; [`RuleSet::from_spec`] is where they become rules.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct RuleSet {
+pub struct RuleSet {
     pub allow: Vec<Rule>,
     pub deny: Vec<Rule>,
     pub mode: PermissionMode,
@@ -73,7 +74,7 @@ pub(crate) struct RuleSet {
 /// A rule of a spec that does not parse: which list, which entry, why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("permissions.{list}[{index}]: {source}")]
-pub(crate) struct RuleError {
+pub struct RuleError {
     /// `allow` or `deny`.
     pub list: &'static str,
     pub index: usize,
@@ -91,7 +92,7 @@ pub struct InvalidRule {
 
 impl RuleSet {
     /// Parse the rules of `permissions`; the first that does not parse is the error.
-    pub(crate) fn from_spec(permissions: &Permissions) -> Result<RuleSet, RuleError> {
+    pub fn from_spec(permissions: &Permissions) -> Result<RuleSet, RuleError> {
         let parse = |list: &'static str, texts: &[Spanned<String>]| {
             texts
                 .iter()
@@ -169,7 +170,7 @@ impl Rule {
     /// Does this rule concern calls of `tool` (before looking at the specifier)? It
     /// names the tool or the tool it serves, or (bare or with a path) the rule family
     /// the tool says governs its paths: `Read` rules govern Glob, Grep and LS too.
-    pub(crate) fn governs_tool(&self, tool: &ToolFacts) -> bool {
+    pub fn governs_tool(&self, tool: &ToolFacts) -> bool {
         self.governs(&tool.name)
             || self.governs(&tool.governed_by)
             || (matches!(self.specifier, None | Some(Specifier::Path(_)))
@@ -177,7 +178,7 @@ impl Rule {
     }
 
     /// A rule without specifier that governs `tool`: it covers every call.
-    pub(crate) fn covers_whole(&self, tool: &ToolFacts) -> bool {
+    pub fn covers_whole(&self, tool: &ToolFacts) -> bool {
         self.specifier.is_none() && self.governs_tool(tool)
     }
 }
@@ -187,7 +188,7 @@ impl Rule {
 const EVERY_MCP_TOOL: &str = "mcp__*";
 
 /// The tools that reach MCP servers without an `mcp__` name.
-pub(crate) const MCP_RESOURCE_TOOLS: &[&str] = &["ListMcpResources", "ReadMcpResource"];
+pub const MCP_RESOURCE_TOOLS: &[&str] = &["ListMcpResources", "ReadMcpResource"];
 
 /// `mcp__server` covers every tool of the server; `mcp__server__*` too. A rule naming
 /// one tool (`mcp__server__tool`) covers that tool only: not `mcp__server__tool__x`, a
@@ -410,24 +411,6 @@ mod tests {
         assert!(!rule("Write").unwrap().governs_tool(&tool("Edit", None)));
         // A command rule never governs a tool through a path family.
         assert!(!rule("Glob").unwrap().governs_tool(&grep));
-    }
-
-    #[test]
-    fn the_grammar_knows_every_built_in_tool_and_the_families_they_state() {
-        // The rule grammar names tools before any registry exists (a spec is checked when
-        // it loads); this keeps it in step with the tools' own facts.
-        let registry = crate::tools::Registry::builtin().unwrap();
-        for name in registry.names() {
-            assert!(KNOWN_TOOLS.contains(&name.as_str()), "{name}");
-            let facts = registry.facts(&name).unwrap();
-            if let Some(family) = &facts.path_family {
-                assert!(
-                    matches!(family.as_str(), "Read" | "Edit"),
-                    "{name}: {family}"
-                );
-                assert!(takes_path_specifier(&name) && takes_path_specifier(family));
-            }
-        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::{Rule, Specifier};
 /// The fixed paths among `deny` that the sandbox should make unreadable (see
 /// [`expressible_read_denial`]); `home` is where `~/` points (None: such rules are left
 /// to the permission check alone).
-pub(crate) fn read_denials(deny: &[Rule], home: Option<&Path>) -> Vec<PathBuf> {
+pub fn read_denials(deny: &[Rule], home: Option<&Path>) -> Vec<PathBuf> {
     deny.iter()
         .filter_map(|rule| expressible_read_denial(rule, home))
         .collect()

@@ -185,37 +185,14 @@ fn plan_mode_offers_only_read_only_tools() {
 }
 
 #[test]
-fn tools_that_touch_only_run_state_are_allowed_unless_denied() {
-    // The tools say so themselves: the policy names none of them.
-    let calls = [
-        ("TodoWrite", json!({"todos": []})),
-        ("BashOutput", json!({"bash_id": "bash_1"})),
-        ("KillShell", json!({"shell_id": "bash_1"})),
-    ];
-    for (name, input) in &calls {
-        let decision = policy(&[], &[]).decide(&builtin_facts(name, input));
-        assert!(decision.allowed, "{name}: {}", decision.reason);
-    }
-    assert!(
-        !policy(&[], &["TodoWrite"])
-            .decide(&builtin_facts("TodoWrite", &calls[0].1))
-            .allowed
-    );
-    // A tool that does not say it acts on run state gets no such default.
+fn tools_that_do_not_say_they_touch_run_state_get_no_default() {
+    // The built-in run-state tools (TodoWrite, BashOutput, KillShell) are allowed by the
+    // facts they state: drover's src/tools/policy_facts_tests.rs checks them.
     let other = Fake {
         name: "TodoWrite2",
         read_only: false,
     };
     assert!(!policy(&[], &[]).decide(&facts(&other, &json!({}))).allowed);
-}
-
-/// What the policy judges for the built-in tool `name` called with `input`.
-fn builtin_facts(name: &str, input: &Value) -> CallFacts {
-    crate::tools::Registry::builtin()
-        .unwrap()
-        .prepare(name, input.clone())
-        .unwrap()
-        .facts()
 }
 
 #[test]
@@ -292,15 +269,6 @@ fn a_bare_edit_rule_governs_write_and_multi_edit_too() {
     assert!(p.withholds(&WRITE.tool_facts()).is_some());
     let p = policy(&["Edit"], &[]);
     assert!(p.decide(&facts(&WRITE, &file("new.txt"))).allowed);
-}
-
-#[test]
-fn bash_companions_go_with_bash() {
-    let p = policy(&[], &["Bash"]);
-    let output = builtin_facts("BashOutput", &json!({"bash_id": "bash_1"})).tool;
-    let kill = builtin_facts("KillShell", &json!({"shell_id": "bash_1"})).tool;
-    assert!(p.withholds(&output).is_some() && p.withholds(&kill).is_some());
-    assert!(policy(&[], &["Edit"]).withholds(&output).is_none());
 }
 
 #[test]

@@ -100,7 +100,7 @@ impl Policy {
         let mut targets = Vec::new();
         for dir in dirs {
             if arg.contains(['*', '?', '[']) {
-                let normalized = crate::workspace::paths::normalize(Path::new(arg));
+                let normalized = drover_paths::normalize(Path::new(arg));
                 for path in expand_glob(&normalized.to_string_lossy(), dir) {
                     if let Ok(target) = self.resolve_path_from(dir, &path.to_string_lossy()) {
                         targets.push(target);

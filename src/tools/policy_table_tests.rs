@@ -3,19 +3,16 @@
 //! Each row is (policy, tool, input, allowed?). Inputs use the real built-in tools, so
 //! their subjects (paths, commands) are extracted exactly as in a run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::*;
+use crate::policy::{CallFacts, Policy, Rule, RuleSet};
+use crate::spec::Switch;
 use crate::tools::Registry;
 
 /// What the policy judges for `tool` called with `input`.
-pub(super) fn facts(
-    registry: &crate::tools::Registry,
-    tool: &str,
-    input: &serde_json::Value,
-) -> crate::policy::CallFacts {
+pub(super) fn facts(registry: &Registry, tool: &str, input: &Value) -> CallFacts {
     match registry.prepare(tool, input.clone()) {
         Ok(call) => call.facts(),
         Err(error) => panic!("{tool} {input}: {error}"),
@@ -476,7 +473,7 @@ fn very_long_commands_are_decided() {
 #[test]
 fn the_table_is_large() {
     // Keep the table honest: count the rows above (each `("` row begins a case).
-    let source = include_str!("table_tests.rs");
+    let source = include_str!("policy_table_tests.rs");
     let rows = source
         .lines()
         .filter(|l| l.trim_start().starts_with("(\"") && l.contains("), "))

@@ -12,7 +12,7 @@ mod look_through;
 use look_through::GuardForm;
 
 /// Where the guardrails judge paths from.
-pub(crate) struct GuardContext<'a> {
+pub struct GuardContext<'a> {
     pub workspace: &'a Path,
     /// Where the command runs: relative arguments resolve against it.
     pub cwd: &'a Path,
@@ -21,11 +21,7 @@ pub(crate) struct GuardContext<'a> {
 
 /// Why a command line trips a guardrail, or None. `commands` are the argv of every
 /// simple command in it (wrappers stripped); `line` is the command line as written.
-pub(crate) fn check(
-    commands: &[Vec<String>],
-    line: &str,
-    ctx: &GuardContext<'_>,
-) -> Option<String> {
+pub fn check(commands: &[Vec<String>], line: &str, ctx: &GuardContext<'_>) -> Option<String> {
     if is_fork_bomb(line) {
         return Some("a fork bomb".into());
     }
@@ -316,7 +312,7 @@ fn resolve(arg: &str, ctx: &GuardContext<'_>) -> Option<PathBuf> {
     };
     let expanded = expand_word(trimmed, ctx.home, ctx.cwd)?;
     // As the kernel resolves it: `rm -rf link/..` removes the parent of the link's target.
-    crate::workspace::paths::resolve_physical(ctx.cwd, &expanded.to_string_lossy())
+    drover_paths::resolve_physical(ctx.cwd, &expanded.to_string_lossy())
         .ok()
         .map(|p| p.path)
 }
@@ -338,7 +334,7 @@ fn is_precious(arg: &str, ctx: &GuardContext<'_>) -> bool {
     // command's business; a destructive command on one is refused.
     let trimmed = arg.trim_end_matches("/*").trim_end_matches('*');
     if let Some(expanded) = expand_word(trimmed, ctx.home, ctx.cwd)
-        && crate::workspace::paths::resolve_physical(ctx.cwd, &expanded.to_string_lossy())
+        && drover_paths::resolve_physical(ctx.cwd, &expanded.to_string_lossy())
             .is_ok_and(|p| p.through_process)
     {
         return true;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// What a tool is, whatever the call: enough to decide whether it is offered at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ToolFacts {
+pub struct ToolFacts {
     /// The name the model calls it by.
     pub name: String,
     /// Only reads: allowed by default inside the workspace, and offered in plan mode.
@@ -26,12 +26,12 @@ pub(crate) struct ToolFacts {
 
 impl ToolFacts {
     /// A command's file reads, judged as Read would be (by `Read` rules).
-    pub(crate) fn reading_files() -> ToolFacts {
+    pub fn reading_files() -> ToolFacts {
         ToolFacts::family("Read", true)
     }
 
     /// A command's file writes, judged as Edit would be (by `Edit` rules).
-    pub(crate) fn writing_files() -> ToolFacts {
+    pub fn writing_files() -> ToolFacts {
         ToolFacts::family("Edit", false)
     }
 
@@ -48,7 +48,7 @@ impl ToolFacts {
 
 /// What one call acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Subject {
+pub enum Subject {
     /// The call names no path or command (or names none yet: a default applies).
     None,
     /// A file or directory, as written in the input (not yet resolved).
@@ -62,14 +62,14 @@ pub(crate) enum Subject {
 
 /// One call as the policy judges it: the tool's facts and what this input acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CallFacts {
+pub struct CallFacts {
     pub tool: ToolFacts,
     pub subject: Subject,
 }
 
 impl CallFacts {
     /// A call of `tool` that names no path or command (an MCP tool's call).
-    pub(crate) fn without_subject(tool: ToolFacts) -> CallFacts {
+    pub fn without_subject(tool: ToolFacts) -> CallFacts {
         CallFacts {
             tool,
             subject: Subject::None,
@@ -79,7 +79,7 @@ impl CallFacts {
 
 /// Which files a search tool walking directories (Grep, Glob, LS) must skip: true means
 /// skip it.
-pub(crate) type HiddenFilter = dyn Fn(&Path) -> bool + Send + Sync;
+pub type HiddenFilter = dyn Fn(&Path) -> bool + Send + Sync;
 
 /// [`HiddenFilter`] for every search tool at once: (tool name, path) → skip it.
-pub(crate) type SearchFilter = dyn Fn(&str, &Path) -> bool + Send + Sync;
+pub type SearchFilter = dyn Fn(&str, &Path) -> bool + Send + Sync;

@@ -1,6 +1,6 @@
 // Test-only module: its parent includes it under #[cfg(test)].
 use super::*;
-use crate::policy::{CallFacts, Policy, RuleSet, Subject};
+use crate::{CallFacts, Policy, RuleSet, Subject};
 
 fn web_fetch() -> ToolFacts {
     ToolFacts {
@@ -27,7 +27,7 @@ fn policy(allow: &[&str], deny: &[&str]) -> Policy {
     Policy::new(&set, std::path::Path::new("/nonexistent-ws"), &[])
 }
 
-fn decide(policy: &Policy, url: &str) -> crate::policy::Decision {
+fn decide(policy: &Policy, url: &str) -> crate::Decision {
     policy.decide(&CallFacts {
         tool: web_fetch(),
         subject: Subject::Url(url.to_string()),

@@ -70,7 +70,7 @@ pub(super) fn hidden_code(line: &str, commands: &[SimpleCommand]) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::shell::analyse;
+    use crate::shell::analyse;
 
     fn hidden(line: &str) -> Option<String> {
         hidden_code(line, &analyse(line).commands)

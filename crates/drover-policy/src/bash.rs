@@ -8,12 +8,13 @@
 use super::ToolFacts;
 use std::path::Path;
 
+use drover_spec::Switch;
+
 use super::expand::basename;
 use super::guardrails::{self, GuardContext};
 use super::shell::{self, Analysis, Opaque, SimpleCommand};
 use super::shell_paths::cd_target;
 use super::{Decision, Policy, Rule, Specifier, words};
-use crate::spec::Switch;
 
 impl Policy {
     /// Decide a `Bash` call (`name` is the tool, for messages) on `line`.
@@ -49,7 +50,7 @@ impl Policy {
             for arg in &command.argv {
                 for candidate in words::path_candidates(arg) {
                     let through = dirs.iter().any(|dir| {
-                        crate::workspace::paths::resolve_physical(dir, &candidate)
+                        drover_paths::resolve_physical(dir, &candidate)
                             .is_ok_and(|p| p.through_process)
                     });
                     if through {
@@ -306,7 +307,7 @@ fn resolved_text(argv: &[String], cwd: &Path) -> Option<String> {
             if !arg.contains('/') || !has_dots {
                 return arg.clone();
             }
-            let Ok(physical) = crate::workspace::paths::resolve_physical(cwd, arg) else {
+            let Ok(physical) = drover_paths::resolve_physical(cwd, arg) else {
                 return arg.clone();
             };
             changed = true;

@@ -63,7 +63,7 @@ impl CommandPattern {
 
 /// One-off matching (tests, tools): compiles the pattern each time.
 #[cfg(test)]
-pub(crate) fn matches(pattern: &str, command: &str) -> bool {
+pub fn matches(pattern: &str, command: &str) -> bool {
     CommandPattern::new(pattern).is_ok_and(|p| p.matches(command))
 }
 
@@ -110,7 +110,7 @@ mod tests {
     #[test]
     fn patterns_match_the_analysed_command_text() {
         // Matched on the analyser's `SimpleCommand::text`, so quoting cannot hide a command.
-        let first = |line: &str| crate::policy::shell::analyse(line).commands.remove(0).text;
+        let first = |line: &str| crate::shell::analyse(line).commands.remove(0).text;
         assert!(matches("ls *", &first("ls")));
         assert!(matches("ls *", &first("ls -la")));
         assert!(!matches("ls *", &first("lsof")));
