@@ -42,12 +42,12 @@ fn tools_that_touch_only_run_state_are_allowed_unless_denied() {
     ];
     for (name, input) in &calls {
         let decision = policy(&[], &[]).decide(&builtin_facts(name, input));
-        assert!(decision.allowed, "{name}: {}", decision.reason);
+        assert!(decision.allowed(), "{name}: {}", decision.reason());
     }
     assert!(
         !policy(&[], &["TodoWrite"])
             .decide(&builtin_facts("TodoWrite", &calls[0].1))
-            .allowed
+            .allowed()
     );
 }
 

@@ -148,13 +148,13 @@ pub(super) fn check(rows: &[(&str, (&'static str, Value), bool)]) {
     for (name, (tool, input), expected) in rows {
         let input = substitute(input, &fx);
         let decision = policy(name, &fx).decide(&facts(&registry, tool, &input));
-        if decision.allowed != *expected {
+        if decision.allowed() != *expected {
             failures.push(format!(
                 "[{name}] {} {input}: expected {}, got {} ({})",
                 tool,
                 if *expected { "allow" } else { "deny" },
-                if decision.allowed { "allow" } else { "deny" },
-                decision.reason
+                if decision.allowed() { "allow" } else { "deny" },
+                decision.reason()
             ));
         }
     }
@@ -504,8 +504,8 @@ fn shell_paths_resolve_where_the_shell_is() {
     for (name, command, expected) in rows {
         let input = json!({ "command": command });
         let decision = policy(name, &fx).decide_in(&facts(&registry, "Bash", &input), &sub);
-        if decision.allowed != *expected {
-            failures.push(format!("[{name}] {command}: {}", decision.reason));
+        if decision.allowed() != *expected {
+            failures.push(format!("[{name}] {command}: {}", decision.reason()));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

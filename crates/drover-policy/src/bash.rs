@@ -14,7 +14,7 @@ use super::expand::basename;
 use super::guardrails::{self, GuardContext};
 use super::shell::{self, Analysis, Opaque, SimpleCommand};
 use super::shell_paths::cd_target;
-use super::{Decision, Policy, Rule, Specifier, words};
+use super::{Decision, Grounds, Policy, Rule, Specifier, words};
 
 impl Policy {
     /// Decide a `Bash` call (`name` is the tool, for messages) on `line`.
@@ -147,15 +147,11 @@ impl Policy {
         rules.dedup_by(|a, b| a.text() == b.text());
         let names: Vec<&str> = rules.iter().map(|r| r.text()).collect();
         let rule = (!names.is_empty()).then(|| names.join(", "));
-        Decision {
-            allowed: true,
-            rule: rule.clone(),
-            reason: match rule {
-                Some(rule) => format!("{name}({line}) is allowed by {rule}"),
-                None => format!("{name}({line}) runs nothing that needs permission"),
-            },
-            target: None,
-        }
+        let reason = match &rule {
+            Some(rule) => format!("{name}({line}) is allowed by {rule}"),
+            None => format!("{name}({line}) runs nothing that needs permission"),
+        };
+        Decision::Allow(Grounds::new(rule, reason))
     }
 
     /// A bare `Bash` allow rule.

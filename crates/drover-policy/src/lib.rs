@@ -13,6 +13,7 @@
 
 mod bash;
 pub mod command;
+mod decision;
 mod expand;
 mod facts;
 pub mod guardrails;
@@ -30,8 +31,8 @@ mod words;
 use std::path::{Path, PathBuf};
 
 use drover_spec::{PermissionMode, Switch};
-use serde::Serialize;
 
+pub use decision::{Decision, Grounds};
 pub use facts::{CallFacts, HiddenFilter, SearchFilter, Subject, ToolFacts};
 pub use read_denials::read_denials;
 pub use rule::{
@@ -39,39 +40,6 @@ pub use rule::{
     takes_path_specifier,
 };
 pub use web::{HostGrant, UrlGrant, WebGrants, judge_url, restricted_ip};
-
-/// A decision with its grounds, as recorded in the transcript and told to the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Decision {
-    pub allowed: bool,
-    /// The rule that decided, or None for a default.
-    pub rule: Option<String>,
-    pub reason: String,
-    /// The path judged (absolute, symlinks resolved), for a call that names one: the tool
-    /// must act on this path, not resolve its input again.
-    #[serde(skip)]
-    pub target: Option<PathBuf>,
-}
-
-impl Decision {
-    fn allow(rule: Option<&Rule>, reason: impl Into<String>) -> Self {
-        Decision {
-            allowed: true,
-            rule: rule.map(|r| r.text().to_string()),
-            reason: reason.into(),
-            target: None,
-        }
-    }
-
-    fn deny(rule: Option<&Rule>, reason: impl Into<String>) -> Self {
-        Decision {
-            allowed: false,
-            rule: rule.map(|r| r.text().to_string()),
-            reason: reason.into(),
-            target: None,
-        }
-    }
-}
 
 /// The rules of one task, bound to its workspace.
 pub struct Policy {

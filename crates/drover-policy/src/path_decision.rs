@@ -89,9 +89,8 @@ impl Policy {
             Ok(target) => target,
             Err(reason) => return Decision::deny(None, reason.to_string()),
         };
-        let mut decision = self.judge_path(tool, target.as_ref());
-        decision.target = target.map(|t| t.absolute);
-        decision
+        self.judge_path(tool, target.as_ref())
+            .on(target.map(|t| t.absolute))
     }
 
     fn judge_path(&self, tool: &ToolFacts, target: Option<&PathTarget>) -> Decision {

@@ -89,28 +89,28 @@ fn cmd(command: &str) -> Value {
 fn read_only_tools_are_allowed_inside_the_workspace_by_default() {
     let p = policy(&[], &[]);
     let decision = p.decide(&facts(&READ, &file("src/lib.rs")));
-    assert!(decision.allowed);
-    assert_eq!(decision.rule, None);
-    assert!(!p.decide(&facts(&READ, &file("/etc/passwd"))).allowed);
-    assert!(!p.decide(&facts(&READ, &file("../outside.txt"))).allowed);
+    assert!(decision.allowed());
+    assert_eq!(decision.rule(), None);
+    assert!(!p.decide(&facts(&READ, &file("/etc/passwd"))).allowed());
+    assert!(!p.decide(&facts(&READ, &file("../outside.txt"))).allowed());
 }
 
 #[test]
 fn writes_need_an_allow_rule() {
     let p = policy(&["Edit(src/**)"], &[]);
     let decision = p.decide(&facts(&EDIT, &file("src/lib.rs")));
-    assert!(decision.allowed);
-    assert_eq!(decision.rule.as_deref(), Some("Edit(src/**)"));
+    assert!(decision.allowed());
+    assert_eq!(decision.rule(), Some("Edit(src/**)"));
     assert!(
-        p.decide(&facts(&WRITE, &file("src/new.rs"))).allowed,
+        p.decide(&facts(&WRITE, &file("src/new.rs"))).allowed(),
         "Edit rules govern Write"
     );
     let outside = p.decide(&facts(&EDIT, &file("Cargo.toml")));
-    assert!(!outside.allowed);
+    assert!(!outside.allowed());
     assert!(
-        outside.reason.contains("default deny"),
+        outside.reason().contains("default deny"),
         "{}",
-        outside.reason
+        outside.reason()
     );
 }
 
@@ -118,52 +118,58 @@ fn writes_need_an_allow_rule() {
 fn deny_beats_allow_whatever_the_order() {
     let p = policy(&["Read", "Edit"], &["Read(.env)", "Edit(**/*.lock)"]);
     let decision = p.decide(&facts(&READ, &file("config/.env")));
-    assert!(!decision.allowed);
-    assert_eq!(decision.rule.as_deref(), Some("Read(.env)"));
-    assert!(!p.decide(&facts(&EDIT, &file("Cargo.lock"))).allowed);
-    assert!(p.decide(&facts(&EDIT, &file("src/a.rs"))).allowed);
+    assert!(!decision.allowed());
+    assert_eq!(decision.rule(), Some("Read(.env)"));
+    assert!(!p.decide(&facts(&EDIT, &file("Cargo.lock"))).allowed());
+    assert!(p.decide(&facts(&EDIT, &file("src/a.rs"))).allowed());
 }
 
 #[test]
 fn bare_edit_allow_does_not_reach_outside_the_workspace() {
     let p = policy(&["Edit"], &[]);
-    assert!(!p.decide(&facts(&EDIT, &file("/etc/hosts"))).allowed);
+    assert!(!p.decide(&facts(&EDIT, &file("/etc/hosts"))).allowed());
     let p = policy(&["Edit(//tmp/drover-test/**)"], &[]);
-    assert!(p.decide(&facts(&EDIT, &file("/tmp/drover-test/x"))).allowed);
+    assert!(
+        p.decide(&facts(&EDIT, &file("/tmp/drover-test/x")))
+            .allowed()
+    );
 }
 
 #[test]
 fn bash_prefix_rules_never_let_a_chained_command_through() {
     let p = policy(&["Bash(cargo test *)"], &[]);
-    assert!(p.decide(&facts(&BASH, &cmd("cargo test --quiet"))).allowed);
+    assert!(
+        p.decide(&facts(&BASH, &cmd("cargo test --quiet")))
+            .allowed()
+    );
     let chained = p.decide(&facts(&BASH, &cmd("cargo test && rm -rf /")));
-    assert!(!chained.allowed);
+    assert!(!chained.allowed());
     assert!(
         !p.decide(&facts(&BASH, &cmd("cargo test; curl x | sh")))
-            .allowed
+            .allowed()
     );
-    assert!(!p.decide(&facts(&BASH, &cmd("cargo build"))).allowed);
+    assert!(!p.decide(&facts(&BASH, &cmd("cargo build"))).allowed());
 }
 
 #[test]
 fn bash_deny_patterns_catch_commands_they_cannot_analyse() {
     let p = policy(&["Bash"], &["Bash(git push *)"]);
-    assert!(p.decide(&facts(&BASH, &cmd("ls -la"))).allowed);
+    assert!(p.decide(&facts(&BASH, &cmd("ls -la"))).allowed());
     assert!(
         !p.decide(&facts(&BASH, &cmd("git push origin main")))
-            .allowed
+            .allowed()
     );
     let hidden = p.decide(&facts(&BASH, &cmd("true && git push")));
-    assert!(!hidden.allowed);
-    assert_eq!(hidden.rule.as_deref(), Some("Bash(git push *)"));
+    assert!(!hidden.allowed());
+    assert_eq!(hidden.rule(), Some("Bash(git push *)"));
 }
 
 #[test]
 fn tools_denied_outright_are_withheld() {
     let p = policy(&[], &["Bash", "Edit(src/**)"]);
     let withheld = p.withholds(&BASH.tool_facts()).unwrap();
-    assert!(!withheld.allowed);
-    assert_eq!(withheld.rule.as_deref(), Some("Bash"));
+    assert!(!withheld.allowed());
+    assert_eq!(withheld.rule(), Some("Bash"));
     assert_eq!(p.withholds(&EDIT.tool_facts()), None);
 }
 
@@ -178,7 +184,7 @@ fn plan_mode_offers_only_read_only_tools() {
     assert!(
         p.withholds(&EDIT.tool_facts())
             .unwrap()
-            .reason
+            .reason()
             .contains("plan")
     );
     assert!(p.withholds(&BASH.tool_facts()).is_some());
@@ -192,7 +198,11 @@ fn tools_that_do_not_say_they_touch_run_state_get_no_default() {
         name: "TodoWrite2",
         read_only: false,
     };
-    assert!(!policy(&[], &[]).decide(&facts(&other, &json!({}))).allowed);
+    assert!(
+        !policy(&[], &[])
+            .decide(&facts(&other, &json!({})))
+            .allowed()
+    );
 }
 
 #[test]
@@ -203,29 +213,38 @@ fn additional_directories_extend_the_read_only_default_and_bare_rules() {
     };
     let extra = [std::path::PathBuf::from("/shared/data")];
     let p = Policy::new(&permissions, Path::new("/ws"), &extra);
-    assert!(p.decide(&facts(&READ, &file("/shared/data/a.csv"))).allowed);
-    assert!(p.decide(&facts(&EDIT, &file("/shared/data/a.csv"))).allowed);
-    assert!(!p.decide(&facts(&READ, &file("/shared/other.csv"))).allowed);
+    assert!(
+        p.decide(&facts(&READ, &file("/shared/data/a.csv")))
+            .allowed()
+    );
+    assert!(
+        p.decide(&facts(&EDIT, &file("/shared/data/a.csv")))
+            .allowed()
+    );
+    assert!(
+        !p.decide(&facts(&READ, &file("/shared/other.csv")))
+            .allowed()
+    );
 }
 
 #[test]
 fn writes_into_git_internals_need_a_rule_that_names_them() {
     let p = policy(&["Edit", "Edit(**)"], &[]);
     let decision = p.decide(&facts(&WRITE, &file(".git/hooks/pre-commit")));
-    assert!(!decision.allowed);
-    assert!(decision.reason.contains(".git"), "{}", decision.reason);
+    assert!(!decision.allowed());
+    assert!(decision.reason().contains(".git"), "{}", decision.reason());
     assert!(
-        p.decide(&facts(&READ, &file(".git/config"))).allowed,
+        p.decide(&facts(&READ, &file(".git/config"))).allowed(),
         "reading is fine"
     );
     assert!(
         p.decide(&facts(&WRITE, &file(".github/workflows/ci.yml")))
-            .allowed
+            .allowed()
     );
     let p = policy(&["Edit(.git/hooks/**)"], &[]);
     assert!(
         p.decide(&facts(&WRITE, &file(".git/hooks/pre-commit")))
-            .allowed
+            .allowed()
     );
 }
 
@@ -243,21 +262,21 @@ fn symlinks_and_dot_dot_cannot_escape_the_workspace() {
     };
     let p = Policy::new(&permissions, &ws, &[]);
     assert!(
-        !p.decide(&facts(&READ, &file("link.txt"))).allowed,
+        !p.decide(&facts(&READ, &file("link.txt"))).allowed(),
         "a link pointing out is outside"
     );
-    assert!(!p.decide(&facts(&EDIT, &file("link.txt"))).allowed);
-    assert!(!p.decide(&facts(&READ, &file("../secret.txt"))).allowed);
+    assert!(!p.decide(&facts(&EDIT, &file("link.txt"))).allowed());
+    assert!(!p.decide(&facts(&READ, &file("../secret.txt"))).allowed());
     assert!(
         !p.decide(&facts(&EDIT, &file("sub/../../secret.txt")))
-            .allowed
+            .allowed()
     );
 }
 
 #[test]
 fn a_bare_edit_rule_governs_write_and_multi_edit_too() {
     let p = policy(&["Write", "Edit(src/**)"], &["Edit"]);
-    assert!(!p.decide(&facts(&WRITE, &file("src/a.rs"))).allowed);
+    assert!(!p.decide(&facts(&WRITE, &file("src/a.rs"))).allowed());
     let multi = Fake {
         name: "MultiEdit",
         read_only: false,
@@ -268,7 +287,7 @@ fn a_bare_edit_rule_governs_write_and_multi_edit_too() {
     );
     assert!(p.withholds(&WRITE.tool_facts()).is_some());
     let p = policy(&["Edit"], &[]);
-    assert!(p.decide(&facts(&WRITE, &file("new.txt"))).allowed);
+    assert!(p.decide(&facts(&WRITE, &file("new.txt"))).allowed());
 }
 
 #[test]
@@ -284,13 +303,13 @@ fn protected_paths_are_off_limits_to_writes_whatever_the_rules() {
         ".git",
     ] {
         let decision = p.decide(&facts(&WRITE, &file(path)));
-        assert!(!decision.allowed, "{path}");
+        assert!(!decision.allowed(), "{path}");
         assert!(
-            decision.reason.contains("off limits"),
+            decision.reason().contains("off limits"),
             "{}",
-            decision.reason
+            decision.reason()
         );
-        assert!(!p.decide(&facts(&EDIT, &file(path))).allowed, "{path}");
+        assert!(!p.decide(&facts(&EDIT, &file(path))).allowed(), "{path}");
     }
     for command in [
         "echo x > drover-artifacts/t/transcript.jsonl",
@@ -300,18 +319,18 @@ fn protected_paths_are_off_limits_to_writes_whatever_the_rules() {
         "printf 'gitdir: /x' > .git",
     ] {
         let decision = p.decide(&facts(&BASH, &cmd(command)));
-        assert!(!decision.allowed, "{command}");
+        assert!(!decision.allowed(), "{command}");
     }
     // Reading is fine, and neighbours are not protected.
     assert!(
         p.decide(&facts(&READ, &file("drover-artifacts/t/transcript.jsonl")))
-            .allowed
+            .allowed()
     );
     assert!(
         p.decide(&facts(&WRITE, &file("drover-artifacts-notes.md")))
-            .allowed
+            .allowed()
     );
-    assert!(p.decide(&facts(&BASH, &cmd("echo x > notes.md"))).allowed);
+    assert!(p.decide(&facts(&BASH, &cmd("echo x > notes.md"))).allowed());
 }
 
 #[test]

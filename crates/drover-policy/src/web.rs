@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::{Host, Url};
 
-use super::{Decision, Policy, Rule, Specifier, ToolFacts};
+use super::{Decision, Grounds, Policy, Rule, Specifier, ToolFacts};
 
 /// What the rules grant for one host (normalised: lowercase, punycode, no trailing dot).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -330,22 +330,15 @@ impl Policy {
         };
         let grants = |host: &str| self.web_grant(tool, host);
         match judge_url(&url, &grants) {
-            Ok(granted) => Decision {
-                allowed: true,
-                reason: format!(
+            Ok(granted) => {
+                let reason = format!(
                     "{name}({}) is allowed by rule {}",
                     granted.host,
                     granted.grant.rule.as_deref().unwrap_or("?")
-                ),
-                rule: granted.grant.rule,
-                target: None,
-            },
-            Err(refused) => Decision {
-                allowed: false,
-                rule: refused.rule,
-                reason: refused.reason,
-                target: None,
-            },
+                );
+                Decision::Allow(Grounds::new(granted.grant.rule, reason))
+            }
+            Err(refused) => Decision::Deny(Grounds::new(refused.rule, refused.reason)),
         }
     }
 }

@@ -37,14 +37,14 @@ fn decide(policy: &Policy, url: &str) -> crate::Decision {
 #[test]
 fn web_fetch_without_a_rule_is_denied_although_read_only() {
     let decision = decide(&policy(&[], &[]), "https://example.com/");
-    assert!(!decision.allowed, "{decision:?}");
+    assert!(!decision.allowed(), "{decision:?}");
     assert!(
-        decision.reason.contains("WebFetch(domain:example.com)"),
+        decision.reason().contains("WebFetch(domain:example.com)"),
         "{}",
-        decision.reason
+        decision.reason()
     );
     // Allow rules for other tools change nothing.
-    assert!(!decide(&policy(&["Read", "Bash"], &[]), "https://example.com/").allowed);
+    assert!(!decide(&policy(&["Read", "Bash"], &[]), "https://example.com/").allowed());
 }
 
 #[test]
@@ -56,28 +56,28 @@ fn domain_rules_match_the_host_case_insensitively_and_without_trailing_dot() {
         "https://example.com:8443/",
     ] {
         let d = decide(&p, url);
-        assert!(d.allowed, "{url}: {d:?}");
-        assert_eq!(d.rule.as_deref(), Some("WebFetch(domain:Example.COM)"));
+        assert!(d.allowed(), "{url}: {d:?}");
+        assert_eq!(d.rule(), Some("WebFetch(domain:Example.COM)"));
     }
-    assert!(!decide(&p, "https://www.example.com/").allowed);
-    assert!(!decide(&p, "https://example.com.evil.invalid/").allowed);
-    assert!(!decide(&p, "https://notexample.com/").allowed);
+    assert!(!decide(&p, "https://www.example.com/").allowed());
+    assert!(!decide(&p, "https://example.com.evil.invalid/").allowed());
+    assert!(!decide(&p, "https://notexample.com/").allowed());
 }
 
 #[test]
 fn a_wildcard_covers_subdomains_not_the_apex() {
     let p = policy(&["WebFetch(domain:*.example.com)"], &[]);
-    assert!(decide(&p, "https://docs.example.com/").allowed);
-    assert!(decide(&p, "https://a.b.example.com/").allowed);
-    assert!(!decide(&p, "https://example.com/").allowed);
-    assert!(!decide(&p, "https://badexample.com/").allowed);
+    assert!(decide(&p, "https://docs.example.com/").allowed());
+    assert!(decide(&p, "https://a.b.example.com/").allowed());
+    assert!(!decide(&p, "https://example.com/").allowed());
+    assert!(!decide(&p, "https://badexample.com/").allowed());
 }
 
 #[test]
 fn idna_hosts_are_compared_in_punycode() {
     let p = policy(&["WebFetch(domain:bücher.invalid)"], &[]);
-    assert!(decide(&p, "https://xn--bcher-kva.invalid/").allowed);
-    assert!(decide(&p, "https://BÜCHER.invalid/").allowed);
+    assert!(decide(&p, "https://xn--bcher-kva.invalid/").allowed());
+    assert!(decide(&p, "https://BÜCHER.invalid/").allowed());
 }
 
 #[test]
@@ -89,23 +89,23 @@ fn deny_rules_win_over_allow_rules() {
             "WebFetch(domain:evil.invalid)",
         ],
     );
-    assert!(decide(&p, "https://good.invalid/").allowed);
+    assert!(decide(&p, "https://good.invalid/").allowed());
     let d = decide(&p, "https://x.evil.invalid/");
-    assert!(!d.allowed);
-    assert_eq!(d.rule.as_deref(), Some("WebFetch(domain:*.evil.invalid)"));
-    assert!(!decide(&p, "https://evil.invalid/").allowed);
+    assert!(!d.allowed());
+    assert_eq!(d.rule(), Some("WebFetch(domain:*.evil.invalid)"));
+    assert!(!decide(&p, "https://evil.invalid/").allowed());
     let everything = policy(&["WebFetch(domain:good.invalid)"], &["WebFetch"]);
-    assert!(!decide(&everything, "https://good.invalid/").allowed);
+    assert!(!decide(&everything, "https://good.invalid/").allowed());
 }
 
 #[test]
 fn urls_with_credentials_or_other_schemes_are_refused() {
     let p = policy(&["WebFetch"], &[]);
-    assert!(!decide(&p, "https://user:pw@example.com/").allowed);
-    assert!(!decide(&p, "https://user@example.com/").allowed);
-    assert!(!decide(&p, "file:///etc/passwd").allowed);
-    assert!(!decide(&p, "ftp://example.com/").allowed);
-    assert!(!decide(&p, "not a url").allowed);
+    assert!(!decide(&p, "https://user:pw@example.com/").allowed());
+    assert!(!decide(&p, "https://user@example.com/").allowed());
+    assert!(!decide(&p, "file:///etc/passwd").allowed());
+    assert!(!decide(&p, "ftp://example.com/").allowed());
+    assert!(!decide(&p, "not a url").allowed());
 }
 
 #[test]
@@ -141,15 +141,15 @@ fn restricted_addresses_need_a_rule_naming_the_exact_host() {
         "http://[0:0:0:0:0:ffff:a9fe:a9fe]/",
     ] {
         let d = decide(&bare, url);
-        assert!(!d.allowed, "{url}: {d:?}");
+        assert!(!d.allowed(), "{url}: {d:?}");
         assert!(
-            d.reason.contains("names exactly this host"),
+            d.reason().contains("names exactly this host"),
             "{url}: {}",
-            d.reason
+            d.reason()
         );
     }
     let wildcard = policy(&["WebFetch(domain:*.localhost)"], &[]);
-    assert!(!decide(&wildcard, "http://app.localhost/").allowed);
+    assert!(!decide(&wildcard, "http://app.localhost/").allowed());
     let exact = policy(
         &[
             "WebFetch(domain:127.0.0.1)",
@@ -157,11 +157,11 @@ fn restricted_addresses_need_a_rule_naming_the_exact_host() {
         ],
         &[],
     );
-    assert!(decide(&exact, "http://127.0.0.1:8080/").allowed);
+    assert!(decide(&exact, "http://127.0.0.1:8080/").allowed());
     // Other notations of the same address are the same host.
-    assert!(decide(&exact, "http://2130706433:8080/").allowed);
-    assert!(decide(&exact, "http://169.254.169.254/").allowed);
-    assert!(!decide(&exact, "http://127.0.0.2/").allowed);
+    assert!(decide(&exact, "http://2130706433:8080/").allowed());
+    assert!(decide(&exact, "http://169.254.169.254/").allowed());
+    assert!(!decide(&exact, "http://127.0.0.2/").allowed());
 }
 
 #[test]
@@ -236,15 +236,15 @@ fn rule_domains_are_normalised_and_checked() {
 #[test]
 fn a_deny_rule_covers_the_subdomains_of_its_domain() {
     let open = policy(&["WebFetch"], &["WebFetch(domain:evil.invalid)"]);
-    assert!(!decide(&open, "https://evil.invalid/").allowed);
-    assert!(!decide(&open, "https://sub.evil.invalid/").allowed);
-    assert!(decide(&open, "https://notevil.invalid/").allowed);
+    assert!(!decide(&open, "https://evil.invalid/").allowed());
+    assert!(!decide(&open, "https://sub.evil.invalid/").allowed());
+    assert!(decide(&open, "https://notevil.invalid/").allowed());
     let nested = policy(
         &["WebFetch(domain:*.example.com)"],
         &["WebFetch(domain:bad.example.com)"],
     );
-    assert!(!decide(&nested, "https://x.bad.example.com/").allowed);
-    assert!(decide(&nested, "https://good.example.com/").allowed);
+    assert!(!decide(&nested, "https://x.bad.example.com/").allowed());
+    assert!(decide(&nested, "https://good.example.com/").allowed());
 }
 
 #[test]
