@@ -2,6 +2,11 @@
 //! modules of a lower layer, so no import cycle can form and a lower layer never learns
 //! of a higher one. Test code (`tests.rs`, `*_tests.rs`, `#[cfg(test)]` modules) may
 //! cross layers: it builds whole pieces to exercise one.
+//!
+//! The lower layers that became workspace crates keep their layers here (`CRATES`): the
+//! binary's modules still name them (`crate::policy::…` through lib.rs's re-exports, or
+//! `drover_paths::…` directly), and a crate's own dependencies must point down too. That
+//! no crate uses the binary the compiler already ensures.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,16 +19,13 @@ const LAYERS: &[(&str, u8)] = &[
     ("exit", 0),
     ("http_client", 0),
     ("output", 0),
-    ("message", 0),
     ("secret_names", 0),
-    // Plain data at the bottom: what a task is, what a run leaves behind.
-    ("spec", 1),
+    // Plain data at the bottom: what a run leaves behind.
     ("record", 1),
     // The machine: the OS sandbox and the workspace on disk.
     ("sandbox", 2),
     ("workspace", 2),
-    // Judging and talking: the permission policy, the model providers.
-    ("policy", 3),
+    // Talking: the model providers.
     ("model", 3),
     // The tools, which describe themselves to the policy.
     ("tools", 4),
@@ -40,12 +42,50 @@ const LAYERS: &[(&str, u8)] = &[
     ("commands", 8),
 ];
 
+/// Every workspace crate under crates/: its package name, the name lib.rs re-exports it
+/// under as a top-level module (None: used by its own name, or through a module), and its
+/// layer. A new crate must be placed here (and in docs/architecture.md).
+const CRATES: &[(&str, Option<&str>, u8)] = &[
+    // Foundations: pure, no drover type.
+    ("drover-shell", None, 0),
+    ("drover-paths", None, 0),
+    ("drover-message", Some("message"), 0),
+    // What a task is.
+    ("drover-spec", Some("spec"), 1),
+    // Judging calls.
+    ("drover-policy", Some("policy"), 3),
+];
+
+/// The layer of every name a module of the binary may use: its top-level modules, the
+/// crates' re-exported module names, and the crates' own names (`drover_paths`).
+fn layers() -> BTreeMap<String, u8> {
+    let mut layers: BTreeMap<String, u8> = LAYERS
+        .iter()
+        .map(|&(module, layer)| (module.to_string(), layer))
+        .collect();
+    for &(package, module, layer) in CRATES {
+        layers.insert(package.replace('-', "_"), layer);
+        if let Some(module) = module {
+            layers.insert(module.to_string(), layer);
+        }
+    }
+    layers
+}
+
 #[test]
 fn top_level_modules_use_only_lower_layers() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let layers: BTreeMap<&str, u8> = LAYERS.iter().copied().collect();
+    let layers = layers();
+    let modules = top_level_modules(&src);
     let mut problems = Vec::new();
-    for module in top_level_modules(&src) {
+    for (module, _) in LAYERS {
+        if !modules.iter().any(|m| m == module) {
+            problems.push(format!(
+                "{module}: in LAYERS in src/layers_tests.rs but no module of src/"
+            ));
+        }
+    }
+    for module in modules {
         let Some(&layer) = layers.get(module.as_str()) else {
             problems.push(format!(
                 "src/{module}: a top-level module missing from LAYERS in src/layers_tests.rs"
@@ -54,7 +94,10 @@ fn top_level_modules_use_only_lower_layers() {
         };
         for file in module_files(&src, &module) {
             let text = std::fs::read_to_string(&file).unwrap();
-            for used in crate_modules_used(non_test_part(&text)) {
+            let code = non_test_part(&text);
+            let mut used_names = crate_modules_used(code);
+            used_names.extend(workspace_crates_used(code));
+            for used in used_names {
                 let Some(&used_layer) = layers.get(used.as_str()) else {
                     continue; // a macro (`crate::say!`) or an item of lib.rs
                 };
@@ -77,10 +120,97 @@ fn top_level_modules_use_only_lower_layers() {
 }
 
 #[test]
+fn each_crate_is_re_exported_and_depends_only_on_lower_crates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layers: BTreeMap<&str, u8> = CRATES
+        .iter()
+        .map(|&(package, _, layer)| (package, layer))
+        .collect();
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let mut problems = Vec::new();
+    let mut dirs: Vec<String> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let Some(&layer) = layers.get(dir.as_str()) else {
+            problems.push(format!(
+                "crates/{dir}: a crate missing from CRATES in src/layers_tests.rs"
+            ));
+            continue;
+        };
+        let module = CRATES.iter().find(|c| c.0 == dir).and_then(|c| c.1);
+        let crate_name = dir.replace('-', "_");
+        if let Some(module) = module
+            && !lib.contains(&format!("use {crate_name} as {module};"))
+        {
+            problems.push(format!(
+                "src/lib.rs: {dir} is not re-exported as `{module}`"
+            ));
+        }
+        let manifest =
+            std::fs::read_to_string(root.join("crates").join(&dir).join("Cargo.toml")).unwrap();
+        for used in drover_dependencies(&manifest) {
+            match layers.get(used.as_str()) {
+                Some(&used_layer) if used_layer < layer => {}
+                Some(&used_layer) => problems.push(format!(
+                    "crates/{dir} (layer {layer}) depends on {used} (layer {used_layer})"
+                )),
+                None => problems.push(format!(
+                    "crates/{dir} depends on {used}, which is no crate of CRATES (the binary?)"
+                )),
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "layering broken (see docs/architecture.md):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
 fn the_checker_sees_each_form_of_import() {
     let text = "use crate::policy::Rule;\nuse crate::{record::{Event, Redactor}, spec};\nfn f() { crate::workspace::diff::quote_path(b\"\"); }\n#[cfg(test)]\nmod tests { use crate::agent::x; }\n";
     let used = crate_modules_used(non_test_part(text));
     assert_eq!(used, ["policy", "record", "spec", "workspace"]);
+    let text = "use drover_paths as paths;\nfn f() { drover_spec::load(p); drover_alive(1); }\n";
+    assert_eq!(workspace_crates_used(text), ["drover_paths", "drover_spec"]);
+    let manifest = "[dependencies]\ndrover-spec = { path = \"../drover-spec\" }\nregex = \"1\"\n\n[dev-dependencies]\ndrover = { path = \"../..\" }\n";
+    assert_eq!(drover_dependencies(manifest), ["drover-spec"]);
+}
+
+/// The workspace crates of `CRATES` that `text` names by their own name (`drover_paths::`,
+/// `use drover_paths as …`).
+fn workspace_crates_used(text: &str) -> Vec<String> {
+    CRATES
+        .iter()
+        .map(|&(package, _, _)| package.replace('-', "_"))
+        .filter(|name| {
+            text.contains(&format!("{name}::"))
+                || text.contains(&format!("use {name} as "))
+                || text.contains(&format!("use {name};"))
+        })
+        .collect()
+}
+
+/// The `drover…` packages of a manifest's `[dependencies]` table (not dev-dependencies:
+/// test code may cross layers).
+fn drover_dependencies(manifest: &str) -> Vec<String> {
+    let mut in_dependencies = false;
+    let mut used = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]";
+        } else if in_dependencies
+            && let Some((name, _)) = line.split_once('=')
+            && name.trim().starts_with("drover")
+        {
+            used.push(name.trim().to_string());
+        }
+    }
+    used
 }
 
 fn top_level_modules(src: &Path) -> Vec<String> {

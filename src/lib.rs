@@ -15,17 +15,20 @@ pub mod exit;
 mod hooks;
 mod http_client;
 mod mcp;
-mod message;
 mod model;
 mod output;
-mod policy;
 mod record;
 mod run;
 mod sandbox;
 mod secret_names;
-mod spec;
 mod tools;
 mod workspace;
+
+// Lower layers that are crates of their own (docs/architecture.md), under their module
+// names so `crate::message::…` reads as before.
+use drover_message as message;
+use drover_policy as policy;
+use drover_spec as spec;
 
 // What the binary and the fuzz targets use; everything else is the crate's own.
 pub use commands::dispatch;

@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::dispatch::{self, Call, Prepared, Verdict};
+use super::dispatch::{self, Call, Prepared};
 use super::end_turn::Verdict as AnswerVerdict;
 use super::session::Session;
 use super::{Agent, AgentConfig, Bounded, STRUCTURED_OUTPUT, Stop, bounded, cancelled};
 use crate::hooks::Permission;
 use crate::message::{ContentBlock, Message, Role};
 use crate::model::OutputMode;
-use crate::record::transcript::{Decision, TranscriptError};
+use crate::policy::{Decision, Grounds};
+use crate::record::transcript::{self, TranscriptError};
 use crate::record::{EndReason, Event};
 use crate::spec::HookEvent;
 use crate::tools::{InternalFault, ToolOutput};
@@ -215,7 +216,7 @@ impl Agent<'_> {
         };
         let mut call = call.clone();
         let mut context = Vec::new();
-        let mut hook_verdict: Option<Verdict> = None;
+        let mut hook_denied: Option<Decision> = None;
         // Hooks match the tool, whichever of its names the model used (`Task`: `Agent`).
         let tool_name = self.registry.resolve(&call.name).to_string();
         let mut fields = Map::new();
@@ -243,7 +244,7 @@ impl Agent<'_> {
         context.extend(answer.additional_context.iter().cloned());
         let hook_says = answer.permission.clone();
         if let Some(reason) = answer.block_reason() {
-            hook_verdict = Some(hook_denial(format!(
+            hook_denied = Some(hook_denial(format!(
                 "blocked by a PreToolUse hook: {reason}"
             )));
         } else if let Some((Permission::Deny | Permission::Ask, why)) = &hook_says {
@@ -256,7 +257,7 @@ impl Agent<'_> {
             } else {
                 format!("denied by a PreToolUse hook: {why}")
             };
-            hook_verdict = Some(hook_denial(self.redactor.redact(&what).into_owned()));
+            hook_denied = Some(hook_denial(self.redactor.redact(&what).into_owned()));
         } else if let Some(updated) = answer.updated_input.clone() {
             // The rewritten input is a new call: validated and judged from scratch.
             let rewritten = Call {
@@ -269,24 +270,24 @@ impl Agent<'_> {
                     call = rewritten;
                 }
                 Err(error) => {
-                    hook_verdict = Some(hook_denial(format!(
+                    hook_denied = Some(hook_denial(format!(
                         "a PreToolUse hook rewrote the input to one that is not valid: {}",
                         error.content
                     )));
                 }
             }
         }
-        let (outcome, verdict) = match hook_verdict {
-            Some(verdict) => {
+        let (outcome, decision) = match hook_denied {
+            Some(denied) => {
                 let message = format!(
                     "Permission denied: {}. Do not retry this call unchanged.",
-                    verdict.reason
+                    denied.reason()
                 );
-                (Prepared::Done(ToolOutput::error(message)), verdict)
+                (Prepared::Done(ToolOutput::error(message)), denied)
             }
             None => dispatch::judge(parsed, self.policy, &self.ctx.shell.current()),
         };
-        self.record_verdict(&call, &verdict, session)?;
+        self.record_decision(&call, &decision, session)?;
         Ok(Ready {
             call,
             outcome,
@@ -294,26 +295,25 @@ impl Agent<'_> {
         })
     }
 
-    fn record_verdict(
+    fn record_decision(
         &mut self,
         call: &Call,
-        verdict: &Verdict,
+        decision: &Decision,
         session: &mut Session,
     ) -> Result<(), TranscriptError> {
+        let (recorded, grounds) = match decision {
+            Decision::Allow(grounds) => (transcript::Decision::Allow, grounds),
+            Decision::Deny(grounds) => (transcript::Decision::Deny, grounds),
+        };
         self.transcript.write(Event::Permission {
             tool_use_id: call.id.clone(),
-            decision: if verdict.allowed {
-                Decision::Allow
-            } else {
-                Decision::Deny
-            },
-            rule: verdict.rule.clone(),
-            reason: verdict.reason.clone(),
+            decision: recorded,
+            rule: grounds.rule.clone(),
+            reason: grounds.reason.clone(),
         })?;
-        if verdict.allowed {
-            *session.calls.entry(call.name.clone()).or_default() += 1;
-        } else {
-            session.denials.push(dispatch::denial(call, verdict));
+        match decision {
+            Decision::Allow(_) => *session.calls.entry(call.name.clone()).or_default() += 1,
+            Decision::Deny(grounds) => session.denials.push(dispatch::denial(call, grounds)),
         }
         Ok(())
     }
@@ -385,10 +385,6 @@ impl Agent<'_> {
 }
 
 /// A hook's refusal, recorded like a policy denial (rule `hook:PreToolUse`).
-fn hook_denial(reason: String) -> Verdict {
-    Verdict {
-        allowed: false,
-        rule: Some("hook:PreToolUse".to_string()),
-        reason,
-    }
+fn hook_denial(reason: String) -> Decision {
+    Decision::Deny(Grounds::new(Some("hook:PreToolUse".to_string()), reason))
 }

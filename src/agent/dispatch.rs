@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::policy::Policy;
+use crate::policy::{Decision, Grounds, Policy};
 use crate::record::Denial;
 use crate::tools::{InternalFault, Registry, ToolCall, ToolContext, ToolOutput, run_call};
 
@@ -25,13 +25,6 @@ pub(super) enum Prepared {
     Done(ToolOutput),
 }
 
-/// A permission decision about to be recorded.
-pub(super) struct Verdict {
-    pub allowed: bool,
-    pub rule: Option<String>,
-    pub reason: String,
-}
-
 /// Look the call up and validate its input: the parsed call, or the error result the
 /// model gets instead.
 pub(super) fn parse(call: &Call, registry: &Registry) -> Result<Box<dyn ToolCall>, ToolOutput> {
@@ -49,31 +42,29 @@ pub(super) fn parse(call: &Call, registry: &Registry) -> Result<Box<dyn ToolCall
         .map_err(|error| ToolOutput::error(error.to_string()))
 }
 
-/// Ask the policy about a parsed call.
+/// Ask the policy about a parsed call: what to run (on the path the policy judged) or
+/// the denial the model reads, and the decision itself, to be recorded.
 pub(super) fn judge(
     parsed: Box<dyn ToolCall>,
     policy: &Policy,
     cwd: &std::path::Path,
-) -> (Prepared, Verdict) {
+) -> (Prepared, Decision) {
     let decision = policy.decide_in(&parsed.facts(), cwd);
-    let verdict = Verdict {
-        allowed: decision.allowed,
-        rule: decision.rule.clone(),
-        reason: decision.reason.clone(),
+    let prepared = match &decision {
+        Decision::Allow(grounds) => Prepared::Run(parsed, grounds.target.clone()),
+        Decision::Deny(grounds) => {
+            let rule = grounds
+                .rule
+                .as_deref()
+                .map_or("the default policy".to_string(), |r| format!("rule {r}"));
+            let message = format!(
+                "Permission denied by {rule}: {}. This task's policy does not allow this call; do not retry it unchanged, choose another way.",
+                grounds.reason
+            );
+            Prepared::Done(ToolOutput::error(message))
+        }
     };
-    if decision.allowed {
-        (Prepared::Run(parsed, decision.target), verdict)
-    } else {
-        let rule = decision
-            .rule
-            .as_deref()
-            .map_or("the default policy".to_string(), |r| format!("rule {r}"));
-        let message = format!(
-            "Permission denied by {rule}: {}. This task's policy does not allow this call; do not retry it unchanged, choose another way.",
-            decision.reason
-        );
-        (Prepared::Done(ToolOutput::error(message)), verdict)
-    }
+    (prepared, decision)
 }
 
 /// How many sub-agents of one turn run at the same time, at most.
@@ -176,12 +167,12 @@ pub(super) async fn execute<'a>(
 }
 
 /// The denial record for the summary and JUnit.
-pub(super) fn denial(call: &Call, verdict: &Verdict) -> Denial {
+pub(super) fn denial(call: &Call, grounds: &Grounds) -> Denial {
     Denial {
         tool_use_id: call.id.clone(),
         tool: call.name.clone(),
         input: call.input.clone(),
-        rule: verdict.rule.clone(),
-        reason: verdict.reason.clone(),
+        rule: grounds.rule.clone(),
+        reason: grounds.reason.clone(),
     }
 }

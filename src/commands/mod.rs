@@ -469,12 +469,12 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
         .unwrap_or_else(|| policy.decide(&call_facts));
     let output = json!({
         "tool": tool_name,
-        "decision": if decision.allowed { "allow" } else { "deny" },
-        "rule": decision.rule,
-        "reason": decision.reason,
+        "decision": if decision.allowed() { "allow" } else { "deny" },
+        "rule": decision.rule(),
+        "reason": decision.reason(),
     });
     crate::output::say_json(&output.to_string());
-    if decision.allowed {
+    if decision.allowed() {
         exit::PASSED
     } else {
         exit::FAILED

@@ -25,6 +25,12 @@ mod notebook;
 pub(crate) mod notebook_edit;
 mod notebook_json;
 mod notebook_read;
+#[cfg(test)]
+mod policy_facts_tests;
+#[cfg(test)]
+mod policy_table_gaps_tests;
+#[cfg(test)]
+mod policy_table_tests;
 pub(crate) mod read;
 mod read_window;
 pub(crate) mod recorded;

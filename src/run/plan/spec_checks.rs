@@ -380,9 +380,9 @@ limits:
         for name in ["mcp__docs__search", "ReadMcpResource"] {
             let facts = crate::mcp::facts_of(name);
             let withheld = policy.withholds(&facts).unwrap();
-            assert_eq!(withheld.rule.as_deref(), Some("mcp__*"), "{name}");
+            assert_eq!(withheld.rule(), Some("mcp__*"), "{name}");
             let call = crate::policy::CallFacts::without_subject(facts);
-            assert!(!policy.decide(&call).allowed, "{name}");
+            assert!(!policy.decide(&call).allowed(), "{name}");
         }
         let error = error_of(&spec.replace("allow: [mcp__docs]", "allow: [Read, mcp__*]"));
         assert!(error.contains("bad.yaml:6:17"), "{error}");

@@ -1,0 +1,451 @@
+//! Permission rules in Claude Code's syntax: `Tool` or `Tool(specifier)`.
+//!
+//! Rules are parsed and checked when the spec is loaded (drover's
+//! `run::plan::spec_checks`), so a typo in a deny rule is a spec error at its line and
+//! column, never a rule that silently matches nothing.
+
+use std::fmt;
+
+use drover_spec::{PermissionMode, Permissions, Switch};
+use serde_saphyr::Spanned;
+
+use super::ToolFacts;
+
+/// Tools a rule may name (drover's built-ins and the Claude Code tools specs bring over).
+pub const KNOWN_TOOLS: &[&str] = &[
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "Glob",
+    "Grep",
+    "LS",
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+    "NotebookEdit",
+    "ListMcpResources",
+    "ReadMcpResource",
+    "Agent",
+    "Task",
+];
+
+/// The tool that starts sub-agents, and Claude Code's former name of it, which calls,
+/// rules and hook matchers accept as the same tool.
+pub const AGENT_TOOL: &str = "Agent";
+pub const AGENT_TOOL_ALIAS: &str = "Task";
+
+/// Tools whose rules take a path pattern as specifier (`Edit(src/**)`). Which tools a
+/// `Read` or `Edit` rule governs besides its own is the tools' to say
+/// ([`ToolFacts::path_family`]). Public so drover can check it against the tools' own
+/// facts.
+pub fn takes_path_specifier(rule_tool: &str) -> bool {
+    matches!(
+        rule_tool,
+        "Read" | "Edit" | "Write" | "MultiEdit" | "Glob" | "Grep" | "LS" | "NotebookEdit"
+    )
+}
+
+/// What a rule's parenthesised part means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Specifier {
+    /// `Bash(cargo test *)`: a command pattern, compiled.
+    Command(super::command::CommandPattern),
+    /// `Edit(src/**)`: a gitignore-style path pattern, compiled.
+    Path(super::path_pattern::PathPattern),
+    /// `WebFetch(domain:example.com)`: the host normalised as URLs' hosts are
+    /// (lowercase, punycode, no trailing dot); `*.example.com` for its subdomains.
+    Domain(String),
+}
+
+/// A task's permissions with its rules parsed: what the policy judges by. The spec holds
+/// the rules as text; [`RuleSet::from_spec`] is where they become rules.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    pub allow: Vec<Rule>,
+    pub deny: Vec<Rule>,
+    pub mode: PermissionMode,
+    pub guardrails: Switch,
+}
+
+/// A rule of a spec that does not parse: which list, which entry, why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("permissions.{list}[{index}]: {source}")]
+pub struct RuleError {
+    /// `allow` or `deny`.
+    pub list: &'static str,
+    pub index: usize,
+    pub source: InvalidRule,
+}
+
+/// A permission rule that does not parse; the message says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct InvalidRule {
+    /// The rule as written.
+    pub rule: String,
+    pub message: String,
+}
+
+impl RuleSet {
+    /// Parse the rules of `permissions`; the first that does not parse is the error.
+    pub fn from_spec(permissions: &Permissions) -> Result<RuleSet, RuleError> {
+        let parse = |list: &'static str, texts: &[Spanned<String>]| {
+            texts
+                .iter()
+                .enumerate()
+                .map(|(index, text)| {
+                    Rule::try_from(text.value.clone()).map_err(|source| RuleError {
+                        list,
+                        index,
+                        source,
+                    })
+                })
+                .collect::<Result<Vec<Rule>, RuleError>>()
+        };
+        let allow = parse("allow", &permissions.allow)?;
+        if let Some(index) = allow.iter().position(|rule| rule.tool == EVERY_MCP_TOOL) {
+            return Err(RuleError {
+                list: "allow",
+                index,
+                source: InvalidRule {
+                    rule: allow[index].text.clone(),
+                    message: format!(
+                        "{EVERY_MCP_TOOL} is for deny: only; allow each server by name (mcp__<server>, or mcp__<server>__<tool>) so a server added later is not allowed unseen"
+                    ),
+                },
+            });
+        }
+        Ok(RuleSet {
+            allow,
+            deny: parse("deny", &permissions.deny)?,
+            mode: permissions.mode,
+            guardrails: permissions.guardrails,
+        })
+    }
+}
+
+/// One permission rule, as written and as understood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    text: String,
+    tool: String,
+    specifier: Option<Specifier>,
+}
+
+impl Rule {
+    /// The rule exactly as the user wrote it (reported in decisions).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    pub fn specifier(&self) -> Option<&Specifier> {
+        self.specifier.as_ref()
+    }
+
+    /// Does this rule name `tool_name` itself (an `mcp__server` rule: any tool of the
+    /// server), before looking at the specifier?
+    pub fn governs(&self, tool_name: &str) -> bool {
+        if self.tool == tool_name {
+            return true;
+        }
+        if self.tool == EVERY_MCP_TOOL {
+            return tool_name.starts_with("mcp__") || MCP_RESOURCE_TOOLS.contains(&tool_name);
+        }
+        self.tool.starts_with("mcp__") && mcp_matches(&self.tool, tool_name)
+    }
+
+    /// A rule without specifier naming this tool: it covers every call.
+    pub fn covers_whole_tool(&self, tool_name: &str) -> bool {
+        self.specifier.is_none() && self.governs(tool_name)
+    }
+
+    /// Does this rule concern calls of `tool` (before looking at the specifier)? It
+    /// names the tool or the tool it serves, or (bare or with a path) the rule family
+    /// the tool says governs its paths: `Read` rules govern Glob, Grep and LS too.
+    pub fn governs_tool(&self, tool: &ToolFacts) -> bool {
+        self.governs(&tool.name)
+            || self.governs(&tool.governed_by)
+            || (matches!(self.specifier, None | Some(Specifier::Path(_)))
+                && tool.path_family.as_deref() == Some(self.tool.as_str()))
+    }
+
+    /// A rule without specifier that governs `tool`: it covers every call.
+    pub fn covers_whole(&self, tool: &ToolFacts) -> bool {
+        self.specifier.is_none() && self.governs_tool(tool)
+    }
+}
+
+/// The deny rule for every MCP tool of every server, and the resource tools that read
+/// from them.
+const EVERY_MCP_TOOL: &str = "mcp__*";
+
+/// The tools that reach MCP servers without an `mcp__` name.
+pub const MCP_RESOURCE_TOOLS: &[&str] = &["ListMcpResources", "ReadMcpResource"];
+
+/// `mcp__server` covers every tool of the server; `mcp__server__*` too. A rule naming
+/// one tool (`mcp__server__tool`) covers that tool only: not `mcp__server__tool__x`, a
+/// name the server chose to ride on the rule.
+fn mcp_matches(rule: &str, tool: &str) -> bool {
+    if let Some(server) = rule.strip_suffix("__*") {
+        return tool
+            .strip_prefix(server)
+            .is_some_and(|rest| rest.starts_with("__"));
+    }
+    let names_a_tool = rule
+        .strip_prefix("mcp__")
+        .is_some_and(|rest| rest.contains("__"));
+    tool == rule
+        || (!names_a_tool
+            && tool
+                .strip_prefix(rule)
+                .is_some_and(|rest| rest.starts_with("__")))
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl TryFrom<String> for Rule {
+    type Error = InvalidRule;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        let invalid = |message: String| InvalidRule {
+            rule: text.clone(),
+            message,
+        };
+        let trimmed = text.trim();
+        let (tool, specifier) = match trimmed.find('(') {
+            None => (trimmed, None),
+            Some(open) => {
+                let Some(inner) = trimmed[open + 1..].strip_suffix(')') else {
+                    return Err(invalid(format!(
+                        "malformed permission rule {text:?}: a specifier must end with ')', as in Bash(cargo test *)"
+                    )));
+                };
+                (&trimmed[..open], Some(inner.trim()))
+            }
+        };
+        if tool.is_empty()
+            || !tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*')
+        {
+            return Err(invalid(format!(
+                "malformed permission rule {text:?}: expected Tool or Tool(specifier)"
+            )));
+        }
+        let wildcard_ok = tool == EVERY_MCP_TOOL
+            || tool
+                .strip_suffix("__*")
+                .is_some_and(|server| !server.contains('*'));
+        if tool.contains('*') && !wildcard_ok {
+            return Err(invalid(format!(
+                "malformed permission rule {text:?}: * stands only for a whole name, as in mcp__* (deny only) or mcp__github__*"
+            )));
+        }
+        if let Some(rest) = tool.strip_prefix("mcp__")
+            && tool != EVERY_MCP_TOOL
+        {
+            let server = rest.split("__").next().unwrap_or_default();
+            if server.is_empty() || server == "*" {
+                return Err(invalid(format!(
+                    "malformed permission rule {text:?}: name the MCP server, as in mcp__github or mcp__github__create_issue"
+                )));
+            }
+        }
+        if !tool.starts_with("mcp__") && !KNOWN_TOOLS.contains(&tool) {
+            return Err(invalid(format!(
+                "unknown tool {tool:?} in permission rule {text:?}; known tools: {}, or mcp__server[__tool]",
+                KNOWN_TOOLS.join(", ")
+            )));
+        }
+        let specifier = match specifier {
+            None => None,
+            Some("") => {
+                return Err(invalid(format!(
+                    "empty specifier in permission rule {text:?}: write {tool} to match every call"
+                )));
+            }
+            Some(inner) => Some(parse_specifier(tool, inner, &text)?),
+        };
+        let tool = if tool == AGENT_TOOL_ALIAS {
+            AGENT_TOOL
+        } else {
+            tool
+        };
+        Ok(Rule {
+            text: trimmed.to_string(),
+            tool: tool.to_string(),
+            specifier,
+        })
+    }
+}
+
+/// The specifier of a `tool` rule written as `text`.
+fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, InvalidRule> {
+    let invalid = |message: String| InvalidRule {
+        rule: text.to_string(),
+        message,
+    };
+    if tool == "Bash" {
+        return super::command::CommandPattern::new(inner)
+            .map(Specifier::Command)
+            .map_err(|e| {
+                invalid(format!(
+                    "permission rule {text:?}: invalid command pattern: {e}"
+                ))
+            });
+    }
+    if tool == "WebFetch" || tool == "WebSearch" {
+        return match inner.strip_prefix("domain:") {
+            Some(domain) if !domain.is_empty() => super::web::rule_domain(domain)
+                .map(Specifier::Domain)
+                .map_err(|e| invalid(format!("permission rule {text:?}: {e}"))),
+            _ => Err(invalid(format!(
+                "malformed permission rule {text:?}: {tool} takes domain:HOST, as in {tool}(domain:example.com)"
+            ))),
+        };
+    }
+    if takes_path_specifier(tool) {
+        return super::path_pattern::PathPattern::new(inner)
+            .map(Specifier::Path)
+            .map_err(|error| {
+                invalid(format!(
+                    "invalid path pattern in permission rule {text:?}: {error}"
+                ))
+            });
+    }
+    Err(invalid(format!(
+        "permission rule {text:?}: {tool} takes no specifier; write just {tool}"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(text: &str) -> Result<Rule, String> {
+        Rule::try_from(text.to_string()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_task_rule_names_the_agent_tool() {
+        let task = rule("Task").unwrap();
+        assert_eq!(task.tool(), "Agent");
+        assert_eq!(task.text(), "Task");
+        assert!(rule("Agent(x)").is_err(), "Agent takes no specifier");
+    }
+
+    #[test]
+    fn parses_tool_and_specifier_kinds() {
+        assert_eq!(rule("Read").unwrap().specifier(), None);
+        match rule("Bash(cargo test *)").unwrap().specifier() {
+            Some(Specifier::Command(pattern)) => assert_eq!(pattern.as_str(), "cargo test *"),
+            other => panic!("{other:?}"),
+        }
+        match rule("Edit(src/**)").unwrap().specifier() {
+            Some(Specifier::Path(pattern)) => assert_eq!(pattern.as_str(), "src/**"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            rule("WebFetch(domain:example.com)").unwrap().specifier(),
+            Some(&Specifier::Domain("example.com".into()))
+        );
+        assert!(rule("mcp__github__create_issue").is_ok());
+    }
+
+    #[test]
+    fn malformed_rules_are_errors_that_say_what_to_write() {
+        assert!(rule("Bash(ls").unwrap_err().contains("must end with ')'"));
+        assert!(rule("Reed").unwrap_err().contains("unknown tool"));
+        assert!(rule("Bash()").unwrap_err().contains("empty specifier"));
+        assert!(
+            rule("WebFetch(example.com)")
+                .unwrap_err()
+                .contains("domain:")
+        );
+        assert!(
+            rule("TodoWrite(x)")
+                .unwrap_err()
+                .contains("takes no specifier")
+        );
+        assert!(
+            rule("Edit(src/[)")
+                .unwrap_err()
+                .contains("invalid path pattern")
+        );
+    }
+
+    /// A tool named `name` whose paths `family`'s rules govern too.
+    fn tool(name: &str, family: Option<&str>) -> ToolFacts {
+        ToolFacts {
+            name: name.to_string(),
+            read_only: false,
+            governed_by: name.to_string(),
+            run_state: false,
+            path_family: family.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn path_rules_govern_the_tools_that_name_their_family() {
+        let (grep, glob) = (tool("Grep", Some("Read")), tool("Glob", Some("Read")));
+        let (write, multi_edit) = (tool("Write", Some("Edit")), tool("MultiEdit", Some("Edit")));
+        let read = rule("Read(secrets/**)").unwrap();
+        assert!(read.governs_tool(&grep) && read.governs_tool(&glob));
+        assert!(!read.governs_tool(&tool("Edit", None)));
+        let edit = rule("Edit(src/**)").unwrap();
+        assert!(edit.governs_tool(&write) && edit.governs_tool(&multi_edit));
+        let bare = rule("Edit").unwrap();
+        assert!(bare.governs_tool(&write) && bare.covers_whole(&multi_edit));
+        assert!(!rule("Write").unwrap().governs_tool(&tool("Edit", None)));
+        // A command rule never governs a tool through a path family.
+        assert!(!rule("Glob").unwrap().governs_tool(&grep));
+    }
+
+    #[test]
+    fn a_rule_naming_one_mcp_tool_covers_that_tool_only() {
+        let one = rule("mcp__srv__read").unwrap();
+        assert!(one.covers_whole_tool("mcp__srv__read"));
+        assert!(!one.covers_whole_tool("mcp__srv__read__all"));
+        assert!(!one.covers_whole_tool("mcp__srv__readx"));
+        let server = rule("mcp__srv").unwrap();
+        assert!(server.covers_whole_tool("mcp__srv__read__all"));
+        assert!(!server.covers_whole_tool("mcp__srvx__read"));
+    }
+
+    #[test]
+    fn mcp_rules_cover_server_tools() {
+        let every = rule("mcp__*").unwrap();
+        assert!(every.covers_whole_tool("mcp__github__create_issue"));
+        assert!(every.covers_whole_tool("ReadMcpResource"));
+        assert!(every.covers_whole_tool("ListMcpResources"));
+        assert!(!every.covers_whole_tool("Read"));
+        assert!(rule("mcp__*(x)").is_err());
+        for silent in ["mcp__**", "mcp__gith*", "mcp__*__x", "Re*d"] {
+            let error = rule(silent).unwrap_err();
+            assert!(
+                error.contains("stands only for a whole name"),
+                "{silent}: {error}"
+            );
+        }
+        let server = rule("mcp__github").unwrap();
+        assert!(server.covers_whole_tool("mcp__github__create_issue"));
+        assert!(!server.covers_whole_tool("mcp__githubx__a"));
+        assert!(
+            rule("mcp__github__*")
+                .unwrap()
+                .covers_whole_tool("mcp__github__x")
+        );
+    }
+}

@@ -1,0 +1,363 @@
+//! `hooks:` — Claude Code's hook settings, as they are written in `.claude/settings.json`,
+//! so users can bring theirs unchanged. Plain data; running them is `hooks`' job.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::SandboxSpec;
+use super::referenced::{JsonError, NoSandbox};
+
+/// The events drover raises, by Claude Code's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum HookEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    Stop,
+    SessionEnd,
+}
+
+impl HookEvent {
+    pub const ALL: [HookEvent; 7] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::PostToolUseFailure,
+        HookEvent::Stop,
+        HookEvent::SessionEnd,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PostToolUseFailure => "PostToolUseFailure",
+            HookEvent::Stop => "Stop",
+            HookEvent::SessionEnd => "SessionEnd",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+}
+
+/// Claude Code events that have no meaning without a person or a UI; a settings file
+/// that has them still loads (they are skipped, with a note).
+pub(crate) const INTERACTIVE_ONLY_EVENTS: &[&str] = &[
+    "Notification",
+    "PermissionRequest",
+    "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
+];
+
+/// The hooks of each event.
+pub type HooksSpec = BTreeMap<HookEvent, Vec<HookMatcherSpec>>;
+
+/// Hooks for the calls (or sources) a matcher selects.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookMatcherSpec {
+    /// `*` or empty: everything; only letters, digits, `_`, `-`, spaces, `,` and `|`:
+    /// exact names; anything else: a regular expression searched in the name.
+    #[serde(default)]
+    pub matcher: Option<String>,
+    pub hooks: Vec<HookCommandSpec>,
+}
+
+/// One hook command.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookCommandSpec {
+    /// Only `command` runs headless; other Claude Code hook types are refused by name.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub command: String,
+    /// Seconds (Claude Code's unit); default 600.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// The hook's sandbox: by default the task's (the agent can write the files a hook
+    /// runs); `off` runs it unsandboxed, `{ network: true }` lets it fetch.
+    #[serde(default)]
+    pub sandbox: Option<SandboxSpec>,
+    /// Claude Code's spinner text: accepted from settings files, unused headless.
+    #[serde(default, rename = "statusMessage")]
+    pub status_message: Option<String>,
+}
+
+/// A hook's timeout when it sets none (Claude Code's default).
+pub const DEFAULT_HOOK_TIMEOUT_SECS: u64 = 600;
+
+/// What is wrong with `hooks`, if anything: a hook type that does not run headless, an
+/// empty command, a zero timeout, a matcher that is not a valid regular expression.
+pub fn hooks_problem(hooks: &HooksSpec) -> Option<String> {
+    for (event, matchers) in hooks {
+        for (i, entry) in matchers.iter().enumerate() {
+            let at = format!("hooks.{}[{i}]", event.as_str());
+            if let Some(matcher) = &entry.matcher
+                && let Err(error) = HookMatcher::new(matcher)
+            {
+                return Some(format!("{at}.matcher: {error}"));
+            }
+            for (j, hook) in entry.hooks.iter().enumerate() {
+                let at = format!("{at}.hooks[{j}]");
+                if hook.kind != "command" {
+                    return Some(format!(
+                        "{at}: hook type {:?} does not run headless; drover runs `type: command` hooks only (remove it or make it a command)",
+                        hook.kind
+                    ));
+                }
+                if hook.command.trim().is_empty() {
+                    return Some(format!("{at}: the command is empty"));
+                }
+                if hook.timeout == Some(0) {
+                    return Some(format!("{at}: timeout must be at least 1 (seconds)"));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A compiled `matcher`.
+#[derive(Debug, Clone)]
+pub enum HookMatcher {
+    All,
+    Names(Vec<String>),
+    Pattern(regex::Regex),
+}
+
+/// A matcher that is neither a list of names nor a regular expression.
+#[derive(Debug, thiserror::Error)]
+#[error("{matcher:?} is not a valid regular expression: {source}")]
+pub struct InvalidMatcher {
+    matcher: String,
+    source: regex::Error,
+}
+
+impl HookMatcher {
+    pub fn new(matcher: &str) -> Result<HookMatcher, InvalidMatcher> {
+        let trimmed = matcher.trim();
+        if trimmed.is_empty() || trimmed == "*" {
+            return Ok(HookMatcher::All);
+        }
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' ' | ',' | '|');
+        if trimmed.chars().all(plain) {
+            let names = trimmed
+                .split(['|', ','])
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_string)
+                .collect();
+            return Ok(HookMatcher::Names(names));
+        }
+        regex::RegexBuilder::new(trimmed)
+            .size_limit(1 << 20)
+            .build()
+            .map(HookMatcher::Pattern)
+            .map_err(|source| InvalidMatcher {
+                matcher: trimmed.to_string(),
+                source,
+            })
+    }
+
+    /// Whether the hook applies to `name` (a tool name, or the event's source/reason).
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            HookMatcher::All => true,
+            HookMatcher::Names(names) => names.iter().any(|n| n == name),
+            HookMatcher::Pattern(pattern) => pattern.is_match(name),
+        }
+    }
+}
+
+/// The hooks of a Claude Code settings file (its `hooks` key), with the notes about
+/// what was skipped. An unknown event name is an error: it may be a typo of one that
+/// guards something. The file may come from the repository under test, so its hooks run
+/// in the task's sandbox: a `sandbox` key in it is refused (see `referenced`). Every
+/// error is at the file's line and column.
+pub fn hooks_of_claude_settings(text: &str) -> Result<(HooksSpec, Vec<String>), JsonError> {
+    let settings: Settings = serde_json::from_str(text)?;
+    Ok(settings
+        .hooks
+        .map(|hooks| (hooks.spec, hooks.notes))
+        .unwrap_or_default())
+}
+
+/// A Claude Code settings file: only `hooks` is read.
+#[derive(Deserialize)]
+struct Settings {
+    #[serde(default)]
+    hooks: Option<SettingsHooks>,
+}
+
+/// The `hooks` of a settings file, by event, read event by event so an unknown one is
+/// refused where it is written and one that does not happen headless is skipped whatever
+/// it holds.
+struct SettingsHooks {
+    spec: HooksSpec,
+    notes: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for SettingsHooks {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SettingsHooks;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of hook events")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<SettingsHooks, A::Error> {
+                let mut hooks = SettingsHooks {
+                    spec: HooksSpec::new(),
+                    notes: Vec::new(),
+                };
+                while let Some(name) = map.next_key::<String>()? {
+                    if let Some(event) = HookEvent::parse(&name) {
+                        let entries: Vec<SettingsMatcher> = map.next_value()?;
+                        hooks
+                            .spec
+                            .insert(event, entries.into_iter().map(Into::into).collect());
+                    } else if INTERACTIVE_ONLY_EVENTS.contains(&name.as_str()) {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                        hooks.notes.push(format!(
+                            "{name} hooks skipped: the event does not happen headless"
+                        ));
+                    } else {
+                        return Err(serde::de::Error::custom(format!(
+                            "unknown hook event {name:?}; drover runs {}",
+                            HookEvent::ALL.map(HookEvent::as_str).join(", ")
+                        )));
+                    }
+                }
+                Ok(hooks)
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// One matcher's entry in a settings file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsMatcher {
+    #[serde(default)]
+    matcher: Option<String>,
+    hooks: Vec<SettingsHook>,
+}
+
+/// One hook in a settings file: a [`HookCommandSpec`] without a sandbox of its own.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsHook {
+    #[serde(rename = "type")]
+    kind: String,
+    command: String,
+    #[serde(default)]
+    timeout: Option<u64>,
+    #[serde(default, rename = "statusMessage")]
+    status_message: Option<String>,
+    /// drover runs a session once anyway.
+    #[serde(default, rename = "once")]
+    _once: serde::de::IgnoredAny,
+    /// Run to completion: nothing is left running behind a task.
+    #[serde(default, rename = "async")]
+    _async: serde::de::IgnoredAny,
+    #[serde(default, rename = "sandbox")]
+    _sandbox: NoSandbox,
+}
+
+impl From<SettingsMatcher> for HookMatcherSpec {
+    fn from(entry: SettingsMatcher) -> Self {
+        HookMatcherSpec {
+            matcher: entry.matcher,
+            hooks: entry
+                .hooks
+                .into_iter()
+                .map(|hook| HookCommandSpec {
+                    kind: hook.kind,
+                    command: hook.command,
+                    timeout: hook.timeout,
+                    sandbox: None,
+                    status_message: hook.status_message,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matchers_are_exact_name_lists_or_searched_patterns() {
+        let list = HookMatcher::new("Bash|Edit").unwrap();
+        assert!(list.matches("Bash") && list.matches("Edit"));
+        assert!(!list.matches("MultiEdit") && !list.matches("Bas"));
+        let commas = HookMatcher::new("Write, Edit").unwrap();
+        assert!(commas.matches("Edit") && commas.matches("Write"));
+        assert!(HookMatcher::new("*").unwrap().matches("anything"));
+        assert!(HookMatcher::new("").unwrap().matches("anything"));
+        let pattern = HookMatcher::new("mcp__github__.*").unwrap();
+        assert!(pattern.matches("mcp__github__create_issue"));
+        assert!(!pattern.matches("mcp__gitlab__x"));
+        let edit = HookMatcher::new("^(Edit|Write)$").unwrap();
+        assert!(edit.matches("Edit") && !edit.matches("MultiEdit"));
+        assert!(HookMatcher::new("(unclosed").is_err());
+    }
+
+    #[test]
+    fn settings_files_load_with_interactive_events_skipped_and_typos_refused() {
+        let text = r#"{"permissions": {}, "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 30}]}],
+            "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
+        }}"#;
+        let (spec, notes) = hooks_of_claude_settings(text).unwrap();
+        assert_eq!(
+            spec[&HookEvent::PreToolUse][0].hooks[0].command,
+            "./guard.sh"
+        );
+        assert_eq!(spec[&HookEvent::PreToolUse][0].hooks[0].timeout, Some(30));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let typo = r#"{"hooks": {"PreToolUsed": []}}"#;
+        let error = hooks_of_claude_settings(typo).unwrap_err();
+        assert!(error.message.contains("PreToolUsed"), "{error}");
+        assert_eq!((error.line, error.column), (1, 24), "{error}");
+        assert!(hooks_of_claude_settings("{}").unwrap().0.is_empty());
+        let ignored = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "async": true, "once": true}]}]}}"#;
+        assert_eq!(hooks_of_claude_settings(ignored).unwrap().0.len(), 1);
+    }
+
+    #[test]
+    fn a_settings_file_chooses_no_sandbox() {
+        let text = "{\"hooks\": {\"PostToolUse\": [{\"hooks\": [\n  {\"type\": \"command\", \"command\": \"./x.sh\", \"sandbox\": \"off\"}\n]}]}}";
+        let error = hooks_of_claude_settings(text).unwrap_err();
+        assert!(error.is_sandbox(), "{error}");
+        assert_eq!(error.line, 2, "{error}");
+        let unknown = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "network": true}]}]}}"#;
+        let error = hooks_of_claude_settings(unknown).unwrap_err();
+        assert!(error.message.contains("unknown field `network`"), "{error}");
+    }
+
+    #[test]
+    fn hook_types_that_need_a_person_or_a_model_are_refused() {
+        let text = r#"{"hooks": {"Stop": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}"#;
+        let (spec, _) = hooks_of_claude_settings(text).unwrap();
+        assert!(
+            hooks_problem(&spec)
+                .unwrap()
+                .contains("does not run headless")
+        );
+    }
+}

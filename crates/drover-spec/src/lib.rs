@@ -1,0 +1,44 @@
+//! Task specs: YAML files loaded into typed structs, with every error naming
+//! `file:line:column` and saying what to write instead.
+//!
+//! Plain data: rules and prices stay as written, for the layers that use them to parse.
+//! Its own crate so what a task is compiles apart from what runs it, and the policy can
+//! name its permissions without depending on the binary (drover re-exports it as
+//! `crate::spec`).
+
+mod agents;
+mod connection;
+mod expect;
+mod hooks;
+mod limits;
+mod load;
+mod mcp;
+mod output;
+mod pricing;
+mod referenced;
+mod replay;
+mod tools;
+mod types;
+
+pub use agents::{
+    AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, MAX_AGENT_DEPTH, MAX_AGENT_FILE_BYTES,
+    agent_of_claude_file, model_alias,
+};
+pub use connection::{RetrySpec, TimeoutsSpec};
+pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
+pub use hooks::{
+    DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,
+    hooks_problem,
+};
+pub use limits::LimitsSpec;
+pub use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
+pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
+pub use output::MAX_ATTEMPTS;
+pub use pricing::Pricing;
+pub use replay::ReplaySpec;
+pub use tools::ToolsSpec;
+pub use types::{
+    CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
+    Permissions, Provider, SandboxSpec, ScriptToolCall, ScriptTurn, ScriptUsage, SpecDuration,
+    Switch, TaskSpec, TimeoutLimit,
+};

@@ -1,0 +1,289 @@
+//! `mcp:` in a task spec: the MCP servers whose tools join the built-in ones, offered
+//! as `mcp__<server>__<tool>`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::referenced::{JsonError, NoSandbox};
+use super::types::{SandboxSpec, SpecDuration};
+
+/// The task's MCP servers and their limits.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSpec {
+    /// By name (`[A-Za-z0-9_-]`, no `__`): the name is part of every tool's name.
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerSpec>,
+    /// Claude Code's `.mcp.json` (`{"mcpServers": {...}}`), relative to the spec file:
+    /// its servers join these (a name in both is an error).
+    #[serde(default)]
+    pub config: Option<String>,
+    /// Defaults for every server: `startup` 30s, `call` 120s.
+    #[serde(default)]
+    pub timeouts: McpTimeouts,
+    /// Tokens (estimated at 4 bytes each) one tool result may hold; longer results are
+    /// cut with a note. Default 25,000.
+    #[serde(default)]
+    pub max_output: Option<u64>,
+}
+
+/// One server: a command speaking MCP over its stdin and stdout, or a `url:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSpec {
+    /// The program to start (looked up in `PATH`, or relative to `cwd`).
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Added to the server's (scrubbed) environment; `${VAR}` and `${VAR:-default}` are
+    /// taken from drover's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Where the server starts, relative to the spec file (default: the workspace).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The server's sandbox: by default the task's, with the network off.
+    #[serde(default)]
+    pub sandbox: Option<SandboxSpec>,
+    /// A streamable HTTP server, instead of `command:`: drover connects, it starts nothing.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Sent with every request to a `url:` server; `${VAR}` and `${VAR:-default}` are
+    /// taken from drover's environment (and their values redacted like secrets).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A required server that fails to start ends the task (`mcp_unavailable`) before
+    /// any model request; an optional one is left out with a warning. Default true.
+    #[serde(default = "required_by_default")]
+    pub required: bool,
+    /// This server's own limits (what it leaves out comes from `mcp.timeouts`).
+    #[serde(default)]
+    pub timeouts: Option<McpTimeouts>,
+    /// It came from `mcp.config`'s file, not the spec: such a server takes from drover's
+    /// environment only what the task's commands get, and may be a `url:` server only
+    /// where the task's commands have the network (see docs/mcp.md).
+    #[serde(skip)]
+    pub from_config: bool,
+}
+
+fn required_by_default() -> bool {
+    true
+}
+
+/// How long a server may take to start (and list its tools), and one call.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpTimeouts {
+    #[serde(default)]
+    pub startup: Option<SpecDuration>,
+    #[serde(default)]
+    pub call: Option<SpecDuration>,
+}
+
+/// A server of Claude Code's `.mcp.json`: `command`/`args`/`env`, or `type: http` with
+/// `url`/`headers` (`sse`, the older transport, is refused by name). Fields drover does not use are ignored, as Claude Code's
+/// file may carry more.
+#[derive(Debug, Deserialize)]
+struct ClaudeServer {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// Claude Code's format has none; drover's is refused (see `referenced`).
+    #[serde(default, rename = "sandbox")]
+    _sandbox: NoSandbox,
+}
+
+#[derive(Debug, Deserialize)]
+struct ClaudeConfig {
+    #[serde(rename = "mcpServers", default)]
+    servers: BTreeMap<String, ClaudeServer>,
+}
+
+/// Why a `.mcp.json` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum McpConfigError {
+    #[error("{0}")]
+    Sandbox(JsonError),
+    #[error(
+        "{}:{}: not Claude Code's .mcp.json format ({{\"mcpServers\": {{...}}}}): {}",
+        .0.line,
+        .0.column,
+        .0.message
+    )]
+    Format(JsonError),
+    #[error("server {name}: type {kind:?} is not one drover knows (stdio, http)")]
+    Kind { name: String, kind: String },
+    #[error(
+        "server {name}: type \"sse\" is the HTTP+SSE transport MCP replaced in 2025-03-26, which drover does not speak; give the server's streamable HTTP endpoint as type \"http\""
+    )]
+    Sse { name: String },
+}
+
+impl McpConfigError {
+    /// The error with the file's path in front (and its line and column when known).
+    pub fn in_file(&self, path: &std::path::Path) -> String {
+        match self {
+            McpConfigError::Sandbox(_) | McpConfigError::Format(_) => {
+                format!("{}:{self}", path.display())
+            }
+            McpConfigError::Kind { .. } | McpConfigError::Sse { .. } => {
+                format!("{}: {self}", path.display())
+            }
+        }
+    }
+}
+
+/// The servers of a Claude Code `.mcp.json`, as spec entries (required, default limits).
+pub fn servers_of_claude_config(
+    text: &str,
+) -> Result<BTreeMap<String, McpServerSpec>, McpConfigError> {
+    let config: ClaudeConfig = serde_json::from_str(text).map_err(|error| {
+        let error = JsonError::from(error);
+        if error.is_sandbox() {
+            McpConfigError::Sandbox(error)
+        } else {
+            McpConfigError::Format(error)
+        }
+    })?;
+    let mut servers = BTreeMap::new();
+    for (name, server) in config.servers {
+        let remote = match server.kind.as_deref() {
+            None | Some("stdio") => server.command.is_none() && server.url.is_some(),
+            Some("http") => true,
+            Some("sse") => return Err(McpConfigError::Sse { name }),
+            Some(kind) => {
+                return Err(McpConfigError::Kind {
+                    name,
+                    kind: kind.to_string(),
+                });
+            }
+        };
+        // What the other kind of server would use is left out: Claude Code ignores it too.
+        let entry = McpServerSpec {
+            command: if remote { None } else { server.command },
+            args: if remote { Vec::new() } else { server.args },
+            env: if remote { BTreeMap::new() } else { server.env },
+            cwd: None,
+            sandbox: None,
+            url: if remote { server.url } else { None },
+            headers: if remote {
+                server.headers
+            } else {
+                BTreeMap::new()
+            },
+            required: true,
+            timeouts: None,
+            from_config: true,
+        };
+        servers.insert(name, entry);
+    }
+    Ok(servers)
+}
+
+/// Why a server entry cannot be used; the spec check names the server.
+pub fn server_problem(name: &str, server: &McpServerSpec) -> Option<String> {
+    let valid_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    // `mcp__a` must cover server a's tools and no other server's: a name with `__`, or
+    // one that starts or ends with `_`, could make `mcp__a__` the prefix of another's.
+    let blurs = name.contains("__") || name.starts_with('_') || name.ends_with('_');
+    if name.is_empty() || !name.chars().all(valid_char) || blurs {
+        return Some(format!(
+            "MCP server name {name:?} must be letters, digits, '_' and '-', without \"__\" and not starting or ending with '_' (it is part of every tool name: mcp__<server>__<tool>)"
+        ));
+    }
+    match (&server.command, &server.url) {
+        (Some(_), Some(_)) => Some(format!(
+            "mcp.servers.{name} has both command: (a stdio server) and url: (an HTTP server); keep one"
+        )),
+        (Some(command), None) if command.trim().is_empty() => Some(format!(
+            "mcp.servers.{name}: command: is empty (the program that speaks MCP over stdio)"
+        )),
+        (Some(_), None) if !server.headers.is_empty() => Some(format!(
+            "mcp.servers.{name}: headers: apply to url: servers only"
+        )),
+        (None, Some(_)) if server.cwd.is_some() || server.sandbox.is_some() => Some(format!(
+            "mcp.servers.{name}: cwd: and sandbox: apply to command: servers only (drover does not start a url: server)"
+        )),
+        (None, Some(_)) if !server.env.is_empty() || !server.args.is_empty() => Some(format!(
+            "mcp.servers.{name}: args: and env: apply to command: servers only; a url: server takes headers:"
+        )),
+        (Some(_), None) | (None, Some(_)) => None,
+        (None, None) => Some(format!(
+            "mcp.servers.{name} needs command: (a program that speaks MCP over stdio) or url: (a streamable HTTP server)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_code_configs_become_server_entries() {
+        let text = r#"{"mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "server-fs", "."], "env": {"A": "1"}, "disabled": false},
+            "docs": {"type": "http", "url": "http://127.0.0.1:3001/mcp", "headers": {"X": "y"}},
+            "old": {"url": "http://127.0.0.1:3002/sse"}
+        }}"#;
+        let servers = servers_of_claude_config(text).unwrap();
+        let fs = &servers["fs"];
+        assert_eq!(fs.command.as_deref(), Some("npx"));
+        assert_eq!(fs.args, ["-y", "server-fs", "."]);
+        assert_eq!(fs.env["A"], "1");
+        assert!(fs.required && fs.url.is_none());
+        assert_eq!(
+            servers["docs"].url.as_deref(),
+            Some("http://127.0.0.1:3001/mcp")
+        );
+        assert!(servers["docs"].command.is_none());
+        assert!(servers["old"].url.is_some());
+        assert!(server_problem("docs", &servers["docs"]).is_none());
+        assert!(server_problem("fs", fs).is_none());
+    }
+
+    #[test]
+    fn unknown_server_types_and_other_formats_are_errors() {
+        let error = servers_of_claude_config(r#"{"mcpServers": {"x": {"type": "ws"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("type \"ws\""), "{error}");
+        let sse = servers_of_claude_config(
+            r#"{"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(sse.contains("streamable HTTP endpoint"), "{sse}");
+        assert!(servers_of_claude_config("[1]").is_err());
+        assert!(servers_of_claude_config("{}").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_config_file_chooses_no_sandbox_and_its_servers_say_where_they_came_from() {
+        let text = "{\"mcpServers\": {\"x\": {\n  \"command\": \"srv\",\n  \"sandbox\": {\"network\": true}\n}}}";
+        let error = servers_of_claude_config(text).unwrap_err();
+        let shown = error.in_file(std::path::Path::new("ws/.mcp.json"));
+        assert!(shown.starts_with("ws/.mcp.json:3:"), "{shown}");
+        assert!(shown.contains("`sandbox` cannot be set"), "{shown}");
+        assert!(!shown.contains("not Claude Code's"), "{shown}");
+        let bad = servers_of_claude_config("{\"mcpServers\": 1}").unwrap_err();
+        let shown = bad.in_file(std::path::Path::new("m.json"));
+        assert!(shown.starts_with("m.json:1:"), "{shown}");
+        assert!(
+            shown.contains("not Claude Code's .mcp.json format"),
+            "{shown}"
+        );
+        let servers =
+            servers_of_claude_config(r#"{"mcpServers": {"x": {"command": "srv"}}}"#).unwrap();
+        assert!(servers["x"].from_config);
+    }
+}

@@ -1,0 +1,97 @@
+//! Files a spec loads by reference — the `.mcp.json` of `mcp.config`, the Claude Code
+//! settings of `hooks_from`, the agent files of `agents_from` — usually live in the
+//! repository under test, which a pull request from a fork controls. What they add runs
+//! in the task's sandbox as the spec sets it: none of them can choose a sandbox. Their
+//! formats (Claude Code's) have no `sandbox` key; one written there anyway is refused at
+//! its line and column rather than half-honoured.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer};
+
+/// Why a `sandbox` key in such a file is refused, and what to do instead.
+pub(crate) const NO_SANDBOX_HERE: &str = "`sandbox` cannot be set in a file the spec loads by reference (it may come from the pull request under test): what the file adds runs in the task's sandbox as the spec sets it; to give a server or hook a sandbox of its own, write it in the spec itself (mcp.servers, hooks:) with its sandbox:";
+
+/// A `sandbox` field of such a file: absent is the only value it deserializes from.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NoSandbox;
+
+impl<'de> Deserialize<'de> for NoSandbox {
+    fn deserialize<D: Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(NO_SANDBOX_HERE))
+    }
+}
+
+/// What is wrong in such a JSON file, at its line and column (1-based).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct JsonError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl JsonError {
+    /// The file's `sandbox` key was the problem.
+    pub fn is_sandbox(&self) -> bool {
+        self.message == NO_SANDBOX_HERE
+    }
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.column, self.message)
+    }
+}
+
+impl From<serde_json::Error> for JsonError {
+    fn from(error: serde_json::Error) -> Self {
+        let (line, column) = (error.line(), error.column());
+        let text = error.to_string();
+        // serde_json ends its message with the position, which is kept apart here.
+        let message = text
+            .strip_suffix(&format!(" at line {line} column {column}"))
+            .unwrap_or(&text)
+            .to_string();
+        JsonError {
+            line,
+            column,
+            message,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    struct Entry {
+        #[serde(default, rename = "sandbox")]
+        _sandbox: NoSandbox,
+        #[serde(default)]
+        command: Option<String>,
+    }
+
+    #[test]
+    fn a_sandbox_key_is_refused_at_its_line_and_column() {
+        let text = "{\n  \"command\": \"x\",\n  \"sandbox\": \"off\"\n}";
+        let error = JsonError::from(serde_json::from_str::<Entry>(text).unwrap_err());
+        assert_eq!((error.line, error.column), (3, 13), "{error}");
+        assert!(error.is_sandbox(), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("3:13: `sandbox` cannot be set")
+        );
+        let entry: Entry = serde_json::from_str("{\"command\": \"x\"}").unwrap();
+        assert_eq!(entry.command.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn other_errors_keep_their_message_and_position() {
+        let error = JsonError::from(serde_json::from_str::<Entry>("{\"command\": 1}").unwrap_err());
+        assert_eq!(error.line, 1);
+        assert!(error.message.starts_with("invalid type"), "{error}");
+        assert!(!error.is_sandbox());
+    }
+}

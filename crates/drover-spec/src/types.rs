@@ -1,0 +1,467 @@
+//! The task spec, version 1, as typed structs. Field names are the YAML keys.
+//!
+//! Values that need checking beyond their type (names, rules, durations) are newtypes
+//! deserialized with `try_from`, so a bad value is reported at its own line and column.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::Pricing;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    /// Required and checked when parsed: [`SpecVersion`] accepts only known versions.
+    pub version: SpecVersion,
+    pub name: Spanned<TaskName>,
+    pub prompt: String,
+    #[serde(default)]
+    pub system: Option<String>,
+    /// Relative to the spec file; default: the current directory.
+    #[serde(default)]
+    pub workspace: Option<String>,
+    #[serde(default)]
+    pub isolation: Isolation,
+    pub model: Spanned<ModelSpec>,
+    #[serde(default)]
+    pub permissions: Permissions,
+    #[serde(default)]
+    pub limits: Limits,
+    /// The OS sandbox around shell commands: `off`, or settings.
+    #[serde(default)]
+    pub sandbox: Option<SandboxSpec>,
+    /// What of drover's environment reaches the commands the agent runs.
+    #[serde(default)]
+    pub env: EnvSpec,
+    /// Commands run after isolation and before the loop (`cargo fetch`, `npm ci`), in the
+    /// sandbox with the network on unless an entry's `sandbox:` says otherwise. Their
+    /// effects are the starting state, not the agent's diff.
+    #[serde(default)]
+    pub setup: Vec<CheckSpec>,
+    #[serde(default)]
+    pub checks: Vec<CheckSpec>,
+    /// What the result must look like (files changed), checked after the checks.
+    #[serde(default)]
+    pub expect: Option<super::expect::Expectations>,
+    /// MCP servers whose tools join the built-in ones.
+    #[serde(default)]
+    pub mcp: Option<Spanned<super::mcp::McpSpec>>,
+    /// Failed checks sent back to the agent: `{ max_attempts: N }`.
+    #[serde(default)]
+    pub retry: Option<Spanned<super::output::AttemptsSpec>>,
+    /// The final answer as a JSON value valid against a schema.
+    #[serde(default)]
+    pub output: Option<Spanned<super::output::OutputSpec>>,
+    /// Claude Code-compatible hooks.
+    #[serde(default)]
+    pub hooks: Option<Spanned<super::hooks::HooksSpec>>,
+    /// A Claude Code settings file (relative to the spec file) whose `hooks` join these.
+    #[serde(default)]
+    pub hooks_from: Option<Spanned<String>>,
+    /// How replays of this task compare results: `{ ignore: [regex, ...] }`.
+    #[serde(default)]
+    pub replay: Option<Spanned<super::ReplaySpec>>,
+    /// Sub-agents the model may start with the `Agent` tool.
+    #[serde(default)]
+    pub agents: Option<Spanned<super::agents::AgentsSpec>>,
+    /// A directory of Claude Code agent files (relative to the spec file) whose agents
+    /// join these.
+    #[serde(default)]
+    pub agents_from: Option<Spanned<String>>,
+    /// Settings of built-in tools (`web_fetch: { model: … }`).
+    #[serde(default)]
+    pub tools: Option<Spanned<super::ToolsSpec>>,
+}
+
+/// Only version 1 exists; anything else is refused rather than half-understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "u32")]
+pub struct SpecVersion;
+
+impl TryFrom<u32> for SpecVersion {
+    type Error = InvalidValue;
+    fn try_from(value: u32) -> Result<Self, Self::Error> {
+        if value == 1 {
+            Ok(SpecVersion)
+        } else {
+            Err(InvalidValue(format!(
+                "unsupported spec version {value}: this drover reads version 1"
+            )))
+        }
+    }
+}
+
+/// The longest task name: it names a directory (255 bytes at most on every common file
+/// system), with room for drover's prefixes and suffixes (worktree labels, staging).
+pub(super) const MAX_TASK_NAME: usize = 100;
+
+/// A task name: it names the artifact directory, so it is restricted to `[A-Za-z0-9._-]`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String")]
+pub struct TaskName(String);
+
+impl TaskName {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for TaskName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for TaskName {
+    type Error = InvalidValue;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if value.is_empty() {
+            Err(InvalidValue(
+                "the task name is empty; use letters, digits, '.', '_' and '-'".into(),
+            ))
+        } else if !value.chars().all(valid_char) {
+            Err(InvalidValue(format!(
+                "invalid task name {value:?}: use only letters, digits, '.', '_' and '-' (it names the artifact directory)"
+            )))
+        } else if value.len() > MAX_TASK_NAME {
+            Err(InvalidValue(format!(
+                "the task name has {} characters, more than {MAX_TASK_NAME} (it names the artifact directory and the worktree)",
+                value.len()
+            )))
+        } else if value == "." || value == ".." {
+            Err(InvalidValue(format!(
+                "invalid task name {value:?}: it cannot name a directory"
+            )))
+        } else {
+            Ok(TaskName(value))
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// Edit the workspace in place.
+    #[default]
+    None,
+    /// Work in a scratch copy of the workspace (tracked and untracked, not ignored, files).
+    Copy,
+    /// Work in a detached `git worktree` at HEAD.
+    Worktree,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    Anthropic,
+    Openai,
+    Script,
+    Replay,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::Openai => "openai",
+            Provider::Script => "script",
+            Provider::Replay => "replay",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub provider: Provider,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// anthropic/openai: the endpoint path under `base_url` (default `/v1/messages`,
+    /// `/v1/chat/completions`), for gateways that mount the API elsewhere.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// anthropic/openai: retries with backoff (see docs/providers.md).
+    #[serde(default)]
+    pub retry: Option<super::RetrySpec>,
+    /// anthropic/openai: connect, first-byte and idle timeouts.
+    #[serde(default)]
+    pub timeouts: Option<super::TimeoutsSpec>,
+    /// provider: script — one entry per assistant turn.
+    #[serde(default)]
+    pub script: Option<Vec<ScriptTurn>>,
+    /// provider: replay — a recorded transcript, relative to the spec file.
+    #[serde(default)]
+    pub transcript: Option<String>,
+    /// USD per million tokens, overriding the built-in table (required with
+    /// `limits.max_cost_usd` for a model the table does not know).
+    #[serde(default)]
+    pub pricing: Option<Pricing>,
+}
+
+/// One scripted assistant turn: optional text, then tool calls in order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptTurn {
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptToolCall>,
+    /// The token counts this turn reports, so cost and limits can be tested offline.
+    #[serde(default)]
+    pub usage: Option<ScriptUsage>,
+}
+
+/// A scripted turn's token counts; the field names of the Anthropic `usage` object.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptUsage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptToolCall {
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub input: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Permissions {
+    /// Rules as written (`Bash(cargo test *)`), each with its position; the policy parses
+    /// them (see `policy::RuleSet`).
+    #[serde(default)]
+    pub allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub deny: Vec<Spanned<String>>,
+    /// `plan` offers only read-only tools: the model can look but not touch.
+    #[serde(default)]
+    pub mode: PermissionMode,
+    /// Directories outside the workspace that tools may touch (relative to the spec
+    /// file, or absolute).
+    #[serde(default)]
+    pub additional_directories: Vec<String>,
+    /// The guardrails (deleting `/`, `sudo`, fork bombs, …) that no allow rule lifts.
+    /// Only an explicit `off` disables them.
+    #[serde(default)]
+    pub guardrails: Switch,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionMode {
+    #[default]
+    Default,
+    Plan,
+}
+
+/// An explicit on/off setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Switch {
+    #[default]
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Spanned so that a zero is reported at its place.
+    #[serde(default)]
+    pub max_turns: Option<Spanned<u32>>,
+    /// The agent loop's wall-clock limit; [`DEFAULT_TASK_TIMEOUT`] when absent.
+    #[serde(default)]
+    pub timeout: Option<TimeoutLimit>,
+    /// Spanned so that a budget the runner cannot price is reported at its place.
+    #[serde(default)]
+    pub max_cost_usd: Option<Spanned<f64>>,
+    /// Total tokens of the run (input, output, cache writes and cache reads). Spanned
+    /// so that a zero is reported at its place.
+    #[serde(default)]
+    pub max_tokens: Option<Spanned<u64>>,
+    /// How deep sub-agents may nest (1: sub-agents start none of their own); default 2.
+    #[serde(default)]
+    pub max_agent_depth: Option<Spanned<u32>>,
+}
+
+/// `sandbox: off`, `sandbox: on`, or `sandbox: { network: true }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxSpec {
+    Switch(Switch),
+    Settings(SandboxSettings),
+}
+
+impl<'de> Deserialize<'de> for SandboxSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SandboxSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("on, off, or a mapping such as { network: true }")
+            }
+            // YAML 1.1 readers turn on/off into booleans; accept both spellings.
+            fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<SandboxSpec, E> {
+                Ok(SandboxSpec::Switch(if value {
+                    Switch::On
+                } else {
+                    Switch::Off
+                }))
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<SandboxSpec, E> {
+                match value {
+                    "on" => Ok(SandboxSpec::Switch(Switch::On)),
+                    "off" => Ok(SandboxSpec::Switch(Switch::Off)),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<SandboxSpec, A::Error> {
+                SandboxSettings::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(SandboxSpec::Settings)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+impl SandboxSpec {
+    /// Whether commands under the `sandbox:` setting `spec` (absent: on) have the network.
+    pub fn has_network(spec: Option<&SandboxSpec>) -> bool {
+        match spec {
+            None | Some(SandboxSpec::Switch(Switch::On)) => false,
+            Some(SandboxSpec::Switch(Switch::Off)) => true,
+            Some(SandboxSpec::Settings(settings)) => settings.network,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// Let commands use the network (default: off).
+    #[serde(default)]
+    pub network: bool,
+    /// Resource limits of every sandboxed command (defaults apply to what is left out).
+    #[serde(default)]
+    pub limits: super::limits::LimitsSpec,
+    /// More directories commands may write in, besides the workspace and the task's
+    /// `TMPDIR`: absolute, or `~/…` in the home directory (`~/.cargo/registry`).
+    #[serde(default)]
+    pub writable: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvSpec {
+    /// Variables passed to commands even though they look like secrets.
+    #[serde(default)]
+    pub pass: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpec {
+    pub name: String,
+    pub run: String,
+    #[serde(default)]
+    pub timeout: Option<SpecDuration>,
+    /// The check's sandbox: by default the task's (a check runs code the agent wrote);
+    /// `{ network: true }` lets it fetch, `off` runs it unsandboxed.
+    #[serde(default)]
+    pub sandbox: Option<SandboxSpec>,
+}
+
+/// The agent loop's wall-clock limit when the spec sets none: a task never runs for ever.
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// `limits.timeout`: a duration (`30m`), or `none` for no limit at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub enum TimeoutLimit {
+    Unlimited,
+    After(Duration),
+}
+
+impl TimeoutLimit {
+    /// The limit in force spelled as a spec writes it (`1h`, `20m 30s`, `none`).
+    pub fn spelled(limit: Option<TimeoutLimit>) -> String {
+        match TimeoutLimit::effective(limit) {
+            Some(duration) => humantime::format_duration(duration).to_string(),
+            None => "none".to_string(),
+        }
+    }
+
+    /// The limit in force, the default when the spec says nothing.
+    pub fn effective(limit: Option<TimeoutLimit>) -> Option<Duration> {
+        match limit {
+            None => Some(DEFAULT_TASK_TIMEOUT),
+            Some(TimeoutLimit::Unlimited) => None,
+            Some(TimeoutLimit::After(duration)) => Some(duration),
+        }
+    }
+}
+
+impl TryFrom<String> for TimeoutLimit {
+    type Error = InvalidValue;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        if value.trim() == "none" {
+            return Ok(TimeoutLimit::Unlimited);
+        }
+        SpecDuration::try_from(value)
+            .map(|d| TimeoutLimit::After(d.0))
+            .map_err(|e| InvalidValue(format!("{e}, or none for no limit")))
+    }
+}
+
+/// A spec value that does not convert (a bad duration, name, glob or price); the YAML
+/// parser adds the file, line and column, and the text says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidValue(pub String);
+
+/// A duration written the human way: `90s`, `20m`, `1h 30m`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct SpecDuration(pub Duration);
+
+impl TryFrom<String> for SpecDuration {
+    type Error = InvalidValue;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        match humantime::parse_duration(value.trim()) {
+            Ok(duration) if !duration.is_zero() => Ok(SpecDuration(duration)),
+            Ok(_) => Err(InvalidValue(format!(
+                "duration {value:?} is zero; give a positive duration such as 90s or 20m"
+            ))),
+            Err(error) => Err(InvalidValue(format!(
+                "invalid duration {value:?} ({error}); write e.g. 90s, 20m or 1h 30m"
+            ))),
+        }
+    }
+}
