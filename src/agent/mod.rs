@@ -524,4 +524,5 @@ fn cancelled(reason: EndReason) -> ToolOutput {
 #[cfg(test)]
 mod stop_reason_tests;
 #[cfg(test)]
+#[path = "agent_tests.rs"]
 mod tests;

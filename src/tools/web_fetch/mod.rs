@@ -220,4 +220,5 @@ fn redirect_message(from: &Url, to: &str, status: u16, why: &str) -> String {
 }
 
 #[cfg(test)]
+#[path = "web_fetch_tests.rs"]
 mod tests;

@@ -413,4 +413,5 @@ fn os_bytes(path: &Path) -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[path = "baseline_tests.rs"]
 mod tests;

@@ -201,4 +201,5 @@ pub(crate) fn quote_path(name: &[u8]) -> String {
 }
 
 #[cfg(test)]
+#[path = "diff_tests.rs"]
 mod tests;
