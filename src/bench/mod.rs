@@ -7,6 +7,7 @@ mod replay;
 mod timing;
 mod workspace;
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -195,7 +196,6 @@ fn find_reference(reference: Reference, missing: &mut Vec<Reference>) -> Option<
 
 /// The first executable file called `name` in a directory of PATH.
 fn on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .filter(|dir| !dir.as_os_str().is_empty())

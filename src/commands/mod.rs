@@ -11,6 +11,7 @@ use crate::cli::{
 };
 use crate::exit;
 use crate::policy::{CallFacts, Policy};
+use crate::record::chain::{ChainError, verify_file};
 use crate::record::github::{GithubEnv, report_to_github};
 use crate::run::{self, Overrides, ReplayOptions, ResumeOptions};
 use crate::spec::{self, LoadedSpec};
@@ -295,7 +296,6 @@ fn forget_earlier_run(artifacts: &Path, names: &[String], quiet: bool) {
 
 /// `drover transcript verify`: 0 whole, 1 edited or cut short, 2 unreadable.
 fn verify_command(transcript: &Path) -> i32 {
-    use crate::record::chain::{ChainError, verify_file};
     match verify_file(transcript) {
         Ok(lines) => {
             crate::say!(

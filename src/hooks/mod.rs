@@ -11,6 +11,7 @@ mod effect;
 
 use std::collections::VecDeque;
 use std::ffi::OsStr;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -330,7 +331,6 @@ impl Hooks {
 /// Write `bytes` to a file that must not exist yet, readable by the hooks only through
 /// the directory (which only drover writes).
 fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

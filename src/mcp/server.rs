@@ -5,6 +5,7 @@
 //! `initialize`), and its tools listed page by page, all within the startup timeout.
 
 use std::ffi::OsStr;
+use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -232,7 +233,6 @@ type Service = RunningService<RoleClient, ()>;
 /// The last lines a server wrote to its log (at most 3 lines, 400 bytes), if any. It
 /// may hold a secret: whoever prints it redacts it (the transcript always does).
 fn log_tail(log: &Path) -> Option<String> {
-    use std::io::{Read, Seek, SeekFrom};
     let mut file = std::fs::File::open(log).ok()?;
     let length = file.metadata().ok()?.len();
     file.seek(SeekFrom::Start(length.saturating_sub(4096)))

@@ -1,6 +1,7 @@
 //! How Grep shows what it found: ripgrep-style content lines, file lists and counts,
 //! paged by offset and head_limit with a note saying what was cut.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use super::grep::{DEFAULT_HEAD_LIMIT, Input, MAX_LINE_CHARS, OutputMode};
@@ -114,7 +115,6 @@ fn content_entries(
     numbers: bool,
     context: bool,
 ) -> Vec<usize> {
-    use std::fmt::Write;
     let mut ends = Vec::new();
     for (i, hit) in hits.iter().enumerate() {
         let path = name(hit);

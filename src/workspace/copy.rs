@@ -2,6 +2,12 @@
 //! the original, and its diff is taken against exactly what was copied.
 
 use std::io;
+#[cfg(target_os = "linux")]
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+#[cfg(unix)]
+use std::os::unix::fs::MetadataExt as _;
+#[cfg(target_os = "linux")]
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -166,7 +172,6 @@ fn copy_file(source: &Path, target: &Path, reflinks: &AtomicBool) -> io::Result<
 /// Whether the file has holes (fewer blocks allocated than its size needs).
 #[cfg(unix)]
 fn is_sparse(source: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(source)
         .is_ok_and(|meta| meta.blocks().saturating_mul(512) < meta.size())
 }
@@ -180,8 +185,6 @@ fn is_sparse(_source: &Path) -> bool {
 /// copies in milliseconds and takes no space).
 #[cfg(target_os = "linux")]
 fn copy_sparse(source: &Path, target: &Path) -> io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom, Write};
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut from = std::fs::File::open(source)?;
     let metadata = from.metadata()?;
     let mut to = std::fs::OpenOptions::new()
@@ -229,14 +232,12 @@ fn copy_sparse(source: &Path, target: &Path) -> io::Result<()> {
 /// false when the file system cannot, leaving no `target` behind.
 #[cfg(target_os = "linux")]
 fn clone_file(source: &Path, target: &Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
     let Ok(from) = std::fs::File::open(source) else {
         return false;
     };
     let Ok(metadata) = from.metadata() else {
         return false;
     };
-    use std::os::unix::fs::PermissionsExt;
     let Ok(to) = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -22,6 +22,8 @@ mod walk;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::io;
+#[cfg(unix)]
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -403,7 +405,6 @@ fn wide_hash(value: &impl Hash) -> u128 {
 
 #[cfg(unix)]
 fn os_bytes(path: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
     path.as_os_str().as_bytes().to_vec()
 }
 
