@@ -11,8 +11,8 @@
 //! for the command (`LD_PRELOAD`, …) acts on the launcher before it confines anything.
 //!
 //! Exit codes of the launcher itself: 125 when the policy cannot be enforced (the command
-//! never runs), 127 when the command cannot be executed; stderr says why, starting with
-//! `drover sandbox:`.
+//! never runs), 127 when the command cannot be executed ([`supervise::EXIT_CANNOT_EXEC`]);
+//! stderr says why, starting with `drover sandbox:`.
 
 use super::SandboxError;
 use std::ffi::{OsStr, OsString};
@@ -27,8 +27,6 @@ use super::{env_channel, supervise};
 
 /// The launcher's exit code when the sandbox cannot be enforced.
 pub(crate) const EXIT_UNENFORCEABLE: i32 = 125;
-/// The launcher's exit code when the command cannot be executed.
-pub(crate) const EXIT_CANNOT_EXEC: i32 = 127;
 /// The hidden subcommand's name.
 pub(crate) const SUBCOMMAND: &str = "__sandbox-exec";
 

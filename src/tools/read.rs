@@ -12,8 +12,6 @@ use crate::policy::Subject;
 
 /// Lines shown when no limit is given.
 pub(crate) const DEFAULT_LIMIT: usize = 2000;
-/// Longer lines are cut, so one minified file cannot flood the context.
-pub(crate) const MAX_LINE_CHARS: usize = 2000;
 
 #[derive(Clone, Copy)]
 pub(crate) struct ReadTool;
