@@ -398,16 +398,16 @@ mod tests {
             agent_call("c", "fixer"),
             agent_call("d", "reviewer"),
         ];
-        let batches = super::super::dispatch::batches(&calls, &parent, Some(&subagents));
+        let batches = super::super::calls::batches(&calls, &parent, Some(&subagents));
         assert_eq!(batches, vec![0..2, 2..3, 3..4]);
         // At most MAX_PARALLEL_AGENTS at once.
         let many: Vec<Call> = (0..6)
             .map(|i| agent_call(&i.to_string(), "reviewer"))
             .collect();
-        let batches = super::super::dispatch::batches(&many, &parent, Some(&subagents));
+        let batches = super::super::calls::batches(&many, &parent, Some(&subagents));
         assert_eq!(batches, vec![0..4, 4..6]);
         // Without sub-agents an Agent call is never taken for a read.
-        let alone = super::super::dispatch::batches(&calls, &parent, None);
+        let alone = super::super::calls::batches(&calls, &parent, None);
         assert_eq!(alone.len(), 4);
     }
 
