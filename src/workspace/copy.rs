@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::RelPath;
-use super::snapshot::{Stop, named, stopped, walk_noting_build_trees};
+use super::walk::{Stop, named, stopped, walk_noting_build_trees};
 
 /// Copy the workspace's files (not ignored ones, not `.git/`, not build trees, not the
 /// `excluded` directories) from `from` into `to`: the same files
@@ -304,7 +304,7 @@ mod stop_tests {
         let error = copy_workspace_until(from.path(), to.path(), &[], &stop).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::Interrupted);
         assert!(std::fs::read_dir(to.path()).unwrap().count() < 50);
-        let error = super::super::Snapshot::take_until(from.path(), &[], &|| true).unwrap_err();
+        let error = super::super::TreeInMemory::take_until(from.path(), &[], &|| true).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::Interrupted);
     }
 }
@@ -312,7 +312,7 @@ mod stop_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workspace::Snapshot;
+    use crate::workspace::TreeInMemory;
     use std::fs;
 
     fn write(root: &Path, rel: &str, content: &str) {
@@ -340,8 +340,8 @@ mod tests {
             std::os::unix::fs::symlink("/does/not/exist", root.join("dangling")).unwrap();
         }
         copy_workspace(root, to.path(), &[]).unwrap();
-        let original = Snapshot::take(root).unwrap();
-        let copied = Snapshot::take(to.path()).unwrap();
+        let original = TreeInMemory::take(root).unwrap();
+        let copied = TreeInMemory::take(to.path()).unwrap();
         assert_eq!(original, copied);
         assert!(!to.path().join(".git").exists());
         assert!(!to.path().join("target").exists());

@@ -11,7 +11,8 @@ use super::walk::{Rules, walk};
 use super::{
     Baseline, Content, Entry, MAX_DIFFED_FILE, Source, excluded_key, git_mode, os_bytes, path_key,
 };
-use crate::workspace::snapshot::{MODE_SYMLINK, Stop};
+use crate::workspace::file_entry::MODE_SYMLINK;
+use crate::workspace::walk::Stop;
 use crate::workspace::{RelPath, Roots};
 
 /// One path that differs from the start.

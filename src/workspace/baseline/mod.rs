@@ -37,7 +37,8 @@ use stat::StatKey;
 use store::Store;
 use walk::{Rules, walk};
 
-use super::snapshot::{MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, Stop};
+use super::file_entry::{MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK};
+use super::walk::Stop;
 use super::{RelPath, Roots};
 
 /// Files larger than this are known by metadata only: never copied, read or diffed
@@ -208,7 +209,7 @@ impl Baseline {
             .map(Path::to_path_buf);
         let root = root
             .canonicalize()
-            .map_err(|e| super::snapshot::named(root, e))?;
+            .map_err(|e| super::walk::named(root, e))?;
         let roots = Roots::new(std::slice::from_ref(&root));
         let index = match index {
             IndexSource::Discover => git_index::load(&root),
@@ -344,7 +345,7 @@ fn start_file(
         let at = at();
         let mut file = roots.open_file(&at)?;
         let id =
-            store::hash_reader(&mut file, stat.size).map_err(|e| super::snapshot::named(&at, e))?;
+            store::hash_reader(&mut file, stat.size).map_err(|e| super::walk::named(&at, e))?;
         Content::Blob {
             id,
             source: Source::Origin,
@@ -354,7 +355,7 @@ fn start_file(
         let mut file = roots.open_file(&at)?;
         let id = store
             .put(&mut file, stat.size)
-            .map_err(|e| super::snapshot::named(&at, e))?;
+            .map_err(|e| super::walk::named(&at, e))?;
         Content::Blob {
             id,
             source: Source::Store,

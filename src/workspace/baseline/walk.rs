@@ -19,7 +19,7 @@ use super::listing::{Child, Kind, Listing, list};
 use super::prefetch::{FinishOnDrop, Prefetcher};
 use super::rules::StartRules;
 use super::stat::StatKey;
-use crate::workspace::snapshot::{Stop, stopped};
+use crate::workspace::walk::{Stop, stopped};
 use crate::workspace::{RelPath, Roots};
 
 /// One entry below the root.
