@@ -11,14 +11,16 @@ use serde_json::{Map, Value, json};
 use super::calls::{self, Call, Prepared, Verdict};
 use super::end_turn::Verdict as AnswerVerdict;
 use super::session::Session;
-use super::{Agent, AgentConfig, Bounded, STRUCTURED_OUTPUT, Stop, bounded, cancelled};
-use crate::hooks::Permission;
+use super::{
+    Agent, AgentConfig, Bounded, OutputSchema, STRUCTURED_OUTPUT, Stop, bounded, cancelled,
+};
+use crate::hooks::{Combined, Permission};
 use crate::message::{ContentBlock, Message, Role};
 use crate::model::OutputMode;
 use crate::record::transcript::{Decision, TranscriptError};
 use crate::record::{EndReason, Event};
 use crate::spec::HookEvent;
-use crate::tools::{InternalFault, ToolOutput};
+use crate::tools::{InternalFault, ToolCall, ToolOutput};
 
 /// A prepared call and what PreToolUse hooks want the model told with its result.
 struct Ready {
@@ -38,23 +40,9 @@ impl Agent<'_> {
         let mut results: Vec<ContentBlock> = Vec::with_capacity(calls.len());
         let mut stop: Option<Stop> = None;
         for range in calls::batches(calls, self.registry, self.subagents) {
-            let mut ready = Vec::new();
-            for call in &calls[range] {
-                self.transcript.write(Event::ToolCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    input: call.input.clone(),
-                })?;
-                let prepared = match &stop {
-                    Some((reason, _)) => Ready {
-                        call: call.clone(),
-                        outcome: Prepared::Done(cancelled(*reason)),
-                        context: Vec::new(),
-                    },
-                    None => self.prepare(call, config, session, &mut stop).await?,
-                };
-                ready.push(prepared);
-            }
+            let ready = self
+                .prepare_batch(&calls[range], config, session, &mut stop)
+                .await?;
             let ran: HashSet<String> = ready
                 .iter()
                 .filter(|r| matches!(r.outcome, Prepared::Run(..)))
@@ -63,29 +51,9 @@ impl Agent<'_> {
             let contexts: Vec<Vec<String>> = ready.iter().map(|r| r.context.clone()).collect();
             let batch: Vec<Call> = ready.iter().map(|r| r.call.clone()).collect();
             let prepared = ready.into_iter().map(|r| (r.call, r.outcome)).collect();
-            let launcher = self.subagents.map(|subagents| super::subagent::Launcher {
-                subagents,
-                registry: self.registry,
-                policy: self.policy,
-                redactor: self.redactor,
-                hooks: self.hooks,
-                transcript: self.transcript.share(),
-                ctx: self.ctx.clone(),
-                config: config.clone(),
-                clock: session.clock,
-                depth: self.depth,
-            });
-            let execution =
-                calls::execute(prepared, &self.ctx, self.registry, launcher.as_ref());
-            let (executed, why) =
-                match bounded(session.clock.deadline, &config.interrupt, execution).await {
-                    Bounded::Done(executed) => (executed, None),
-                    Bounded::TimedOut => (Vec::new(), Some(EndReason::Timeout)),
-                    Bounded::Interrupted => (Vec::new(), Some(EndReason::Interrupted)),
-                };
-            let executed = match why {
-                None => executed,
-                Some(reason) => {
+            let executed = match self.execute_batch(prepared, config, session).await {
+                Ok(executed) => executed,
+                Err(reason) => {
                     stop = Some((reason, String::new()));
                     batch
                         .into_iter()
@@ -99,46 +67,10 @@ impl Agent<'_> {
                 }
             };
             for (executed, context) in executed.into_iter().zip(contexts) {
-                let calls::Executed {
-                    call,
-                    mut output,
-                    duration,
-                    fault,
-                } = executed;
-                if let Some(fault) = fault {
-                    let reason = match fault {
-                        InternalFault::Drover { .. } => EndReason::InternalError,
-                        InternalFault::Unavailable { .. } => EndReason::McpUnavailable,
-                    };
-                    stop.get_or_insert((reason, fault.to_string()));
-                }
-                if stop.is_none() && ran.contains(&call.id) {
-                    output = self
-                        .after_call(&call, output, duration, config, session, &mut stop)
-                        .await?;
-                }
-                for note in context {
-                    output
-                        .content
-                        .push_str(&format!("\n\n[PreToolUse hook] {note}"));
-                }
-                let output = self.redacted(output);
-                self.transcript.write(Event::ToolResult {
-                    tool_use_id: call.id.clone(),
-                    is_error: output.is_error,
-                    content: output.content.clone(),
-                    images: output.images.clone(),
-                    duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-                })?;
-                if let Some(drift) = self.check_replay(&call, &output, session)? {
-                    stop.get_or_insert(drift);
-                }
-                results.push(ContentBlock::ToolResult {
-                    tool_use_id: call.id,
-                    content: output.content,
-                    is_error: output.is_error,
-                    images: output.images,
-                });
+                let result = self
+                    .answer(executed, context, &ran, config, session, &mut stop)
+                    .await?;
+                results.push(result);
             }
         }
         session.messages.push(Message {
@@ -146,6 +78,118 @@ impl Agent<'_> {
             content: results,
         });
         Ok(stop)
+    }
+
+    /// Record each call of a batch and prepare it; once the run is stopping, the rest
+    /// are answered as cancelled.
+    async fn prepare_batch(
+        &mut self,
+        batch: &[Call],
+        config: &AgentConfig,
+        session: &mut Session,
+        stop: &mut Option<Stop>,
+    ) -> Result<Vec<Ready>, TranscriptError> {
+        let mut ready = Vec::new();
+        for call in batch {
+            self.transcript.write(Event::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            })?;
+            let prepared = match &*stop {
+                Some((reason, _)) => Ready {
+                    call: call.clone(),
+                    outcome: Prepared::Done(cancelled(*reason)),
+                    context: Vec::new(),
+                },
+                None => self.prepare(call, config, session, stop).await?,
+            };
+            ready.push(prepared);
+        }
+        Ok(ready)
+    }
+
+    /// Execute a batch's prepared calls within the run's deadline and interrupt; the
+    /// reason the run ends instead when either comes first.
+    // `&mut self`: a shared borrow held across the await would need the agent `Sync`.
+    async fn execute_batch(
+        &mut self,
+        prepared: Vec<(Call, Prepared)>,
+        config: &AgentConfig,
+        session: &Session,
+    ) -> Result<Vec<calls::Executed>, EndReason> {
+        let launcher = self.subagents.map(|subagents| super::subagent::Launcher {
+            subagents,
+            registry: self.registry,
+            policy: self.policy,
+            redactor: self.redactor,
+            hooks: self.hooks,
+            transcript: self.transcript.share(),
+            ctx: self.ctx.clone(),
+            config: config.clone(),
+            clock: session.clock,
+            depth: self.depth,
+        });
+        let execution = calls::execute(prepared, &self.ctx, self.registry, launcher.as_ref());
+        match bounded(session.clock.deadline, &config.interrupt, execution).await {
+            Bounded::Done(executed) => Ok(executed),
+            Bounded::TimedOut => Err(EndReason::Timeout),
+            Bounded::Interrupted => Err(EndReason::Interrupted),
+        }
+    }
+
+    /// The result block of one executed call: drover's faults end the run, PostToolUse
+    /// hooks see a call that ran, PreToolUse notes are added, and the redacted result is
+    /// recorded and checked against a replay's recording.
+    async fn answer(
+        &mut self,
+        executed: calls::Executed,
+        context: Vec<String>,
+        ran: &HashSet<String>,
+        config: &AgentConfig,
+        session: &mut Session,
+        stop: &mut Option<Stop>,
+    ) -> Result<ContentBlock, TranscriptError> {
+        let calls::Executed {
+            call,
+            mut output,
+            duration,
+            fault,
+        } = executed;
+        if let Some(fault) = fault {
+            let reason = match fault {
+                InternalFault::Drover { .. } => EndReason::InternalError,
+                InternalFault::Unavailable { .. } => EndReason::McpUnavailable,
+            };
+            stop.get_or_insert((reason, fault.to_string()));
+        }
+        if stop.is_none() && ran.contains(&call.id) {
+            output = self
+                .after_call(&call, output, duration, config, session, stop)
+                .await?;
+        }
+        for note in context {
+            output
+                .content
+                .push_str(&format!("\n\n[PreToolUse hook] {note}"));
+        }
+        let output = self.redacted(output);
+        self.transcript.write(Event::ToolResult {
+            tool_use_id: call.id.clone(),
+            is_error: output.is_error,
+            content: output.content.clone(),
+            images: output.images.clone(),
+            duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+        })?;
+        if let Some(drift) = self.check_replay(&call, &output, session)? {
+            stop.get_or_insert(drift);
+        }
+        Ok(ContentBlock::ToolResult {
+            tool_use_id: call.id,
+            content: output.content,
+            is_error: output.is_error,
+            images: output.images,
+        })
     }
 
     /// A command can print drover's own environment (`/proc/$PPID/environ`) or a key
@@ -192,30 +236,13 @@ impl Agent<'_> {
             && let Some(schema) = config.output.clone()
             && self.model.output_mode() == OutputMode::Tool
         {
-            let value = schema.answer_in_input(&call.input);
-            let errors = schema.errors(&value);
-            if errors.is_empty() {
-                self.accept_answer(session, value)?;
-                return Ok(done(call, ToolOutput::ok("Final answer recorded.")));
-            }
-            let message = match self.invalid_answer(session, errors, OutputMode::Tool)? {
-                Some(AnswerVerdict::Fail(failed)) => {
-                    let message = failed.1.clone();
-                    *stop = Some(failed);
-                    message
-                }
-                Some(AnswerVerdict::Again(message)) => message,
-                None => String::new(),
-            };
-            return Ok(done(call, ToolOutput::error(message)));
+            let output = self.final_answer(&schema, &call.input, session, stop)?;
+            return Ok(done(call, output));
         }
-        let mut parsed = match calls::parse(call, self.registry) {
+        let parsed = match calls::parse(call, self.registry) {
             Ok(parsed) => parsed,
             Err(output) => return Ok(done(call, output)),
         };
-        let mut call = call.clone();
-        let mut context = Vec::new();
-        let mut hook_verdict: Option<Verdict> = None;
         // Hooks match the tool, whichever of its names the model used (`Task`: `Agent`).
         let tool_name = self.registry.resolve(&call.name).to_string();
         let mut fields = Map::new();
@@ -237,10 +264,68 @@ impl Agent<'_> {
             Err(halt) => {
                 let output = cancelled(halt.0);
                 *stop = Some(halt);
-                return Ok(done(&call, output));
+                return Ok(done(call, output));
             }
         };
-        context.extend(answer.additional_context.iter().cloned());
+        let context = answer.additional_context.clone();
+        let (call, parsed, hook_verdict) = self.hook_ruling(call, parsed, &answer);
+        let (outcome, verdict) = match hook_verdict {
+            Some(verdict) => {
+                let message = format!(
+                    "Permission denied: {}. Do not retry this call unchanged.",
+                    verdict.reason
+                );
+                (Prepared::Done(ToolOutput::error(message)), verdict)
+            }
+            None => calls::judge(parsed, self.policy, &self.ctx.shell.current()),
+        };
+        self.record_verdict(&call, &verdict, session)?;
+        Ok(Ready {
+            call,
+            outcome,
+            context,
+        })
+    }
+
+    /// The final answer given as the `StructuredOutput` call: accepted when valid against
+    /// the output schema; else what the model is told (and `stop` set when the answer
+    /// attempts are spent).
+    fn final_answer(
+        &mut self,
+        schema: &OutputSchema,
+        input: &Value,
+        session: &mut Session,
+        stop: &mut Option<Stop>,
+    ) -> Result<ToolOutput, TranscriptError> {
+        let value = schema.answer_in_input(input);
+        let errors = schema.errors(&value);
+        if errors.is_empty() {
+            self.accept_answer(session, value)?;
+            return Ok(ToolOutput::ok("Final answer recorded."));
+        }
+        let message = match self.invalid_answer(session, errors, OutputMode::Tool)? {
+            Some(AnswerVerdict::Fail(failed)) => {
+                let message = failed.1.clone();
+                *stop = Some(failed);
+                message
+            }
+            Some(AnswerVerdict::Again(message)) => message,
+            None => String::new(),
+        };
+        Ok(ToolOutput::error(message))
+    }
+
+    /// What PreToolUse hooks ruled on a call: the call to run (rewritten input, validated
+    /// again) and its parsed form, or a denial (a block, `deny`, `ask`, or a rewrite to
+    /// invalid input).
+    fn hook_ruling(
+        &self,
+        call: &Call,
+        mut parsed: Box<dyn ToolCall>,
+        answer: &Combined,
+    ) -> (Call, Box<dyn ToolCall>, Option<Verdict>) {
+        let mut call = call.clone();
+        let mut hook_verdict: Option<Verdict> = None;
         let hook_says = answer.permission.clone();
         if let Some(reason) = answer.block_reason() {
             hook_verdict = Some(hook_denial(format!(
@@ -276,22 +361,7 @@ impl Agent<'_> {
                 }
             }
         }
-        let (outcome, verdict) = match hook_verdict {
-            Some(verdict) => {
-                let message = format!(
-                    "Permission denied: {}. Do not retry this call unchanged.",
-                    verdict.reason
-                );
-                (Prepared::Done(ToolOutput::error(message)), verdict)
-            }
-            None => calls::judge(parsed, self.policy, &self.ctx.shell.current()),
-        };
-        self.record_verdict(&call, &verdict, session)?;
-        Ok(Ready {
-            call,
-            outcome,
-            context,
-        })
+        (call, parsed, hook_verdict)
     }
 
     fn record_verdict(
