@@ -184,53 +184,62 @@ pub fn sandbox_exec_main(
         None => None,
     };
     if probe {
-        match (&policy, enforced) {
-            (Some(policy), Some((enforced, dropped))) => crate::say!(
-                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{}{}, {})",
-                enforced.abi,
-                if policy.network { "allowed" } else { "cut" },
-                if enforced.socket_filter {
-                    ", socket filter: Unix sockets only"
-                } else {
-                    ""
-                },
-                if enforced.private_network {
-                    ", private network namespace"
-                } else {
-                    ""
-                },
-                if enforced.scoped {
-                    ", signals and abstract sockets scoped"
-                } else {
-                    ""
-                },
-                if containment.pid_namespace {
-                    ", private PID namespace"
-                } else {
-                    ""
-                },
-                match enforced.mounts {
-                    Mounts::Shared => String::new(),
-                    Mounts::ReadOnly { kept: 0 } =>
-                        ", mounts read-only but the writable paths".to_string(),
-                    Mounts::ReadOnly { kept } => format!(
-                        ", mounts read-only but the writable paths and {kept} the kernel keeps as they are"
-                    ),
-                },
-                dropped,
-            ),
-            _ => crate::say!(
-                "drover sandbox: off (processes contained{})",
-                if containment.pid_namespace {
-                    " in a private PID namespace"
-                } else {
-                    ""
-                }
-            ),
-        }
+        say_probe(policy.as_ref(), enforced, &containment);
         return 0;
     }
     supervise::run(command, env, containment, stdio)
+}
+
+/// What `--probe` reports: what the sandbox enforced here, or that it is off.
+fn say_probe(
+    policy: Option<&SandboxPolicy>,
+    enforced: Option<(Enforced, Dropped)>,
+    containment: &supervise::Containment,
+) {
+    match (policy, enforced) {
+        (Some(policy), Some((enforced, dropped))) => crate::say!(
+            "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{}{}, {})",
+            enforced.abi,
+            if policy.network { "allowed" } else { "cut" },
+            if enforced.socket_filter {
+                ", socket filter: Unix sockets only"
+            } else {
+                ""
+            },
+            if enforced.private_network {
+                ", private network namespace"
+            } else {
+                ""
+            },
+            if enforced.scoped {
+                ", signals and abstract sockets scoped"
+            } else {
+                ""
+            },
+            if containment.pid_namespace {
+                ", private PID namespace"
+            } else {
+                ""
+            },
+            match enforced.mounts {
+                Mounts::Shared => String::new(),
+                Mounts::ReadOnly { kept: 0 } =>
+                    ", mounts read-only but the writable paths".to_string(),
+                Mounts::ReadOnly { kept } => format!(
+                    ", mounts read-only but the writable paths and {kept} the kernel keeps as they are"
+                ),
+            },
+            dropped,
+        ),
+        _ => crate::say!(
+            "drover sandbox: off (processes contained{})",
+            if containment.pid_namespace {
+                " in a private PID namespace"
+            } else {
+                ""
+            }
+        ),
+    }
 }
 
 /// Everything the sandbox imposes, in order: Landlock, the network namespace and the
