@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::timing::median;
 use crate::exit;
 
-/// Goals on a 2-core machine (issue #12).
+/// The goals of the README ("Benchmarks", `drover bench --workspace`), on a 2-core machine.
 const RSS_GOAL_MIB: f64 = 64.0;
 const READ_GOAL_RATIO: f64 = 3.0;
 /// The repository size from which the read goal is judged.
