@@ -1,11 +1,12 @@
 //! Hex digests, as every artifact writes them (spec hashes, workspace fingerprints, git
 //! blob ids).
 
+use std::fmt::Write as _;
+
 use sha2::{Digest, Sha256};
 
 /// Lowercase hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
     let mut out = String::with_capacity(bytes.len() * 2);
     for byte in bytes {
         // invariant: writing to a String cannot fail.

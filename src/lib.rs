@@ -41,4 +41,6 @@ pub use sandbox::own_environ::hide_own_environment;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[cfg(test)]
+mod architecture_tests;
+#[cfg(test)]
 mod layers_tests;

@@ -1,390 +1,179 @@
-//! One turn's tool calls, in the loop: each recorded, parsed, shown to PreToolUse hooks,
-//! judged by the policy, run (read-only batches together), shown to PostToolUse hooks,
-//! redacted, recorded, and answered. The final answer's `StructuredOutput` call is
-//! checked against the output schema instead of run.
+//! The steps of a tool call, which the dispatcher (`dispatch`) strings together: registry
+//! lookup and schema validation (`parse`), the policy (`judge`), then execution.
+//! Consecutive read-only calls run concurrently; a call that writes or executes runs
+//! alone, after everything before it and before everything after it. Results come back
+//! in call order whatever order they finished in.
 
-use std::collections::HashSet;
-use std::time::Duration;
+use serde_json::Value;
 
-use serde_json::{Map, Value, json};
+use crate::policy::{Decision, Grounds, Policy};
+use crate::record::Denial;
+use crate::tools::{InternalFault, Registry, ToolCall, ToolContext, ToolOutput, run_call};
 
-use super::dispatch::{self, Call, Prepared};
-use super::end_turn::Verdict as AnswerVerdict;
-use super::session::Session;
-use super::{Agent, AgentConfig, Bounded, STRUCTURED_OUTPUT, Stop, bounded, cancelled};
-use crate::hooks::Permission;
-use crate::message::{ContentBlock, Message, Role};
-use crate::model::OutputMode;
-use crate::policy::{Decision, Grounds};
-use crate::record::transcript::{self, TranscriptError};
-use crate::record::{EndReason, Event};
-use crate::spec::HookEvent;
-use crate::tools::{InternalFault, ToolOutput};
-
-/// A prepared call and what PreToolUse hooks want the model told with its result.
-struct Ready {
-    call: Call,
-    outcome: Prepared,
-    context: Vec<String>,
+/// One tool call as the model made it.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
 }
 
-impl Agent<'_> {
-    /// Run one turn's tool calls and append their results as the next user message.
-    pub(super) async fn dispatch(
-        &mut self,
-        calls: &[Call],
-        config: &AgentConfig,
-        session: &mut Session,
-    ) -> Result<Option<Stop>, TranscriptError> {
-        let mut results: Vec<ContentBlock> = Vec::with_capacity(calls.len());
-        let mut stop: Option<Stop> = None;
-        for range in dispatch::batches(calls, self.registry, self.subagents) {
-            let mut ready = Vec::new();
-            for call in &calls[range] {
-                self.transcript.write(Event::ToolCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    input: call.input.clone(),
-                })?;
-                let prepared = match &stop {
-                    Some((reason, _)) => Ready {
-                        call: call.clone(),
-                        outcome: Prepared::Done(cancelled(*reason)),
-                        context: Vec::new(),
-                    },
-                    None => self.prepare(call, config, session, &mut stop).await?,
-                };
-                ready.push(prepared);
-            }
-            let ran: HashSet<String> = ready
-                .iter()
-                .filter(|r| matches!(r.outcome, Prepared::Run(..)))
-                .map(|r| r.call.id.clone())
-                .collect();
-            let contexts: Vec<Vec<String>> = ready.iter().map(|r| r.context.clone()).collect();
-            let batch: Vec<Call> = ready.iter().map(|r| r.call.clone()).collect();
-            let prepared = ready.into_iter().map(|r| (r.call, r.outcome)).collect();
-            let launcher = self.subagents.map(|subagents| super::subagent::Launcher {
-                subagents,
-                registry: self.registry,
-                policy: self.policy,
-                redactor: self.redactor,
-                hooks: self.hooks,
-                transcript: self.transcript.share(),
-                ctx: self.ctx.clone(),
-                config: config.clone(),
-                clock: session.clock,
-                depth: self.depth,
-            });
-            let execution =
-                dispatch::execute(prepared, &self.ctx, self.registry, launcher.as_ref());
-            let (executed, why) =
-                match bounded(session.clock.deadline, &config.interrupt, execution).await {
-                    Bounded::Done(executed) => (executed, None),
-                    Bounded::TimedOut => (Vec::new(), Some(EndReason::Timeout)),
-                    Bounded::Interrupted => (Vec::new(), Some(EndReason::Interrupted)),
-                };
-            let executed = match why {
-                None => executed,
-                Some(reason) => {
-                    stop = Some((reason, String::new()));
-                    batch
-                        .into_iter()
-                        .map(|call| dispatch::Executed {
-                            call,
-                            output: cancelled(reason),
-                            duration: Duration::ZERO,
-                            fault: None,
-                        })
-                        .collect()
-                }
-            };
-            for (executed, context) in executed.into_iter().zip(contexts) {
-                let dispatch::Executed {
-                    call,
-                    mut output,
-                    duration,
-                    fault,
-                } = executed;
-                if let Some(fault) = fault {
-                    let reason = match fault {
-                        InternalFault::Drover { .. } => EndReason::InternalError,
-                        InternalFault::Unavailable { .. } => EndReason::McpUnavailable,
-                    };
-                    stop.get_or_insert((reason, fault.to_string()));
-                }
-                if stop.is_none() && ran.contains(&call.id) {
-                    output = self
-                        .after_call(&call, output, duration, config, session, &mut stop)
-                        .await?;
-                }
-                for note in context {
-                    output
-                        .content
-                        .push_str(&format!("\n\n[PreToolUse hook] {note}"));
-                }
-                let output = self.redacted(output);
-                self.transcript.write(Event::ToolResult {
-                    tool_use_id: call.id.clone(),
-                    is_error: output.is_error,
-                    content: output.content.clone(),
-                    images: output.images.clone(),
-                    duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-                })?;
-                if let Some(drift) = self.check_replay(&call, &output, session)? {
-                    stop.get_or_insert(drift);
-                }
-                results.push(ContentBlock::ToolResult {
-                    tool_use_id: call.id,
-                    content: output.content,
-                    is_error: output.is_error,
-                    images: output.images,
-                });
-            }
-        }
-        session.messages.push(Message {
-            role: Role::User,
-            content: results,
-        });
-        Ok(stop)
-    }
+/// What happened before execution: the call is ready to run, or already has its
+/// (error) result.
+pub(super) enum Prepared {
+    /// Run the parsed call on the path the policy judged (if the call names one).
+    Run(Box<dyn ToolCall>, Option<std::path::PathBuf>),
+    Done(ToolOutput),
+}
 
-    /// A command can print drover's own environment (`/proc/$PPID/environ`) or a key
-    /// file: what the transcript records and the model reads is the same text, with
-    /// every secret value replaced. An image holding a secret value (a file of secrets
-    /// dressed as a GIF) is dropped whole: binary data cannot be redacted in place.
-    fn redacted(&self, output: ToolOutput) -> ToolOutput {
-        let mut content = self.redactor.redact_owned(output.content);
-        let mut images = output.images;
-        let before = images.len();
-        images.retain(|image| {
-            image
-                .bytes()
-                .is_some_and(|bytes| !self.redactor.finds_in(&bytes))
-        });
-        if images.len() < before {
-            content.push_str(&format!(
-                "\n\n[{} image(s) withheld: they hold a secret value]",
-                before - images.len()
-            ));
-        }
-        ToolOutput {
-            content,
-            images,
-            ..output
-        }
+/// Look the call up and validate its input: the parsed call, or the error result the
+/// model gets instead.
+pub(super) fn parse(call: &Call, registry: &Registry) -> Result<Box<dyn ToolCall>, ToolOutput> {
+    // A provider keeps tool input JSON it could not parse as a string (see
+    // model::anthropic_stream::tool_input): tell the model, which can send it again.
+    if let (Some(_), Value::String(raw)) = (registry.facts(&call.name), &call.input) {
+        let shown: String = raw.chars().take(2000).collect();
+        return Err(ToolOutput::error(format!(
+            "InputValidationError: the input to {} was not valid JSON (it may have been cut off): {shown}\nCall {} again with its input as one JSON object.",
+            call.name, call.name
+        )));
     }
+    registry
+        .prepare(&call.name, call.input.clone())
+        .map_err(|error| ToolOutput::error(error.to_string()))
+}
 
-    /// Parse the call, show it to PreToolUse hooks, and judge it (again, when a hook
-    /// rewrote its input). `stop` is set when a hook or a limit ends the run.
-    async fn prepare(
-        &mut self,
-        call: &Call,
-        config: &AgentConfig,
-        session: &mut Session,
-        stop: &mut Option<Stop>,
-    ) -> Result<Ready, TranscriptError> {
-        let done = |call: &Call, output: ToolOutput| Ready {
-            call: call.clone(),
-            outcome: Prepared::Done(output),
-            context: Vec::new(),
-        };
-        if call.name == STRUCTURED_OUTPUT
-            && let Some(schema) = config.output.clone()
-            && self.model.output_mode() == OutputMode::Tool
-        {
-            let value = schema.answer_in_input(&call.input);
-            let errors = schema.errors(&value);
-            if errors.is_empty() {
-                self.accept_answer(session, value)?;
-                return Ok(done(call, ToolOutput::ok("Final answer recorded.")));
-            }
-            let message = match self.invalid_answer(session, errors, OutputMode::Tool)? {
-                Some(AnswerVerdict::Fail(failed)) => {
-                    let message = failed.1.clone();
-                    *stop = Some(failed);
-                    message
-                }
-                Some(AnswerVerdict::Again(message)) => message,
-                None => String::new(),
-            };
-            return Ok(done(call, ToolOutput::error(message)));
+/// Ask the policy about a parsed call: what to run (on the path the policy judged) or
+/// the denial the model reads, and the decision itself, to be recorded.
+pub(super) fn judge(
+    parsed: Box<dyn ToolCall>,
+    policy: &Policy,
+    cwd: &std::path::Path,
+) -> (Prepared, Decision) {
+    let decision = policy.decide_in(&parsed.facts(), cwd);
+    let prepared = match &decision {
+        Decision::Allow(grounds) => Prepared::Run(parsed, grounds.target.clone()),
+        Decision::Deny(grounds) => {
+            let rule = grounds
+                .rule
+                .as_deref()
+                .map_or("the default policy".to_string(), |r| format!("rule {r}"));
+            let message = format!(
+                "Permission denied by {rule}: {}. This task's policy does not allow this call; do not retry it unchanged, choose another way.",
+                grounds.reason
+            );
+            Prepared::Done(ToolOutput::error(message))
         }
-        let mut parsed = match dispatch::parse(call, self.registry) {
-            Ok(parsed) => parsed,
-            Err(output) => return Ok(done(call, output)),
-        };
-        let mut call = call.clone();
-        let mut context = Vec::new();
-        let mut hook_denied: Option<Decision> = None;
-        // Hooks match the tool, whichever of its names the model used (`Task`: `Agent`).
-        let tool_name = self.registry.resolve(&call.name).to_string();
-        let mut fields = Map::new();
-        fields.insert("tool_name".into(), json!(tool_name));
-        fields.insert("tool_input".into(), call.input.clone());
-        fields.insert("tool_use_id".into(), json!(call.id));
-        let answer = self
-            .raise(
-                config,
-                session,
-                HookEvent::PreToolUse,
-                &tool_name,
-                Some(&call.id),
-                fields,
-            )
-            .await?;
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(halt) => {
-                let output = cancelled(halt.0);
-                *stop = Some(halt);
-                return Ok(done(&call, output));
-            }
-        };
-        context.extend(answer.additional_context.iter().cloned());
-        let hook_says = answer.permission.clone();
-        if let Some(reason) = answer.block_reason() {
-            hook_denied = Some(hook_denial(format!(
-                "blocked by a PreToolUse hook: {reason}"
-            )));
-        } else if let Some((Permission::Deny | Permission::Ask, why)) = &hook_says {
-            let kind = hook_says.as_ref().map_or("deny", |(p, _)| p.as_str());
-            let why = why.as_deref().unwrap_or("no reason given");
-            let what = if kind == "ask" {
-                format!(
-                    "a PreToolUse hook asked for a person's approval, and nobody can give it in a headless run: {why}"
-                )
-            } else {
-                format!("denied by a PreToolUse hook: {why}")
-            };
-            hook_denied = Some(hook_denial(self.redactor.redact(&what).into_owned()));
-        } else if let Some(updated) = answer.updated_input.clone() {
-            // The rewritten input is a new call: validated and judged from scratch.
-            let rewritten = Call {
-                input: updated,
-                ..call.clone()
-            };
-            match dispatch::parse(&rewritten, self.registry) {
-                Ok(reparsed) => {
-                    parsed = reparsed;
-                    call = rewritten;
+    };
+    (prepared, decision)
+}
+
+/// How many sub-agents of one turn run at the same time, at most.
+pub(super) const MAX_PARALLEL_AGENTS: usize = 4;
+
+/// Split calls into batches: runs of read-only calls, and every other call alone. An
+/// `Agent` call reads only when its sub-agent's tools all do.
+pub(super) fn batches(
+    calls: &[Call],
+    registry: &Registry,
+    subagents: Option<&super::SubAgents>,
+) -> Vec<std::ops::Range<usize>> {
+    let is_agent = |call: &Call| registry.is_agent(&call.name);
+    let read_only = |call: &Call| {
+        if is_agent(call) {
+            return subagents.is_some_and(|agents| agents.reads_only(&call.input));
+        }
+        registry
+            .facts(&call.name)
+            .is_some_and(|facts| facts.read_only)
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < calls.len() {
+        let mut end = start + 1;
+        if read_only(&calls[start]) {
+            // Sub-agents at once are capped: each spends the task's budget before it
+            // can see what the others spent.
+            let mut agents = usize::from(is_agent(&calls[start]));
+            while end < calls.len() && read_only(&calls[end]) {
+                if is_agent(&calls[end]) {
+                    if agents == MAX_PARALLEL_AGENTS {
+                        break;
+                    }
+                    agents += 1;
                 }
-                Err(error) => {
-                    hook_denied = Some(hook_denial(format!(
-                        "a PreToolUse hook rewrote the input to one that is not valid: {}",
-                        error.content
-                    )));
-                }
+                end += 1;
             }
         }
-        let (outcome, decision) = match hook_denied {
-            Some(denied) => {
-                let message = format!(
-                    "Permission denied: {}. Do not retry this call unchanged.",
-                    denied.reason()
-                );
-                (Prepared::Done(ToolOutput::error(message)), denied)
+        out.push(start..end);
+        start = end;
+    }
+    out
+}
+
+/// A call's result and how long the tool took (zero when it never ran).
+pub(super) struct Executed {
+    pub call: Call,
+    pub output: ToolOutput,
+    pub duration: std::time::Duration,
+    /// drover failed while running the call: the task ends as an internal error.
+    pub fault: Option<InternalFault>,
+}
+
+/// Execute a batch's prepared calls concurrently; results in call order. `Agent` calls
+/// run their sub-agent through `launcher`.
+pub(super) async fn execute<'a>(
+    prepared: Vec<(Call, Prepared)>,
+    ctx: &ToolContext,
+    registry: &Registry,
+    launcher: Option<&super::subagent::Launcher<'a>>,
+) -> Vec<Executed> {
+    let beside_others = prepared.len() > 1;
+    let futures = prepared.into_iter().map(|(call, prepared)| async move {
+        let started = std::time::Instant::now();
+        let (output, fault) = match prepared {
+            Prepared::Done(output) => (output, None),
+            Prepared::Run(_, _) if registry.is_agent(&call.name) => {
+                let outcome = match launcher {
+                    Some(launcher) => {
+                        launcher
+                            .launch(call.id.clone(), call.input.clone(), beside_others)
+                            .await
+                    }
+                    None => Ok(ToolOutput::error(
+                        "This task has no sub-agents (agents: in the spec).",
+                    )),
+                };
+                match outcome {
+                    Ok(output) => (output, None),
+                    Err(fault) => (ToolOutput::error(fault.to_string()), Some(fault)),
+                }
             }
-            None => dispatch::judge(parsed, self.policy, &self.ctx.shell.current()),
+            Prepared::Run(parsed, target) => {
+                match run_call(&call.name, parsed, &ctx.for_call(&call.id, target)).await {
+                    Ok(output) => (output, None),
+                    // The transcript still gets a result for the call: the fault itself.
+                    Err(fault) => (ToolOutput::error(fault.to_string()), Some(fault)),
+                }
+            }
         };
-        self.record_decision(&call, &decision, session)?;
-        Ok(Ready {
+        Executed {
             call,
-            outcome,
-            context,
-        })
-    }
-
-    fn record_decision(
-        &mut self,
-        call: &Call,
-        decision: &Decision,
-        session: &mut Session,
-    ) -> Result<(), TranscriptError> {
-        let (recorded, grounds) = match decision {
-            Decision::Allow(grounds) => (transcript::Decision::Allow, grounds),
-            Decision::Deny(grounds) => (transcript::Decision::Deny, grounds),
-        };
-        self.transcript.write(Event::Permission {
-            tool_use_id: call.id.clone(),
-            decision: recorded,
-            rule: grounds.rule.clone(),
-            reason: grounds.reason.clone(),
-        })?;
-        match decision {
-            Decision::Allow(_) => *session.calls.entry(call.name.clone()).or_default() += 1,
-            Decision::Deny(grounds) => session.denials.push(dispatch::denial(call, grounds)),
+            output,
+            duration: started.elapsed(),
+            fault,
         }
-        Ok(())
-    }
-
-    /// PostToolUse (or PostToolUseFailure, for an error result) for a call that ran:
-    /// hooks may replace what the model sees, add to it, or block with a reason the
-    /// model reads.
-    async fn after_call(
-        &mut self,
-        call: &Call,
-        mut output: ToolOutput,
-        duration: Duration,
-        config: &AgentConfig,
-        session: &mut Session,
-        stop: &mut Option<Stop>,
-    ) -> Result<ToolOutput, TranscriptError> {
-        let event = if output.is_error {
-            HookEvent::PostToolUseFailure
-        } else {
-            HookEvent::PostToolUse
-        };
-        let tool_name = self.registry.resolve(&call.name).to_string();
-        let mut fields = Map::new();
-        fields.insert("tool_name".into(), json!(tool_name));
-        fields.insert("tool_input".into(), call.input.clone());
-        fields.insert("tool_use_id".into(), json!(call.id));
-        fields.insert(
-            "duration_ms".into(),
-            json!(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)),
-        );
-        // What the hook is shown is redacted like what the model is shown.
-        let shown = self.redactor.redact(&output.content);
-        if output.is_error {
-            fields.insert("error".into(), json!(shown));
-            fields.insert("is_interrupt".into(), json!(false));
-        } else {
-            fields.insert("tool_response".into(), json!({"content": shown}));
-        }
-        let answer = match self
-            .raise(config, session, event, &tool_name, Some(&call.id), fields)
-            .await?
-        {
-            Ok(answer) => answer,
-            Err(halt) => {
-                *stop = Some(halt);
-                return Ok(output);
-            }
-        };
-        let blocked = answer.block_reason();
-        if let Some(updated) = answer.updated_tool_output {
-            output.content = match updated {
-                Value::String(text) => text,
-                other => other.to_string(),
-            };
-            output.images.clear();
-        }
-        for note in answer.additional_context {
-            output
-                .content
-                .push_str(&format!("\n\n[{} hook] {note}", event.as_str()));
-        }
-        if let Some(reason) = blocked {
-            output
-                .content
-                .push_str(&format!("\n\n[{} hook blocked] {reason}", event.as_str()));
-        }
-        Ok(output)
-    }
+    });
+    futures::future::join_all(futures).await
 }
 
-/// A hook's refusal, recorded like a policy denial (rule `hook:PreToolUse`).
-fn hook_denial(reason: String) -> Decision {
-    Decision::Deny(Grounds::new(Some("hook:PreToolUse".to_string()), reason))
+/// The denial record for the summary and JUnit.
+pub(super) fn denial(call: &Call, grounds: &Grounds) -> Denial {
+    Denial {
+        tool_use_id: call.id.clone(),
+        tool: call.name.clone(),
+        input: call.input.clone(),
+        rule: grounds.rule.clone(),
+        reason: grounds.reason.clone(),
+    }
 }

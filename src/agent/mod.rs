@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use dispatch::Call;
+pub(crate) use calls::Call;
 pub(crate) use meter::Meter;
 pub(crate) use output::{OutputSchema, STRUCTURED_OUTPUT};
 pub(crate) use prompt::system_prompt;
@@ -524,4 +524,5 @@ fn cancelled(reason: EndReason) -> ToolOutput {
 #[cfg(test)]
 mod stop_reason_tests;
 #[cfg(test)]
+#[path = "agent_tests.rs"]
 mod tests;

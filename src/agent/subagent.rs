@@ -126,159 +126,223 @@ impl<'a> Launcher<'a> {
         input: serde_json::Value,
         beside_others: bool,
     ) -> AgentRunFuture<'a> {
-        let subagents = self.subagents;
-        let parent_registry = self.registry;
-        let policy = self.policy;
-        let redactor = self.redactor;
-        let hooks = self.hooks;
-        let parent_transcript = self.transcript.share();
-        let parent_ctx = self.ctx.clone();
-        let parent_config = self.config.clone();
-        let clock = self.clock;
+        // The future owns what it lends the sub-agent: it outlives this borrow.
+        let own = Launcher {
+            subagents: self.subagents,
+            registry: self.registry,
+            policy: self.policy,
+            redactor: self.redactor,
+            hooks: self.hooks,
+            transcript: self.transcript.share(),
+            ctx: self.ctx.clone(),
+            config: self.config.clone(),
+            clock: self.clock,
+            depth: self.depth,
+        };
+        Box::pin(own.run(call_id, input, beside_others))
+    }
+
+    /// The sub-agent's run: admitted, started, run and ended in the transcript, metered,
+    /// and answered.
+    async fn run(
+        self,
+        call_id: String,
+        input: serde_json::Value,
+        beside_others: bool,
+    ) -> Result<ToolOutput, InternalFault> {
         let depth = self.depth + 1;
-        Box::pin(async move {
-            let request = match AgentRequest::of(&input) {
-                Ok(request) => request,
-                Err(error) => return Ok(ToolOutput::error(error.to_string())),
-            };
-            if depth > subagents.max_depth {
-                return Ok(ToolOutput::error(format!(
-                    "Sub-agents may nest at most {} deep (limits.max_agent_depth), and this agent is at that depth: do this work yourself instead of starting another agent.",
-                    subagents.max_depth
-                )));
-            }
-            let Some(kind) = subagents.types.get(&request.subagent_type) else {
-                return Ok(ToolOutput::error(format!(
-                    "No agent type {:?}. The available types are: {}.",
-                    request.subagent_type,
-                    subagents
-                        .types
-                        .keys()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            };
-            // A PreToolUse hook may have rewritten the call to another agent type since
-            // the turn was split: one that writes never runs beside other calls.
-            if beside_others && !kind.read_only {
-                return Ok(ToolOutput::error(format!(
-                    "The agent type {:?} can change files or run commands, so it cannot run at the same time as this turn's other calls (a hook rewrote this call). Call it again on its own.",
-                    request.subagent_type
-                )));
-            }
-            let agent_id = format!("{}@{call_id}", request.subagent_type);
-            // A provider that repeats a tool_use id would merge two runs' records.
-            if !subagents.claim(&agent_id) {
-                return Ok(ToolOutput::error(format!(
-                    "Another Agent call already used the id {call_id}; each call needs its own id."
-                )));
-            }
-            let requested = request.model.as_deref();
-            let mut model = subagents
-                .models
-                .model(&request.subagent_type, &agent_id, requested);
-            let pricing = subagents.models.pricing(&request.subagent_type, requested);
-            if pricing.is_none() && parent_config.max_cost_usd.is_some() {
-                return Ok(ToolOutput::error(format!(
-                    "The model {:?} has no known price, and this task has a cost limit (limits.max_cost_usd) it could not hold to: start the agent without `model`, or with another model.",
-                    model.name()
-                )));
-            }
-            // Never more than the agent that starts it: a nested agent's tools are its
-            // type's, narrowed to its parent's (the main agent has all of its types').
-            let narrowed;
-            let tools = if kind
-                .registry
-                .names()
-                .iter()
-                .all(|name| parent_registry.facts(name).is_some())
-            {
-                &kind.registry
-            } else {
-                narrowed = kind
-                    .registry
-                    .subset(|name| parent_registry.facts(name).is_some())
-                    .map_err(|error| InternalFault::Drover {
-                        tool: crate::tools::agent::AGENT.to_string(),
-                        message: error.to_string(),
-                    })?;
-                &narrowed
-            };
-            let mut transcript = parent_transcript.scoped(AgentScope {
-                agent_id: agent_id.clone(),
-                parent_tool_use_id: call_id.clone(),
-            });
-            let fault = |error: crate::record::transcript::TranscriptError| InternalFault::Drover {
-                tool: crate::tools::agent::AGENT.to_string(),
-                message: error.to_string(),
-            };
-            transcript
-                .write(Event::AgentStart {
-                    agent_type: request.subagent_type.clone(),
-                    description: request.description.clone(),
-                    prompt: request.prompt.clone(),
-                    provider: model.provider().to_string(),
-                    model: model.name().to_string(),
-                    tools: tools.names(),
-                    depth,
-                })
-                .map_err(fault)?;
-            let config = AgentConfig {
-                system: system_prompt(&parent_ctx.workspace, Some(&kind.prompt)),
-                prompt: request.prompt.clone(),
-                max_turns: kind.max_turns,
-                pricing,
-                output: None,
-                web_search: parent_config.web_search.clone().filter(|_| kind.web_search),
-                ..parent_config
-            };
-            let started = Instant::now();
-            let mut child = Agent {
-                model: model.as_mut(),
-                registry: tools,
-                policy,
-                ctx: parent_ctx.for_subagent(),
-                transcript: &mut transcript,
-                replay: subagents.models.replay(&agent_id),
-                redactor,
-                hooks,
-                subagents: Some(subagents),
-                depth,
-            };
-            let mut session = child.begin_on(&config, clock);
-            // SessionStart and UserPromptSubmit are the task's, raised once by the main
-            // agent; a sub-agent's prompt comes from its parent's call.
-            session.opened = true;
-            let outcome = child.run(&config, &mut session).await.map_err(fault)?;
-            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            transcript
-                .write(Event::AgentEnd {
-                    agent_type: request.subagent_type.clone(),
-                    reason: outcome.reason,
-                    message: outcome.message.clone(),
-                    turns: outcome.turns,
-                    usage: outcome.usage,
-                    cost_usd: outcome.cost_usd,
-                    duration_ms,
-                })
-                .map_err(fault)?;
-            let run = AgentRun {
-                agent_id: agent_id.clone(),
+        let request = match AgentRequest::of(&input) {
+            Ok(request) => request,
+            Err(error) => return Ok(ToolOutput::error(error.to_string())),
+        };
+        let admitted = match self.admit(&request, &call_id, depth, beside_others) {
+            Ok(admitted) => admitted,
+            Err(refusal) => return Ok(refusal),
+        };
+        let Admitted {
+            kind,
+            agent_id,
+            mut model,
+            pricing,
+        } = admitted;
+        let narrowed = self.narrowed_tools(kind)?;
+        let tools = narrowed.as_ref().unwrap_or(&kind.registry);
+        let mut transcript = self.transcript.scoped(AgentScope {
+            agent_id: agent_id.clone(),
+            parent_tool_use_id: call_id.clone(),
+        });
+        transcript
+            .write(agent_start(&request, model.as_ref(), tools, depth))
+            .map_err(fault)?;
+        let config = AgentConfig {
+            system: system_prompt(&self.ctx.workspace, Some(&kind.prompt)),
+            prompt: request.prompt.clone(),
+            max_turns: kind.max_turns,
+            pricing,
+            output: None,
+            web_search: self.config.web_search.clone().filter(|_| kind.web_search),
+            ..self.config
+        };
+        let started = Instant::now();
+        let mut child = Agent {
+            model: model.as_mut(),
+            registry: tools,
+            policy: self.policy,
+            ctx: self.ctx.for_subagent(),
+            transcript: &mut transcript,
+            replay: self.subagents.models.replay(&agent_id),
+            redactor: self.redactor,
+            hooks: self.hooks,
+            subagents: Some(self.subagents),
+            depth,
+        };
+        let mut session = child.begin_on(&config, self.clock);
+        // SessionStart and UserPromptSubmit are the task's, raised once by the main
+        // agent; a sub-agent's prompt comes from its parent's call.
+        session.opened = true;
+        let outcome = child.run(&config, &mut session).await.map_err(fault)?;
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        transcript
+            .write(Event::AgentEnd {
                 agent_type: request.subagent_type.clone(),
-                parent_tool_use_id: call_id,
-                depth,
                 reason: outcome.reason,
+                message: outcome.message.clone(),
                 turns: outcome.turns,
                 usage: outcome.usage,
                 cost_usd: outcome.cost_usd,
                 duration_ms,
-            };
-            config
-                .meter
-                .record_agent(run, &outcome.denials, &outcome.calls);
-            answer_of(outcome, &request.subagent_type, &agent_id, duration_ms)
+            })
+            .map_err(fault)?;
+        let run = AgentRun {
+            agent_id: agent_id.clone(),
+            agent_type: request.subagent_type.clone(),
+            parent_tool_use_id: call_id,
+            depth,
+            reason: outcome.reason,
+            turns: outcome.turns,
+            usage: outcome.usage,
+            cost_usd: outcome.cost_usd,
+            duration_ms,
+        };
+        config
+            .meter
+            .record_agent(run, &outcome.denials, &outcome.calls);
+        answer_of(outcome, &request.subagent_type, &agent_id, duration_ms)
+    }
+
+    /// Whether the sub-agent `request` asks for may start at `depth`: its type, its id
+    /// and its model; or the refusal the model is told.
+    fn admit(
+        &self,
+        request: &AgentRequest,
+        call_id: &str,
+        depth: u32,
+        beside_others: bool,
+    ) -> Result<Admitted<'a>, ToolOutput> {
+        let subagents = self.subagents;
+        if depth > subagents.max_depth {
+            return Err(ToolOutput::error(format!(
+                "Sub-agents may nest at most {} deep (limits.max_agent_depth), and this agent is at that depth: do this work yourself instead of starting another agent.",
+                subagents.max_depth
+            )));
+        }
+        let Some(kind) = subagents.types.get(&request.subagent_type) else {
+            return Err(ToolOutput::error(format!(
+                "No agent type {:?}. The available types are: {}.",
+                request.subagent_type,
+                subagents
+                    .types
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        // A PreToolUse hook may have rewritten the call to another agent type since
+        // the turn was split: one that writes never runs beside other calls.
+        if beside_others && !kind.read_only {
+            return Err(ToolOutput::error(format!(
+                "The agent type {:?} can change files or run commands, so it cannot run at the same time as this turn's other calls (a hook rewrote this call). Call it again on its own.",
+                request.subagent_type
+            )));
+        }
+        let agent_id = format!("{}@{call_id}", request.subagent_type);
+        // A provider that repeats a tool_use id would merge two runs' records.
+        if !subagents.claim(&agent_id) {
+            return Err(ToolOutput::error(format!(
+                "Another Agent call already used the id {call_id}; each call needs its own id."
+            )));
+        }
+        let requested = request.model.as_deref();
+        let model = subagents
+            .models
+            .model(&request.subagent_type, &agent_id, requested);
+        let pricing = subagents.models.pricing(&request.subagent_type, requested);
+        if pricing.is_none() && self.config.max_cost_usd.is_some() {
+            return Err(ToolOutput::error(format!(
+                "The model {:?} has no known price, and this task has a cost limit (limits.max_cost_usd) it could not hold to: start the agent without `model`, or with another model.",
+                model.name()
+            )));
+        }
+        Ok(Admitted {
+            kind,
+            agent_id,
+            model,
+            pricing,
         })
+    }
+
+    /// Never more than the agent that starts it: a nested agent's tools are its type's,
+    /// narrowed to its parent's (the main agent has all of its types'). None: the type's
+    /// tools as they are.
+    fn narrowed_tools(&self, kind: &SubAgentType) -> Result<Option<Registry>, InternalFault> {
+        let parent = self.registry;
+        if kind
+            .registry
+            .names()
+            .iter()
+            .all(|name| parent.facts(name).is_some())
+        {
+            return Ok(None);
+        }
+        kind.registry
+            .subset(|name| parent.facts(name).is_some())
+            .map(Some)
+            .map_err(|error| InternalFault::Drover {
+                tool: crate::tools::agent::AGENT.to_string(),
+                message: error.to_string(),
+            })
+    }
+}
+
+/// A sub-agent cleared to start: its type, its id, its model and that model's prices.
+struct Admitted<'a> {
+    kind: &'a SubAgentType,
+    agent_id: String,
+    model: Box<dyn Model>,
+    pricing: Option<Pricing>,
+}
+
+/// The transcript event of a sub-agent's start: who asked for what, on which model,
+/// with which tools.
+fn agent_start(request: &AgentRequest, model: &dyn Model, tools: &Registry, depth: u32) -> Event {
+    Event::AgentStart {
+        agent_type: request.subagent_type.clone(),
+        description: request.description.clone(),
+        prompt: request.prompt.clone(),
+        provider: model.provider().to_string(),
+        model: model.name().to_string(),
+        tools: tools.names(),
+        depth,
+    }
+}
+
+/// drover's own failure to keep a sub-agent's transcript: the task ends as an internal
+/// error.
+fn fault(error: crate::record::transcript::TranscriptError) -> InternalFault {
+    InternalFault::Drover {
+        tool: crate::tools::agent::AGENT.to_string(),
+        message: error.to_string(),
     }
 }
 
@@ -398,16 +462,16 @@ mod tests {
             agent_call("c", "fixer"),
             agent_call("d", "reviewer"),
         ];
-        let batches = super::super::dispatch::batches(&calls, &parent, Some(&subagents));
+        let batches = super::super::calls::batches(&calls, &parent, Some(&subagents));
         assert_eq!(batches, vec![0..2, 2..3, 3..4]);
         // At most MAX_PARALLEL_AGENTS at once.
         let many: Vec<Call> = (0..6)
             .map(|i| agent_call(&i.to_string(), "reviewer"))
             .collect();
-        let batches = super::super::dispatch::batches(&many, &parent, Some(&subagents));
+        let batches = super::super::calls::batches(&many, &parent, Some(&subagents));
         assert_eq!(batches, vec![0..4, 4..6]);
         // Without sub-agents an Agent call is never taken for a read.
-        let alone = super::super::dispatch::batches(&calls, &parent, None);
+        let alone = super::super::calls::batches(&calls, &parent, None);
         assert_eq!(alone.len(), 4);
     }
 

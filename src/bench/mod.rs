@@ -7,6 +7,7 @@ mod replay;
 mod timing;
 mod workspace;
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -78,22 +79,9 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
             args.check,
         );
     }
-    let tree = match args.tree.clone().or_else(default_tree) {
-        Some(tree) => tree,
-        None => {
-            crate::esay!("drover: no --tree given and HOME is not set");
-            return exit::BAD_INPUT;
-        }
-    };
-    let tree = match tree.canonicalize() {
-        Ok(dir) if dir.is_dir() => dir,
-        _ => {
-            crate::esay!(
-                "drover: the bench tree {} is not a directory (build something with cargo to fill ~/.cargo/registry/src, or pass --tree DIR)",
-                tree.display()
-            );
-            return exit::BAD_INPUT;
-        }
+    let tree = match bench_tree(args) {
+        Ok(tree) => tree,
+        Err(code) => return code,
     };
     let drover = match std::env::current_exe() {
         Ok(path) => path,
@@ -102,28 +90,68 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
             return exit::RUNNER_ERROR;
         }
     };
+    let mut missing = Vec::new();
+    let ripgrep = find_reference(Reference::Ripgrep, &mut missing);
+    let fd = find_reference(Reference::Fd, &mut missing);
+    print_conditions(&tree, &missing, args.runs);
+    let mut failed = false;
+    let mut missed = false;
+    for case in cases::all() {
+        let reference = match case.reference {
+            Reference::Ripgrep => ripgrep.as_deref(),
+            Reference::Fd => fd.as_deref(),
+        };
+        let row = measure(&case, &drover, reference, &tree, usize::from(args.runs));
+        failed |= row.failed;
+        missed |= row.missed;
+        crate::say!("{}", row.text);
+    }
+    if failed {
+        exit::RUNNER_ERROR
+    } else if missed && args.check {
+        exit::FAILED
+    } else {
+        exit::PASSED
+    }
+}
+
+/// The tree the tools search (`--tree`, else cargo's registry sources), or the exit code.
+fn bench_tree(args: &BenchArgs) -> Result<PathBuf, i32> {
+    let Some(tree) = args.tree.clone().or_else(default_tree) else {
+        crate::esay!("drover: no --tree given and HOME is not set");
+        return Err(exit::BAD_INPUT);
+    };
+    match tree.canonicalize() {
+        Ok(dir) if dir.is_dir() => Ok(dir),
+        _ => {
+            crate::esay!(
+                "drover: the bench tree {} is not a directory (build something with cargo to fill ~/.cargo/registry/src, or pass --tree DIR)",
+                tree.display()
+            );
+            Err(exit::BAD_INPUT)
+        }
+    }
+}
+
+/// What the figures below were measured under: the build, the tree, the reference
+/// programs missing, the runs, the machine's load; then the table's header.
+fn print_conditions(tree: &Path, missing: &[Reference], runs: u16) {
     if cfg!(debug_assertions) {
         crate::say!(
             "note: this drover is a debug build; build with --release for meaningful figures"
         );
     }
-    for line in cases::describe(&tree) {
+    for line in cases::describe(tree) {
         crate::say!("{line}");
     }
-    let mut missing = Vec::new();
-    let ripgrep = find_reference(Reference::Ripgrep, &mut missing);
-    let fd = find_reference(Reference::Fd, &mut missing);
-    for reference in &missing {
+    for reference in missing {
         crate::say!(
             "note: {} not found on PATH; its cases are not compared. Install it with `apt-get install {}` (or `apt-get install ripgrep fd-find`).",
             reference.programs().join(" or "),
             reference.package()
         );
     }
-    crate::say!(
-        "runs: {} per program and case (median), after one warm-up",
-        args.runs
-    );
+    crate::say!("runs: {runs} per program and case (median), after one warm-up");
     // Other work on the machine skews wall times; say how busy it was.
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
         let load: Vec<&str> = load.split_whitespace().take(3).collect();
@@ -145,25 +173,6 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
         "min ratio",
         "lines drover/ref"
     );
-    let mut failed = false;
-    let mut missed = false;
-    for case in cases::all() {
-        let reference = match case.reference {
-            Reference::Ripgrep => ripgrep.as_deref(),
-            Reference::Fd => fd.as_deref(),
-        };
-        let row = measure(&case, &drover, reference, &tree, usize::from(args.runs));
-        failed |= row.failed;
-        missed |= row.missed;
-        crate::say!("{}", row.text);
-    }
-    if failed {
-        exit::RUNNER_ERROR
-    } else if missed && args.check {
-        exit::FAILED
-    } else {
-        exit::PASSED
-    }
 }
 
 /// drover's own executable and the scratch directory (created), or the exit code.
@@ -195,7 +204,6 @@ fn find_reference(reference: Reference, missing: &mut Vec<Reference>) -> Option<
 
 /// The first executable file called `name` in a directory of PATH.
 fn on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .filter(|dir| !dir.as_os_str().is_empty())
@@ -215,6 +223,29 @@ struct Row {
 
 /// Warm up, then alternate drover and reference runs so drift hits both alike.
 fn measure(case: &Case, drover: &Path, reference: Option<&Path>, tree: &Path, runs: usize) -> Row {
+    match sample(case, drover, reference, tree, runs) {
+        Ok(samples) => row(case, samples),
+        Err(row) => row,
+    }
+}
+
+/// The timed runs of one case: drover's, the reference program's (none without one),
+/// and the lines each printed last.
+struct Samples {
+    drover: Vec<Duration>,
+    reference: Vec<Duration>,
+    lines: (usize, Option<usize>),
+}
+
+/// The case run `runs` times on each side after a warm-up, or the error row of the side
+/// that failed.
+fn sample(
+    case: &Case,
+    drover: &Path,
+    reference: Option<&Path>,
+    tree: &Path,
+    runs: usize,
+) -> Result<Samples, Row> {
     let drover_args: Vec<String> = vec![
         "tool".into(),
         case.tool.into(),
@@ -224,42 +255,47 @@ fn measure(case: &Case, drover: &Path, reference: Option<&Path>, tree: &Path, ru
         ".".into(),
     ];
     let reference = reference.map(|program| (program, program.display().to_string()));
-    let mut drover_times = Vec::with_capacity(runs);
-    let mut reference_times = Vec::with_capacity(runs);
-    let mut lines = (0, None);
+    let mut samples = Samples {
+        drover: Vec::with_capacity(runs),
+        reference: Vec::with_capacity(runs),
+        lines: (0, None),
+    };
     for round in 0..=runs {
         // Take turns going first, so neither side always runs on the other's heels.
         for drover_turn in [round % 2 == 0, round % 2 == 1] {
             if drover_turn {
                 // drover's exit 1 is an error result: the case itself is broken.
-                let run = match timed(drover, &drover_args, tree, &[0]) {
-                    Ok(run) => run,
-                    Err(what) => return error_row(case, "drover", what),
-                };
-                lines.0 = run.lines;
+                let run = timed(drover, &drover_args, tree, &[0])
+                    .map_err(|what| error_row(case, "drover", what))?;
+                samples.lines.0 = run.lines;
                 if round > 0 {
-                    drover_times.push(run.wall);
+                    samples.drover.push(run.wall);
                 }
             } else if let Some((program, name)) = &reference {
                 // rg exits 1 when nothing matched, which is normal here.
-                let run = match timed(program, &case.args, tree, &[0, 1]) {
-                    Ok(run) => run,
-                    Err(what) => return error_row(case, name, what),
-                };
-                lines.1 = Some(run.lines);
+                let run = timed(program, &case.args, tree, &[0, 1])
+                    .map_err(|what| error_row(case, name, what))?;
+                samples.lines.1 = Some(run.lines);
                 if round > 0 {
-                    reference_times.push(run.wall);
+                    samples.reference.push(run.wall);
                 }
             }
         }
     }
+    Ok(samples)
+}
+
+/// The printed row of a measured case: the medians, their ratio against the goal, the
+/// ratio of the fastest runs and the lines each side printed.
+fn row(case: &Case, mut samples: Samples) -> Row {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let drover_ms = timing::median(&mut drover_times).map(ms).unwrap_or(0.0);
+    let drover_ms = timing::median(&mut samples.drover).map(ms).unwrap_or(0.0);
+    let lines = samples.lines;
     let line_counts = match lines.1 {
         Some(n) => format!("{}/{n}", lines.0),
         None => format!("{}/-", lines.0),
     };
-    let Some(reference_ms) = timing::median(&mut reference_times).map(ms) else {
+    let Some(reference_ms) = timing::median(&mut samples.reference).map(ms) else {
         return Row {
             text: format!(
                 "{:<30} {drover_ms:>10.1} {:>10} {:>7} {:>6}  {:<6} {:>9} {line_counts:>15}",
@@ -283,7 +319,7 @@ fn measure(case: &Case, drover: &Path, reference: Option<&Path>, tree: &Path, ru
     // Fastest against fastest: what each side costs with the least interference from
     // other work on the machine (the goal is judged on the medians).
     let fastest = |times: &[Duration]| times.iter().min().copied().map(ms).unwrap_or(0.0);
-    let min_ratio = fastest(&drover_times) / fastest(&reference_times).max(f64::MIN_POSITIVE);
+    let min_ratio = fastest(&samples.drover) / fastest(&samples.reference).max(f64::MIN_POSITIVE);
     Row {
         text: format!(
             "{:<30} {drover_ms:>10.1} {reference_ms:>10.1} {ratio:>7.2} {:>6}  {:<6} {min_ratio:>9.2} {line_counts:>15}",

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::timing::median;
 use crate::exit;
 
-/// Goals on a 2-core machine (issue #12).
+/// The goals of the README ("Benchmarks", `drover bench --workspace`), on a 2-core machine.
 const RSS_GOAL_MIB: f64 = 64.0;
 const READ_GOAL_RATIO: f64 = 3.0;
 /// The repository size from which the read goal is judged.
@@ -96,11 +96,13 @@ pub(super) fn run(drover: &Path, scratch: &Path, sizes: &[usize], runs: usize, c
     }
 }
 
+/// One printed row, and whether it met every goal.
 struct Row {
     text: String,
     met: bool,
 }
 
+/// The Read run and the copy run of `workspace` against `git status` and `cp`, in turns.
 fn measure(
     drover: &Path,
     scratch: &Path,
@@ -127,7 +129,46 @@ fn measure(
         )
     };
     let copy_target = scratch.join("cp-target");
-    // The same files drover copies: everything but `.git/`.
+    let cp_args = cp_args(workspace, &copy_target)?;
+    let cp = || -> anyhow::Result<(Duration, u64)> {
+        let _ = std::fs::remove_dir_all(&copy_target);
+        std::fs::create_dir_all(&copy_target)
+            .with_context(|| format!("cannot create {}", copy_target.display()))?;
+        sampled(Path::new("cp"), &cp_args, scratch)
+    };
+    let mut timings = Timings::default();
+    for round in 0..=runs {
+        let (read_time, read_peak) = drover_run(&read_spec)?;
+        let (status_time, _) = git_status()?;
+        let (copy_time, copy_peak) = drover_run(&copy_spec)?;
+        let (cp_time, _) = cp()?;
+        timings.read_rss = timings.read_rss.max(read_peak);
+        timings.copy_rss = timings.copy_rss.max(copy_peak);
+        if round > 0 {
+            timings.read.push(read_time);
+            timings.status.push(status_time);
+            timings.copy.push(copy_time);
+            timings.reference.push(cp_time);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&copy_target);
+    Ok(row(workspace, timings))
+}
+
+/// The timed runs of one workspace (after the warm-up) and drover's peak memory (KiB).
+#[derive(Default)]
+struct Timings {
+    read: Vec<Duration>,
+    status: Vec<Duration>,
+    copy: Vec<Duration>,
+    reference: Vec<Duration>,
+    read_rss: u64,
+    copy_rss: u64,
+}
+
+/// `cp`'s arguments to copy the same files drover copies (everything but `.git/`) to
+/// `copy_target`.
+fn cp_args(workspace: &Workspace, copy_target: &Path) -> anyhow::Result<Vec<String>> {
     let mut cp_args: Vec<String> = vec!["-r".into(), "--reflink=auto".into()];
     let listing = std::fs::read_dir(&workspace.dir)
         .with_context(|| format!("cannot list {}", workspace.dir.display()))?;
@@ -138,36 +179,19 @@ fn measure(
         }
     }
     cp_args.push(copy_target.display().to_string());
-    let cp = || -> anyhow::Result<(Duration, u64)> {
-        let _ = std::fs::remove_dir_all(&copy_target);
-        std::fs::create_dir_all(&copy_target)
-            .with_context(|| format!("cannot create {}", copy_target.display()))?;
-        sampled(Path::new("cp"), &cp_args, scratch)
-    };
-    let (mut read, mut status, mut copy, mut reference) = (vec![], vec![], vec![], vec![]);
-    let (mut read_rss, mut copy_rss) = (0, 0);
-    for round in 0..=runs {
-        let (read_time, read_peak) = drover_run(&read_spec)?;
-        let (status_time, _) = git_status()?;
-        let (copy_time, copy_peak) = drover_run(&copy_spec)?;
-        let (cp_time, _) = cp()?;
-        read_rss = read_rss.max(read_peak);
-        copy_rss = copy_rss.max(copy_peak);
-        if round > 0 {
-            read.push(read_time);
-            status.push(status_time);
-            copy.push(copy_time);
-            reference.push(cp_time);
-        }
-    }
-    let _ = std::fs::remove_dir_all(&copy_target);
+    Ok(cp_args)
+}
+
+/// The printed row of a workspace: the medians, the ratios against the goals, the peaks.
+fn row(workspace: &Workspace, mut timings: Timings) -> Row {
     let ms = |times: &mut Vec<Duration>| median(times).map_or(0.0, |d| d.as_secs_f64() * 1000.0);
     let (read_ms, status_ms, copy_ms, cp_ms) = (
-        ms(&mut read),
-        ms(&mut status),
-        ms(&mut copy),
-        ms(&mut reference),
+        ms(&mut timings.read),
+        ms(&mut timings.status),
+        ms(&mut timings.copy),
+        ms(&mut timings.reference),
     );
+    let (read_rss, copy_rss) = (timings.read_rss, timings.copy_rss);
     let read_ratio = read_ms / status_ms.max(0.001);
     let copy_added_ms = (copy_ms - read_ms).max(0.0);
     let copy_ratio = copy_added_ms / cp_ms.max(0.001);
@@ -176,7 +200,7 @@ fn measure(
         && copy_ratio <= COPY_GOAL_RATIO
         && mib(read_rss) < RSS_GOAL_MIB
         && mib(copy_rss) < RSS_GOAL_MIB;
-    Ok(Row {
+    Row {
         text: format!(
             "{:<14} {read_ms:>8.0} {status_ms:>9.0} {read_ratio:>5.1}× {:>6.1}MiB {copy_ms:>8.0} {copy_added_ms:>8.0} {cp_ms:>8.0} {copy_ratio:>5.1}× {:>6.1}MiB  {}",
             workspace.name,
@@ -185,7 +209,7 @@ fn measure(
             if met { "ok" } else { "MISSED" }
         ),
         met,
-    })
+    }
 }
 
 /// A spec running one Read in `workspace` with the given isolation.

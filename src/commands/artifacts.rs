@@ -1,7 +1,7 @@
 //! The artifacts directory after a run: what its sweep did, told (or the run failed),
 //! and `report outputs`, the Action's outputs read from the summary.json drover wrote.
 
-use std::io::Write;
+use std::io::{Read as _, Write};
 use std::path::Path;
 
 use crate::exit;
@@ -80,7 +80,6 @@ pub(super) fn settle_artifacts(
 pub(super) fn outputs_command(dir: &Path) -> i32 {
     let path = dir.join("summary.json");
     let read = || -> std::io::Result<Vec<u8>> {
-        use std::io::Read;
         let root = dir.canonicalize()?;
         let roots = crate::workspace::Roots::new(std::slice::from_ref(&root));
         let mut bytes = Vec::new();

@@ -10,7 +10,8 @@ use crate::cli::{
     ToolArgs,
 };
 use crate::exit;
-use crate::policy::{CallFacts, Policy};
+use crate::policy::{CallFacts, Policy, RuleSet, ToolFacts};
+use crate::record::chain::{ChainError, verify_file};
 use crate::record::github::{GithubEnv, report_to_github};
 use crate::run::artifacts::{clear_earlier_run, write_reports};
 use crate::run::batch::{announce_orphans, progress, run_plans, shard};
@@ -291,7 +292,6 @@ fn forget_earlier_run(artifacts: &Path, names: &[String], quiet: bool) {
 
 /// `drover transcript verify`: 0 whole, 1 edited or cut short, 2 unreadable.
 fn verify_command(transcript: &Path) -> i32 {
-    use crate::record::chain::{ChainError, verify_file};
     match verify_file(transcript) {
         Ok(lines) => {
             crate::say!(
@@ -394,72 +394,11 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
     // Anthropic's server-side search is judged once per task, not per call: whether the
     // rules offer it, and with which domains.
     if tool_name == "WebSearch" {
-        let search = rules.web_search(None);
-        let reason = match &search {
-            None => "no allow rule names WebSearch, or deny: [WebSearch] withholds it".to_string(),
-            Some(search) if !search.allowed_domains.is_empty() => format!(
-                "offered to Anthropic models, results only from {}",
-                search.allowed_domains.join(", ")
-            ),
-            Some(search) if !search.blocked_domains.is_empty() => format!(
-                "offered to Anthropic models, never results from {}",
-                search.blocked_domains.join(", ")
-            ),
-            Some(_) => "offered to Anthropic models, any domain".to_string(),
-        };
-        let output = json!({
-            "tool": tool_name,
-            "decision": if search.is_some() { "allow" } else { "deny" },
-            "rule": Value::Null,
-            "reason": reason,
-        });
-        crate::output::say_json(&output.to_string());
-        return if search.is_some() {
-            exit::PASSED
-        } else {
-            exit::FAILED
-        };
+        return web_search_check(&rules, tool_name);
     }
-    let mut registry = match Registry::builtin() {
-        Ok(registry) => registry,
-        Err(error) => {
-            crate::esay!("drover: internal error: {error}");
-            return exit::RUNNER_ERROR;
-        }
-    };
-    // The spec's sub-agents make the Agent tool one to judge too.
-    match spec_checks::task_agents(&loaded) {
-        Ok((agents, _)) => {
-            if let Err(error) = subagents::add_agent_tool(&mut registry, &agents) {
-                crate::esay!("drover: internal error: {error}");
-                return exit::RUNNER_ERROR;
-            }
-        }
-        Err(error) => {
-            crate::esay!("drover: {error}");
-            return exit::BAD_INPUT;
-        }
-    }
-    // An MCP tool is judged by the facts drover states for every MCP tool, without
-    // starting its server: the decision depends on the rules only.
-    let (tool_facts, call_facts) = if tool_name.starts_with("mcp__") {
-        let facts = crate::mcp::facts_of(tool_name);
-        (facts.clone(), CallFacts::without_subject(facts))
-    } else {
-        let Some(facts) = registry.facts(tool_name).cloned() else {
-            crate::esay!(
-                "drover: unknown tool {tool_name}; the tools are: {}, or mcp__<server>__<tool>",
-                registry.names().join(", ")
-            );
-            return exit::BAD_INPUT;
-        };
-        match registry.prepare(tool_name, input) {
-            Ok(call) => (facts, call.facts()),
-            Err(error) => {
-                crate::esay!("drover: {error}");
-                return exit::BAD_INPUT;
-            }
-        }
+    let (tool_facts, call_facts) = match judged_facts(&loaded, tool_name, input) {
+        Ok(facts) => facts,
+        Err(code) => return code,
     };
     let workspace_dir = loaded.workspace_dir();
     let workspace = workspace_dir.canonicalize().unwrap_or(workspace_dir);
@@ -478,6 +417,81 @@ fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {
         exit::PASSED
     } else {
         exit::FAILED
+    }
+}
+
+/// `drover policy check … WebSearch`: whether the rules offer Anthropic's web search,
+/// and with which domains.
+fn web_search_check(rules: &RuleSet, tool_name: &str) -> i32 {
+    let search = rules.web_search(None);
+    let reason = match &search {
+        None => "no allow rule names WebSearch, or deny: [WebSearch] withholds it".to_string(),
+        Some(search) if !search.allowed_domains.is_empty() => format!(
+            "offered to Anthropic models, results only from {}",
+            search.allowed_domains.join(", ")
+        ),
+        Some(search) if !search.blocked_domains.is_empty() => format!(
+            "offered to Anthropic models, never results from {}",
+            search.blocked_domains.join(", ")
+        ),
+        Some(_) => "offered to Anthropic models, any domain".to_string(),
+    };
+    let output = json!({
+        "tool": tool_name,
+        "decision": if search.is_some() { "allow" } else { "deny" },
+        "rule": Value::Null,
+        "reason": reason,
+    });
+    crate::output::say_json(&output.to_string());
+    if search.is_some() {
+        exit::PASSED
+    } else {
+        exit::FAILED
+    }
+}
+
+/// The facts the policy judges of `tool_name` called with `input` under the spec's tools
+/// (its sub-agents make the Agent tool one to judge too), or the exit code.
+fn judged_facts(
+    loaded: &LoadedSpec,
+    tool_name: &str,
+    input: Value,
+) -> Result<(ToolFacts, CallFacts), i32> {
+    let mut registry = Registry::builtin().map_err(|error| {
+        crate::esay!("drover: internal error: {error}");
+        exit::RUNNER_ERROR
+    })?;
+    match spec_checks::task_agents(loaded) {
+        Ok((agents, _)) => {
+            if let Err(error) = subagents::add_agent_tool(&mut registry, &agents) {
+                crate::esay!("drover: internal error: {error}");
+                return Err(exit::RUNNER_ERROR);
+            }
+        }
+        Err(error) => {
+            crate::esay!("drover: {error}");
+            return Err(exit::BAD_INPUT);
+        }
+    }
+    // An MCP tool is judged by the facts drover states for every MCP tool, without
+    // starting its server: the decision depends on the rules only.
+    if tool_name.starts_with("mcp__") {
+        let facts = crate::mcp::facts_of(tool_name);
+        return Ok((facts.clone(), CallFacts::without_subject(facts)));
+    }
+    let Some(facts) = registry.facts(tool_name).cloned() else {
+        crate::esay!(
+            "drover: unknown tool {tool_name}; the tools are: {}, or mcp__<server>__<tool>",
+            registry.names().join(", ")
+        );
+        return Err(exit::BAD_INPUT);
+    };
+    match registry.prepare(tool_name, input) {
+        Ok(call) => Ok((facts, call.facts())),
+        Err(error) => {
+            crate::esay!("drover: {error}");
+            Err(exit::BAD_INPUT)
+        }
     }
 }
 

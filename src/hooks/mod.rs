@@ -11,6 +11,7 @@ mod effect;
 
 use std::collections::VecDeque;
 use std::ffi::OsStr;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -215,122 +216,147 @@ impl Hooks {
         subject: &str,
         fields: Map<String, Value>,
     ) -> Vec<HookRun> {
-        let has_matcher = matches!(
-            event,
-            HookEvent::PreToolUse
-                | HookEvent::PostToolUse
-                | HookEvent::PostToolUseFailure
-                | HookEvent::SessionStart
-                | HookEvent::SessionEnd
-        );
-        let matching: Vec<(&HookEntry, &HookCommand)> = entries
-            .iter()
-            .filter(|entry| entry.event == event)
-            .filter(|entry| {
-                !has_matcher
-                    || entry.compiled.matches(subject)
-                    // `Task` is Claude Code's former name of `Agent`: either name matches.
-                    || (subject == crate::policy::AGENT_TOOL
-                        && entry.compiled.matches(crate::policy::AGENT_TOOL_ALIAS))
-                    // Claude Code's own SessionEnd reason for an unattended end.
-                    || (event == HookEvent::SessionEnd && entry.compiled.matches("other"))
-            })
-            .flat_map(|entry| entry.hooks.iter().map(move |hook| (entry, hook)))
-            .collect();
+        let matching = matching(entries, event, subject);
         let Some(session) = self.session.as_ref().filter(|_| !matching.is_empty()) else {
             return Vec::new();
         };
-        let mut input = Map::new();
-        input.insert("session_id".into(), json!(session.session_id));
-        input.insert(
-            "transcript_path".into(),
-            json!(session.transcript_path.display().to_string()),
-        );
-        input.insert("cwd".into(), json!(session.cwd.display().to_string()));
-        input.insert("permission_mode".into(), json!("dontAsk"));
-        input.insert("hook_event_name".into(), json!(event.as_str()));
-        input.extend(fields);
         let number = self.inputs.fetch_add(1, Ordering::Relaxed);
         let path = session.io_dir.join(format!(
             "{}-{number}-{}.json",
             event.as_str(),
             std::process::id()
         ));
-        let written = serde_json::to_vec(&Value::Object(input))
+        let written = serde_json::to_vec(&Value::Object(input_of(session, event, fields)))
             .map_err(std::io::Error::other)
             .and_then(|bytes| write_new(&path, &bytes));
-        let runs = matching.into_iter().map(|(entry, hook)| {
-            let written = &written;
-            let path = &path;
-            async move {
-                let started = Instant::now();
-                let outcome = match written {
-                    Ok(()) => {
-                        let extra: [(&str, &OsStr); 2] = [
-                            ("CLAUDE_PROJECT_DIR", session.cwd.as_os_str()),
-                            ("DROVER_TASK", OsStr::new(&session.task)),
-                        ];
-                        run_shell_split(
-                            &hook.command,
-                            &session.cwd,
-                            hook.timeout,
-                            &extra,
-                            &hook.env,
-                            path,
-                        )
-                        .await
-                    }
-                    Err(error) => Err(std::io::Error::new(error.kind(), error.to_string())),
-                };
-                let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                let (exit_code, timed_out, stdout, stderr, effect) = match outcome {
-                    Ok(out) => {
-                        let effect = Effect::of(
-                            out.exit_code,
-                            out.timed_out,
-                            &out.stdout,
-                            &out.stderr,
-                            plain_is_context(event),
-                        );
-                        (out.exit_code, out.timed_out, out.stdout, out.stderr, effect)
-                    }
-                    Err(error) => {
-                        let message = format!("drover could not start the hook: {error}");
-                        // A guard that could not run is no consent: a PreToolUse hook
-                        // drover failed to start denies the call (fail closed).
-                        let refused = (event == HookEvent::PreToolUse).then_some(Permission::Deny);
-                        let effect = Effect {
-                            error: Some(message.clone()),
-                            permission: refused,
-                            permission_reason: refused.map(|_| message.clone()),
-                            ..Effect::default()
-                        };
-                        (None, false, String::new(), message, effect)
-                    }
-                };
-                HookRun {
-                    event,
-                    matcher: entry.matcher.clone(),
-                    command: hook.command.clone(),
-                    exit_code,
-                    timed_out,
-                    duration_ms,
-                    stdout,
-                    stderr,
-                    effect,
-                }
-            }
-        });
+        let runs = matching
+            .into_iter()
+            .map(|(entry, hook)| run_one(session, entry, hook, event, &written, &path));
         let runs = futures::future::join_all(runs).await;
         let _ = std::fs::remove_file(&path);
         runs
     }
 }
 
+/// The hooks of `entries` for `event` whose matcher takes `subject`, each with its entry.
+fn matching<'a>(
+    entries: &'a [HookEntry],
+    event: HookEvent,
+    subject: &str,
+) -> Vec<(&'a HookEntry, &'a HookCommand)> {
+    let has_matcher = matches!(
+        event,
+        HookEvent::PreToolUse
+            | HookEvent::PostToolUse
+            | HookEvent::PostToolUseFailure
+            | HookEvent::SessionStart
+            | HookEvent::SessionEnd
+    );
+    entries
+        .iter()
+        .filter(|entry| entry.event == event)
+        .filter(|entry| {
+            !has_matcher
+                || entry.compiled.matches(subject)
+                // `Task` is Claude Code's former name of `Agent`: either name matches.
+                || (subject == crate::policy::AGENT_TOOL
+                    && entry.compiled.matches(crate::policy::AGENT_TOOL_ALIAS))
+                // Claude Code's own SessionEnd reason for an unattended end.
+                || (event == HookEvent::SessionEnd && entry.compiled.matches("other"))
+        })
+        .flat_map(|entry| entry.hooks.iter().map(move |hook| (entry, hook)))
+        .collect()
+}
+
+/// What the hooks of `event` read on stdin: the session's common fields and `fields`.
+fn input_of(
+    session: &HookSession,
+    event: HookEvent,
+    fields: Map<String, Value>,
+) -> Map<String, Value> {
+    let mut input = Map::new();
+    input.insert("session_id".into(), json!(session.session_id));
+    input.insert(
+        "transcript_path".into(),
+        json!(session.transcript_path.display().to_string()),
+    );
+    input.insert("cwd".into(), json!(session.cwd.display().to_string()));
+    input.insert("permission_mode".into(), json!("dontAsk"));
+    input.insert("hook_event_name".into(), json!(event.as_str()));
+    input.extend(fields);
+    input
+}
+
+/// Run one hook command on the input file at `path` (if `written`), and read its answer.
+async fn run_one(
+    session: &HookSession,
+    entry: &HookEntry,
+    hook: &HookCommand,
+    event: HookEvent,
+    written: &std::io::Result<()>,
+    path: &std::path::Path,
+) -> HookRun {
+    let started = Instant::now();
+    let outcome = match written {
+        Ok(()) => {
+            let extra: [(&str, &OsStr); 2] = [
+                ("CLAUDE_PROJECT_DIR", session.cwd.as_os_str()),
+                ("DROVER_TASK", OsStr::new(&session.task)),
+            ];
+            run_shell_split(
+                &hook.command,
+                &session.cwd,
+                hook.timeout,
+                &extra,
+                &hook.env,
+                path,
+            )
+            .await
+        }
+        Err(error) => Err(std::io::Error::new(error.kind(), error.to_string())),
+    };
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (exit_code, timed_out, stdout, stderr, effect) = match outcome {
+        Ok(out) => {
+            let effect = Effect::of(
+                out.exit_code,
+                out.timed_out,
+                &out.stdout,
+                &out.stderr,
+                plain_is_context(event),
+            );
+            (out.exit_code, out.timed_out, out.stdout, out.stderr, effect)
+        }
+        Err(error) => {
+            let message = format!("drover could not start the hook: {error}");
+            // A guard that could not run is no consent: a PreToolUse hook
+            // drover failed to start denies the call (fail closed).
+            let refused = (event == HookEvent::PreToolUse).then_some(Permission::Deny);
+            let effect = Effect {
+                error: Some(message.clone()),
+                permission: refused,
+                permission_reason: refused.map(|_| message.clone()),
+                ..Effect::default()
+            };
+            (None, false, String::new(), message, effect)
+        }
+    };
+    HookRun {
+        event,
+        matcher: entry.matcher.clone(),
+        command: hook.command.clone(),
+        exit_code,
+        timed_out,
+        duration_ms,
+        stdout,
+        stderr,
+        effect,
+    }
+}
+
 /// Write `bytes` to a file that must not exist yet, readable by the hooks only through
 /// the directory (which only drover writes).
 fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -14,7 +14,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-use super::server::{VarSource, expand};
+use super::vars::{VarSource, expand};
 use crate::http_client::RefusedRedirects;
 
 /// Headers the transport sets itself; a spec may not set them (checked when the spec is).

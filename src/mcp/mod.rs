@@ -9,6 +9,7 @@ mod recorded;
 mod resources;
 mod server;
 mod tool;
+mod vars;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,8 +25,8 @@ pub(crate) use recorded::RecordedTool;
 pub(crate) use resources::{LIST as LIST_RESOURCES, READ as READ_RESOURCE};
 use resources::{ResourceServers, ResourceTool};
 use server::{Launch, RunningServer};
-pub(crate) use server::{VarSource, expand, referenced_vars};
 pub(crate) use tool::{McpTool, facts_of};
+pub(crate) use vars::{VarSource, expand, referenced_vars};
 
 use crate::tools::Tool;
 

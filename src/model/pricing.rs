@@ -118,4 +118,5 @@ const TABLE: &[(&str, Pricing)] = &[
 ];
 
 #[cfg(test)]
+#[path = "pricing_tests.rs"]
 mod tests;

@@ -5,6 +5,7 @@
 //! schedule is exponential with jitter so that many runners hitting one limit do not
 //! retry in lockstep, and a server's `retry-after` wins over our own guess.
 
+use std::hash::{BuildHasher as _, Hasher as _};
 use std::time::{Duration, SystemTime};
 
 use crate::spec::RetrySpec;
@@ -62,7 +63,6 @@ impl RetryPolicy {
 /// A number in `[0, 1)` that differs between calls and processes. Not cryptographic:
 /// it only spreads retries out.
 fn jitter() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(
         SystemTime::now()

@@ -188,11 +188,16 @@ impl Transport {
         }
     }
 
-    async fn attempt<D: Decoder>(
-        &self,
-        body: &[u8],
-        mut decoder: D,
-    ) -> Result<ModelResponse, Failure> {
+    /// One request: sent, answered with success, and its stream decoded.
+    async fn attempt<D: Decoder>(&self, body: &[u8], decoder: D) -> Result<ModelResponse, Failure> {
+        let response = self.post(body).await?;
+        self.decode(response, decoder).await
+    }
+
+    /// The request sent, and its response once it starts with a success status; a
+    /// failure (retried or not) for no response in time, a refused redirect or an error
+    /// status.
+    async fn post(&self, body: &[u8]) -> Result<reqwest::Response, Failure> {
         let client = self.client.as_ref().map_err(|e| {
             let why = format!("cannot set up the HTTP client: {}", chain(e.as_ref()));
             Failure::Fatal(ModelError::Provider(why))
@@ -246,6 +251,15 @@ impl Transport {
             let text = self.error_body(response).await;
             return Err(self.classify(status, &text, delay));
         }
+        Ok(response)
+    }
+
+    /// The response's event stream through `decoder`, each chunk within the idle timeout.
+    async fn decode<D: Decoder>(
+        &self,
+        response: reqwest::Response,
+        mut decoder: D,
+    ) -> Result<ModelResponse, Failure> {
         let mut stream = response.bytes_stream();
         let mut parser = SseParser::new();
         let clean = loop {

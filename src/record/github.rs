@@ -197,4 +197,5 @@ pub(crate) fn escape_property(text: &str) -> String {
 }
 
 #[cfg(test)]
+#[path = "github_tests.rs"]
 mod tests;

@@ -124,4 +124,5 @@ fn longest_backtick_run(text: &str) -> usize {
 }
 
 #[cfg(test)]
+#[path = "markdown_tests.rs"]
 pub(crate) mod tests;

@@ -93,61 +93,8 @@ pub(crate) fn summary_md(report: &RunReport) -> String {
         out.push_str("No tasks ran.\n");
         return out;
     }
-    out.push_str("| Task | Outcome | Reason | Turns | Tokens | Cost | Files changed | Denials |\n");
-    out.push_str("|---|---|---|---:|---:|---:|---:|---:|\n");
-    for task in &report.tasks {
-        let _ = writeln!(
-            out,
-            "| {} | {} {} | {} | {} | {} | {} | {} | {} |",
-            cell(&task.name),
-            outcome_icon(task.status),
-            status_str(task.status),
-            task.reason.as_str(),
-            task.turns,
-            task.usage.shown(),
-            cost(task.cost_usd),
-            task.files_changed.len(),
-            task.denials.len(),
-        );
-    }
-    let retried: Vec<String> = report
-        .tasks
-        .iter()
-        .filter(|t| t.attempts > 1)
-        .map(|t| format!("{} ({} attempts)", code(&t.name), t.attempts))
-        .collect();
-    if !retried.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nSent back to work after failed checks: {}.",
-            retried.join(", ")
-        );
-    }
-    let with_agents: Vec<String> = report
-        .tasks
-        .iter()
-        .filter(|t| !t.agents.is_empty())
-        .map(|t| {
-            let cost_of = t
-                .agents
-                .iter()
-                .try_fold(0.0, |sum, run| run.cost_usd.map(|c| sum + c));
-            format!(
-                "{} ({}, {}, {})",
-                code(&t.name),
-                counted(t.agents.len() as u64, "sub-agent run", "sub-agent runs"),
-                counted(t.agent_turns, "turn", "turns"),
-                cost(cost_of)
-            )
-        })
-        .collect();
-    if !with_agents.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nSub-agents (included in the figures above): {}.",
-            with_agents.join(", ")
-        );
-    }
+    task_table(&mut out, &report.tasks);
+    retries_and_agents(&mut out, &report.tasks);
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
         failed_section(&mut out, task);
     }
@@ -197,6 +144,67 @@ pub(crate) fn summary_md(report: &RunReport) -> String {
     out
 }
 
+/// One row per task: outcome, reason and figures.
+fn task_table(out: &mut String, tasks: &[TaskReport]) {
+    out.push_str("| Task | Outcome | Reason | Turns | Tokens | Cost | Files changed | Denials |\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|\n");
+    for task in tasks {
+        let _ = writeln!(
+            out,
+            "| {} | {} {} | {} | {} | {} | {} | {} | {} |",
+            cell(&task.name),
+            outcome_icon(task.status),
+            status_str(task.status),
+            task.reason.as_str(),
+            task.turns,
+            task.usage.shown(),
+            cost(task.cost_usd),
+            task.files_changed.len(),
+            task.denials.len(),
+        );
+    }
+}
+
+/// The tasks sent back to work, and those whose figures include sub-agents' runs.
+fn retries_and_agents(out: &mut String, tasks: &[TaskReport]) {
+    let retried: Vec<String> = tasks
+        .iter()
+        .filter(|t| t.attempts > 1)
+        .map(|t| format!("{} ({} attempts)", code(&t.name), t.attempts))
+        .collect();
+    if !retried.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSent back to work after failed checks: {}.",
+            retried.join(", ")
+        );
+    }
+    let with_agents: Vec<String> = tasks
+        .iter()
+        .filter(|t| !t.agents.is_empty())
+        .map(|t| {
+            let cost_of = t
+                .agents
+                .iter()
+                .try_fold(0.0, |sum, run| run.cost_usd.map(|c| sum + c));
+            format!(
+                "{} ({}, {}, {})",
+                code(&t.name),
+                counted(t.agents.len() as u64, "sub-agent run", "sub-agent runs"),
+                counted(t.agent_turns, "turn", "turns"),
+                cost(cost_of)
+            )
+        })
+        .collect();
+    if !with_agents.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSub-agents (included in the figures above): {}.",
+            with_agents.join(", ")
+        );
+    }
+}
+
 /// The model's plan as a checklist, so a reader sees what it meant to do and got done.
 fn todo_section(out: &mut String, task: &TaskReport) {
     let _ = write!(out, "\n### {}: todo list\n\n", code(&task.name));
@@ -210,6 +218,8 @@ fn todo_section(out: &mut String, task: &TaskReport) {
     }
 }
 
+/// What a reader needs of a task that did not pass: its message, unmet expectations and
+/// failed checks with their last output lines, denials and changed files.
 fn failed_section(out: &mut String, task: &TaskReport) {
     let _ = write!(
         out,
@@ -219,44 +229,7 @@ fn failed_section(out: &mut String, task: &TaskReport) {
         task.reason.as_str(),
         fenced(&task.message, "text", ""),
     );
-    let unmet: Vec<_> = task
-        .checks
-        .iter()
-        .filter(|c| !c.passed && c.expectation)
-        .collect();
-    if !unmet.is_empty() {
-        out.push_str("\n**Unmet expectations**\n\n");
-        for check in unmet {
-            let _ = writeln!(
-                out,
-                "- {}: expected {}, but {}",
-                code(check.name.strip_prefix("expect: ").unwrap_or(&check.name)),
-                code(&check.command),
-                code(&check.output_tail)
-            );
-        }
-    }
-    let failed: Vec<_> = task
-        .checks
-        .iter()
-        .filter(|c| !c.passed && !c.expectation)
-        .collect();
-    if !failed.is_empty() {
-        out.push_str("\n**Failed checks**\n");
-        for check in failed {
-            let _ = writeln!(
-                out,
-                "\n- {} ({}): {}",
-                code(&check.name),
-                code(&check.command),
-                check_failure(check)
-            );
-            let lines = last_lines(&check.output_tail, OUTPUT_LINES);
-            if !lines.is_empty() {
-                let _ = write!(out, "\n{}", fenced(&lines, "text", "  "));
-            }
-        }
-    }
+    checks_section(out, task);
     if !task.denials.is_empty() {
         out.push_str("\n**Denied tool calls**\n\n");
         for denial in &task.denials {
@@ -294,6 +267,48 @@ fn failed_section(out: &mut String, task: &TaskReport) {
                 "them"
             },
         );
+    }
+}
+
+/// A task's unmet expectations, then its failed checks with their last output lines.
+fn checks_section(out: &mut String, task: &TaskReport) {
+    let unmet: Vec<_> = task
+        .checks
+        .iter()
+        .filter(|c| !c.passed && c.expectation)
+        .collect();
+    if !unmet.is_empty() {
+        out.push_str("\n**Unmet expectations**\n\n");
+        for check in unmet {
+            let _ = writeln!(
+                out,
+                "- {}: expected {}, but {}",
+                code(check.name.strip_prefix("expect: ").unwrap_or(&check.name)),
+                code(&check.command),
+                code(&check.output_tail)
+            );
+        }
+    }
+    let failed: Vec<_> = task
+        .checks
+        .iter()
+        .filter(|c| !c.passed && !c.expectation)
+        .collect();
+    if !failed.is_empty() {
+        out.push_str("\n**Failed checks**\n");
+        for check in failed {
+            let _ = writeln!(
+                out,
+                "\n- {} ({}): {}",
+                code(&check.name),
+                code(&check.command),
+                check_failure(check)
+            );
+            let lines = last_lines(&check.output_tail, OUTPUT_LINES);
+            if !lines.is_empty() {
+                let _ = write!(out, "\n{}", fenced(&lines, "text", "  "));
+            }
+        }
     }
 }
 

@@ -11,8 +11,8 @@
 //! for the command (`LD_PRELOAD`, …) acts on the launcher before it confines anything.
 //!
 //! Exit codes of the launcher itself: 125 when the policy cannot be enforced (the command
-//! never runs), 127 when the command cannot be executed; stderr says why, starting with
-//! `drover sandbox:`.
+//! never runs), 127 when the command cannot be executed ([`supervise::EXIT_CANNOT_EXEC`]);
+//! stderr says why, starting with `drover sandbox:`.
 
 use super::SandboxError;
 use std::ffi::{OsStr, OsString};
@@ -27,8 +27,6 @@ use super::{env_channel, supervise};
 
 /// The launcher's exit code when the sandbox cannot be enforced.
 pub(crate) const EXIT_UNENFORCEABLE: i32 = 125;
-/// The launcher's exit code when the command cannot be executed.
-pub(crate) const EXIT_CANNOT_EXEC: i32 = 127;
 /// The hidden subcommand's name.
 pub(crate) const SUBCOMMAND: &str = "__sandbox-exec";
 
@@ -186,53 +184,62 @@ pub fn sandbox_exec_main(
         None => None,
     };
     if probe {
-        match (&policy, enforced) {
-            (Some(policy), Some((enforced, dropped))) => crate::say!(
-                "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{}{}, {})",
-                enforced.abi,
-                if policy.network { "allowed" } else { "cut" },
-                if enforced.socket_filter {
-                    ", socket filter: Unix sockets only"
-                } else {
-                    ""
-                },
-                if enforced.private_network {
-                    ", private network namespace"
-                } else {
-                    ""
-                },
-                if enforced.scoped {
-                    ", signals and abstract sockets scoped"
-                } else {
-                    ""
-                },
-                if containment.pid_namespace {
-                    ", private PID namespace"
-                } else {
-                    ""
-                },
-                match enforced.mounts {
-                    Mounts::Shared => String::new(),
-                    Mounts::ReadOnly { kept: 0 } =>
-                        ", mounts read-only but the writable paths".to_string(),
-                    Mounts::ReadOnly { kept } => format!(
-                        ", mounts read-only but the writable paths and {kept} the kernel keeps as they are"
-                    ),
-                },
-                dropped,
-            ),
-            _ => crate::say!(
-                "drover sandbox: off (processes contained{})",
-                if containment.pid_namespace {
-                    " in a private PID namespace"
-                } else {
-                    ""
-                }
-            ),
-        }
+        say_probe(policy.as_ref(), enforced, &containment);
         return 0;
     }
     supervise::run(command, env, containment, stdio)
+}
+
+/// What `--probe` reports: what the sandbox enforced here, or that it is off.
+fn say_probe(
+    policy: Option<&SandboxPolicy>,
+    enforced: Option<(Enforced, Dropped)>,
+    containment: &supervise::Containment,
+) {
+    match (policy, enforced) {
+        (Some(policy), Some((enforced, dropped))) => crate::say!(
+            "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{}{}, {})",
+            enforced.abi,
+            if policy.network { "allowed" } else { "cut" },
+            if enforced.socket_filter {
+                ", socket filter: Unix sockets only"
+            } else {
+                ""
+            },
+            if enforced.private_network {
+                ", private network namespace"
+            } else {
+                ""
+            },
+            if enforced.scoped {
+                ", signals and abstract sockets scoped"
+            } else {
+                ""
+            },
+            if containment.pid_namespace {
+                ", private PID namespace"
+            } else {
+                ""
+            },
+            match enforced.mounts {
+                Mounts::Shared => String::new(),
+                Mounts::ReadOnly { kept: 0 } =>
+                    ", mounts read-only but the writable paths".to_string(),
+                Mounts::ReadOnly { kept } => format!(
+                    ", mounts read-only but the writable paths and {kept} the kernel keeps as they are"
+                ),
+            },
+            dropped,
+        ),
+        _ => crate::say!(
+            "drover sandbox: off (processes contained{})",
+            if containment.pid_namespace {
+                " in a private PID namespace"
+            } else {
+                ""
+            }
+        ),
+    }
 }
 
 /// Everything the sandbox imposes, in order: Landlock, the network namespace and the

@@ -35,6 +35,8 @@ use rustix::process::{Pid, Signal, WaitOptions, kill_process, wait};
 
 /// The launcher's exit code when drover cut the lifeline and the command was killed.
 pub(crate) const EXIT_LIFELINE_CUT: i32 = 137;
+/// The launcher's exit code when the command cannot be executed (as a shell's).
+pub(crate) const EXIT_CANNOT_EXEC: i32 = 127;
 
 /// How often the launcher looks at the command while nothing happens on the lifeline.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -69,7 +71,7 @@ pub(crate) fn run(
 ) -> i32 {
     let Some((program, args)) = command.split_first() else {
         crate::esay!("drover sandbox: no command to run");
-        return super::launcher::EXIT_CANNOT_EXEC;
+        return EXIT_CANNOT_EXEC;
     };
     let mut child = std::process::Command::new(program);
     child.args(args);
@@ -101,7 +103,7 @@ pub(crate) fn run(
                 "drover sandbox: cannot run {}: {error}",
                 program.to_string_lossy()
             );
-            return super::launcher::EXIT_CANNOT_EXEC;
+            return EXIT_CANNOT_EXEC;
         }
     };
     let main_pid = i32::try_from(main.id()).ok().and_then(Pid::from_raw);

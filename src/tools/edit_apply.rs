@@ -2,6 +2,7 @@
 //! staleness, text only), applying one replacement to in-memory content, and writing the
 //! result back atomically in the file's own encoding.
 
+use std::io::Read as _;
 use std::path::Path;
 
 use super::edit_hints::{near_match, strip_line_number_prefixes, whitespace_insensitive_match};
@@ -135,7 +136,6 @@ pub(super) const MAX_EDITED_FILE: u64 = 256 * 1024 * 1024;
 /// The bytes of a regular file opened beneath `roots`, unless it holds more than
 /// [`MAX_EDITED_FILE`] (a `FileTooLarge` error whose text is the size).
 fn read_bounded(roots: &crate::workspace::Roots, path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
     let file = roots.open_file(path)?;
     let too_large =
         |size: u64| std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("{size} bytes"));

@@ -3,16 +3,11 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::grep_output::{format_hits, skipped_note};
+use super::grep_output::{OutputMode, Shown, format_hits, skipped_note};
 use super::grep_search::{FileHits, Options, build_matcher, search};
 use super::search_walk::search_root;
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking};
 use crate::policy::Subject;
-
-/// Entries returned when head_limit is not given.
-pub(crate) const DEFAULT_HEAD_LIMIT: usize = 250;
-/// Content-mode lines longer than this are cut.
-pub(crate) const MAX_LINE_CHARS: usize = 500;
 
 #[derive(Clone, Copy)]
 pub(crate) struct GrepTool;
@@ -31,13 +26,13 @@ pub(crate) struct Input {
     file_type: Option<String>,
     /// content: matching lines; files_with_matches (default): file paths; count: matches per file.
     #[serde(default)]
-    pub(super) output_mode: OutputMode,
+    output_mode: OutputMode,
     /// Case-insensitive search.
     #[serde(rename = "-i", default)]
     case_insensitive: bool,
     /// Show line numbers in content mode (default true).
     #[serde(rename = "-n")]
-    pub(super) line_numbers: Option<bool>,
+    line_numbers: Option<bool>,
     /// Lines of context after each match (content mode).
     #[serde(rename = "-A")]
     after: Option<usize>,
@@ -48,9 +43,9 @@ pub(crate) struct Input {
     #[serde(rename = "-C")]
     context: Option<usize>,
     /// Return at most this many entries (default 250; 0 = no limit).
-    pub(super) head_limit: Option<usize>,
+    head_limit: Option<usize>,
     /// Skip this many entries first (default 0).
-    pub(super) offset: Option<usize>,
+    offset: Option<usize>,
     /// Let . match newlines and patterns span lines.
     #[serde(default)]
     multiline: bool,
@@ -60,20 +55,6 @@ impl ToolInput for Input {
     fn subject(&self) -> Subject {
         Subject::Path(self.path.clone().unwrap_or_else(|| ".".to_string()))
     }
-}
-
-// Plain comments, not doc comments: documented variants would turn the schema's `enum`
-// into a `oneOf` of constants.
-#[derive(Deserialize, JsonSchema, Clone, Copy, Default, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum OutputMode {
-    // Matching lines, `path:line:text`.
-    Content,
-    // The paths of matching files.
-    #[default]
-    FilesWithMatches,
-    // Matches per file, and a total.
-    Count,
 }
 
 const DESCRIPTION: &str = "Searches file contents with a regular expression (ripgrep syntax), in-process and fast.
@@ -129,7 +110,13 @@ impl TypedTool for GrepTool {
         if hits.is_empty() {
             return Ok(format!("No matches found{skipped_note}"));
         }
-        Ok(format_hits(&hits, &input, &opts, &root, &ctx.workspace) + &skipped_note)
+        let shown = Shown {
+            mode: input.output_mode,
+            line_numbers: input.line_numbers,
+            head_limit: input.head_limit,
+            offset: input.offset,
+        };
+        Ok(format_hits(&hits, &shown, &opts, &root, &ctx.workspace) + &skipped_note)
     }
 }
 

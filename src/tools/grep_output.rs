@@ -1,18 +1,51 @@
 //! How Grep shows what it found: ripgrep-style content lines, file lists and counts,
 //! paged by offset and head_limit with a note saying what was cut.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
-use super::grep::{DEFAULT_HEAD_LIMIT, Input, MAX_LINE_CHARS, OutputMode};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
 use super::grep_search::{FileHits, Line, Options};
 use super::search_walk::SearchRoot;
 use super::text::{cut_chars, display_path};
 use crate::workspace::paths::relative_to;
 
+/// Entries returned when head_limit is not given.
+pub(crate) const DEFAULT_HEAD_LIMIT: usize = 250;
+/// Content-mode lines longer than this are cut.
+pub(crate) const MAX_LINE_CHARS: usize = 500;
+
+// Plain comments, not doc comments: documented variants would turn the schema's `enum`
+// into a `oneOf` of constants.
+#[derive(Deserialize, JsonSchema, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum OutputMode {
+    // Matching lines, `path:line:text`.
+    Content,
+    // The paths of matching files.
+    #[default]
+    FilesWithMatches,
+    // Matches per file, and a total.
+    Count,
+}
+
+/// How the hits are shown: the input's output mode, line numbers and paging.
+pub(super) struct Shown {
+    pub mode: OutputMode,
+    /// Line numbers in content mode (default true).
+    pub line_numbers: Option<bool>,
+    /// Entries returned at most (default [`DEFAULT_HEAD_LIMIT`]; 0 = no limit).
+    pub head_limit: Option<usize>,
+    /// Entries skipped first (default 0).
+    pub offset: Option<usize>,
+}
+
 /// The result text for `hits` (at least one) in the input's output mode, paged.
 pub(super) fn format_hits(
     hits: &[FileHits],
-    input: &Input,
+    input: &Shown,
     opts: &Options,
     root: &SearchRoot,
     workspace: &Path,
@@ -25,7 +58,7 @@ pub(super) fn format_hits(
             display_path(workspace, &hit.path)
         }
     };
-    match input.output_mode {
+    match input.mode {
         OutputMode::Content => {
             // Content lines are written into one buffer and paged as slices of it: no
             // String per line, which matters with tens of thousands of lines and
@@ -114,7 +147,6 @@ fn content_entries(
     numbers: bool,
     context: bool,
 ) -> Vec<usize> {
-    use std::fmt::Write;
     let mut ends = Vec::new();
     for (i, hit) in hits.iter().enumerate() {
         let path = name(hit);
@@ -158,7 +190,7 @@ fn content_entries(
 /// Apply offset and head_limit, saying what was cut.
 fn page<S: AsRef<str>>(
     entries: &[S],
-    input: &Input,
+    input: &Shown,
     header: Option<String>,
     footer: Option<String>,
 ) -> String {

@@ -3,6 +3,7 @@
 //! and leave every other byte of the file as it was (see [`super::notebook_json`]).
 
 use std::collections::HashSet;
+use std::io::Read as _;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -57,7 +58,6 @@ pub(super) fn load_bytes(
     roots: &Roots,
     path: &Path,
 ) -> std::io::Result<(Vec<u8>, Option<SystemTime>)> {
-    use std::io::Read;
     let file = roots.open_file(path)?;
     let meta = file.metadata()?;
     let too_large =

@@ -103,7 +103,7 @@ pub(super) fn policy(name: &str, fx: &Fixture) -> Policy {
         "none" => (&[], &[]),
         // Guardrails switched off explicitly, Bash outright.
         "unguarded" => (&["Bash"], &[]),
-        // The attacker's setting of issue 10: two harmless programs and one script dir.
+        // An attacker's setting: two harmless programs and one script dir.
         "narrow" => (
             &["Bash(cat *)", "Bash(echo *)", "Bash(python3 scripts/*)"],
             &["Read(.env)"],

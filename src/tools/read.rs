@@ -1,19 +1,19 @@
 //! Read: show a text file with numbered lines, and remember what was seen so Edit and
 //! Write can check they act on the current content.
 
+use std::path::Path;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::notebook::is_notebook;
 use super::notebook_read::{NotebookView, read_notebook};
-use super::read_window::{WindowError, read_window};
+use super::read_window::{Window, WindowError, read_window};
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool, blocking, file_target};
 use crate::policy::Subject;
 
 /// Lines shown when no limit is given.
 pub(crate) const DEFAULT_LIMIT: usize = 2000;
-/// Longer lines are cut, so one minified file cannot flood the context.
-pub(crate) const MAX_LINE_CHARS: usize = 2000;
 
 #[derive(Clone, Copy)]
 pub(crate) struct ReadTool;
@@ -69,33 +69,9 @@ impl TypedTool for ReadTool {
         }
         let roots = std::sync::Arc::clone(&ctx.roots);
         let at = path.clone();
-        let window = match blocking(move || read_window(&roots, &at, first, limit)).await? {
-            Ok(window) => window,
-            Err(WindowError::Io(e)) if e.kind() == std::io::ErrorKind::IsADirectory => {
-                return Err(ToolError::Failed(format!(
-                    "{shown} is a directory, not a file. Use Glob (or LS) to list its contents, then Read the files you need."
-                )));
-            }
-            Err(WindowError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ToolError::Failed(format!(
-                    "File does not exist. (path: {shown}; the workspace root is {})",
-                    ctx.workspace.display()
-                )));
-            }
-            Err(WindowError::Io(e)) => {
-                return Err(ToolError::io(format!("Cannot read {shown}"), e));
-            }
-            Err(WindowError::NotText(not_text)) => {
-                return Err(ToolError::Failed(format!(
-                    "{shown} is {not_text}, so it cannot be shown as text. Inspect it with a suitable command instead if you must."
-                )));
-            }
-            Err(WindowError::TooLarge(size)) => {
-                return Err(ToolError::Failed(format!(
-                    "{shown} is a UTF-16 file of {size} bytes, too large to decode (the limit is 64 MiB). Inspect it with a suitable command instead."
-                )));
-            }
-        };
+        let window = blocking(move || read_window(&roots, &at, first, limit))
+            .await?
+            .map_err(|error| window_error(error, &shown, &ctx.workspace))?;
         if window.empty {
             ctx.files
                 .record_digest(&path, window.sha256, true, window.mtime);
@@ -116,30 +92,60 @@ impl TypedTool for ReadTool {
             first == 1 && last == total,
             window.mtime,
         );
-
-        let mut out: Vec<String> = window
-            .lines
-            .iter()
-            .map(|(number, line)| format!("{number}\t{line}"))
-            .collect();
-        if last < total {
-            out.push(format!(
-                "\n(Showing lines {first}-{last} of {total}. {} more lines remain: call Read with offset={} to continue.)",
-                total - last,
-                last + 1
-            ));
-        }
-        if window.lossy {
-            out.push(
-                "\n(Note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}.)"
-                    .to_string(),
-            );
-        }
-        if let Some(note) = note {
-            out.push(format!("\n{note}"));
-        }
-        Ok(out.join("\n"))
+        Ok(numbered(&window, first, last, note))
     }
+}
+
+/// What the model is told when the window cannot be read.
+fn window_error(error: WindowError, shown: &str, workspace: &Path) -> ToolError {
+    match error {
+        WindowError::Io(e) if e.kind() == std::io::ErrorKind::IsADirectory => {
+            ToolError::Failed(format!(
+                "{shown} is a directory, not a file. Use Glob (or LS) to list its contents, then Read the files you need."
+            ))
+        }
+        WindowError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            ToolError::Failed(format!(
+                "File does not exist. (path: {shown}; the workspace root is {})",
+                workspace.display()
+            ))
+        }
+        WindowError::Io(e) => ToolError::io(format!("Cannot read {shown}"), e),
+        WindowError::NotText(not_text) => ToolError::Failed(format!(
+            "{shown} is {not_text}, so it cannot be shown as text. Inspect it with a suitable command instead if you must."
+        )),
+        WindowError::TooLarge(size) => ToolError::Failed(format!(
+            "{shown} is a UTF-16 file of {size} bytes, too large to decode (the limit is 64 MiB). Inspect it with a suitable command instead."
+        )),
+    }
+}
+
+/// The window's lines as `N<TAB>line` from `first` to `last`, with notes: the lines
+/// that remain, bytes that were not UTF-8, and `note` (why a notebook shows as text).
+fn numbered(window: &Window, first: usize, last: usize, note: Option<String>) -> String {
+    let total = window.total;
+    let mut out: Vec<String> = window
+        .lines
+        .iter()
+        .map(|(number, line)| format!("{number}\t{line}"))
+        .collect();
+    if last < total {
+        out.push(format!(
+            "\n(Showing lines {first}-{last} of {total}. {} more lines remain: call Read with offset={} to continue.)",
+            total - last,
+            last + 1
+        ));
+    }
+    if window.lossy {
+        out.push(
+            "\n(Note: the file is not valid UTF-8; invalid bytes are shown as \u{FFFD}.)"
+                .to_string(),
+        );
+    }
+    if let Some(note) = note {
+        out.push(format!("\n{note}"));
+    }
+    out.join("\n")
 }
 
 #[cfg(test)]

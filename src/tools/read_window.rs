@@ -11,8 +11,10 @@ use sha2::{Digest, Sha256};
 use super::text::{BINARY_SNIFF_BYTES, NotText, cut_chars, decode};
 use crate::workspace::Roots;
 
+/// Longer lines are cut, so one minified file cannot flood the context.
+pub(crate) const MAX_LINE_CHARS: usize = 2000;
 /// A line is kept up to this many bytes (enough for the characters Read shows).
-const MAX_KEPT_LINE_BYTES: usize = 4 * super::read::MAX_LINE_CHARS + 4;
+const MAX_KEPT_LINE_BYTES: usize = 4 * MAX_LINE_CHARS + 4;
 /// The shown lines together are kept up to this many bytes; a window that would hold
 /// more ends early and says where to continue.
 pub(super) const MAX_WINDOW_BYTES: usize = 2 * 1024 * 1024;
@@ -230,7 +232,7 @@ impl LineCollector {
                 }
             }
         };
-        let max = super::read::MAX_LINE_CHARS;
+        let max = MAX_LINE_CHARS;
         let (shown, cut) = cut_chars(&kept, max);
         if cut || chars > max {
             format!("{shown}… [line truncated: {chars} characters in total]")

@@ -2,6 +2,7 @@
 //! half of each.
 
 use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
@@ -28,10 +29,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
             ));
         }
         Ok(meta) => meta.permissions(),
-        Err(_) => {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::Permissions::from_mode(NEW_FILE_MODE)
-        }
+        Err(_) => std::fs::Permissions::from_mode(NEW_FILE_MODE),
     };
     let mut tmp = NamedTempFile::new_in(&parent)?;
     tmp.write_all(bytes)?;

@@ -2,11 +2,17 @@
 //! the original, and its diff is taken against exactly what was copied.
 
 use std::io;
+#[cfg(target_os = "linux")]
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+#[cfg(unix)]
+use std::os::unix::fs::MetadataExt as _;
+#[cfg(target_os = "linux")]
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::RelPath;
-use super::snapshot::{Stop, named, stopped, walk_noting_build_trees};
+use super::walk::{Stop, named, stopped, walk_noting_build_trees};
 
 /// Copy the workspace's files (not ignored ones, not `.git/`, not build trees, not the
 /// `excluded` directories) from `from` into `to`: the same files
@@ -166,7 +172,6 @@ fn copy_file(source: &Path, target: &Path, reflinks: &AtomicBool) -> io::Result<
 /// Whether the file has holes (fewer blocks allocated than its size needs).
 #[cfg(unix)]
 fn is_sparse(source: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(source)
         .is_ok_and(|meta| meta.blocks().saturating_mul(512) < meta.size())
 }
@@ -180,8 +185,6 @@ fn is_sparse(_source: &Path) -> bool {
 /// copies in milliseconds and takes no space).
 #[cfg(target_os = "linux")]
 fn copy_sparse(source: &Path, target: &Path) -> io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom, Write};
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut from = std::fs::File::open(source)?;
     let metadata = from.metadata()?;
     let mut to = std::fs::OpenOptions::new()
@@ -229,14 +232,12 @@ fn copy_sparse(source: &Path, target: &Path) -> io::Result<()> {
 /// false when the file system cannot, leaving no `target` behind.
 #[cfg(target_os = "linux")]
 fn clone_file(source: &Path, target: &Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
     let Ok(from) = std::fs::File::open(source) else {
         return false;
     };
     let Ok(metadata) = from.metadata() else {
         return false;
     };
-    use std::os::unix::fs::PermissionsExt;
     let Ok(to) = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -303,7 +304,7 @@ mod stop_tests {
         let error = copy_workspace_until(from.path(), to.path(), &[], &stop).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::Interrupted);
         assert!(std::fs::read_dir(to.path()).unwrap().count() < 50);
-        let error = super::super::Snapshot::take_until(from.path(), &[], &|| true).unwrap_err();
+        let error = super::super::TreeInMemory::take_until(from.path(), &[], &|| true).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::Interrupted);
     }
 }
@@ -311,7 +312,7 @@ mod stop_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workspace::Snapshot;
+    use crate::workspace::TreeInMemory;
     use std::fs;
 
     fn write(root: &Path, rel: &str, content: &str) {
@@ -339,8 +340,8 @@ mod tests {
             std::os::unix::fs::symlink("/does/not/exist", root.join("dangling")).unwrap();
         }
         copy_workspace(root, to.path(), &[]).unwrap();
-        let original = Snapshot::take(root).unwrap();
-        let copied = Snapshot::take(to.path()).unwrap();
+        let original = TreeInMemory::take(root).unwrap();
+        let copied = TreeInMemory::take(to.path()).unwrap();
         assert_eq!(original, copied);
         assert!(!to.path().join(".git").exists());
         assert!(!to.path().join("target").exists());

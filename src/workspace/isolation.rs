@@ -9,7 +9,7 @@ use tempfile::TempDir;
 use crate::workspace::RelPath;
 use crate::workspace::baseline::CopyOrigin;
 use crate::workspace::copy::copy_workspace_until;
-use crate::workspace::snapshot::Stop;
+use crate::workspace::walk::Stop;
 
 use super::worktree::Worktree;
 

@@ -8,6 +8,7 @@ pub(crate) mod beneath;
 pub(crate) mod confined;
 pub(crate) mod copy;
 pub(crate) mod diff;
+pub(crate) mod file_entry;
 pub(crate) mod file_state;
 pub(crate) mod isolation;
 pub(crate) mod leftovers;
@@ -15,7 +16,9 @@ pub(crate) mod leftovers;
 pub(crate) use drover_paths as paths;
 pub(crate) mod plain_file;
 pub(crate) mod rel_path;
-pub(crate) mod snapshot;
+#[cfg(test)]
+pub(crate) mod tree_in_memory;
+pub(crate) mod walk;
 pub(crate) mod worktree;
 
 pub(crate) use baseline::Baseline;
@@ -23,4 +26,4 @@ pub(crate) use beneath::Roots;
 pub(crate) use file_state::{FileStateCache, WriteRefused};
 pub(crate) use rel_path::RelPath;
 #[cfg(test)]
-pub(crate) use snapshot::Snapshot;
+pub(crate) use tree_in_memory::TreeInMemory;

@@ -4,6 +4,8 @@
 //! same text would hide each other's changes.
 
 use std::fmt;
+#[cfg(unix)]
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
 /// Relative to the workspace root, `/`-separated, no `.` or `..` parts; empty only for
@@ -118,7 +120,6 @@ impl PartialEq<&str> for RelPath {
 
 #[cfg(unix)]
 fn os_bytes(part: &std::ffi::OsStr) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
     part.as_bytes().to_vec()
 }
 
@@ -129,7 +130,6 @@ fn os_bytes(part: &std::ffi::OsStr) -> Vec<u8> {
 
 #[cfg(unix)]
 fn path_of_bytes(bytes: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
     PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
 }
 

@@ -7,6 +7,7 @@
 //! record can name the conversation without depending on the binary (drover re-exports
 //! it as `crate::message`).
 
+use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -76,7 +77,6 @@ pub struct Image {
 impl Image {
     /// The image's bytes; None when `data` is not valid base64.
     pub fn bytes(&self) -> Option<Vec<u8>> {
-        use base64::Engine;
         base64::engine::general_purpose::STANDARD
             .decode(&self.data)
             .ok()

@@ -6,7 +6,7 @@
 //! policy allows `Bash` outright.
 
 use super::ToolFacts;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use drover_spec::Switch;
 
@@ -23,112 +23,22 @@ impl Policy {
         if let Some(why) = super::hidden_code::hidden_code(line, &analysis.commands) {
             analysis.opaque.push(Opaque::Eval(why));
         }
-        let argvs: Vec<Vec<String>> = analysis.commands.iter().map(|c| c.argv.clone()).collect();
-        if self.guardrails == Switch::On {
-            let ctx = GuardContext {
-                workspace: &self.workspace,
-                cwd,
-                home: self.home.as_deref(),
-            };
-            if let Some(why) = guardrails::check(&argvs, line, &ctx) {
-                return Decision::deny(
-                    None,
-                    format!(
-                        "{name}({line}) trips a guardrail: {why}. No allow rule lifts the guardrails (permissions.guardrails: off does)"
-                    ),
-                );
-            }
+        if let Some(denial) = self.guardrail_denial(name, line, &analysis, cwd) {
+            return denial;
         }
         let dirs = self.possible_dirs(&analysis, cwd);
-        // Paths through /proc or /dev/fd mean the command's own process: opaque.
-        for command in &analysis.commands {
-            let program = command.argv.first().map_or("", |p| basename(p));
-            // Builtins that print their arguments never open them.
-            if matches!(program, "echo" | "printf" | "true" | "false" | ":") {
-                continue;
-            }
-            for arg in &command.argv {
-                for candidate in words::path_candidates(arg) {
-                    let through = dirs.iter().any(|dir| {
-                        drover_paths::resolve_physical(dir, &candidate)
-                            .is_ok_and(|p| p.through_process)
-                    });
-                    if through {
-                        let opaque = Opaque::ProcessPath(candidate);
-                        if !analysis.opaque.contains(&opaque) {
-                            analysis.opaque.push(opaque);
-                        }
-                    }
-                }
-            }
-        }
+        mark_process_paths(&mut analysis, &dirs);
         if let Some(denial) = self.command_denial(name, line, &analysis, cwd, &dirs) {
             return denial;
         }
-        if let Some(write) = analysis
-            .opaque
-            .iter()
-            .find(|o| matches!(o, Opaque::DynamicWrite(_)))
-        {
-            return Decision::deny(
-                None,
-                format!(
-                    "{name}({line}) writes to a file whose name is not known before it runs ({write}); redirections must name their file"
-                ),
-            );
-        }
         let outright = self.allows_outright(name);
-        if !analysis.opaque.is_empty() && outright.is_none() {
-            let why: Vec<String> = analysis.opaque.iter().map(|o| o.to_string()).collect();
-            return Decision::deny(
-                None,
-                format!(
-                    "{name}({line}) cannot be analysed before it runs ({}); only a policy that allows Bash outright permits that. Write the command without it",
-                    why.join("; ")
-                ),
-            );
+        if let Some(denial) = opaque_denial(name, line, &analysis, outright) {
+            return denial;
         }
-        let mut rules: Vec<&Rule> = Vec::new();
-        for command in &analysis.commands {
-            if is_cd(command) {
-                // cd inside the workspace changes nothing; command_denial refused the rest.
-                continue;
-            }
-            // `Bash(cargo test *)` vouches for cargo test, not for an option that makes
-            // cargo run any program (`--config 'target.x.runner=…'`): the rule must name it.
-            let risky = words::code_running_option(&command.argv);
-            // `Bash(python3 scripts/*)` must not vouch for `python3 scripts/../evil.py`:
-            // the rule has to match the line with its paths resolved too.
-            let resolved = resolved_text(&command.argv, cwd);
-            let rule = outright.or_else(|| {
-                self.allow.iter().find(|rule| {
-                    rule.governs(name)
-                        && matches!(rule.specifier(), Some(Specifier::Command(p))
-                            if p.matches(&command.text)
-                                && resolved.as_ref().is_none_or(|text| p.matches(text))
-                                && risky.is_none_or(|option| p.as_str().contains(option)))
-                })
-            });
-            match rule {
-                Some(rule) => rules.push(rule),
-                None => {
-                    return Decision::deny(
-                        None,
-                        match risky {
-                            Some(option) => format!(
-                                "`{}` (in {name}({line})) uses {option}, which can make it run any program; no allow rule names that option",
-                                command.source
-                            ),
-                            None => format!(
-                                "`{}` (in {name}({line})) matches no allow rule (default deny); every command in a command line must be allowed, e.g. by {name}({} *)",
-                                command.source,
-                                command.argv.first().map(String::as_str).unwrap_or_default()
-                            ),
-                        },
-                    );
-                }
-            }
-        }
+        let mut rules = match self.command_rules(name, line, &analysis, cwd, outright) {
+            Ok(rules) => rules,
+            Err(denial) => return denial,
+        };
         for write in &analysis.writes {
             for dir in &dirs {
                 match self.redirect_decision(name, write, outright, dir) {
@@ -154,6 +64,86 @@ impl Policy {
         Decision::Allow(Grounds::new(rule, reason))
     }
 
+    /// The guardrail the command line trips, if any: no allow rule lifts them.
+    fn guardrail_denial(
+        &self,
+        name: &str,
+        line: &str,
+        analysis: &Analysis,
+        cwd: &Path,
+    ) -> Option<Decision> {
+        if self.guardrails != Switch::On {
+            return None;
+        }
+        let argvs: Vec<Vec<String>> = analysis.commands.iter().map(|c| c.argv.clone()).collect();
+        let ctx = GuardContext {
+            workspace: &self.workspace,
+            cwd,
+            home: self.home.as_deref(),
+        };
+        let why = guardrails::check(&argvs, line, &ctx)?;
+        Some(Decision::deny(
+            None,
+            format!(
+                "{name}({line}) trips a guardrail: {why}. No allow rule lifts the guardrails (permissions.guardrails: off does)"
+            ),
+        ))
+    }
+
+    /// The allow rule of each simple command (a bare `Bash` rule covers them all), or the
+    /// denial of the first that no rule allows.
+    fn command_rules<'a>(
+        &'a self,
+        name: &str,
+        line: &str,
+        analysis: &Analysis,
+        cwd: &Path,
+        outright: Option<&'a Rule>,
+    ) -> Result<Vec<&'a Rule>, Decision> {
+        let mut rules: Vec<&Rule> = Vec::new();
+        for command in &analysis.commands {
+            if is_cd(command) {
+                // cd inside the workspace changes nothing; command_denial refused the rest.
+                continue;
+            }
+            // `Bash(cargo test *)` vouches for cargo test, not for an option that makes
+            // cargo run any program (`--config 'target.x.runner=…'`): the rule must name it.
+            let risky = words::code_running_option(&command.argv);
+            // `Bash(python3 scripts/*)` must not vouch for `python3 scripts/../evil.py`:
+            // the rule has to match the line with its paths resolved too.
+            let resolved = resolved_text(&command.argv, cwd);
+            let rule = outright.or_else(|| {
+                self.allow.iter().find(|rule| {
+                    rule.governs(name)
+                        && matches!(rule.specifier(), Some(Specifier::Command(p))
+                        if p.matches(&command.text)
+                            && resolved.as_ref().is_none_or(|text| p.matches(text))
+                            && risky.is_none_or(|option| p.as_str().contains(option)))
+                })
+            });
+            match rule {
+                Some(rule) => rules.push(rule),
+                None => {
+                    return Err(Decision::deny(
+                        None,
+                        match risky {
+                            Some(option) => format!(
+                                "`{}` (in {name}({line})) uses {option}, which can make it run any program; no allow rule names that option",
+                                command.source
+                            ),
+                            None => format!(
+                                "`{}` (in {name}({line})) matches no allow rule (default deny); every command in a command line must be allowed, e.g. by {name}({} *)",
+                                command.source,
+                                command.argv.first().map(String::as_str).unwrap_or_default()
+                            ),
+                        },
+                    ));
+                }
+            }
+        }
+        Ok(rules)
+    }
+
     /// A bare `Bash` allow rule.
     fn allows_outright(&self, name: &str) -> Option<&Rule> {
         self.allow.iter().find(|rule| rule.covers_whole_tool(name))
@@ -167,8 +157,17 @@ impl Policy {
         line: &str,
         analysis: &Analysis,
         cwd: &Path,
-        dirs: &[std::path::PathBuf],
+        dirs: &[PathBuf],
     ) -> Option<Decision> {
+        self.deny_rule_denial(name, analysis)
+            .or_else(|| self.hidden_part_denial(name, analysis))
+            .or_else(|| self.argument_denial(analysis, cwd, dirs))
+            .or_else(|| self.input_denial(line, cwd, dirs))
+    }
+
+    /// A simple command a `Bash(…)` deny rule matches, in any of its forms, or one that
+    /// uses an option that runs other code of a program a deny rule names.
+    fn deny_rule_denial(&self, name: &str, analysis: &Analysis) -> Option<Decision> {
         for command in &analysis.commands {
             let forms = words::deny_forms(&command.argv);
             let program = command.argv.first().map_or("", |p| basename(p));
@@ -197,8 +196,12 @@ impl Policy {
                 }
             }
         }
-        // A part drover cannot see might be what a deny rule forbids: deny rather than
-        // guess, whatever else the line holds (even when it lists no command at all).
+        None
+    }
+
+    /// A part drover cannot see might be what a deny rule forbids: deny rather than
+    /// guess, whatever else the line holds (even when it lists no command at all).
+    fn hidden_part_denial(&self, name: &str, analysis: &Analysis) -> Option<Decision> {
         if let Some(hidden) = analysis.opaque.iter().find(|o| hides_commands(o))
             && self.has_command_deny_rules(name)
         {
@@ -218,6 +221,17 @@ impl Policy {
                 ),
             ));
         }
+        None
+    }
+
+    /// An argument that names a file the Read/Edit deny rules forbid (or one drover cannot
+    /// resolve while they are in force), or a `cd` out of the workspace.
+    fn argument_denial(
+        &self,
+        analysis: &Analysis,
+        cwd: &Path,
+        dirs: &[PathBuf],
+    ) -> Option<Decision> {
         let path_rules = self.has_path_deny_rules();
         for command in &analysis.commands {
             if is_cd(command) {
@@ -258,6 +272,13 @@ impl Policy {
                 }
             }
         }
+        None
+    }
+
+    /// An input redirection (`< file`) from a file the Read deny rules forbid, or one
+    /// drover cannot resolve while they are in force.
+    fn input_denial(&self, line: &str, cwd: &Path, dirs: &[PathBuf]) -> Option<Decision> {
+        let path_rules = self.has_path_deny_rules();
         for input in words::input_redirections(line) {
             if path_rules && words::is_dynamic(&input) && self.unresolved(&input, cwd) {
                 return Some(Decision::deny(
@@ -287,6 +308,64 @@ impl Policy {
             rule.governs(name) && matches!(rule.specifier(), Some(Specifier::Command(_)))
         })
     }
+}
+
+/// Paths through /proc or /dev/fd mean the command's own process: such an argument makes
+/// the command line opaque.
+fn mark_process_paths(analysis: &mut Analysis, dirs: &[PathBuf]) {
+    for command in &analysis.commands {
+        let program = command.argv.first().map_or("", |p| basename(p));
+        // Builtins that print their arguments never open them.
+        if matches!(program, "echo" | "printf" | "true" | "false" | ":") {
+            continue;
+        }
+        for arg in &command.argv {
+            for candidate in words::path_candidates(arg) {
+                let through = dirs.iter().any(|dir| {
+                    drover_paths::resolve_physical(dir, &candidate).is_ok_and(|p| p.through_process)
+                });
+                if through {
+                    let opaque = Opaque::ProcessPath(candidate);
+                    if !analysis.opaque.contains(&opaque) {
+                        analysis.opaque.push(opaque);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A write whose file is not known before it runs, or (without a bare `Bash` rule) any
+/// part that cannot be analysed, is denied.
+fn opaque_denial(
+    name: &str,
+    line: &str,
+    analysis: &Analysis,
+    outright: Option<&Rule>,
+) -> Option<Decision> {
+    if let Some(write) = analysis
+        .opaque
+        .iter()
+        .find(|o| matches!(o, Opaque::DynamicWrite(_)))
+    {
+        return Some(Decision::deny(
+            None,
+            format!(
+                "{name}({line}) writes to a file whose name is not known before it runs ({write}); redirections must name their file"
+            ),
+        ));
+    }
+    if !analysis.opaque.is_empty() && outright.is_none() {
+        let why: Vec<String> = analysis.opaque.iter().map(|o| o.to_string()).collect();
+        return Some(Decision::deny(
+            None,
+            format!(
+                "{name}({line}) cannot be analysed before it runs ({}); only a policy that allows Bash outright permits that. Write the command without it",
+                why.join("; ")
+            ),
+        ));
+    }
+    None
 }
 
 /// Opaque parts that may run commands the analysis could not list. (The commands inside

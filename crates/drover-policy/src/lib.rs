@@ -125,4 +125,5 @@ impl Policy {
 }
 
 #[cfg(test)]
+#[path = "lib_tests.rs"]
 mod tests;

@@ -25,10 +25,10 @@ use std::fmt;
 use std::time::Duration;
 
 /// Longer command lines are not analysed (reported as [`Opaque::TooComplex`]).
-pub(crate) const MAX_INPUT: usize = 100 * 1024;
+pub const MAX_INPUT: usize = 100 * 1024;
 /// Deeper syntactic nesting (subshells, substitutions, `bash -c` levels …) is not
 /// followed, so that hostile input cannot exhaust the stack.
-pub(crate) const MAX_DEPTH: usize = 100;
+pub const MAX_DEPTH: usize = 100;
 /// Parsing is abandoned after this long (tree-sitter's error recovery can be slow on
 /// pathological input).
 pub(crate) const PARSE_TIME_LIMIT: Duration = Duration::from_secs(2);
@@ -132,6 +132,3 @@ pub fn analyse(command_line: &str) -> Analysis {
     walk::analyse_into(command_line, &mut analysis, 0, walk::Deadline::start());
     analysis
 }
-
-#[cfg(test)]
-mod tests;

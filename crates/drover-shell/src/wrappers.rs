@@ -81,6 +81,7 @@ const NONE: Options = Options {
     numeric: false,
 };
 
+/// Whether the first of `words` is a wrapper, and if so how many words it takes.
 fn step(words: &[Word]) -> Step {
     let Some(first) = words.first() else {
         return Step::NotAWrapper;
@@ -95,6 +96,37 @@ fn step(words: &[Word]) -> Step {
     let Some(name) = standard_program(&first.text) else {
         return Step::NotAWrapper;
     };
+    let Some(options) = wrapper_options(name, words) else {
+        return Step::NotAWrapper;
+    };
+    let mut index = match skip_options(words, &options) {
+        Ok(index) => index,
+        Err(why) => return Step::Unknown(format!("{name}: {why}")),
+    };
+    let mut assigned = Vec::new();
+    match name {
+        "timeout" => index += 1, // the duration
+        "env" => {
+            while let Some(word) = words.get(index)
+                && word.is_literal()
+                && let Some(variable) = assignment_name(&word.text)
+            {
+                assigned.push(variable.to_string());
+                index += 1;
+            }
+        }
+        _ => {}
+    }
+    match words.get(index) {
+        Some(_) => Step::Strip(index, assigned),
+        // Nothing left to run: the wrapper is the command (`env`, `exec >log`, `nice`).
+        None => Step::NotAWrapper,
+    }
+}
+
+/// The options of wrapper `name` (a standard program's name), run as `words`; None when
+/// it is no wrapper, or not one here (`command -v x` looks `x` up instead of running it).
+fn wrapper_options(name: &str, words: &[Word]) -> Option<Options> {
     let options = match name {
         "timeout" => Options {
             flags: "v",
@@ -129,7 +161,7 @@ fn step(words: &[Word]) -> Step {
                 .clone()
                 .any(|w| w.text != "--" && w.text.contains(['v', 'V']))
             {
-                return Step::NotAWrapper;
+                return None;
             }
             Options { flags: "p", ..NONE }
         }
@@ -139,31 +171,9 @@ fn step(words: &[Word]) -> Step {
             ..NONE
         },
         "nohup" | "builtin" | "coproc" => NONE,
-        _ => return Step::NotAWrapper,
+        _ => return None,
     };
-    let mut index = match skip_options(words, &options) {
-        Ok(index) => index,
-        Err(why) => return Step::Unknown(format!("{name}: {why}")),
-    };
-    let mut assigned = Vec::new();
-    match name {
-        "timeout" => index += 1, // the duration
-        "env" => {
-            while let Some(word) = words.get(index)
-                && word.is_literal()
-                && let Some(variable) = assignment_name(&word.text)
-            {
-                assigned.push(variable.to_string());
-                index += 1;
-            }
-        }
-        _ => {}
-    }
-    match words.get(index) {
-        Some(_) => Step::Strip(index, assigned),
-        // Nothing left to run: the wrapper is the command (`env`, `exec >log`, `nice`).
-        None => Step::NotAWrapper,
-    }
+    Some(options)
 }
 
 /// Index of the first word after the options (which start at index 1).

@@ -124,7 +124,6 @@ pub(super) async fn run_agent(
         subagents: subagents.as_ref(),
         depth: 0,
     };
-    let mut session = agent.begin(&config);
     let judging = Judging {
         plan,
         started,
@@ -132,18 +131,51 @@ pub(super) async fn run_agent(
         task_dir: inputs.task_dir,
         redactor,
     };
+    let driven = drive(&mut agent, &config, &judging, mcp, report).await?;
+    report.todos = agent.ctx.todos();
+    report.attempts = driven.attempt;
+    report.hook_runs = hooks.count();
+    record_figures(report, &driven.outcome, &config, &driven.offered);
+    record_output(report, &driven.session, redactor, inputs.task_dir)?;
+    Ok(Rounds {
+        outcome: driven.outcome,
+        commands,
+        settled: driven.settled,
+    })
+}
+
+/// The loop as it ended, the workspace made still.
+struct Driven {
+    outcome: LoopOutcome,
+    attempt: u32,
+    settled: Option<(Changes, Evaluation)>,
+    session: Session,
+    /// The MCP tools each server offered, by server.
+    offered: Vec<(String, Vec<String>)>,
+}
+
+/// The rounds of the loop, then the session closed (SessionEnd) and the workspace made
+/// still: every command and server the agent started stopped and gone.
+async fn drive(
+    agent: &mut Agent<'_>,
+    config: &AgentConfig,
+    judging: &Judging<'_>,
+    mcp: McpSession,
+    report: &mut TaskReport,
+) -> Result<Driven, TaskError> {
+    let mut session = agent.begin(config);
     let RoundsRun {
         outcome,
         attempt,
         mut settled,
-    } = run_rounds(&mut agent, &mut session, &config, &judging, report).await;
+    } = run_rounds(agent, &mut session, config, judging, report).await;
     // A resumed run that ended before its recorded turns were all replayed (a strict
     // drift, a lower limit) records what follows: hooks, checks, the end.
     agent.hand_over_now();
     // SessionEnd: the agent's work is over, whatever comes next. Its hooks can change
     // the workspace, so a round judged before them is judged again.
     let closed = match &outcome {
-        Ok(outcome) => agent.close(&config, &session, outcome.reason).await,
+        Ok(outcome) => agent.close(config, &session, outcome.reason).await,
         Err(_) => Ok(0),
     };
     // Nothing the agent started may outlive the loop, change the workspace while the
@@ -152,20 +184,22 @@ pub(super) async fn run_agent(
     agent.ctx.shutdown();
     let offered = offered_mcp_tools(&mcp);
     mcp.shutdown().await;
-    settle(&agent.ctx, &commands, workspace, report).await?;
+    settle(
+        &agent.ctx,
+        judging.commands,
+        &judging.started.workspace,
+        report,
+    )
+    .await?;
     if closed? > 0 {
         settled = None;
     }
-    let outcome = outcome?;
-    report.todos = agent.ctx.todos();
-    report.attempts = attempt;
-    report.hook_runs = hooks.count();
-    record_figures(report, &outcome, &config, &offered);
-    record_output(report, &session, redactor, inputs.task_dir)?;
-    Ok(Rounds {
-        outcome,
-        commands,
+    Ok(Driven {
+        outcome: outcome?,
+        attempt,
         settled,
+        session,
+        offered,
     })
 }
 

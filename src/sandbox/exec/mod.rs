@@ -540,4 +540,5 @@ async fn run_spawned(mut spawned: Spawned, timeout: Duration) -> std::io::Result
 }
 
 #[cfg(test)]
+#[path = "exec_tests.rs"]
 mod tests;

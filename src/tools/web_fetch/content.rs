@@ -2,6 +2,10 @@
 //! converter), text and JSON as they are, anything binary refused. The model reads
 //! text; an image or archive as bytes would only spend its context.
 
+use markup5ever_rcdom::NodeData;
+
+use crate::tools::ToolError;
+
 /// Most characters of page text the model is shown (the rest is cut, with a note).
 pub(crate) const MAX_CHARS: usize = 100_000;
 
@@ -136,8 +140,7 @@ static CONVERTER_PERMITS: std::sync::LazyLock<std::sync::Arc<tokio::sync::Semaph
 /// permit).
 pub(crate) async fn on_converter_thread<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, crate::tools::ToolError> {
-    use crate::tools::ToolError;
+) -> Result<T, ToolError> {
     let permit = std::sync::Arc::clone(&CONVERTER_PERMITS)
         .acquire_owned()
         .await
@@ -270,7 +273,6 @@ fn tree_depth(root: &htmd::Node) -> usize {
 /// What converting the tree costs: every node's text (at least one character) times how
 /// deep it sits, walked without recursion.
 fn conversion_cost(root: &htmd::Node) -> u64 {
-    use markup5ever_rcdom::NodeData;
     let mut cost = 0u64;
     let mut stack: Vec<(std::rc::Rc<htmd::Node>, u64)> = root
         .children
@@ -299,7 +301,6 @@ fn conversion_cost(root: &htmd::Node) -> u64 {
 
 /// The text of the parsed tree (skipping scripts and styles), walked without recursion.
 fn tree_text(root: &htmd::Node) -> String {
-    use markup5ever_rcdom::NodeData;
     let mut text = String::new();
     let mut stack: Vec<std::rc::Rc<htmd::Node>> =
         root.children.borrow().iter().rev().cloned().collect();

@@ -21,8 +21,8 @@ use content::{MAX_CHARS, to_text, truncate_chars};
 use fetch::{Body, Fetched, MAX_BODY_BYTES};
 
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
-use crate::policy::{Subject, judge_url};
-use crate::tools::recorded::Answer;
+use crate::policy::{Subject, UrlGrant, judge_url};
+use crate::tools::recorded::{Answer, RecordedAnswers};
 
 #[derive(Clone, Copy)]
 pub(crate) struct WebFetchTool;
@@ -75,55 +75,15 @@ impl TypedTool for WebFetchTool {
         // a call that reached it without the policy (a test, `drover tool`) is held too.
         let granted = judge_url(&url, &*web.grants)
             .map_err(|refused| ToolError::Failed(format!("WebFetch refused {url}: {refused}")))?;
-        if let Some(recorded) = &web.recorded {
-            match recorded.answer(ctx.call_id.as_deref()) {
-                Answer::Recorded(output) if output.is_error => {
-                    return Err(ToolError::Failed(output.content));
-                }
-                Answer::Recorded(output) => return Ok(output.content),
-                Answer::Missing => {
-                    return Err(ToolError::Failed(
-                        "the recording has no result for this call of WebFetch: the replay took a different path (a replay fetches nothing)".to_string(),
-                    ));
-                }
-                // A resumed run's call the recording does not answer: fetched for real.
-                Answer::Live => {}
-            }
+        if let Some(recorded) = &web.recorded
+            && let Some(answer) = recorded_answer(recorded, ctx.call_id.as_deref())
+        {
+            return answer;
         }
-        // The fragment is the browser's, never sent: one page, one cache entry.
-        let key = {
-            let mut page = granted.url.clone();
-            page.set_fragment(None);
-            page.to_string()
-        };
         let prompt = input.prompt.as_deref().map(str::trim).unwrap_or_default();
-        let (page, cached) = match web.cache.get(&key) {
-            Some(page) => (page, true),
-            None => match {
-                // At most FETCHES bodies (10 MiB each) in memory at once, whatever the
-                // number of calls in a turn.
-                let _permit = FETCH_PERMITS
-                    .acquire()
-                    .await
-                    .map_err(|e| ToolError::Internal(format!("the fetch permits are gone: {e}")))?;
-                fetch::fetch(granted, Arc::clone(&web.grants)).await
-            }
-            .map_err(|error| ToolError::Failed(error.to_string()))?
-            {
-                Fetched::Redirect {
-                    from,
-                    to,
-                    status,
-                    why,
-                } => return Ok(redirect_message(&from, &to, status, &why)),
-                Fetched::Page(body) => {
-                    // Converting up to 10 MiB of HTML is CPU work: off the async threads,
-                    // on a stack deep enough for the converter.
-                    let page = content::on_converter_thread(move || page_of(body)).await??;
-                    web.cache.put(&key, page.clone());
-                    (Arc::new(page), false)
-                }
-            },
+        let (page, cached) = match page(&web, granted).await? {
+            Got::Page(page, cached) => (page, cached),
+            Got::Redirect(message) => return Ok(message),
         };
         let mut shown = page.text.clone();
         for note in &page.notes {
@@ -157,6 +117,67 @@ impl TypedTool for WebFetchTool {
         result.push_str(&shown);
         result.push_str(cache_note);
         Ok(result)
+    }
+}
+
+/// In a replay, the recorded result of call `call_id`; None when the call is live (a
+/// resumed run's call the recording does not answer: fetched for real).
+fn recorded_answer(
+    recorded: &RecordedAnswers,
+    call_id: Option<&str>,
+) -> Option<Result<String, ToolError>> {
+    match recorded.answer(call_id) {
+        Answer::Recorded(output) if output.is_error => Some(Err(ToolError::Failed(output.content))),
+        Answer::Recorded(output) => Some(Ok(output.content)),
+        Answer::Missing => Some(Err(ToolError::Failed(
+            "the recording has no result for this call of WebFetch: the replay took a different path (a replay fetches nothing)".to_string(),
+        ))),
+        Answer::Live => None,
+    }
+}
+
+/// What fetching a URL gave: the page (and whether it came from the run's cache), or the
+/// message about a redirect that was not followed.
+enum Got {
+    Page(Arc<Page>, bool),
+    Redirect(String),
+}
+
+/// The page at `granted`: from the run's cache, else fetched, converted and cached.
+async fn page(web: &WebAccess, granted: UrlGrant) -> Result<Got, ToolError> {
+    // The fragment is the browser's, never sent: one page, one cache entry.
+    let key = {
+        let mut page = granted.url.clone();
+        page.set_fragment(None);
+        page.to_string()
+    };
+    if let Some(page) = web.cache.get(&key) {
+        return Ok(Got::Page(page, true));
+    }
+    let fetched = {
+        // At most FETCHES bodies (10 MiB each) in memory at once, whatever the number of
+        // calls in a turn.
+        let _permit = FETCH_PERMITS
+            .acquire()
+            .await
+            .map_err(|e| ToolError::Internal(format!("the fetch permits are gone: {e}")))?;
+        fetch::fetch(granted, Arc::clone(&web.grants)).await
+    }
+    .map_err(|error| ToolError::Failed(error.to_string()))?;
+    match fetched {
+        Fetched::Redirect {
+            from,
+            to,
+            status,
+            why,
+        } => Ok(Got::Redirect(redirect_message(&from, &to, status, &why))),
+        Fetched::Page(body) => {
+            // Converting up to 10 MiB of HTML is CPU work: off the async threads, on a
+            // stack deep enough for the converter.
+            let page = content::on_converter_thread(move || page_of(body)).await??;
+            web.cache.put(&key, page.clone());
+            Ok(Got::Page(Arc::new(page), false))
+        }
     }
 }
 
@@ -220,4 +241,5 @@ fn redirect_message(from: &Url, to: &str, status: u16, why: &str) -> String {
 }
 
 #[cfg(test)]
+#[path = "web_fetch_tests.rs"]
 mod tests;

@@ -3,15 +3,18 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::path::Path;
 
 use super::listing::Kind;
 use super::rules::StartRules;
+use super::stat::StatKey;
 use super::store::hash_reader;
 use super::walk::{Rules, walk};
 use super::{
     Baseline, Content, Entry, MAX_DIFFED_FILE, Source, excluded_key, git_mode, os_bytes, path_key,
 };
-use crate::workspace::snapshot::{MODE_SYMLINK, Stop};
+use crate::workspace::file_entry::MODE_SYMLINK;
+use crate::workspace::walk::Stop;
 use crate::workspace::{RelPath, Roots};
 
 /// One path that differs from the start.
@@ -105,29 +108,7 @@ impl Baseline {
                     return Ok(());
                 }
                 let at = self.root.join(walked.relative.to_path());
-                let now = if walked.kind == Kind::Symlink {
-                    roots.read_link(&at).map(|target| Now {
-                        mode: MODE_SYMLINK,
-                        content: Content::Link(os_bytes(&target)),
-                    })
-                } else if stat.size > MAX_DIFFED_FILE {
-                    Ok(Now {
-                        mode: git_mode(&stat),
-                        content: Content::Large { size: stat.size },
-                    })
-                } else {
-                    roots
-                        .open_file(&at)
-                        .and_then(|mut file| hash_reader(&mut file, stat.size))
-                        .map(|id| Now {
-                            mode: git_mode(&stat),
-                            content: Content::Blob {
-                                id,
-                                source: Source::None,
-                            },
-                        })
-                };
-                match now {
+                match now_of(&roots, &at, walked.kind, &stat) {
                     Ok(now) if !same(before, &now) => comparison.changes.push(Change {
                         path: walked.relative,
                         now: Some(now),
@@ -140,7 +121,21 @@ impl Baseline {
                 Ok(())
             },
         )?;
-        for ((path, _), seen) in self.entries.iter().zip(&seen) {
+        self.gone(&mut comparison, &seen, &unlisted, &excluded_seen);
+        comparison.changes.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(comparison)
+    }
+
+    /// What the walk did not see again: starting files deleted (unless inside a directory
+    /// that could not be listed), and left-out files gone.
+    fn gone(
+        &self,
+        comparison: &mut Comparison,
+        seen: &[bool],
+        unlisted: &[RelPath],
+        excluded_seen: &HashSet<u128>,
+    ) {
+        for ((path, _), seen) in self.entries.iter().zip(seen) {
             if !seen && !unlisted.iter().any(|dir| path.starts_with(dir)) {
                 comparison.changes.push(Change {
                     path: path.clone(),
@@ -153,8 +148,33 @@ impl Baseline {
             .iter()
             .filter(|key| !excluded_seen.contains(key))
             .count();
-        comparison.changes.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(comparison)
+    }
+}
+
+/// What the file at `at` holds now: a link's target, a large file's size, else the blob
+/// id of its bytes (hashed, not kept).
+fn now_of(roots: &Roots, at: &Path, kind: Kind, stat: &StatKey) -> io::Result<Now> {
+    if kind == Kind::Symlink {
+        roots.read_link(at).map(|target| Now {
+            mode: MODE_SYMLINK,
+            content: Content::Link(os_bytes(&target)),
+        })
+    } else if stat.size > MAX_DIFFED_FILE {
+        Ok(Now {
+            mode: git_mode(stat),
+            content: Content::Large { size: stat.size },
+        })
+    } else {
+        roots
+            .open_file(at)
+            .and_then(|mut file| hash_reader(&mut file, stat.size))
+            .map(|id| Now {
+                mode: git_mode(stat),
+                content: Content::Blob {
+                    id,
+                    source: Source::None,
+                },
+            })
     }
 }
 

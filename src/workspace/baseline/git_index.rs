@@ -186,16 +186,9 @@ fn uses_other_object_format(common: &Path) -> bool {
 /// The entries of an index below `prefix`, relative to it. `Ok(None)` for an index this
 /// parser does not take on trust (unknown version, split index, sparse directories).
 fn parse(mut reader: impl Read, prefix: &RelPath) -> io::Result<Option<SortedPaths<IndexEntry>>> {
-    let mut header = [0u8; 12];
-    reader.read_exact(&mut header)?;
-    if &header[..4] != b"DIRC" {
+    let Some((version, count)) = read_header(&mut reader)? else {
         return Ok(None);
-    }
-    let version = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
-    if !(2..=4).contains(&version) {
-        return Ok(None);
-    }
-    let count = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
+    };
     let mut entries = Vec::new();
     let mut previous_name: Vec<u8> = Vec::new();
     let prefix_bytes = prefix.as_bytes();
@@ -217,33 +210,7 @@ fn parse(mut reader: impl Read, prefix: &RelPath) -> io::Result<Option<SortedPat
             extended = u16::from_be_bytes(more);
             consumed += 2;
         }
-        let name = if version == 4 {
-            let strip = read_varint(&mut reader)?;
-            let keep = previous_name
-                .len()
-                .checked_sub(strip)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad name prefix"))?;
-            let mut name = previous_name[..keep].to_vec();
-            name.extend(read_until_nul(&mut reader)?);
-            name
-        } else {
-            let length = usize::from(flags & NAME_MASK);
-            let name = if length < usize::from(NAME_MASK) {
-                let mut name = vec![0u8; length];
-                reader.read_exact(&mut name)?;
-                let mut nul = [0u8; 1];
-                reader.read_exact(&mut nul)?;
-                name
-            } else {
-                read_until_nul(&mut reader)?
-            };
-            // Entries are padded with NULs to a multiple of 8 bytes (name's NUL included).
-            let total = consumed + name.len() + 1;
-            let padding = (8 - total % 8) % 8;
-            let mut pad = vec![0u8; padding];
-            reader.read_exact(&mut pad)?;
-            name
-        };
+        let name = read_name(&mut reader, version, flags, consumed, &previous_name)?;
         previous_name.clone_from(&name);
         let mode = word(24);
         if mode == 0o040000 {
@@ -287,6 +254,59 @@ fn parse(mut reader: impl Read, prefix: &RelPath) -> io::Result<Option<SortedPat
         return Ok(None);
     }
     Ok(Some(SortedPaths::from_unsorted(entries)))
+}
+
+/// The index's version and entry count; None for no index or a version this parser does
+/// not know.
+fn read_header(reader: &mut impl Read) -> io::Result<Option<(u32, u32)>> {
+    let mut header = [0u8; 12];
+    reader.read_exact(&mut header)?;
+    if &header[..4] != b"DIRC" {
+        return Ok(None);
+    }
+    let version = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
+    if !(2..=4).contains(&version) {
+        return Ok(None);
+    }
+    let count = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
+    Ok(Some((version, count)))
+}
+
+/// An entry's path name, after its fixed part (`consumed` bytes): version 4 writes it as
+/// a change of the previous entry's name; earlier versions write it whole, padded.
+fn read_name(
+    reader: &mut impl Read,
+    version: u32,
+    flags: u16,
+    consumed: usize,
+    previous_name: &[u8],
+) -> io::Result<Vec<u8>> {
+    if version == 4 {
+        let strip = read_varint(&mut *reader)?;
+        let keep = previous_name
+            .len()
+            .checked_sub(strip)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bad name prefix"))?;
+        let mut name = previous_name[..keep].to_vec();
+        name.extend(read_until_nul(&mut *reader)?);
+        return Ok(name);
+    }
+    let length = usize::from(flags & NAME_MASK);
+    let name = if length < usize::from(NAME_MASK) {
+        let mut name = vec![0u8; length];
+        reader.read_exact(&mut name)?;
+        let mut nul = [0u8; 1];
+        reader.read_exact(&mut nul)?;
+        name
+    } else {
+        read_until_nul(&mut *reader)?
+    };
+    // Entries are padded with NULs to a multiple of 8 bytes (name's NUL included).
+    let total = consumed + name.len() + 1;
+    let padding = (8 - total % 8) % 8;
+    let mut pad = vec![0u8; padding];
+    reader.read_exact(&mut pad)?;
+    Ok(name)
 }
 
 /// Whether the extension area (followed by the 20-byte checksum) holds `signature`.

@@ -10,6 +10,7 @@
 //! drover diffs is refused before anything is allocated.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -183,7 +184,6 @@ fn read_answers(
 /// Looked up rather than run: starting `git --version` would cost every task a few
 /// milliseconds.
 pub(super) fn git_available() -> bool {
-    use std::os::unix::fs::PermissionsExt;
     let Some(path) = std::env::var_os("PATH") else {
         return false;
     };

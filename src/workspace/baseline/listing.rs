@@ -3,7 +3,8 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
@@ -57,7 +58,6 @@ pub(super) fn list_dir(root_fd: &OwnedFd, root: &Path, relative: &RelPath) -> Li
 /// Open directory `relative` beneath `root_fd`, following no symlink anywhere on the way
 /// (the same resolution drover's file tools use).
 fn open_dir_beneath(root_fd: &OwnedFd, relative: &RelPath) -> rustix::io::Result<OwnedFd> {
-    use std::os::fd::AsFd;
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     crate::workspace::beneath::open_beneath(
         root_fd.as_fd(),
@@ -120,7 +120,6 @@ fn kind_of(file_type: FileType) -> Kind {
 }
 
 fn os(name: &CStr) -> &std::ffi::OsStr {
-    use std::os::unix::ffi::OsStrExt;
     std::ffi::OsStr::from_bytes(name.to_bytes())
 }
 

@@ -22,20 +22,24 @@ mod walk;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::io;
+#[cfg(unix)]
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 pub(crate) use compare::Comparison;
+use git_index::GitIndex;
 pub(crate) use git_index::{IndexSnapshot, repository_top};
 use listing::Kind;
 use rules::StartRules;
 use sorted::SortedPaths;
 use stat::StatKey;
 use store::Store;
-use walk::{Rules, walk};
+use walk::{Rules, Walked, walk};
 
-use super::snapshot::{MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK, Stop};
+use super::file_entry::{MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK};
+use super::walk::Stop;
 use super::{RelPath, Roots};
 
 /// Files larger than this are known by metadata only: never copied, read or diffed
@@ -206,22 +210,23 @@ impl Baseline {
             .map(Path::to_path_buf);
         let root = root
             .canonicalize()
-            .map_err(|e| super::snapshot::named(root, e))?;
+            .map_err(|e| super::walk::named(root, e))?;
         let roots = Roots::new(std::slice::from_ref(&root));
-        let index = match index {
-            IndexSource::Discover => git_index::load(&root),
-            IndexSource::Saved(Some(saved)) => git_index::load_saved(saved, &root),
-            IndexSource::Saved(None) => None,
-        }
-        .filter(|_| git_objects::git_available());
+        let index = start_index(&root, index);
         let store = Store::new()?;
         let mut rules = StartRules::new(&root);
         rules.add_build_trees(build_trees);
-        let mut entries = Vec::with_capacity(index.as_ref().map_or(0, |i| i.entries.len()));
-        let mut excluded_keys = HashSet::new();
-        let mut excluded_paths = HashSet::new();
-        let mut unreadable = Vec::new();
-        let mut leftovers = Vec::new();
+        let reader = Reader {
+            root: &root,
+            roots: &roots,
+            store: &store,
+            index: index.as_ref(),
+            origin: origin_dir.is_some(),
+        };
+        let mut collected = Collected {
+            entries: Vec::with_capacity(index.as_ref().map_or(0, |i| i.entries.len())),
+            ..Collected::default()
+        };
         let mut index_cursor = 0;
         walk(
             &root,
@@ -229,54 +234,7 @@ impl Baseline {
             Rules::Learn(&mut rules, &roots),
             stop,
             |walked| {
-                if walked.kind == Kind::File && is_stale_temp(&walked.relative) {
-                    let at = root.join(walked.relative.to_path());
-                    if std::fs::remove_file(at).is_ok() {
-                        leftovers.push(walked.relative);
-                        return Ok(());
-                    }
-                }
-                if let Some(why) = walked.unreadable {
-                    if !walked.excluded {
-                        unreadable.push((walked.relative, why));
-                    }
-                    return Ok(());
-                }
-                let Some(stat) = walked.stat else {
-                    return Ok(()); // a directory
-                };
-                if walked.excluded {
-                    excluded_keys.insert(excluded_key(&walked.relative, &stat));
-                    excluded_paths.insert(path_key(&walked.relative));
-                    return Ok(());
-                }
-                let read = if walked.kind == Kind::Symlink {
-                    let at = root.join(walked.relative.to_path());
-                    roots.read_link(&at).map(|target| Entry {
-                        mode: MODE_SYMLINK,
-                        content: Content::Link(os_bytes(&target)),
-                        stat,
-                    })
-                } else if walked.kind == Kind::File {
-                    let clean = index.as_ref().and_then(|index| {
-                        let at = index
-                            .entries
-                            .position_from(&walked.relative, &mut index_cursor)?;
-                        let (_, entry) = index.entries.at(at)?;
-                        (entry.mode == git_mode(&stat) && entry.stat.matches(&stat, index.written))
-                            .then_some(BlobId(entry.id))
-                    });
-                    let at = || root.join(walked.relative.to_path());
-                    start_file(&roots, &store, at, stat, clean, origin_dir.is_some())
-                } else {
-                    return Ok(());
-                };
-                match read {
-                    Ok(entry) => {
-                        entries.push((walked.relative, entry));
-                    }
-                    Err(error) => unreadable.push((walked.relative, error.to_string())),
-                }
+                reader.collect(walked, &mut index_cursor, &mut collected);
                 Ok(())
             },
         )?;
@@ -284,12 +242,12 @@ impl Baseline {
         Ok(Baseline {
             root,
             excluded: excluded.clone(),
-            entries: SortedPaths::from_unsorted(entries),
+            entries: SortedPaths::from_unsorted(collected.entries),
             rules,
-            excluded_keys,
-            excluded_paths,
-            unreadable,
-            leftovers,
+            excluded_keys: collected.excluded_keys,
+            excluded_paths: collected.excluded_paths,
+            unreadable: collected.unreadable,
+            leftovers: collected.leftovers,
             store,
             objects,
             origin: origin_dir,
@@ -322,6 +280,108 @@ impl Baseline {
 /// The entry of one regular file at the start: taken on the index's word when `clean`
 /// names its blob, hashed when a copy's `origin` keeps the content, else copied into the
 /// store (or, when too large, known by size).
+/// What the start's walk needs to read an entry: where, through which handle, the store
+/// for the bytes it keeps, the git index that spares reading clean files, and whether
+/// the workspace is a copy of an origin.
+struct Reader<'r> {
+    root: &'r Path,
+    roots: &'r Roots,
+    store: &'r Store,
+    index: Option<&'r GitIndex>,
+    origin: bool,
+}
+
+/// What the start's walk collects.
+#[derive(Default)]
+struct Collected {
+    entries: Vec<(RelPath, Entry)>,
+    excluded_keys: HashSet<u128>,
+    excluded_paths: HashSet<u128>,
+    unreadable: Vec<(RelPath, String)>,
+    leftovers: Vec<RelPath>,
+}
+
+impl Reader<'_> {
+    /// One walked entry into `collected`: a killed write's temp file removed, an
+    /// unreadable directory or file noted, a left-out file keyed, a file or link read.
+    /// `cursor` walks the index's sorted entries along with the walk.
+    fn collect(&self, walked: Walked, cursor: &mut usize, collected: &mut Collected) {
+        let root = self.root;
+        if walked.kind == Kind::File && is_stale_temp(&walked.relative) {
+            let at = root.join(walked.relative.to_path());
+            if std::fs::remove_file(at).is_ok() {
+                collected.leftovers.push(walked.relative);
+                return;
+            }
+        }
+        if let Some(why) = walked.unreadable {
+            if !walked.excluded {
+                collected.unreadable.push((walked.relative, why));
+            }
+            return;
+        }
+        let Some(stat) = walked.stat else {
+            return; // a directory
+        };
+        if walked.excluded {
+            collected
+                .excluded_keys
+                .insert(excluded_key(&walked.relative, &stat));
+            collected.excluded_paths.insert(path_key(&walked.relative));
+            return;
+        }
+        let read = if walked.kind == Kind::Symlink {
+            let at = root.join(walked.relative.to_path());
+            self.roots.read_link(&at).map(|target| Entry {
+                mode: MODE_SYMLINK,
+                content: Content::Link(os_bytes(&target)),
+                stat,
+            })
+        } else if walked.kind == Kind::File {
+            let clean = self
+                .index
+                .and_then(|index| clean_id(index, &walked.relative, cursor, &stat));
+            let at = || root.join(walked.relative.to_path());
+            start_file(self.roots, self.store, at, stat, clean, self.origin)
+        } else {
+            return;
+        };
+        match read {
+            Ok(entry) => {
+                collected.entries.push((walked.relative, entry));
+            }
+            Err(error) => collected
+                .unreadable
+                .push((walked.relative, error.to_string())),
+        }
+    }
+}
+
+/// The git index whose clean entries spare reading files, if any is to be used (and git
+/// can give their blobs later).
+fn start_index(root: &Path, index: IndexSource<'_>) -> Option<GitIndex> {
+    match index {
+        IndexSource::Discover => git_index::load(root),
+        IndexSource::Saved(Some(saved)) => git_index::load_saved(saved, root),
+        IndexSource::Saved(None) => None,
+    }
+    .filter(|_| git_objects::git_available())
+}
+
+/// The blob id the index gives `relative` when its entry is clean (same mode and stat,
+/// not racily written); `cursor` walks the sorted entries along with the walk.
+fn clean_id(
+    index: &GitIndex,
+    relative: &RelPath,
+    cursor: &mut usize,
+    stat: &StatKey,
+) -> Option<BlobId> {
+    let at = index.entries.position_from(relative, cursor)?;
+    let (_, entry) = index.entries.at(at)?;
+    (entry.mode == git_mode(stat) && entry.stat.matches(stat, index.written))
+        .then_some(BlobId(entry.id))
+}
+
 fn start_file(
     roots: &Roots,
     store: &Store,
@@ -342,7 +402,7 @@ fn start_file(
         let at = at();
         let mut file = roots.open_file(&at)?;
         let id =
-            store::hash_reader(&mut file, stat.size).map_err(|e| super::snapshot::named(&at, e))?;
+            store::hash_reader(&mut file, stat.size).map_err(|e| super::walk::named(&at, e))?;
         Content::Blob {
             id,
             source: Source::Origin,
@@ -352,7 +412,7 @@ fn start_file(
         let mut file = roots.open_file(&at)?;
         let id = store
             .put(&mut file, stat.size)
-            .map_err(|e| super::snapshot::named(&at, e))?;
+            .map_err(|e| super::walk::named(&at, e))?;
         Content::Blob {
             id,
             source: Source::Store,
@@ -403,7 +463,6 @@ fn wide_hash(value: &impl Hash) -> u128 {
 
 #[cfg(unix)]
 fn os_bytes(path: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
     path.as_os_str().as_bytes().to_vec()
 }
 
@@ -413,4 +472,5 @@ fn os_bytes(path: &Path) -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[path = "baseline_tests.rs"]
 mod tests;

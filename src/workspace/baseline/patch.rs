@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use super::git_objects::GitObjects;
 use super::{Baseline, BlobId, Comparison, Content, Entry, MAX_DIFFED_FILE, Source};
 use crate::workspace::diff::path_patch;
-use crate::workspace::snapshot::{FileEntry, MODE_SYMLINK};
+use crate::workspace::file_entry::{FileEntry, MODE_SYMLINK};
 use crate::workspace::{RelPath, Roots};
 
 /// The diff and what it had to leave out.

@@ -3,6 +3,8 @@
 //! file rewritten and then given its old `mtime` back still counts as changed.
 
 use std::fs::Metadata;
+#[cfg(unix)]
+use std::os::unix::fs::MetadataExt as _;
 
 /// Seconds and nanoseconds since the epoch, as the file system reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -15,7 +17,6 @@ impl Timestamp {
     /// The modification time of `metadata`.
     #[cfg(unix)]
     pub(super) fn modified(metadata: &Metadata) -> Timestamp {
-        use std::os::unix::fs::MetadataExt;
         Timestamp {
             seconds: metadata.mtime(),
             nanos: u32::try_from(metadata.mtime_nsec()).unwrap_or(0),

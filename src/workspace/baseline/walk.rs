@@ -10,6 +10,7 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags};
@@ -19,7 +20,7 @@ use super::listing::{Child, Kind, Listing, list};
 use super::prefetch::{FinishOnDrop, Prefetcher};
 use super::rules::StartRules;
 use super::stat::StatKey;
-use crate::workspace::snapshot::{Stop, stopped};
+use crate::workspace::walk::{Stop, stopped};
 use crate::workspace::{RelPath, Roots};
 
 /// One entry below the root.
@@ -74,23 +75,18 @@ pub(super) fn walk(
         learned.learn_dir(roots, &RelPath::root(), &|name| holds(&top, name));
     }
     let prefetcher = Prefetcher::default();
+    let dirs = Dirs {
+        root,
+        root_fd: &root_fd,
+        prefetcher: &prefetcher,
+        excluded: &excluded_dirs,
+    };
     std::thread::scope(|scope| {
         let _finish = FinishOnDrop(&prefetcher);
         // One helper: with the walk itself, two threads list (the machines drover runs
         // on have at least two cores; a busy one just lists less ahead).
         scope.spawn(|| prefetcher.run(&root_fd, root));
-        let walk_dirs = |children: &[Child]| {
-            let dirs: Vec<RelPath> = children
-                .iter()
-                .rev()
-                .filter(|child| child.kind == Kind::Dir)
-                .filter(|child| child.relative.as_bytes() != b".git")
-                .filter(|child| !excluded_dirs.contains(&child.relative))
-                .map(|child| child.relative.clone())
-                .collect();
-            prefetcher.look_ahead(dirs.into_iter());
-        };
-        walk_dirs(&top);
+        dirs.look_ahead(&top);
         let mut stack = vec![Frame {
             excluded: false,
             pending: top,
@@ -129,47 +125,85 @@ pub(super) fn walk(
                 })?;
                 continue;
             }
-            // Opened beneath the root without following a symlink: a directory swapped
-            // for a link since it was listed is not walked into.
-            let listed = prefetcher.listing(&root_fd, root, &relative);
-            let mut is_excluded = parent_excluded || judge(&mut rules, &relative, true);
-            // A directory that cannot be listed (no permission, a path too long for the
-            // kernel) is reported, never the end of the walk: one such directory must
-            // not cost the diff of everything else.
-            let entries = match listed {
-                Listing::Entries(entries) => entries,
-                // Gone since its parent was listed: it is simply not there any more.
-                Listing::Gone => continue,
-                Listing::Unreadable(error) => {
-                    visit(Walked {
-                        relative,
-                        kind: Kind::Dir,
-                        stat: None,
-                        excluded: is_excluded,
-                        unreadable: Some(error.to_string()),
-                    })?;
-                    continue;
-                }
-            };
-            walk_dirs(&entries);
-            if !is_excluded && let Rules::Learn(learned, roots) = &mut rules {
-                learned.learn_dir(roots, &relative, &|name| holds(&entries, name));
-                is_excluded = learned.excludes(&relative, true);
+            if let Some(frame) = dirs.enter(relative, parent_excluded, &mut rules, &mut visit)? {
+                stack.push(frame);
             }
-            visit(Walked {
-                relative: relative.clone(),
-                kind: Kind::Dir,
-                stat: None,
-                excluded: is_excluded,
-                unreadable: None,
-            })?;
-            stack.push(Frame {
-                excluded: is_excluded,
-                pending: entries,
-            });
         }
         Ok(())
     })
+}
+
+/// What the walk needs to go into directories: the root (and a handle on it), the
+/// helper listing ahead, and the excluded directories.
+struct Dirs<'w> {
+    root: &'w Path,
+    root_fd: &'w OwnedFd,
+    prefetcher: &'w Prefetcher,
+    excluded: &'w HashSet<RelPath>,
+}
+
+impl Dirs<'_> {
+    /// Ask the helper to list the directories among `children` the walk will enter.
+    fn look_ahead(&self, children: &[Child]) {
+        let dirs: Vec<RelPath> = children
+            .iter()
+            .rev()
+            .filter(|child| child.kind == Kind::Dir)
+            .filter(|child| child.relative.as_bytes() != b".git")
+            .filter(|child| !self.excluded.contains(&child.relative))
+            .map(|child| child.relative.clone())
+            .collect();
+        self.prefetcher.look_ahead(dirs.into_iter());
+    }
+
+    /// Directory `relative`: listed, judged (its ignore files learned at the start) and
+    /// visited; the frame of its entries, unless it is gone or cannot be listed.
+    fn enter(
+        &self,
+        relative: RelPath,
+        parent_excluded: bool,
+        rules: &mut Rules<'_>,
+        visit: &mut impl FnMut(Walked) -> io::Result<()>,
+    ) -> io::Result<Option<Frame>> {
+        // Opened beneath the root without following a symlink: a directory swapped for a
+        // link since it was listed is not walked into.
+        let listed = self.prefetcher.listing(self.root_fd, self.root, &relative);
+        let mut is_excluded = parent_excluded || judge(rules, &relative, true);
+        // A directory that cannot be listed (no permission, a path too long for the
+        // kernel) is reported, never the end of the walk: one such directory must not
+        // cost the diff of everything else.
+        let entries = match listed {
+            Listing::Entries(entries) => entries,
+            // Gone since its parent was listed: it is simply not there any more.
+            Listing::Gone => return Ok(None),
+            Listing::Unreadable(error) => {
+                visit(Walked {
+                    relative,
+                    kind: Kind::Dir,
+                    stat: None,
+                    excluded: is_excluded,
+                    unreadable: Some(error.to_string()),
+                })?;
+                return Ok(None);
+            }
+        };
+        self.look_ahead(&entries);
+        if !is_excluded && let Rules::Learn(learned, roots) = rules {
+            learned.learn_dir(roots, &relative, &|name| holds(&entries, name));
+            is_excluded = learned.excludes(&relative, true);
+        }
+        visit(Walked {
+            relative: relative.clone(),
+            kind: Kind::Dir,
+            stat: None,
+            excluded: is_excluded,
+            unreadable: None,
+        })?;
+        Ok(Some(Frame {
+            excluded: is_excluded,
+            pending: entries,
+        }))
+    }
 }
 
 /// The `excluded` paths (files or directories, existing or not yet) that lie strictly

@@ -2,6 +2,8 @@
 //! each of its checks becomes a test case, so a failed task reads like a failed test
 //! with the reason, the figures and the check output right there.
 
+mod properties;
+
 use std::path::PathBuf;
 
 use junit_report::{Duration, Report, TestCase, TestCaseBuilder, TestSuiteBuilder};
@@ -286,6 +288,6 @@ fn fix_time_attribute(tag: &str) -> String {
     }
 }
 
-mod properties;
 #[cfg(test)]
+#[path = "junit_tests.rs"]
 pub(crate) mod tests;

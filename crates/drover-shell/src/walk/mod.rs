@@ -300,22 +300,8 @@ impl Walker<'_> {
             self.flag(Opaque::DynamicCommand(excerpt(&name.source)));
             return;
         }
-        match wrappers::shell_script(run) {
-            ShellScript::Script(index) => {
-                let script = &run[index];
-                if script.is_literal() {
-                    analyse_into(&script.text, self.out, depth + 1, self.deadline);
-                } else {
-                    self.flag(Opaque::DynamicCommand(excerpt(&script.source)));
-                }
-                return;
-            }
-            ShellScript::Unreadable(word) => self.flag(Opaque::DynamicCommand(excerpt(&word))),
-            ShellScript::FromStdin => {
-                let reason = format!("script read from standard input: {source}");
-                self.flag(Opaque::Source(excerpt(&reason)));
-            }
-            ShellScript::No | ShellScript::MissingScript => {}
+        if self.shell_script(run, source, depth) {
+            return;
         }
         if name.text.contains(char::is_whitespace) {
             // `'git status'` runs a program named "git status", yet its text would match
@@ -324,8 +310,43 @@ impl Walker<'_> {
             self.flag(Opaque::DynamicCommand(excerpt(&reason)));
         }
         let argv: Vec<String> = run.iter().map(|word| word.text.clone()).collect();
-        // `git diff --output=FILE`, `curl -o FILE`, `sort -o FILE`: writes like `>`.
-        for written in super::output_options::written(&argv) {
+        self.output_option_writes(run, &argv, source);
+        self.out.commands.push(SimpleCommand {
+            text: argv.join(" "),
+            argv,
+            source: source.to_string(),
+        });
+        self.builtin(run, source, depth);
+        self.inner_commands(run, depth);
+    }
+
+    /// A shell run on a script (`bash -c SCRIPT`): the script analysed in turn when it is
+    /// literal, or flagged (read from stdin, not literal). True when the script's analysis
+    /// stands for the whole command.
+    fn shell_script(&mut self, run: &[Word], source: &str, depth: usize) -> bool {
+        match wrappers::shell_script(run) {
+            ShellScript::Script(index) => {
+                let script = &run[index];
+                if script.is_literal() {
+                    analyse_into(&script.text, self.out, depth + 1, self.deadline);
+                } else {
+                    self.flag(Opaque::DynamicCommand(excerpt(&script.source)));
+                }
+                return true;
+            }
+            ShellScript::Unreadable(word) => self.flag(Opaque::DynamicCommand(excerpt(&word))),
+            ShellScript::FromStdin => {
+                let reason = format!("script read from standard input: {source}");
+                self.flag(Opaque::Source(excerpt(&reason)));
+            }
+            ShellScript::No | ShellScript::MissingScript => {}
+        }
+        false
+    }
+
+    /// `git diff --output=FILE`, `curl -o FILE`, `sort -o FILE`: writes like `>`.
+    fn output_option_writes(&mut self, run: &[Word], argv: &[String], source: &str) {
+        for written in super::output_options::written(argv) {
             match written {
                 super::output_options::Written::Word(index) => {
                     if let Some(word) = run.get(index) {
@@ -341,11 +362,12 @@ impl Walker<'_> {
                 }
             }
         }
-        self.out.commands.push(SimpleCommand {
-            text: argv.join(" "),
-            argv,
-            source: source.to_string(),
-        });
+    }
+
+    /// What the builtins among simple commands do beyond running: `eval`, `source` and
+    /// `trap` run code, `tee` writes, `export` and friends assign, `alias` renames.
+    fn builtin(&mut self, run: &[Word], source: &str, depth: usize) {
+        let name = &run[0];
         match name.text.as_str() {
             "eval" => {
                 self.flag(Opaque::Eval(excerpt(source)));
@@ -391,7 +413,6 @@ impl Walker<'_> {
             }
             _ => {}
         }
-        self.inner_commands(run, depth);
     }
 
     /// The commands `xargs`, `find -exec` and `busybox` run: listed as well as the outer

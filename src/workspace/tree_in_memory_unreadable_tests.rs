@@ -9,7 +9,7 @@ fn an_unreadable_file_is_named_and_the_rest_is_kept() {
     std::fs::create_dir_all(root.join("locked")).unwrap();
     std::fs::write(root.join("locked/secret.txt"), "s").unwrap();
     std::fs::write(root.join("new.txt"), "agent's work").unwrap();
-    let before = Snapshot {
+    let before = TreeInMemory {
         files: BTreeMap::from([(
             RelPath::from("locked/secret.txt"),
             FileEntry {
@@ -28,7 +28,7 @@ fn an_unreadable_file_is_named_and_the_rest_is_kept() {
         limits: Default::default(),
     };
     let taken = std::thread::spawn(move || {
-        enforce_files(&policy).map(|()| Snapshot::take_excluding(&root, &[]))
+        enforce_files(&policy).map(|()| TreeInMemory::take_excluding(&root, &[]))
     })
     .join()
     .unwrap();

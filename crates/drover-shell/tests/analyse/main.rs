@@ -8,7 +8,7 @@ mod robustness;
 
 mod table;
 
-use super::*;
+use drover_shell::*;
 
 /// A command line, the command texts it runs, the files it writes, and whether any
 /// part of it is opaque.

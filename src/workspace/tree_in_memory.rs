@@ -1,46 +1,24 @@
-//! The workspace's files at one moment, so a run can be diffed against its start and the
-//! files it changed can be named without asking git (the workspace need not be a repo).
+//! Test support: a whole tree of files read into memory ([`TreeInMemory`]), the model
+//! the diff format's and the copy's tests compare workspaces with, and the tests of the
+//! walk through it.
 
-#[cfg(test)]
 use std::collections::BTreeMap;
-use std::fs::FileType;
-#[cfg(test)]
 use std::fs::Metadata;
 use std::io;
+#[cfg(unix)]
+use std::os::unix::ffi::OsStrExt as _;
+#[cfg(unix)]
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
-#[cfg(test)]
 use sha2::{Digest, Sha256};
 
 use super::RelPath;
-
-/// Git's mode for a regular file without execute permission.
-pub(crate) const MODE_FILE: u32 = 0o100644;
-/// Git's mode for a regular file with an execute bit set.
-pub(crate) const MODE_EXECUTABLE: u32 = 0o100755;
-/// Git's mode for a symbolic link (its content is the link target).
-pub(crate) const MODE_SYMLINK: u32 = 0o120000;
-
-/// One file as git would store it: the diff and the fingerprint only care about these.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileEntry {
-    /// Unix mode bits as git writes them: 0o100644, 0o100755 or 0o120000 (symlink).
-    pub mode: u32,
-    /// File bytes (for a symlink: its target).
-    pub content: Vec<u8>,
-}
-
-impl FileEntry {
-    /// Symlinks are diffed by their target text and cannot become regular files in place.
-    pub(crate) fn is_symlink(&self) -> bool {
-        self.mode == MODE_SYMLINK
-    }
-}
+use super::file_entry::{FileEntry, MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK};
+use super::walk::{Stop, WalkedEntry, named, stopped, walk_noting_build_trees};
 
 /// A regular file's entry, read beneath `roots`.
-#[cfg(test)]
-fn read_file(roots: &super::Roots, at: &Path) -> io::Result<FileEntry> {
+fn read_file(roots: &crate::workspace::Roots, at: &Path) -> io::Result<FileEntry> {
     let mut file = roots.open_file(at)?;
     let metadata = file.metadata().map_err(|e| named(at, e))?;
     let mut content = Vec::new();
@@ -58,47 +36,45 @@ fn read_file(roots: &super::Roots, at: &Path) -> io::Result<FileEntry> {
 /// Every file of a tree in memory, keyed by relative path, in sorted order: the test
 /// model of a workspace (the diff format's and the copy's tests compare trees with it;
 /// runs use the on-disk [`Baseline`](super::Baseline)).
-#[cfg(test)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Snapshot {
+pub(crate) struct TreeInMemory {
     /// Relative path, as bytes → entry.
     pub files: BTreeMap<RelPath, FileEntry>,
     /// Files that could not be read (relative path, why): reported, never fatal, so one
     /// unreadable file does not cost the diff of everything else.
     pub unreadable: Vec<(RelPath, String)>,
     /// Temp files of atomic writes by drover processes that are gone (killed mid-write):
-    /// removed while the snapshot was taken, and not part of it.
+    /// removed while the tree was read, and not part of it.
     pub leftovers: Vec<RelPath>,
 }
 
-#[cfg(test)]
-impl Snapshot {
+impl TreeInMemory {
     /// Read every file under `root` that is not ignored (`.gitignore`, `.ignore`), not
-    /// inside `.git` and not in a build tree (see [`walker`]). Hidden files count: an agent
+    /// inside `.git` and not in a build tree (see [`walker`](super::walk::walker)). Hidden files count: an agent
     /// can edit `.github/` too. Symlinks are recorded, never followed, so a link out of the
     /// workspace cannot pull files in.
-    pub(crate) fn take(root: &Path) -> io::Result<Snapshot> {
-        Snapshot::take_excluding(root, &[])
+    pub(crate) fn take(root: &Path) -> io::Result<TreeInMemory> {
+        TreeInMemory::take_excluding(root, &[])
     }
 
-    /// [`Snapshot::take`], leaving out the directories in `excluded` that lie below `root`
+    /// [`TreeInMemory::take`], leaving out the directories in `excluded` that lie below `root`
     /// (drover's own artifacts directory: its transcripts are not the agent's work).
     ///
     /// Each file is opened beneath a handle on `root`, following no symlink, so a path
     /// that is not what the walk saw is an error rather than a read of something else.
-    pub(crate) fn take_excluding(root: &Path, excluded: &[PathBuf]) -> io::Result<Snapshot> {
-        Snapshot::take_until(root, excluded, &|| false)
+    pub(crate) fn take_excluding(root: &Path, excluded: &[PathBuf]) -> io::Result<TreeInMemory> {
+        TreeInMemory::take_until(root, excluded, &|| false)
     }
 
-    /// [`Snapshot::take_excluding`], stopping with [`stopped`] as soon as `stop` says so
+    /// [`TreeInMemory::take_excluding`], stopping with [`stopped`] as soon as `stop` says so
     /// (a baseline of a huge tree must not outlast a cancelled job).
     pub(crate) fn take_until(
         root: &Path,
         excluded: &[PathBuf],
         stop: Stop<'_>,
-    ) -> io::Result<Snapshot> {
+    ) -> io::Result<TreeInMemory> {
         let canonical = root.canonicalize().map_err(|e| named(root, e))?;
-        let roots = super::Roots::new(std::slice::from_ref(&canonical));
+        let roots = crate::workspace::Roots::new(std::slice::from_ref(&canonical));
         let mut files = BTreeMap::new();
         let mut unreadable = Vec::new();
         let mut leftovers = Vec::new();
@@ -108,7 +84,7 @@ impl Snapshot {
             }
             let at = canonical.join(entry.relative.to_path());
             if entry.file_type.is_file()
-                && super::leftovers::is_stale_write_temp(
+                && crate::workspace::leftovers::is_stale_write_temp(
                     &entry.path.file_name().unwrap_or_default().to_string_lossy(),
                 )
                 && std::fs::remove_file(&entry.path).is_ok()
@@ -133,7 +109,7 @@ impl Snapshot {
                 Err(error) => unreadable.push((entry.relative, error.to_string())),
             }
         }
-        Ok(Snapshot {
+        Ok(TreeInMemory {
             files,
             unreadable,
             leftovers,
@@ -142,7 +118,7 @@ impl Snapshot {
 
     /// Carry over from `before` the entries of files this snapshot could not read, so
     /// an unreadable file shows as unchanged rather than deleted.
-    pub(crate) fn keep_unreadable_from(&mut self, before: &Snapshot) {
+    pub(crate) fn keep_unreadable_from(&mut self, before: &TreeInMemory) {
         for (path, _) in &self.unreadable {
             if let Some(entry) = before.files.get(path) {
                 self.files.insert(path.clone(), entry.clone());
@@ -167,7 +143,7 @@ impl Snapshot {
 
     /// Paths added, changed (content or mode) or deleted between `self` (before) and
     /// `after`, sorted: what the reports list as "files changed".
-    pub(crate) fn changed_paths(&self, after: &Snapshot) -> Vec<RelPath> {
+    pub(crate) fn changed_paths(&self, after: &TreeInMemory) -> Vec<RelPath> {
         let mut changed: Vec<RelPath> = self
             .files
             .iter()
@@ -186,209 +162,34 @@ impl Snapshot {
     }
 }
 
-/// The signature a `CACHEDIR.TAG` file starts with (the Cache Directory Tagging
-/// standard, <https://bford.info/cachedir/>); cargo writes one into `target/`.
-const CACHEDIR_SIGNATURE: &[u8] = b"Signature: 8a477f597d28d172789f06886806bc55";
-
-/// The one walker configuration for "the workspace's files", shared by snapshots and
-/// copies so a copied workspace is exactly what the snapshot of the original sees.
-/// Ignore rules come only from files inside the workspace (not the user's global git
-/// config or parent directories), so the result does not depend on the machine.
-/// Skipped whatever the ignore files say: `.git/`, build trees (directories named
-/// `node_modules`, and directories tagged with a `CACHEDIR.TAG` file, like cargo's
-/// `target/`), and the directories in `excluded` that lie below `root`.
-pub(crate) fn walker(
-    root: &Path,
-    excluded: &[PathBuf],
-    build_trees: Arc<Mutex<Vec<PathBuf>>>,
-) -> ignore::WalkBuilder {
-    let excluded = excluded_below(root, excluded);
-    let root_path = root.to_path_buf();
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .parents(false)
-        .ignore(true)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(false)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |entry| {
-            if entry.depth() == 0 {
-                return true;
-            }
-            if entry.file_name() == ".git" {
-                return false;
-            }
-            if !entry.file_type().is_some_and(|t| t.is_dir()) {
-                return true;
-            }
-            let is_excluded = entry
-                .path()
-                .strip_prefix(&root_path)
-                .is_ok_and(|rel| excluded.iter().any(|e| e == rel));
-            if is_excluded {
-                return false;
-            }
-            if is_build_tree(entry.path()) {
-                if let Ok(mut trees) = build_trees.lock() {
-                    trees.push(entry.path().to_path_buf());
-                }
-                return false;
-            }
-            true
-        });
-    builder
-}
-
-/// `excluded` directories that lie strictly below `root`, relative to it (both
-/// canonicalized, so a symlinked or relative spelling still matches). A directory that
-/// does not exist (yet) has nothing to leave out.
-pub(crate) fn excluded_below(root: &Path, excluded: &[PathBuf]) -> Vec<PathBuf> {
-    let Ok(root) = root.canonicalize() else {
-        return Vec::new();
-    };
-    excluded
-        .iter()
-        .filter_map(|dir| dir.canonicalize().ok())
-        .filter_map(|dir| {
-            let rel = dir.strip_prefix(&root).ok()?;
-            (!rel.as_os_str().is_empty()).then(|| rel.to_path_buf())
-        })
-        .collect()
-}
-
-/// A directory no workspace snapshot or copy should hold: `node_modules`, or one tagged
-/// as a cache (`CACHEDIR.TAG` starting with the standard's signature).
-fn is_build_tree(dir: &Path) -> bool {
-    if dir.file_name().is_some_and(|name| name == "node_modules") {
-        return true;
-    }
-    let Ok(mut tag) = std::fs::File::open(dir.join("CACHEDIR.TAG")) else {
-        return false;
-    };
-    let mut start = [0u8; CACHEDIR_SIGNATURE.len()];
-    io::Read::read_exact(&mut tag, &mut start).is_ok() && start == CACHEDIR_SIGNATURE
-}
-
-/// One path the walker yielded below the root.
-pub(crate) struct WalkedEntry {
-    /// Absolute (or root-joined) path on disk.
-    pub path: PathBuf,
-    /// Relative to the root, as the file system's bytes.
-    pub relative: RelPath,
-    /// Not followed: a symlink reports as a symlink.
-    pub file_type: FileType,
-}
-
-/// Asked between entries whether to stop (drover was interrupted).
-pub(crate) type Stop<'a> = &'a dyn Fn() -> bool;
-
-/// The error of a walk or copy stopped by [`Stop`].
-pub(crate) fn stopped() -> io::Error {
-    io::Error::new(io::ErrorKind::Interrupted, "interrupted")
-}
-
-/// Everything [`walker`] yields below `root` (the root itself excluded), collected first
-/// so callers may write into the tree while using the list; stops with [`stopped`] as
-/// soon as `stop` says so.
-#[cfg(test)]
-pub(crate) fn walk_until(
-    root: &Path,
-    excluded: &[PathBuf],
-    stop: Stop<'_>,
-) -> io::Result<Vec<WalkedEntry>> {
+/// Every entry the walk yields below `root`, as [`walk_noting_build_trees`] gives them.
+fn walk_until(root: &Path, excluded: &[PathBuf], stop: Stop<'_>) -> io::Result<Vec<WalkedEntry>> {
     walk_noting_build_trees(root, excluded, stop).map(|(entries, _)| entries)
 }
 
-/// [`walk_until`], also returning the build trees it left out (relative to `root`).
-pub(crate) fn walk_noting_build_trees(
-    root: &Path,
-    excluded: &[PathBuf],
-    stop: Stop<'_>,
-) -> io::Result<(Vec<WalkedEntry>, Vec<RelPath>)> {
-    let build_trees: Arc<Mutex<Vec<PathBuf>>> = Arc::default();
-    let mut entries = Vec::new();
-    for result in walker(root, excluded, Arc::clone(&build_trees)).build() {
-        if stop() {
-            return Err(stopped());
-        }
-        let entry = match result {
-            Ok(entry) => entry,
-            // A malformed line in an ignore file is not worth failing the run over: the
-            // walker still applies the rest of the file.
-            Err(error) if error.io_error().is_none() => continue,
-            Err(error) => return Err(walk_error(root, error)),
-        };
-        if entry.depth() == 0 {
-            continue;
-        }
-        let Some(file_type) = entry.file_type() else {
-            continue;
-        };
-        let Ok(rel) = entry.path().strip_prefix(root) else {
-            continue;
-        };
-        let relative = RelPath::from_relative(rel);
-        entries.push(WalkedEntry {
-            path: entry.path().to_path_buf(),
-            relative,
-            file_type,
-        });
-    }
-    let trees = build_trees
-        .lock()
-        .map(|trees| {
-            trees
-                .iter()
-                .filter_map(|tree| tree.strip_prefix(root).ok())
-                .map(RelPath::from_relative)
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok((entries, trees))
-}
-
-fn walk_error(root: &Path, error: ignore::Error) -> io::Error {
-    let kind = error
-        .io_error()
-        .map(io::Error::kind)
-        .unwrap_or(io::ErrorKind::Other);
-    io::Error::new(
-        kind,
-        format!("reading workspace {}: {error}", root.display()),
-    )
-}
-
-/// An io error that says which file it is about.
-pub(crate) fn named(path: &Path, error: io::Error) -> io::Error {
-    io::Error::new(error.kind(), format!("{}: {error}", path.display()))
-}
-
-#[cfg(all(test, unix))]
+#[cfg(unix)]
 fn is_executable(metadata: &Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
     metadata.permissions().mode() & 0o111 != 0
 }
 
-#[cfg(all(test, not(unix)))]
+#[cfg(not(unix))]
 fn is_executable(_metadata: &Metadata) -> bool {
     false
 }
 
-#[cfg(all(test, unix))]
+#[cfg(unix)]
 fn path_bytes(path: &Path) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
     path.as_os_str().as_bytes().to_vec()
 }
 
-#[cfg(all(test, not(unix)))]
+#[cfg(not(unix))]
 fn path_bytes(path: &Path) -> Vec<u8> {
     path.to_string_lossy().replace('\\', "/").into_bytes()
 }
 
+#[cfg(test)]
+#[path = "tree_in_memory_unreadable_tests.rs"]
+mod unreadable_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,7 +213,7 @@ mod tests {
         write(root, "run.log", "noise");
         write(root, ".ignore", "secret.txt\n");
         write(root, "secret.txt", "x");
-        let snapshot = Snapshot::take(root).unwrap();
+        let snapshot = TreeInMemory::take(root).unwrap();
         let paths: Vec<String> = snapshot.files.keys().map(RelPath::to_string).collect();
         assert_eq!(
             paths,
@@ -439,7 +240,7 @@ mod tests {
         write(root, "run.sh", "#!/bin/sh\n");
         fs::set_permissions(root.join("run.sh"), fs::Permissions::from_mode(0o744)).unwrap();
         std::os::unix::fs::symlink("/etc", root.join("outside")).unwrap();
-        let snapshot = Snapshot::take(root).unwrap();
+        let snapshot = TreeInMemory::take(root).unwrap();
         assert_eq!(
             snapshot.files[&RelPath::from("run.sh")].mode,
             MODE_EXECUTABLE
@@ -454,8 +255,8 @@ mod tests {
     fn fingerprint_changes_with_content_and_is_stable() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a.txt", "one\n");
-        let first = Snapshot::take(dir.path()).unwrap();
-        let again = Snapshot::take(dir.path()).unwrap();
+        let first = TreeInMemory::take(dir.path()).unwrap();
+        let again = TreeInMemory::take(dir.path()).unwrap();
         assert_eq!(first.fingerprint(), again.fingerprint());
         assert_eq!(first.fingerprint().len(), 64);
         assert!(
@@ -465,10 +266,10 @@ mod tests {
                 .all(|c| matches!(c, '0'..='9' | 'a'..='f'))
         );
         write(dir.path(), "a.txt", "two\n");
-        let changed = Snapshot::take(dir.path()).unwrap();
+        let changed = TreeInMemory::take(dir.path()).unwrap();
         assert_ne!(first.fingerprint(), changed.fingerprint());
         assert_eq!(
-            Snapshot::default().fingerprint(),
+            TreeInMemory::default().fingerprint(),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
     }
@@ -479,7 +280,7 @@ mod tests {
             mode,
             content: content.as_bytes().to_vec(),
         };
-        let mut before = Snapshot::default();
+        let mut before = TreeInMemory::default();
         before.files.insert("same".into(), entry("x", MODE_FILE));
         before.files.insert("edited".into(), entry("x", MODE_FILE));
         before.files.insert("chmod".into(), entry("x", MODE_FILE));
@@ -510,7 +311,7 @@ mod tests {
             crate::esay!("note: running as root, permissions are not enforced; skipping");
             return;
         }
-        let error = Snapshot::take(dir.path()).unwrap_err();
+        let error = TreeInMemory::take(dir.path()).unwrap_err();
         assert!(error.to_string().contains("locked.txt"), "{error}");
     }
 
@@ -520,7 +321,7 @@ mod tests {
         write(dir.path(), ".gitignore", "a[\n*.log\n");
         write(dir.path(), "kept.txt", "k");
         write(dir.path(), "noise.log", "n");
-        let snapshot = Snapshot::take(dir.path()).unwrap();
+        let snapshot = TreeInMemory::take(dir.path()).unwrap();
         let paths: Vec<String> = snapshot.files.keys().map(RelPath::to_string).collect();
         assert_eq!(paths, [".gitignore", "kept.txt"]);
     }
@@ -540,7 +341,7 @@ mod tests {
         write(root, "node_modules/top.js", "js");
         // Not a cache tag: the standard requires the signature.
         write(root, "notes/CACHEDIR.TAG", "just a name\n");
-        let snapshot = Snapshot::take(root).unwrap();
+        let snapshot = TreeInMemory::take(root).unwrap();
         let paths: Vec<String> = snapshot.files.keys().map(RelPath::to_string).collect();
         assert_eq!(paths, ["notes/CACHEDIR.TAG", "src/lib.rs"]);
     }
@@ -556,7 +357,7 @@ mod tests {
         // Spelled through `..`: compared canonically.
         let excluded = root.join("sub/../drover-artifacts");
         let elsewhere = tempfile::tempdir().unwrap();
-        let snapshot = Snapshot::take_excluding(
+        let snapshot = TreeInMemory::take_excluding(
             root,
             &[excluded, elsewhere.path().to_path_buf(), root.to_path_buf()],
         )
@@ -581,11 +382,7 @@ mod tests {
         std::fs::write(real.join("a.txt"), "a").unwrap();
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        let snapshot = Snapshot::take(&link).unwrap();
+        let snapshot = TreeInMemory::take(&link).unwrap();
         assert_eq!(snapshot.files.keys().collect::<Vec<_>>(), [&"a.txt"]);
     }
 }
-
-#[cfg(test)]
-#[path = "snapshot_unreadable_tests.rs"]
-mod unreadable_tests;

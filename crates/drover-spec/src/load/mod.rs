@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde_saphyr::{Budget, Location, Options, Spanned};
+use serde_saphyr::budget::BudgetBreach;
+use serde_saphyr::{Budget, Error as YamlError, Location, Options, Spanned};
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
 
 use super::types::{ModelSpec, Provider, TaskSpec};
 
@@ -13,8 +16,6 @@ use super::types::{ModelSpec, Provider, TaskSpec};
 /// it, the same form as every other digest drover writes. Computed here with sha2 so the
 /// spec needs nothing of the binary.
 fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    use std::fmt::Write;
     let mut out = String::with_capacity(64);
     for byte in Sha256::digest(bytes) {
         // invariant: writing to a String cannot fail.
@@ -166,28 +167,26 @@ pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
 
 /// drover's wording for parser errors whose own message names library internals (a
 /// budget breach's Rust variant, the parser option that would allow duplicate keys).
-fn own_message(error: &serde_saphyr::Error) -> Option<String> {
-    use serde_saphyr::Error;
+fn own_message(error: &YamlError) -> Option<String> {
     let mut error = error;
-    while let Error::AliasError { error: inner, .. } | Error::WithSnippet { error: inner, .. } =
-        error
+    while let YamlError::AliasError { error: inner, .. }
+    | YamlError::WithSnippet { error: inner, .. } = error
     {
         error = inner;
     }
     match error {
-        Error::Budget { breach, .. } => Some(budget_message(breach)),
-        Error::DuplicateMappingKey { key: Some(key), .. } => {
+        YamlError::Budget { breach, .. } => Some(budget_message(breach)),
+        YamlError::DuplicateMappingKey { key: Some(key), .. } => {
             Some(format!("key `{key}` appears twice in the same mapping"))
         }
-        Error::DuplicateMappingKey { key: None, .. } => {
+        YamlError::DuplicateMappingKey { key: None, .. } => {
             Some("a key appears twice in the same mapping".to_string())
         }
         _ => None,
     }
 }
 
-fn budget_message(breach: &serde_saphyr::budget::BudgetBreach) -> String {
-    use serde_saphyr::budget::BudgetBreach;
+fn budget_message(breach: &BudgetBreach) -> String {
     const WHY: &str = "drover caps specs so a YAML bomb cannot hang it";
     match breach {
         BudgetBreach::Nodes { .. } => {
@@ -544,4 +543,5 @@ pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
 mod read;
 
 #[cfg(test)]
+#[path = "load_tests.rs"]
 mod tests;

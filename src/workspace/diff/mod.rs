@@ -16,8 +16,8 @@ pub(crate) use blob_id::blob_id;
 
 use crate::workspace::RelPath;
 #[cfg(test)]
-use crate::workspace::Snapshot;
-use crate::workspace::snapshot::FileEntry;
+use crate::workspace::TreeInMemory;
+use crate::workspace::file_entry::FileEntry;
 
 /// Lines of unchanged context around each change, as git uses by default.
 const CONTEXT_LINES: usize = 3;
@@ -25,7 +25,7 @@ const CONTEXT_LINES: usize = 3;
 /// A `git apply`-able diff from `before` to `after` (trees in memory, as tests build
 /// them); empty when nothing changed.
 #[cfg(test)]
-pub(crate) fn unified_diff(before: &Snapshot, after: &Snapshot) -> String {
+pub(crate) fn unified_diff(before: &TreeInMemory, after: &TreeInMemory) -> String {
     let mut out = String::new();
     for path in before.changed_paths(after) {
         path_patch(
@@ -201,4 +201,5 @@ pub(crate) fn quote_path(name: &[u8]) -> String {
 }
 
 #[cfg(test)]
+#[path = "diff_tests.rs"]
 mod tests;

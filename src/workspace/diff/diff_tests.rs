@@ -6,9 +6,9 @@ use std::path::Path;
 use std::process::Command;
 
 use super::*;
-use crate::workspace::snapshot::{MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK};
+use crate::workspace::file_entry::{MODE_EXECUTABLE, MODE_FILE, MODE_SYMLINK};
 
-fn tree(entries: &[(&str, u32, &[u8])]) -> Snapshot {
+fn tree(entries: &[(&str, u32, &[u8])]) -> TreeInMemory {
     let named: Vec<(&[u8], u32, &[u8])> = entries
         .iter()
         .map(|(path, mode, content)| (path.as_bytes(), *mode, *content))
@@ -17,9 +17,9 @@ fn tree(entries: &[(&str, u32, &[u8])]) -> Snapshot {
 }
 
 /// [`tree`] with file names given as raw bytes (names that are not UTF-8).
-fn tree_of_bytes(entries: &[(&[u8], u32, &[u8])]) -> Snapshot {
+fn tree_of_bytes(entries: &[(&[u8], u32, &[u8])]) -> TreeInMemory {
     use std::os::unix::ffi::OsStrExt;
-    let mut snapshot = Snapshot::default();
+    let mut snapshot = TreeInMemory::default();
     for (path, mode, content) in entries {
         snapshot.files.insert(
             RelPath::from_relative(Path::new(std::ffi::OsStr::from_bytes(path))),
@@ -32,7 +32,7 @@ fn tree_of_bytes(entries: &[(&[u8], u32, &[u8])]) -> Snapshot {
     snapshot
 }
 
-fn materialize(root: &Path, snapshot: &Snapshot) {
+fn materialize(root: &Path, snapshot: &TreeInMemory) {
     use std::os::unix::fs::PermissionsExt;
     for (path, entry) in &snapshot.files {
         let target = root.join(path.to_path());
@@ -67,7 +67,7 @@ fn git(dir: &Path, args: &[&str]) {
 
 /// Diff `before` → `after`, apply the patch with git to a fresh copy of `before`, and
 /// assert the result is `after`. Returns the patch for further assertions.
-fn assert_applies(before: &Snapshot, after: &Snapshot) -> String {
+fn assert_applies(before: &TreeInMemory, after: &TreeInMemory) -> String {
     let patch = unified_diff(before, after);
     assert_eq!(patch, unified_diff(before, after), "deterministic");
     let work = tempfile::tempdir().unwrap();
@@ -80,7 +80,7 @@ fn assert_applies(before: &Snapshot, after: &Snapshot) -> String {
     let patch_arg = patch_file.to_str().unwrap();
     git(&root, &["apply", "--check", patch_arg]);
     git(&root, &["apply", patch_arg]);
-    let result = Snapshot::take(&root).unwrap();
+    let result = TreeInMemory::take(&root).unwrap();
     assert_eq!(result, *after, "patch:\n{patch}");
     patch
 }

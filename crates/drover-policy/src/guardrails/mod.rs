@@ -366,4 +366,5 @@ fn is_fork_bomb(line: &str) -> bool {
 }
 
 #[cfg(test)]
+#[path = "guardrails_tests.rs"]
 mod tests;

@@ -383,4 +383,5 @@ fn is_plain_name(name: &str) -> bool {
 }
 
 #[cfg(test)]
+#[path = "merge_tests.rs"]
 mod tests;
