@@ -24,7 +24,7 @@ pub(crate) use meter::Meter;
 pub(crate) use output::{OutputSchema, STRUCTURED_OUTPUT};
 pub(crate) use prompt::system_prompt;
 pub(crate) use session::Session;
-pub(crate) use subagent::{SubAgentModels, SubAgentType, SubAgents};
+pub(crate) use subagent::{SubAgentModels, SubAgentType, SubAgents, without_usage};
 
 use crate::message::{Message, ModelResponse, Role, StopReason, Usage};
 use crate::model::pricing::cost;
@@ -60,16 +60,34 @@ pub(crate) struct AgentConfig {
     pub web_search: Option<crate::message::WebSearch>,
 }
 
-/// Recorded tool results a replay is expected to reproduce, by tool_use id.
-#[derive(Debug, Default)]
-pub(crate) struct ReplayExpectations {
-    pub results: crate::tools::recorded::ResultsById,
-    /// Under `--strict` the first difference ends the run with `replay_drift`.
-    pub strict: bool,
-    /// What is masked in both results before they are compared (durations, …).
-    pub masks: std::sync::Arc<crate::record::volatile::Masks>,
+/// What the loop asks of the recording it replays, supplied by the runner: the recorded
+/// results and how they are compared live there (`run::recording`), so the loop holds no
+/// recording of its own and only records what differs.
+pub(crate) trait ReplayCheck: Send {
+    /// Compare the result of call `call_id` with the next one recorded for that id: None
+    /// when they agree, else what differs. `agent_result`: the call started a sub-agent,
+    /// whose result ends with figures that vary from run to run.
+    fn differs(
+        &mut self,
+        call_id: &str,
+        output: &ToolOutput,
+        agent_result: bool,
+    ) -> Option<Difference>;
+
+    /// Whether the first difference ends the run with `replay_drift` (`--strict`).
+    fn strict(&self) -> bool;
+
     /// A resumed run: where its recorded turns end and the live model takes over.
-    pub handover: Option<Handover>,
+    fn handover(&self) -> Option<&Handover>;
+}
+
+/// A replayed result that differs from the recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Difference {
+    /// What the recording holds (`(no recorded result)` when it holds none).
+    pub expected: String,
+    /// A short diff of the two, volatile spans masked.
+    pub diff: String,
 }
 
 /// Where a resumed run's recorded turns end. Past them the transcript records every
@@ -105,7 +123,7 @@ pub(crate) struct Agent<'a> {
     pub policy: &'a Policy,
     pub ctx: ToolContext,
     pub transcript: &'a mut TranscriptWriter,
-    pub replay: Option<ReplayExpectations>,
+    pub replay: Option<Box<dyn ReplayCheck>>,
     /// Secret values taken out of every tool result before it is recorded or sent.
     pub redactor: &'a Redactor,
     /// The task's hooks (none: every event passes).
@@ -377,7 +395,7 @@ impl Agent<'_> {
     /// A resumed run whose recorded turns are all replayed goes live: what follows is
     /// recorded, asked of the live model, and done for real.
     fn hand_over(&mut self, session: &Session) {
-        let Some(handover) = self.replay.as_ref().and_then(|r| r.handover.as_ref()) else {
+        let Some(handover) = self.replay.as_ref().and_then(|r| r.handover()) else {
             return;
         };
         if session.turns >= handover.turns {
@@ -387,7 +405,7 @@ impl Agent<'_> {
 
     /// Go live now, wherever the replay of the recorded turns stands (the loop ended).
     pub(crate) fn hand_over_now(&mut self) {
-        let Some(handover) = self.replay.as_ref().and_then(|r| r.handover.as_ref()) else {
+        let Some(handover) = self.replay.as_ref().and_then(|r| r.handover()) else {
             return;
         };
         handover.answers.close();
@@ -414,43 +432,15 @@ impl Agent<'_> {
         }
         session.replayed_calls += 1;
         let number = session.replayed_calls;
-        // The next result recorded for this id (a model may repeat an id across turns).
-        let expected = replay
-            .results
-            .get_mut(&call.id)
-            .and_then(std::collections::VecDeque::pop_front);
-        let expected = expected.as_ref();
-        if expected == Some(output) {
+        let agent_result = self.registry.is_agent(&call.name);
+        let Some(Difference { expected, diff }) = replay.differs(&call.id, output, agent_result)
+        else {
             return Ok(None);
-        }
-        let is_agent = self.registry.is_agent(&call.name);
-        // An Agent result ends with its run's figures, whose duration varies.
-        let comparable = |content: &str| -> String {
-            let content = if is_agent {
-                subagent::without_usage(content)
-            } else {
-                content
-            };
-            replay.masks.mask(content).into_owned()
         };
-        let expected_text = expected.map_or_else(
-            || "(no recorded result)".to_string(),
-            |expected| expected.content.clone(),
-        );
-        let (recorded, replayed) = (comparable(&expected_text), comparable(&output.content));
-        let same = expected.is_some_and(|expected| {
-            expected.is_error == output.is_error
-                && expected.images == output.images
-                && recorded == replayed
-        });
-        if same {
-            return Ok(None);
-        }
-        let strict = replay.strict;
-        let diff = crate::record::drift::short_diff(&recorded, &replayed);
+        let strict = replay.strict();
         self.transcript.write(Event::ReplayDrift {
             tool_use_id: call.id.clone(),
-            expected: expected_text,
+            expected,
             actual: output.content.clone(),
             call: number,
             tool: call.name.clone(),

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::time::Instant;
 
 use super::session::Clock;
-use super::{Agent, AgentConfig, ReplayExpectations, system_prompt};
+use super::{Agent, AgentConfig, ReplayCheck, system_prompt};
 use crate::model::Model;
 use crate::policy::Policy;
 use crate::record::transcript::AgentScope;
@@ -44,7 +44,7 @@ pub(crate) trait SubAgentModels: Send + Sync {
     /// That model's prices; None when unknown.
     fn pricing(&self, agent_type: &str, requested: Option<&str>) -> Option<Pricing>;
     /// In a replay, the recorded results of `agent_id`'s tool calls.
-    fn replay(&self, agent_id: &str) -> Option<ReplayExpectations>;
+    fn replay(&self, agent_id: &str) -> Option<Box<dyn ReplayCheck>>;
 }
 
 /// The task's sub-agents.
@@ -408,7 +408,7 @@ mod tests {
         fn pricing(&self, _: &str, _: Option<&str>) -> Option<Pricing> {
             None
         }
-        fn replay(&self, _: &str) -> Option<ReplayExpectations> {
+        fn replay(&self, _: &str) -> Option<Box<dyn ReplayCheck>> {
             None
         }
     }

@@ -5,10 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::agent::ReplayExpectations;
 use crate::record::Event;
 use crate::run::recording::{
-    RecordedPatch, Recording, answers, artifacts_of, recorded_results, same_path,
+    RecordedPatch, RecordedResults, Recording, answers, artifacts_of, recorded_results, same_path,
 };
 use crate::spec::Isolation;
 use crate::tools::recorded::RecordedAnswers;
@@ -172,7 +171,7 @@ fn replay_mode(
     let results = recorded_results(&recording.events);
     let answers = answers(&results, &recording.agent_events);
     Ok(Mode::Replay(Box::new(ReplayPlan {
-        expectations: ReplayExpectations {
+        expectations: RecordedResults {
             results,
             strict: options.strict,
             masks: Arc::new(masks),

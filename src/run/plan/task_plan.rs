@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::agent::ReplayExpectations;
 use crate::model::remote::RemoteConfig;
 use crate::policy::RuleSet;
-use crate::run::recording::{RecordedPatch, Recording};
+use crate::run::recording::{RecordedPatch, RecordedResults, Recording};
 use crate::spec::{AgentSpec, HooksSpec, Isolation, LoadedSpec, McpServerSpec, ScriptTurn};
 use crate::tools::recorded::RecordedAnswers;
 use crate::workspace::baseline::IndexSnapshot;
@@ -110,7 +109,7 @@ pub(crate) enum Mode {
 /// What a replay needs besides the recording its model plays.
 pub(crate) struct ReplayPlan {
     /// The recorded results the loop compares its own with.
-    pub expectations: ReplayExpectations,
+    pub expectations: RecordedResults,
     /// The recorded results that answer WebFetch and MCP calls instead of reaching out.
     pub answers: Arc<RecordedAnswers>,
     /// The MCP tools the recording used, answered from it (no server runs without

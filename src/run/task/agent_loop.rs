@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::agent::{
-    Agent, AgentConfig, LoopOutcome, OutputSchema, ReplayExpectations, Session, system_prompt,
+    Agent, AgentConfig, LoopOutcome, OutputSchema, ReplayCheck, Session, system_prompt,
 };
 use crate::mcp::McpSession;
 use crate::model::Model;
@@ -15,6 +15,7 @@ use crate::model::pricing;
 use crate::policy::Policy;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::run::plan::{Mode, TaskPlan};
+use crate::run::recording::RecordedResults;
 use crate::tools::{Registry, ToolContext};
 use crate::workspace::atomic::write_atomic;
 use crate::workspace::confined::ConfinedThread;
@@ -35,7 +36,7 @@ use super::web::{web_access, web_search};
 /// What the loop needs besides the armed task.
 pub(super) struct LoopInputs<'a> {
     pub model: &'a mut dyn Model,
-    pub replay: Option<ReplayExpectations>,
+    pub replay: Option<RecordedResults>,
     pub interrupt: Interrupt,
     /// Where the task's artifacts are being written (the transcript hooks are shown).
     pub task_dir: &'a Path,
@@ -118,7 +119,9 @@ pub(super) async fn run_agent(
         policy: &policy,
         ctx,
         transcript,
-        replay: inputs.replay,
+        replay: inputs
+            .replay
+            .map(|replay| Box::new(replay) as Box<dyn ReplayCheck>),
         redactor,
         hooks: &hooks,
         subagents: subagents.as_ref(),

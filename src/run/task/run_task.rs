@@ -6,13 +6,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::agent::{Handover, ReplayExpectations};
+use crate::agent::Handover;
 use crate::message::Usage;
 use crate::model::Model;
 use crate::record::transcript::{EventObserver, TranscriptError};
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::run::artifacts::{Ledger, TaskFolder};
 use crate::run::plan::{Mode, ResumePlan, TaskPlan};
+use crate::run::recording::RecordedResults;
 
 use super::agent_loop::{self, LoopInputs, Rounds};
 use super::arm::{Armed, arm};
@@ -336,10 +337,10 @@ fn changes_of(
 /// What the loop compares its results with: a replay's recorded results, or a resumed
 /// run's for its recorded turns (then the live model takes over). Only the loop
 /// compares results: they move there.
-fn replay_expectations(mode: &mut Mode) -> Option<ReplayExpectations> {
+fn replay_expectations(mode: &mut Mode) -> Option<RecordedResults> {
     match mode {
         Mode::Replay(replay) => Some(std::mem::take(&mut replay.expectations)),
-        Mode::Resume(resume) => Some(ReplayExpectations {
+        Mode::Resume(resume) => Some(RecordedResults {
             results: std::mem::take(&mut resume.results),
             strict: resume.strict,
             masks: Arc::clone(&resume.masks),

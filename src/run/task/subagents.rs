@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::agent::{ReplayExpectations, SubAgentModels, SubAgentType, SubAgents};
+use crate::agent::{ReplayCheck, SubAgentModels, SubAgentType, SubAgents};
 use crate::model::Model;
 use crate::model::pricing;
 use crate::model::replay::ReplayModel;
 use crate::model::script::ScriptModel;
 use crate::record::Event;
 use crate::run::plan::{Mode, ModelSource, TaskPlan};
+use crate::run::recording::{RecordedResults, recorded_results};
 use crate::spec::{
     AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, ModelSpec, Pricing, Provider, model_alias,
 };
@@ -23,7 +24,7 @@ use crate::tools::{Registry, RegistryError};
 pub(super) fn sub_agents(
     plan: &TaskPlan,
     registry: &Registry,
-    replay: Option<&ReplayExpectations>,
+    replay: Option<&RecordedResults>,
 ) -> Result<Option<SubAgents>, RegistryError> {
     if plan.agents.is_empty() || registry.facts(AGENT).is_none() {
         return Ok(None);
@@ -247,16 +248,16 @@ impl SubAgentModels for TaskAgentModels {
         pricing::resolve(provider, &name, custom.as_ref())
     }
 
-    fn replay(&self, agent_id: &str) -> Option<ReplayExpectations> {
+    fn replay(&self, agent_id: &str) -> Option<Box<dyn ReplayCheck>> {
         if let Some(resumed) = &self.resumed
             && let Some(events) = resumed.events.get(agent_id)
         {
-            return Some(ReplayExpectations {
-                results: crate::run::recording::recorded_results(events),
+            return Some(Box::new(RecordedResults {
+                results: recorded_results(events),
                 strict: resumed.strict,
                 masks: std::sync::Arc::clone(&resumed.masks),
                 handover: None,
-            });
+            }));
         }
         let Source::Replay {
             events,
@@ -265,15 +266,13 @@ impl SubAgentModels for TaskAgentModels {
         else {
             return None;
         };
-        let results = crate::run::recording::recorded_results(
-            events.get(agent_id).map_or(&[][..], Vec::as_slice),
-        );
-        Some(ReplayExpectations {
+        let results = recorded_results(events.get(agent_id).map_or(&[][..], Vec::as_slice));
+        Some(Box::new(RecordedResults {
             results,
             strict: *strict,
             masks: std::sync::Arc::clone(masks),
             handover: None,
-        })
+        }))
     }
 }
 
