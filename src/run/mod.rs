@@ -8,3 +8,7 @@ pub(crate) mod batch;
 pub(crate) mod plan;
 pub(crate) mod recording;
 pub(crate) mod task;
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

@@ -12,8 +12,8 @@ use drover_spec::Switch;
 
 use super::expand::basename;
 use super::guardrails::{self, GuardContext};
-use super::shell::{self, Analysis, Opaque, SimpleCommand};
-use super::shell_paths::cd_target;
+use super::shell::{self, Analysis, Opaque};
+use super::shell_paths::{cd_target, is_cd};
 use super::{Decision, Grounds, Policy, Rule, Specifier, words};
 
 impl Policy {
@@ -403,11 +403,4 @@ fn hides_commands(opaque: &Opaque) -> bool {
             | Opaque::DynamicWrite(_)
             | Opaque::ProcessPath(_)
     )
-}
-
-pub(super) fn is_cd(command: &SimpleCommand) -> bool {
-    command
-        .argv
-        .first()
-        .is_some_and(|p| p == "cd" || p == "pushd")
 }

@@ -6,7 +6,6 @@
 use super::ToolFacts;
 use std::path::Path;
 
-use super::bash::is_cd;
 use super::expand::expand_word;
 use super::shell::{Analysis, SimpleCommand};
 use super::{Decision, Policy, Rule, Specifier};
@@ -264,4 +263,12 @@ pub(super) fn cd_target(command: &SimpleCommand) -> &str {
             Some(word) => return word,
         }
     }
+}
+
+/// `cd` or `pushd`: a command that moves the shell, judged by where it goes.
+pub(super) fn is_cd(command: &SimpleCommand) -> bool {
+    command
+        .argv
+        .first()
+        .is_some_and(|p| p == "cd" || p == "pushd")
 }

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::Pricing;
-use super::types::{ScriptTurn, TaskName};
+use super::script::ScriptTurn;
+use super::values::TaskName;
 
 /// The sub-agents of a task, by name (`subagent_type`).
 pub(crate) type AgentsSpec = BTreeMap<TaskName, AgentSpec>;
@@ -131,7 +132,7 @@ pub enum AgentFileError {
     #[error("front matter{0}")]
     FrontMatter(String),
     #[error("name: {0}")]
-    Name(super::types::InvalidValue),
+    Name(super::values::InvalidValue),
     #[error("the file has no prompt after its front matter")]
     NoPrompt,
 }

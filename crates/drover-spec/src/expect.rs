@@ -2,7 +2,7 @@
 //! it may change. Globs are compiled while the spec loads, so a bad one is a spec error
 //! at its own line and column rather than a surprise after an expensive run.
 
-use super::types::InvalidValue;
+use super::values::InvalidValue;
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 

@@ -13,12 +13,16 @@ mod hooks;
 mod limits;
 mod load;
 mod mcp;
+mod model_check;
 mod output;
 mod pricing;
 mod referenced;
 mod replay;
+mod sandbox;
+mod script;
 mod tools;
 mod types;
+mod values;
 
 pub use agents::{
     AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, MAX_AGENT_DEPTH, MAX_AGENT_FILE_BYTES,
@@ -36,9 +40,11 @@ pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_cl
 pub use output::MAX_ATTEMPTS;
 pub use pricing::Pricing;
 pub use replay::ReplaySpec;
+pub use sandbox::SandboxSpec;
+pub use script::{ScriptToolCall, ScriptTurn, ScriptUsage};
 pub use tools::ToolsSpec;
 pub use types::{
     CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
-    Permissions, Provider, SandboxSpec, ScriptToolCall, ScriptTurn, ScriptUsage, SpecDuration,
-    Switch, TaskSpec, TimeoutLimit,
+    Permissions, Provider, TaskSpec, TimeoutLimit,
 };
+pub use values::{SpecDuration, Switch};

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::referenced::{JsonError, NoSandbox};
-use super::types::{SandboxSpec, SpecDuration};
+use super::sandbox::SandboxSpec;
+use super::values::SpecDuration;
 
 /// The task's MCP servers and their limits.
 #[derive(Debug, Clone, Default, Deserialize)]

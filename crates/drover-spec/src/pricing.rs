@@ -2,7 +2,7 @@
 //! tokens in the four classes of a model's usage). Plain figures: the model layer holds
 //! the built-in table and does the arithmetic.
 
-use super::types::InvalidValue;
+use super::values::InvalidValue;
 use serde::{Deserialize, Serialize};
 
 /// USD per million tokens for each of the four usage counts.

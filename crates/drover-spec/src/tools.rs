@@ -65,6 +65,6 @@ pub(super) fn tools_problem(tools: &ToolsSpec) -> Option<String> {
             "tools.web_fetch.model: provider replay is not supported; use script, anthropic or openai".into(),
         );
     }
-    super::load::model_problem(&model.value, "tools.web_fetch.model")
+    super::model_check::model_problem(&model.value, "tools.web_fetch.model")
         .map(|problem| format!("tools.web_fetch.model: {problem}"))
 }

@@ -6,10 +6,12 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use super::Pricing;
+use super::sandbox::SandboxSpec;
+use super::script::ScriptTurn;
+use super::values::{InvalidValue, SpecDuration, Switch, TaskName};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,54 +96,6 @@ impl TryFrom<u32> for SpecVersion {
     }
 }
 
-/// The longest task name: it names a directory (255 bytes at most on every common file
-/// system), with room for drover's prefixes and suffixes (worktree labels, staging).
-pub(super) const MAX_TASK_NAME: usize = 100;
-
-/// A task name: it names the artifact directory, so it is restricted to `[A-Za-z0-9._-]`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String")]
-pub struct TaskName(String);
-
-impl TaskName {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for TaskName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl TryFrom<String> for TaskName {
-    type Error = InvalidValue;
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        let valid_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-        if value.is_empty() {
-            Err(InvalidValue(
-                "the task name is empty; use letters, digits, '.', '_' and '-'".into(),
-            ))
-        } else if !value.chars().all(valid_char) {
-            Err(InvalidValue(format!(
-                "invalid task name {value:?}: use only letters, digits, '.', '_' and '-' (it names the artifact directory)"
-            )))
-        } else if value.len() > MAX_TASK_NAME {
-            Err(InvalidValue(format!(
-                "the task name has {} characters, more than {MAX_TASK_NAME} (it names the artifact directory and the worktree)",
-                value.len()
-            )))
-        } else if value == "." || value == ".." {
-            Err(InvalidValue(format!(
-                "invalid task name {value:?}: it cannot name a directory"
-            )))
-        } else {
-            Ok(TaskName(value))
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Isolation {
@@ -210,45 +164,6 @@ pub struct ModelSpec {
     pub pricing: Option<Pricing>,
 }
 
-/// One scripted assistant turn: optional text, then tool calls in order.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScriptTurn {
-    #[serde(default)]
-    pub text: Option<String>,
-    #[serde(default)]
-    pub tool_calls: Vec<ScriptToolCall>,
-    /// The token counts this turn reports, so cost and limits can be tested offline.
-    #[serde(default)]
-    pub usage: Option<ScriptUsage>,
-}
-
-/// A scripted turn's token counts; the field names of the Anthropic `usage` object.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScriptUsage {
-    #[serde(default)]
-    pub input_tokens: u64,
-    #[serde(default)]
-    pub output_tokens: u64,
-    #[serde(default)]
-    pub cache_creation_input_tokens: u64,
-    #[serde(default)]
-    pub cache_read_input_tokens: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScriptToolCall {
-    pub name: String,
-    #[serde(default = "empty_object")]
-    pub input: Value,
-}
-
-fn empty_object() -> Value {
-    Value::Object(Default::default())
-}
-
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Permissions {
@@ -279,15 +194,6 @@ pub enum PermissionMode {
     Plan,
 }
 
-/// An explicit on/off setting.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Switch {
-    #[default]
-    On,
-    Off,
-}
-
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
@@ -307,74 +213,6 @@ pub struct Limits {
     /// How deep sub-agents may nest (1: sub-agents start none of their own); default 2.
     #[serde(default)]
     pub max_agent_depth: Option<Spanned<u32>>,
-}
-
-/// `sandbox: off`, `sandbox: on`, or `sandbox: { network: true }`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SandboxSpec {
-    Switch(Switch),
-    Settings(SandboxSettings),
-}
-
-impl<'de> Deserialize<'de> for SandboxSpec {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = SandboxSpec;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("on, off, or a mapping such as { network: true }")
-            }
-            // YAML 1.1 readers turn on/off into booleans; accept both spellings.
-            fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<SandboxSpec, E> {
-                Ok(SandboxSpec::Switch(if value {
-                    Switch::On
-                } else {
-                    Switch::Off
-                }))
-            }
-            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<SandboxSpec, E> {
-                match value {
-                    "on" => Ok(SandboxSpec::Switch(Switch::On)),
-                    "off" => Ok(SandboxSpec::Switch(Switch::Off)),
-                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
-                }
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<SandboxSpec, A::Error> {
-                SandboxSettings::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(SandboxSpec::Settings)
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
-impl SandboxSpec {
-    /// Whether commands under the `sandbox:` setting `spec` (absent: on) have the network.
-    pub fn has_network(spec: Option<&SandboxSpec>) -> bool {
-        match spec {
-            None | Some(SandboxSpec::Switch(Switch::On)) => false,
-            Some(SandboxSpec::Switch(Switch::Off)) => true,
-            Some(SandboxSpec::Settings(settings)) => settings.network,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxSettings {
-    /// Let commands use the network (default: off).
-    #[serde(default)]
-    pub network: bool,
-    /// Resource limits of every sandboxed command (defaults apply to what is left out).
-    #[serde(default)]
-    pub limits: super::limits::LimitsSpec,
-    /// More directories commands may write in, besides the workspace and the task's
-    /// `TMPDIR`: absolute, or `~/…` in the home directory (`~/.cargo/registry`).
-    #[serde(default)]
-    pub writable: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -437,31 +275,5 @@ impl TryFrom<String> for TimeoutLimit {
         SpecDuration::try_from(value)
             .map(|d| TimeoutLimit::After(d.0))
             .map_err(|e| InvalidValue(format!("{e}, or none for no limit")))
-    }
-}
-
-/// A spec value that does not convert (a bad duration, name, glob or price); the YAML
-/// parser adds the file, line and column, and the text says what to write instead.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidValue(pub String);
-
-/// A duration written the human way: `90s`, `20m`, `1h 30m`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
-pub struct SpecDuration(pub Duration);
-
-impl TryFrom<String> for SpecDuration {
-    type Error = InvalidValue;
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        match humantime::parse_duration(value.trim()) {
-            Ok(duration) if !duration.is_zero() => Ok(SpecDuration(duration)),
-            Ok(_) => Err(InvalidValue(format!(
-                "duration {value:?} is zero; give a positive duration such as 90s or 20m"
-            ))),
-            Err(error) => Err(InvalidValue(format!(
-                "invalid duration {value:?} ({error}); write e.g. 90s, 20m or 1h 30m"
-            ))),
-        }
     }
 }

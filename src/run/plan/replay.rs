@@ -90,13 +90,15 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         fingerprint: workspace_sha256,
         from_recording,
     };
+    // Refused in this order: the rules, the masks, the recorded diff, the agents.
+    let rules = spec_checks::rule_set(&spec)?;
     let masks = spec_checks::replay_masks_with(&spec, &options.ignore)?;
     let mode = replay_mode(options, &recording, start, confinement, masks)?;
     Ok(TaskPlan {
         limits: recorded_limits(&recording.events, max_turns, &spec.spec.limits),
         // A replay has no page model: its WebFetch calls fetch again and show the page.
         web_fetch_model: None,
-        rules: spec_checks::rule_set(&spec)?,
+        rules,
         mcp_servers,
         agents: recorded_agents(agents, &options.transcript)?,
         // Hooks are not run in a replay: their recorded answers are given again.

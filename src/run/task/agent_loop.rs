@@ -414,7 +414,7 @@ async fn judge_round(
     settle(ctx, commands, &started.workspace, report).await?;
     let changes = diff(started, task_dir, redactor, report)?;
     let evaluation = evaluate(
-        plan,
+        &plan.spec.spec,
         started,
         commands,
         &changes,

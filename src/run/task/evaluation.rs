@@ -9,7 +9,7 @@ use super::expect;
 use super::interrupt::Interrupt;
 use super::start::Started;
 use crate::record::{CheckReport, Event, Redactor, TranscriptWriter};
-use crate::run::plan::TaskPlan;
+use crate::spec::TaskSpec;
 
 /// How one round's checks and expectations went.
 pub(super) struct Evaluation {
@@ -32,7 +32,7 @@ impl Evaluation {
 /// `check` event. A signal stops the check at once (dropping it kills its processes)
 /// and skips the rest: a cancelled job never reports a pass.
 pub(super) async fn evaluate(
-    plan: &TaskPlan,
+    task: &TaskSpec,
     started: &Started,
     commands: &TaskCommands,
     changes: &Changes,
@@ -47,8 +47,8 @@ pub(super) async fn evaluate(
     };
     // Checks get the agent's scrubbed environment and, unless a check says otherwise,
     // its sandbox: they run code the agent wrote.
-    let of = u32::try_from(plan.spec.spec.checks.len()).unwrap_or(u32::MAX);
-    for (index, check) in plan.spec.spec.checks.iter().enumerate() {
+    let of = u32::try_from(task.checks.len()).unwrap_or(u32::MAX);
+    for (index, check) in task.checks.iter().enumerate() {
         transcript.write(Event::CheckStart {
             name: check.name.clone(),
             command: check.run.clone(),
@@ -82,7 +82,7 @@ pub(super) async fn evaluate(
         return Ok(evaluation);
     }
     // Expectations are reported like checks and fail the task like them.
-    if let Some(expectations) = &plan.spec.spec.expect {
+    if let Some(expectations) = &task.expect {
         for result in expect::evaluate(expectations, &changes.paths) {
             transcript.write(Event::check(&result))?;
             if !result.passed {

@@ -37,7 +37,13 @@ pub(super) async fn judge(
             Some(evaluation) => evaluation,
             None => {
                 evaluate(
-                    plan, started, commands, changes, &interrupt, redactor, transcript,
+                    &plan.spec.spec,
+                    started,
+                    commands,
+                    changes,
+                    &interrupt,
+                    redactor,
+                    transcript,
                 )
                 .await?
             }
