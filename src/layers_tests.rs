@@ -18,7 +18,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("digest", 0),
     ("exit", 0),
     ("http_client", 0),
-    ("output", 0),
     ("secret_names", 0),
     // Plain data at the bottom: what a run leaves behind.
     ("record", 1),
@@ -50,6 +49,7 @@ const CRATES: &[(&str, Option<&str>, u8)] = &[
     ("drover-shell", None, 0),
     ("drover-paths", None, 0),
     ("drover-message", Some("message"), 0),
+    ("drover-output", Some("output"), 0),
     // What a task is.
     ("drover-spec", Some("spec"), 1),
     // Judging calls.
