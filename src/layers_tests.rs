@@ -18,7 +18,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("digest", 0),
     ("exit", 0),
     ("http_client", 0),
-    ("secret_names", 0),
     // Plain data at the bottom: what a run leaves behind.
     ("record", 1),
     // The machine: the OS sandbox and the workspace on disk.

@@ -19,7 +19,6 @@ mod model;
 mod record;
 mod run;
 mod sandbox;
-mod secret_names;
 mod tools;
 mod workspace;
 

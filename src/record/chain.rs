@@ -5,9 +5,22 @@
 //! naive edits, not authenticity: whoever can rewrite the whole file can recompute it,
 //! which is why the agent never gets write access to the artifacts.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::digest::sha256_hex;
+use sha2::{Digest, Sha256};
+
+/// Lowercase hex SHA-256 of `bytes`: a line's hash as `prev` carries it, the same form
+/// as every other digest drover writes. Computed here with sha2 so the record needs
+/// nothing of the binary's `digest`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(64);
+    for byte in Sha256::digest(bytes) {
+        // invariant: writing to a String cannot fail.
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
 
 /// The `prev` of the first line.
 pub(crate) fn genesis() -> String {
@@ -178,6 +191,14 @@ impl Chain {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sha256_of_empty_input_is_the_known_value() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
 
     fn transcript(lines: &[&str]) -> Vec<u8> {
         let mut prev = genesis();

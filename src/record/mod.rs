@@ -10,6 +10,7 @@ pub(crate) mod redact;
 pub(crate) mod redact_safety;
 pub(crate) mod report;
 pub(crate) mod resume_point;
+pub(crate) mod secret_names;
 pub(crate) mod step_outputs;
 pub(crate) mod summary;
 pub(crate) mod transcript;

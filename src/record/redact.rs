@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
-use crate::secret_names::looks_secret;
+use crate::record::secret_names::looks_secret;
 
 pub(crate) use super::redact_safety::{SkipReason, unsafe_to_redact};
 

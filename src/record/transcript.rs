@@ -494,7 +494,7 @@ impl TranscriptWriter {
             temp.write_all(line.as_bytes())
                 .and_then(|()| temp.write_all(b"\n"))
                 .map_err(failed)?;
-            prev = crate::digest::sha256_hex(line.as_bytes());
+            prev = super::chain::sha256_hex(line.as_bytes());
         }
         temp.as_file().sync_all().map_err(failed)?;
         let file = temp.persist(path).map_err(|e| failed(e.error))?;
@@ -601,7 +601,7 @@ impl TranscriptWriter {
             }
         }
         let mut text = super::chain::chain_line(&text, &shared.prev);
-        shared.prev = crate::digest::sha256_hex(text.as_bytes());
+        shared.prev = super::chain::sha256_hex(text.as_bytes());
         text.push('\n');
         shared
             .file

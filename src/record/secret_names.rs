@@ -1,6 +1,7 @@
 //! Which environment variable names look like they hold secrets. Two layers ask: the
 //! sandbox, which keeps such variables from the agent's commands, and the record, which
-//! redacts their values from everything drover writes. One list, so the two agree.
+//! redacts their values from everything drover writes. One list, so the two agree; it
+//! lives in the record, the lower of the two, and the sandbox asks it here.
 
 /// Name endings of variables that hold secrets (case-insensitive).
 const SECRET_SUFFIXES: &[&str] = &[
