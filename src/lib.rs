@@ -16,7 +16,6 @@ mod hooks;
 mod http_client;
 mod mcp;
 mod model;
-mod record;
 mod run;
 mod sandbox;
 mod tools;
@@ -27,6 +26,7 @@ mod workspace;
 use drover_message as message;
 use drover_output as output;
 use drover_policy as policy;
+use drover_record as record;
 use drover_spec as spec;
 // The printing macros, as `crate::say!` and `crate::esay!` everywhere in the binary.
 use drover_output::{esay, say};

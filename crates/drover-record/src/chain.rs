@@ -39,7 +39,7 @@ pub(crate) fn chain_line(line: &str, prev: &str) -> String {
 
 /// What is wrong with a transcript's chain, by 1-based line number.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ChainError {
+pub enum ChainError {
     #[error("cannot read {0}")]
     Unreadable(String),
     #[error("not a JSON object")]
@@ -62,7 +62,7 @@ pub(crate) enum ChainError {
 
 impl ChainError {
     /// The 1-based line the error is about, if it is about one.
-    pub(crate) fn line(&self) -> Option<usize> {
+    pub fn line(&self) -> Option<usize> {
         match self {
             ChainError::NotJson { line }
             | ChainError::Missing { line }
@@ -72,7 +72,7 @@ impl ChainError {
     }
 
     /// The error with its place: `FILE:LINE: message` or `FILE: message`.
-    pub(crate) fn at(&self, path: &Path) -> String {
+    pub fn at(&self, path: &Path) -> String {
         match self.line() {
             Some(line) => format!("{}:{line}: {self}", path.display()),
             None => format!("{}: {self}", path.display()),
@@ -81,7 +81,7 @@ impl ChainError {
 }
 
 /// How many lines a verified transcript has.
-pub(crate) fn verify_file(path: &Path) -> Result<usize, ChainError> {
+pub fn verify_file(path: &Path) -> Result<usize, ChainError> {
     let bytes = std::fs::read(path)
         .map_err(|e| ChainError::Unreadable(format!("{}: {e}", path.display())))?;
     verify(&bytes)
@@ -90,7 +90,7 @@ pub(crate) fn verify_file(path: &Path) -> Result<usize, ChainError> {
 /// A transcript a run may resume from: its lines whose chain holds, and whether it was
 /// cut off mid-line (that partial line is not among them).
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Resumable {
+pub struct Resumable {
     pub lines: Vec<String>,
     pub cut_off: bool,
 }
@@ -99,7 +99,7 @@ pub(crate) struct Resumable {
 /// edit anywhere is refused), but the transcript may end without `run_end`, and with a
 /// last line cut short by the kill, which is left out. A last line that lacks only its
 /// newline (the kill came between the two) is whole.
-pub(crate) fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
+pub fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
     if bytes.is_empty() {
         return Err(ChainError::Empty);
     }
@@ -129,7 +129,7 @@ pub(crate) fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
 }
 
 /// Verify the chain of a whole transcript's bytes.
-pub(crate) fn verify(bytes: &[u8]) -> Result<usize, ChainError> {
+pub fn verify(bytes: &[u8]) -> Result<usize, ChainError> {
     if bytes.is_empty() {
         return Err(ChainError::Empty);
     }

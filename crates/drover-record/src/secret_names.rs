@@ -53,7 +53,7 @@ const SECRET_NAMES: &[&str] = &[
 
 /// Does the variable's name look like it holds a secret? See [`SECRET_SUFFIXES`],
 /// [`SECRET_WORDS`] and [`SECRET_NAMES`]; case-insensitive. docs/sandbox.md lists them.
-pub(crate) fn looks_secret(name: &str) -> bool {
+pub fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
         || SECRET_WORDS.iter().any(|word| upper.contains(word))

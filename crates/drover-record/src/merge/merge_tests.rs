@@ -1,8 +1,8 @@
 // Test-only module: its parent includes it under #[cfg(test)].
 use super::*;
-use crate::record::Status;
-use crate::record::junit::tests::sample_run;
-use crate::record::summary::summary_json;
+use crate::Status;
+use crate::junit::tests::sample_run;
+use crate::summary::summary_json;
 
 /// A whole run's artifacts directory holding the given tasks, each with a transcript.
 fn shard(root: &Path, name: &str, tasks: Vec<TaskReport>) -> PathBuf {
