@@ -1,9 +1,7 @@
-//! Hex digests, as every artifact writes them (spec hashes, workspace fingerprints, git
-//! blob ids).
+//! Hex digests, as every artifact writes them (workspace fingerprints, git blob ids, MCP
+//! tool name hashes).
 
 use std::fmt::Write as _;
-
-use sha2::{Digest, Sha256};
 
 /// Lowercase hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -15,18 +13,11 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// Lowercase hex SHA-256 of `bytes`.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
-    fn sha256_of_empty_input_is_the_known_value() {
-        assert_eq!(
-            super::sha256_hex(b""),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
+    fn bytes_are_two_lowercase_hex_digits_each() {
+        assert_eq!(super::hex(&[0x00, 0x0f, 0xab, 0xff]), "000fabff");
+        assert_eq!(super::hex(&[]), "");
     }
 }

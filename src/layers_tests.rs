@@ -18,10 +18,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("digest", 0),
     ("exit", 0),
     ("http_client", 0),
-    ("output", 0),
-    ("secret_names", 0),
-    // Plain data at the bottom: what a run leaves behind.
-    ("record", 1),
     // The machine: the OS sandbox and the workspace on disk.
     ("sandbox", 2),
     ("workspace", 2),
@@ -50,8 +46,10 @@ const CRATES: &[(&str, Option<&str>, u8)] = &[
     ("drover-shell", None, 0),
     ("drover-paths", None, 0),
     ("drover-message", Some("message"), 0),
-    // What a task is.
+    ("drover-output", Some("output"), 0),
+    // What a task is; what a run leaves behind.
     ("drover-spec", Some("spec"), 1),
+    ("drover-record", Some("record"), 1),
     // Judging calls.
     ("drover-policy", Some("policy"), 3),
 ];

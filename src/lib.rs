@@ -16,19 +16,20 @@ mod hooks;
 mod http_client;
 mod mcp;
 mod model;
-mod output;
-mod record;
 mod run;
 mod sandbox;
-mod secret_names;
 mod tools;
 mod workspace;
 
 // Lower layers that are crates of their own (docs/architecture.md), under their module
 // names so `crate::message::…` reads as before.
 use drover_message as message;
+use drover_output as output;
 use drover_policy as policy;
+use drover_record as record;
 use drover_spec as spec;
+// The printing macros, as `crate::say!` and `crate::esay!` everywhere in the binary.
+use drover_output::{esay, say};
 
 // What the binary and the fuzz targets use; everything else is the crate's own.
 pub use commands::dispatch;

@@ -5,7 +5,7 @@
 
 use std::ffi::OsString;
 
-use crate::secret_names::looks_secret;
+use crate::record::secret_names::looks_secret;
 
 /// `vars` without the secret-looking ones, except those named in `pass` (exact names),
 /// and never those in `withheld` (the variable holding the model's API key, whatever its

@@ -32,7 +32,7 @@ pub(crate) fn write_reports(report: &RunReport, artifacts: &Path) -> std::io::Re
     let roots = crate::workspace::Roots::new(std::slice::from_ref(&root));
     let files = [
         ("junit.xml", junit_xml(report)),
-        ("summary.json", summary_json(report)),
+        ("summary.json", summary_json(report, crate::VERSION)),
         ("summary.md", summary_md(report)),
     ];
     for (name, content) in files {

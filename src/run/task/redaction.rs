@@ -57,10 +57,11 @@ fn credential_headers(servers: &BTreeMap<String, McpServerSpec>) -> Vec<(String,
     for (server, spec) in servers {
         for (name, value) in &spec.headers {
             let lower = name.to_ascii_lowercase();
-            let credential = matches!(
-                lower.as_str(),
-                "authorization" | "proxy-authorization" | "cookie"
-            ) || crate::secret_names::looks_secret(&lower.replace('-', "_"));
+            let credential =
+                matches!(
+                    lower.as_str(),
+                    "authorization" | "proxy-authorization" | "cookie"
+                ) || crate::record::secret_names::looks_secret(&lower.replace('-', "_"));
             if !credential {
                 continue;
             }
@@ -133,7 +134,7 @@ pub(super) fn mcp_credential_vars(servers: &BTreeMap<String, McpServerSpec>) -> 
         server
             .env
             .iter()
-            .filter(|(key, _)| crate::secret_names::looks_secret(key))
+            .filter(|(key, _)| crate::record::secret_names::looks_secret(key))
             .map(|(_, value)| value)
     });
     let mut names: Vec<String> = servers

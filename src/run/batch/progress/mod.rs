@@ -268,15 +268,50 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
+    use crate::record::EndReason;
+
+    /// A task that hit its turn limit, as a task report carries it.
+    fn refactor() -> TaskReport {
+        TaskReport {
+            name: "refactor".to_string(),
+            spec_path: PathBuf::from("tasks/calc.yaml"),
+            status: Status::Failed,
+            reason: EndReason::MaxTurns,
+            message: "max_turns: stopped after 3 turns (limit 3)".to_string(),
+            provider: "script".to_string(),
+            model: "scripted".to_string(),
+            turns: 3,
+            usage: crate::message::Usage::default(),
+            cost_usd: None,
+            duration: Duration::from_millis(31_952),
+            checks: Vec::new(),
+            setup: Vec::new(),
+            denials: Vec::new(),
+            files_changed: Vec::new(),
+            ignored_changes: 0,
+            final_text: String::new(),
+            todos: Vec::new(),
+            artifacts_dir: PathBuf::from("drover-artifacts/refactor"),
+            redacted: 0,
+            mcp_servers: Vec::new(),
+            attempts: 1,
+            hook_runs: 0,
+            output: None,
+            agents: Vec::new(),
+            agent_turns: 0,
+            drift: None,
+        }
+    }
 
     #[test]
     fn a_final_line_is_one_line_whatever_the_message_holds() {
-        let mut run = crate::record::junit::tests::sample_run();
-        let task = &mut run.tasks[1];
+        let mut task = refactor();
         task.message =
             "invalid output:\n::error::forged\r##[add-mask]x\u{2028}::stop-commands::t".into();
-        let line = final_line(task);
+        let line = final_line(&task);
         assert_eq!(line.lines().count(), 1, "{line}");
         assert!(line.starts_with("drover: refactor FAILED"), "{line}");
         assert!(!line.contains("##["), "{line}");

@@ -16,14 +16,14 @@ use aho_corasick::{AhoCorasick, MatchKind};
 
 use crate::secret_names::looks_secret;
 
-pub(crate) use super::redact_safety::{SkipReason, unsafe_to_redact};
+pub use super::redact_safety::{SkipReason, unsafe_to_redact};
 
 /// What a secret value is replaced with.
-pub(crate) const REDACTED: &str = "[redacted]";
+pub const REDACTED: &str = "[redacted]";
 
 /// The secret values of a task, and a matcher finding them all in one pass.
 #[derive(Clone, Default)]
-pub(crate) struct Redactor {
+pub struct Redactor {
     /// None when there is nothing to redact.
     matcher: Option<AhoCorasick>,
     /// The secrets left unredacted because redacting them would corrupt ordinary text.
@@ -36,14 +36,14 @@ pub(crate) struct Redactor {
 /// A secret drover does not redact, named by its variable (never its value), so the user
 /// learns that it is not protected and why.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct SkippedSecret {
+pub struct SkippedSecret {
     pub variable: String,
     pub reason: SkipReason,
 }
 
 impl SkippedSecret {
     /// The one-line warning drover prints for it.
-    pub(crate) fn warning(&self) -> String {
+    pub fn warning(&self) -> String {
         format!(
             "the value of {} is not redacted from artifacts and tool results: it is {}, so replacing it would corrupt ordinary text; use a real secret there, or none where the server needs no key",
             self.variable,
@@ -67,7 +67,7 @@ impl Redactor {
     /// too common to replace without corrupting ordinary text). Each value is also
     /// searched for as it appears inside a JSON string (quotes, backslashes and control
     /// characters escaped), so a transcript line is redacted whatever the value holds.
-    pub(crate) fn new(secrets: impl IntoIterator<Item = String>) -> Redactor {
+    pub fn new(secrets: impl IntoIterator<Item = String>) -> Redactor {
         let mut patterns: Vec<String> = Vec::new();
         for secret in secrets {
             if unsafe_to_redact(&secret).is_some() {
@@ -98,7 +98,7 @@ impl Redactor {
         if matcher.is_none() {
             // Only a pattern set too large for the automaton fails to build; never run
             // without redaction silently.
-            crate::esay!(
+            drover_output::esay!(
                 "drover: warning: cannot build the secret redactor ({} values); secrets are not redacted",
                 patterns.len()
             );
@@ -114,7 +114,7 @@ impl Redactor {
     /// a secret, except those the spec passes on (`env.pass`). The variables in `withheld`
     /// (the model key's variable) are redacted even if passed. Values that cannot be
     /// redacted safely are left out and listed in [`Redactor::skipped`].
-    pub(crate) fn for_task(
+    pub fn for_task(
         api_key: Option<(&str, &str)>,
         vars: impl IntoIterator<Item = (OsString, OsString)>,
         pass: &[String],
@@ -161,24 +161,24 @@ impl Redactor {
     }
 
     /// How many secret occurrences were replaced so far.
-    pub(crate) fn replaced(&self) -> u64 {
+    pub fn replaced(&self) -> u64 {
         self.replaced.load(Ordering::Relaxed)
     }
 
     /// The secrets left unredacted, by variable name.
-    pub(crate) fn skipped(&self) -> &[SkippedSecret] {
+    pub fn skipped(&self) -> &[SkippedSecret] {
         &self.skipped
     }
 
     /// Is there anything to redact at all?
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.matcher.is_none()
     }
 
     /// `text` with every secret value replaced by [`REDACTED`]; borrowed when nothing was.
     /// Does `bytes` (binary data, such as an image) hold a secret value? Counted as a
     /// replacement when it does: the caller drops the data.
-    pub(crate) fn finds_in(&self, bytes: &[u8]) -> bool {
+    pub fn finds_in(&self, bytes: &[u8]) -> bool {
         let found = self
             .matcher
             .as_ref()
@@ -189,7 +189,7 @@ impl Redactor {
         found
     }
 
-    pub(crate) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match &self.matcher {
             Some(matcher) if matcher.is_match(text) => {
                 let mut out = String::with_capacity(text.len());
@@ -212,7 +212,7 @@ impl Redactor {
     }
 
     /// [`Redactor::redact`] into an owned string.
-    pub(crate) fn redact_owned(&self, text: String) -> String {
+    pub fn redact_owned(&self, text: String) -> String {
         match self.redact(&text) {
             Cow::Borrowed(_) => text,
             Cow::Owned(redacted) => redacted,
@@ -220,7 +220,7 @@ impl Redactor {
     }
 
     /// Every string in a JSON value (keys too), redacted in place.
-    pub(crate) fn redact_json(&self, value: &mut serde_json::Value) {
+    pub fn redact_json(&self, value: &mut serde_json::Value) {
         if self.is_empty() {
             return;
         }

@@ -2,7 +2,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::record::junit::tests::sample_run;
+use crate::junit::tests::sample_run;
 
 #[test]
 fn data_and_properties_are_escaped_per_githubs_rules() {
@@ -110,7 +110,7 @@ fn a_huge_summary_is_cut_at_githubs_limit() {
 
 #[test]
 fn a_cut_summary_splits_no_code_span_and_leaves_no_block_open() {
-    use crate::record::markdown::{code, fenced, tests::live_text};
+    use crate::markdown::{code, fenced, tests::live_text};
     let dir = tempfile::tempdir().unwrap();
     let item = format!("- {}\n", code("<h2>FORGED</h2> ## FORGED"));
     // The limit inside a code span; then inside a fenced block.

@@ -23,7 +23,7 @@ struct Task {
 
 /// Why there are no outputs to give (bad input, exit 2).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum StepOutputsError {
+pub enum StepOutputsError {
     #[error(
         "{} is not a summary.json drover wrote: {source}",
         path.display()
@@ -63,7 +63,7 @@ fn one_line(json: &str) -> String {
 /// (each is in `TASK/output.json`, and in summary.json); nothing after `=` when none
 /// has. The answer is written on one line, every line break in it escaped, so it can
 /// never add a line (an output) of its own.
-pub(crate) fn step_outputs(summary: &[u8], dir: &Path) -> Result<String, StepOutputsError> {
+pub fn step_outputs(summary: &[u8], dir: &Path) -> Result<String, StepOutputsError> {
     let path = dir.join("summary.json");
     let summary: Summary = serde_json::from_slice(summary)
         .map_err(|source| StepOutputsError::NotASummary { path, source })?;

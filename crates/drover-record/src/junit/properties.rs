@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::clean;
-use crate::record::TaskReport;
+use crate::TaskReport;
 
 /// The `<properties>` element for the tasks of one suite.
 pub(super) fn suite_properties(tasks: &[&TaskReport]) -> String {

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// A replay's drift, for summary.json, summary.md and JUnit: how many results differed
 /// and the first that did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct DriftReport {
+pub struct DriftReport {
     /// Results that differed from the recording (volatile spans masked).
     pub count: u32,
     /// The first divergent call's number in the replay, from 1.
@@ -24,7 +24,7 @@ const MAX_DIFF_CHARS: usize = 4000;
 
 /// A unified diff of `recorded` → `replayed` with two lines of context, cut to
 /// [`MAX_DIFF_LINES`] lines and [`MAX_DIFF_CHARS`] characters with a note.
-pub(crate) fn short_diff(recorded: &str, replayed: &str) -> String {
+pub fn short_diff(recorded: &str, replayed: &str) -> String {
     let text = similar::TextDiff::from_lines(recorded, replayed)
         .unified_diff()
         .context_radius(2)

@@ -5,14 +5,14 @@
 
 use std::collections::HashSet;
 
-use crate::message::{ContentBlock, StopReason, Usage};
-use crate::record::EndReason;
-use crate::record::transcript::ScopedEvent;
-use crate::record::{Event, Status};
+use crate::EndReason;
+use crate::transcript::ScopedEvent;
+use crate::{Event, Status};
+use drover_message::{ContentBlock, StopReason, Usage};
 
 /// What a tool call is answered with when the run ends before it finished: never the
 /// tool's own result, so a turn holding one is not whole.
-pub(crate) fn cancelled_result(reason: EndReason) -> &'static str {
+pub fn cancelled_result(reason: EndReason) -> &'static str {
     match reason {
         EndReason::Interrupted => "Cancelled: drover was interrupted before this call finished.",
         EndReason::Timeout => {
@@ -29,7 +29,7 @@ pub(crate) fn cancelled_result(reason: EndReason) -> &'static str {
 /// A result drover gave in place of running the call (hook notes may follow it). A
 /// tool whose own error reads the same makes its turn be asked again, no more: the
 /// recording, dropped lines included, is kept beside the resumed transcript.
-pub(crate) fn is_cancelled_result(is_error: bool, content: &str) -> bool {
+pub fn is_cancelled_result(is_error: bool, content: &str) -> bool {
     is_error
         && [
             EndReason::Interrupted,
@@ -44,7 +44,7 @@ pub(crate) fn is_cancelled_result(is_error: bool, content: &str) -> bool {
 
 /// How a recorded run ended, as its `run_end` says.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RecordedEnd {
+pub struct RecordedEnd {
     pub status: Status,
     pub reason: EndReason,
     pub message: String,
@@ -55,7 +55,7 @@ pub(crate) struct RecordedEnd {
 
 /// Where a resumed run continues a recording.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ResumePoint {
+pub struct ResumePoint {
     /// How many of the recording's lines are kept: through the end of its last whole
     /// turn (only its `run_start` when it has none).
     pub kept: usize,
@@ -66,7 +66,7 @@ pub(crate) struct ResumePoint {
 }
 
 /// The resume point of a recording's events (one per line, in order).
-pub(crate) fn resume_point(events: &[ScopedEvent]) -> ResumePoint {
+pub fn resume_point(events: &[ScopedEvent]) -> ResumePoint {
     let mut kept = usize::from(!events.is_empty());
     let mut turns = 0;
     let mut open: Option<Turn> = None;

@@ -9,7 +9,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use serde::Deserialize;
 
-use crate::record::{RunReport, ShardId, TaskReport};
+use crate::{RunReport, ShardId, TaskReport};
 
 mod copy;
 
@@ -28,7 +28,7 @@ struct SummaryFile {
 /// Why shards' artifacts cannot be merged (bad input, exit 2); each names the directory
 /// and says what to do.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum MergeError {
+pub enum MergeError {
     #[error("--out {} is also an input; merge into a new directory", out.display())]
     OutIsInput { out: PathBuf },
     #[error(
@@ -153,7 +153,7 @@ pub(crate) enum MergeError {
 /// order one unsharded run would list them (by spec path, then name), with
 /// `artifacts_dir` pointing into `out`. Errors are bad input (exit 2) and say which
 /// directory and what to do.
-pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, MergeError> {
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, MergeError> {
     if std::fs::symlink_metadata(out).is_ok_and(|meta| meta.file_type().is_symlink()) {
         return Err(MergeError::OutIsLink {
             out: out.to_path_buf(),
@@ -195,7 +195,7 @@ pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, MergeErro
             match copy::copy_folder(&from, &to) {
                 Ok(Folder::Copied(skipped)) => {
                     for entry in skipped {
-                        crate::esay!(
+                        drover_output::esay!(
                             "drover: warning: {}: {} is {}; not copied into --out (report merge copies regular files and directories only, and follows no link)",
                             from.display(),
                             entry.path.display(),
@@ -203,12 +203,12 @@ pub(crate) fn merge(dirs: &[PathBuf], out: &Path) -> Result<RunReport, MergeErro
                         );
                     }
                 }
-                Ok(Folder::Missing) => crate::esay!(
+                Ok(Folder::Missing) => drover_output::esay!(
                     "drover: note: {} has no artifact directory for task {} (it did not get to write one)",
                     dir.display(),
                     task.name
                 ),
-                Ok(Folder::Other(what)) => crate::esay!(
+                Ok(Folder::Other(what)) => drover_output::esay!(
                     "drover: warning: {} (the folder of task {}) is {what}, not a directory; not copied into --out",
                     from.display(),
                     task.name
@@ -300,7 +300,7 @@ fn check_shards(inputs: &[(&PathBuf, SummaryFile)]) -> Result<(), MergeError> {
 }
 
 /// The tasks the summary.json in `dir` lists (plain names only); none without one.
-pub(crate) fn earlier_task_names(dir: &Path) -> Vec<String> {
+pub fn earlier_task_names(dir: &Path) -> Vec<String> {
     read_summary(dir).map_or_else(
         |_| Vec::new(),
         |summary| summary.tasks.into_iter().map(|task| task.name).collect(),
@@ -310,7 +310,7 @@ pub(crate) fn earlier_task_names(dir: &Path) -> Vec<String> {
 /// A resumed task in the run it belongs to: `report`'s tasks take the place of the
 /// same-named ones in the run whose summary.json is in `dir` (its other tasks, and
 /// its shard, stay as they were). Without a readable summary there, `report` alone.
-pub(crate) fn into_earlier_run(report: RunReport, dir: &Path) -> RunReport {
+pub fn into_earlier_run(report: RunReport, dir: &Path) -> RunReport {
     let Ok(earlier) = read_summary(dir) else {
         return report;
     };

@@ -99,7 +99,7 @@ const COMMON_VALUES: &[&str] = &[
 /// Why a secret's value is left unredacted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum SkipReason {
+pub enum SkipReason {
     /// Fewer than [`MIN_SECRET_LEN`] characters.
     TooShort,
     /// Fewer than [`MIN_DISTINCT_CHARS`] distinct characters (`xxxxxxxx`).
@@ -110,7 +110,7 @@ pub(crate) enum SkipReason {
 
 impl SkipReason {
     /// What a user reads: why drover cannot redact the value safely.
-    pub(crate) fn describe(self) -> String {
+    pub fn describe(self) -> String {
         match self {
             SkipReason::TooShort => format!("shorter than {MIN_SECRET_LEN} characters"),
             SkipReason::TooRepetitive => {
@@ -123,7 +123,7 @@ impl SkipReason {
 
 /// None when `value` can be redacted without corrupting ordinary text; otherwise why not.
 /// An empty value is a plain `TooShort`: callers skip empty values before asking.
-pub(crate) fn unsafe_to_redact(value: &str) -> Option<SkipReason> {
+pub fn unsafe_to_redact(value: &str) -> Option<SkipReason> {
     if value.chars().count() < MIN_SECRET_LEN {
         return Some(SkipReason::TooShort);
     }

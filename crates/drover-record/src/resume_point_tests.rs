@@ -1,6 +1,6 @@
 // Test-only module: its parent includes it under #[cfg(test)].
 use super::*;
-use crate::record::transcript::AgentScope;
+use crate::transcript::AgentScope;
 
 fn main(event: Event) -> ScopedEvent {
     ScopedEvent { scope: None, event }

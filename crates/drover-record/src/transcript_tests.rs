@@ -38,9 +38,9 @@ fn a_sub_agents_lines_share_the_chain_and_read_back_with_their_scope() {
     main.write(event("one")).unwrap();
     sub.write(event("two")).unwrap();
     main.write(event("three")).unwrap();
-    let verified = crate::record::chain::verify_file(&path);
+    let verified = crate::chain::verify_file(&path);
     assert!(
-        matches!(verified, Err(crate::record::chain::ChainError::NoRunEnd)),
+        matches!(verified, Err(crate::chain::ChainError::NoRunEnd)),
         "the chain holds up to its (missing) end: {verified:?}"
     );
     let scoped = TranscriptReader::read_scoped(&path).unwrap();
@@ -86,8 +86,8 @@ fn every_line_is_redacted_before_it_is_written() {
         .unwrap();
     writer
         .write(Event::RunEnd {
-            status: crate::record::Status::Failed,
-            reason: crate::record::EndReason::ChecksFailed,
+            status: crate::Status::Failed,
+            reason: crate::EndReason::ChecksFailed,
             message: format!("saw {escaped_secret} and {secret}"),
             turns: 1,
             redacted: 0,
@@ -181,8 +181,8 @@ fn a_resumed_transcript_continues_the_chain_and_leaves_out_the_replayed_events()
     assert!(!text.contains("toolu_2"), "the dropped line is gone");
     let bytes = text.as_bytes();
     assert_eq!(
-        crate::record::chain::verify(bytes),
-        Err(crate::record::chain::ChainError::NoRunEnd),
+        crate::chain::verify(bytes),
+        Err(crate::chain::ChainError::NoRunEnd),
         "the chain holds across the resume"
     );
 }

@@ -34,21 +34,21 @@ pub(crate) const BUILT_IN: &[(&str, &str)] = &[
 /// The masks of one replay: the built-in ones and the user's (`replay.ignore`,
 /// `--ignore`).
 #[derive(Debug, Clone)]
-pub(crate) struct Masks {
+pub struct Masks {
     patterns: Vec<Regex>,
 }
 
 /// A user's mask that is not a regular expression.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{pattern:?} is not a valid regular expression: {message}")]
-pub(crate) struct InvalidMask {
+pub struct InvalidMask {
     pub pattern: String,
     pub message: String,
 }
 
 impl Masks {
     /// The built-in masks, then `user`'s.
-    pub(crate) fn new<S: AsRef<str>>(user: &[S]) -> Result<Masks, InvalidMask> {
+    pub fn new<S: AsRef<str>>(user: &[S]) -> Result<Masks, InvalidMask> {
         let mut patterns = Vec::new();
         for (_, pattern) in BUILT_IN {
             // invariant: the built-in patterns are constants a unit test compiles.
@@ -63,7 +63,7 @@ impl Masks {
     }
 
     /// One user pattern, checked (a spec's `replay.ignore` is checked when it loads).
-    pub(crate) fn compile(pattern: &str) -> Result<Regex, InvalidMask> {
+    pub fn compile(pattern: &str) -> Result<Regex, InvalidMask> {
         regex::RegexBuilder::new(pattern)
             .size_limit(1 << 20)
             .build()
@@ -74,7 +74,7 @@ impl Masks {
     }
 
     /// `text` with every volatile span replaced by [`MASK`].
-    pub(crate) fn mask<'t>(&self, text: &'t str) -> Cow<'t, str> {
+    pub fn mask<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let mut out = Cow::Borrowed(text);
         for pattern in &self.patterns {
             if let Cow::Owned(masked) = pattern.replace_all(&out, MASK) {

@@ -7,11 +7,11 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::output::one_line;
-use crate::record::junit::{check_failure, tail};
-use crate::record::markdown;
-use crate::record::summary::summary_md;
-use crate::record::{RunReport, Status, TaskReport};
+use crate::junit::{check_failure, tail};
+use crate::markdown;
+use crate::summary::summary_md;
+use crate::{RunReport, Status, TaskReport};
+use drover_output::one_line;
 
 /// GitHub refuses a step summary over 1 MiB; stay under it with room for a note.
 const STEP_SUMMARY_MAX: usize = 1000 * 1024;
@@ -20,7 +20,7 @@ const ANNOTATION_OUTPUT: usize = 1500;
 
 /// What drover needs to know about the GitHub Actions environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct GithubEnv {
+pub struct GithubEnv {
     /// `GITHUB_ACTIONS=true`: we run in a workflow, so workflow commands are understood.
     pub actions: bool,
     /// `$GITHUB_STEP_SUMMARY`: the file the job's summary page is built from.
@@ -31,7 +31,7 @@ pub(crate) struct GithubEnv {
 
 impl GithubEnv {
     /// Read the variables GitHub sets for every step.
-    pub(crate) fn from_env() -> GithubEnv {
+    pub fn from_env() -> GithubEnv {
         let path = |name: &str| {
             std::env::var_os(name)
                 .filter(|value| !value.is_empty())
@@ -49,7 +49,7 @@ impl GithubEnv {
 /// `annotate`, and the Markdown summary appended to the step summary. Does nothing
 /// outside GitHub Actions. `report merge` does not annotate: the shard jobs that ran the
 /// tasks already did, and GitHub would show every annotation twice.
-pub(crate) fn report_to_github(
+pub fn report_to_github(
     report: &RunReport,
     env: &GithubEnv,
     annotate: bool,
@@ -93,7 +93,7 @@ pub(crate) fn append_step_summary(path: &Path, markdown: &str) -> std::io::Resul
 
 /// The workflow commands for a run: an `::error` for every task that did not pass and
 /// every failed check, a `::warning` for every task whose tool calls the policy denied.
-pub(crate) fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<String> {
+pub fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<String> {
     let mut lines = Vec::new();
     for task in &report.tasks {
         let file = annotation_path(&task.spec_path, workspace);
@@ -129,7 +129,7 @@ pub(crate) fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<S
             let title = format!(
                 "drover: task {}: {} denied",
                 task.name,
-                crate::output::counted(task.denials.len() as u64, "tool call", "tool calls")
+                drover_output::counted(task.denials.len() as u64, "tool call", "tool calls")
             );
             let message = task
                 .denials
@@ -184,7 +184,7 @@ fn command(kind: &str, file: &str, title: &str, message: &str) -> String {
 
 /// A workflow command's message: `%`, `\r` and `\n` percent-encoded (GitHub's rules, as in
 /// `@actions/core`), so a multi-line message stays one command.
-pub(crate) fn escape_data(text: &str) -> String {
+pub fn escape_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")

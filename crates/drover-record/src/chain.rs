@@ -5,9 +5,22 @@
 //! naive edits, not authenticity: whoever can rewrite the whole file can recompute it,
 //! which is why the agent never gets write access to the artifacts.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::digest::sha256_hex;
+use sha2::{Digest, Sha256};
+
+/// Lowercase hex SHA-256 of `bytes`: a line's hash as `prev` carries it, the same form
+/// as every other digest drover writes. Computed here with sha2 so the record needs
+/// nothing of the binary's `digest`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(64);
+    for byte in Sha256::digest(bytes) {
+        // invariant: writing to a String cannot fail.
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
 
 /// The `prev` of the first line.
 pub(crate) fn genesis() -> String {
@@ -26,7 +39,7 @@ pub(crate) fn chain_line(line: &str, prev: &str) -> String {
 
 /// What is wrong with a transcript's chain, by 1-based line number.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ChainError {
+pub enum ChainError {
     #[error("cannot read {0}")]
     Unreadable(String),
     #[error("not a JSON object")]
@@ -49,7 +62,7 @@ pub(crate) enum ChainError {
 
 impl ChainError {
     /// The 1-based line the error is about, if it is about one.
-    pub(crate) fn line(&self) -> Option<usize> {
+    pub fn line(&self) -> Option<usize> {
         match self {
             ChainError::NotJson { line }
             | ChainError::Missing { line }
@@ -59,7 +72,7 @@ impl ChainError {
     }
 
     /// The error with its place: `FILE:LINE: message` or `FILE: message`.
-    pub(crate) fn at(&self, path: &Path) -> String {
+    pub fn at(&self, path: &Path) -> String {
         match self.line() {
             Some(line) => format!("{}:{line}: {self}", path.display()),
             None => format!("{}: {self}", path.display()),
@@ -68,7 +81,7 @@ impl ChainError {
 }
 
 /// How many lines a verified transcript has.
-pub(crate) fn verify_file(path: &Path) -> Result<usize, ChainError> {
+pub fn verify_file(path: &Path) -> Result<usize, ChainError> {
     let bytes = std::fs::read(path)
         .map_err(|e| ChainError::Unreadable(format!("{}: {e}", path.display())))?;
     verify(&bytes)
@@ -77,7 +90,7 @@ pub(crate) fn verify_file(path: &Path) -> Result<usize, ChainError> {
 /// A transcript a run may resume from: its lines whose chain holds, and whether it was
 /// cut off mid-line (that partial line is not among them).
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Resumable {
+pub struct Resumable {
     pub lines: Vec<String>,
     pub cut_off: bool,
 }
@@ -86,7 +99,7 @@ pub(crate) struct Resumable {
 /// edit anywhere is refused), but the transcript may end without `run_end`, and with a
 /// last line cut short by the kill, which is left out. A last line that lacks only its
 /// newline (the kill came between the two) is whole.
-pub(crate) fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
+pub fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
     if bytes.is_empty() {
         return Err(ChainError::Empty);
     }
@@ -116,7 +129,7 @@ pub(crate) fn verify_resumable(bytes: &[u8]) -> Result<Resumable, ChainError> {
 }
 
 /// Verify the chain of a whole transcript's bytes.
-pub(crate) fn verify(bytes: &[u8]) -> Result<usize, ChainError> {
+pub fn verify(bytes: &[u8]) -> Result<usize, ChainError> {
     if bytes.is_empty() {
         return Err(ChainError::Empty);
     }
@@ -178,6 +191,14 @@ impl Chain {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sha256_of_empty_input_is_the_known_value() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
 
     fn transcript(lines: &[&str]) -> Vec<u8> {
         let mut prev = genesis();

@@ -1,6 +1,7 @@
 //! Which environment variable names look like they hold secrets. Two layers ask: the
 //! sandbox, which keeps such variables from the agent's commands, and the record, which
-//! redacts their values from everything drover writes. One list, so the two agree.
+//! redacts their values from everything drover writes. One list, so the two agree; it
+//! lives in the record, the lower of the two, and the sandbox asks it here.
 
 /// Name endings of variables that hold secrets (case-insensitive).
 const SECRET_SUFFIXES: &[&str] = &[
@@ -52,7 +53,7 @@ const SECRET_NAMES: &[&str] = &[
 
 /// Does the variable's name look like it holds a secret? See [`SECRET_SUFFIXES`],
 /// [`SECRET_WORDS`] and [`SECRET_NAMES`]; case-insensitive. docs/sandbox.md lists them.
-pub(crate) fn looks_secret(name: &str) -> bool {
+pub fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
         || SECRET_WORDS.iter().any(|word| upper.contains(word))

@@ -6,8 +6,8 @@ use std::time::Duration as StdDuration;
 use serde_json::json;
 
 use super::*;
-use crate::message::Usage;
-use crate::record::{Denial, EndReason};
+use crate::{Denial, EndReason};
+use drover_message::Usage;
 
 pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> TaskReport {
     TaskReport {
@@ -131,7 +131,7 @@ fn missing(tool: &str, install: &str) {
         std::env::var("CI").as_deref() != Ok("true"),
         "{tool} is not installed, and CI=true: {install}"
     );
-    crate::esay!("note: {tool} is not installed ({install}); skipping its check");
+    drover_output::esay!("note: {tool} is not installed ({install}); skipping its check");
 }
 
 fn validate_with_xmllint(xml: &str) -> bool {
@@ -143,8 +143,9 @@ fn validate_with_xmllint(xml: &str) -> bool {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("junit.xml");
     std::fs::write(&file, xml).unwrap();
-    // The Surefire/Jenkins schema (MIT), kept in the repository so the check never skips.
-    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/schemas/junit-10.xsd");
+    // The Surefire/Jenkins schema (MIT), kept in the repository so the check never skips
+    // (in the workspace's fixtures/, which tests/cli validates with too).
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/schemas/junit-10.xsd");
     assert!(schema.exists(), "{} is missing", schema.display());
     let output = Command::new("xmllint")
         .arg("--noout")

@@ -8,13 +8,13 @@ use std::path::PathBuf;
 
 use junit_report::{Duration, Report, TestCase, TestCaseBuilder, TestSuiteBuilder};
 
-use crate::record::{CheckReport, RunReport, Status, TaskReport};
+use crate::{CheckReport, RunReport, Status, TaskReport};
 
 /// How much of the last assistant text goes into system-out.
 const FINAL_TEXT_TAIL: usize = 2000;
 
 /// The JUnit XML for a run: one `testsuite` per spec file, in the order tasks appear.
-pub(crate) fn junit_xml(report: &RunReport) -> String {
+pub fn junit_xml(report: &RunReport) -> String {
     let mut suites: Vec<(PathBuf, Vec<&TaskReport>)> = Vec::new();
     for task in &report.tasks {
         match suites.iter_mut().find(|(path, _)| *path == task.spec_path) {
@@ -190,7 +190,7 @@ fn millis(ms: u64) -> Duration {
 }
 
 /// The last `max` bytes of `text`, starting on a char boundary.
-pub(crate) fn tail(text: &str, max: usize) -> &str {
+pub fn tail(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }
@@ -203,7 +203,7 @@ pub(crate) fn tail(text: &str, max: usize) -> &str {
 
 /// Text XML 1.0 can hold: terminal colour codes removed, other characters XML forbids
 /// (control characters, U+FFFE/U+FFFF) replaced, since check output carries both.
-pub(crate) fn clean(text: &str) -> String {
+pub fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {

@@ -10,12 +10,12 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::message::{ContentBlock, Image, StopReason, Usage};
-use crate::record::Redactor;
+use crate::Redactor;
+use drover_message::{ContentBlock, Image, StopReason, Usage};
 
 /// An MCP tool's name on its server and the name the model calls it by.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct McpToolName {
+pub struct McpToolName {
     pub tool: String,
     pub name: String,
     /// Why `name` is not `mcp__<server>__<tool>`: `sanitized` or `shortened` (a
@@ -26,7 +26,7 @@ pub(crate) struct McpToolName {
 
 /// An MCP tool that was not offered: the name it came out as is another tool's too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct McpToolLeftOut {
+pub struct McpToolLeftOut {
     /// Its own name on its server.
     pub tool: String,
     /// The name it would have been offered under.
@@ -37,7 +37,7 @@ pub(crate) struct McpToolLeftOut {
 
 /// The limits and outputs of a run, in its `run_start` (fields of that event).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct RunSettings {
+pub struct RunSettings {
     /// The budget in force (the spec's, or `--max-cost-usd`), so a resume keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
@@ -59,7 +59,7 @@ pub(crate) struct RunSettings {
 /// contract; fields are only ever added.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum Event {
+pub enum Event {
     RunStart {
         drover_version: String,
         task: String,
@@ -84,7 +84,7 @@ pub(crate) enum Event {
         /// Secret variables whose values are not redacted because redacting them would
         /// corrupt ordinary text (a dummy key `x`): names and reasons, never values.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        redaction_skipped: Vec<crate::record::redact::SkippedSecret>,
+        redaction_skipped: Vec<crate::redact::SkippedSecret>,
         /// `output:`'s schema as the run used it (so a replay needs no schema file).
         #[serde(default, skip_serializing_if = "Value::is_null")]
         output_schema: Value,
@@ -253,7 +253,7 @@ pub(crate) enum Event {
     /// A sub-agent ended; its figures count toward the task's limits.
     AgentEnd {
         agent_type: String,
-        reason: crate::record::EndReason,
+        reason: crate::EndReason,
         message: String,
         turns: u32,
         usage: Usage,
@@ -271,7 +271,7 @@ pub(crate) enum Event {
         /// Its lines dropped after them: a turn cut short, its checks, its `run_end`.
         dropped_lines: usize,
         /// How the earlier run ended; null when it was killed before its `run_end`.
-        previous_reason: Option<crate::record::EndReason>,
+        previous_reason: Option<crate::EndReason>,
         drover_version: String,
         provider: String,
         model: String,
@@ -289,8 +289,8 @@ pub(crate) enum Event {
         spent_before: Usage,
     },
     RunEnd {
-        status: crate::record::Status,
-        reason: crate::record::EndReason,
+        status: crate::Status,
+        reason: crate::EndReason,
         /// What ended the run, in a sentence with figures.
         message: String,
         turns: u32,
@@ -298,7 +298,7 @@ pub(crate) enum Event {
         cost_usd: Option<f64>,
         /// The model's plan as it last wrote it with TodoWrite (empty when it kept none).
         #[serde(default)]
-        todos: Vec<crate::record::Todo>,
+        todos: Vec<crate::Todo>,
         /// How many secret values were replaced by `[redacted]` in this task's tool
         /// results, transcript and artifacts up to this event.
         #[serde(default)]
@@ -315,7 +315,7 @@ fn is_zero(count: &u32) -> bool {
 
 impl Event {
     /// The `check` event of a check (or expectation) that ran.
-    pub(crate) fn check(report: &crate::record::CheckReport) -> Event {
+    pub fn check(report: &crate::CheckReport) -> Event {
         Event::Check {
             name: report.name.clone(),
             command: report.command.clone(),
@@ -329,7 +329,7 @@ impl Event {
     }
 
     /// The `setup` event of a setup step that ran.
-    pub(crate) fn setup(report: &crate::record::CheckReport) -> Event {
+    pub fn setup(report: &crate::CheckReport) -> Event {
         Event::Setup {
             name: report.name.clone(),
             command: report.command.clone(),
@@ -344,7 +344,7 @@ impl Event {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Decision {
+pub enum Decision {
     Allow,
     Deny,
 }
@@ -367,21 +367,21 @@ struct Line {
 /// Whose events a writer writes: a sub-agent's carry its id and the parent's call that
 /// started it, so a reader can fold them under that call (the main agent's carry none).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AgentScope {
+pub struct AgentScope {
     pub agent_id: String,
     pub parent_tool_use_id: String,
 }
 
 /// An event read back with the agent that wrote it (None: the main agent).
 #[derive(Debug, Clone)]
-pub(crate) struct ScopedEvent {
+pub struct ScopedEvent {
     pub scope: Option<AgentScope>,
     pub event: Event,
 }
 
 /// Why a transcript could not be written or read.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TranscriptError {
+pub enum TranscriptError {
     #[error("cannot write transcript {path}: {source}")]
     Write {
         path: PathBuf,
@@ -402,12 +402,12 @@ pub(crate) enum TranscriptError {
 
 /// Called with every event once it is written: how progress output follows a run
 /// without the loop knowing anything about terminals.
-pub(crate) type EventObserver = Box<dyn FnMut(&Event) + Send>;
+pub type EventObserver = Box<dyn FnMut(&Event) + Send>;
 
 /// Appends events to a transcript file, one flushed line each. A sub-agent writes to
 /// the same file through a [`TranscriptWriter::scoped`] writer: one hash chain, lines
 /// in the order they were written, each sub-agent line marked with its agent.
-pub(crate) struct TranscriptWriter {
+pub struct TranscriptWriter {
     shared: Arc<std::sync::Mutex<Shared>>,
     scope: Option<AgentScope>,
 }
@@ -451,7 +451,7 @@ impl Muted {
 }
 
 impl TranscriptWriter {
-    pub(crate) fn create(path: &Path) -> Result<Self, TranscriptError> {
+    pub fn create(path: &Path) -> Result<Self, TranscriptError> {
         let file = File::create(path).map_err(|source| TranscriptError::Write {
             path: path.to_path_buf(),
             source,
@@ -475,11 +475,7 @@ impl TranscriptWriter {
     /// is replaced atomically (temp file, fsync, rename), so the recording is never
     /// lost: until the rename it is there as it was. `replaying`: events that repeat
     /// the recorded turns are left out until [`TranscriptWriter::go_live`].
-    pub(crate) fn resume(
-        path: &Path,
-        kept: &[String],
-        replaying: bool,
-    ) -> Result<Self, TranscriptError> {
+    pub fn resume(path: &Path, kept: &[String], replaying: bool) -> Result<Self, TranscriptError> {
         let failed = |source| TranscriptError::Write {
             path: path.to_path_buf(),
             source,
@@ -494,7 +490,7 @@ impl TranscriptWriter {
             temp.write_all(line.as_bytes())
                 .and_then(|()| temp.write_all(b"\n"))
                 .map_err(failed)?;
-            prev = crate::digest::sha256_hex(line.as_bytes());
+            prev = super::chain::sha256_hex(line.as_bytes());
         }
         temp.as_file().sync_all().map_err(failed)?;
         let file = temp.persist(path).map_err(|e| failed(e.error))?;
@@ -518,7 +514,7 @@ impl TranscriptWriter {
 
     /// A resumed run has replayed the recorded turns: from now on every event is new
     /// and written (but its own `run_start`).
-    pub(crate) fn go_live(&self) {
+    pub fn go_live(&self) {
         let mut shared = self.lock();
         if shared.muted == Muted::Replayed {
             shared.muted = Muted::RunStart;
@@ -526,7 +522,7 @@ impl TranscriptWriter {
     }
 
     /// A writer to the same transcript whose events are the sub-agent `scope`'s.
-    pub(crate) fn scoped(&self, scope: AgentScope) -> TranscriptWriter {
+    pub fn scoped(&self, scope: AgentScope) -> TranscriptWriter {
         TranscriptWriter {
             shared: Arc::clone(&self.shared),
             scope: Some(scope),
@@ -534,7 +530,7 @@ impl TranscriptWriter {
     }
 
     /// Another writer to the same transcript, for the same agent.
-    pub(crate) fn share(&self) -> TranscriptWriter {
+    pub fn share(&self) -> TranscriptWriter {
         TranscriptWriter {
             shared: Arc::clone(&self.shared),
             scope: self.scope.clone(),
@@ -551,19 +547,19 @@ impl TranscriptWriter {
 
     /// Redact every line written from now on with `redactor`: the last pass that keeps
     /// secret values out of the transcript whatever event carries them.
-    pub(crate) fn redact_with(&mut self, redactor: Arc<Redactor>) {
+    pub fn redact_with(&mut self, redactor: Arc<Redactor>) {
         self.lock().redactor = Some(redactor);
     }
 
     /// Show every event written from now on to `observer` too (a sub-agent's, but for
     /// its model turns).
-    pub(crate) fn observe(&mut self, observer: EventObserver) {
+    pub fn observe(&mut self, observer: EventObserver) {
         self.lock().observer = Some(observer);
     }
 
     /// Write one event as one line, secret values redacted, and flush it to the OS before
     /// returning.
-    pub(crate) fn write(&mut self, event: Event) -> Result<(), TranscriptError> {
+    pub fn write(&mut self, event: Event) -> Result<(), TranscriptError> {
         let scope = self.scope.clone();
         let mut shared = self.lock();
         let shared = &mut *shared;
@@ -601,7 +597,7 @@ impl TranscriptWriter {
             }
         }
         let mut text = super::chain::chain_line(&text, &shared.prev);
-        shared.prev = crate::digest::sha256_hex(text.as_bytes());
+        shared.prev = super::chain::sha256_hex(text.as_bytes());
         text.push('\n');
         shared
             .file
@@ -642,12 +638,12 @@ fn redact_line(redactor: &Redactor, text: &str, line: &Line) -> Option<(String, 
 }
 
 /// Reads a whole transcript back into events.
-pub(crate) struct TranscriptReader;
+pub struct TranscriptReader;
 
 impl TranscriptReader {
     /// The main agent's events (a sub-agent's are left out: see [`Self::read_scoped`]).
     #[cfg(test)]
-    pub(crate) fn read(path: &Path) -> Result<Vec<Event>, TranscriptError> {
+    pub fn read(path: &Path) -> Result<Vec<Event>, TranscriptError> {
         Ok(Self::read_scoped(path)?
             .into_iter()
             .filter(|scoped| scoped.scope.is_none())
@@ -656,7 +652,7 @@ impl TranscriptReader {
     }
 
     /// Every event, each with the agent that wrote it.
-    pub(crate) fn read_scoped(path: &Path) -> Result<Vec<ScopedEvent>, TranscriptError> {
+    pub fn read_scoped(path: &Path) -> Result<Vec<ScopedEvent>, TranscriptError> {
         let file = File::open(path).map_err(|source| TranscriptError::Read {
             path: path.to_path_buf(),
             source,
@@ -681,7 +677,7 @@ impl TranscriptReader {
     }
 
     /// One transcript line's event, with the agent that wrote it.
-    pub(crate) fn parse_line(line: &str) -> Result<ScopedEvent, serde_json::Error> {
+    pub fn parse_line(line: &str) -> Result<ScopedEvent, serde_json::Error> {
         let parsed: Line = serde_json::from_str(line)?;
         let scope = match (parsed.agent_id, parsed.parent_tool_use_id) {
             (Some(agent_id), parent) => Some(AgentScope {

@@ -10,16 +10,21 @@
 //! of its own, drives the terminal or becomes a GitHub workflow command (see
 //! [`line`]). `println!`/`eprintln!` are refused by clippy (clippy.toml) so no line
 //! goes around them.
+//!
+//! Its own crate so that the crates below the binary (the record's warnings) print
+//! through the same lines: drover re-exports it as `crate::output` and the macros at
+//! its root, so `crate::say!` and `crate::esay!` read as before.
 
 use std::fmt;
 use std::io::Write;
 
 mod line;
 
-pub(crate) use line::{json_text, one_line, printed_line};
+pub use line::one_line;
+use line::{json_text, printed_line};
 
 /// Write one line to stdout, ignoring write errors (a closed pipe above all).
-pub(crate) fn say(args: fmt::Arguments<'_>) {
+pub fn say(args: fmt::Arguments<'_>) {
     let text = args.to_string();
     // Ignored on purpose: the reader went away (BrokenPipe) or stdout is unusable; either
     // way the run's outcome is its exit code, not this line.
@@ -27,14 +32,14 @@ pub(crate) fn say(args: fmt::Arguments<'_>) {
 }
 
 /// Write one line to stderr, ignoring write errors as [`say`] does.
-pub(crate) fn esay(args: fmt::Arguments<'_>) {
+pub fn esay(args: fmt::Arguments<'_>) {
     let text = args.to_string();
     let _ = writeln!(std::io::stderr().lock(), "{}", printed_line(&text));
 }
 
 /// Write a JSON document to stdout for machines, as it is but for [`json_text`]'s
 /// escapes (its lines are JSON's own: pretty-printed JSON keeps its layout).
-pub(crate) fn say_json(json: &str) {
+pub fn say_json(json: &str) {
     let _ = writeln!(std::io::stdout().lock(), "{}", json_text(json));
 }
 
@@ -42,10 +47,10 @@ pub(crate) fn say_json(json: &str) {
 #[macro_export]
 macro_rules! say {
     () => {
-        $crate::output::say(format_args!(""))
+        $crate::say(format_args!(""))
     };
     ($($arg:tt)*) => {
-        $crate::output::say(format_args!($($arg)*))
+        $crate::say(format_args!($($arg)*))
     };
 }
 
@@ -53,14 +58,14 @@ macro_rules! say {
 #[macro_export]
 macro_rules! esay {
     ($($arg:tt)*) => {
-        $crate::output::esay(format_args!($($arg)*))
+        $crate::esay(format_args!($($arg)*))
     };
 }
 
 /// Stdout as a writer for code that takes `&mut dyn Write`: what a closed pipe cannot
 /// take is dropped, like [`say`]'s lines, so writing on (a step summary after the
 /// annotations) is not cut short. Other errors are returned.
-pub(crate) struct Stdout;
+pub struct Stdout;
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -80,7 +85,7 @@ impl Write for Stdout {
 
 /// `count` and the noun, singular or plural as the count wants: `1 turn`, `3 turns`,
 /// `1 file changed` (`plural` is the plural of `singular`).
-pub(crate) fn counted(count: impl Into<u64>, singular: &str, plural: &str) -> String {
+pub fn counted(count: impl Into<u64>, singular: &str, plural: &str) -> String {
     let count = count.into();
     format!("{count} {}", if count == 1 { singular } else { plural })
 }

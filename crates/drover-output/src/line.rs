@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 ///
 /// Nothing that was there is lost from sight but escape sequences, so a reader still
 /// sees what the model sent.
-pub(crate) fn one_line(text: &str) -> Cow<'_, str> {
+pub fn one_line(text: &str) -> Cow<'_, str> {
     if !text.contains("##[") && !text.chars().any(needs_care) {
         return Cow::Borrowed(text);
     }

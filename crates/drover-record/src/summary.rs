@@ -1,14 +1,14 @@
 //! The run's outcome for machines (`summary.json`) and for people (`summary.md`, written
 //! to `$GITHUB_STEP_SUMMARY` by the Action): one place to see every task at a glance.
 
-use crate::output::counted;
+use drover_output::counted;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::record::junit::{check_failure, status_str, tail};
-use crate::record::markdown::{cell, code, fenced};
-use crate::record::{RunReport, ShardId, Status, TaskReport, TodoStatus};
+use crate::junit::{check_failure, status_str, tail};
+use crate::markdown::{cell, code, fenced};
+use crate::{RunReport, ShardId, Status, TaskReport, TodoStatus};
 
 /// Lines of check output shown per failed check in the Markdown summary.
 const OUTPUT_LINES: usize = 20;
@@ -17,7 +17,7 @@ const OUTPUT_BYTES: usize = 4000;
 
 #[derive(Serialize)]
 struct Summary<'a> {
-    drover_version: &'static str,
+    drover_version: &'a str,
     status: &'static str,
     exit_code: i32,
     counts: Counts,
@@ -51,11 +51,12 @@ impl Counts {
 }
 
 /// `summary.json`: the overall status and exit code (the worst task decides), counts,
-/// and every task report, pretty-printed with a trailing newline.
-pub(crate) fn summary_json(report: &RunReport) -> String {
+/// and every task report, pretty-printed with a trailing newline. `drover_version` is the
+/// version of the drover that writes it.
+pub fn summary_json(report: &RunReport, drover_version: &str) -> String {
     let status = report.status();
     let summary = Summary {
-        drover_version: crate::VERSION,
+        drover_version,
         status: status_str(status),
         exit_code: status.exit_code(),
         counts: Counts::of(report),
@@ -70,7 +71,7 @@ pub(crate) fn summary_json(report: &RunReport) -> String {
         // Plain data serializes; should it ever not, still say the run did not pass.
         Err(error) => format!(
             "{{\n  \"drover_version\": {},\n  \"status\": \"error\",\n  \"exit_code\": 3,\n  \"error\": {}\n}}\n",
-            serde_json::Value::from(crate::VERSION),
+            serde_json::Value::from(drover_version),
             serde_json::Value::from(error.to_string()),
         ),
     }
@@ -79,9 +80,9 @@ pub(crate) fn summary_json(report: &RunReport) -> String {
 /// `summary.md`: a table with one row per task, then for each task that did not pass
 /// its message, failed checks with their last output lines, denials and changed files.
 /// Every text a model, a tool, a check or a shard's `summary.json` chose is in a code
-/// span or a fenced block (see [`markdown`](crate::record::markdown)): none of it can
+/// span or a fenced block (see [`markdown`](crate::markdown)): none of it can
 /// start a heading, end a list or be read as HTML.
-pub(crate) fn summary_md(report: &RunReport) -> String {
+pub fn summary_md(report: &RunReport) -> String {
     let counts = Counts::of(report);
     let mut out = format!(
         "## drover: {} passed, {} failed, {}\n\n",
@@ -342,15 +343,15 @@ fn last_lines(text: &str, count: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::EndReason;
-    use crate::record::junit::tests::{sample_run, task};
+    use crate::EndReason;
+    use crate::junit::tests::{sample_run, task};
 
     #[test]
     fn json_has_status_exit_code_counts_and_tasks() {
-        let json = summary_json(&sample_run());
+        let json = summary_json(&sample_run(), "1.2.3");
         assert!(json.ends_with("}\n"));
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(value["drover_version"], crate::VERSION);
+        assert_eq!(value["drover_version"], "1.2.3");
         assert_eq!(value["status"], "error");
         assert_eq!(value["exit_code"], 3);
         assert_eq!(
@@ -371,7 +372,7 @@ mod tests {
     #[test]
     fn json_of_an_empty_run_passes() {
         let value: serde_json::Value =
-            serde_json::from_str(&summary_json(&RunReport::default())).unwrap();
+            serde_json::from_str(&summary_json(&RunReport::default(), "1.2.3")).unwrap();
         assert_eq!(value["status"], "passed");
         assert_eq!(value["exit_code"], 0);
         assert!(value["shard"].is_null());
@@ -383,7 +384,7 @@ mod tests {
             shard: Some(ShardId { index: 2, count: 4 }),
             ..sample_run()
         };
-        let value: serde_json::Value = serde_json::from_str(&summary_json(&run)).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&summary_json(&run, "1.2.3")).unwrap();
         assert_eq!(value["shard"], serde_json::json!({"index": 2, "count": 4}));
     }
 
@@ -436,7 +437,7 @@ mod tests {
     /// `summary.json` chose: a heading, HTML, a list item, a table row, a fence.
     #[test]
     fn no_text_of_a_task_becomes_markdown() {
-        use crate::record::markdown::tests::live_text;
+        use crate::markdown::tests::live_text;
         let hostile = "x`` \n## FORGED\r### FORGED\r\n<h2>FORGED</h2> | FORGED |\n```\n- FORGED\n";
         let mut run = sample_run();
         for task in &mut run.tasks {
@@ -444,13 +445,13 @@ mod tests {
             task.files_changed = vec![hostile.into()];
             task.attempts = 2;
             task.redacted = 1;
-            task.todos = vec![crate::record::Todo {
+            task.todos = vec![crate::Todo {
                 content: hostile.into(),
                 status: TodoStatus::Pending,
                 active_form: hostile.into(),
             }];
             task.output = Some(serde_json::json!({ "answer": hostile }));
-            task.drift = Some(crate::record::DriftReport {
+            task.drift = Some(crate::DriftReport {
                 count: 1,
                 call: 1,
                 tool: hostile.into(),
@@ -488,12 +489,12 @@ mod tests {
     fn markdown_shows_the_todo_list_as_a_checklist() {
         let mut done = task("planned", "a.yaml", EndReason::EndTurn, "ok");
         done.todos = vec![
-            crate::record::Todo {
+            crate::Todo {
                 content: "Find the bug".into(),
                 status: TodoStatus::Completed,
                 active_form: "Finding the bug".into(),
             },
-            crate::record::Todo {
+            crate::Todo {
                 content: "Run the tests".into(),
                 status: TodoStatus::InProgress,
                 active_form: "Running the tests".into(),

@@ -1,8 +1,8 @@
 // Test-only module: its parent includes it under #[cfg(test)].
 use super::*;
-use crate::record::Status;
-use crate::record::junit::tests::sample_run;
-use crate::record::summary::summary_json;
+use crate::Status;
+use crate::junit::tests::sample_run;
+use crate::summary::summary_json;
 
 /// A whole run's artifacts directory holding the given tasks, each with a transcript.
 fn shard(root: &Path, name: &str, tasks: Vec<TaskReport>) -> PathBuf {
@@ -30,7 +30,7 @@ fn artifacts(root: &Path, name: &str, tasks: Vec<TaskReport>, shard: Option<Shar
     }
     std::fs::write(
         dir.join("summary.json"),
-        summary_json(&RunReport { tasks, shard }),
+        summary_json(&RunReport { tasks, shard }, "0.1.0"),
     )
     .unwrap();
     dir
@@ -109,10 +109,13 @@ fn bad_inputs_are_refused_with_the_path() {
     evil.name = "../../etc".to_string();
     let evil_dir = root.path().join("evil");
     std::fs::create_dir_all(&evil_dir).unwrap();
-    let text = summary_json(&RunReport {
-        tasks: vec![evil],
-        shard: None,
-    });
+    let text = summary_json(
+        &RunReport {
+            tasks: vec![evil],
+            shard: None,
+        },
+        "0.1.0",
+    );
     std::fs::write(evil_dir.join("summary.json"), text).unwrap();
     let evil = evil_dir;
     let error = merge(&[evil], &out).unwrap_err().to_string();

@@ -8,7 +8,7 @@
 //! interpreted, behind a fence longer than any run of backticks inside, so it cannot
 //! close its own fence.
 
-use crate::record::junit::clean;
+use crate::junit::clean;
 
 /// `text` as an inline code span, on one line: line breaks written as `\n` (a line break
 /// inside a span would still let the next line start a block of its own), control

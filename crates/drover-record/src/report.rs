@@ -6,12 +6,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::message::Usage;
+use drover_message::Usage;
 
 /// A task's outcome: it did its work, it did not, or drover could not run it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Status {
+pub enum Status {
     Passed,
     Failed,
     Error,
@@ -19,7 +19,7 @@ pub(crate) enum Status {
 
 impl Status {
     /// The process exit code this outcome calls for (README.md, "Exit codes": 0, 1, 3).
-    pub(crate) fn exit_code(self) -> i32 {
+    pub fn exit_code(self) -> i32 {
         match self {
             Status::Passed => 0,
             Status::Failed => 1,
@@ -31,7 +31,7 @@ impl Status {
 /// Why a task's run ended: the `reason` of the transcript's `run_end` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum EndReason {
+pub enum EndReason {
     /// The model ended its turn without asking for tools, and every check passed.
     EndTurn,
     MaxTurns,
@@ -66,7 +66,7 @@ pub(crate) enum EndReason {
 
 impl EndReason {
     /// The task status this reason implies.
-    pub(crate) fn status(self) -> Status {
+    pub fn status(self) -> Status {
         match self {
             EndReason::EndTurn => Status::Passed,
             EndReason::ProviderError
@@ -79,7 +79,7 @@ impl EndReason {
         }
     }
 
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             EndReason::EndTurn => "end_turn",
             EndReason::MaxTurns => "max_turns",
@@ -104,7 +104,7 @@ impl EndReason {
 
 /// One check command and how it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct CheckReport {
+pub struct CheckReport {
     pub name: String,
     pub command: String,
     /// None when the command was killed (timeout) or could not start.
@@ -123,7 +123,7 @@ pub(crate) struct CheckReport {
 
 /// A tool call the policy denied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Denial {
+pub struct Denial {
     pub tool_use_id: String,
     pub tool: String,
     pub input: Value,
@@ -134,7 +134,7 @@ pub(crate) struct Denial {
 /// Where one todo stands.
 #[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum TodoStatus {
+pub enum TodoStatus {
     Pending,
     InProgress,
     Completed,
@@ -145,7 +145,7 @@ pub(crate) enum TodoStatus {
 #[derive(Serialize, Deserialize, schemars::JsonSchema, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 #[schemars(description = "One item of the todo list.")]
-pub(crate) struct Todo {
+pub struct Todo {
     /// What is to be done, imperative ("Run the tests").
     #[schemars(length(min = 1))]
     pub content: String,
@@ -158,7 +158,7 @@ pub(crate) struct Todo {
 
 /// Everything the reports say about one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct TaskReport {
+pub struct TaskReport {
     pub name: String,
     /// The spec file the task came from (its JUnit test suite).
     pub spec_path: PathBuf,
@@ -229,7 +229,7 @@ fn is_zero(count: &u32) -> bool {
 
 /// One run of a sub-agent, for summary.json and the transcript's `agent_end`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct AgentRun {
+pub struct AgentRun {
     pub agent_id: String,
     /// Its name in `agents:` (the call's `subagent_type`).
     pub agent_type: String,
@@ -250,7 +250,7 @@ fn one() -> u32 {
 
 /// One MCP server of a task, for summary.json.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct McpServerReport {
+pub struct McpServerReport {
     pub name: String,
     /// `started` or `failed`.
     pub status: String,
@@ -264,7 +264,7 @@ pub(crate) struct McpServerReport {
 
 /// All tasks of one `drover run` or `drover replay`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct RunReport {
+pub struct RunReport {
     pub tasks: Vec<TaskReport>,
     /// The shard this run was (`--shard K/N`); None for a whole run or a merge.
     #[serde(default)]
@@ -273,14 +273,14 @@ pub(crate) struct RunReport {
 
 /// Which shard of how many a run was: `index` is 1-based, as `--shard K/N` says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub(crate) struct ShardId {
+pub struct ShardId {
     pub index: usize,
     pub count: usize,
 }
 
 impl RunReport {
     /// The worst outcome of any task (passed when there are none).
-    pub(crate) fn status(&self) -> Status {
+    pub fn status(&self) -> Status {
         self.tasks
             .iter()
             .map(|task| task.status)
