@@ -128,10 +128,21 @@ mod tests {
         ]);
         let file = write(&sent).unwrap();
         let fd = std::os::fd::IntoRawFd::into_raw_fd(file);
+        let before = identity(fd).expect("the file is open before it is read");
         assert_eq!(read(fd).unwrap(), sent);
-        // read closed it: the command does not inherit it.
-        // SAFETY: fcntl(F_GETFD) only asks about the descriptor number.
-        assert_eq!(unsafe { libc::fcntl(fd, libc::F_GETFD) }, -1);
+        // read closed it: the command does not inherit it. A test running beside this one
+        // may have opened another file under the same number since, so the number either
+        // names nothing now or another file.
+        assert_ne!(identity(fd), Some(before));
+    }
+
+    /// The device and inode of the file `fd` names, if it names one.
+    fn identity(fd: i32) -> Option<(u64, u64)> {
+        // SAFETY: fstat writes only into the zeroed struct it is given.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat only asks about the descriptor number; a closed one is EBADF.
+        let found = unsafe { libc::fstat(fd, &mut stat) } == 0;
+        found.then_some((stat.st_dev, stat.st_ino))
     }
 
     #[test]
