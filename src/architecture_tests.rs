@@ -3,7 +3,7 @@
 //!
 //! - no import cycle of more than two files (two files may use each other, as a module and
 //!   its child do; a loop through a third may not);
-//! - no `Result<_, String>` in library code but the command line's value parsers;
+//! - no `Result` whose error is a `String` in library code but the command line's value parsers;
 //! - no function body longer than 80 lines without a `// Long: <why>` comment;
 //! - no `use` inside a function body in library code;
 //! - a module with children is a folder with `mod.rs`;
