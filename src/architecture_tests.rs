@@ -2,7 +2,7 @@
 //! over the source of every crate of the workspace (`src/` and `crates/*/src/`):
 //!
 //! - no import cycle of more than two files (two files may use each other, as a module and
-//!   its child do; a loop through a third may not);
+//!   its child do; no group of files tied in a loop may hold a third);
 //! - no `Result` whose error is a `String` in library code but the command line's value parsers;
 //! - no function body longer than 80 lines without a `// Long: <why>` comment;
 //! - no `use` inside a function body in library code;

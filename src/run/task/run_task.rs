@@ -336,10 +336,15 @@ fn changes_of(
 
 /// What the loop compares its results with: a replay's recorded results, or a resumed
 /// run's for its recorded turns (then the live model takes over). Only the loop
-/// compares results: they move there.
+/// compares results: they move there; the plan keeps whether drift is strict.
 fn replay_expectations(mode: &mut Mode) -> Option<RecordedResults> {
     match mode {
-        Mode::Replay(replay) => Some(std::mem::take(&mut replay.expectations)),
+        Mode::Replay(replay) => Some(RecordedResults {
+            results: std::mem::take(&mut replay.expectations.results),
+            strict: replay.expectations.strict,
+            masks: Arc::clone(&replay.expectations.masks),
+            handover: None,
+        }),
         Mode::Resume(resume) => Some(RecordedResults {
             results: std::mem::take(&mut resume.results),
             strict: resume.strict,
