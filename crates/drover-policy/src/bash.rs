@@ -116,7 +116,7 @@ impl Policy {
                 self.allow.iter().find(|rule| {
                     rule.governs(name)
                         && matches!(rule.specifier(), Some(Specifier::Command(p))
-                        if p.matches(&command.text)
+                        if (p.matches(&command.text) || p.is_exactly(&command.source))
                             && resolved.as_ref().is_none_or(|text| p.matches(text))
                             && risky.is_none_or(|option| p.as_str().contains(option)))
                 })
@@ -387,6 +387,10 @@ fn resolved_text(argv: &[String], cwd: &Path) -> Option<String> {
             };
             changed = true;
             match physical.path.strip_prefix(cwd) {
+                // `./mvnw` stays `./mvnw`: the rule names the wrapper as it is run.
+                Ok(rel) if !rel.as_os_str().is_empty() && arg.starts_with("./") => {
+                    format!("./{}", rel.to_string_lossy())
+                }
                 Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
                 _ => physical.path.to_string_lossy().into_owned(),
             }

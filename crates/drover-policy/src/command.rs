@@ -59,6 +59,12 @@ impl CommandPattern {
     pub fn matches(&self, command: &str) -> bool {
         self.regex.is_match(&normalize_spaces(command))
     }
+
+    /// Whether this is a pattern without wildcards whose text is `source`, the command
+    /// as written: `Bash(echo "Exit: $?")` allows exactly that command, quotes and all.
+    pub fn is_exactly(&self, source: &str) -> bool {
+        !self.source.contains('*') && normalize_spaces(&self.source) == normalize_spaces(source)
+    }
 }
 
 /// One-off matching (tests, tools): compiles the pattern each time.
@@ -98,6 +104,15 @@ mod tests {
         assert!(matches("cargo test:*", "cargo test --quiet"));
         assert!(matches("cargo test:*", "cargo test"));
         assert!(!matches("cargo test:*", "cargo testx"));
+    }
+
+    #[test]
+    fn an_exact_pattern_is_the_command_as_written() {
+        let pattern = CommandPattern::new(r#"echo "Exit: $?""#).unwrap();
+        assert!(pattern.is_exactly(r#"echo  "Exit: $?""#));
+        assert!(!pattern.is_exactly(r#"echo "Exit: $?" > out"#));
+        let wild = CommandPattern::new("echo *").unwrap();
+        assert!(!wild.is_exactly("echo *"));
     }
 
     #[test]

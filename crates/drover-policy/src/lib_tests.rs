@@ -85,6 +85,143 @@ fn cmd(command: &str) -> Value {
     json!({ "command": command })
 }
 
+/// Every path-rule form Claude Code documents, for Read, Edit and Write and the Bash
+/// path checks alike: each through a path it names and one it does not. A form that
+/// parsed but never matched would be a deny rule that protects nothing.
+#[test]
+fn every_documented_path_rule_form_matches_what_it_names_and_nothing_else() {
+    let home = super::expand::home_dir().expect("tests run with HOME set");
+    let home = home.to_string_lossy();
+    let forms: Vec<(String, String, String)> = vec![
+        // (the rule's path, a path it names, a path it does not)
+        (".env".into(), "/ws/config/.env".into(), "/ws/.envrc".into()),
+        ("./.env".into(), "/ws/.env".into(), "/ws/config/.env".into()),
+        (
+            "./.env.*".into(),
+            "/ws/.env.local".into(),
+            "/ws/a/.env.local".into(),
+        ),
+        (
+            "./secrets/**".into(),
+            "/ws/secrets/a/k".into(),
+            "/ws/x/secrets/k".into(),
+        ),
+        (
+            "/secrets/**".into(),
+            "/ws/secrets/k".into(),
+            "/ws/x/secrets/k".into(),
+        ),
+        (
+            "secrets/**".into(),
+            "/ws/secrets/k".into(),
+            "/ws/x/secrets/k".into(),
+        ),
+        (
+            "**/.env".into(),
+            "/ws/a/b/.env".into(),
+            "/ws/a/b/env".into(),
+        ),
+        (
+            "*.pem".into(),
+            "/ws/a/key.pem".into(),
+            "/ws/a/key.pem.txt".into(),
+        ),
+        (
+            "secrets/".into(),
+            "/ws/secrets/k".into(),
+            "/ws/secretsx/k".into(),
+        ),
+        (
+            "//ws/keys/**".into(),
+            "/ws/keys/k".into(),
+            "/ws/keysx".into(),
+        ),
+        (
+            "~/.ssh/**".into(),
+            format!("{home}/.ssh/id"),
+            format!("{home}/.sshx"),
+        ),
+    ];
+    for (pattern, named, other) in &forms {
+        for tool in ["Read", "Edit", "Write"] {
+            let rule = format!("{tool}({pattern})");
+            let p = policy(&["Read", "Edit", "Write", "Bash(cat *)"], &[&rule]);
+            for fake in [&READ, &EDIT, &WRITE] {
+                let family = fake.name == "Read";
+                if family != (tool == "Read") {
+                    continue;
+                }
+                let hit = p.decide(&facts(fake, &file(named)));
+                assert!(!hit.allowed(), "{rule} must deny {} on {named}", fake.name);
+                assert_eq!(hit.rule(), Some(rule.as_str()), "{rule} on {named}");
+                let miss = p.decide(&facts(fake, &file(other)));
+                assert_ne!(miss.rule(), Some(rule.as_str()), "{rule} on {other}");
+            }
+            if tool == "Read" {
+                let hit = p.decide(&facts(&BASH, &cmd(&format!("cat {named}"))));
+                assert_eq!(hit.rule(), Some(rule.as_str()), "{rule} on cat {named}");
+                let miss = p.decide(&facts(&BASH, &cmd(&format!("cat {other}"))));
+                assert_ne!(miss.rule(), Some(rule.as_str()), "{rule} on cat {other}");
+            }
+        }
+    }
+}
+
+#[test]
+fn wrapper_scripts_are_allowed_as_the_rule_names_them_and_nothing_beside() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(ws.join("scripts")).unwrap();
+    let permissions = RuleSet {
+        allow: [
+            "Bash(./mvnw test:*)",
+            "Bash(./scripts/x.sh *)",
+            r#"Bash(echo "Exit: $?")"#,
+        ]
+        .iter()
+        .map(|r| Rule::try_from(r.to_string()).unwrap())
+        .collect(),
+        ..RuleSet::default()
+    };
+    let p = Policy::new(&permissions, &ws, &[]);
+    let decide = |command: &str| p.decide_in(&facts(&BASH, &cmd(command)), &ws);
+    for allowed in [
+        "./mvnw test",
+        "./mvnw test -q",
+        "./scripts/x.sh a",
+        r#"echo "Exit: $?""#,
+    ] {
+        assert!(
+            decide(allowed).allowed(),
+            "{allowed}: {}",
+            decide(allowed).reason()
+        );
+    }
+    for denied in [
+        "./mvnw deploy",
+        "./scripts/../mvnw test",
+        "./scripts/x.sh a && rm -rf x",
+        r#"echo "Exit: $?" > out"#,
+        r#"echo "Exit: $?"; rm x"#,
+    ] {
+        assert!(!decide(denied).allowed(), "{denied}");
+    }
+}
+
+#[test]
+fn a_write_deny_stops_every_editing_tool_on_its_path() {
+    let p = policy(&["Edit"], &["Write(config/**)"]);
+    for fake in [&EDIT, &WRITE] {
+        let decision = p.decide(&facts(fake, &file("config/app.toml")));
+        assert!(!decision.allowed(), "{}", fake.name);
+        assert_eq!(decision.rule(), Some("Write(config/**)"));
+        assert!(p.decide(&facts(fake, &file("src/lib.rs"))).allowed());
+    }
+    // Bare, it names the Write tool only, as before.
+    let bare = policy(&["Edit"], &["Write"]);
+    assert!(bare.decide(&facts(&EDIT, &file("src/lib.rs"))).allowed());
+}
+
 #[test]
 fn read_only_tools_are_allowed_inside_the_workspace_by_default() {
     let p = policy(&[], &[]);

@@ -178,9 +178,9 @@ impl Policy {
     pub(super) fn path_denied_by(&self, tool: &ToolFacts, target: &PathTarget) -> Option<&Rule> {
         self.deny
             .iter()
-            .filter(|rule| rule.governs_tool(tool))
+            .filter(|rule| rule.denies_tool(tool))
             .find(|rule| match rule.specifier() {
-                None => true,
+                None => rule.governs_tool(tool),
                 Some(Specifier::Path(pattern)) => {
                     pattern.matches(&target.absolute, target.relative.as_deref())
                         || covers_contents(pattern, target)

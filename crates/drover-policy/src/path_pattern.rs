@@ -1,8 +1,12 @@
-//! Gitignore-style path patterns of permission rules.
+//! Gitignore-style path patterns of permission rules, in every form Claude Code documents.
 //!
-//! `src/**` and `/src/**` are relative to the workspace root; a pattern without a slash
-//! (`.env`, `*.pem`) matches at any depth; `//abs/path` is absolute; `~/x` is under the
-//! home directory. A pattern that names a directory also covers everything below it.
+//! `src/**`, `/src/**` and `./src/**` are relative to the workspace root (the project root
+//! and the agent's starting directory, which are one directory in drover); a pattern
+//! without a slash (`.env`, `*.pem`) matches at any depth; `//abs/path` is absolute;
+//! `~/x` is under the home directory. A pattern that names a directory also covers
+//! everything below it. A pattern drover could accept but not apply as written (`..`,
+//! empty or `.` parts, `~user/`, `///`) is refused when the rule is parsed, so no rule
+//! is accepted and then quietly matches nothing.
 
 use std::path::Path;
 
@@ -38,25 +42,9 @@ impl PartialEq for PathPattern {
 impl Eq for PathPattern {}
 
 impl PathPattern {
-    /// Compile `pattern`; the error is the glob parser's.
-    pub fn new(pattern: &str) -> Result<Self, globset::Error> {
-        let (scope, glob) = if let Some(abs) = pattern.strip_prefix("//") {
-            (Scope::Absolute, format!("/{abs}"))
-        } else if let Some(rest) = pattern.strip_prefix("~/") {
-            let home = super::expand::home_dir().unwrap_or_default();
-            (
-                Scope::Absolute,
-                home.join(rest).to_string_lossy().into_owned(),
-            )
-        } else {
-            let trimmed = pattern.trim_end_matches('/');
-            let anchored = match trimmed.strip_prefix('/') {
-                Some(rest) => rest.to_string(),
-                None if trimmed.contains('/') => trimmed.to_string(),
-                None => format!("**/{trimmed}"),
-            };
-            (Scope::Workspace, anchored)
-        };
+    /// Compile `pattern`, or say why it cannot be applied as written.
+    pub fn new(pattern: &str) -> Result<Self, PatternError> {
+        let (scope, glob) = scope_and_glob(pattern)?;
         let build = |text: &str| {
             GlobBuilder::new(text)
                 .literal_separator(true)
@@ -91,6 +79,102 @@ impl PathPattern {
     }
 }
 
+/// Why a path pattern is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    #[error(transparent)]
+    Glob(#[from] globset::Error),
+    /// A form that would not mean what it says; the text says what to write instead.
+    #[error("{0}")]
+    Form(String),
+}
+
+/// What a pattern is matched against, and the glob itself.
+fn scope_and_glob(pattern: &str) -> Result<(Scope, String), PatternError> {
+    let form = |message: String| Err(PatternError::Form(message));
+    if pattern.is_empty() {
+        return form(
+            "the path pattern is empty; write a path, or the tool name alone for every path".into(),
+        );
+    }
+    if let Some(abs) = pattern.strip_prefix("//") {
+        if abs.starts_with('/') {
+            return form(format!(
+                "{pattern:?} starts with more than two slashes; write //{} for an absolute path",
+                abs.trim_start_matches('/')
+            ));
+        }
+        let glob = format!("/{abs}");
+        check_parts(pattern, &glob)?;
+        return Ok((Scope::Absolute, glob));
+    }
+    if pattern == "~" || pattern.starts_with("~/") {
+        let Some(home) = super::expand::home_dir() else {
+            return form(format!(
+                "{pattern:?} is under the home directory, but HOME is not set; set HOME or write the path as //abs/path"
+            ));
+        };
+        let rest = pattern.trim_start_matches('~').trim_start_matches('/');
+        let glob = home.join(rest).to_string_lossy().into_owned();
+        check_parts(pattern, rest)?;
+        return Ok((Scope::Absolute, glob));
+    }
+    if pattern.starts_with('~') {
+        return form(format!(
+            "{pattern:?}: only ~/ (your home directory) is understood, not another user's; write //abs/path"
+        ));
+    }
+    // `./x` is `x` from the workspace root, anchored there as `/x` is.
+    let mut rest = pattern;
+    let mut anchored = false;
+    while let Some(after) = rest.strip_prefix("./") {
+        rest = after;
+        anchored = true;
+    }
+    if rest == "." || (anchored && rest.is_empty()) {
+        return Ok((Scope::Workspace, "**".to_string()));
+    }
+    if let Some(after) = rest.strip_prefix('/') {
+        if anchored || after.starts_with('/') {
+            return form(format!(
+                "{pattern:?} mixes ./ with an absolute path; write ./x or /x for the workspace, //x for an absolute path"
+            ));
+        }
+        rest = after;
+        anchored = true;
+    }
+    let trimmed = rest.trim_end_matches('/');
+    check_parts(pattern, trimmed)?;
+    let glob = if anchored || trimmed.contains('/') {
+        trimmed.to_string()
+    } else {
+        format!("**/{trimmed}")
+    };
+    Ok((Scope::Workspace, glob))
+}
+
+/// Refuse the parts of a path that would make a pattern mean something else than it
+/// reads: `..` (where it points depends on symbolic links), `.` and empty parts (no
+/// path the policy compares has them, so the pattern would match nothing).
+fn check_parts(pattern: &str, path: &str) -> Result<(), PatternError> {
+    let inner = path.trim_start_matches('/').trim_end_matches('/');
+    if inner.is_empty() {
+        return Ok(());
+    }
+    for part in inner.split('/') {
+        let problem = match part {
+            ".." => "`..`",
+            "." => "a `.` part",
+            "" => "an empty part (`//` inside the path)",
+            _ => continue,
+        };
+        return Err(PatternError::Form(format!(
+            "{pattern:?} has {problem}, which would make the rule match another path than it reads, or none; write the path without it"
+        )));
+    }
+    Ok(())
+}
+
 /// One-off matching (tests): compiles the pattern each time.
 #[cfg(test)]
 pub(super) fn matches(pattern: &str, absolute: &Path, relative: Option<&str>) -> bool {
@@ -120,6 +204,37 @@ mod tests {
         assert!(rel("*.pem", "a/b/key.pem"));
         assert!(rel("secrets", "secrets/token.txt"));
         assert!(rel("secrets/", "x/secrets/token.txt"));
+    }
+
+    #[test]
+    fn dot_slash_patterns_are_anchored_at_the_workspace_root() {
+        assert!(rel("./.env", ".env"));
+        assert!(!rel("./.env", "config/.env"));
+        assert!(rel("./.env.*", ".env.local"));
+        assert!(rel("./secrets/**", "secrets/a/key.txt"));
+        assert!(!rel("./secrets/**", "x/secrets/key.txt"));
+        assert!(rel("././src/*.rs", "src/a.rs"));
+        assert!(rel("./", "anything/at/all"));
+        assert!(rel(".", "anything"));
+    }
+
+    #[test]
+    fn forms_that_cannot_mean_what_they_read_are_refused() {
+        for refused in [
+            "",
+            "../secret",
+            "a/../b",
+            "./../x",
+            "a/./b",
+            "a//b",
+            "///etc/passwd",
+            ".//etc/passwd",
+            "~root/.ssh",
+            "//etc/../root",
+        ] {
+            let error = PathPattern::new(refused).expect_err(refused);
+            assert!(matches!(error, PatternError::Form(_)), "{refused}: {error}");
+        }
     }
 
     #[test]

@@ -177,6 +177,17 @@ impl Rule {
                 && tool.path_family.as_deref() == Some(self.tool.as_str()))
     }
 
+    /// Does this deny rule concern calls of `tool`? As [`Rule::governs_tool`], and a
+    /// `Write(path)` rule stops every file-editing tool on its path too (Edit, MultiEdit,
+    /// NotebookEdit), as in Claude Code: a path Write may not touch must not be edited
+    /// either.
+    pub fn denies_tool(&self, tool: &ToolFacts) -> bool {
+        self.governs_tool(tool)
+            || (self.tool == "Write"
+                && matches!(self.specifier, Some(Specifier::Path(_)))
+                && (tool.name == "Edit" || tool.path_family.as_deref() == Some("Edit")))
+    }
+
     /// A rule without specifier that governs `tool`: it covers every call.
     pub fn covers_whole(&self, tool: &ToolFacts) -> bool {
         self.specifier.is_none() && self.governs_tool(tool)
