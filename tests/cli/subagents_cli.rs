@@ -307,7 +307,13 @@ fn agents_from_reads_claude_code_agent_files_and_task_is_an_alias() {
     std::fs::create_dir_all(dir.path().join("agents")).unwrap();
     std::fs::write(
         dir.path().join("agents/reviewer.md"),
-        "---\nname: reviewer\ndescription: Reviews code.\ntools: Read, Glob\ncolor: green\n---\nYou review code.\n",
+        "---\nname: reviewer\ndescription: Reviews code.\ntools: Read, Glob, chrome-mcp\ncolor: green\n---\nYou review code.\n",
+    )
+    .unwrap();
+    // A tool drover does not have leaves that tool out, not the file or the run.
+    std::fs::write(
+        dir.path().join("agents/browser.md"),
+        "---\nname: browser\ndescription: Browses.\ntools: computer-use\n---\nYou browse.\n",
     )
     .unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
@@ -334,6 +340,14 @@ agents_from: agents
     assert_exit(&output, 0);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("`color` ignored"), "{stderr}");
+    assert!(
+        stderr.contains("tool \"chrome-mcp\" left out of agent reviewer"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tool \"computer-use\" left out of agent browser"),
+        "{stderr}"
+    );
     let lines = transcript(&artifacts.join("from/transcript.jsonl"));
     let start = &events(&lines, "run_start")[0];
     assert!(

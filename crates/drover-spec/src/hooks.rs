@@ -58,6 +58,31 @@ pub(crate) const INTERACTIVE_ONLY_EVENTS: &[&str] = &[
     "SubagentStop",
 ];
 
+/// The other events Claude Code documents, with no moment in a drover run (no install
+/// phase, no settings reloaded mid-run, no compaction, no teammates, no worktrees the
+/// agent makes): a settings file's hooks for them are skipped with a note, never a
+/// reason to refuse the file's other hooks. A name on neither list is refused: it is a
+/// typo of a guard as likely as a newer event.
+const NO_EQUIVALENT_EVENTS: &[&str] = &[
+    "Setup",
+    "ConfigChange",
+    "InstructionsLoaded",
+    "UserPromptExpansion",
+    "PostToolBatch",
+    "PermissionDenied",
+    "StopFailure",
+    "TaskCreated",
+    "TaskCompleted",
+    "TeammateIdle",
+    "FileChanged",
+    "CwdChanged",
+    "PostCompact",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "Elicitation",
+    "ElicitationResult",
+];
+
 /// The hooks of each event.
 pub type HooksSpec = BTreeMap<HookEvent, Vec<HookMatcherSpec>>;
 
@@ -228,14 +253,19 @@ impl<'de> Deserialize<'de> for SettingsHooks {
                         hooks
                             .spec
                             .insert(event, entries.into_iter().map(Into::into).collect());
-                    } else if INTERACTIVE_ONLY_EVENTS.contains(&name.as_str()) {
+                    } else if INTERACTIVE_ONLY_EVENTS.contains(&name.as_str())
+                        || NO_EQUIVALENT_EVENTS.contains(&name.as_str())
+                    {
                         map.next_value::<serde::de::IgnoredAny>()?;
-                        hooks.notes.push(format!(
-                            "{name} hooks skipped: the event does not happen headless"
-                        ));
+                        let why = if INTERACTIVE_ONLY_EVENTS.contains(&name.as_str()) {
+                            "the event does not happen headless"
+                        } else {
+                            "drover has no equivalent of this Claude Code event"
+                        };
+                        hooks.notes.push(format!("{name} hooks skipped: {why}"));
                     } else {
                         return Err(serde::de::Error::custom(format!(
-                            "unknown hook event {name:?}; drover runs {}",
+                            "unknown hook event {name:?}; drover runs {} and skips the other events Claude Code documents",
                             HookEvent::ALL.map(HookEvent::as_str).join(", ")
                         )));
                     }
@@ -254,6 +284,9 @@ struct SettingsMatcher {
     #[serde(default)]
     matcher: Option<String>,
     hooks: Vec<SettingsHook>,
+    /// What the entry is for, for people reading the file.
+    #[serde(default, rename = "description")]
+    _description: serde::de::IgnoredAny,
 }
 
 /// One hook in a settings file: a [`HookCommandSpec`] without a sandbox of its own.
@@ -337,6 +370,30 @@ mod tests {
         assert!(hooks_of_claude_settings("{}").unwrap().0.is_empty());
         let ignored = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "async": true, "once": true}]}]}}"#;
         assert_eq!(hooks_of_claude_settings(ignored).unwrap().0.len(), 1);
+    }
+
+    #[test]
+    fn claude_code_events_without_an_equivalent_are_named_not_refused() {
+        let text = r#"{"hooks": {
+            "Setup": [{"hooks": [{"type": "command", "command": "./install.sh"}]}],
+            "ConfigChange": [{"hooks": [{"type": "command", "command": "./audit.sh"}]}],
+            "InstructionsLoaded": [{"hooks": [{"type": "command", "command": "./log.sh"}]}],
+            "PreToolUse": [{"matcher": "Bash", "description": "guard the shell",
+                "hooks": [{"type": "command", "command": "./guard.sh"}]}]
+        }}"#;
+        let (spec, notes) = hooks_of_claude_settings(text).unwrap();
+        assert_eq!(spec.len(), 1, "{spec:?}");
+        assert_eq!(
+            spec[&HookEvent::PreToolUse][0].hooks[0].command,
+            "./guard.sh"
+        );
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        for event in ["Setup", "ConfigChange", "InstructionsLoaded"] {
+            assert!(
+                notes.iter().any(|note| note.starts_with(event)),
+                "{notes:?}"
+            );
+        }
     }
 
     #[test]

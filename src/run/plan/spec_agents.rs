@@ -109,8 +109,16 @@ fn agents_from(
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     for file in files {
         let text = read_agent_file(&file, &invalid)?;
-        let (name, agent, file_notes) = agent_of_claude_file(&text)
+        let (name, mut agent, file_notes) = agent_of_claude_file(&text)
             .map_err(|e| invalid(format!("agents_from {}: {e}", file.display())))?;
+        // A file's tool drover does not have (`chrome-mcp`, `computer-use`) is left out,
+        // the rest of the file works: its list only grows narrower.
+        for unknown in drop_unknown_tools(&mut agent) {
+            notes.push(format!(
+                "agents_from {}: tool {unknown:?} left out of agent {name}: drover has no such tool",
+                file.display()
+            ));
+        }
         notes.extend(
             file_notes
                 .into_iter()
@@ -154,6 +162,34 @@ fn read_agent_file(
         .map_err(|e| invalid(format!("agents_from: cannot read {}: {e}", file.display())))
 }
 
+/// Whether `tool` names one tool drover knows, as an agent's `tools` entry: a built-in
+/// tool, an alias, or an MCP tool or server (`mcp__…`); never a pattern.
+fn known_tool(tool: &str) -> bool {
+    let known = crate::policy::Rule::try_from(tool.to_string())
+        .is_ok_and(|rule| rule.specifier().is_none());
+    known && !tool.contains('*')
+}
+
+/// Take the tools drover does not know out of `agent`'s lists; the names taken out. An
+/// agent that listed only unknown tools keeps an empty list: it is offered none, not all.
+fn drop_unknown_tools(agent: &mut AgentSpec) -> Vec<String> {
+    let mut dropped = Vec::new();
+    let mut keep = |list: &mut Vec<String>| {
+        list.retain(|tool| {
+            let known = known_tool(tool);
+            if !known {
+                dropped.push(tool.clone());
+            }
+            known
+        });
+    };
+    if let Some(tools) = agent.tools.as_mut() {
+        keep(tools);
+    }
+    keep(&mut agent.disallowed_tools);
+    dropped
+}
+
 /// One agent's model fields, turn limit, tool names and price (under a cost limit)
 /// checked.
 fn check_agent(loaded: &LoadedSpec, name: &str, agent: &AgentSpec) -> Result<(), SpecError> {
@@ -176,9 +212,7 @@ fn check_agent(loaded: &LoadedSpec, name: &str, agent: &AgentSpec) -> Result<(),
         )));
     }
     for tool in agent.tools.iter().flatten().chain(&agent.disallowed_tools) {
-        let known = crate::policy::Rule::try_from(tool.clone())
-            .is_ok_and(|rule| rule.specifier().is_none());
-        if !known || tool.contains('*') {
+        if !known_tool(tool) {
             return Err(invalid(format!(
                 "agents.{name}.tools: {tool:?} is not a tool name (write names such as Read, Grep, Bash or mcp__server__tool)"
             )));
