@@ -101,8 +101,17 @@ fn plain_http_off_machine(url: &str) -> bool {
     parsed.scheme() == "http" && !loopback
 }
 
-/// Why a `url:`/`headers:` entry cannot be used, for the spec check; None when fine.
+/// Why a `url:`/`headers:` entry cannot be used, for the spec check; None when fine. A
+/// URL with `${VAR}` in it is checked once expanded, when its server starts.
 pub(crate) fn endpoint_problem(url: &str, headers: &BTreeMap<String, String>) -> Option<String> {
+    if url.contains("${") {
+        return headers_problem(headers);
+    }
+    url_problem(url).or_else(|| headers_problem(headers))
+}
+
+/// Why `url` cannot be reached as an MCP server; None when fine.
+pub(crate) fn url_problem(url: &str) -> Option<String> {
     let parsed = match reqwest::Url::parse(url) {
         Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => parsed,
         _ => return Some(format!("url: {url:?} is not an http:// or https:// URL")),
@@ -114,6 +123,11 @@ pub(crate) fn endpoint_problem(url: &str, headers: &BTreeMap<String, String>) ->
                 .to_string(),
         );
     }
+    None
+}
+
+/// Why a `headers:` entry cannot be sent; None when fine.
+fn headers_problem(headers: &BTreeMap<String, String>) -> Option<String> {
     for name in headers.keys() {
         if HeaderName::from_bytes(name.as_bytes()).is_err() {
             return Some(format!("headers: {name:?} is not a valid HTTP header name"));
@@ -154,6 +168,14 @@ mod tests {
         }
         let ok = headers(&[("Authorization", "Bearer ${TOKEN}"), ("X-Org", "a")]);
         assert_eq!(endpoint_problem("http://h/", &ok), None);
+        // A URL with variables is checked once they are expanded; its headers now.
+        assert_eq!(
+            endpoint_problem("${MCP_BASE:-http://127.0.0.1:1}/mcp", &none),
+            None
+        );
+        let bad_header = headers(&[("bad header", "x")]);
+        assert!(endpoint_problem("${MCP_BASE}/mcp", &bad_header).is_some());
+        assert!(url_problem("ftp://h/").is_some());
         let userinfo = endpoint_problem("https://me:pw@h/mcp", &none).unwrap();
         assert!(
             userinfo.contains("send credentials in headers"),

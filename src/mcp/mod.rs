@@ -198,7 +198,17 @@ async fn start_one(
         setup.vars
     };
     if let Some(url) = &server.url {
-        return server::connect(name, server, url, startup, vars)
+        // The URL as it will be reached, its `${VAR}`s expanded, is held to what a
+        // written one is (http or https, no credentials in it). A URL is printed and
+        // recorded, so it takes only variables the task's commands get: a secret goes in
+        // `headers:`, never in the URL.
+        let url = expand(url, &vars.narrowed(|name| env.passes(name)));
+        if let Some(problem) = http::url_problem(&url) {
+            return Err(NotStarted(format!(
+                "{problem} (once its variables were expanded)"
+            )));
+        }
+        return server::connect(name, server, &url, startup, vars)
             .await
             .map_err(|e| NotStarted(e.to_string()));
     }

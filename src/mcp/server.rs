@@ -115,7 +115,7 @@ pub(crate) struct Launch<'a> {
     pub env: &'a CommandEnv,
     /// The server's stderr goes here.
     pub log: PathBuf,
-    /// Where `${VAR}` in `env:` takes values from.
+    /// Where `${VAR}` in `command:`, `args:` and `env:` takes values from.
     pub vars: &'a VarSource,
     pub startup: Duration,
 }
@@ -141,8 +141,12 @@ pub(crate) async fn connect(
 /// its tools, or say why not.
 pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartError> {
     let spec = launch.spec;
-    let program = spec.command.as_deref().unwrap_or_default();
-    let args: Vec<&OsStr> = spec.args.iter().map(OsStr::new).collect();
+    // `${VAR}` and `${VAR:-default}` expand in the command and its arguments as in
+    // `env:` (a `.mcp.json` gives `"${ROOT:-.}/server.js"`), from the same variables.
+    let program = expand(spec.command.as_deref().unwrap_or_default(), launch.vars);
+    let program = program.as_str();
+    let expanded_args: Vec<String> = spec.args.iter().map(|a| expand(a, launch.vars)).collect();
+    let args: Vec<&OsStr> = expanded_args.iter().map(OsStr::new).collect();
     let env: Vec<(&String, String)> = spec
         .env
         .iter()

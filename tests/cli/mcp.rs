@@ -351,6 +351,33 @@ fn servers_of_a_claude_code_mcp_json_join_the_specs() {
     );
 }
 
+#[test]
+fn variables_with_defaults_expand_in_a_mcp_json_command_and_args() {
+    let Some(server) = everything() else { return };
+    let (dir, spec) = task(
+        "",
+        "mcp__everything",
+        r#"{ name: mcp__everything__get-sum, input: { a: 20, b: 22 } }"#,
+    );
+    // As repositories write them: the variables unset here, so their defaults apply.
+    let config = serde_json::json!({"mcpServers": {"everything": {
+        "command": "${DROVER_TEST_UNSET_NODE:-node}",
+        "args": [format!("${{DROVER_TEST_UNSET_SERVER:-{}}}", server.display()), "stdio"]}}});
+    std::fs::write(dir.path().join(".mcp.json"), config.to_string()).unwrap();
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("  servers:\n", "  config: .mcp.json\n");
+    std::fs::write(&spec, text).unwrap();
+    let output = run(dir.path(), &spec);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let result = events(&lines, "tool_result")[0];
+    assert!(
+        result["content"].as_str().unwrap().contains("42"),
+        "{result}"
+    );
+}
+
 /// A server that serves for `seconds`, then ends.
 fn dying_server(server: &Path, seconds: u32, required: bool) -> String {
     format!(
