@@ -248,7 +248,10 @@ impl Agent<'_> {
         let tool_name = self.registry.resolve(&call.name).to_string();
         let mut fields = Map::new();
         fields.insert("tool_name".into(), json!(tool_name));
-        fields.insert("tool_input".into(), call.input.clone());
+        fields.insert(
+            "tool_input".into(),
+            hook_tool_input(&call.input, &self.ctx.workspace),
+        );
         fields.insert("tool_use_id".into(), json!(call.id));
         let answer = self
             .raise(
@@ -408,7 +411,10 @@ impl Agent<'_> {
         let tool_name = self.registry.resolve(&call.name).to_string();
         let mut fields = Map::new();
         fields.insert("tool_name".into(), json!(tool_name));
-        fields.insert("tool_input".into(), call.input.clone());
+        fields.insert(
+            "tool_input".into(),
+            hook_tool_input(&call.input, &self.ctx.workspace),
+        );
         fields.insert("tool_use_id".into(), json!(call.id));
         fields.insert(
             "duration_ms".into(),
@@ -454,7 +460,49 @@ impl Agent<'_> {
     }
 }
 
+/// The call's input as a hook sees it: Claude Code's file tools take only absolute paths,
+/// so hooks written for it compare against `$CLAUDE_PROJECT_DIR/...`. A relative
+/// `file_path`, `notebook_path` or `path` is shown resolved against the workspace, as the
+/// tool resolves it.
+fn hook_tool_input(input: &Value, workspace: &std::path::Path) -> Value {
+    let mut shown = input.clone();
+    if let Some(object) = shown.as_object_mut() {
+        for key in ["file_path", "notebook_path", "path"] {
+            let Some(Value::String(raw)) = object.get(key) else {
+                continue;
+            };
+            if let Ok(absolute) = crate::workspace::paths::resolve(workspace, raw) {
+                object.insert(key.into(), json!(absolute.to_string_lossy()));
+            }
+        }
+    }
+    shown
+}
+
 /// A hook's refusal, recorded like a policy denial (rule `hook:PreToolUse`).
 fn hook_denial(reason: String) -> Decision {
     Decision::Deny(Grounds::new(Some("hook:PreToolUse".to_string()), reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hooks_see_file_paths_absolute_as_claude_code_gives_them() {
+        let ws = std::path::Path::new("/ws");
+        let shown = hook_tool_input(
+            &json!({"file_path": "src/../lib.rs", "old_string": "a", "new_string": "b"}),
+            ws,
+        );
+        assert_eq!(shown["file_path"], "/ws/lib.rs");
+        assert_eq!(shown["old_string"], "a");
+        let absolute = hook_tool_input(&json!({"notebook_path": "/data/n.ipynb"}), ws);
+        assert_eq!(absolute["notebook_path"], "/data/n.ipynb");
+        let search = hook_tool_input(&json!({"pattern": "fn", "path": "src"}), ws);
+        assert_eq!(search["path"], "/ws/src");
+        assert_eq!(search["pattern"], "fn");
+        let command = json!({"command": "cat a.txt"});
+        assert_eq!(hook_tool_input(&command, ws), command);
+    }
 }
