@@ -362,7 +362,8 @@ fn variables_with_defaults_expand_in_a_mcp_json_command_and_args() {
     // As repositories write them: the variables unset here, so their defaults apply.
     let config = serde_json::json!({"mcpServers": {"everything": {
         "command": "${DROVER_TEST_UNSET_NODE:-node}",
-        "args": [format!("${{DROVER_TEST_UNSET_SERVER:-{}}}", server.display()), "stdio"]}}});
+        "args": [format!("${{DROVER_TEST_UNSET_SERVER:-{}}}", server.display()), "stdio"],
+        "headersHelper": "./get-token.sh", "alwaysAllow": ["get-sum"]}}});
     std::fs::write(dir.path().join(".mcp.json"), config.to_string()).unwrap();
     let text = std::fs::read_to_string(&spec)
         .unwrap()
@@ -370,6 +371,10 @@ fn variables_with_defaults_expand_in_a_mcp_json_command_and_args() {
     std::fs::write(&spec, text).unwrap();
     let output = run(dir.path(), &spec);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // What the file holds that drover does not use is named, not dropped silently.
+    let said = stderr(&output);
+    assert!(said.contains("headersHelper is not run"), "{said}");
+    assert!(said.contains("key \"alwaysAllow\" ignored"), "{said}");
     let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
     let result = events(&lines, "tool_result")[0];
     assert!(

@@ -83,8 +83,8 @@ pub struct McpTimeouts {
 }
 
 /// A server of Claude Code's `.mcp.json`: `command`/`args`/`env`, or `type: http` with
-/// `url`/`headers` (`sse`, the older transport, is refused by name). Fields drover does not use are ignored, as Claude Code's
-/// file may carry more.
+/// `url`/`headers` (`sse`, the older transport, is refused by name). Fields drover does
+/// not use are named in a note, as Claude Code's file may carry more.
 #[derive(Debug, Deserialize)]
 struct ClaudeServer {
     #[serde(default, rename = "type")]
@@ -102,6 +102,9 @@ struct ClaudeServer {
     /// Claude Code's format has none; drover's is refused (see `referenced`).
     #[serde(default, rename = "sandbox")]
     _sandbox: NoSandbox,
+    /// Every other key: named in a note, never dropped silently.
+    #[serde(flatten)]
+    other: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,10 +147,11 @@ impl McpConfigError {
     }
 }
 
-/// The servers of a Claude Code `.mcp.json`, as spec entries (required, default limits).
+/// The servers of a Claude Code `.mcp.json`, as spec entries (required, default limits),
+/// and a note for each key drover does not use.
 pub fn servers_of_claude_config(
     text: &str,
-) -> Result<BTreeMap<String, McpServerSpec>, McpConfigError> {
+) -> Result<(BTreeMap<String, McpServerSpec>, Vec<String>), McpConfigError> {
     let config: ClaudeConfig = serde_json::from_str(text).map_err(|error| {
         let error = JsonError::from(error);
         if error.is_sandbox() {
@@ -157,7 +161,16 @@ pub fn servers_of_claude_config(
         }
     })?;
     let mut servers = BTreeMap::new();
+    let mut notes = Vec::new();
     for (name, server) in config.servers {
+        for key in server.other.keys() {
+            notes.push(match key.as_str() {
+                "headersHelper" => format!(
+                    "server {name}: headersHelper is not run; give the headers it makes in headers: from variables, or declare the server in the spec's mcp.servers"
+                ),
+                _ => format!("server {name}: key {key:?} ignored: drover does not use it"),
+            });
+        }
         let remote = match server.kind.as_deref() {
             None | Some("stdio") => server.command.is_none() && server.url.is_some(),
             Some("http") => true,
@@ -188,7 +201,7 @@ pub fn servers_of_claude_config(
         };
         servers.insert(name, entry);
     }
-    Ok(servers)
+    Ok((servers, notes))
 }
 
 /// Why a server entry cannot be used; the spec check names the server.
@@ -236,7 +249,7 @@ mod tests {
             "docs": {"type": "http", "url": "http://127.0.0.1:3001/mcp", "headers": {"X": "y"}},
             "old": {"url": "http://127.0.0.1:3002/sse"}
         }}"#;
-        let servers = servers_of_claude_config(text).unwrap();
+        let (servers, _) = servers_of_claude_config(text).unwrap();
         let fs = &servers["fs"];
         assert_eq!(fs.command.as_deref(), Some("npx"));
         assert_eq!(fs.args, ["-y", "server-fs", "."]);
@@ -265,7 +278,7 @@ mod tests {
         .to_string();
         assert!(sse.contains("streamable HTTP endpoint"), "{sse}");
         assert!(servers_of_claude_config("[1]").is_err());
-        assert!(servers_of_claude_config("{}").unwrap().is_empty());
+        assert!(servers_of_claude_config("{}").unwrap().0.is_empty());
     }
 
     #[test]
@@ -283,8 +296,9 @@ mod tests {
             shown.contains("not Claude Code's .mcp.json format"),
             "{shown}"
         );
-        let servers =
-            servers_of_claude_config(r#"{"mcpServers": {"x": {"command": "srv"}}}"#).unwrap();
+        let servers = servers_of_claude_config(r#"{"mcpServers": {"x": {"command": "srv"}}}"#)
+            .unwrap()
+            .0;
         assert!(servers["x"].from_config);
     }
 }

@@ -136,7 +136,10 @@ pub(crate) fn plan_task(
         });
     };
     let rules = spec_checks::rule_set(&spec)?;
-    let mcp_servers = spec_checks::mcp_servers(&spec)?;
+    let (mcp_servers, notes) = spec_checks::mcp_servers(&spec)?;
+    for note in notes {
+        crate::esay!("drover: note: {}: {note}", spec.name());
+    }
     let (hooks, notes) = spec_checks::task_hooks(&spec)?;
     for note in notes {
         crate::esay!("drover: note: {}: {note}", spec.name());

@@ -166,7 +166,7 @@ pub(super) fn replay_servers(
             crate::esay!("drover: replay: {line}");
         }
     };
-    let mut servers = super::spec_checks::mcp_servers(spec)?;
+    let (mut servers, _) = super::spec_checks::mcp_servers(spec)?;
     servers.retain(|name, server| {
         let Some(recorded) = &server.url else {
             return true;

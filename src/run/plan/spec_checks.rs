@@ -115,13 +115,15 @@ pub(crate) fn output_schema(loaded: &LoadedSpec) -> Result<Option<Value>, SpecEr
 }
 
 /// The task's MCP servers: those of `mcp.servers` and of the `.mcp.json` that
-/// `mcp.config` names, each checked; errors are at `mcp:`'s position and name the server.
+/// `mcp.config` names, each checked, with notes on what the file holds that drover does
+/// not use; errors are at `mcp:`'s position and name the server.
 pub(crate) fn mcp_servers(
     loaded: &LoadedSpec,
-) -> Result<BTreeMap<String, McpServerSpec>, SpecError> {
+) -> Result<(BTreeMap<String, McpServerSpec>, Vec<String>), SpecError> {
     let Some(mcp) = &loaded.spec.mcp else {
-        return Ok(BTreeMap::new());
+        return Ok((BTreeMap::new(), Vec::new()));
     };
+    let mut notes = Vec::new();
     let invalid = |message: String| SpecError::Invalid {
         position: Position::at(&loaded.path, Some(mcp.referenced)),
         message,
@@ -135,8 +137,13 @@ pub(crate) fn mcp_servers(
             .join(config);
         let text = std::fs::read_to_string(&path)
             .map_err(|e| invalid(format!("mcp.config: cannot read {}: {e}", path.display())))?;
-        let from_config = servers_of_claude_config(&text)
+        let (from_config, config_notes) = servers_of_claude_config(&text)
             .map_err(|e| invalid(format!("mcp.config {}", e.in_file(&path))))?;
+        notes.extend(
+            config_notes
+                .into_iter()
+                .map(|note| format!("mcp.config {}: {note}", path.display())),
+        );
         let network = SandboxSpec::has_network(loaded.spec.sandbox.as_ref());
         for (name, server) in from_config {
             if servers.contains_key(&name) {
@@ -167,7 +174,7 @@ pub(crate) fn mcp_servers(
             return Err(invalid(format!("mcp.servers.{name}: {message}")));
         }
     }
-    Ok(servers)
+    Ok((servers, notes))
 }
 
 /// The spec's permission rules, parsed; a rule that does not parse is an error at its
@@ -364,7 +371,7 @@ limits:
         let error = mcp_servers(&load(spec)).unwrap_err().to_string();
         assert!(error.contains("server docs is a url: server"), "{error}");
         for network in ["sandbox: { network: true }\n", "sandbox: off\n"] {
-            let servers = mcp_servers(&load(&format!("{spec}{network}"))).unwrap();
+            let (servers, _) = mcp_servers(&load(&format!("{spec}{network}"))).unwrap();
             assert!(servers["docs"].from_config, "{network}");
         }
     }

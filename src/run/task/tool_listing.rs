@@ -98,7 +98,7 @@ pub(crate) enum ListingError {
 /// List the tools `loaded` would offer. Its MCP servers start as they would for the
 /// task (in the spec's workspace, not a copy: they are only asked for their tools).
 pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, ListingError> {
-    let servers = mcp_servers(loaded)?;
+    let (servers, _) = mcp_servers(loaded)?;
     let rules = rule_set(loaded)?;
     let workspace =
         loaded
