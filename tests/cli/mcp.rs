@@ -376,6 +376,8 @@ fn variables_with_defaults_expand_in_a_mcp_json_command_and_args() {
     assert!(said.contains("headersHelper is not run"), "{said}");
     assert!(said.contains("key \"alwaysAllow\" ignored"), "{said}");
     let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let notes = events(&lines, "run_start")[0]["notes"].to_string();
+    assert!(notes.contains("headersHelper is not run"), "{notes}");
     let result = events(&lines, "tool_result")[0];
     assert!(
         result["content"].as_str().unwrap().contains("42"),

@@ -350,6 +350,9 @@ agents_from: agents
     );
     let lines = transcript(&artifacts.join("from/transcript.jsonl"));
     let start = &events(&lines, "run_start")[0];
+    // The notes are kept with the run, not only printed.
+    let notes = start["notes"].to_string();
+    assert!(notes.contains("left out of agent browser"), "{notes}");
     assert!(
         start["tools"]
             .as_array()

@@ -53,6 +53,12 @@ pub struct RunSettings {
     pub artifacts: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run_tasks: Vec<String>,
+    /// What the files the spec loads by reference held that drover skipped or left out
+    /// (a settings file's hook events with no equivalent, an agent file's unknown tool,
+    /// a `.mcp.json` key drover does not use): the notes printed when the task was
+    /// planned, kept with the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One transcript event. The `type` names and the fields listed in the README ("Artifacts", the transcript table) are a

@@ -136,17 +136,13 @@ pub(crate) fn plan_task(
         });
     };
     let rules = spec_checks::rule_set(&spec)?;
-    let (mcp_servers, notes) = spec_checks::mcp_servers(&spec)?;
-    for note in notes {
-        crate::esay!("drover: note: {}: {note}", spec.name());
-    }
-    let (hooks, notes) = spec_checks::task_hooks(&spec)?;
-    for note in notes {
-        crate::esay!("drover: note: {}: {note}", spec.name());
-    }
+    let (mcp_servers, mut notes) = spec_checks::mcp_servers(&spec)?;
+    let (hooks, hook_notes) = spec_checks::task_hooks(&spec)?;
+    notes.extend(hook_notes);
     let output_schema = spec_checks::output_schema(&spec)?;
-    let (agents, notes) = spec_checks::task_agents(&spec)?;
-    for note in notes {
+    let (agents, agent_notes) = spec_checks::task_agents(&spec)?;
+    notes.extend(agent_notes);
+    for note in &notes {
         crate::esay!("drover: note: {}: {note}", spec.name());
     }
     Ok(TaskPlan {
@@ -168,6 +164,7 @@ pub(crate) fn plan_task(
         spec,
         model,
         mode: Mode::Live,
+        notes,
     })
 }
 

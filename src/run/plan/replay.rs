@@ -118,6 +118,8 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         },
         model: ModelSource::Recorded(Box::new(recording)),
         mode,
+        // A replay reads no file by reference: its hooks and agents are the recording's.
+        notes: Vec::new(),
     })
 }
 

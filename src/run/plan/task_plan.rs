@@ -37,6 +37,9 @@ pub(crate) struct TaskPlan {
     pub limits: LoopLimits,
     pub workspace: WorkspacePlan,
     pub mode: Mode,
+    /// What planning named and skipped of the files the spec loads by reference
+    /// (`hooks_from`, `agents_from`, `mcp.config`): printed then, recorded in `run_start`.
+    pub notes: Vec<String>,
 }
 
 /// Where a task's assistant turns come from.

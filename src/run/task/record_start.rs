@@ -91,6 +91,7 @@ pub(super) fn record_start(
                 .filter_map(|folder| folder.file_name())
                 .map(|name| name.to_string_lossy().into_owned())
                 .collect(),
+            notes: plan.notes.clone(),
         }),
     })?;
     if let Some(message) = armed.commands.unavailable.clone() {
