@@ -175,7 +175,9 @@ impl Policy {
                 let Some(Specifier::Command(pattern)) = rule.specifier() else {
                     continue;
                 };
-                if forms.iter().any(|form| pattern.matches(form)) {
+                if forms.iter().any(|form| pattern.denies(form))
+                    || pattern.is_exactly(&command.source)
+                {
                     return Some(Decision::deny(
                         Some(rule),
                         format!("`{}` is denied by rule {rule}", command.source),

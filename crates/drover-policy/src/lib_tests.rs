@@ -209,6 +209,26 @@ fn wrapper_scripts_are_allowed_as_the_rule_names_them_and_nothing_beside() {
 }
 
 #[test]
+fn a_quoted_deny_rule_stops_every_spelling_of_its_command() {
+    let p = policy(&["Bash(rm *)"], &[r#"Bash(rm "important file")"#]);
+    for spelling in [
+        r#"rm "important file""#,
+        "rm 'important file'",
+        r"rm important\ file",
+        r#"echo ok && rm "important file""#,
+    ] {
+        let decision = p.decide(&facts(&BASH, &cmd(spelling)));
+        assert!(!decision.allowed(), "{spelling}");
+        assert_eq!(
+            decision.rule(),
+            Some(r#"Bash(rm "important file")"#),
+            "{spelling}"
+        );
+    }
+    assert!(p.decide(&facts(&BASH, &cmd("rm other"))).allowed());
+}
+
+#[test]
 fn a_write_deny_stops_every_editing_tool_on_its_path() {
     let p = policy(&["Edit"], &["Write(config/**)"]);
     for fake in [&EDIT, &WRITE] {

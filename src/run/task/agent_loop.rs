@@ -166,6 +166,7 @@ async fn drive(
     mcp: McpSession,
     report: &mut TaskReport,
 ) -> Result<Driven, TaskError> {
+    charge_spent_before(judging.plan, config);
     let mut session = agent.begin(config);
     let RoundsRun {
         outcome,
@@ -508,7 +509,7 @@ fn loop_config(
         system.push_str("\n\n");
         system.push_str(&schema.instructions(model.output_mode()));
     }
-    let config = AgentConfig {
+    AgentConfig {
         system,
         prompt: plan.spec.spec.prompt.clone(),
         max_turns: plan.limits.max_turns,
@@ -520,7 +521,5 @@ fn loop_config(
         output,
         meter: Default::default(),
         web_search: web_search(plan, model),
-    };
-    charge_spent_before(plan, &config);
-    config
+    }
 }
