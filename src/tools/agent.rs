@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolCall, ToolContext, ToolError, ToolOutput};
-use crate::policy::{CallFacts, ToolFacts};
+use crate::policy::{CallFacts, Subject, ToolFacts};
 
 /// The tool's name, and the name Claude Code gave it before (accepted in calls and rules).
 pub(crate) use crate::policy::{AGENT_TOOL as AGENT, AGENT_TOOL_ALIAS as AGENT_ALIAS};
@@ -141,7 +141,10 @@ struct AgentCall(AgentRequest);
 #[async_trait]
 impl ToolCall for AgentCall {
     fn facts(&self) -> CallFacts {
-        CallFacts::without_subject(agent_facts())
+        CallFacts {
+            tool: agent_facts(),
+            subject: Subject::Name(self.0.subagent_type.clone()),
+        }
     }
 
     async fn run(self: Box<Self>, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -35,6 +35,7 @@ mod notebook_cli;
 mod output_cli;
 mod output_providers;
 mod parity;
+mod permissions_from;
 mod progress_cli;
 mod providers;
 mod redaction;

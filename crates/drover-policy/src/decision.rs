@@ -51,6 +51,12 @@ impl Decision {
 
     /// Denied by `rule` (None: by a default).
     pub(crate) fn deny(rule: Option<&Rule>, reason: impl Into<String>) -> Self {
+        let mut reason = reason.into();
+        if let Some(rule) = rule.filter(|rule| rule.is_asked()) {
+            reason.push_str(&format!(
+                " ({rule} is an ask rule: drover runs headless and nobody can be asked, so it denies)"
+            ));
+        }
         Decision::Deny(Grounds::by(rule, reason))
     }
 

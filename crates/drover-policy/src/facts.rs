@@ -55,6 +55,9 @@ pub enum Subject {
     Path(String),
     /// A shell command line.
     Command(String),
+    /// One named thing the call starts (Agent: the sub-agent's type), judged against
+    /// rules naming it (`Agent(reviewer)`) and the tool's.
+    Name(String),
     /// A URL to fetch (WebFetch), as written in the input: judged by its host against
     /// `WebFetch(domain:…)` rules, never allowed by default.
     Url(String),

@@ -12,12 +12,14 @@
 //! loop or the run (drover re-exports it as `crate::policy`).
 
 mod bash;
+mod borrowed;
 pub mod command;
 mod decision;
 mod expand;
 mod facts;
 pub mod guardrails;
 mod hidden_code;
+mod named_decision;
 mod path_decision;
 mod path_pattern;
 mod read_denials;
@@ -32,12 +34,13 @@ use std::path::{Path, PathBuf};
 
 use drover_spec::{PermissionMode, Switch};
 
+pub use borrowed::{Borrowed, SettingsList, borrow_rule};
 pub use decision::{Decision, Grounds};
 pub use facts::{CallFacts, HiddenFilter, SearchFilter, Subject, ToolFacts};
 pub use read_denials::read_denials;
 pub use rule::{
     AGENT_TOOL, AGENT_TOOL_ALIAS, KNOWN_TOOLS, MCP_RESOURCE_TOOLS, Rule, RuleSet, Specifier,
-    takes_path_specifier,
+    takes_name_specifier, takes_path_specifier,
 };
 pub use web::{HostGrant, UrlGrant, WebGrants, judge_url, restricted_ip};
 
@@ -119,6 +122,7 @@ impl Policy {
             Subject::Command(line) => self.decide_command(&tool.name, line, cwd),
             Subject::Path(raw) => self.decide_path(tool, Some(raw)),
             Subject::Url(raw) => self.decide_url(tool, raw),
+            Subject::Name(name) => self.decide_named(tool, name),
             Subject::None => self.decide_path(tool, None),
         }
     }

@@ -505,3 +505,42 @@ fn searches_skip_what_read_rules_hide_and_what_their_own_rules_deny() {
     assert!(!hidden("Glob", key) && !hidden("LS", key));
     assert!(!hidden("Grep", Path::new("/ws/src/lib.rs")));
 }
+
+fn agent_call(name: &str) -> CallFacts {
+    CallFacts {
+        tool: ToolFacts {
+            name: "Agent".into(),
+            read_only: false,
+            governed_by: "Agent".into(),
+            run_state: true,
+            path_family: None,
+        },
+        subject: Subject::Name(name.into()),
+    }
+}
+
+/// Claude Code turns one sub-agent off with `Agent(name)` (or `Task(name)`): the rule
+/// stops that agent and no other.
+#[test]
+fn an_agent_rule_naming_one_sub_agent_decides_that_one_only() {
+    let policy = policy(&[], &["Task(Explore)"]);
+    let denied = policy.decide(&agent_call("Explore"));
+    assert!(!denied.allowed());
+    assert_eq!(denied.rule(), Some("Task(Explore)"));
+    assert!(policy.decide(&agent_call("reviewer")).allowed());
+    assert!(policy.decide(&agent_call("Explorer")).allowed());
+    let policy = policy_denying_explore_allowing("reviewer");
+    assert!(policy.decide(&agent_call("reviewer")).allowed());
+    assert!(!policy.decide(&agent_call("Explore")).allowed());
+}
+
+fn policy_denying_explore_allowing(name: &str) -> Policy {
+    let mut rules = RuleSet {
+        deny: vec![Rule::try_from("Agent(Explore)".to_string()).unwrap()],
+        ..RuleSet::default()
+    };
+    rules
+        .allow
+        .push(Rule::try_from(format!("Agent({name})")).unwrap());
+    Policy::new(&rules, Path::new("/ws"), &[])
+}

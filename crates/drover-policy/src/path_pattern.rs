@@ -65,6 +65,12 @@ impl PathPattern {
         &self.source
     }
 
+    /// Does it name paths outside the workspace (`//abs/path`, `~/path`)? Every other
+    /// form matches only inside it.
+    pub fn reaches_outside_workspace(&self) -> bool {
+        self.scope == Scope::Absolute
+    }
+
     /// Does it match the file at `absolute` (`relative` to the workspace when inside)?
     pub fn matches(&self, absolute: &Path, relative: Option<&str>) -> bool {
         let subject = match self.scope {

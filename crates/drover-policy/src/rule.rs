@@ -49,6 +49,12 @@ pub fn takes_path_specifier(rule_tool: &str) -> bool {
     )
 }
 
+/// Tools whose rules take a name as specifier: which sub-agent (`Agent(Explore)`, as in
+/// Claude Code, which also spells it `Task(Explore)`).
+pub fn takes_name_specifier(rule_tool: &str) -> bool {
+    rule_tool == AGENT_TOOL || rule_tool == AGENT_TOOL_ALIAS
+}
+
 /// What a rule's parenthesised part means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Specifier {
@@ -59,6 +65,8 @@ pub enum Specifier {
     /// `WebFetch(domain:example.com)`: the host normalised as URLs' hosts are
     /// (lowercase, punycode, no trailing dot); `*.example.com` for its subdomains.
     Domain(String),
+    /// `Agent(reviewer)`: one named thing the tool starts (a sub-agent's type), exactly.
+    Name(String),
 }
 
 /// A task's permissions with its rules parsed: what the policy judges by. The spec holds
@@ -134,6 +142,8 @@ pub struct Rule {
     text: String,
     tool: String,
     specifier: Option<Specifier>,
+    /// Written as an `ask` rule (a settings file's): it denies, and says why.
+    asked: bool,
 }
 
 impl Rule {
@@ -148,6 +158,18 @@ impl Rule {
 
     pub fn specifier(&self) -> Option<&Specifier> {
         self.specifier.as_ref()
+    }
+
+    /// The same rule, written in an `ask` list: headless, it is a deny rule whose
+    /// denials say that nobody could be asked.
+    pub fn asked(mut self) -> Rule {
+        self.asked = true;
+        self
+    }
+
+    /// Was it written as an `ask` rule?
+    pub fn is_asked(&self) -> bool {
+        self.asked
     }
 
     /// Does this rule name `tool_name` itself (an `mcp__server` rule: any tool of the
@@ -196,7 +218,7 @@ impl Rule {
 
 /// The deny rule for every MCP tool of every server, and the resource tools that read
 /// from them.
-const EVERY_MCP_TOOL: &str = "mcp__*";
+pub(crate) const EVERY_MCP_TOOL: &str = "mcp__*";
 
 /// The tools that reach MCP servers without an `mcp__` name.
 pub const MCP_RESOURCE_TOOLS: &[&str] = &["ListMcpResources", "ReadMcpResource"];
@@ -298,6 +320,7 @@ impl TryFrom<String> for Rule {
             text: trimmed.to_string(),
             tool: tool.to_string(),
             specifier,
+            asked: false,
         })
     }
 }
@@ -327,6 +350,14 @@ fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, Inv
             ))),
         };
     }
+    if takes_name_specifier(tool) {
+        if inner.contains(['*', '?', '[']) || inner.chars().any(char::is_whitespace) {
+            return Err(invalid(format!(
+                "permission rule {text:?}: {tool}(…) takes one name, exactly (no patterns), as in {tool}(reviewer); write {tool} alone for every one"
+            )));
+        }
+        return Ok(Specifier::Name(inner.to_string()));
+    }
     if takes_path_specifier(tool) {
         return super::path_pattern::PathPattern::new(inner)
             .map(Specifier::Path)
@@ -354,7 +385,14 @@ mod tests {
         let task = rule("Task").unwrap();
         assert_eq!(task.tool(), "Agent");
         assert_eq!(task.text(), "Task");
-        assert!(rule("Agent(x)").is_err(), "Agent takes no specifier");
+        for text in ["Agent(Explore)", "Task(Explore)"] {
+            let named = rule(text).unwrap();
+            assert_eq!(named.tool(), "Agent");
+            assert_eq!(named.specifier(), Some(&Specifier::Name("Explore".into())));
+        }
+        for text in ["Agent(code-*)", "Agent(a b)", "Task(?)"] {
+            assert!(rule(text).is_err(), "{text}: a name is exact");
+        }
     }
 
     #[test]

@@ -59,6 +59,24 @@ pub struct RunSettings {
     /// planned, kept with the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The rules `permissions_from:` took from settings files, as they applied, so a
+    /// replay decides by them without the files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permissions_from: Vec<BorrowedRules>,
+}
+
+/// The rules one settings file gave a task (`permissions_from:`): those that applied,
+/// by the list they were written in; the ones left out are in the notes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BorrowedRules {
+    /// The settings file, as the spec names it.
+    pub file: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ask: Vec<String>,
 }
 
 /// One transcript event. The `type` names and the fields listed in the README ("Artifacts", the transcript table) are a

@@ -7,6 +7,7 @@
 //! `crate::spec`).
 
 mod agents;
+mod claude_permissions;
 mod connection;
 mod expect;
 mod hooks;
@@ -28,6 +29,9 @@ pub use agents::{
     AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, MAX_AGENT_DEPTH, MAX_AGENT_FILE_BYTES,
     agent_of_claude_file, model_alias,
 };
+pub use claude_permissions::{
+    PermissionsFrom, SettingsPermissions, SettingsSource, permissions_of_claude_settings,
+};
 pub use connection::{RetrySpec, TimeoutsSpec};
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use hooks::{
@@ -39,6 +43,7 @@ pub use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_a
 pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
 pub use output::MAX_ATTEMPTS;
 pub use pricing::Pricing;
+pub use referenced::JsonError;
 pub use replay::ReplaySpec;
 pub use sandbox::SandboxSpec;
 pub use script::{ScriptToolCall, ScriptTurn, ScriptUsage};

@@ -30,6 +30,11 @@ pub struct TaskSpec {
     pub model: Spanned<ModelSpec>,
     #[serde(default)]
     pub permissions: Permissions,
+    /// Claude Code settings files (relative to the spec file) whose `permissions` join
+    /// these: their deny and ask rules always, their allow rules as far as a file the
+    /// repository controls may widen the policy (docs/claude-code.md).
+    #[serde(default)]
+    pub permissions_from: Option<Spanned<super::PermissionsFrom>>,
     #[serde(default)]
     pub limits: Limits,
     /// The OS sandbox around shell commands: `off`, or settings.

@@ -135,8 +135,9 @@ pub(crate) fn plan_task(
             problems: errors,
         });
     };
-    let rules = spec_checks::rule_set(&spec)?;
+    let task_rules = spec_checks::task_rules(&spec)?;
     let (mcp_servers, mut notes) = spec_checks::mcp_servers(&spec)?;
+    notes.extend(task_rules.notes);
     let (hooks, hook_notes) = spec_checks::task_hooks(&spec)?;
     notes.extend(hook_notes);
     let output_schema = spec_checks::output_schema(&spec)?;
@@ -147,7 +148,8 @@ pub(crate) fn plan_task(
     }
     Ok(TaskPlan {
         web_fetch_model,
-        rules,
+        rules: task_rules.rules,
+        borrowed_rules: task_rules.borrowed,
         mcp_servers,
         hooks,
         agents,

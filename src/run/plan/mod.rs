@@ -15,6 +15,7 @@ mod resume_recorded;
 mod settle;
 mod spec_agents;
 pub(crate) mod spec_checks;
+mod spec_rules;
 mod task_plan;
 
 pub(crate) use live::{Overrides, plan_tasks};

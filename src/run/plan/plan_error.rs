@@ -60,6 +60,11 @@ pub(crate) enum ReplayError {
         transcript.display()
     )]
     NoRunStart { transcript: PathBuf },
+    #[error("{}: {source}; it is not replayed", transcript.display())]
+    RecordedRule {
+        transcript: PathBuf,
+        source: super::spec_rules::RecordedRuleError,
+    },
     #[error(
         "--diff-only needs the diff.patch recorded beside the transcript, and {} cannot be read as one ({source}): it must be a regular file, not a link",
         patch.display()

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::policy::RuleSet;
 use crate::record::Event;
+use crate::record::transcript::BorrowedRules;
 use crate::run::recording::{
     RecordedPatch, RecordedResults, Recording, answers, artifacts_of, recorded_results, same_path,
 };
@@ -17,6 +19,7 @@ use super::replay_inputs::ReplayOptions;
 use super::replay_inputs::{replay_servers, say_what_runs, source_spec, starting_workspace};
 use super::replay_spec::{Granted, replay_spec, unreadable_in_replays};
 use super::spec_checks;
+use super::spec_rules::add_recorded;
 use super::task_plan::{
     DiffOnlyPlan, LoopLimits, Mode, ModelSource, RecordedStart, ReplayConfinement, ReplayPlan,
     TaskPlan, WorkspacePlan,
@@ -56,6 +59,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         max_turns,
         output_schema,
         agents,
+        settings,
         ..
     }) = recording.events.first().cloned()
     else {
@@ -91,7 +95,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         from_recording,
     };
     // Refused in this order: the rules, the masks, the recorded diff, the agents.
-    let rules = spec_checks::rule_set(&spec)?;
+    let (rules, borrowed_rules) = replay_rules(&spec, &settings.permissions_from, options)?;
     let masks = spec_checks::replay_masks_with(&spec, &options.ignore)?;
     let mode = replay_mode(options, &recording, start, confinement, masks)?;
     Ok(TaskPlan {
@@ -99,6 +103,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         // A replay has no page model: its WebFetch calls fetch again and show the page.
         web_fetch_model: None,
         rules,
+        borrowed_rules,
         mcp_servers,
         agents: recorded_agents(agents, &options.transcript)?,
         // Hooks are not run in a replay: their recorded answers are given again.
@@ -121,6 +126,22 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         // A replay reads no file by reference: its hooks and agents are the recording's.
         notes: Vec::new(),
     })
+}
+
+/// The replay's rules: the recorded spec's, and those the recorded run took from its
+/// settings files (`run_start`'s `permissions_from`), with what of those applied.
+fn replay_rules(
+    spec: &crate::spec::LoadedSpec,
+    recorded: &[BorrowedRules],
+    options: &ReplayOptions,
+) -> Result<(RuleSet, Vec<BorrowedRules>), PlanError> {
+    let mut rules = spec_checks::rule_set(spec)?;
+    let applied =
+        add_recorded(&mut rules, recorded).map_err(|source| ReplayError::RecordedRule {
+            transcript: options.transcript.clone(),
+            source,
+        })?;
+    Ok((rules, applied))
 }
 
 /// A replay writes its transcript where `--artifacts` says: never over the one it

@@ -102,6 +102,7 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         isolation: _,
         model,
         permissions,
+        permissions_from: _,
         limits,
         sandbox: _,
         env: _,
@@ -129,6 +130,9 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         isolation: Isolation::Copy,
         model: Spanned::new(replay_model(model.value), model.referenced, model.defined),
         permissions: replay_permissions(permissions),
+        // The settings files' rules as the recorded run applied them come from
+        // `run_start` (see `plan_replay`): no file is read again.
+        permissions_from: None,
         limits: replay_limits(limits),
         sandbox: Some(SandboxSpec::Switch(Switch::On)),
         env: EnvSpec::default(),

@@ -10,6 +10,7 @@ use crate::policy::RuleSet;
 use serde_json::Value;
 
 pub(crate) use super::spec_agents::task_agents;
+pub(crate) use super::spec_rules::task_rules;
 use crate::spec::{
     HooksSpec, LoadedSpec, McpServerSpec, Position, SandboxSpec, SpecError,
     hooks_of_claude_settings, hooks_problem, server_problem, servers_of_claude_config,
@@ -33,11 +34,7 @@ pub(crate) fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
 
 /// The spec's file `name` names, relative to the spec file.
 pub(super) fn beside_spec(loaded: &LoadedSpec, name: &str) -> std::path::PathBuf {
-    loaded
-        .path
-        .parent()
-        .unwrap_or(std::path::Path::new("."))
-        .join(name)
+    loaded.beside(name)
 }
 
 /// The task's hooks: `hooks:` and those of the settings file `hooks_from:` names (each
@@ -177,30 +174,10 @@ pub(crate) fn mcp_servers(
     Ok((servers, notes))
 }
 
-/// The spec's permission rules, parsed; a rule that does not parse is an error at its
-/// line and column.
+/// The task's permission rules (the spec's and its settings files'), parsed; a rule
+/// that does not parse is an error at its line and column.
 pub(crate) fn rule_set(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
-    let permissions = &loaded.spec.permissions;
-    let rules = RuleSet::from_spec(permissions).map_err(|error| {
-        let list = if error.list == "allow" {
-            &permissions.allow
-        } else {
-            &permissions.deny
-        };
-        let location = list.get(error.index).map(|rule| rule.referenced);
-        SpecError::Invalid {
-            position: Position::at(&loaded.path, location),
-            message: error.source.message,
-        }
-    })?;
-    if let Some((index, message)) = rules.web_search_conflict() {
-        let location = permissions.deny.get(index).map(|rule| rule.referenced);
-        return Err(SpecError::Invalid {
-            position: Position::at(&loaded.path, location),
-            message,
-        });
-    }
-    Ok(rules)
+    task_rules(loaded).map(|task| task.rules)
 }
 
 /// The masks a replay of this task uses: drover's built-in ones, `replay.ignore`'s and

@@ -17,8 +17,11 @@ use crate::workspace::baseline::IndexSnapshot;
 /// Everything needed to run one task.
 pub(crate) struct TaskPlan {
     pub spec: LoadedSpec,
-    /// The spec's permission rules, parsed once when the task was planned.
+    /// The task's permission rules (the spec's and `permissions_from:`'s), parsed once
+    /// when the task was planned.
     pub rules: RuleSet,
+    /// The rules `permissions_from:` gave, for `run_start` (a replay's: the recorded ones).
+    pub borrowed_rules: Vec<crate::record::transcript::BorrowedRules>,
     /// The MCP servers to start (`mcp.servers` and `mcp.config`'s), checked when the
     /// task was planned; none for a replay unless `--mcp` asks.
     pub mcp_servers: BTreeMap<String, McpServerSpec>,

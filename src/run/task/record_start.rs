@@ -92,6 +92,7 @@ pub(super) fn record_start(
                 .map(|name| name.to_string_lossy().into_owned())
                 .collect(),
             notes: plan.notes.clone(),
+            permissions_from: plan.borrowed_rules.clone(),
         }),
     })?;
     if let Some(message) = armed.commands.unavailable.clone() {

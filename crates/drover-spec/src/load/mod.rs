@@ -48,6 +48,12 @@ impl LoadedSpec {
         }
     }
 
+    /// A file the spec names by reference (`hooks_from:`, `permissions_from:`, …):
+    /// relative to the spec file.
+    pub fn beside(&self, name: &str) -> PathBuf {
+        self.path.parent().unwrap_or(Path::new(".")).join(name)
+    }
+
     /// `permissions.additional_directories`, relative to the spec file, canonicalized.
     /// A directory that does not exist is left out: nothing can be touched there.
     pub fn additional_directories(&self) -> Vec<PathBuf> {
@@ -218,7 +224,7 @@ fn budget_message(breach: &BudgetBreach) -> String {
 
 /// The parser's message without its own location prefix or source snippet (we print the
 /// position ourselves, in the `file:line:column` form editors understand).
-fn plain_message(error: &serde_saphyr::Error) -> String {
+pub(crate) fn plain_message(error: &serde_saphyr::Error) -> String {
     let rendered = error.without_snippet().to_string();
     let first = rendered.lines().next().unwrap_or_default().trim();
     // Drop a trailing " at line X column Y" the parser may add.

@@ -1,0 +1,282 @@
+//! A task's permission rules: the spec's own, and those `permissions_from:` borrows from
+//! Claude Code settings files (each applied as far as the policy lets a file the
+//! repository controls; see `policy::borrow_rule`). Errors name the file, line and
+//! column of the rule; what is left out is said in notes, recorded in `run_start`.
+
+use std::path::Path;
+
+use crate::policy::{Borrowed, RuleSet, SettingsList, borrow_rule};
+use crate::record::transcript::BorrowedRules;
+use crate::spec::{
+    JsonError, LoadedSpec, Position, SettingsPermissions, SettingsSource, SpecError,
+    permissions_of_claude_settings,
+};
+use serde_saphyr::Spanned;
+
+/// The largest settings file `permissions_from:` reads.
+const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
+/// The rules a task runs by, what was left out of its settings files, and what they gave
+/// (for `run_start`).
+#[derive(Debug, Default)]
+pub(crate) struct TaskRules {
+    pub rules: RuleSet,
+    pub notes: Vec<String>,
+    pub borrowed: Vec<BorrowedRules>,
+}
+
+/// The spec's permission rules and its settings files' merged (deny wins whatever its
+/// source); a rule that does not parse is an error at its line and column.
+pub(crate) fn task_rules(loaded: &LoadedSpec) -> Result<TaskRules, SpecError> {
+    let mut task = TaskRules {
+        rules: own_rules(loaded)?,
+        ..TaskRules::default()
+    };
+    let Some(from) = &loaded.spec.permissions_from else {
+        return Ok(task);
+    };
+    for source in &from.value.0 {
+        let path = loaded.beside(&source.file);
+        let permissions = read_settings(&path).map_err(|error| match error {
+            SettingsError::Json(error) => SpecError::Invalid {
+                position: Position {
+                    path: path.clone(),
+                    line: error.line as u64,
+                    column: error.column as u64,
+                },
+                message: format!("permissions_from: {}", error.message),
+            },
+            other => SpecError::Invalid {
+                position: Position::at(&loaded.path, Some(from.referenced)),
+                message: other.to_string(),
+            },
+        })?;
+        borrow_file(&mut task, source, &path, &permissions)?;
+    }
+    if let Some((_, message)) = task.rules.web_search_conflict() {
+        return Err(SpecError::Invalid {
+            position: Position::at(&loaded.path, Some(from.referenced)),
+            message: format!("with the rules of permissions_from: {message}"),
+        });
+    }
+    Ok(task)
+}
+
+/// The spec's own rules, parsed.
+fn own_rules(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
+    let permissions = &loaded.spec.permissions;
+    let rules = RuleSet::from_spec(permissions).map_err(|error| {
+        let list = if error.list == "allow" {
+            &permissions.allow
+        } else {
+            &permissions.deny
+        };
+        let location = list.get(error.index).map(|rule| rule.referenced);
+        SpecError::Invalid {
+            position: Position::at(&loaded.path, location),
+            message: error.source.message,
+        }
+    })?;
+    if let Some((index, message)) = rules.web_search_conflict() {
+        let location = permissions.deny.get(index).map(|rule| rule.referenced);
+        return Err(SpecError::Invalid {
+            position: Position::at(&loaded.path, location),
+            message,
+        });
+    }
+    Ok(rules)
+}
+
+/// Why a settings file gave no rules.
+#[derive(Debug, thiserror::Error)]
+enum SettingsError {
+    #[error("permissions_from: cannot read {}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("permissions_from: {} is {size} bytes, over the {MAX_SETTINGS_BYTES} a settings file may have", path.display())]
+    TooLarge { path: std::path::PathBuf, size: u64 },
+    /// Not JSON, or not a settings file's shape: at its line and column.
+    #[error("{0}")]
+    Json(JsonError),
+}
+
+/// The `permissions` of the settings file at `path`.
+fn read_settings(path: &Path) -> Result<SettingsPermissions, SettingsError> {
+    let io = |source| SettingsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > MAX_SETTINGS_BYTES {
+        return Err(SettingsError::TooLarge {
+            path: path.to_path_buf(),
+            size,
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    permissions_of_claude_settings(&text).map_err(SettingsError::Json)
+}
+
+/// Add the rules of one settings file to `task`, with notes on what was left out.
+fn borrow_file(
+    task: &mut TaskRules,
+    source: &SettingsSource,
+    path: &Path,
+    permissions: &SettingsPermissions,
+) -> Result<(), SpecError> {
+    let mut record = BorrowedRules {
+        file: source.file.clone(),
+        ..BorrowedRules::default()
+    };
+    let lists = [
+        (SettingsList::Deny, &permissions.deny),
+        (SettingsList::Ask, &permissions.ask),
+        (SettingsList::Allow, &permissions.allow),
+    ];
+    for (list, rules) in lists {
+        for rule in rules {
+            let at = |message: String| SpecError::Invalid {
+                position: Position::at(path, Some(rule.referenced)),
+                message: format!("permissions.{}: {message}", list.as_str()),
+            };
+            let note = |why: &str| {
+                format!(
+                    "permissions_from {}:{}:{}: {} rule {} left out: {why}",
+                    path.display(),
+                    rule.referenced.line(),
+                    rule.referenced.column(),
+                    list.as_str(),
+                    rule.value
+                )
+            };
+            if list == SettingsList::Allow && !source.allow {
+                continue;
+            }
+            match borrow_rule(list, &rule.value).map_err(|invalid| at(invalid.message))? {
+                Borrowed::Applied(applied) => {
+                    task.rules.add_borrowed(*applied, list);
+                    recorded_list(&mut record, list).push(rule.value.clone());
+                }
+                Borrowed::LeftOut(why) => task.notes.push(note(&why)),
+            }
+        }
+    }
+    task.notes.extend(file_notes(source, path, permissions));
+    task.borrowed.push(record);
+    Ok(())
+}
+
+fn recorded_list(record: &mut BorrowedRules, list: SettingsList) -> &mut Vec<String> {
+    match list {
+        SettingsList::Allow => &mut record.allow,
+        SettingsList::Deny => &mut record.deny,
+        SettingsList::Ask => &mut record.ask,
+    }
+}
+
+/// What a settings file holds that does not apply headless, named once each.
+fn file_notes(
+    source: &SettingsSource,
+    path: &Path,
+    permissions: &SettingsPermissions,
+) -> Vec<String> {
+    let shown = path.display();
+    let mut notes = Vec::new();
+    if !permissions.ask.is_empty() {
+        notes.push(format!(
+            "permissions_from {shown}: its {} ask rule(s) deny: drover runs headless and nobody can be asked",
+            permissions.ask.len()
+        ));
+    }
+    if !source.allow && !permissions.allow.is_empty() {
+        notes.push(format!(
+            "permissions_from {shown}: its {} allow rule(s) are not used (allow: false)",
+            permissions.allow.len()
+        ));
+    }
+    if let Some(first) = permissions.additional_directories.first() {
+        notes.push(located(
+            path,
+            first,
+            "additionalDirectories is not used: a file the repository controls does not open directories outside the workspace (write permissions.additional_directories in the spec)",
+        ));
+    }
+    if let Some(mode) = &permissions.default_mode {
+        notes.push(located(
+            path,
+            mode,
+            &format!(
+                "defaultMode {:?} is not used: headless, every call is decided by the rules (write permissions.mode: plan in the spec for a read-only task)",
+                mode.value
+            ),
+        ));
+    }
+    for key in &permissions.other_keys {
+        notes.push(format!(
+            "permissions_from {shown}: permissions.{key} is not used"
+        ));
+    }
+    if permissions.has_sandbox {
+        notes.push(format!(
+            "permissions_from {shown}: its sandbox settings are not used: the spec's sandbox: decides"
+        ));
+    }
+    notes
+}
+
+fn located(path: &Path, at: &Spanned<String>, message: &str) -> String {
+    format!(
+        "permissions_from {}:{}:{}: {message}",
+        path.display(),
+        at.referenced.line(),
+        at.referenced.column()
+    )
+}
+
+/// Add the rules a recorded run borrowed (its `run_start`) to a replay's rules, and say
+/// which applied (for the replay's own `run_start`). The recording may come from anyone,
+/// so each rule is borrowed again as from a file: an allow rule the policy would not take
+/// from a file is left out, and a deny rule that does not parse refuses the replay.
+pub(crate) fn add_recorded(
+    rules: &mut RuleSet,
+    recorded: &[BorrowedRules],
+) -> Result<Vec<BorrowedRules>, RecordedRuleError> {
+    let mut applied = Vec::new();
+    for file in recorded {
+        let mut record = BorrowedRules {
+            file: file.file.clone(),
+            ..BorrowedRules::default()
+        };
+        let lists = [
+            (SettingsList::Deny, &file.deny),
+            (SettingsList::Ask, &file.ask),
+            (SettingsList::Allow, &file.allow),
+        ];
+        for (list, texts) in lists {
+            for text in texts {
+                let borrowed = borrow_rule(list, text).map_err(|invalid| RecordedRuleError {
+                    file: file.file.clone(),
+                    rule: text.clone(),
+                    message: invalid.message,
+                })?;
+                if let Borrowed::Applied(rule) = borrowed {
+                    rules.add_borrowed(*rule, list);
+                    recorded_list(&mut record, list).push(text.clone());
+                }
+            }
+        }
+        applied.push(record);
+    }
+    Ok(applied)
+}
+
+/// A recorded settings-file rule a replay cannot apply.
+#[derive(Debug, thiserror::Error)]
+#[error("the recording's permissions_from rule {rule:?} of {file}: {message}")]
+pub(crate) struct RecordedRuleError {
+    pub file: String,
+    pub rule: String,
+    pub message: String,
+}
