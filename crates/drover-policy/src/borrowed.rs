@@ -85,8 +85,25 @@ fn widening(rule: &Rule) -> Option<String> {
         Some(Specifier::Path(pattern)) if pattern.reaches_outside_workspace() => Some(
             "it names paths outside the workspace; a file the repository controls only allows inside it (write the rule in the spec's permissions.allow if the task needs it)".to_string(),
         ),
+        // Writes into `.git/` need a rule naming it; a hook planted there runs later,
+        // outside the sandbox. The repository does not get to lift that for itself.
+        Some(Specifier::Path(pattern)) if opens_git_dir(pattern.as_str()) => Some(
+            "it names .git, whose hooks and config run outside the sandbox; a file the repository controls does not open it (write the rule in the spec's permissions.allow if the task needs it)".to_string(),
+        ),
         _ => None,
     }
+}
+
+/// Could the pattern open a `.git` directory? The policy lets only a rule whose text
+/// names `.git` write there, and then only where one of its parts matches `.git`:
+/// `.git/hooks/*` and `.gi?/.git*` can; `.github/**`, `.gitignore` and `src/*` cannot.
+fn opens_git_dir(pattern: &str) -> bool {
+    pattern.contains(".git")
+        && pattern.split('/').any(|part| {
+            part != "**"
+                && globset::Glob::new(part)
+                    .is_ok_and(|glob| glob.compile_matcher().is_match(".git"))
+        })
 }
 
 /// The tool name a rule's text starts with (before any specifier).
