@@ -144,6 +144,53 @@ pub struct Rule {
     specifier: Option<Specifier>,
     /// Written as an `ask` rule (a settings file's): it denies, and says why.
     asked: bool,
+    /// `mcp__server__get_*`: the server's tools whose names the pattern matches.
+    tool_names: Option<McpToolNames>,
+}
+
+/// `mcp__server__prefix*` (Claude Code's form): `*` in the tool's part of an MCP rule
+/// matches any characters, compiled once when the rule is parsed. The server's part is
+/// always a name, so a rule never reaches another server.
+#[derive(Debug, Clone)]
+struct McpToolNames {
+    server_prefix: String,
+    tool: regex::Regex,
+}
+
+impl PartialEq for McpToolNames {
+    fn eq(&self, other: &Self) -> bool {
+        self.server_prefix == other.server_prefix && self.tool.as_str() == other.tool.as_str()
+    }
+}
+
+impl Eq for McpToolNames {}
+
+impl McpToolNames {
+    /// The pattern of `rule_tool` when it is `mcp__<server>__<part with *>`; None for
+    /// any other name (`mcp__server__*` included: it is every tool of the server).
+    fn of(rule_tool: &str) -> Option<McpToolNames> {
+        let rest = rule_tool.strip_prefix("mcp__")?;
+        let (server, tool) = rest.split_once("__")?;
+        if server.is_empty() || server.contains('*') || !tool.contains('*') || tool == "*" {
+            return None;
+        }
+        let pattern = tool
+            .split('*')
+            .map(regex::escape)
+            .collect::<Vec<_>>()
+            .join(".*");
+        let tool = regex::Regex::new(&format!("^{pattern}$")).ok()?;
+        Some(McpToolNames {
+            server_prefix: format!("mcp__{server}__"),
+            tool,
+        })
+    }
+
+    fn matches(&self, tool_name: &str) -> bool {
+        tool_name
+            .strip_prefix(&self.server_prefix)
+            .is_some_and(|tool| self.tool.is_match(tool))
+    }
 }
 
 impl Rule {
@@ -180,6 +227,9 @@ impl Rule {
         }
         if self.tool == EVERY_MCP_TOOL {
             return tool_name.starts_with("mcp__") || MCP_RESOURCE_TOOLS.contains(&tool_name);
+        }
+        if let Some(names) = &self.tool_names {
+            return names.matches(tool_name);
         }
         self.tool.starts_with("mcp__") && mcp_matches(&self.tool, tool_name)
     }
@@ -277,13 +327,15 @@ impl TryFrom<String> for Rule {
                 "malformed permission rule {text:?}: expected Tool or Tool(specifier)"
             )));
         }
+        let tool_names = McpToolNames::of(tool);
         let wildcard_ok = tool == EVERY_MCP_TOOL
+            || tool_names.is_some()
             || tool
                 .strip_suffix("__*")
                 .is_some_and(|server| !server.contains('*'));
         if tool.contains('*') && !wildcard_ok {
             return Err(invalid(format!(
-                "malformed permission rule {text:?}: * stands only for a whole name, as in mcp__* (deny only) or mcp__github__*"
+                "malformed permission rule {text:?}: * stands for a whole name (mcp__* for deny only), or for part of an MCP tool's name after its server (mcp__github__get_*); it cannot stand in a server's name"
             )));
         }
         if let Some(rest) = tool.strip_prefix("mcp__")
@@ -321,6 +373,7 @@ impl TryFrom<String> for Rule {
             tool: tool.to_string(),
             specifier,
             asked: false,
+            tool_names,
         })
     }
 }
@@ -484,7 +537,8 @@ mod tests {
         for silent in ["mcp__**", "mcp__gith*", "mcp__*__x", "Re*d"] {
             let error = rule(silent).unwrap_err();
             assert!(
-                error.contains("stands only for a whole name"),
+                error.contains("it cannot stand in a server's name")
+                    || error.contains("stands for a whole name"),
                 "{silent}: {error}"
             );
         }
@@ -496,5 +550,23 @@ mod tests {
                 .unwrap()
                 .covers_whole_tool("mcp__github__x")
         );
+    }
+
+    /// Claude Code's `mcp__github__get_*`: part of a tool's name, never another server.
+    #[test]
+    fn a_star_in_an_mcp_tool_name_matches_that_servers_tools_by_name() {
+        let get = rule("mcp__github__get_*").unwrap();
+        assert!(get.covers_whole_tool("mcp__github__get_issue"));
+        assert!(get.covers_whole_tool("mcp__github__get_"));
+        assert!(!get.covers_whole_tool("mcp__github__list_issues"));
+        assert!(!get.covers_whole_tool("mcp__githubx__get_issue"));
+        assert!(!get.covers_whole_tool("mcp__gh__github__get_x"));
+        let middle = rule("mcp__fs__read_*_file").unwrap();
+        assert!(middle.covers_whole_tool("mcp__fs__read_text_file"));
+        assert!(!middle.covers_whole_tool("mcp__fs__read_text_files"));
+        // Names hold no regex syntax: the rest of the name is literal.
+        let dashed = rule("mcp__fs__a-b*").unwrap();
+        assert!(dashed.covers_whole_tool("mcp__fs__a-bc"));
+        assert!(!dashed.covers_whole_tool("mcp__fs__abc"));
     }
 }
