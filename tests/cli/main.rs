@@ -29,6 +29,7 @@ mod interrupt;
 mod large_workspace;
 mod limits;
 mod mcp;
+mod mcp_headers_helper;
 mod mcp_http;
 mod mcp_modern;
 mod notebook_cli;
