@@ -32,6 +32,7 @@ mod mcp;
 mod mcp_headers_helper;
 mod mcp_http;
 mod mcp_modern;
+mod mcp_registry_servers;
 mod notebook_cli;
 mod output_cli;
 mod output_providers;
