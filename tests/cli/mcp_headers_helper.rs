@@ -283,3 +283,57 @@ fn a_spec_servers_headers_helper_gets_the_secret_its_env_names_and_the_agent_doe
     );
     nowhere(dir.path(), &output, TOKEN);
 }
+
+#[test]
+fn a_replay_runs_a_recorded_headers_helper_in_its_sandbox_with_only_the_mcp_env_variables() {
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(served) = serve_guarded(scratch.path()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let spec = format!(
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{{ name: mcp__docs__add, input: {{ a: 2, b: 3 }} }}]\n    - text: done\npermissions:\n  allow: [mcp__docs]\nmcp:\n  servers:\n    docs:\n      url: http://127.0.0.1:{}/mcp\n      headers_helper: 'printf ''{{\"Authorization\": \"Bearer %s\"}}'' \"$HELPER_TOKEN\"'\n      env: {{ HELPER_TOKEN: \"${{DROVER_TEST_REPLAY_HELPER_VAR}}\" }}\n",
+        served.port
+    );
+    let spec = write_spec(dir.path(), "task.yaml", &spec);
+    let var = [("DROVER_TEST_REPLAY_HELPER_VAR", TOKEN)];
+    let output = run_with(dir.path(), &spec, &var);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let recorded = dir.path().join("out/t/transcript.jsonl");
+    let url = format!("docs=http://127.0.0.1:{}/mcp", served.port);
+    let replay = |out: &str, extra: &[&str]| {
+        common::drover_without_proxy()
+            .current_dir(dir.path())
+            .arg("replay")
+            .arg(&recorded)
+            .args(["--mcp", "--strict", "--mcp-url", &url])
+            .args(extra)
+            .arg("--artifacts")
+            .arg(dir.path().join(out))
+            .env("DROVER_TEST_REPLAY_HELPER_VAR", TOKEN)
+            .output()
+            .unwrap()
+    };
+    // Named before it runs; given the variable, it authenticates and nothing drifts.
+    let asked = replay("asked", &["--mcp-env", "DROVER_TEST_REPLAY_HELPER_VAR"]);
+    assert_eq!(asked.status.code(), Some(0), "{}", stderr(&asked));
+    assert!(
+        stderr(&asked).contains("will run MCP server docs's headers_helper in the sandbox"),
+        "{}",
+        stderr(&asked)
+    );
+    let lines = transcript(&dir.path().join("asked/t/transcript.jsonl"));
+    assert_eq!(events(&lines, "tool_result")[0]["content"], "5");
+    // Not given it, the recorded helper runs without the secret: the server refuses it.
+    let unasked = replay("unasked", &[]);
+    assert_eq!(unasked.status.code(), Some(3), "{}", stderr(&unasked));
+    let lines = transcript(&dir.path().join("unasked/t/transcript.jsonl"));
+    assert_eq!(lines.last().unwrap()["reason"], "mcp_unavailable");
+    for out in ["out", "asked", "unasked"] {
+        for file in walk(&dir.path().join(out)) {
+            let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+            assert!(!text.contains(TOKEN), "{} holds the secret", file.display());
+        }
+    }
+}
