@@ -47,16 +47,25 @@ pub(crate) enum HttpSetupError {
     Client(#[from] reqwest::Error),
 }
 
-/// The transport to `url`, sending `headers` (values expanded) with every request;
-/// the redirects it refuses are noted in `refused`.
+/// The headers sent with every request to a server: its `headers:` (values expanded)
+/// and those its headers helper printed (taken as they are), which win over a `headers:`
+/// entry of the same name, as in Claude Code.
+pub(crate) struct Headers<'a> {
+    pub written: &'a BTreeMap<String, String>,
+    pub vars: &'a VarSource,
+    pub helper: &'a BTreeMap<String, String>,
+}
+
+/// The transport to `url`, sending `headers` with every request; the redirects it
+/// refuses are noted in `refused`.
 pub(crate) fn transport(
     url: &str,
-    headers: &BTreeMap<String, String>,
+    headers: &Headers<'_>,
     connect_timeout: Duration,
-    vars: &VarSource,
     refused: &RefusedRedirects,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, HttpSetupError> {
-    if !headers.is_empty() && plain_http_off_machine(url) {
+    let sends_headers = !headers.written.is_empty() || !headers.helper.is_empty();
+    if sends_headers && plain_http_off_machine(url) {
         crate::esay!(
             "drover: warning: MCP server at {url}: its headers go over plain http:// to another machine; use https://"
         );
@@ -66,22 +75,33 @@ pub(crate) fn transport(
     let client = crate::http_client::builder_noting(refused)
         .connect_timeout(connect_timeout)
         .build()?;
-    let config = StreamableHttpClientTransportConfig::with_uri(url)
-        .custom_headers(header_map(headers, vars)?);
+    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(header_map(
+        headers.written,
+        headers.vars,
+        headers.helper,
+    )?);
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
 fn header_map(
-    headers: &BTreeMap<String, String>,
+    written: &BTreeMap<String, String>,
     vars: &VarSource,
+    helper: &BTreeMap<String, String>,
 ) -> Result<HashMap<HeaderName, HeaderValue>, HttpSetupError> {
     let mut map = HashMap::new();
-    for (name, value) in headers {
+    let expanded = written
+        .iter()
+        .map(|(name, value)| (name, expand(value, vars)));
+    // A helper's values are sent as printed: a `${VAR}` in them is text, never a variable
+    // of drover's to expand.
+    let printed = helper.iter().map(|(name, value)| (name, value.clone()));
+    for (name, value) in expanded.chain(printed) {
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| HttpSetupError::HeaderName { name: name.clone() })?;
-        let mut value = HeaderValue::from_str(&expand(value, vars))
+        let mut value = HeaderValue::from_str(&value)
             .map_err(|_| HttpSetupError::HeaderValue { name: name.clone() })?;
         value.set_sensitive(true);
+        // Names are case-insensitive: a helper's `authorization` replaces `Authorization`.
         map.insert(header, value);
     }
     Ok(map)
@@ -195,12 +215,14 @@ mod tests {
 
     #[test]
     fn header_values_are_expanded_and_marked_sensitive() {
+        let none = BTreeMap::new();
         let map = header_map(
             &headers(&[
                 ("X-Plain", "v"),
                 ("X-Default", "${DROVER_TEST_NO_SUCH_VAR:-fallback}"),
             ]),
             &VarSource::Environment,
+            &none,
         )
         .unwrap();
         let value = &map[&HeaderName::from_static("x-default")];
@@ -209,15 +231,32 @@ mod tests {
         let broken = header_map(
             &headers(&[("X-Bad", "line\nbreak")]),
             &VarSource::Environment,
+            &none,
         )
         .unwrap_err();
         // A variable the source does not pass is unset: its default, else empty.
         let path = header_map(
             &headers(&[("X-Path", "${PATH:-none}")]),
             &VarSource::Only(Default::default()),
+            &none,
         )
         .unwrap();
         assert_eq!(path[&HeaderName::from_static("x-path")], "none");
         assert!(broken.to_string().contains("X-Bad"), "{broken}");
+    }
+
+    #[test]
+    fn a_helpers_headers_win_over_written_ones_and_are_not_expanded() {
+        let written = headers(&[("Authorization", "Bearer static"), ("X-Org", "acme")]);
+        let helper = headers(&[("authorization", "Bearer ${PATH}"), ("X-New", "n")]);
+        let map = header_map(&written, &VarSource::Environment, &helper).unwrap();
+        assert_eq!(map.len(), 3);
+        assert_eq!(
+            map[&HeaderName::from_static("authorization")],
+            "Bearer ${PATH}"
+        );
+        assert_eq!(map[&HeaderName::from_static("x-org")], "acme");
+        assert_eq!(map[&HeaderName::from_static("x-new")], "n");
+        assert!(map.values().all(HeaderValue::is_sensitive));
     }
 }

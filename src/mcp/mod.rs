@@ -3,6 +3,7 @@
 //! policy like any tool (denied unless a rule allows them), and stopped with the task.
 
 mod content;
+mod headers_helper;
 mod http;
 mod names;
 mod recorded;
@@ -16,9 +17,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::record::Redactor;
 use crate::sandbox::SandboxError;
 use crate::sandbox::exec::CommandEnv;
 use crate::spec::{McpServerSpec, McpSpec, SandboxSpec};
+pub(crate) use headers_helper::credential_header;
 pub(crate) use http::endpoint_problem;
 pub(crate) use names::{LeftOutName, OfferedName};
 pub(crate) use recorded::RecordedTool;
@@ -78,6 +81,8 @@ pub(crate) struct Setup<'a> {
     pub log_dir: &'a Path,
     /// Where `${VAR}` in servers' `env:` and `headers:` takes values from.
     pub vars: &'a VarSource,
+    /// The task's redactor: what a server's headers helper prints is added to it.
+    pub redactor: &'a Redactor,
     /// The command environment for a server with this `sandbox:` setting.
     pub env_for: &'a (dyn Fn(Option<&SandboxSpec>) -> Result<CommandEnv, SandboxError> + Sync),
 }
@@ -208,7 +213,27 @@ async fn start_one(
                 "{problem} (once its variables were expanded)"
             )));
         }
-        return server::connect(name, server, &url, startup, vars)
+        let helper = match &server.headers_helper {
+            Some(command) => {
+                let run = HelperRun {
+                    name,
+                    server,
+                    command,
+                    url: &url,
+                    env: &env,
+                    vars,
+                    startup,
+                };
+                run_helper(&run, setup).await?
+            }
+            None => BTreeMap::new(),
+        };
+        let headers = http::Headers {
+            written: &server.headers,
+            vars,
+            helper: &helper,
+        };
+        return server::connect(name, &url, &headers, startup)
             .await
             .map_err(|e| NotStarted(e.to_string()));
     }
@@ -223,6 +248,52 @@ async fn start_one(
         startup,
     };
     server::start(launch)
+        .await
+        .map_err(|e| NotStarted(e.to_string()))
+}
+
+/// What running a `url:` server's headers helper needs.
+struct HelperRun<'a> {
+    name: &'a str,
+    server: &'a McpServerSpec,
+    command: &'a str,
+    /// The URL as drover reaches it, its variables expanded.
+    url: &'a str,
+    env: &'a CommandEnv,
+    vars: &'a VarSource,
+    startup: Duration,
+}
+
+/// The headers the server's helper prints (registered with the task's redactor), run in
+/// the workspace with the server's sandbox and `env:`, within [`headers_helper::HELPER_LIMIT`]
+/// or the server's startup limit if shorter.
+async fn run_helper(
+    run: &HelperRun<'_>,
+    setup: &Setup<'_>,
+) -> Result<BTreeMap<String, String>, NotStarted> {
+    let extra_env: Vec<(String, String)> = run
+        .server
+        .env
+        .iter()
+        .map(|(key, value)| (key.clone(), expand(value, run.vars)))
+        .collect();
+    let helper = headers_helper::Helper {
+        // The field as the file the server came from spells it.
+        field: if run.server.from_config {
+            "headersHelper"
+        } else {
+            "headers_helper"
+        },
+        server: run.name,
+        url: run.url,
+        command: run.command,
+        env: run.env,
+        extra_env: &extra_env,
+        workspace: setup.workspace,
+        log: log_path(setup.log_dir, run.name),
+        limit: run.startup.min(headers_helper::HELPER_LIMIT),
+    };
+    headers_helper::run(&helper, setup.redactor)
         .await
         .map_err(|e| NotStarted(e.to_string()))
 }

@@ -14,7 +14,7 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::IntoTransport;
 
-use super::http::HttpSetupError;
+use super::http::{Headers, HttpSetupError};
 use super::vars::{VarSource, expand};
 use crate::http_client::{RedirectRefused, RefusedRedirects};
 use crate::sandbox::exec::CommandEnv;
@@ -120,16 +120,15 @@ pub(crate) struct Launch<'a> {
     pub startup: Duration,
 }
 
-/// Connect to the server at `url` and list its tools, or say why not.
+/// Connect to the server at `url`, sending `headers`, and list its tools, or say why not.
 pub(crate) async fn connect(
     name: &str,
-    spec: &McpServerSpec,
     url: &str,
+    headers: &Headers<'_>,
     startup: Duration,
-    vars: &VarSource,
 ) -> Result<RunningServer, StartError> {
     let refused = RefusedRedirects::default();
-    let transport = super::http::transport(url, &spec.headers, startup, vars, &refused)?;
+    let transport = super::http::transport(url, headers, startup, &refused)?;
     // rmcp keeps only the text of a refused redirect, without where it pointed.
     let (service, tools) = handshake(transport, startup)
         .await

@@ -373,11 +373,14 @@ fn variables_with_defaults_expand_in_a_mcp_json_command_and_args() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     // What the file holds that drover does not use is named, not dropped silently.
     let said = stderr(&output);
-    assert!(said.contains("headersHelper is not run"), "{said}");
+    assert!(
+        said.contains("headersHelper ignored: it makes the headers of an http server"),
+        "{said}"
+    );
     assert!(said.contains("key \"alwaysAllow\" ignored"), "{said}");
     let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
     let notes = events(&lines, "run_start")[0]["notes"].to_string();
-    assert!(notes.contains("headersHelper is not run"), "{notes}");
+    assert!(notes.contains("headersHelper ignored"), "{notes}");
     let result = events(&lines, "tool_result")[0];
     assert!(
         result["content"].as_str().unwrap().contains("42"),

@@ -12,9 +12,9 @@ use crate::mcp::{everything, run, stderr, task};
 use crate::mcp_modern::modern_server;
 
 /// A server process the test started, killed when the test ends however it ends.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: std::path::PathBuf,
 }
 
@@ -27,7 +27,7 @@ impl Drop for Served {
 
 /// Start `command` (which listens on the port it is given in `PORT` or as its last
 /// argument) and wait until the port accepts connections.
-fn serve(mut command: Command, dir: &Path) -> Served {
+pub(crate) fn serve(mut command: Command, dir: &Path) -> Served {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -170,7 +170,8 @@ fn header_secrets_reach_the_server_and_never_the_artifacts_or_the_commands() {
     assert!(!stderr(&output).contains(secret));
 }
 
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+/// Every file under `dir`.
+pub(crate) fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -229,7 +230,7 @@ fn http_server_entries_are_checked_with_the_spec() {
         ),
         (
             "      command: node\n      headers: { X-A: b }\n",
-            "headers: apply to url: servers only",
+            "headers: and headers_helper: apply to url: servers only",
         ),
     ];
     for (entry, expected) in cases {

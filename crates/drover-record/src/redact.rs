@@ -9,8 +9,8 @@
 
 use std::borrow::Cow;
 use std::ffi::OsString;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
@@ -21,11 +21,12 @@ pub use super::redact_safety::{SkipReason, unsafe_to_redact};
 /// What a secret value is replaced with.
 pub const REDACTED: &str = "[redacted]";
 
-/// The secret values of a task, and a matcher finding them all in one pass.
+/// The secret values of a task, and a matcher finding them all in one pass. Clones share
+/// their values: a secret learnt while the task runs ([`Redactor::add`]: a header an MCP
+/// server's `headersHelper` made) is redacted by every clone from then on.
 #[derive(Clone, Default)]
 pub struct Redactor {
-    /// None when there is nothing to redact.
-    matcher: Option<AhoCorasick>,
+    values: Arc<RwLock<Values>>,
     /// The secrets left unredacted because redacting them would corrupt ordinary text.
     skipped: Vec<SkippedSecret>,
     /// How many occurrences this redactor (and its clones) replaced: a user learns from
@@ -52,23 +53,19 @@ impl SkippedSecret {
     }
 }
 
-/// Never the values: the automaton's own `Debug` would print them.
-impl std::fmt::Debug for Redactor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.matcher {
-            Some(matcher) => write!(f, "Redactor([{} redacted values])", matcher.patterns_len()),
-            None => f.write_str("Redactor([])"),
-        }
-    }
+/// The values searched for, and their automaton.
+#[derive(Default)]
+struct Values {
+    patterns: Vec<String>,
+    /// None when there is nothing to redact.
+    matcher: Option<AhoCorasick>,
 }
 
-impl Redactor {
-    /// A redactor for these values, except those [`unsafe_to_redact`] rejects (too short or
-    /// too common to replace without corrupting ordinary text). Each value is also
-    /// searched for as it appears inside a JSON string (quotes, backslashes and control
-    /// characters escaped), so a transcript line is redacted whatever the value holds.
-    pub fn new(secrets: impl IntoIterator<Item = String>) -> Redactor {
-        let mut patterns: Vec<String> = Vec::new();
+impl Values {
+    /// Add each safe secret's patterns (the value, and the value as it appears inside a
+    /// JSON string) and rebuild the automaton.
+    fn extend(&mut self, secrets: impl IntoIterator<Item = String>) {
+        let before = self.patterns.len();
         for secret in secrets {
             if unsafe_to_redact(&secret).is_some() {
                 continue;
@@ -82,31 +79,88 @@ impl Redactor {
                         .map(str::to_string)
                 })
                 .filter(|escaped| *escaped != secret);
-            patterns.push(secret);
-            patterns.extend(escaped);
+            self.patterns.push(secret);
+            self.patterns.extend(escaped);
         }
-        patterns.sort();
-        patterns.dedup();
-        if patterns.is_empty() {
-            return Redactor::default();
+        if self.patterns.len() == before {
+            return;
         }
+        self.patterns.sort();
+        self.patterns.dedup();
         // Leftmost-longest: when one secret contains another, the whole of it goes.
-        let matcher = AhoCorasick::builder()
+        self.matcher = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
-            .build(&patterns)
+            .build(&self.patterns)
             .ok();
-        if matcher.is_none() {
+        if self.matcher.is_none() {
             // Only a pattern set too large for the automaton fails to build; never run
             // without redaction silently.
             drover_output::esay!(
                 "drover: warning: cannot build the secret redactor ({} values); secrets are not redacted",
-                patterns.len()
+                self.patterns.len()
             );
         }
-        Redactor {
-            matcher,
-            ..Redactor::default()
+    }
+}
+
+/// Never the values: the automaton's own `Debug` would print them.
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.read().matcher {
+            Some(matcher) => write!(f, "Redactor([{} redacted values])", matcher.patterns_len()),
+            None => f.write_str("Redactor([])"),
         }
+    }
+}
+
+impl Redactor {
+    /// A redactor for these values, except those [`unsafe_to_redact`] rejects (too short or
+    /// too common to replace without corrupting ordinary text). Each value is also
+    /// searched for as it appears inside a JSON string (quotes, backslashes and control
+    /// characters escaped), so a transcript line is redacted whatever the value holds.
+    pub fn new(secrets: impl IntoIterator<Item = String>) -> Redactor {
+        let redactor = Redactor::default();
+        redactor.write().extend(secrets);
+        redactor
+    }
+
+    /// Redact these values too, from now on, in this redactor and every clone of it: a
+    /// secret the task learns while it runs. Each is a label (what the warning names,
+    /// never the value) and a value; those that cannot be redacted safely are returned.
+    pub fn add(&self, secrets: impl IntoIterator<Item = (String, String)>) -> Vec<SkippedSecret> {
+        let mut safe = Vec::new();
+        let mut skipped = Vec::new();
+        for (variable, value) in secrets {
+            let trimmed = value.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            match unsafe_to_redact(trimmed) {
+                None => {
+                    safe.push(trimmed.to_string());
+                    if trimmed != value {
+                        safe.push(value);
+                    }
+                }
+                Some(reason) => skipped.push(SkippedSecret { variable, reason }),
+            }
+        }
+        self.write().extend(safe);
+        skipped
+    }
+
+    /// The values, to read. A poisoned lock only means a thread panicked while adding
+    /// values; what was added is still whole (the automaton is replaced in one store).
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Values> {
+        self.values
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Values> {
+        self.values
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The secrets of a task: the model's API key (`api_key`: its variable and value), and
@@ -172,14 +226,14 @@ impl Redactor {
 
     /// Is there anything to redact at all?
     pub fn is_empty(&self) -> bool {
-        self.matcher.is_none()
+        self.read().matcher.is_none()
     }
 
-    /// `text` with every secret value replaced by [`REDACTED`]; borrowed when nothing was.
     /// Does `bytes` (binary data, such as an image) hold a secret value? Counted as a
     /// replacement when it does: the caller drops the data.
     pub fn finds_in(&self, bytes: &[u8]) -> bool {
         let found = self
+            .read()
             .matcher
             .as_ref()
             .is_some_and(|matcher| matcher.is_match(bytes));
@@ -189,8 +243,9 @@ impl Redactor {
         found
     }
 
+    /// `text` with every secret value replaced by [`REDACTED`]; borrowed when nothing was.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match &self.matcher {
+        match &self.read().matcher {
             Some(matcher) if matcher.is_match(text) => {
                 let mut out = String::with_capacity(text.len());
                 let mut count = 0;
@@ -369,5 +424,33 @@ mod tests {
         // A value with surrounding whitespace in the environment is found trimmed too.
         let padded = Redactor::for_task(None, vars(&[("A_TOKEN", " tok-1234abcd\n")]), &[], &[]);
         assert_eq!(padded.redact("tok-1234abcd"), "[redacted]");
+    }
+
+    #[test]
+    fn values_added_later_are_redacted_by_every_clone() {
+        let redactor = Redactor::new(["first-secret-123".to_string()]);
+        let clone = redactor.clone();
+        assert_eq!(clone.redact("tok-9a8b7c6d5e"), "tok-9a8b7c6d5e");
+        let skipped = redactor.add([
+            ("helper X-Token".to_string(), "tok-9a8b7c6d5e\n".to_string()),
+            ("helper X-Org".to_string(), "acme".to_string()),
+            ("helper X-Empty".to_string(), String::new()),
+        ]);
+        assert_eq!(
+            skipped,
+            [SkippedSecret {
+                variable: "helper X-Org".into(),
+                reason: SkipReason::TooShort
+            }]
+        );
+        assert_eq!(
+            clone.redact("first-secret-123 tok-9a8b7c6d5e acme"),
+            "[redacted] [redacted] acme"
+        );
+        assert_eq!(redactor.replaced(), 2);
+        let empty = Redactor::default();
+        empty.add([("k".to_string(), "value-8f7e6d5c".to_string())]);
+        assert!(!empty.is_empty());
+        assert!(!format!("{empty:?}").contains("value-8f"));
     }
 }

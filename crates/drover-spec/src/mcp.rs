@@ -38,13 +38,14 @@ pub struct McpServerSpec {
     #[serde(default)]
     pub args: Vec<String>,
     /// Added to the server's (scrubbed) environment; `${VAR}` and `${VAR:-default}` are
-    /// taken from drover's environment.
+    /// taken from drover's environment. On a `url:` server, its `headers_helper`'s.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Where the server starts, relative to the spec file (default: the workspace).
     #[serde(default)]
     pub cwd: Option<String>,
-    /// The server's sandbox: by default the task's, with the network off.
+    /// The server's sandbox: by default the task's, with the network off. On a `url:`
+    /// server, its `headers_helper`'s.
     #[serde(default)]
     pub sandbox: Option<SandboxSpec>,
     /// A streamable HTTP server, instead of `command:`: drover connects, it starts nothing.
@@ -54,6 +55,12 @@ pub struct McpServerSpec {
     /// taken from drover's environment (and their values redacted like secrets).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// A shell command run when drover connects to a `url:` server (Claude Code's
+    /// `headersHelper`): its stdout, a JSON object of header names to string values, is
+    /// sent on top of `headers:`. It runs in the server's sandbox like a stdio server's
+    /// command, and the values it gives are redacted like secrets (see docs/mcp.md).
+    #[serde(default)]
+    pub headers_helper: Option<String>,
     /// A required server that fails to start ends the task (`mcp_unavailable`) before
     /// any model request; an optional one is left out with a warning. Default true.
     #[serde(default = "required_by_default")]
@@ -83,8 +90,8 @@ pub struct McpTimeouts {
 }
 
 /// A server of Claude Code's `.mcp.json`: `command`/`args`/`env`, or `type: http` with
-/// `url`/`headers` (`sse`, the older transport, is refused by name). Fields drover does
-/// not use are named in a note, as Claude Code's file may carry more.
+/// `url`/`headers`/`headersHelper` (`sse`, the older transport, is refused by name).
+/// Fields drover does not use are named in a note, as Claude Code's file may carry more.
 #[derive(Debug, Deserialize)]
 struct ClaudeServer {
     #[serde(default, rename = "type")]
@@ -99,6 +106,8 @@ struct ClaudeServer {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    #[serde(default, rename = "headersHelper")]
+    headers_helper: Option<String>,
     /// Claude Code's format has none; drover's is refused (see `referenced`).
     #[serde(default, rename = "sandbox")]
     _sandbox: NoSandbox,
@@ -164,12 +173,9 @@ pub fn servers_of_claude_config(
     let mut notes = Vec::new();
     for (name, server) in config.servers {
         for key in server.other.keys() {
-            notes.push(match key.as_str() {
-                "headersHelper" => format!(
-                    "server {name}: headersHelper is not run; give the headers it makes in headers: from variables, or declare the server in the spec's mcp.servers"
-                ),
-                _ => format!("server {name}: key {key:?} ignored: drover does not use it"),
-            });
+            notes.push(format!(
+                "server {name}: key {key:?} ignored: drover does not use it"
+            ));
         }
         let remote = match server.kind.as_deref() {
             None | Some("stdio") => server.command.is_none() && server.url.is_some(),
@@ -182,6 +188,11 @@ pub fn servers_of_claude_config(
                 });
             }
         };
+        if !remote && server.headers_helper.is_some() {
+            notes.push(format!(
+                "server {name}: headersHelper ignored: it makes the headers of an http server, and this is a stdio server"
+            ));
+        }
         // What the other kind of server would use is left out: Claude Code ignores it too.
         let entry = McpServerSpec {
             command: if remote { None } else { server.command },
@@ -195,6 +206,7 @@ pub fn servers_of_claude_config(
             } else {
                 BTreeMap::new()
             },
+            headers_helper: if remote { server.headers_helper } else { None },
             required: true,
             timeouts: None,
             from_config: true,
@@ -206,6 +218,7 @@ pub fn servers_of_claude_config(
 
 /// Why a server entry cannot be used; the spec check names the server.
 pub fn server_problem(name: &str, server: &McpServerSpec) -> Option<String> {
+    let blank = |text: &str| text.trim().is_empty();
     let valid_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     // `mcp__a` must cover server a's tools and no other server's: a name with `__`, or
     // one that starts or ends with `_`, could make `mcp__a__` the prefix of another's.
@@ -219,17 +232,25 @@ pub fn server_problem(name: &str, server: &McpServerSpec) -> Option<String> {
         (Some(_), Some(_)) => Some(format!(
             "mcp.servers.{name} has both command: (a stdio server) and url: (an HTTP server); keep one"
         )),
-        (Some(command), None) if command.trim().is_empty() => Some(format!(
+        (Some(command), None) if blank(command) => Some(format!(
             "mcp.servers.{name}: command: is empty (the program that speaks MCP over stdio)"
         )),
-        (Some(_), None) if !server.headers.is_empty() => Some(format!(
-            "mcp.servers.{name}: headers: apply to url: servers only"
+        (Some(_), None) if !server.headers.is_empty() || server.headers_helper.is_some() => Some(
+            format!("mcp.servers.{name}: headers: and headers_helper: apply to url: servers only"),
+        ),
+        (None, Some(_)) if server.cwd.is_some() || !server.args.is_empty() => Some(format!(
+            "mcp.servers.{name}: cwd: and args: apply to command: servers only (drover does not start a url: server)"
         )),
-        (None, Some(_)) if server.cwd.is_some() || server.sandbox.is_some() => Some(format!(
-            "mcp.servers.{name}: cwd: and sandbox: apply to command: servers only (drover does not start a url: server)"
-        )),
-        (None, Some(_)) if !server.env.is_empty() || !server.args.is_empty() => Some(format!(
-            "mcp.servers.{name}: args: and env: apply to command: servers only; a url: server takes headers:"
+        (None, Some(_))
+            if server.headers_helper.is_none()
+                && (server.sandbox.is_some() || !server.env.is_empty()) =>
+        {
+            Some(format!(
+                "mcp.servers.{name}: sandbox: and env: apply to command: servers only, and to a url: server's headers_helper: (drover does not start a url: server); a url: server takes headers:"
+            ))
+        }
+        (None, Some(_)) if server.headers_helper.as_deref().is_some_and(blank) => Some(format!(
+            "mcp.servers.{name}: headers_helper: is empty (a shell command printing a JSON object of headers)"
         )),
         (Some(_), None) | (None, Some(_)) => None,
         (None, None) => Some(format!(
@@ -300,5 +321,66 @@ mod tests {
             .unwrap()
             .0;
         assert!(servers["x"].from_config);
+    }
+
+    #[test]
+    fn a_headers_helper_is_kept_for_http_servers_and_named_for_stdio_ones() {
+        let text = r#"{"mcpServers": {
+            "docs": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headersHelper": "./token.sh"},
+            "local": {"command": "srv", "headersHelper": "./token.sh"}
+        }}"#;
+        let (servers, notes) = servers_of_claude_config(text).unwrap();
+        assert_eq!(
+            servers["docs"].headers_helper.as_deref(),
+            Some("./token.sh")
+        );
+        assert!(server_problem("docs", &servers["docs"]).is_none());
+        assert!(servers["local"].headers_helper.is_none());
+        assert_eq!(
+            notes,
+            [
+                "server local: headersHelper ignored: it makes the headers of an http server, and this is a stdio server"
+            ]
+        );
+        let number = servers_of_claude_config(
+            r#"{"mcpServers": {"docs": {"url": "http://h/", "headersHelper": 5}}}"#,
+        )
+        .unwrap_err();
+        assert!(number.to_string().contains("not Claude Code's"), "{number}");
+    }
+
+    #[test]
+    fn a_spec_url_server_gives_its_headers_helper_an_env_and_a_sandbox() {
+        let server = |yaml: &str| -> McpServerSpec { serde_saphyr::from_str(yaml).unwrap() };
+        let helper = server(
+            "url: http://127.0.0.1:1/mcp\nheaders_helper: ./token.sh\nenv: { VAULT_TOKEN: \"${VAULT_TOKEN}\" }\nsandbox: { network: true }\n",
+        );
+        assert_eq!(server_problem("docs", &helper), None);
+        let cases = [
+            (
+                "url: http://h/\nenv: { A: b }\n",
+                "apply to command: servers only, and to a url: server's headers_helper",
+            ),
+            (
+                "url: http://h/\nsandbox: off\n",
+                "apply to command: servers only, and to a url: server's headers_helper",
+            ),
+            (
+                "url: http://h/\nheaders_helper: \" \"\n",
+                "headers_helper: is empty",
+            ),
+            (
+                "url: http://h/\nheaders_helper: x\ncwd: tools\n",
+                "cwd: and args: apply to command: servers only",
+            ),
+            (
+                "command: srv\nheaders_helper: ./token.sh\n",
+                "headers: and headers_helper: apply to url: servers only",
+            ),
+        ];
+        for (yaml, expected) in cases {
+            let problem = server_problem("docs", &server(yaml)).unwrap();
+            assert!(problem.contains(expected), "{yaml}: {problem}");
+        }
     }
 }

@@ -207,6 +207,12 @@ pub(super) fn replay_servers(
                 server.args.join(" ")
             ));
         }
+        // A recorded command as well: named before it runs, in the replay's sandbox.
+        if let Some(helper) = &server.headers_helper {
+            say(format!(
+                "will run MCP server {name}'s headers_helper in the sandbox: {helper}"
+            ));
+        }
     }
     Ok(servers)
 }

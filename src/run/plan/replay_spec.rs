@@ -292,6 +292,7 @@ fn replay_server(server: McpServerSpec) -> McpServerSpec {
         sandbox: _,
         url,
         headers,
+        headers_helper,
         required,
         timeouts,
         from_config: _,
@@ -304,6 +305,9 @@ fn replay_server(server: McpServerSpec) -> McpServerSpec {
         sandbox: None,
         url,
         headers,
+        // Run as a recorded stdio server's command is: in the replay's sandbox, with only
+        // the `--mcp-env` variables for its `env:`.
+        headers_helper,
         required,
         timeouts: timeouts.map(|timeouts| replay_mcp_timeouts(Some(timeouts))),
         // The `${VAR}`s of a recorded server take only `--mcp-env` variables (see

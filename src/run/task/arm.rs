@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::mcp::{McpSession, RecordedTool, Setup as McpSetup};
 use crate::policy::Policy;
+use crate::record::Redactor;
 use crate::run::plan::{Mode, TaskPlan};
 use crate::tools::Registry;
 use crate::tools::recorded::AnsweredTool;
@@ -31,11 +32,13 @@ pub(super) struct Armed {
 /// Arm the task in `workspace`: the policy (with drover's own paths off limits), the
 /// tools it does not withhold, the command environment and sandbox, and the confined
 /// file thread. A sandbox that cannot be enforced is noted in `commands.unavailable`.
+/// What the MCP servers' headers helpers print is added to `redactor`.
 pub(super) async fn arm(
     plan: &TaskPlan,
     workspace: &PreparedWorkspace,
     artifacts: &Path,
     task_dir: &Path,
+    redactor: &Redactor,
 ) -> Result<Armed, TaskError> {
     let policy = Policy::new(
         &plan.rules,
@@ -53,7 +56,7 @@ pub(super) async fn arm(
     // MCP servers start only for a task that will run, each in its sandbox.
     let mut mcp = McpSession::default();
     if !plan.mcp_servers.is_empty() && commands.unavailable.is_none() {
-        mcp = start_mcp_servers(plan, &workspace.dir, task_dir, &commands).await;
+        mcp = start_mcp_servers(plan, &workspace.dir, task_dir, &commands, redactor).await;
         offer_mcp_tools(plan, &mcp, &mut registry);
     }
     // A replay answers the recording's MCP calls with their recorded results.
@@ -141,6 +144,7 @@ async fn start_mcp_servers(
     workspace: &Path,
     task_dir: &Path,
     commands: &TaskCommands,
+    redactor: &Redactor,
 ) -> McpSession {
     let limits = plan
         .spec
@@ -155,6 +159,7 @@ async fn start_mcp_servers(
         workspace,
         log_dir: task_dir,
         vars: &plan.mcp_vars,
+        redactor,
         env_for: &env_for,
     };
     McpSession::start(&plan.mcp_servers, &limits, &setup).await

@@ -56,13 +56,7 @@ fn credential_headers(servers: &BTreeMap<String, McpServerSpec>) -> Vec<(String,
     let mut values = Vec::new();
     for (server, spec) in servers {
         for (name, value) in &spec.headers {
-            let lower = name.to_ascii_lowercase();
-            let credential =
-                matches!(
-                    lower.as_str(),
-                    "authorization" | "proxy-authorization" | "cookie"
-                ) || crate::record::secret_names::looks_secret(&lower.replace('-', "_"));
-            if !credential {
+            if !crate::mcp::credential_header(name) {
                 continue;
             }
             let label = format!("mcp.servers.{server}.headers.{name}");

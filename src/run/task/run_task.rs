@@ -206,7 +206,8 @@ async fn steps(
     let fingerprint = started.baseline.fingerprint();
     recorded_start_only(&plan, &fingerprint)?;
     let mut model = task_model(&plan, report, transcript)?;
-    let armed = arm_unless_interrupted(&plan, &started, artifacts, task_dir, &interrupt).await?;
+    let armed =
+        arm_unless_interrupted(&plan, &started, artifacts, task_dir, redactor, &interrupt).await?;
     record_start(
         &plan,
         model.as_ref(),
@@ -295,10 +296,11 @@ async fn arm_unless_interrupted(
     started: &Started,
     artifacts: &Path,
     task_dir: &Path,
+    redactor: &Redactor,
     interrupt: &Interrupt,
 ) -> Result<Armed, Halt> {
     tokio::select! {
-        armed = arm(plan, &started.workspace, artifacts, task_dir) => Ok(armed?),
+        armed = arm(plan, &started.workspace, artifacts, task_dir, redactor) => Ok(armed?),
         () = interrupt.cancelled() => {
             let message = "interrupted while the task's tools and MCP servers were set up; the agent never ran";
             Err(Halt::Early(EndReason::Interrupted, message.to_string()))

@@ -111,6 +111,14 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
     let policy = Policy::new(&rules, &workspace, &loaded.additional_directories());
     let mut registry = Registry::builtin().map_err(TaskError::from)?;
     let mut session = McpSession::default();
+    // Why a server did not start quotes its stderr, which may hold a secret; what a
+    // headers helper prints is added to it.
+    let redactor = redactor_with_mcp(
+        None,
+        &loaded.spec.env.pass,
+        mcp_credential_vars(&servers),
+        &servers,
+    );
     if !servers.is_empty() {
         let mut commands = task_commands(loaded, &rules, &workspace, &[], true).await?;
         if let Some(reason) = commands.unavailable.take() {
@@ -135,6 +143,7 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
             workspace: &workspace,
             log_dir: logs.path(),
             vars: &crate::mcp::VarSource::Environment,
+            redactor: &redactor,
             env_for: &env_for,
         };
         session = McpSession::start(&servers, &limits, &setup).await;
@@ -151,13 +160,6 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
     super::subagents::add_agent_tool(&mut registry, &agents).map_err(TaskError::from)?;
     registry.retain(|facts| policy.withholds(facts).is_none());
     let tools = listed(&registry, &session.offered_names());
-    // Why a server did not start quotes its stderr, which may hold a secret.
-    let redactor = redactor_with_mcp(
-        None,
-        &loaded.spec.env.pass,
-        mcp_credential_vars(&servers),
-        &servers,
-    );
     let mut reports = session.reports.clone();
     for report in &mut reports {
         if let Err(why) = &mut report.outcome {

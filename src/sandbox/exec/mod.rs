@@ -492,7 +492,29 @@ pub(crate) async fn run_shell_split(
     let script = format!("exec 0<\"$DROVER_HOOK_INPUT\" || exit 1\n{command}");
     let mut all_env: Vec<(&str, &OsStr)> = extra_env.to_vec();
     all_env.push(("DROVER_HOOK_INPUT", input.as_os_str()));
-    let (spawned, err_reader) = spawn_shell_with(&script, cwd, &all_env, env, true)?;
+    run_split(&script, cwd, timeout, &all_env, env).await
+}
+
+/// [`run_shell_with_env`] with stdout and stderr kept apart, stdin closed (an MCP
+/// server's `headersHelper`, whose stdout is data and whose stderr is its log).
+pub(crate) async fn run_shell_apart(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    extra_env: &[(&str, &OsStr)],
+    env: &CommandEnv,
+) -> std::io::Result<SplitOutcome> {
+    run_split(command, cwd, timeout, extra_env, env).await
+}
+
+async fn run_split(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    extra_env: &[(&str, &OsStr)],
+    env: &CommandEnv,
+) -> std::io::Result<SplitOutcome> {
+    let (spawned, err_reader) = spawn_shell_with(command, cwd, extra_env, env, true)?;
     let stderr = Arc::new(Mutex::new(Capture::default()));
     let err_task = err_reader.map(|reader| pump(reader, Arc::clone(&stderr)));
     let outcome = run_spawned(spawned, timeout).await?;
