@@ -156,6 +156,28 @@ impl McpConfigError {
     }
 }
 
+/// The keys `server` sets that only the other kind of server uses (`env` on an http
+/// server, `url` on a stdio one).
+fn other_kinds_keys(server: &ClaudeServer, remote: bool) -> Vec<&'static str> {
+    let set = if remote {
+        [
+            ("command", server.command.is_some()),
+            ("args", !server.args.is_empty()),
+            ("env", !server.env.is_empty()),
+        ]
+    } else {
+        [
+            ("url", server.url.is_some()),
+            ("headers", !server.headers.is_empty()),
+            ("headersHelper", false),
+        ]
+    };
+    set.into_iter()
+        .filter(|(_, given)| *given)
+        .map(|(key, _)| key)
+        .collect()
+}
+
 /// The servers of a Claude Code `.mcp.json`, as spec entries (required, default limits),
 /// and a note for each key drover does not use.
 pub fn servers_of_claude_config(
@@ -193,6 +215,14 @@ pub fn servers_of_claude_config(
                 "server {name}: headersHelper ignored: it makes the headers of an http server, and this is a stdio server"
             ));
         }
+        notes.extend(other_kinds_keys(&server, remote).into_iter().map(|key| {
+            let (this, other) = if remote {
+                ("an http", "stdio")
+            } else {
+                ("a stdio", "http")
+            };
+            format!("server {name}: key {key:?} ignored: it is for {other} servers, and this is {this} server")
+        }));
         // What the other kind of server would use is left out: Claude Code ignores it too.
         let entry = McpServerSpec {
             command: if remote { None } else { server.command },
@@ -347,6 +377,27 @@ mod tests {
         )
         .unwrap_err();
         assert!(number.to_string().contains("not Claude Code's"), "{number}");
+    }
+
+    #[test]
+    fn keys_of_the_other_kind_of_server_are_named_not_dropped() {
+        let (_, notes) = servers_of_claude_config(
+            r#"{"mcpServers": {
+                "web": {"type": "http", "url": "http://h/mcp", "env": {"A": "1"}, "command": "x"},
+                "local": {"command": "x", "headers": {"H": "v"}}
+            }}"#,
+        )
+        .unwrap();
+        for expected in [
+            "server web: key \"env\" ignored: it is for stdio servers, and this is an http server",
+            "server web: key \"command\" ignored",
+            "server local: key \"headers\" ignored: it is for http servers, and this is a stdio server",
+        ] {
+            assert!(
+                notes.iter().any(|note| note.starts_with(expected)),
+                "{expected} not in {notes:?}"
+            );
+        }
     }
 
     #[test]
