@@ -22,6 +22,8 @@ mod attacker_redirects;
 mod attacker_replay;
 mod attacker_text;
 mod batch_cli;
+mod claude_code_corpus;
+mod claude_code_corpus_runs;
 mod demo;
 mod expect_cli;
 mod hooks_cli;
