@@ -119,7 +119,10 @@ struct ClaudeServer {
 #[derive(Debug, Deserialize)]
 struct ClaudeConfig {
     #[serde(rename = "mcpServers", default)]
-    servers: BTreeMap<String, ClaudeServer>,
+    servers: Option<BTreeMap<String, ClaudeServer>>,
+    /// Other top-level keys: a plugin's servers, or keys named in a note.
+    #[serde(flatten)]
+    other: BTreeMap<String, serde_json::Value>,
 }
 
 /// Why a `.mcp.json` cannot be used.
@@ -134,25 +137,15 @@ pub enum McpConfigError {
         .0.message
     )]
     Format(JsonError),
-    #[error("server {name}: type {kind:?} is not one drover knows (stdio, http)")]
-    Kind { name: String, kind: String },
-    #[error(
-        "server {name}: type \"sse\" is the HTTP+SSE transport MCP replaced in 2025-03-26, which drover does not speak; give the server's streamable HTTP endpoint as type \"http\""
-    )]
-    Sse { name: String },
 }
+
+/// Why a `type: sse` server is left out, and what to give instead.
+const SSE_REPLACED: &str = "type \"sse\" is the HTTP+SSE transport MCP replaced in 2025-03-26, which drover does not speak; give the server's streamable HTTP endpoint as type \"http\"";
 
 impl McpConfigError {
     /// The error with the file's path in front (and its line and column when known).
     pub fn in_file(&self, path: &std::path::Path) -> String {
-        match self {
-            McpConfigError::Sandbox(_) | McpConfigError::Format(_) => {
-                format!("{}:{self}", path.display())
-            }
-            McpConfigError::Kind { .. } | McpConfigError::Sse { .. } => {
-                format!("{}: {self}", path.display())
-            }
-        }
+        format!("{}:{self}", path.display())
     }
 }
 
@@ -179,71 +172,121 @@ fn other_kinds_keys(server: &ClaudeServer, remote: bool) -> Vec<&'static str> {
 }
 
 /// The servers of a Claude Code `.mcp.json`, as spec entries (required, default limits),
-/// and a note for each key drover does not use.
+/// and a note for each key drover does not use and each server it leaves out. Only a
+/// file that is not JSON, or not this format at all, is an error: one server drover
+/// cannot use never costs the others.
 pub fn servers_of_claude_config(
     text: &str,
 ) -> Result<(BTreeMap<String, McpServerSpec>, Vec<String>), McpConfigError> {
-    let config: ClaudeConfig = serde_json::from_str(text).map_err(|error| {
+    let parse_error = |error: serde_json::Error| {
         let error = JsonError::from(error);
         if error.is_sandbox() {
             McpConfigError::Sandbox(error)
         } else {
             McpConfigError::Format(error)
         }
-    })?;
-    let mut servers = BTreeMap::new();
+    };
+    let config: ClaudeConfig = serde_json::from_str(text).map_err(parse_error)?;
     let mut notes = Vec::new();
-    for (name, server) in config.servers {
-        for key in server.other.keys() {
-            notes.push(format!(
-                "server {name}: key {key:?} ignored: drover does not use it"
-            ));
+    let entries = match config.servers {
+        Some(servers) => {
+            notes.extend(
+                config
+                    .other
+                    .keys()
+                    .map(|key| format!("top-level key {key:?} ignored: drover reads mcpServers")),
+            );
+            servers
         }
-        let remote = match server.kind.as_deref() {
-            None | Some("stdio") => server.command.is_none() && server.url.is_some(),
-            Some("http") => true,
-            Some("sse") => return Err(McpConfigError::Sse { name }),
-            Some(kind) => {
-                return Err(McpConfigError::Kind {
-                    name,
-                    kind: kind.to_string(),
-                });
+        // A plugin's `.mcp.json` may hold its servers at the top level.
+        None if !config.other.is_empty() && config.other.values().all(looks_like_server) => {
+            serde_json::from_str(text).map_err(parse_error)?
+        }
+        None => {
+            notes.extend(config.other.keys().map(|key| {
+                format!("top-level key {key:?} ignored: it is not mcpServers, and not a server")
+            }));
+            BTreeMap::new()
+        }
+    };
+    let mut servers = BTreeMap::new();
+    for (name, server) in entries {
+        match server_entry(&name, server, &mut notes) {
+            Ok(entry) => {
+                servers.insert(name, entry);
             }
-        };
-        if !remote && server.headers_helper.is_some() {
-            notes.push(format!(
-                "server {name}: headersHelper ignored: it makes the headers of an http server, and this is a stdio server"
-            ));
+            Err(why) => notes.push(format!("server {name} left out: {why}")),
         }
-        notes.extend(other_kinds_keys(&server, remote).into_iter().map(|key| {
-            let (this, other) = if remote {
-                ("an http", "stdio")
-            } else {
-                ("a stdio", "http")
-            };
-            format!("server {name}: key {key:?} ignored: it is for {other} servers, and this is {this} server")
-        }));
-        // What the other kind of server would use is left out: Claude Code ignores it too.
-        let entry = McpServerSpec {
-            command: if remote { None } else { server.command },
-            args: if remote { Vec::new() } else { server.args },
-            env: if remote { BTreeMap::new() } else { server.env },
-            cwd: None,
-            sandbox: None,
-            url: if remote { server.url } else { None },
-            headers: if remote {
-                server.headers
-            } else {
-                BTreeMap::new()
-            },
-            headers_helper: if remote { server.headers_helper } else { None },
-            required: true,
-            timeouts: None,
-            from_config: true,
-        };
-        servers.insert(name, entry);
     }
     Ok((servers, notes))
+}
+
+/// A top-level value of a plugin's `.mcp.json` that is a server, not some other key.
+fn looks_like_server(value: &serde_json::Value) -> bool {
+    value.as_object().is_some_and(|entry| {
+        ["command", "url", "type"]
+            .iter()
+            .any(|key| entry.contains_key(*key))
+    })
+}
+
+/// One server of the file as a spec entry, with notes on the keys it does not use; the
+/// error says why drover cannot use the server at all.
+fn server_entry(
+    name: &str,
+    server: ClaudeServer,
+    notes: &mut Vec<String>,
+) -> Result<McpServerSpec, String> {
+    for key in server.other.keys() {
+        notes.push(format!(
+            "server {name}: key {key:?} ignored: drover does not use it"
+        ));
+    }
+    let remote = match server.kind.as_deref() {
+        None | Some("stdio") => server.command.is_none() && server.url.is_some(),
+        Some("http") => true,
+        Some("sse") => return Err(SSE_REPLACED.to_string()),
+        Some(kind) => {
+            return Err(format!(
+                "type {kind:?} is not one drover knows (stdio, http)"
+            ));
+        }
+    };
+    if !remote && server.headers_helper.is_some() {
+        notes.push(format!(
+            "server {name}: headersHelper ignored: it makes the headers of an http server, and this is a stdio server"
+        ));
+    }
+    notes.extend(other_kinds_keys(&server, remote).into_iter().map(|key| {
+        let (this, other) = if remote {
+            ("an http", "stdio")
+        } else {
+            ("a stdio", "http")
+        };
+        format!("server {name}: key {key:?} ignored: it is for {other} servers, and this is {this} server")
+    }));
+    // What the other kind of server would use is left out: Claude Code ignores it too.
+    let entry = McpServerSpec {
+        command: if remote { None } else { server.command },
+        args: if remote { Vec::new() } else { server.args },
+        env: if remote { BTreeMap::new() } else { server.env },
+        cwd: None,
+        sandbox: None,
+        url: if remote { server.url } else { None },
+        headers: if remote {
+            server.headers
+        } else {
+            BTreeMap::new()
+        },
+        headers_helper: if remote { server.headers_helper } else { None },
+        required: true,
+        timeouts: None,
+        from_config: true,
+    };
+    match server_problem(name, &entry) {
+        Some(problem) => Err(problem),
+        None => Ok(entry),
+    }
 }
 
 /// Why a server entry cannot be used; the spec check names the server.
@@ -317,19 +360,50 @@ mod tests {
     }
 
     #[test]
-    fn unknown_server_types_and_other_formats_are_errors() {
-        let error = servers_of_claude_config(r#"{"mcpServers": {"x": {"type": "ws"}}}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("type \"ws\""), "{error}");
-        let sse = servers_of_claude_config(
-            r#"{"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}"#,
+    fn a_server_drover_cannot_use_is_left_out_with_a_note_and_the_others_load() {
+        let (servers, notes) = servers_of_claude_config(
+            r#"{"mcpServers": {
+                "ws": {"type": "ws"},
+                "old": {"type": "sse", "url": "http://h/sse"},
+                "blank": {"command": " "},
+                "bad__name": {"command": "x"},
+                "fs": {"command": "srv"}
+            }}"#,
         )
-        .unwrap_err()
-        .to_string();
-        assert!(sse.contains("streamable HTTP endpoint"), "{sse}");
+        .unwrap();
+        assert_eq!(servers.keys().collect::<Vec<_>>(), vec!["fs"]);
+        for expected in [
+            "server ws left out: type \"ws\" is not one drover knows",
+            "server old left out: type \"sse\" is the HTTP+SSE transport",
+            "server blank left out: ",
+            "server bad__name left out: ",
+        ] {
+            assert!(
+                notes.iter().any(|note| note.starts_with(expected)),
+                "{expected} not in {notes:?}"
+            );
+        }
         assert!(servers_of_claude_config("[1]").is_err());
         assert!(servers_of_claude_config("{}").unwrap().0.is_empty());
+    }
+
+    #[test]
+    fn a_plugins_servers_at_the_top_level_are_read_and_other_keys_are_named() {
+        let (servers, notes) =
+            servers_of_claude_config(r#"{"meigen": {"command": "npx", "args": ["-y", "m"]}}"#)
+                .unwrap();
+        assert_eq!(servers["meigen"].command.as_deref(), Some("npx"));
+        assert!(notes.is_empty(), "{notes:?}");
+        let (servers, notes) =
+            servers_of_claude_config(r#"{"mcpServers": {}, "version": 2}"#).unwrap();
+        assert!(servers.is_empty());
+        assert_eq!(
+            notes,
+            vec!["top-level key \"version\" ignored: drover reads mcpServers"]
+        );
+        let (servers, notes) = servers_of_claude_config(r#"{"servers": [1]}"#).unwrap();
+        assert!(servers.is_empty());
+        assert!(notes[0].contains("\"servers\""), "{notes:?}");
     }
 
     #[test]

@@ -142,23 +142,29 @@ pub(crate) fn mcp_servers(
                 .map(|note| format!("mcp.config {}: {note}", path.display())),
         );
         let network = SandboxSpec::has_network(loaded.spec.sandbox.as_ref());
+        let shown = path.display();
         for (name, server) in from_config {
-            if servers.contains_key(&name) {
-                return Err(invalid(format!(
-                    "MCP server {name} is both in mcp.servers and in {}; rename one",
-                    path.display()
-                )));
+            let left_out = if servers.contains_key(&name) {
+                Some("the spec's mcp.servers has a server of that name, which is used".to_string())
+            } else if server.url.is_some() && !network {
+                // drover connects to a url: server from its own process, outside the
+                // sandbox: a file from the repository under test does not get to choose
+                // where, while the task's commands have no network.
+                Some("it is a url: server, which drover reaches from outside the sandbox, and this task's commands have no network: a file the spec loads by reference cannot choose where drover connects; declare the server in the spec's mcp.servers, or give the task sandbox: { network: true }".to_string())
+            } else {
+                server
+                    .url
+                    .as_ref()
+                    .and_then(|url| crate::mcp::endpoint_problem(url, &server.headers))
+            };
+            match left_out {
+                Some(why) => {
+                    notes.push(format!("mcp.config {shown}: server {name} left out: {why}"))
+                }
+                None => {
+                    servers.insert(name, server);
+                }
             }
-            // drover connects to a url: server from its own process, outside the
-            // sandbox: a file from the repository under test does not get to choose
-            // where, while the task's commands have no network.
-            if server.url.is_some() && !network {
-                return Err(invalid(format!(
-                    "mcp.config {}: server {name} is a url: server, which drover reaches from outside the sandbox, and this task's commands have no network: a file the spec loads by reference cannot choose where drover connects; declare the server in the spec's mcp.servers, or give the task sandbox: {{ network: true }}",
-                    path.display()
-                )));
-            }
-            servers.insert(name, server);
         }
     }
     for (name, server) in &servers {
