@@ -48,6 +48,12 @@ impl LoadedSpec {
         }
     }
 
+    /// The file or directory `name` names, relative to the spec file (`skills_from:`,
+    /// `agents_from:`, `hooks_from:`).
+    pub fn beside_spec(&self, name: &str) -> PathBuf {
+        self.path.parent().unwrap_or(Path::new(".")).join(name)
+    }
+
     /// `permissions.additional_directories`, relative to the spec file, canonicalized.
     /// A directory that does not exist is left out: nothing can be touched there.
     pub fn additional_directories(&self) -> Vec<PathBuf> {
