@@ -36,6 +36,7 @@ mod output_cli;
 mod output_providers;
 mod parity;
 mod progress_cli;
+mod project_cli;
 mod providers;
 mod redaction;
 mod redaction_safety;
