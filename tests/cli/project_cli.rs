@@ -65,7 +65,11 @@ fn run_start(lines: &[Value]) -> &Value {
 /// A workspace's instruction files: CLAUDE.md importing docs/style.md, AGENTS.md, and a
 /// `.claude/CLAUDE.md` that is a link to a file outside the workspace.
 fn instruction_files(ws: &Path, outside: &Path) {
-    write(ws, "CLAUDE.md", "Always run make lint. Style: @docs/style.md\n");
+    write(
+        ws,
+        "CLAUDE.md",
+        "Always run make lint. Style: @docs/style.md\n",
+    );
     write(ws, "docs/style.md", "Use tabs for indentation.\n");
     write(ws, "AGENTS.md", "Codex-style note: keep commits small.\n");
     write(outside, "secret.md", "OUTSIDE-SECRET-7f3a\n");
@@ -85,7 +89,9 @@ fn claude_md_agents_md_and_their_imports_reach_the_system_prompt_and_nothing_out
     assert_exit(&output, 0);
     let system = system_of(&server.requests()[0]);
     assert!(system.contains("# Project instructions"), "{system}");
-    let claude = system.find("## CLAUDE.md\n\nAlways run make lint.").expect(&system);
+    let claude = system
+        .find("## CLAUDE.md\n\nAlways run make lint.")
+        .expect(&system);
     let style = system
         .find("## docs/style.md (imported by CLAUDE.md)\n\nUse tabs for indentation.")
         .expect(&system);
@@ -114,7 +120,11 @@ fn claude_md_agents_md_and_their_imports_reach_the_system_prompt_and_nothing_out
             ("AGENTS.md", None)
         ]
     );
-    assert!(start["notes"].to_string().contains(note), "{}", start["notes"]);
+    assert!(
+        start["notes"].to_string().contains(note),
+        "{}",
+        start["notes"]
+    );
     let whole = std::fs::read_to_string(artifacts.join("t/transcript.jsonl")).unwrap();
     assert!(!whole.contains("OUTSIDE-SECRET"));
 }
@@ -123,7 +133,11 @@ fn claude_md_agents_md_and_their_imports_reach_the_system_prompt_and_nothing_out
 fn instructions_none_gives_the_model_none() {
     let server = MockServer::start(vec![Reply::sse(&final_turn("done"))]);
     let (dir, spec) = task("anthropic", &server.base_url, "");
-    write(&dir.path().join("ws"), "CLAUDE.md", "Always run make lint.\n");
+    write(
+        &dir.path().join("ws"),
+        "CLAUDE.md",
+        "Always run make lint.\n",
+    );
     append(&spec, "instructions: none\n");
     let artifacts = dir.path().join("out");
     assert_exit(&run(&spec, &artifacts, Some(KEY)), 0);
@@ -244,7 +258,10 @@ fn a_skill_call_returns_its_instructions_and_a_replay_answers_from_the_recording
         start["skills"]["pdf-forms"]["description"],
         "Fills PDF forms. Use it when a form must be filled."
     );
-    assert_eq!(start["skills"]["pdf-forms"]["dir"], ".claude/skills/pdf-forms");
+    assert_eq!(
+        start["skills"]["pdf-forms"]["dir"],
+        ".claude/skills/pdf-forms"
+    );
     let results = tool_results(&lines);
     let loaded = results[0]["content"].as_str().unwrap();
     assert_eq!(results[0]["is_error"], false);
@@ -379,7 +396,10 @@ fn the_catalog_and_the_instructions_reach_the_model_and_its_sub_agents() {
             system.contains("# Skills\n") && system.contains("\n- pdf: Fills PDF forms."),
             "{who}: {system}"
         );
-        assert!(!system.contains("deploy"), "a denied skill is not listed: {system}");
+        assert!(
+            !system.contains("deploy"),
+            "a denied skill is not listed: {system}"
+        );
         let tools = request.json()["tools"].to_string();
         assert!(tools.contains("\"Skill\""), "{who}: {tools}");
     }
