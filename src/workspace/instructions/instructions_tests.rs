@@ -42,6 +42,7 @@ fn the_default_files_are_read_in_order_and_missing_ones_skipped() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "AGENTS.md", "Run make test.\n");
     write(dir.path(), ".claude/CLAUDE.md", "Use tabs.\n");
+    write(dir.path(), "CLAUDE.md", " \n\n");
     let read = read_instructions(dir.path(), &default_files()).unwrap();
     assert_eq!(
         paths(&read),

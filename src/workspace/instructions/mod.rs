@@ -148,6 +148,10 @@ impl Reader {
         }
         // The budget counts what was taken from the file, the rest of a cut line too.
         self.total += taken;
+        // An empty file says nothing: no heading for it.
+        if text.trim().is_empty() {
+            return Ok(());
+        }
         let found = imports::imports(&text);
         self.out.files.push(InstructionFile {
             path: path.to_string(),
