@@ -409,3 +409,57 @@ fn the_catalog_and_the_instructions_reach_the_model_and_its_sub_agents() {
         "the agent's own prompt comes last: {sub}"
     );
 }
+
+#[test]
+fn a_resumed_run_goes_on_with_the_recorded_instructions() {
+    const KEY_ENV: &str = "DROVER_TEST_PROJECT_KEY";
+    let server = MockServer::start(vec![
+        Reply::sse(&tool_turn(
+            "toolu_read",
+            "Read",
+            json!({"file_path": "notes.txt"}),
+        )),
+        Reply::sse(&final_turn("done")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    write(&ws, "notes.txt", "hello\n");
+    // A file the workspace's fingerprint leaves out: it may change before the resume.
+    write(&ws, ".gitignore", "CLAUDE.local.md\n");
+    write(&ws, "CLAUDE.local.md", "ORIGINAL-LOCAL instructions.\n");
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: t\nprompt: Read notes.txt.\nworkspace: ws\nsandbox: off\ninstructions: [CLAUDE.local.md]\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n  base_url: {}\n  api_key_env: {KEY_ENV}\n  retry: {{ max_retries: 0 }}\nlimits:\n  max_turns: 1\n",
+            server.base_url
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    let output = common::drover_without_proxy()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .env(KEY_ENV, KEY)
+        .output()
+        .unwrap();
+    assert_exit(&output, 1);
+    write(&ws, "CLAUDE.local.md", "CHANGED-LOCAL instructions.\n");
+    let output = common::drover_without_proxy()
+        .current_dir(dir.path())
+        .args(["resume", "out/t", "--max-turns", "3"])
+        .env(KEY_ENV, KEY)
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the first turn is replayed, not asked again"
+    );
+    let system = system_of(&requests[1]);
+    assert!(system.contains("ORIGINAL-LOCAL"), "{system}");
+    assert!(!system.contains("CHANGED-LOCAL"), "{system}");
+}
