@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use calls::Call;
 pub(crate) use meter::Meter;
 pub(crate) use output::{OutputSchema, STRUCTURED_OUTPUT};
-pub(crate) use prompt::system_prompt;
+pub(crate) use prompt::{project_prompt, system_prompt};
 pub(crate) use session::Session;
 pub(crate) use subagent::{SubAgentModels, SubAgentType, SubAgents, without_usage};
 

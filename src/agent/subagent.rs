@@ -23,7 +23,10 @@ use crate::tools::{InternalFault, Registry, ToolContext, ToolOutput};
 
 /// One kind of sub-agent, ready to run.
 pub(crate) struct SubAgentType {
-    /// What its system prompt adds to drover's own.
+    /// What the project brings to its system prompt (the instruction files, the skills
+    /// its tools let it load), as its parent's.
+    pub project: String,
+    /// What its system prompt adds to drover's own and the project's.
     pub prompt: String,
     /// The tools it is offered: its parent's, narrowed to the type's `tools`.
     pub registry: Registry,
@@ -175,7 +178,7 @@ impl<'a> Launcher<'a> {
             .write(agent_start(&request, model.as_ref(), tools, depth))
             .map_err(fault)?;
         let config = AgentConfig {
-            system: system_prompt(&self.ctx.workspace, Some(&kind.prompt)),
+            system: system_prompt(&self.ctx.workspace, &kind.project, Some(&kind.prompt)),
             prompt: request.prompt.clone(),
             max_turns: kind.max_turns,
             pricing,
@@ -419,6 +422,7 @@ mod tests {
             .iter()
             .all(|n| registry.facts(n).is_some_and(|f| f.read_only));
         SubAgentType {
+            project: String::new(),
             prompt: String::new(),
             registry,
             read_only,

@@ -451,7 +451,8 @@ fn web_search_check(rules: &RuleSet, tool_name: &str) -> i32 {
 }
 
 /// The facts the policy judges of `tool_name` called with `input` under the spec's tools
-/// (its sub-agents make the Agent tool one to judge too), or the exit code.
+/// (its sub-agents make the Agent tool one to judge too, its skills the Skill tool), or
+/// the exit code.
 fn judged_facts(
     loaded: &LoadedSpec,
     tool_name: &str,
@@ -468,6 +469,20 @@ fn judged_facts(
                 return Err(exit::RUNNER_ERROR);
             }
         }
+        Err(error) => {
+            crate::esay!("drover: {error}");
+            return Err(exit::BAD_INPUT);
+        }
+    }
+    match spec_checks::task_skills(loaded, &loaded.workspace_dir()) {
+        Ok((skills, _)) if !skills.is_empty() => {
+            let tool = crate::tools::skill::SkillTool::new(skills);
+            if let Err(error) = registry.add(std::sync::Arc::new(tool)) {
+                crate::esay!("drover: internal error: {error}");
+                return Err(exit::RUNNER_ERROR);
+            }
+        }
+        Ok(_) => {}
         Err(error) => {
             crate::esay!("drover: {error}");
             return Err(exit::BAD_INPUT);

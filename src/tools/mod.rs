@@ -39,6 +39,7 @@ pub(crate) mod registry;
 mod schema_tests;
 mod search_walk;
 pub(crate) mod shell_state;
+pub(crate) mod skill;
 mod text;
 pub(crate) mod todo;
 pub(crate) mod todo_write;

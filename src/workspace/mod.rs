@@ -10,6 +10,7 @@ pub(crate) mod copy;
 pub(crate) mod diff;
 pub(crate) mod file_entry;
 pub(crate) mod file_state;
+pub(crate) mod instructions;
 pub(crate) mod isolation;
 pub(crate) mod leftovers;
 /// Path resolution is its own crate (the policy judges by it too); here under its old name.

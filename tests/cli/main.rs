@@ -41,6 +41,7 @@ mod output_providers;
 mod parity;
 mod permissions_from;
 mod progress_cli;
+mod project_cli;
 mod providers;
 mod redaction;
 mod redaction_safety;

@@ -61,6 +61,8 @@ pub enum Subject {
     /// A URL to fetch (WebFetch), as written in the input: judged by its host against
     /// `WebFetch(domain:…)` rules, never allowed by default.
     Url(String),
+    /// The skill a `Skill` call asks for, by name: judged against `Skill(name)` rules.
+    Skill(String),
 }
 
 /// One call as the policy judges it: the tool's facts and what this input acts on.

@@ -26,6 +26,7 @@ mod read_denials;
 mod rule;
 pub use drover_shell as shell;
 mod shell_paths;
+mod skill;
 mod web;
 mod web_search;
 mod words;
@@ -39,8 +40,8 @@ pub use decision::{Decision, Grounds};
 pub use facts::{CallFacts, HiddenFilter, SearchFilter, Subject, ToolFacts};
 pub use read_denials::read_denials;
 pub use rule::{
-    AGENT_TOOL, AGENT_TOOL_ALIAS, KNOWN_TOOLS, MCP_RESOURCE_TOOLS, Rule, RuleSet, Specifier,
-    takes_name_specifier, takes_path_specifier,
+    AGENT_TOOL, AGENT_TOOL_ALIAS, KNOWN_TOOLS, MCP_RESOURCE_TOOLS, Rule, RuleSet, SKILL_TOOL,
+    Specifier, takes_name_specifier, takes_path_specifier,
 };
 pub use web::{HostGrant, UrlGrant, WebGrants, judge_url, restricted_ip};
 
@@ -123,6 +124,7 @@ impl Policy {
             Subject::Path(raw) => self.decide_path(tool, Some(raw)),
             Subject::Url(raw) => self.decide_url(tool, raw),
             Subject::Name(name) => self.decide_named(tool, name),
+            Subject::Skill(name) => self.decide_skill(tool, name),
             Subject::None => self.decide_path(tool, None),
         }
     }

@@ -31,12 +31,16 @@ pub const KNOWN_TOOLS: &[&str] = &[
     "ReadMcpResource",
     "Agent",
     "Task",
+    "Skill",
 ];
 
 /// The tool that starts sub-agents, and Claude Code's former name of it, which calls,
 /// rules and hook matchers accept as the same tool.
 pub const AGENT_TOOL: &str = "Agent";
 pub const AGENT_TOOL_ALIAS: &str = "Task";
+
+/// The tool that returns a skill's instructions (`Skill(name)` rules name one skill).
+pub const SKILL_TOOL: &str = "Skill";
 
 /// Tools whose rules take a path pattern as specifier (`Edit(src/**)`). Which tools a
 /// `Read` or `Edit` rule governs besides its own is the tools' to say
@@ -67,6 +71,8 @@ pub enum Specifier {
     Domain(String),
     /// `Agent(reviewer)`: one named thing the tool starts (a sub-agent's type), exactly.
     Name(String),
+    /// `Skill(commit)`, `Skill(review-pr *)`: one skill, by name, whatever its arguments.
+    Skill(String),
 }
 
 /// A task's permissions with its rules parsed: what the policy judges by. The spec holds
@@ -410,6 +416,15 @@ fn parse_specifier(tool: &str, inner: &str, text: &str) -> Result<Specifier, Inv
             )));
         }
         return Ok(Specifier::Name(inner.to_string()));
+    }
+    if tool == SKILL_TOOL {
+        return super::skill::skill_specifier(inner)
+            .map(Specifier::Skill)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "permission rule {text:?}: Skill takes a skill's name, as in Skill(commit) or Skill(review-pr *) (that skill with any arguments); write just Skill for every skill"
+                ))
+            });
     }
     if takes_path_specifier(tool) {
         return super::path_pattern::PathPattern::new(inner)

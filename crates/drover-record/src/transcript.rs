@@ -35,6 +35,36 @@ pub struct McpToolLeftOut {
     pub reason: String,
 }
 
+/// A file of project instructions (`CLAUDE.md`, `AGENTS.md`, or one they import) as the
+/// model was given it, in `run_start`: a replay and a resume build the same system
+/// prompt from these, never from the files of their own workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstructionFile {
+    /// Its path relative to the workspace root.
+    pub path: String,
+    /// The file whose `@path` import brought it in; absent for a file the spec (or the
+    /// default list) names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_by: Option<String>,
+    /// Its text as given (only its head when it was cut).
+    pub text: String,
+    /// The file's size in bytes when its text was cut at drover's cap; absent when whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_from: Option<u64>,
+}
+
+/// What the project gave the model, in `run_start` (fields of that event): a replay and
+/// a resume build the same system prompt and answer `Skill` calls from these alone.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunProject {
+    /// The project instructions the model was given, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<InstructionFile>,
+    /// The skills the task offered, by name: description, body and directory.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub skills: Value,
+}
+
 /// The limits and outputs of a run, in its `run_start` (fields of that event).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
@@ -115,6 +145,9 @@ pub enum Event {
         /// The sub-agents the task offered, by name (so a replay needs no agent files).
         #[serde(default, skip_serializing_if = "Value::is_null")]
         agents: Value,
+        /// What the project gave the model: its instructions and skills.
+        #[serde(flatten)]
+        project: Box<RunProject>,
         /// What a resume needs to run on as the recorded run did.
         #[serde(flatten)]
         settings: Box<RunSettings>,

@@ -124,10 +124,8 @@ pub fn model_alias(name: &str) -> Option<&'static str> {
 /// What is wrong with a Claude Code agent file.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentFileError {
-    #[error("the file does not start with a `---` front matter")]
-    NoFrontMatter,
-    #[error("the front matter has no closing `---` line")]
-    Unclosed,
+    #[error(transparent)]
+    Split(#[from] super::front_matter::FrontMatterError),
     /// Where and what, in the parser's words (never the text it quotes).
     #[error("front matter{0}")]
     FrontMatter(String),
@@ -142,28 +140,13 @@ pub enum AgentFileError {
 pub fn agent_of_claude_file(
     text: &str,
 ) -> Result<(TaskName, AgentSpec, Vec<String>), AgentFileError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or(AgentFileError::NoFrontMatter)?;
-    let end = rest.find("\n---").ok_or(AgentFileError::Unclosed)?;
-    let (yaml, body) = rest.split_at(end);
-    let body = body
-        .trim_start_matches("\n---")
-        .trim_start_matches(['\r', '\n'])
-        .trim_end();
-    // The parser's message only, never the text it quotes: the file may not be what
-    // its name says, and errors reach CI logs.
-    let front: FrontMatter = serde_saphyr::from_str(yaml).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!(" at line {} column {}", l.line() + 1, l.column()))
+    let (yaml, body) = super::front_matter::split(text)?;
+    let front: FrontMatter = super::front_matter::parse(yaml).map_err(|invalid| {
+        let at = invalid
+            .at
+            .map(|(line, column)| format!(" at line {line} column {column}"))
             .unwrap_or_default();
-        let message = e.without_snippet().to_string();
-        let first = message.lines().next().unwrap_or_default();
-        let first = first.find(" at line ").map_or(first, |i| &first[..i]);
-        AgentFileError::FrontMatter(format!("{at}: {first}"))
+        AgentFileError::FrontMatter(format!("{at}: {}", invalid.message))
     })?;
     let name = TaskName::try_from(front.name.clone()).map_err(AgentFileError::Name)?;
     let tools = front.tools.map(ToolList::names);

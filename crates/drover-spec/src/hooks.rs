@@ -60,7 +60,8 @@ pub(crate) const INTERACTIVE_ONLY_EVENTS: &[&str] = &[
 
 /// The other events Claude Code documents, with no moment in a drover run (no install
 /// phase, no settings reloaded mid-run, no compaction, no teammates, no worktrees the
-/// agent makes): a settings file's hooks for them are skipped with a note, never a
+/// agent makes) or none drover raises (`InstructionsLoaded`: the instruction files are
+/// read when a task starts, without a hook event): a settings file's hooks for them are skipped with a note, never a
 /// reason to refuse the file's other hooks. A name on neither list is refused: it is a
 /// typo of a guard as likely as a newer event.
 const NO_EQUIVALENT_EVENTS: &[&str] = &[

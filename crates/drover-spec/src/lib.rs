@@ -10,7 +10,9 @@ mod agents;
 mod claude_permissions;
 mod connection;
 mod expect;
+mod front_matter;
 mod hooks;
+mod instructions;
 mod limits;
 mod load;
 mod mcp;
@@ -21,6 +23,7 @@ mod referenced;
 mod replay;
 mod sandbox;
 mod script;
+mod skills;
 mod tools;
 mod types;
 mod values;
@@ -38,6 +41,7 @@ pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,
     hooks_problem,
 };
+pub use instructions::{DEFAULT_INSTRUCTIONS, InstructionsSpec, instruction_path_problem};
 pub use limits::LimitsSpec;
 pub use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
 pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
@@ -47,6 +51,10 @@ pub use referenced::JsonError;
 pub use replay::ReplaySpec;
 pub use sandbox::SandboxSpec;
 pub use script::{ScriptToolCall, ScriptTurn, ScriptUsage};
+pub use skills::{
+    MAX_SKILL_DESCRIPTION, MAX_SKILL_FILE_BYTES, SkillFile, SkillFileError, SkillSpec, SkillsFrom,
+    skill_name_problem, skill_of_file,
+};
 pub use tools::ToolsSpec;
 pub use types::{
     CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,

@@ -81,6 +81,14 @@ pub struct TaskSpec {
     /// Settings of built-in tools (`web_fetch: { model: … }`).
     #[serde(default)]
     pub tools: Option<Spanned<super::ToolsSpec>>,
+    /// The workspace's files the model gets as project instructions; absent: the
+    /// default files (`CLAUDE.md`, `.claude/CLAUDE.md`, `AGENTS.md`), `none`: no file.
+    #[serde(default)]
+    pub instructions: Option<Spanned<super::InstructionsSpec>>,
+    /// Directories of Agent Skills (`<name>/SKILL.md`, relative to the spec file) the
+    /// model loads on demand with the `Skill` tool.
+    #[serde(default)]
+    pub skills_from: Option<Spanned<super::SkillsFrom>>,
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.

@@ -10,7 +10,7 @@ use crate::spec::{Isolation, LoadedSpec, Provider};
 use super::conflicts;
 use super::plan_error::PlanError;
 use super::spec_checks;
-use super::task_plan::{LoopLimits, Mode, ModelSource, TaskPlan, WorkspacePlan};
+use super::task_plan::{InstructionsPlan, LoopLimits, Mode, ModelSource, TaskPlan, WorkspacePlan};
 
 /// Command-line settings that override every spec of a run.
 #[derive(Debug, Clone, Default)]
@@ -143,6 +143,9 @@ pub(crate) fn plan_task(
     let output_schema = spec_checks::output_schema(&spec)?;
     let (agents, agent_notes) = spec_checks::task_agents(&spec)?;
     notes.extend(agent_notes);
+    let (skills, skill_notes) = spec_checks::task_skills(&spec, &origin)?;
+    notes.extend(skill_notes);
+    spec_checks::missing_instructions(&spec, &origin)?;
     for note in &notes {
         crate::esay!("drover: note: {}: {note}", spec.name());
     }
@@ -153,6 +156,8 @@ pub(crate) fn plan_task(
         mcp_servers,
         hooks,
         agents,
+        skills,
+        instructions: InstructionsPlan::Read(spec_checks::wanted_instructions(&spec)),
         output_schema,
         mcp_vars: crate::mcp::VarSource::Environment,
         limits,

@@ -16,6 +16,7 @@ mod settle;
 mod spec_agents;
 pub(crate) mod spec_checks;
 mod spec_rules;
+mod spec_skills;
 mod task_plan;
 
 pub(crate) use live::{Overrides, plan_tasks};
@@ -25,4 +26,6 @@ pub(crate) use replay_inputs::ReplayOptions;
 pub(crate) use resume::{ResumeOptions, plan_resume};
 pub(crate) use resume_error::ResumeError;
 pub(crate) use settle::{save_indexes, settle_outputs};
-pub(crate) use task_plan::{Mode, ModelSource, ResumePlan, TaskPlan, WorkspacePlan};
+pub(crate) use task_plan::{
+    InstructionsPlan, Mode, ModelSource, ResumePlan, TaskPlan, WorkspacePlan,
+};

@@ -78,6 +78,11 @@ pub(crate) enum ReplayError {
         transcript: PathBuf,
         message: String,
     },
+    #[error("{}: the run_start event's skills cannot be read: {message}", transcript.display())]
+    SkillsUnreadable {
+        transcript: PathBuf,
+        message: String,
+    },
     #[error(
         "replaying {} into {} would overwrite the transcript being replayed; pass --artifacts with another directory",
         transcript.display(),

@@ -21,8 +21,8 @@ use super::replay_spec::{Granted, replay_spec, unreadable_in_replays};
 use super::spec_checks;
 use super::spec_rules::add_recorded;
 use super::task_plan::{
-    DiffOnlyPlan, LoopLimits, Mode, ModelSource, RecordedStart, ReplayConfinement, ReplayPlan,
-    TaskPlan, WorkspacePlan,
+    DiffOnlyPlan, InstructionsPlan, LoopLimits, Mode, ModelSource, RecordedStart,
+    ReplayConfinement, ReplayPlan, TaskPlan, WorkspacePlan,
 };
 
 /// The MCP tools (and MCP resource tools) the recorded run offered or called, by name.
@@ -60,6 +60,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         output_schema,
         agents,
         settings,
+        project,
         ..
     }) = recording.events.first().cloned()
     else {
@@ -106,21 +107,14 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         borrowed_rules,
         mcp_servers,
         agents: recorded_agents(agents, &options.transcript)?,
+        skills: recorded_skills(project.skills, &options.transcript)?,
+        instructions: InstructionsPlan::Recorded(project.instructions),
         // Hooks are not run in a replay: their recorded answers are given again.
         hooks: Default::default(),
         output_schema: (!output_schema.is_null()).then_some(output_schema),
         mcp_vars: crate::mcp::VarSource::Only(options.mcp_env.iter().cloned().collect()),
         spec,
-        workspace: WorkspacePlan {
-            origin,
-            // A replay never touches the workspace it restores from.
-            isolation: Isolation::Copy,
-            excluded: recorded_artifacts(&options.transcript, &task)
-                .into_iter()
-                .collect(),
-            own_outputs: Default::default(),
-            saved_index: None,
-        },
+        workspace: replay_workspace(origin, options, &task),
         model: ModelSource::Recorded(Box::new(recording)),
         mode,
         // A replay reads no file by reference: its hooks and agents are the recording's.
@@ -142,6 +136,20 @@ fn replay_rules(
             source,
         })?;
     Ok((rules, applied))
+}
+
+/// Where a replay works: a scratch copy of `origin`, the recorded artifacts left out.
+fn replay_workspace(origin: PathBuf, options: &ReplayOptions, task: &str) -> WorkspacePlan {
+    WorkspacePlan {
+        origin,
+        // A replay never touches the workspace it restores from.
+        isolation: Isolation::Copy,
+        excluded: recorded_artifacts(&options.transcript, task)
+            .into_iter()
+            .collect(),
+        own_outputs: Default::default(),
+        saved_index: None,
+    }
 }
 
 /// A replay writes its transcript where `--artifacts` says: never over the one it
@@ -232,6 +240,23 @@ fn recorded_agents(
     }
     serde_json::from_value(agents).map_err(|e| {
         ReplayError::AgentsUnreadable {
+            transcript: transcript.to_path_buf(),
+            message: e.to_string(),
+        }
+        .into()
+    })
+}
+
+/// The recorded skills (the catalog and the bodies `Skill` calls return).
+pub(super) fn recorded_skills(
+    skills: serde_json::Value,
+    transcript: &Path,
+) -> Result<BTreeMap<String, crate::spec::SkillSpec>, PlanError> {
+    if skills.is_null() {
+        return Ok(BTreeMap::new());
+    }
+    serde_json::from_value(skills).map_err(|e| {
+        ReplayError::SkillsUnreadable {
             transcript: transcript.to_path_buf(),
             message: e.to_string(),
         }

@@ -118,6 +118,8 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         agents: _,
         agents_from: _,
         tools: _,
+        instructions: _,
+        skills_from: _,
     } = source;
     TaskSpec {
         version,
@@ -163,6 +165,10 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         agents_from: None,
         // WebFetch is answered from the recording: no page model, no search settings.
         tools: None,
+        // The instruction files and skills recorded in `run_start` make the prompt and
+        // answer `Skill` calls: no file of the replay's workspace or machine is read.
+        instructions: None,
+        skills_from: None,
     }
 }
 

@@ -22,7 +22,7 @@ use super::plan_error::PlanError;
 use super::resume_error::ResumeError;
 use super::resume_recorded::{guessed_outputs, narrow_to_recorded, recorded_settings};
 use super::spec_checks;
-use super::task_plan::{Mode, ResumePlan, TaskPlan};
+use super::task_plan::{InstructionsPlan, Mode, ResumePlan, TaskPlan};
 
 /// What the command line asks of a resume.
 pub(crate) struct ResumeOptions {
@@ -64,6 +64,11 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         resume_overrides(options, &transcript, &run, &spec).map_err(PlanError::Resume)?;
     narrow_to_recorded(&mut overrides, &recorded, &spec.spec.limits);
     let mut plan = plan_task(spec, &overrides)?;
+    // The recorded turns were made with the recorded prompt and skills: the resumed run
+    // goes on with them (the workspace is the recorded one, its fingerprint checked, but
+    // a file it ignores may have changed, and `skills_from:` lies outside it).
+    plan.instructions = InstructionsPlan::Recorded(run.project.instructions.clone());
+    plan.skills = super::replay::recorded_skills(run.project.skills.clone(), &transcript)?;
     if let Some(end) = &point.end {
         limits_raised(&plan, end, &transcript).map_err(PlanError::Resume)?;
     }
@@ -156,6 +161,7 @@ struct RecordedRun {
     spec_path: String,
     workspace: String,
     workspace_sha256: String,
+    project: crate::record::transcript::RunProject,
 }
 
 impl RecordedRun {
@@ -170,6 +176,7 @@ impl RecordedRun {
                     spec_path,
                     workspace,
                     workspace_sha256,
+                    project,
                     ..
                 },
             ..
@@ -185,6 +192,7 @@ impl RecordedRun {
             spec_path: spec_path.clone(),
             workspace: workspace.clone(),
             workspace_sha256: workspace_sha256.clone(),
+            project: project.as_ref().clone(),
         })
     }
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 pub(crate) use super::spec_agents::task_agents;
 pub(crate) use super::spec_rules::task_rules;
+pub(crate) use super::spec_skills::{missing_instructions, task_skills, wanted_instructions};
 use crate::spec::{
     HooksSpec, LoadedSpec, McpServerSpec, Position, SandboxSpec, SpecError,
     hooks_of_claude_settings, hooks_problem, server_problem, servers_of_claude_config,
@@ -27,6 +28,7 @@ pub(crate) fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
     mcp_servers(loaded)?;
     task_hooks(loaded)?;
     task_agents(loaded)?;
+    task_skills(loaded, &loaded.workspace_dir())?;
     replay_masks(loaded)?;
     output_schema(loaded)?;
     budget_is_priced(loaded)

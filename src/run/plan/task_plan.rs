@@ -9,10 +9,14 @@ use std::sync::Arc;
 
 use crate::model::remote::RemoteConfig;
 use crate::policy::RuleSet;
+use crate::record::transcript::InstructionFile;
 use crate::run::recording::{RecordedPatch, RecordedResults, Recording};
-use crate::spec::{AgentSpec, HooksSpec, Isolation, LoadedSpec, McpServerSpec, ScriptTurn};
+use crate::spec::{
+    AgentSpec, HooksSpec, Isolation, LoadedSpec, McpServerSpec, ScriptTurn, SkillSpec,
+};
 use crate::tools::recorded::RecordedAnswers;
 use crate::workspace::baseline::IndexSnapshot;
+use crate::workspace::instructions::Wanted;
 
 /// Everything needed to run one task.
 pub(crate) struct TaskPlan {
@@ -32,6 +36,11 @@ pub(crate) struct TaskPlan {
     pub hooks: HooksSpec,
     /// The sub-agents (`agents:` and `agents_from:`'s, or a replay's recorded ones).
     pub agents: BTreeMap<String, AgentSpec>,
+    /// The skills the `Skill` tool loads (`skills_from:`'s, or a replay's recorded ones).
+    pub skills: BTreeMap<String, SkillSpec>,
+    /// The project instructions the model is given: read from the task's workspace when
+    /// it starts, or the recording's.
+    pub instructions: InstructionsPlan,
     /// `output:`'s schema, read and compiled when the task was planned.
     pub output_schema: Option<serde_json::Value>,
     pub model: ModelSource,
@@ -43,6 +52,16 @@ pub(crate) struct TaskPlan {
     /// What planning named and skipped of the files the spec loads by reference
     /// (`hooks_from`, `agents_from`, `mcp.config`): printed then, recorded in `run_start`.
     pub notes: Vec<String>,
+}
+
+/// Where a task's project instructions come from.
+pub(crate) enum InstructionsPlan {
+    /// These files, read from the task's own workspace (its copy or worktree) when it
+    /// starts.
+    Read(Vec<Wanted>),
+    /// The files a recording gave its model, as recorded in `run_start` (a replay, a
+    /// resume): the prompt is built from them, never from the workspace's files.
+    Recorded(Vec<InstructionFile>),
 }
 
 /// Where a task's assistant turns come from.

@@ -29,6 +29,7 @@ use super::evaluation::{Evaluation, evaluate, feedback};
 use super::hooks::task_hooks;
 use super::interrupt::Interrupt;
 use super::judge::unknown_price;
+use super::project::project_context;
 use super::start::Started;
 use super::subagents::sub_agents;
 use super::web::{web_access, web_search};
@@ -87,11 +88,13 @@ pub(super) async fn run_agent(
         commands,
         file_thread,
         mcp,
+        project,
     } = armed;
     let workspace = &started.workspace;
+    let context = project_context(&project.files, &plan.skills, &registry, &policy);
     let config = loop_config(
         plan,
-        &workspace.dir,
+        (&workspace.dir, &context),
         inputs.model,
         report,
         inputs.interrupt.clone(),
@@ -112,7 +115,12 @@ pub(super) async fn run_agent(
         &config,
         file_thread,
     );
-    let subagents = sub_agents(plan, &registry, inputs.replay.as_ref())?;
+    let subagents = sub_agents(
+        plan,
+        (&registry, &policy),
+        &project.files,
+        inputs.replay.as_ref(),
+    )?;
     let mut agent = Agent {
         model: inputs.model,
         registry: &registry,
@@ -478,10 +486,11 @@ fn recorded_attempts(plan: &TaskPlan) -> Option<VecDeque<(Vec<String>, String)>>
     )
 }
 
-/// The loop's limits and prompts; warns when the model's price is unknown.
+/// The loop's limits and prompts (`prompt`: the workspace root, and what the project
+/// brings to the system prompt); warns when the model's price is unknown.
 fn loop_config(
     plan: &TaskPlan,
-    workspace: &Path,
+    (workspace, project): (&Path, &str),
     model: &dyn Model,
     report: &TaskReport,
     interrupt: Interrupt,
@@ -504,7 +513,7 @@ fn loop_config(
         .clone()
         .and_then(OutputSchema::new)
         .map(Arc::new);
-    let mut system = system_prompt(workspace, plan.spec.spec.system.as_deref());
+    let mut system = system_prompt(workspace, project, plan.spec.spec.system.as_deref());
     if let Some(schema) = &output {
         system.push_str("\n\n");
         system.push_str(&schema.instructions(model.output_mode()));

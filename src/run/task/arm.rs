@@ -1,6 +1,6 @@
 //! Arming a task in its workspace: the policy (drover's own paths off limits), the tools
 //! it offers, how its commands start and in which sandbox, the confined thread drover's
-//! file tools open files on, and its MCP servers.
+//! file tools open files on, its MCP servers, and the project's instruction files.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,11 +11,13 @@ use crate::record::Redactor;
 use crate::run::plan::{Mode, TaskPlan};
 use crate::tools::Registry;
 use crate::tools::recorded::AnsweredTool;
+use crate::tools::skill::SkillTool;
 use crate::workspace::confined::ConfinedThread;
 use crate::workspace::isolation::PreparedWorkspace;
 
 use super::commands::{TaskCommands, task_commands};
 use super::error::TaskError;
+use super::project::{ProjectFiles, task_instructions};
 use super::redaction::withheld_vars;
 
 /// What the agent may do: the policy, the tools it offers, how commands start, and the
@@ -27,6 +29,8 @@ pub(super) struct Armed {
     pub file_thread: Option<ConfinedThread>,
     /// The task's MCP servers (none without `mcp:`), stopped when the task ends.
     pub mcp: McpSession,
+    /// The project's instruction files, read from the task's workspace (or recorded).
+    pub project: ProjectFiles,
 }
 
 /// Arm the task in `workspace`: the policy (with drover's own paths off limits), the
@@ -67,6 +71,9 @@ pub(super) async fn arm(
         }
     }
     super::subagents::add_agent_tool(&mut registry, &plan.agents)?;
+    if !plan.skills.is_empty() {
+        registry.add(Arc::new(SkillTool::new(plan.skills.clone())))?;
+    }
     registry.retain(|facts| policy.withholds(facts).is_none());
     Ok(Armed {
         policy,
@@ -74,6 +81,7 @@ pub(super) async fn arm(
         commands,
         file_thread,
         mcp,
+        project: task_instructions(plan, &workspace.dir),
     })
 }
 

@@ -17,6 +17,7 @@ mod judge;
 mod kept_recording;
 mod model;
 mod page_model;
+mod project;
 mod record_start;
 mod redaction;
 mod resume_check;

@@ -1,6 +1,7 @@
 //! The `run_start` event and what must hold before the agent runs: the sandbox can be
-//! enforced, the required MCP servers started (an `mcp_server` event each), and a
-//! replay or resume starts from the recorded workspace.
+//! enforced, the files `instructions:` names are there, the required MCP servers started
+//! (an `mcp_server` event each), and a replay or resume starts from the recorded
+//! workspace.
 
 use std::path::Path;
 
@@ -37,8 +38,8 @@ pub(super) fn recorded_start_only(plan: &TaskPlan, fingerprint: &str) -> Result<
 }
 
 /// Write `run_start`, then stop early when the task cannot run as recorded: the
-/// sandbox cannot be enforced, or (a strict replay) the workspace is not where the
-/// recording started.
+/// sandbox cannot be enforced, a file `instructions:` names is not in the workspace, or
+/// (a strict replay) the workspace is not where the recording started.
 pub(super) fn record_start(
     plan: &TaskPlan,
     model: &dyn Model,
@@ -75,28 +76,21 @@ pub(super) fn record_start(
         } else {
             serde_json::to_value(&plan.agents).unwrap_or_default()
         },
-        settings: Box::new(crate::record::transcript::RunSettings {
-            max_cost_usd: plan.limits.max_cost_usd,
-            max_tokens: plan.limits.max_tokens,
-            timeout: Some(crate::spec::TimeoutLimit::spelled(
-                plan.spec.spec.limits.timeout,
-            )),
-            artifacts: Some(plan.workspace.own_outputs.artifacts.display().to_string())
-                .filter(|dir| !dir.is_empty()),
-            run_tasks: plan
-                .workspace
-                .own_outputs
-                .folders
-                .iter()
-                .filter_map(|folder| folder.file_name())
-                .map(|name| name.to_string_lossy().into_owned())
-                .collect(),
-            notes: plan.notes.clone(),
-            permissions_from: plan.borrowed_rules.clone(),
+        project: Box::new(crate::record::transcript::RunProject {
+            instructions: armed.project.files.clone(),
+            skills: if plan.skills.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::to_value(&plan.skills).unwrap_or_default()
+            },
         }),
+        settings: Box::new(run_settings(plan, armed)),
     })?;
     if let Some(message) = armed.commands.unavailable.clone() {
         return Err(Halt::Early(EndReason::SandboxUnavailable, message));
+    }
+    if let Some(message) = armed.project.missing.clone() {
+        return Err(Halt::Early(EndReason::SetupFailed, message));
     }
     record_mcp_servers(&armed.mcp, redactor, report, transcript)?;
     if let Some((expected, strict)) = plan.mode.expected_start()
@@ -114,6 +108,36 @@ pub(super) fn record_start(
         crate::esay!("drover: warning: {}: {message}", report.name);
     }
     Ok(())
+}
+
+/// The limits and outputs `run_start` records for a resume, and the notes on what the
+/// files the spec loads by reference (and the project's instructions) held that drover
+/// skipped or left out.
+fn run_settings(plan: &TaskPlan, armed: &Armed) -> crate::record::transcript::RunSettings {
+    crate::record::transcript::RunSettings {
+        max_cost_usd: plan.limits.max_cost_usd,
+        max_tokens: plan.limits.max_tokens,
+        timeout: Some(crate::spec::TimeoutLimit::spelled(
+            plan.spec.spec.limits.timeout,
+        )),
+        artifacts: Some(plan.workspace.own_outputs.artifacts.display().to_string())
+            .filter(|dir| !dir.is_empty()),
+        run_tasks: plan
+            .workspace
+            .own_outputs
+            .folders
+            .iter()
+            .filter_map(|folder| folder.file_name())
+            .map(|name| name.to_string_lossy().into_owned())
+            .collect(),
+        notes: plan
+            .notes
+            .iter()
+            .chain(&armed.project.notes)
+            .cloned()
+            .collect(),
+        permissions_from: plan.borrowed_rules.clone(),
+    }
 }
 
 /// An `mcp_server` event for each server; a required one that did not start ends the

@@ -18,12 +18,17 @@ use crate::spec::{
 use crate::tools::agent::{AGENT, AGENT_ALIAS, AgentChoice, AgentTool};
 use crate::tools::{Registry, RegistryError};
 
+use super::project::project_context;
+use crate::policy::Policy;
+use crate::record::transcript::InstructionFile;
+
 /// The task's sub-agents, given the tools the main agent is offered; None when the task
 /// has none (or its policy withholds the Agent tool). `strict`: a replay under
 /// `--strict` (None: not a replay).
 pub(super) fn sub_agents(
     plan: &TaskPlan,
-    registry: &Registry,
+    (registry, policy): (&Registry, &Policy),
+    instructions: &[InstructionFile],
     replay: Option<&RecordedResults>,
 ) -> Result<Option<SubAgents>, RegistryError> {
     if plan.agents.is_empty() || registry.facts(AGENT).is_none() {
@@ -39,6 +44,9 @@ pub(super) fn sub_agents(
         types.insert(
             name.clone(),
             SubAgentType {
+                // Sub-agents get the project's instructions, as Claude Code's do, and the
+                // catalog of the skills their own tools let them load.
+                project: project_context(instructions, &plan.skills, &tools, policy),
                 prompt: agent.prompt.clone(),
                 registry: tools,
                 read_only,

@@ -65,6 +65,23 @@ pub(crate) fn offered_web_search(
     rules.web_search(Some(max_uses))
 }
 
+/// The tools the spec's own definitions add: `Agent` for its sub-agents, `Skill` for its
+/// skills.
+fn add_spec_tools(
+    loaded: &LoadedSpec,
+    workspace: &Path,
+    registry: &mut Registry,
+) -> Result<(), ListingError> {
+    let (agents, _) = crate::run::plan::spec_checks::task_agents(loaded)?;
+    super::subagents::add_agent_tool(registry, &agents).map_err(TaskError::from)?;
+    let (skills, _) = crate::run::plan::spec_checks::task_skills(loaded, workspace)?;
+    if !skills.is_empty() {
+        let tool = crate::tools::skill::SkillTool::new(skills);
+        registry.add(Arc::new(tool)).map_err(TaskError::from)?;
+    }
+    Ok(())
+}
+
 /// The built-in tools, as listed.
 pub(crate) fn list_builtin_tools() -> Result<Vec<ListedTool>, crate::tools::RegistryError> {
     Ok(listed(&Registry::builtin()?, &[]))
@@ -156,8 +173,7 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
             }
         }
     }
-    let (agents, _) = crate::run::plan::spec_checks::task_agents(loaded)?;
-    super::subagents::add_agent_tool(&mut registry, &agents).map_err(TaskError::from)?;
+    add_spec_tools(loaded, &workspace, &mut registry)?;
     registry.retain(|facts| policy.withholds(facts).is_none());
     let tools = listed(&registry, &session.offered_names());
     let mut reports = session.reports.clone();
