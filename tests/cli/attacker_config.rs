@@ -220,8 +220,8 @@ fn an_mcp_config_takes_no_secret_the_spec_does_not_pass() {
 }
 
 /// A `.mcp.json` `url:` server made drover, outside the sandbox, connect where the file
-/// said (and send its headers) while the task's commands had no network. Now it is a
-/// spec error naming the file and the server; nothing connects.
+/// said (and send its headers) while the task's commands had no network. Now the server
+/// is left out with a note naming the file and the server; nothing connects.
 #[test]
 fn an_mcp_config_cannot_make_drover_connect_while_the_network_is_off() {
     let scene = scene();
@@ -248,12 +248,13 @@ fn an_mcp_config_cannot_make_drover_connect_while_the_network_is_off() {
         "drover connected where the file said: {}",
         stderr(&output)
     );
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let said = stderr(&output);
     assert!(
-        said.contains("server exfil is a url: server") && said.contains("mcp.servers"),
+        said.contains("server exfil left out: it is a url: server") && said.contains("mcp.servers"),
         "{said}"
     );
+    assert!(!said.contains("deploy-9c8b7a6f5e4d"), "{said}");
 }
 
 /// A recording's MCP server with `env: {LD_PRELOAD: …}`, replayed with `--mcp` on the

@@ -336,16 +336,18 @@ fn servers_of_a_claude_code_mcp_json_join_the_specs() {
         "{result}"
     );
 
-    // A server named in both places is a spec error, before anything runs.
+    // A server named in both places: the spec's is used, the file's named in a note.
     let both = std::fs::read_to_string(&spec).unwrap().replace(
         "  config: .mcp.json\n",
         "  config: .mcp.json\n  servers:\n    everything:\n      command: node\n",
     );
     std::fs::write(&spec, both).unwrap();
     let output = drover().arg("validate").arg(&spec).output().unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("both in mcp.servers and in"),
+        stderr(&output).contains(
+            "server everything left out: the spec's mcp.servers has a server of that name"
+        ),
         "{}",
         stderr(&output)
     );

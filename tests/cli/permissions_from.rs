@@ -413,3 +413,102 @@ fn a_recording_with_a_deny_rule_that_does_not_parse_is_not_replayed() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_vouched_replay_takes_recorded_rules_only_from_the_files_its_spec_reads() {
+    let (dir, spec) = recorded_run();
+    let recorded = dir.path().join("out/t/transcript.jsonl");
+    let replay = |forged: &Path, out: &str| {
+        drover()
+            .current_dir(dir.path())
+            .arg("replay")
+            .arg(forged)
+            .arg("--spec")
+            .arg(&spec)
+            .arg("--artifacts")
+            .arg(dir.path().join(out))
+            .output()
+            .unwrap()
+    };
+    // A file the spec does not name.
+    let mut lines = transcript(&recorded);
+    lines[0]["permissions_from"][0]["file"] = json!("elsewhere.json");
+    lines[0]["permissions_from"][0]["allow"] = json!(["Bash"]);
+    let forged = dir.path().join("forged1.jsonl");
+    std::fs::write(&forged, rechained(&lines)).unwrap();
+    let output = replay(&forged, "r1");
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("does not name this file"), "{stderr}");
+    // Allow rules from a file the spec takes with allow: false.
+    let text = std::fs::read_to_string(&spec).unwrap().replace(
+        "permissions_from: .claude/settings.json",
+        "permissions_from: {file: .claude/settings.json, allow: false}",
+    );
+    std::fs::write(&spec, text).unwrap();
+    let output = crate::common::run_spec(&spec, &dir.path().join("out2"));
+    assert_exit(&output, 0);
+    let mut lines = transcript(&dir.path().join("out2/t/transcript.jsonl"));
+    assert!(lines[0]["permissions_from"][0].get("allow").is_none());
+    lines[0]["permissions_from"][0]["allow"] = json!(["Bash"]);
+    let forged = dir.path().join("forged2.jsonl");
+    std::fs::write(&forged, rechained(&lines)).unwrap();
+    let output = replay(&forged, "r2");
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("allow: false"), "{stderr}");
+}
+
+#[test]
+fn what_a_settings_file_may_not_allow_is_left_out() {
+    let settings = r#"{"permissions": {"allow": ["Bash(cat:*)", "mcp__docs", "mcp__docs__get_*", "ReadMcpResource", "Edit(.git/hooks/**)", "Agent(Reviewer)"]}}"#;
+    let (_dir, spec) = setup(
+        settings,
+        ".claude/settings.json",
+        "sandbox: off\nagents:\n  reviewer: {description: d, prompt: p}\n",
+    );
+    let output = drover().arg("validate").arg(&spec).output().unwrap();
+    assert_exit(&output, 0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "allow rule Bash(cat:*) left out: the task's sandbox is off",
+        "allow rule mcp__docs left out: MCP servers run with what the spec gives them",
+        "allow rule mcp__docs__get_* left out",
+        "allow rule ReadMcpResource left out",
+        "allow rule Edit(.git/hooks/**) left out: it names .git",
+        "allow rule Agent(Reviewer) names no sub-agent of this task (names are exact; it has: reviewer)",
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} not in:\n{stderr}");
+    }
+    assert_eq!(
+        decision(&spec, "Bash", json!({"command": "cat README.md"})).0,
+        "deny"
+    );
+    assert_eq!(decision(&spec, "mcp__docs__get_x", json!({})).0, "deny");
+}
+
+#[test]
+fn a_settings_file_that_is_a_link_or_not_a_file_is_refused_without_its_contents() {
+    let (dir, spec) = setup("{}", ".claude/settings.json", "");
+    let secret = dir.path().join("secret.json");
+    std::fs::write(&secret, "\"ghp_NOT_FOR_LOGS\"").unwrap();
+    let settings = dir.path().join(".claude/settings.json");
+    std::fs::remove_file(&settings).unwrap();
+    std::os::unix::fs::symlink(&secret, &settings).unwrap();
+    let output = drover().arg("validate").arg(&spec).output().unwrap();
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    assert!(!stderr.contains("ghp_NOT_FOR_LOGS"), "{stderr}");
+    std::fs::remove_file(&settings).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &settings).unwrap();
+    assert_exit(&drover().arg("validate").arg(&spec).output().unwrap(), 2);
+    // A file whose JSON is a bare string: named by its kind, never quoted.
+    std::fs::remove_file(&settings).unwrap();
+    std::fs::copy(&secret, &settings).unwrap();
+    let output = drover().arg("validate").arg(&spec).output().unwrap();
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("invalid type: string"), "{stderr}");
+    assert!(!stderr.contains("ghp_NOT_FOR_LOGS"), "{stderr}");
+}

@@ -4,13 +4,16 @@
 //! change, so it is not trusted as the spec is. What only narrows the policy is taken
 //! whole: its `deny` rules, and its `ask` rules as deny rules (headless, nobody can be
 //! asked). What widens it is taken only where the OS sandbox and the workspace still
-//! bound it: an allow rule reaching outside the workspace (`//abs`, `~/`), or letting
-//! drover's own process reach the network (WebFetch, WebSearch), is left out with a
-//! note, as is a rule that does not parse. A deny or ask rule that does not parse is
+//! bound it: an allow rule reaching outside the workspace (`//abs`, `~/`) or into
+//! `.git/`, letting drover's own process reach the network (WebFetch, WebSearch),
+//! choosing MCP tools (whose servers hold what the spec gave them), or running commands
+//! while the sandbox is off, is left out with a note, as is a rule that does not parse.
+//! What is applied is marked borrowed, so the policy keeps even a bare `Edit` from a
+//! file inside the workspace and out of `.git/` ([`Rule::is_borrowed`]). A deny or ask rule that does not parse is
 //! refused: leaving it out would protect less than the file says.
 
 use super::Specifier;
-use super::rule::{EVERY_MCP_TOOL, InvalidRule, KNOWN_TOOLS, Rule, RuleSet};
+use super::rule::{InvalidRule, KNOWN_TOOLS, MCP_RESOURCE_TOOLS, Rule, RuleSet};
 
 /// Which list of a settings file a rule was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,9 +42,14 @@ pub enum Borrowed {
     LeftOut(String),
 }
 
-/// Decide what the rule `text`, written in `list` of a settings file, becomes; an error
-/// is a deny or ask rule that cannot be applied as written.
-pub fn borrow_rule(list: SettingsList, text: &str) -> Result<Borrowed, InvalidRule> {
+/// Decide what the rule `text`, written in `list` of a settings file, becomes, for a task
+/// whose commands run `sandboxed` (or not); an error is a deny or ask rule that cannot
+/// be applied as written.
+pub fn borrow_rule(
+    list: SettingsList,
+    text: &str,
+    sandboxed: bool,
+) -> Result<Borrowed, InvalidRule> {
     let tool = rule_tool(text);
     if is_plain_name(tool) && !tool.starts_with("mcp__") && !KNOWN_TOOLS.contains(&tool) {
         return Ok(Borrowed::LeftOut(format!(
@@ -61,49 +69,40 @@ pub fn borrow_rule(list: SettingsList, text: &str) -> Result<Borrowed, InvalidRu
     Ok(match list {
         SettingsList::Deny => Borrowed::Applied(Box::new(rule)),
         SettingsList::Ask => Borrowed::Applied(Box::new(rule.asked())),
-        SettingsList::Allow => match widening(&rule) {
+        SettingsList::Allow => match widening(&rule, sandboxed) {
             Some(why) => Borrowed::LeftOut(why),
-            None => Borrowed::Applied(Box::new(rule)),
+            None => Borrowed::Applied(Box::new(rule.borrowed())),
         },
     })
 }
 
 /// Why an allow rule from a settings file may not apply, if it may not.
-fn widening(rule: &Rule) -> Option<String> {
+fn widening(rule: &Rule, sandboxed: bool) -> Option<String> {
     if rule.tool() == "WebFetch" || rule.tool() == "WebSearch" {
         return Some(format!(
             "{} reaches the network from drover's own process, outside the sandbox; a file the repository controls does not choose where (write the rule in the spec's permissions.allow if the task needs it)",
             rule.tool()
         ));
     }
-    if rule.tool() == EVERY_MCP_TOOL {
-        return Some(format!(
-            "{EVERY_MCP_TOOL} is for deny: only; allow each server by name in the spec"
-        ));
+    if rule.tool().starts_with("mcp__") || MCP_RESOURCE_TOOLS.contains(&rule.tool()) {
+        return Some(
+            "MCP servers run with what the spec gives them (credentials, their own sandbox); a file the repository controls does not choose which of their tools run (allow them in the spec's permissions.allow)".to_string(),
+        );
+    }
+    if rule.tool() == "Bash" && !sandboxed {
+        return Some(
+            "the task's sandbox is off, so its commands would run unconfined; a file the repository controls only allows commands inside the sandbox (write the rule in the spec's permissions.allow if the task needs it)".to_string(),
+        );
     }
     match rule.specifier() {
         Some(Specifier::Path(pattern)) if pattern.reaches_outside_workspace() => Some(
             "it names paths outside the workspace; a file the repository controls only allows inside it (write the rule in the spec's permissions.allow if the task needs it)".to_string(),
         ),
-        // Writes into `.git/` need a rule naming it; a hook planted there runs later,
-        // outside the sandbox. The repository does not get to lift that for itself.
-        Some(Specifier::Path(pattern)) if opens_git_dir(pattern.as_str()) => Some(
-            "it names .git, whose hooks and config run outside the sandbox; a file the repository controls does not open it (write the rule in the spec's permissions.allow if the task needs it)".to_string(),
+        Some(Specifier::Path(pattern)) if pattern.as_str().split('/').any(|part| part == ".git") => Some(
+            "it names .git, whose hooks and config run outside the sandbox; a file the repository controls never opens it (write the rule in the spec's permissions.allow if the task needs it)".to_string(),
         ),
         _ => None,
     }
-}
-
-/// Could the pattern open a `.git` directory? The policy lets only a rule whose text
-/// names `.git` write there, and then only where one of its parts matches `.git`:
-/// `.git/hooks/*` and `.gi?/.git*` can; `.github/**`, `.gitignore` and `src/*` cannot.
-fn opens_git_dir(pattern: &str) -> bool {
-    pattern.contains(".git")
-        && pattern.split('/').any(|part| {
-            part != "**"
-                && globset::Glob::new(part)
-                    .is_ok_and(|glob| glob.compile_matcher().is_match(".git"))
-        })
 }
 
 /// The tool name a rule's text starts with (before any specifier).

@@ -4,14 +4,14 @@ use super::*;
 use crate::{CallFacts, Policy, Subject, ToolFacts};
 
 fn applied(list: SettingsList, text: &str) -> Rule {
-    match borrow_rule(list, text) {
+    match borrow_rule(list, text, true) {
         Ok(Borrowed::Applied(rule)) => *rule,
         other => panic!("{text} in {list:?}: {other:?}"),
     }
 }
 
 fn left_out(list: SettingsList, text: &str) -> String {
-    match borrow_rule(list, text) {
+    match borrow_rule(list, text, true) {
         Ok(Borrowed::LeftOut(why)) => why,
         other => panic!("{text} in {list:?}: {other:?}"),
     }
@@ -42,11 +42,15 @@ fn allow_rules_that_would_reach_past_the_workspace_or_the_sandbox_are_left_out()
         "Write(//tmp/x)",
         "Edit(.git/hooks/**)",
         "Write(./.git/config)",
-        "Edit(.g*/hooks/.github)",
         "WebFetch(domain:example.com)",
         "WebFetch",
         "WebSearch",
         "mcp__*",
+        "mcp__github",
+        "mcp__github__*",
+        "mcp__github__get_*",
+        "ReadMcpResource",
+        "ListMcpResources",
     ] {
         let why = left_out(SettingsList::Allow, text);
         assert!(why.contains("spec"), "{text}: {why}");
@@ -59,14 +63,14 @@ fn allow_rules_that_would_reach_past_the_workspace_or_the_sandbox_are_left_out()
         "Edit(.github/workflows/**)",
         "Edit(.gitignore)",
         "Edit(src/*)",
-        // Applies, but cannot open .git: only a rule whose text names .git may write there.
+        // Applies, but cannot open .git: no rule from a file may write there.
         "Edit(**/.gi?/hooks/*)",
+        "Edit({.git/config,x})",
         "Bash(npm run test:*)",
         "Bash(./mvnw test:*)",
-        "mcp__github",
         "Task(reviewer)",
     ] {
-        applied(SettingsList::Allow, text);
+        assert!(applied(SettingsList::Allow, text).is_borrowed(), "{text}");
     }
 }
 
@@ -75,7 +79,7 @@ fn a_rule_that_does_not_parse_is_left_out_when_it_allows_and_refused_when_it_den
     for text in ["Read(../x)", "Bash(", "Read(~other/x)"] {
         assert!(!left_out(SettingsList::Allow, text).is_empty(), "{text}");
         for list in [SettingsList::Deny, SettingsList::Ask] {
-            assert!(borrow_rule(list, text).is_err(), "{text} in {list:?}");
+            assert!(borrow_rule(list, text, true).is_err(), "{text} in {list:?}");
         }
     }
 }
@@ -121,5 +125,88 @@ fn an_ask_rule_denies_and_says_nobody_could_be_asked() {
         denied.reason().contains("ask rule") && denied.reason().contains("headless"),
         "{}",
         denied.reason()
+    );
+}
+
+#[test]
+fn with_the_sandbox_off_a_settings_file_allows_no_command() {
+    match borrow_rule(SettingsList::Allow, "Bash(npm test)", false) {
+        Ok(Borrowed::LeftOut(why)) => assert!(why.contains("sandbox is off"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        borrow_rule(SettingsList::Allow, "Edit(src/**)", false),
+        Ok(Borrowed::Applied(_))
+    ));
+    assert!(matches!(
+        borrow_rule(SettingsList::Deny, "Bash(rm:*)", false),
+        Ok(Borrowed::Applied(_))
+    ));
+}
+
+fn write(path: &str) -> CallFacts {
+    CallFacts {
+        tool: ToolFacts {
+            name: "Write".into(),
+            read_only: false,
+            governed_by: "Write".into(),
+            run_state: false,
+            path_family: Some("Edit".into()),
+        },
+        subject: Subject::Path(path.into()),
+    }
+}
+
+/// Whatever its pattern, an allow rule from a settings file writes neither into `.git/`
+/// nor outside the workspace (additional directories included), where the same rule in
+/// the spec may.
+#[test]
+fn a_borrowed_allow_rule_never_opens_git_or_an_additional_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let extra = dir.path().join("extra");
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(&extra).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let extra = extra.canonicalize().unwrap();
+    let targets = [
+        ".git/config".to_string(),
+        ".git/hooks/pre-commit".to_string(),
+        extra.join("x").display().to_string(),
+    ];
+    for text in ["Edit", "Edit({.git/config,x})", "Write(.git[/]hooks/*)"] {
+        let own = Rule::try_from(text.to_string()).unwrap();
+        let borrowed = applied(SettingsList::Allow, text);
+        for target in &targets {
+            let decide = |rule: Rule| {
+                let rules = RuleSet {
+                    allow: vec![rule],
+                    ..RuleSet::default()
+                };
+                Policy::new(&rules, &ws, std::slice::from_ref(&extra)).decide(&write(target))
+            };
+            assert!(
+                !decide(borrowed.clone()).allowed(),
+                "{text} from a file: {target}"
+            );
+            let _ = decide(own.clone());
+        }
+    }
+    // The spec's own bare rule reaches the additional directory; the file's does not.
+    let own = RuleSet {
+        allow: vec![Rule::try_from("Edit".to_string()).unwrap()],
+        ..RuleSet::default()
+    };
+    let policy = Policy::new(&own, &ws, std::slice::from_ref(&extra));
+    assert!(policy.decide(&write(&targets[2])).allowed());
+    assert!(policy.decide(&write("src.rs")).allowed());
+    let file = RuleSet {
+        allow: vec![applied(SettingsList::Allow, "Edit")],
+        ..RuleSet::default()
+    };
+    assert!(
+        Policy::new(&file, &ws, std::slice::from_ref(&extra))
+            .decide(&write("src.rs"))
+            .allowed()
     );
 }

@@ -196,9 +196,11 @@ impl Policy {
         self.allow
             .iter()
             .filter(|rule| rule.governs_tool(tool))
-            .filter(|rule| !git_internals || names_git_dir(rule))
+            .filter(|rule| !git_internals || (names_git_dir(rule) && !rule.is_borrowed()))
             .find(|rule| match rule.specifier() {
-                // A bare rule is not explicit about paths: it never reaches outside.
+                // A bare rule is not explicit about paths: it never reaches outside (a
+                // settings file's, not even into additional directories).
+                None if rule.is_borrowed() => target.relative.is_some(),
                 None => target.confined,
                 Some(Specifier::Path(pattern)) => {
                     pattern.matches(&target.absolute, target.relative.as_deref())

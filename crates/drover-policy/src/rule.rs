@@ -150,6 +150,9 @@ pub struct Rule {
     specifier: Option<Specifier>,
     /// Written as an `ask` rule (a settings file's): it denies, and says why.
     asked: bool,
+    /// Taken from a settings file the repository controls (`permissions_from:`): an
+    /// allow rule that never reaches past the workspace, nor into `.git/`.
+    borrowed: bool,
     /// `mcp__server__get_*`: the server's tools whose names the pattern matches.
     tool_names: Option<McpToolNames>,
 }
@@ -223,6 +226,19 @@ impl Rule {
     /// Was it written as an `ask` rule?
     pub fn is_asked(&self) -> bool {
         self.asked
+    }
+
+    /// The same rule, taken from a settings file (see [`Rule::is_borrowed`]).
+    pub(crate) fn borrowed(mut self) -> Rule {
+        self.borrowed = true;
+        self
+    }
+
+    /// Was it taken from a settings file? Then, as an allow rule, it reaches only paths
+    /// inside the workspace (not `additional_directories`) and never opens `.git/`,
+    /// whatever its pattern: the repository does not lift drover's limits for itself.
+    pub fn is_borrowed(&self) -> bool {
+        self.borrowed
     }
 
     /// Does this rule name `tool_name` itself (an `mcp__server` rule: any tool of the
@@ -379,6 +395,7 @@ impl TryFrom<String> for Rule {
             tool: tool.to_string(),
             specifier,
             asked: false,
+            borrowed: false,
             tool_names,
         })
     }

@@ -221,6 +221,11 @@ pub fn servers_of_claude_config(
     Ok((servers, notes))
 }
 
+/// Why a server of a `.mcp.json` is left out (the rest of the file is used).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct LeftOut(String);
+
 /// A top-level value of a plugin's `.mcp.json` that is a server, not some other key.
 fn looks_like_server(value: &serde_json::Value) -> bool {
     value.as_object().is_some_and(|entry| {
@@ -236,7 +241,7 @@ fn server_entry(
     name: &str,
     server: ClaudeServer,
     notes: &mut Vec<String>,
-) -> Result<McpServerSpec, String> {
+) -> Result<McpServerSpec, LeftOut> {
     for key in server.other.keys() {
         notes.push(format!(
             "server {name}: key {key:?} ignored: drover does not use it"
@@ -245,11 +250,11 @@ fn server_entry(
     let remote = match server.kind.as_deref() {
         None | Some("stdio") => server.command.is_none() && server.url.is_some(),
         Some("http") => true,
-        Some("sse") => return Err(SSE_REPLACED.to_string()),
+        Some("sse") => return Err(LeftOut(SSE_REPLACED.to_string())),
         Some(kind) => {
-            return Err(format!(
+            return Err(LeftOut(format!(
                 "type {kind:?} is not one drover knows (stdio, http)"
-            ));
+            )));
         }
     };
     if !remote && server.headers_helper.is_some() {
@@ -284,7 +289,7 @@ fn server_entry(
         from_config: true,
     };
     match server_problem(name, &entry) {
-        Some(problem) => Err(problem),
+        Some(problem) => Err(LeftOut(problem)),
         None => Ok(entry),
     }
 }

@@ -48,16 +48,33 @@ impl From<serde_json::Error> for JsonError {
         let (line, column) = (error.line(), error.column());
         let text = error.to_string();
         // serde_json ends its message with the position, which is kept apart here.
-        let message = text
-            .strip_suffix(&format!(" at line {line} column {column}"))
-            .unwrap_or(&text)
-            .to_string();
+        let message = without_quoted_value(
+            text.strip_suffix(&format!(" at line {line} column {column}"))
+                .unwrap_or(&text),
+        );
         JsonError {
             line,
             column,
             message,
         }
     }
+}
+
+/// serde_json's message without the value it quotes (`invalid type: string "…",
+/// expected …`): the file may be a link to a secret, and errors reach CI logs.
+fn without_quoted_value(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix)
+            && let Some(at) = rest.find(", expected ")
+        {
+            let kind: Vec<&str> = rest[..at]
+                .split(' ')
+                .take_while(|word| !word.starts_with(['"', '`']))
+                .collect();
+            return format!("{prefix}{}{}", kind.join(" "), &rest[at..]);
+        }
+    }
+    message.to_string()
 }
 
 #[cfg(test)]
@@ -70,6 +87,18 @@ mod tests {
         _sandbox: NoSandbox,
         #[serde(default)]
         command: Option<String>,
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_named_by_its_kind_never_quoted() {
+        for text in [r#""ghp_SECRET123""#, "98765", "{\"command\": 12345}"] {
+            let error = JsonError::from(serde_json::from_str::<Entry>(text).unwrap_err());
+            let shown = error.to_string();
+            assert!(shown.contains("invalid type: "), "{shown}");
+            for secret in ["ghp_SECRET123", "98765", "12345"] {
+                assert!(!shown.contains(secret), "{shown}");
+            }
+        }
     }
 
     #[test]

@@ -48,6 +48,11 @@ impl<'de> Deserialize<'de> for SandboxSpec {
 }
 
 impl SandboxSpec {
+    /// Whether commands under the `sandbox:` setting `spec` (absent: on) are sandboxed.
+    pub fn is_on(spec: Option<&SandboxSpec>) -> bool {
+        !matches!(spec, Some(SandboxSpec::Switch(Switch::Off)))
+    }
+
     /// Whether commands under the `sandbox:` setting `spec` (absent: on) have the network.
     pub fn has_network(spec: Option<&SandboxSpec>) -> bool {
         match spec {

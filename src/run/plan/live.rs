@@ -10,6 +10,7 @@ use crate::spec::{Isolation, LoadedSpec, Provider};
 use super::conflicts;
 use super::plan_error::PlanError;
 use super::spec_checks;
+use super::spec_rules::rules_naming_nothing;
 use super::task_plan::{InstructionsPlan, LoopLimits, Mode, ModelSource, TaskPlan, WorkspacePlan};
 
 /// Command-line settings that override every spec of a run.
@@ -145,6 +146,11 @@ pub(crate) fn plan_task(
     notes.extend(agent_notes);
     let (skills, skill_notes) = spec_checks::task_skills(&spec, &origin)?;
     notes.extend(skill_notes);
+    notes.extend(rules_naming_nothing(
+        &task_rules.rules,
+        &agents.keys().map(String::as_str).collect::<Vec<_>>(),
+        &skills.keys().map(String::as_str).collect::<Vec<_>>(),
+    ));
     spec_checks::missing_instructions(&spec, &origin)?;
     for note in &notes {
         crate::esay!("drover: note: {}: {note}", spec.name());

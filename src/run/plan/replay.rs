@@ -77,6 +77,8 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         mcp: options.mcp,
         vouched: options.spec.is_some(),
     };
+    // Which settings files the spec reads, before the replay's spec drops the key.
+    let sources = spec.spec.permissions_from.clone().map(|from| from.value);
     spec.spec = replay_spec(spec.spec, &granted);
     let mcp_servers = if options.mcp {
         replay_servers(&spec, options)?
@@ -96,7 +98,8 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         from_recording,
     };
     // Refused in this order: the rules, the masks, the recorded diff, the agents.
-    let (rules, borrowed_rules) = replay_rules(&spec, &settings.permissions_from, options)?;
+    let (rules, borrowed_rules) =
+        replay_rules(&spec, &settings.permissions_from, sources, options)?;
     let masks = spec_checks::replay_masks_with(&spec, &options.ignore)?;
     let mode = replay_mode(options, &recording, start, confinement, masks)?;
     Ok(TaskPlan {
@@ -127,14 +130,16 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
 fn replay_rules(
     spec: &crate::spec::LoadedSpec,
     recorded: &[BorrowedRules],
+    sources: Option<crate::spec::PermissionsFrom>,
     options: &ReplayOptions,
 ) -> Result<(RuleSet, Vec<BorrowedRules>), PlanError> {
     let mut rules = spec_checks::rule_set(spec)?;
-    let applied =
-        add_recorded(&mut rules, recorded).map_err(|source| ReplayError::RecordedRule {
+    let applied = add_recorded(&mut rules, recorded, sources.as_ref()).map_err(|source| {
+        ReplayError::RecordedRule {
             transcript: options.transcript.clone(),
             source,
-        })?;
+        }
+    })?;
     Ok((rules, applied))
 }
 

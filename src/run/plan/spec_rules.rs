@@ -5,16 +5,23 @@
 
 use std::path::Path;
 
-use crate::policy::{Borrowed, RuleSet, SettingsList, borrow_rule};
+use crate::policy::{Borrowed, RuleSet, SettingsList, Specifier, borrow_rule};
 use crate::record::transcript::BorrowedRules;
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+
 use crate::spec::{
-    JsonError, LoadedSpec, Position, SettingsPermissions, SettingsSource, SpecError,
-    permissions_of_claude_settings,
+    Isolation, JsonError, LoadedSpec, PermissionsFrom, Position, SandboxSpec, SettingsPermissions,
+    SettingsSource, SpecError, permissions_of_claude_settings,
 };
 use serde_saphyr::Spanned;
 
 /// The largest settings file `permissions_from:` reads.
 const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+
+/// The most rules one settings file may hold: every rule is matched on every call, and
+/// real files hold tens.
+const MAX_SETTINGS_RULES: usize = 1000;
 
 /// The rules a task runs by, what was left out of its settings files, and what they gave
 /// (for `run_start`).
@@ -35,6 +42,7 @@ pub(crate) fn task_rules(loaded: &LoadedSpec) -> Result<TaskRules, SpecError> {
     let Some(from) = &loaded.spec.permissions_from else {
         return Ok(task);
     };
+    let sandboxed = SandboxSpec::is_on(loaded.spec.sandbox.as_ref());
     for source in &from.value.0 {
         let path = loaded.beside(&source.file);
         let permissions = read_settings(&path).map_err(|error| match error {
@@ -51,7 +59,23 @@ pub(crate) fn task_rules(loaded: &LoadedSpec) -> Result<TaskRules, SpecError> {
                 message: other.to_string(),
             },
         })?;
-        borrow_file(&mut task, source, &path, &permissions)?;
+        let rules = permissions.allow.len() + permissions.deny.len() + permissions.ask.len();
+        if rules > MAX_SETTINGS_RULES {
+            return Err(SpecError::Invalid {
+                position: Position::at(&loaded.path, Some(from.referenced)),
+                message: format!(
+                    "permissions_from: {} holds {rules} rules, over the {MAX_SETTINGS_RULES} a settings file may hold",
+                    path.display()
+                ),
+            });
+        }
+        borrow_file(&mut task, source, &path, &permissions, sandboxed)?;
+        if loaded.spec.isolation == Isolation::None && task_borrows_commands(&task) {
+            task.notes.push(format!(
+                "permissions_from {}: its Bash allow rules run programs that can write anywhere in the workspace, .git/ included; with isolation: none a hook planted there runs later, outside drover (use isolation: worktree or copy, or allow: false)",
+                path.display()
+            ));
+        }
     }
     if let Some((_, message)) = task.rules.web_search_conflict() {
         return Err(SpecError::Invalid {
@@ -87,6 +111,14 @@ fn own_rules(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
     Ok(rules)
 }
 
+/// Whether any allow rule borrowed so far lets commands run.
+fn task_borrows_commands(task: &TaskRules) -> bool {
+    task.rules
+        .allow
+        .iter()
+        .any(|rule| rule.is_borrowed() && rule.tool() == "Bash")
+}
+
 /// Why a settings file gave no rules.
 #[derive(Debug, thiserror::Error)]
 enum SettingsError {
@@ -95,27 +127,49 @@ enum SettingsError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
-    #[error("permissions_from: {} is {size} bytes, over the {MAX_SETTINGS_BYTES} a settings file may have", path.display())]
-    TooLarge { path: std::path::PathBuf, size: u64 },
+    #[error("permissions_from: {} is over the {MAX_SETTINGS_BYTES} bytes a settings file may have", path.display())]
+    TooLarge { path: std::path::PathBuf },
+    #[error("permissions_from: {} is not a regular file (a symbolic link, a device, a directory…); name the file itself", path.display())]
+    NotAFile { path: std::path::PathBuf },
     /// Not JSON, or not a settings file's shape: at its line and column.
     #[error("{0}")]
     Json(JsonError),
 }
 
-/// The `permissions` of the settings file at `path`.
+/// The `permissions` of the settings file at `path`: a regular file, not a link (it may
+/// come with the repository under test, which could point it at a device or a secret),
+/// read up to the size a settings file may have.
 fn read_settings(path: &Path) -> Result<SettingsPermissions, SettingsError> {
     let io = |source| SettingsError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    if size > MAX_SETTINGS_BYTES {
-        return Err(SettingsError::TooLarge {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+        .map_err(|error| match error.raw_os_error() {
+            Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => {
+                SettingsError::NotAFile {
+                    path: path.to_path_buf(),
+                }
+            }
+            _ => io(error),
+        })?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(SettingsError::NotAFile {
             path: path.to_path_buf(),
-            size,
         });
     }
-    let text = std::fs::read_to_string(path).map_err(io)?;
+    let mut text = String::new();
+    file.take(MAX_SETTINGS_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > MAX_SETTINGS_BYTES {
+        return Err(SettingsError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
     permissions_of_claude_settings(&text).map_err(SettingsError::Json)
 }
 
@@ -125,6 +179,7 @@ fn borrow_file(
     source: &SettingsSource,
     path: &Path,
     permissions: &SettingsPermissions,
+    sandboxed: bool,
 ) -> Result<(), SpecError> {
     let mut record = BorrowedRules {
         file: source.file.clone(),
@@ -154,7 +209,9 @@ fn borrow_file(
             if list == SettingsList::Allow && !source.allow {
                 continue;
             }
-            match borrow_rule(list, &rule.value).map_err(|invalid| at(invalid.message))? {
+            match borrow_rule(list, &rule.value, sandboxed)
+                .map_err(|invalid| at(invalid.message))?
+            {
                 Borrowed::Applied(applied) => {
                     task.rules.add_borrowed(*applied, list);
                     recorded_list(&mut record, list).push(rule.value.clone());
@@ -235,6 +292,34 @@ fn located(path: &Path, at: &Spanned<String>, message: &str) -> String {
     )
 }
 
+/// Notes for rules naming a sub-agent (`Agent(x)`) or a skill (`Skill(x)`) the task
+/// does not have: names are exact (`Agent(Reviewer)` is not `reviewer`), so such a rule
+/// matches nothing, which must not pass unsaid.
+pub(crate) fn rules_naming_nothing(
+    rules: &RuleSet,
+    agents: &[&str],
+    skills: &[&str],
+) -> Vec<String> {
+    let lists = [("allow", &rules.allow), ("deny", &rules.deny)];
+    let mut notes = Vec::new();
+    for (list, rules) in lists {
+        for rule in rules {
+            let (kind, known, name) = match rule.specifier() {
+                Some(Specifier::Name(name)) => ("sub-agent", agents, name),
+                Some(Specifier::Skill(name)) => ("skill", skills, name),
+                _ => continue,
+            };
+            if !known.contains(&name.as_str()) {
+                notes.push(format!(
+                    "{list} rule {rule} names no {kind} of this task (names are exact; it has: {}), so it matches nothing",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                ));
+            }
+        }
+    }
+    notes
+}
+
 /// Add the rules a recorded run borrowed (its `run_start`) to a replay's rules, and say
 /// which applied (for the replay's own `run_start`). The recording may come from anyone,
 /// so each rule is borrowed again as from a file: an allow rule the policy would not take
@@ -242,9 +327,28 @@ fn located(path: &Path, at: &Spanned<String>, message: &str) -> String {
 pub(crate) fn add_recorded(
     rules: &mut RuleSet,
     recorded: &[BorrowedRules],
+    sources: Option<&PermissionsFrom>,
 ) -> Result<Vec<BorrowedRules>, RecordedRuleError> {
     let mut applied = Vec::new();
     for file in recorded {
+        // Only the files the spec names, and from each only what the spec takes: a
+        // recording does not add rules its spec would not have read.
+        let refused = |message: &str| RecordedRuleError {
+            file: file.file.clone(),
+            rule: file.allow.first().cloned().unwrap_or_default(),
+            message: message.to_string(),
+        };
+        let Some(source) = sources.and_then(|from| from.0.iter().find(|s| s.file == file.file))
+        else {
+            return Err(refused(
+                "the spec's permissions_from does not name this file",
+            ));
+        };
+        if !source.allow && !file.allow.is_empty() {
+            return Err(refused(
+                "the spec takes no allow rule from this file (allow: false)",
+            ));
+        }
         let mut record = BorrowedRules {
             file: file.file.clone(),
             ..BorrowedRules::default()
@@ -256,11 +360,12 @@ pub(crate) fn add_recorded(
         ];
         for (list, texts) in lists {
             for text in texts {
-                let borrowed = borrow_rule(list, text).map_err(|invalid| RecordedRuleError {
-                    file: file.file.clone(),
-                    rule: text.clone(),
-                    message: invalid.message,
-                })?;
+                let borrowed =
+                    borrow_rule(list, text, true).map_err(|invalid| RecordedRuleError {
+                        file: file.file.clone(),
+                        rule: text.clone(),
+                        message: invalid.message,
+                    })?;
                 if let Borrowed::Applied(rule) = borrowed {
                     rules.add_borrowed(*rule, list);
                     recorded_list(&mut record, list).push(text.clone());
