@@ -34,15 +34,25 @@ fn executable(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// The stand-ins: `.claude/hooks/session-start.sh` in the workspace `ws`, and for each
-/// `${CLAUDE_PLUGIN_ROOT}/NAME.js` a script in `plugin`. Each appends
-/// `{"script": …, "input": <its stdin>}` to the workspace's `hook-log.jsonl`.
+/// The stand-ins: `.claude/hooks/session-start.sh` and each script a `bash PATH.sh`
+/// command runs, in the workspace `ws`, and for each `${CLAUDE_PLUGIN_ROOT}/NAME.js` a
+/// script in `plugin`. Each appends `{"script": …, "input": <its stdin>}` to the
+/// workspace's `hook-log.jsonl`.
 fn stand_ins(ws: &Path, plugin: &Path, commands: &[&str]) {
+    let shell_stand_in = |name: &str| {
+        format!(
+            "#!/bin/bash\nprintf '{{\"script\":\"{name}\",\"input\":%s}}\\n' \"$(tr -d '\\n')\" >> \"$CLAUDE_PROJECT_DIR/hook-log.jsonl\"\n"
+        )
+    };
     executable(
         &ws.join(".claude/hooks/session-start.sh"),
-        "#!/bin/bash\nprintf '{\"script\":\"session-start.sh\",\"input\":%s}\\n' \"$(tr -d '\\n')\" >> \"$CLAUDE_PROJECT_DIR/hook-log.jsonl\"\n",
+        &shell_stand_in("session-start.sh"),
     );
     for command in commands {
+        if let Some(script) = command.strip_prefix("bash ") {
+            executable(&ws.join(script), &shell_stand_in(script));
+            continue;
+        }
         let Some(start) = command.find("${CLAUDE_PLUGIN_ROOT}/") else {
             continue;
         };

@@ -141,13 +141,14 @@ pub fn agent_of_claude_file(
     text: &str,
 ) -> Result<(TaskName, AgentSpec, Vec<String>), AgentFileError> {
     let (yaml, body) = super::front_matter::split(text)?;
-    let front: FrontMatter = super::front_matter::parse(yaml).map_err(|invalid| {
-        let at = invalid
-            .at
-            .map(|(line, column)| format!(" at line {line} column {column}"))
-            .unwrap_or_default();
-        AgentFileError::FrontMatter(format!("{at}: {}", invalid.message))
-    })?;
+    let (front, lenient): (FrontMatter, bool) =
+        super::front_matter::parse_lenient(yaml).map_err(|invalid| {
+            let at = invalid
+                .at
+                .map(|(line, column)| format!(" at line {line} column {column}"))
+                .unwrap_or_default();
+            AgentFileError::FrontMatter(format!("{at}: {}", invalid.message))
+        })?;
     let name = TaskName::try_from(front.name.clone()).map_err(AgentFileError::Name)?;
     let tools = front.tools.map(ToolList::names);
     let disallowed_tools = front
@@ -161,11 +162,14 @@ pub fn agent_of_claude_file(
             ..AgentModelSpec::default()
         }),
     };
-    let notes = front
+    let mut notes: Vec<String> = front
         .other
         .keys()
         .map(|key| format!("`{key}` ignored: it has no meaning in a headless run"))
         .collect();
+    if lenient {
+        notes.push(super::front_matter::READ_LINE_BY_LINE.to_string());
+    }
     if body.is_empty() {
         return Err(AgentFileError::NoPrompt);
     }

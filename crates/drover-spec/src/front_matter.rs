@@ -63,9 +63,122 @@ pub(crate) fn parse<T: DeserializeOwned>(yaml: &str) -> Result<T, Invalid> {
     })
 }
 
+/// What [`parse_lenient`] says when it read the front matter line by line.
+pub(crate) const READ_LINE_BY_LINE: &str = "the front matter is not valid YAML (a value holds `: ` or another YAML sign); each `key: value` line was read with its value as plain text, as Claude Code reads it (quote the value to make it valid YAML)";
+
+/// Parse `yaml` as `T`; when that fails, read it again with each top-level
+/// `key: value` line's value as text (Claude Code's agent and skill files often hold a
+/// plain `description:` with `: ` in it, which YAML refuses and Claude Code reads). The
+/// flag says whether that second reading was needed; the error is the first reading's.
+pub(crate) fn parse_lenient<T: DeserializeOwned>(yaml: &str) -> Result<(T, bool), Invalid> {
+    let strict = match parse(yaml) {
+        Ok(value) => return Ok((value, false)),
+        Err(invalid) => invalid,
+    };
+    match quoted_lines(yaml).and_then(|quoted| parse(&quoted).ok()) {
+        Some(value) => Ok((value, true)),
+        None => Err(strict),
+    }
+}
+
+/// `yaml` with each top-level `key: value` line whose plain value holds what YAML reads
+/// as structure (`: `, ` #`) written with that value as a quoted string, the indented
+/// lines that continue it (not list items) joined to it; other lines as they stand.
+fn quoted_lines(yaml: &str) -> Option<String> {
+    let lines: Vec<&str> = yaml.lines().collect();
+    let continues =
+        |line: &str| line.starts_with([' ', '\t']) && !line.trim_start().starts_with("- ");
+    let mut out = String::with_capacity(yaml.len() + 64);
+    let mut index = 0;
+    while index < lines.len() {
+        let line = lines[index];
+        index += 1;
+        let Some((key, value)) = plain_entry(line) else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let mut value = value.trim().to_string();
+        // Indented lines, and blank lines before more of them, continue the value.
+        while let Some(next) = lines.get(index) {
+            let blank_then_more = next.trim().is_empty()
+                && lines[index..]
+                    .iter()
+                    .find(|l| !l.trim().is_empty())
+                    .is_some_and(|l| continues(l));
+            if !(continues(next) || blank_then_more) {
+                break;
+            }
+            if !next.trim().is_empty() {
+                value.push('\n');
+                value.push_str(next.trim());
+            }
+            index += 1;
+        }
+        if !(value.contains(": ") || value.contains(" #") || value.contains('\n')) {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let text = serde_json::to_string(&value).ok()?;
+        out.push_str(&format!("{key}: {text}\n"));
+    }
+    Some(out)
+}
+
+/// A top-level `key: value` line whose value is plain text (not quoted, not a
+/// collection or block), as key and value.
+fn plain_entry(line: &str) -> Option<(&str, &str)> {
+    line.split_once(':').filter(|(key, value)| {
+        !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && value.starts_with(' ')
+            && !value.trim().is_empty()
+            && !value
+                .trim_start()
+                .starts_with(['"', '\'', '[', '{', '|', '>', '&', '*', '!', '#'])
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Front {
+        name: String,
+        description: String,
+        #[serde(default)]
+        tools: Option<Vec<String>>,
+    }
+
+    #[test]
+    fn a_plain_value_holding_a_colon_is_read_as_claude_code_reads_it() {
+        let yaml = "name: reviewer\ndescription: Use this agent when: the code changed. Examples: <example>Context: x</example>\ntools:\n  - Read\n  - Grep";
+        let (front, lenient): (Front, bool) = parse_lenient(yaml).unwrap();
+        assert!(lenient);
+        assert_eq!(front.name, "reviewer");
+        assert_eq!(
+            front.description,
+            "Use this agent when: the code changed. Examples: <example>Context: x</example>"
+        );
+        assert_eq!(front.tools, Some(vec!["Read".to_string(), "Grep".into()]));
+        let (front, lenient): (Front, bool) =
+            parse_lenient("name: a\ndescription: \"quoted: fine\"").unwrap();
+        assert!(!lenient);
+        assert_eq!(front.description, "quoted: fine");
+        // Indented lines continue the value; list items stay a list.
+        let yaml =
+            "name: a\ndescription: Use it: now.\n\n  <example>x: y</example>\ntools:\n  - Read";
+        let (front, _): (Front, bool) = parse_lenient(yaml).unwrap();
+        assert_eq!(front.description, "Use it: now.\n<example>x: y</example>");
+        assert_eq!(front.tools, Some(vec!["Read".to_string()]));
+        // What line-by-line reading cannot fix stays the first reading's error.
+        let error = parse_lenient::<Front>("name: [a\ndescription: b").unwrap_err();
+        assert!(error.at.is_some(), "{error:?}");
+    }
 
     #[test]
     fn the_front_matter_and_the_body_come_apart() {

@@ -251,6 +251,15 @@ impl<'de> Deserialize<'de> for SettingsHooks {
                 while let Some(name) = map.next_key::<String>()? {
                     if let Some(event) = HookEvent::parse(&name) {
                         let entries: Vec<SettingsMatcher> = map.next_value()?;
+                        for entry in &entries {
+                            hooks
+                                .notes
+                                .extend(entry.unused_keys().into_iter().map(|key| {
+                                    format!(
+                                        "{name} hook: key {key:?} ignored: drover does not use it"
+                                    )
+                                }));
+                        }
                         hooks
                             .spec
                             .insert(event, entries.into_iter().map(Into::into).collect());
@@ -278,9 +287,9 @@ impl<'de> Deserialize<'de> for SettingsHooks {
     }
 }
 
-/// One matcher's entry in a settings file.
+/// One matcher's entry in a settings file. Keys drover does not use are named in a
+/// note, never a reason to refuse the file (Claude Code adds keys over time).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct SettingsMatcher {
     #[serde(default)]
     matcher: Option<String>,
@@ -288,11 +297,23 @@ struct SettingsMatcher {
     /// What the entry is for, for people reading the file.
     #[serde(default, rename = "description")]
     _description: serde::de::IgnoredAny,
+    #[serde(flatten)]
+    other: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+}
+
+impl SettingsMatcher {
+    /// The keys of the entry and its hooks that drover does not use.
+    fn unused_keys(&self) -> Vec<&str> {
+        self.other
+            .keys()
+            .chain(self.hooks.iter().flat_map(|hook| hook.other.keys()))
+            .map(String::as_str)
+            .collect()
+    }
 }
 
 /// One hook in a settings file: a [`HookCommandSpec`] without a sandbox of its own.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct SettingsHook {
     #[serde(rename = "type")]
     kind: String,
@@ -307,8 +328,13 @@ struct SettingsHook {
     /// Run to completion: nothing is left running behind a task.
     #[serde(default, rename = "async")]
     _async: serde::de::IgnoredAny,
+    /// What the hook is for (Claude Code files write it on hooks too).
+    #[serde(default, rename = "description")]
+    _description: serde::de::IgnoredAny,
     #[serde(default, rename = "sandbox")]
     _sandbox: NoSandbox,
+    #[serde(flatten)]
+    other: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
 }
 
 impl From<SettingsMatcher> for HookMatcherSpec {
@@ -403,9 +429,17 @@ mod tests {
         let error = hooks_of_claude_settings(text).unwrap_err();
         assert!(error.is_sandbox(), "{error}");
         assert_eq!(error.line, 2, "{error}");
-        let unknown = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "network": true}]}]}}"#;
-        let error = hooks_of_claude_settings(unknown).unwrap_err();
-        assert!(error.message.contains("unknown field `network`"), "{error}");
+        // Any other key is named, and grants nothing.
+        let unknown = r#"{"hooks": {"Stop": [{"description": "d", "shell": "zsh", "hooks": [{"type": "command", "command": "x", "network": true, "description": "d"}]}]}}"#;
+        let (spec, notes) = hooks_of_claude_settings(unknown).unwrap();
+        assert_eq!(spec[&HookEvent::Stop][0].hooks[0].sandbox, None);
+        assert_eq!(
+            notes,
+            vec![
+                "Stop hook: key \"shell\" ignored: drover does not use it",
+                "Stop hook: key \"network\" ignored: drover does not use it"
+            ]
+        );
     }
 
     #[test]

@@ -117,10 +117,12 @@ struct FrontMatter {
 /// drover does not use are named in the notes.
 pub fn skill_of_file(text: &str) -> Result<SkillFile, SkillFileError> {
     let (yaml, body) = super::front_matter::split(text)?;
-    let front: FrontMatter =
-        super::front_matter::parse(yaml).map_err(|invalid| SkillFileError::FrontMatter {
-            at: invalid.at,
-            message: invalid.message,
+    let (front, lenient): (FrontMatter, bool) =
+        super::front_matter::parse_lenient(yaml).map_err(|invalid| {
+            SkillFileError::FrontMatter {
+                at: invalid.at,
+                message: invalid.message,
+            }
         })?;
     if let Some(problem) = skill_name_problem(&front.name) {
         return Err(SkillFileError::FrontMatter {
@@ -138,6 +140,9 @@ pub fn skill_of_file(text: &str) -> Result<SkillFile, SkillFileError> {
         return Err(SkillFileError::NoBody);
     }
     let mut notes: Vec<String> = front.other.keys().map(|key| key_note(key)).collect();
+    if lenient {
+        notes.push(super::front_matter::READ_LINE_BY_LINE.to_string());
+    }
     let mut description = front.description.trim().to_string();
     if description.chars().count() > MAX_SKILL_DESCRIPTION {
         notes.push(format!(

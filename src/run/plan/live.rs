@@ -146,6 +146,10 @@ pub(crate) fn plan_task(
     notes.extend(agent_notes);
     let (skills, skill_notes) = spec_checks::task_skills(&spec, &origin)?;
     notes.extend(skill_notes);
+    notes.extend(spec_checks::agent_tools_naming_no_server(
+        &agents,
+        &mcp_servers.keys().map(String::as_str).collect::<Vec<_>>(),
+    ));
     notes.extend(rules_naming_nothing(
         &task_rules.rules,
         &agents.keys().map(String::as_str).collect::<Vec<_>>(),

@@ -109,13 +109,33 @@ fn agents_from(
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     for file in files {
         let text = read_agent_file(&file, &invalid)?;
-        let (name, mut agent, file_notes) = agent_of_claude_file(&text)
-            .map_err(|e| invalid(format!("agents_from {}: {e}", file.display())))?;
+        // A file drover cannot read as an agent is left out, the directory's others
+        // work; one that asks for a sandbox of its own is refused (see `referenced`).
+        let (name, mut agent, file_notes) = match agent_of_claude_file(&text) {
+            Ok(read) => read,
+            Err(error) if error.to_string().contains("`sandbox` cannot be set") => {
+                return Err(invalid(format!("agents_from {}: {error}", file.display())));
+            }
+            Err(error) => {
+                notes.push(format!("agents_from {}: left out: {error}", file.display()));
+                continue;
+            }
+        };
         // A file's tool drover does not have (`chrome-mcp`, `computer-use`) is left out,
         // the rest of the file works: its list only grows narrower.
         for unknown in drop_unknown_tools(&mut agent) {
+            let why = if unknown.contains('(') {
+                "it is a permission rule, not a tool name (an agent's tools are names; the task's rules decide which calls run)".to_string()
+            } else if let Some(known) = crate::policy::KNOWN_TOOLS
+                .iter()
+                .find(|known| known.eq_ignore_ascii_case(&unknown))
+            {
+                format!("drover has no such tool (tool names are case-sensitive: {known})")
+            } else {
+                "drover has no such tool".to_string()
+            };
             notes.push(format!(
-                "agents_from {}: tool {unknown:?} left out of agent {name}: drover has no such tool",
+                "agents_from {}: tool {unknown:?} left out of agent {name}: {why}",
                 file.display()
             ));
         }
@@ -168,6 +188,29 @@ fn known_tool(tool: &str) -> bool {
     let known = crate::policy::Rule::try_from(tool.to_string())
         .is_ok_and(|rule| rule.specifier().is_none());
     known && !tool.contains('*')
+}
+
+/// Notes for agents' `mcp__` tools naming a server the task does not have: they can
+/// never be offered, which must not pass unsaid.
+pub(crate) fn agent_tools_naming_no_server(
+    agents: &BTreeMap<String, AgentSpec>,
+    servers: &[&str],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (name, agent) in agents {
+        for tool in agent.tools.iter().flatten() {
+            let Some(rest) = tool.strip_prefix("mcp__") else {
+                continue;
+            };
+            let server = rest.split("__").next().unwrap_or_default();
+            if !servers.contains(&server) {
+                notes.push(format!(
+                    "agent {name}: tool {tool} is not offered: the task has no MCP server {server}"
+                ));
+            }
+        }
+    }
+    notes
 }
 
 /// Take the tools drover does not know out of `agent`'s lists; the names taken out. An

@@ -9,7 +9,7 @@ use crate::model::pricing;
 use crate::policy::RuleSet;
 use serde_json::Value;
 
-pub(crate) use super::spec_agents::task_agents;
+pub(crate) use super::spec_agents::{agent_tools_naming_no_server, task_agents};
 pub(crate) use super::spec_rules::task_rules;
 pub(crate) use super::spec_skills::{missing_instructions, task_skills, wanted_instructions};
 use crate::spec::{

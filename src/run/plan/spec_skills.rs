@@ -183,15 +183,25 @@ fn read_skill(
         .map_err(|e| invalid(format!("skills_from: cannot read {}: {e}", file.display())))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| invalid(format!("skills_from: {} is not UTF-8 text", file.display())))?;
-    let skill = skill_of_file(&text).map_err(|error| {
-        invalid(match error {
-            SkillFileError::FrontMatter {
-                at: Some((line, column)),
-                message,
-            } => format!("skills_from {}:{line}:{column}: {message}", file.display()),
-            other => format!("skills_from {}: {other}", file.display()),
-        })
-    })?;
+    // A SKILL.md drover cannot read as a skill is left out, the others work; one that
+    // asks for a sandbox of its own is refused (see `referenced`).
+    let skill = match skill_of_file(&text) {
+        Ok(skill) => skill,
+        Err(error) => {
+            let shown = match &error {
+                SkillFileError::FrontMatter {
+                    at: Some((line, column)),
+                    message,
+                } => format!("{}:{line}:{column}: {message}", file.display()),
+                other => format!("{}: {other}", file.display()),
+            };
+            if shown.contains("`sandbox` cannot be set") {
+                return Err(invalid(format!("skills_from {shown}")));
+            }
+            notes.push(format!("skills_from {shown} (the skill is left out)"));
+            return Ok(None);
+        }
+    };
     notes.extend(
         skill
             .notes
