@@ -90,6 +90,11 @@ impl Places {
 pub(crate) struct Rules {
     pub(crate) allow: Vec<String>,
     pub(crate) deny: Vec<String>,
+    /// The settings file the spec reads with `permissions_from:` (its rules are in
+    /// `allow` and `deny` too, for the coverage check, but not copied into the spec).
+    pub(crate) from: Option<PathBuf>,
+    /// How many of `allow` and `deny` come from `from`, at their start.
+    pub(crate) borrowed: (usize, usize),
 }
 
 impl Rules {
@@ -110,17 +115,19 @@ fn strings(list: &Value) -> Vec<String> {
 }
 
 /// The rules of a Claude Code settings file's `permissions` (`allow`; `deny` and `ask`
-/// both as denies). The one place the tests read them: once `permissions_from:` reads a
-/// settings file, `spec_with_rules` names the file instead of copying its rules.
+/// both as denies), the spec reading the file itself with `permissions_from:`.
 pub(crate) fn rules_of_settings(path: &Path) -> Rules {
     let text = std::fs::read_to_string(path).unwrap();
     let settings: Value = serde_json::from_str(&text).unwrap();
     let permissions = &settings["permissions"];
     let mut deny = strings(&permissions["deny"]);
     deny.extend(strings(&permissions["ask"]));
+    let allow = strings(&permissions["allow"]);
     Rules {
-        allow: strings(&permissions["allow"]),
+        borrowed: (allow.len(), deny.len()),
+        allow,
         deny,
+        from: Some(path.to_path_buf()),
     }
 }
 
@@ -139,8 +146,9 @@ fn rules_of_group(group: &Value, places: &Places) -> Rules {
     rules
 }
 
-/// A spec in `dir` whose task `name` decides with `rules`, one rule a line: the first
-/// allow rule is at line 8, column 7.
+/// A spec in `dir` whose task `name` decides with `rules` (its settings file read with
+/// `permissions_from:`, its own rules one a line: without a file, the first allow rule
+/// is at line 8, column 7).
 pub(crate) fn spec_with_rules(dir: &Path, name: &str, rules: &Rules) -> PathBuf {
     let list = |rules: &[String]| -> String {
         if rules.is_empty() {
@@ -152,10 +160,17 @@ pub(crate) fn spec_with_rules(dir: &Path, name: &str, rules: &Rules) -> PathBuf 
             .collect::<String>()
             + "\n"
     };
+    let from = match &rules.from {
+        Some(path) => format!(
+            "permissions_from: {}\n",
+            serde_json::to_string(&path.display().to_string()).unwrap()
+        ),
+        None => String::new(),
+    };
     let spec = format!(
-        "version: 1\nname: {name}\nprompt: p\nworkspace: ws\nmodel: {{ provider: script, script: [ {{ text: done }} ] }}\npermissions:\n  allow:{}  deny:{}",
-        list(&rules.allow),
-        list(&rules.deny)
+        "version: 1\nname: {name}\nprompt: p\nworkspace: ws\nmodel: {{ provider: script, script: [ {{ text: done }} ] }}\n{from}permissions:\n  allow:{}  deny:{}",
+        list(&rules.allow[rules.borrowed.0..]),
+        list(&rules.deny[rules.borrowed.1..])
     );
     write_spec(dir, &format!("{name}.yaml"), &spec)
 }
@@ -165,6 +180,9 @@ struct Check {
     group: String,
     spec: PathBuf,
     rule: String,
+    /// Whether the input is one the rule names (the row's `match`).
+    names: bool,
+    /// Whether the rule decides it in drover (not when the rule is left out).
     matches: bool,
     tool: String,
     input: Value,
@@ -247,10 +265,7 @@ fn coverage(group: &str, rules: &Rules, checks: &[&Check]) -> Vec<String> {
     let mut problems = Vec::new();
     for rule in rules.all() {
         for matches in [true, false] {
-            if !checks
-                .iter()
-                .any(|c| &c.rule == rule && c.matches == matches)
-            {
+            if !checks.iter().any(|c| &c.rule == rule && c.names == matches) {
                 let which = if matches { "matching" } else { "non-matching" };
                 problems.push(format!("[{group}] rule {rule} has no {which} row"));
             }
@@ -276,14 +291,22 @@ fn checks_of(table: &Value, places: &Places) -> (Vec<Check>, Vec<String>) {
         let spec = spec_with_rules(&places.dir, &format!("rules{index}"), &rules);
         let first = checks.len();
         for row in section(group, "checks") {
+            let rule = places.fill_str(text(row, "rule"));
+            let matches = row["match"].as_bool().expect("match is true or false");
+            // A rule read from the settings file that drover leaves out by design
+            // decides nothing: the row's `from_file` says what drover decides instead.
+            let from_file = row["from_file"]
+                .as_str()
+                .filter(|_| rules.allow[..rules.borrowed.0].contains(&rule));
             checks.push(Check {
                 group: source.clone(),
                 spec: spec.clone(),
-                rule: places.fill_str(text(row, "rule")),
-                matches: row["match"].as_bool().expect("match is true or false"),
+                rule,
+                names: matches,
+                matches: matches && from_file.is_none(),
                 tool: text(row, "tool").to_string(),
                 input: places.fill(&row["input"]),
-                allow: text(row, "expect") == "allow",
+                allow: from_file.unwrap_or(text(row, "expect")) == "allow",
             });
         }
         let rows: Vec<&Check> = checks[first..].iter().collect();
@@ -335,7 +358,7 @@ fn rule_forms_drover_cannot_apply_exactly_are_refused_at_their_line_with_what_to
         .map(|(index, row)| {
             let rules = Rules {
                 allow: vec![text(row, "rule").to_string()],
-                deny: Vec::new(),
+                ..Rules::default()
             };
             spec_with_rules(dir.path(), &format!("refused{index}"), &rules)
         })
