@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::http::RESERVED_HEADERS;
+use super::http::reserved_header;
 use crate::record::Redactor;
 use crate::sandbox::exec::{CommandEnv, run_shell_apart};
 
@@ -45,6 +45,10 @@ pub(crate) struct Helper<'a> {
     /// Where the helper's stderr is kept (the server's `mcp-<server>.log`).
     pub log: PathBuf,
     pub limit: Duration,
+    /// The helper comes from a file of the repository under test (a `.mcp.json`), so
+    /// what it prints may be chosen to make drover redact text of its choosing: only
+    /// values that look like credentials, under credential header names, are redacted.
+    pub from_repository: bool,
 }
 
 /// Why a helper gave no headers. Never holds what it printed on stdout: that may be a
@@ -135,12 +139,11 @@ pub(crate) async fn run(
         command: command.clone(),
         source,
     })?;
-    // The values are registered first, whatever else is wrong: its stderr and every
-    // later line are redacted of them.
+    // The values are registered first, whatever else is wrong with the output: its
+    // stderr (a `set -x` trace) and every later line are redacted of them.
+    register(helper, &printed_values(&outcome.stdout), redactor);
+    let command = redactor.redact(&command).into_owned();
     let parsed = parse_headers(&outcome.stdout);
-    if let Ok(headers) = &parsed {
-        register(helper, headers, redactor);
-    }
     let stderr = redactor.redact(&outcome.stderr).into_owned();
     // The log is kept for the user; a log that cannot be written loses no header.
     let _ = std::fs::write(&helper.log, &stderr);
@@ -172,10 +175,38 @@ pub(crate) async fn run(
     })
 }
 
+/// Every string a helper printed in a JSON object, by its name, whether or not the
+/// output is valid headers.
+fn printed_values(stdout: &str) -> BTreeMap<String, String> {
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str(stdout.trim()) else {
+        return BTreeMap::new();
+    };
+    object
+        .into_iter()
+        .filter_map(|(name, value)| match value {
+            serde_json::Value::String(value) => Some((name, value)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a value a repository's helper printed looks like a credential, so that
+/// redacting it everywhere cannot be a way to censor chosen words (an event's name, a
+/// line of code): at least 16 characters, letters and digits.
+fn looks_like_credential(value: &str) -> bool {
+    value.len() >= 16
+        && value.chars().any(|c| c.is_ascii_digit())
+        && value.chars().any(|c| c.is_ascii_alphabetic())
+}
+
 /// Every value a helper gave, as a secret of the task; a `Bearer <token>`'s token alone
-/// too. A credential header's value too short to redact is named in a warning.
+/// too (a repository's helper: only credential headers' values that look like
+/// credentials). A credential header's value too short to redact is named in a warning.
 fn register(helper: &Helper<'_>, headers: &BTreeMap<String, String>, redactor: &Redactor) {
     for (name, value) in headers {
+        if helper.from_repository && !credential_header(name) {
+            continue;
+        }
         let label = format!(
             "MCP server {}'s {} header {name}",
             helper.server, helper.field
@@ -183,6 +214,9 @@ fn register(helper: &Helper<'_>, headers: &BTreeMap<String, String>, redactor: &
         let mut secrets = vec![(label.clone(), value.clone())];
         if let Some((_, token)) = value.trim().rsplit_once(' ') {
             secrets.push((format!("{label} (its last word)"), token.to_string()));
+        }
+        if helper.from_repository {
+            secrets.retain(|(_, value)| looks_like_credential(value.trim()));
         }
         let skipped = redactor.add(secrets);
         if credential_header(name) {
@@ -223,7 +257,7 @@ pub(crate) fn parse_headers(stdout: &str) -> Result<BTreeMap<String, String>, Ou
     let mut seen = Vec::new();
     for (name, value) in object {
         let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| OutputProblem::BadName)?;
-        if RESERVED_HEADERS.contains(&header.as_str()) {
+        if reserved_header(header.as_str()) {
             return Err(OutputProblem::Reserved(name));
         }
         if seen.contains(&header) {

@@ -115,6 +115,7 @@ async fn a_helper_runs_in_the_workspace_with_its_server_named_and_its_values_reg
         workspace: dir.path(),
         log: log.clone(),
         limit,
+        from_repository: false,
     };
     std::fs::write(dir.path().join("token"), "tok-from-file-5d6e7f").unwrap();
     let script = "echo \"said tok-from-file-5d6e7f\" >&2; \
@@ -151,4 +152,60 @@ async fn a_helper_runs_in_the_workspace_with_its_server_named_and_its_values_reg
     .to_string();
     assert!(garbage.contains("text that is not JSON"), "{garbage}");
     assert!(!garbage.contains("not-json-9f8e7d6c"), "{garbage}");
+}
+
+/// A value printed by a helper whose output is refused is redacted all the same: a
+/// `set -x` trace on stderr must not carry the token into the log or the reason.
+#[tokio::test]
+async fn a_refused_helpers_values_are_redacted_from_what_it_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = CommandEnv::default();
+    let redactor = Redactor::default();
+    let helper = Helper {
+        field: "headers_helper",
+        server: "srv",
+        url: "http://127.0.0.1:9/mcp",
+        command: "set -x; T=tok-leaky-5566aabb; echo \"{\\\"Authorization\\\": \\\"Bearer $T\\\", \\\"Connection\\\": \\\"close\\\"}\"",
+        env: &env,
+        extra_env: &[],
+        workspace: dir.path(),
+        log: dir.path().join("mcp-srv.log"),
+        limit: HELPER_LIMIT,
+        from_repository: false,
+    };
+    let error = run(&helper, &redactor).await.unwrap_err().to_string();
+    assert!(error.contains("Connection"), "{error}");
+    assert!(!error.contains("tok-leaky-5566aabb"), "{error}");
+    let log = std::fs::read_to_string(dir.path().join("mcp-srv.log")).unwrap();
+    assert!(
+        !log.contains("tok-leaky-5566aabb") && log.contains("[redacted]"),
+        "{log}"
+    );
+}
+
+/// A repository's helper cannot make drover redact words of its choosing (an event's
+/// name, a line of code): only credential headers' credential-like values are secrets.
+#[tokio::test]
+async fn a_repository_helper_registers_only_credential_like_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = CommandEnv::default();
+    let redactor = Redactor::default();
+    let helper = Helper {
+        field: "headersHelper",
+        server: "srv",
+        url: "http://127.0.0.1:9/mcp",
+        command: "printf '{\"X-A\": \"tool_result_value\", \"X-Api-Key\": \"important_context\", \"Authorization\": \"Bearer ghp_9a8b7c6d5e4f3a2b1c\"}'",
+        env: &env,
+        extra_env: &[],
+        workspace: dir.path(),
+        log: dir.path().join("mcp-srv.log"),
+        limit: HELPER_LIMIT,
+        from_repository: true,
+    };
+    let headers = run(&helper, &redactor).await.unwrap();
+    assert_eq!(headers.len(), 3);
+    assert_eq!(
+        redactor.redact("tool_result_value important_context ghp_9a8b7c6d5e4f3a2b1c"),
+        "tool_result_value important_context [redacted]"
+    );
 }

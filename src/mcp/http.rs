@@ -18,6 +18,13 @@ use super::vars::{VarSource, expand};
 use crate::http_client::RefusedRedirects;
 
 /// Headers the transport sets itself; a spec may not set them (checked when the spec is).
+/// Whether `name` (lowercase) is a header the transport sets itself: one of
+/// [`RESERVED_HEADERS`], or any `Mcp-` header (`Mcp-Method`, `Mcp-Name`, and those later
+/// revisions add), which a gateway must see as the request says.
+pub(crate) fn reserved_header(name: &str) -> bool {
+    RESERVED_HEADERS.contains(&name) || name.starts_with("mcp-")
+}
+
 pub(crate) const RESERVED_HEADERS: &[&str] = &[
     "accept",
     "content-type",
@@ -152,7 +159,7 @@ fn headers_problem(headers: &BTreeMap<String, String>) -> Option<String> {
         if HeaderName::from_bytes(name.as_bytes()).is_err() {
             return Some(format!("headers: {name:?} is not a valid HTTP header name"));
         }
-        if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        if reserved_header(&name.to_ascii_lowercase()) {
             return Some(format!(
                 "headers: {name} is set by the MCP transport itself and cannot be overridden"
             ));

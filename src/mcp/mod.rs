@@ -292,6 +292,7 @@ async fn run_helper(
         workspace: setup.workspace,
         log: log_path(setup.log_dir, run.name),
         limit: run.startup.min(headers_helper::HELPER_LIMIT),
+        from_repository: run.server.from_config,
     };
     headers_helper::run(&helper, setup.redactor)
         .await

@@ -675,18 +675,21 @@ impl TranscriptWriter {
 }
 
 /// A transcript line with its secret values redacted, and the event it now holds; None
-/// when the line held none. The line's text is redacted as it is; should that ever leave
-/// it invalid JSON (a value matching across an escape sequence), the event's strings are
-/// redacted one by one instead.
+/// when the line held none. Redacted value by value, never drover's own field names nor
+/// the event's `type`: a value chosen to match one (a header a repository's helper
+/// printed) must not turn the line into one a replay cannot read.
 fn redact_line(redactor: &Redactor, text: &str, line: &Line) -> Option<(String, Option<Event>)> {
-    let std::borrow::Cow::Owned(redacted) = redactor.redact(text) else {
+    if let std::borrow::Cow::Borrowed(_) = redactor.redact(text) {
         return None;
-    };
-    if let Ok(parsed) = serde_json::from_str::<Line>(&redacted) {
-        return Some((redacted, Some(parsed.event)));
     }
     let mut value = serde_json::to_value(line).ok()?;
-    redactor.redact_json(&mut value);
+    if let serde_json::Value::Object(fields) = &mut value {
+        for (name, item) in fields.iter_mut() {
+            if name != "type" {
+                redactor.redact_json(item);
+            }
+        }
+    }
     let event = serde_json::from_value::<Line>(value.clone())
         .ok()
         .map(|line| line.event);

@@ -186,3 +186,31 @@ fn a_resumed_transcript_continues_the_chain_and_leaves_out_the_replayed_events()
         "the chain holds across the resume"
     );
 }
+
+/// A secret value that happens to be an event's name or a field's (a header value a
+/// repository's helper chose) is redacted where it is a value, and the line stays an
+/// event a replay reads.
+#[test]
+fn a_secret_spelled_like_drovers_own_names_leaves_the_event_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut writer = TranscriptWriter::create(&path).unwrap();
+    writer.redact_with(Arc::new(Redactor::new([
+        "tool_call".to_string(),
+        "tool_use_id_x".to_string(),
+    ])));
+    writer
+        .write(Event::ToolCall {
+            id: "tool_use_id_x".into(),
+            name: "Bash".into(),
+            input: serde_json::json!({"command": "echo tool_call", "tool_call": 1}),
+        })
+        .unwrap();
+    let events = TranscriptReader::read(&path).unwrap();
+    let Event::ToolCall { id, input, .. } = &events[0] else {
+        panic!("{events:?}");
+    };
+    assert_eq!(id, "[redacted]");
+    assert_eq!(input["command"], "echo [redacted]");
+    assert!(input.get("tool_call").is_none(), "{input}");
+}

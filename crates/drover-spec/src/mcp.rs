@@ -248,7 +248,13 @@ fn server_entry(
         ));
     }
     let remote = match server.kind.as_deref() {
-        None | Some("stdio") => server.command.is_none() && server.url.is_some(),
+        None => server.command.is_none() && server.url.is_some(),
+        Some("stdio") if server.command.is_none() => {
+            return Err(LeftOut(
+                "type \"stdio\" needs a command (a url: server is type \"http\")".to_string(),
+            ));
+        }
+        Some("stdio") => false,
         Some("http") => true,
         Some("sse") => return Err(LeftOut(SSE_REPLACED.to_string())),
         Some(kind) => {

@@ -6,6 +6,7 @@
 mod conflicts;
 mod live;
 mod plan_error;
+mod referenced_file;
 mod replay;
 mod replay_inputs;
 mod replay_spec;

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::referenced_file::read_referenced;
 use crate::model::pricing;
 use crate::policy::RuleSet;
 use serde_json::Value;
@@ -57,8 +58,7 @@ pub(crate) fn task_hooks(loaded: &LoadedSpec) -> Result<(HooksSpec, Vec<String>)
         message,
     };
     let path = beside_spec(loaded, &from.value);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| invalid(format!("hooks_from: cannot read {}: {e}", path.display())))?;
+    let text = read_referenced(&path).map_err(|e| invalid(format!("hooks_from: {e}")))?;
     let (from_file, notes) = hooks_of_claude_settings(&text)
         .map_err(|e| invalid(format!("hooks_from {}:{e}", path.display())))?;
     if let Some(problem) = hooks_problem(&from_file) {
@@ -134,8 +134,7 @@ pub(crate) fn mcp_servers(
             .parent()
             .unwrap_or(std::path::Path::new("."))
             .join(config);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| invalid(format!("mcp.config: cannot read {}: {e}", path.display())))?;
+        let text = read_referenced(&path).map_err(|e| invalid(format!("mcp.config: {e}")))?;
         let (from_config, config_notes) = servers_of_claude_config(&text)
             .map_err(|e| invalid(format!("mcp.config {}", e.in_file(&path))))?;
         notes.extend(

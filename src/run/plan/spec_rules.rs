@@ -7,17 +7,13 @@ use std::path::Path;
 
 use crate::policy::{Borrowed, RuleSet, SettingsList, Specifier, borrow_rule};
 use crate::record::transcript::BorrowedRules;
-use std::io::Read as _;
-use std::os::unix::fs::OpenOptionsExt as _;
-
 use crate::spec::{
     Isolation, JsonError, LoadedSpec, PermissionsFrom, Position, SandboxSpec, SettingsPermissions,
     SettingsSource, SpecError, permissions_of_claude_settings,
 };
 use serde_saphyr::Spanned;
 
-/// The largest settings file `permissions_from:` reads.
-const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+use super::referenced_file::{ReferencedFileError, read_referenced};
 
 /// The most rules one settings file may hold: every rule is matched on every call, and
 /// real files hold tens.
@@ -122,54 +118,16 @@ fn task_borrows_commands(task: &TaskRules) -> bool {
 /// Why a settings file gave no rules.
 #[derive(Debug, thiserror::Error)]
 enum SettingsError {
-    #[error("permissions_from: cannot read {}: {source}", path.display())]
-    Io {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
-    #[error("permissions_from: {} is over the {MAX_SETTINGS_BYTES} bytes a settings file may have", path.display())]
-    TooLarge { path: std::path::PathBuf },
-    #[error("permissions_from: {} is not a regular file (a symbolic link, a device, a directory…); name the file itself", path.display())]
-    NotAFile { path: std::path::PathBuf },
+    #[error("permissions_from: {0}")]
+    File(#[from] ReferencedFileError),
     /// Not JSON, or not a settings file's shape: at its line and column.
     #[error("{0}")]
     Json(JsonError),
 }
 
-/// The `permissions` of the settings file at `path`: a regular file, not a link (it may
-/// come with the repository under test, which could point it at a device or a secret),
-/// read up to the size a settings file may have.
+/// The `permissions` of the settings file at `path` (see `read_referenced`).
 fn read_settings(path: &Path) -> Result<SettingsPermissions, SettingsError> {
-    let io = |source| SettingsError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
-        .map_err(|error| match error.raw_os_error() {
-            Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => {
-                SettingsError::NotAFile {
-                    path: path.to_path_buf(),
-                }
-            }
-            _ => io(error),
-        })?;
-    if !file.metadata().map_err(io)?.is_file() {
-        return Err(SettingsError::NotAFile {
-            path: path.to_path_buf(),
-        });
-    }
-    let mut text = String::new();
-    file.take(MAX_SETTINGS_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    if text.len() as u64 > MAX_SETTINGS_BYTES {
-        return Err(SettingsError::TooLarge {
-            path: path.to_path_buf(),
-        });
-    }
+    let text = read_referenced(path)?;
     permissions_of_claude_settings(&text).map_err(SettingsError::Json)
 }
 

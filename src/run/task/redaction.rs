@@ -54,7 +54,9 @@ pub(super) fn redactor_with_mcp(
 /// labelled `mcp.servers.<server>.headers.<name>` for warnings.
 fn credential_headers(servers: &BTreeMap<String, McpServerSpec>) -> Vec<(String, String)> {
     let mut values = Vec::new();
-    for (server, spec) in servers {
+    // A `.mcp.json`'s servers get only what the task's commands get: their headers hold
+    // nothing secret of drover's, and the file must not choose what is redacted.
+    for (server, spec) in servers.iter().filter(|(_, spec)| !spec.from_config) {
         for (name, value) in &spec.headers {
             if !crate::mcp::credential_header(name) {
                 continue;
@@ -124,7 +126,10 @@ pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
 /// and those an `env:` entry with a secret-looking name takes (`GITHUB_TOKEN: ${GH_PAT}`),
 /// whatever the variables themselves are called.
 pub(super) fn mcp_credential_vars(servers: &BTreeMap<String, McpServerSpec>) -> Vec<String> {
-    let secret_env = servers.values().flat_map(|server| {
+    // A `.mcp.json`'s `${VAR}`s take only what the commands get already: the file does
+    // not get to take a variable (PATH, PWD) from every command, nor to have it redacted.
+    let servers: Vec<&McpServerSpec> = servers.values().filter(|s| !s.from_config).collect();
+    let secret_env = servers.iter().flat_map(|server| {
         server
             .env
             .iter()
@@ -132,7 +137,7 @@ pub(super) fn mcp_credential_vars(servers: &BTreeMap<String, McpServerSpec>) -> 
             .map(|(_, value)| value)
     });
     let mut names: Vec<String> = servers
-        .values()
+        .iter()
         .flat_map(|server| server.headers.values())
         .chain(secret_env)
         .flat_map(|value| crate::mcp::referenced_vars(value))
