@@ -79,30 +79,57 @@ impl TypedTool for SkillTool {
                 names.join(", ")
             )));
         };
-        Ok(loaded(name, skill, input.args.as_deref(), &ctx.workspace))
+        let args = input.args.as_deref().map(str::trim).unwrap_or_default();
+        if args.len() > MAX_ARGS_BYTES {
+            return Err(ToolError::Failed(format!(
+                "The args are {} bytes; a skill takes at most {MAX_ARGS_BYTES}. Give the skill short arguments and put the rest in a file it can read.",
+                args.len()
+            )));
+        }
+        loaded(name, skill, args, &ctx.workspace).map_err(|size| {
+            ToolError::Failed(format!(
+                "Skill {name} with these args would be {size} bytes of instructions, over the {MAX_LOADED_BYTES} a skill may give (its body places $ARGUMENTS many times); call it with shorter args."
+            ))
+        })
     }
 }
 
+/// The longest `args` a Skill call may give: a few words for `$ARGUMENTS`, never a
+/// payload that a body naming `$ARGUMENTS` thousands of times would multiply.
+const MAX_ARGS_BYTES: usize = 16 * 1024;
+
+/// The most a Skill call returns: a SKILL.md's own bound, and some room for its
+/// arguments.
+const MAX_LOADED_BYTES: usize = 2 * crate::spec::MAX_SKILL_FILE_BYTES as usize;
+
 /// What a call of `skill` returns: where its files are, then its instructions with
 /// `${CLAUDE_SKILL_DIR}` (the directory, absolute) and `$ARGUMENTS` filled in;
-/// arguments the body does not place follow it, as Claude Code adds them.
-fn loaded(name: &str, skill: &SkillSpec, args: Option<&str>, workspace: &Path) -> String {
+/// arguments the body does not place follow it, as Claude Code adds them. The error is
+/// the size the text would have, when that is over [`MAX_LOADED_BYTES`]: it is not built.
+fn loaded(name: &str, skill: &SkillSpec, args: &str, workspace: &Path) -> Result<String, usize> {
     let absolute = if skill.dir.starts_with('/') {
         skill.dir.clone()
     } else {
         workspace.join(&skill.dir).display().to_string()
     };
-    let args = args.map(str::trim).unwrap_or_default();
     let mut body = skill.body.replace("${CLAUDE_SKILL_DIR}", &absolute);
-    if body.contains("$ARGUMENTS") {
+    let places = body.matches("$ARGUMENTS").count();
+    let size = body
+        .len()
+        .saturating_add(places.saturating_mul(args.len()))
+        .saturating_add(args.len());
+    if size > MAX_LOADED_BYTES {
+        return Err(size);
+    }
+    if places > 0 {
         body = body.replace("$ARGUMENTS", args);
     } else if !args.is_empty() {
         body.push_str(&format!("\n\nARGUMENTS: {args}"));
     }
-    format!(
+    Ok(format!(
         "Skill {name}. Its directory (the files its instructions name lie there): {}\n\n{body}",
         skill.dir
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -158,6 +185,47 @@ mod tests {
                 .ends_with("/shared/skills/notes\n\nWrite short notes.\n\nARGUMENTS: on the API"),
             "{}",
             output.content
+        );
+    }
+
+    /// A body placing `$ARGUMENTS` thousands of times cannot turn a call into
+    /// gigabytes: long args, and a result over the bound, are refused before it is built.
+    #[tokio::test]
+    async fn arguments_cannot_multiply_a_skill_into_an_unbounded_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::in_temp(&dir);
+        let mut skills = BTreeMap::new();
+        skills.insert(
+            "amp".to_string(),
+            SkillSpec {
+                description: "d".into(),
+                body: "$ARGUMENTS".repeat(25_600),
+                dir: "amp".into(),
+            },
+        );
+        let tool = SkillTool::new(skills);
+        let long = tool
+            .call(json!({"skill": "amp", "args": "A".repeat(20_000)}), &ctx)
+            .await;
+        assert!(
+            long.is_error && long.content.contains("at most 16384"),
+            "{}",
+            &long.content[..200.min(long.content.len())]
+        );
+        let multiplied = tool
+            .call(json!({"skill": "amp", "args": "A".repeat(100)}), &ctx)
+            .await;
+        assert!(multiplied.is_error, "{} bytes", multiplied.content.len());
+        assert!(
+            multiplied.content.contains("bytes of instructions"),
+            "{}",
+            multiplied.content
+        );
+        let fine = tool.call(json!({"skill": "amp", "args": "A"}), &ctx).await;
+        assert!(
+            !fine.is_error && fine.content.len() < 30_000,
+            "{}",
+            fine.content.len()
         );
     }
 

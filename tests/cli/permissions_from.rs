@@ -498,9 +498,27 @@ fn a_settings_file_that_is_a_link_or_not_a_file_is_refused_without_its_contents(
     let output = drover().arg("validate").arg(&spec).output().unwrap();
     assert_exit(&output, 2);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("not a regular file"), "{stderr}");
+    assert!(
+        stderr.contains("settings.json is a symbolic link:"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("ghp_NOT_FOR_LOGS"), "{stderr}");
+    // A directory on the way linked out of the spec's directory.
     std::fs::remove_file(&settings).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("settings.json"), "{}").unwrap();
+    let claude = dir.path().join(".claude");
+    std::fs::rename(&claude, dir.path().join("claude-real")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &claude).unwrap();
+    let output = drover().arg("validate").arg(&spec).output().unwrap();
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(".claude is a symbolic link on the way to"),
+        "{stderr}"
+    );
+    std::fs::remove_file(&claude).unwrap();
+    std::fs::rename(dir.path().join("claude-real"), &claude).unwrap();
     std::os::unix::fs::symlink("/dev/zero", &settings).unwrap();
     assert_exit(&drover().arg("validate").arg(&spec).output().unwrap(), 2);
     // A file whose JSON is a bare string: named by its kind, never quoted.

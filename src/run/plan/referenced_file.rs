@@ -23,6 +23,45 @@ pub(crate) enum ReferencedFileError {
     NotAFile { path: PathBuf },
     #[error("{} is over the {MAX_REFERENCED_BYTES} bytes such a file may have", path.display())]
     TooLarge { path: PathBuf },
+    #[error("{} is a symbolic link{}: a file the spec loads by reference is read where the spec names it, never through a link the repository may have planted; name the real path", link.display(), if link == path { String::new() } else { format!(" on the way to {}", path.display()) })]
+    ThroughLink { link: PathBuf, path: PathBuf },
+}
+
+/// `name` (relative to the spec file, as written) beside the spec, refused when any part
+/// of it below the spec's directory is a symbolic link (`.claude` linked to a home
+/// directory's, a skills directory linked to `/root`). An absolute `name` is the spec
+/// author's own choice and is taken as written, but for its last part (see
+/// [`read_referenced`]).
+pub(crate) fn unlinked_beside(
+    loaded: &crate::spec::LoadedSpec,
+    name: &str,
+) -> Result<PathBuf, ReferencedFileError> {
+    beside_spec_unlinked(loaded.path.parent().unwrap_or(Path::new(".")), name)
+}
+
+/// [`unlinked_beside`] for the spec in `spec_dir`.
+pub(crate) fn beside_spec_unlinked(
+    spec_dir: &Path,
+    name: &str,
+) -> Result<PathBuf, ReferencedFileError> {
+    let path = spec_dir.join(name);
+    if Path::new(name).is_absolute() {
+        return Ok(path);
+    }
+    let mut walked = spec_dir.to_path_buf();
+    for part in Path::new(name).components() {
+        walked.push(part);
+        if matches!(
+            part,
+            std::path::Component::ParentDir | std::path::Component::CurDir
+        ) {
+            continue;
+        }
+        if std::fs::symlink_metadata(&walked).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            return Err(ReferencedFileError::ThroughLink { link: walked, path });
+        }
+    }
+    Ok(path)
 }
 
 /// The text of the regular file at `path` (not followed if it is a link).
@@ -60,6 +99,32 @@ pub(crate) fn read_referenced(path: &Path) -> Result<String, ReferencedFileError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_through_a_link_below_the_spec_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("skills")).unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("ws/.claude")).unwrap();
+        let error = beside_spec_unlinked(dir.path(), "ws/.claude/skills").unwrap_err();
+        assert!(
+            matches!(error, ReferencedFileError::ThroughLink { .. }),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("ws/.claude is a symbolic link"),
+            "{error}"
+        );
+        std::fs::create_dir_all(dir.path().join("ws/real")).unwrap();
+        assert_eq!(
+            beside_spec_unlinked(dir.path(), "ws/real/x.json").unwrap(),
+            dir.path().join("ws/real/x.json")
+        );
+        let absolute = outside.path().join("skills");
+        let absolute = absolute.to_str().unwrap();
+        assert!(beside_spec_unlinked(dir.path(), absolute).is_ok());
+    }
 
     #[test]
     fn only_a_regular_file_is_read_and_no_more_than_the_bound() {

@@ -260,13 +260,36 @@ pub(super) fn recorded_skills(
     if skills.is_null() {
         return Ok(BTreeMap::new());
     }
-    serde_json::from_value(skills).map_err(|e| {
+    let unreadable = |message: String| -> PlanError {
         ReplayError::SkillsUnreadable {
             transcript: transcript.to_path_buf(),
-            message: e.to_string(),
+            message,
         }
         .into()
-    })
+    };
+    let skills: BTreeMap<String, crate::spec::SkillSpec> =
+        serde_json::from_value(skills).map_err(|e| unreadable(e.to_string()))?;
+    // A recording may come from anyone: its skills are held to what `skills_from:` reads.
+    if skills.len() > super::spec_skills::MAX_SKILLS {
+        return Err(unreadable(format!(
+            "{} skills, over the {} a task offers",
+            skills.len(),
+            super::spec_skills::MAX_SKILLS
+        )));
+    }
+    for (name, skill) in &skills {
+        if let Some(problem) = crate::spec::skill_name_problem(name) {
+            return Err(unreadable(format!("a skill's name: {problem}")));
+        }
+        if skill.body.len() as u64 > crate::spec::MAX_SKILL_FILE_BYTES
+            || skill.description.chars().count() > crate::spec::MAX_SKILL_DESCRIPTION
+        {
+            return Err(unreadable(format!(
+                "skill {name} is longer than a SKILL.md may be"
+            )));
+        }
+    }
+    Ok(skills)
 }
 
 /// The limits the recorded run ran under: its `run_start`'s, or those its last resume

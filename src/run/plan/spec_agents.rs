@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::spec_checks::beside_spec;
+use super::referenced_file::unlinked_beside;
 use crate::model::pricing;
 use crate::spec::{
     AgentModelSpec, AgentSpec, LoadedSpec, MAX_AGENT_DEPTH, MAX_AGENT_FILE_BYTES, Position,
@@ -92,7 +92,7 @@ fn agents_from(
         position: Position::at(&loaded.path, Some(referenced)),
         message,
     };
-    let dir = beside_spec(loaded, from);
+    let dir = unlinked_beside(loaded, from).map_err(|e| invalid(format!("agents_from: {e}")))?;
     let entries = std::fs::read_dir(&dir).map_err(|e| {
         invalid(format!(
             "agents_from: cannot read the directory {}: {e}",

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::referenced_file::read_referenced;
+use super::referenced_file::{read_referenced, unlinked_beside};
 use crate::model::pricing;
 use crate::policy::RuleSet;
 use serde_json::Value;
@@ -57,8 +57,10 @@ pub(crate) fn task_hooks(loaded: &LoadedSpec) -> Result<(HooksSpec, Vec<String>)
         position: Position::at(&loaded.path, Some(from.referenced)),
         message,
     };
+    let text = unlinked_beside(loaded, &from.value)
+        .and_then(|path| read_referenced(&path))
+        .map_err(|e| invalid(format!("hooks_from: {e}")))?;
     let path = beside_spec(loaded, &from.value);
-    let text = read_referenced(&path).map_err(|e| invalid(format!("hooks_from: {e}")))?;
     let (from_file, notes) = hooks_of_claude_settings(&text)
         .map_err(|e| invalid(format!("hooks_from {}:{e}", path.display())))?;
     if let Some(problem) = hooks_problem(&from_file) {
@@ -129,11 +131,8 @@ pub(crate) fn mcp_servers(
     };
     let mut servers = mcp.value.servers.clone();
     if let Some(config) = &mcp.value.config {
-        let path = loaded
-            .path
-            .parent()
-            .unwrap_or(std::path::Path::new("."))
-            .join(config);
+        let path =
+            unlinked_beside(loaded, config).map_err(|e| invalid(format!("mcp.config: {e}")))?;
         let text = read_referenced(&path).map_err(|e| invalid(format!("mcp.config: {e}")))?;
         let (from_config, config_notes) = servers_of_claude_config(&text)
             .map_err(|e| invalid(format!("mcp.config {}", e.in_file(&path))))?;

@@ -13,7 +13,7 @@ use crate::spec::{
 };
 use serde_saphyr::Spanned;
 
-use super::referenced_file::{ReferencedFileError, read_referenced};
+use super::referenced_file::{ReferencedFileError, read_referenced, unlinked_beside};
 
 /// The most rules one settings file may hold: every rule is matched on every call, and
 /// real files hold tens.
@@ -41,7 +41,7 @@ pub(crate) fn task_rules(loaded: &LoadedSpec) -> Result<TaskRules, SpecError> {
     let sandboxed = SandboxSpec::is_on(loaded.spec.sandbox.as_ref());
     for source in &from.value.0 {
         let path = loaded.beside(&source.file);
-        let permissions = read_settings(&path).map_err(|error| match error {
+        let permissions = read_settings(loaded, &source.file).map_err(|error| match error {
             SettingsError::Json(error) => SpecError::Invalid {
                 position: Position {
                     path: path.clone(),
@@ -125,9 +125,9 @@ enum SettingsError {
     Json(JsonError),
 }
 
-/// The `permissions` of the settings file at `path` (see `read_referenced`).
-fn read_settings(path: &Path) -> Result<SettingsPermissions, SettingsError> {
-    let text = read_referenced(path)?;
+/// The `permissions` of the settings file `name` names (see `read_referenced`).
+fn read_settings(loaded: &LoadedSpec, name: &str) -> Result<SettingsPermissions, SettingsError> {
+    let text = read_referenced(&unlinked_beside(loaded, name)?)?;
     permissions_of_claude_settings(&text).map_err(SettingsError::Json)
 }
 

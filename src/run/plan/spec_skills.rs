@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::referenced_file::unlinked_beside;
 use crate::spec::{
     DEFAULT_INSTRUCTIONS, InstructionsSpec, LoadedSpec, MAX_SKILL_FILE_BYTES, Position,
     SkillFileError, SkillSpec, SpecError, skill_of_file,
@@ -83,8 +84,16 @@ pub(crate) fn task_skills(
     let mut skills = BTreeMap::new();
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut notes = Vec::new();
+    // Past the bound, files are not even read: a checkout of thousands of skills costs
+    // no more than the skills offered.
+    let mut left_out: Vec<String> = Vec::new();
     for dir in &from.value.0 {
-        for file in skill_files(&loaded.beside_spec(dir), &invalid, &mut notes)? {
+        let dir = unlinked_beside(loaded, dir).map_err(|e| invalid(format!("skills_from: {e}")))?;
+        for file in skill_files(&dir, &invalid, &mut notes)? {
+            if skills.len() >= MAX_SKILLS {
+                left_out.push(file.display().to_string());
+                continue;
+            }
             let Some((name, skill)) = read_skill(&file, &workspace, &invalid, &mut notes)? else {
                 continue;
             };
@@ -98,15 +107,17 @@ pub(crate) fn task_skills(
             skills.insert(name, skill);
         }
     }
-    if skills.len() > MAX_SKILLS {
-        let left_out: Vec<String> = skills.keys().skip(MAX_SKILLS).cloned().collect();
-        for name in &left_out {
-            skills.remove(name);
-        }
+    if !left_out.is_empty() {
         notes.push(format!(
-            "skills_from: {} skills left out ({}): drover offers at most {MAX_SKILLS}",
+            "skills_from: {} skills left out, not read ({}{}): drover offers at most {MAX_SKILLS}",
             left_out.len(),
-            left_out.join(", ")
+            left_out
+                .iter()
+                .take(10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            if left_out.len() > 10 { ", …" } else { "" }
         ));
     }
     Ok((skills, notes))

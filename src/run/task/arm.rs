@@ -75,13 +75,14 @@ pub(super) async fn arm(
         registry.add(Arc::new(SkillTool::new(plan.skills.clone())))?;
     }
     registry.retain(|facts| policy.withholds(facts).is_none());
+    let project = task_instructions(plan, &workspace.dir, &policy);
     Ok(Armed {
         policy,
         registry,
         commands,
         file_thread,
         mcp,
-        project: task_instructions(plan, &workspace.dir),
+        project,
     })
 }
 

@@ -27,7 +27,11 @@ pub(super) struct ProjectFiles {
 
 /// The task's instruction files: read from `workspace` (the task's own copy, worktree
 /// or checkout) as `instructions:` asks, or the recording's for a replay or a resume.
-pub(super) fn task_instructions(plan: &TaskPlan, workspace: &Path) -> ProjectFiles {
+pub(super) fn task_instructions(
+    plan: &TaskPlan,
+    workspace: &Path,
+    policy: &Policy,
+) -> ProjectFiles {
     let wanted = match &plan.instructions {
         InstructionsPlan::Recorded(files) => {
             return ProjectFiles {
@@ -37,7 +41,18 @@ pub(super) fn task_instructions(plan: &TaskPlan, workspace: &Path) -> ProjectFil
         }
         InstructionsPlan::Read(wanted) => wanted,
     };
-    match read_instructions(workspace, wanted) {
+    // A file the agent may not Read is not given to it as instructions either.
+    let denied = |relative: &str| match policy.decide(&CallFacts {
+        tool: crate::policy::ToolFacts::reading_files(),
+        subject: Subject::Path(relative.to_string()),
+    }) {
+        crate::policy::Decision::Deny(grounds) => Some(format!(
+            "the task's policy denies reading it ({})",
+            grounds.rule.as_deref().unwrap_or("default")
+        )),
+        crate::policy::Decision::Allow(_) => None,
+    };
+    match read_instructions(workspace, wanted, &denied) {
         Ok(read) => {
             let notes: Vec<String> = read
                 .notes

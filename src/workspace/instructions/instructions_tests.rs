@@ -3,6 +3,11 @@ use std::path::Path;
 
 use super::*;
 
+/// A policy that denies no read.
+fn allowed(_: &str) -> Option<String> {
+    None
+}
+
 fn default_files() -> Vec<Wanted> {
     crate::spec::DEFAULT_INSTRUCTIONS
         .iter()
@@ -43,7 +48,7 @@ fn the_default_files_are_read_in_order_and_missing_ones_skipped() {
     write(dir.path(), "AGENTS.md", "Run make test.\n");
     write(dir.path(), ".claude/CLAUDE.md", "Use tabs.\n");
     write(dir.path(), "CLAUDE.md", " \n\n");
-    let read = read_instructions(dir.path(), &default_files()).unwrap();
+    let read = read_instructions(dir.path(), &default_files(), &allowed).unwrap();
     assert_eq!(
         paths(&read),
         [(".claude/CLAUDE.md", None), ("AGENTS.md", None)]
@@ -51,21 +56,21 @@ fn the_default_files_are_read_in_order_and_missing_ones_skipped() {
     assert_eq!(read.files[1].text, "Run make test.\n");
     assert!(read.notes.is_empty(), "{:?}", read.notes);
     let empty = tempfile::tempdir().unwrap();
-    let read = read_instructions(empty.path(), &default_files()).unwrap();
+    let read = read_instructions(empty.path(), &default_files(), &allowed).unwrap();
     assert!(read.files.is_empty() && read.notes.is_empty());
 }
 
 #[test]
 fn a_file_the_spec_names_must_be_there() {
     let dir = tempfile::tempdir().unwrap();
-    let error = read_instructions(dir.path(), &[named("docs/agents.md")]).unwrap_err();
+    let error = read_instructions(dir.path(), &[named("docs/agents.md")], &allowed).unwrap_err();
     assert_eq!(
         error.to_string(),
         "task.yaml:7:5: instructions: docs/agents.md does not exist in the workspace"
     );
     std::fs::create_dir(dir.path().join("docs")).unwrap();
     std::fs::create_dir(dir.path().join("docs/agents.md")).unwrap();
-    assert!(read_instructions(dir.path(), &[named("docs/agents.md")]).is_err());
+    assert!(read_instructions(dir.path(), &[named("docs/agents.md")], &allowed).is_err());
 }
 
 #[test]
@@ -81,7 +86,7 @@ fn a_link_inside_the_workspace_is_read_once_and_a_link_out_of_it_never() {
         dir.path().join(".claude/CLAUDE.md"),
     )
     .unwrap();
-    let read = read_instructions(dir.path(), &default_files()).unwrap();
+    let read = read_instructions(dir.path(), &default_files(), &allowed).unwrap();
     assert_eq!(paths(&read), [("CLAUDE.md", None)], "AGENTS.md only once");
     assert_eq!(read.files[0].text, "Shared instructions.\n");
     assert_eq!(read.notes.len(), 1, "{:?}", read.notes);
@@ -95,14 +100,14 @@ fn a_link_inside_the_workspace_is_read_once_and_a_link_out_of_it_never() {
     let all: String = read.files.iter().map(|f| f.text.as_str()).collect();
     assert!(!all.contains("hunter2"));
     // Named by the spec, the same link is an error, not a note.
-    let error = read_instructions(dir.path(), &[named(".claude/CLAUDE.md")]).unwrap_err();
+    let error = read_instructions(dir.path(), &[named(".claude/CLAUDE.md")], &allowed).unwrap_err();
     assert!(
         error.to_string().contains("leads out of the workspace"),
         "{error}"
     );
     // A link to a directory out of the workspace is no way around it.
     symlink(outside.path(), dir.path().join("out")).unwrap();
-    assert!(read_instructions(dir.path(), &[named("out/secret.md")]).is_err());
+    assert!(read_instructions(dir.path(), &[named("out/secret.md")], &allowed).is_err());
 }
 
 #[test]
@@ -110,7 +115,7 @@ fn a_hard_link_or_a_fifo_is_not_read() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "real.md", "text\n");
     std::fs::hard_link(dir.path().join("real.md"), dir.path().join("AGENTS.md")).unwrap();
-    let read = read_instructions(dir.path(), &default_files()).unwrap();
+    let read = read_instructions(dir.path(), &default_files(), &allowed).unwrap();
     assert!(read.files.is_empty());
     assert!(read.notes[0].contains("hard links"), "{:?}", read.notes);
     let fifo = dir.path().join("CLAUDE.md");
@@ -123,7 +128,7 @@ fn a_hard_link_or_a_fifo_is_not_read() {
     )
     .unwrap();
     // Opening does not block on the FIFO; it is refused.
-    let error = read_instructions(dir.path(), &[named("CLAUDE.md")]).unwrap_err();
+    let error = read_instructions(dir.path(), &[named("CLAUDE.md")], &allowed).unwrap_err();
     assert!(error.to_string().contains("cannot be read"), "{error}");
 }
 
@@ -133,7 +138,7 @@ fn large_files_are_cut_at_a_line_with_a_note() {
     let line = "x".repeat(99) + "\n";
     let big = line.repeat(1000);
     write(dir.path(), "CLAUDE.md", &big);
-    let read = read_instructions(dir.path(), &default_files()).unwrap();
+    let read = read_instructions(dir.path(), &default_files(), &allowed).unwrap();
     let file = &read.files[0];
     assert_eq!(file.cut_from, Some(100_000));
     assert!(file.text.len() as u64 <= MAX_FILE_BYTES);
@@ -146,7 +151,7 @@ fn large_files_are_cut_at_a_line_with_a_note() {
     // All files together stay within the total.
     write(dir.path(), ".claude/CLAUDE.md", &big);
     write(dir.path(), "AGENTS.md", &big);
-    let read = read_instructions(dir.path(), &default_files()).unwrap();
+    let read = read_instructions(dir.path(), &default_files(), &allowed).unwrap();
     let total: usize = read.files.iter().map(|f| f.text.len()).sum();
     assert!(total <= MAX_TOTAL_BYTES, "{total}");
     assert_eq!(read.files.len(), 2, "the third is left out");
@@ -180,7 +185,7 @@ fn imports_are_read_relative_to_the_importing_file_and_stay_in_the_workspace() {
         "Rebase, never merge. Back to @../CLAUDE.md\n",
     );
     write(dir.path(), "README.md", "# Project\n");
-    let read = read_instructions(dir.path(), &default_files()).unwrap();
+    let read = read_instructions(dir.path(), &default_files(), &allowed).unwrap();
     assert_eq!(
         paths(&read),
         [
@@ -211,7 +216,7 @@ fn imports_stop_at_five_hops() {
             &format!("hop {hop} @h{}.md\n", hop + 1),
         );
     }
-    let read = read_instructions(dir.path(), &default_files()).unwrap();
+    let read = read_instructions(dir.path(), &default_files(), &allowed).unwrap();
     let names: Vec<&str> = read.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(
         names,
@@ -243,4 +248,43 @@ fn import_targets_are_workspace_relative() {
     assert_eq!(import_target("CLAUDE.md", "../a.md"), None);
     assert_eq!(import_target("CLAUDE.md", "/etc/passwd"), None);
     assert_eq!(import_target("CLAUDE.md", "~/x.md"), None);
+}
+
+/// A file the task's policy would not let the agent Read is not given as instructions,
+/// named or imported; nor is anything in git's own directory.
+#[test]
+fn a_file_the_policy_denies_or_gits_own_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(
+        dir.path().join(".git/config"),
+        "extraheader = AUTHORIZATION: basic x\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join(".env"), "TOKEN=x\n").unwrap();
+    std::fs::write(
+        dir.path().join("AGENTS.md"),
+        "Read @.git/config and @.env and @docs.md\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("docs.md"), "Docs.\n").unwrap();
+    let deny_env =
+        |relative: &str| (relative == ".env").then(|| "denied by Read(.env)".to_string());
+    let read = read_instructions(dir.path(), &default_files(), &deny_env).unwrap();
+    let paths: Vec<&str> = read.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, vec!["AGENTS.md", "docs.md"]);
+    let notes = read.notes.join("\n");
+    assert!(
+        notes.contains("@.git/config not imported: it is in git's own directory"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("@.env not imported: denied by Read(.env)"),
+        "{notes}"
+    );
+    let error = read_instructions(dir.path(), &[named(".env")], &deny_env).unwrap_err();
+    assert!(
+        error.to_string().contains("denied by Read(.env)"),
+        "{error}"
+    );
 }

@@ -72,12 +72,14 @@ enum Unread {
 pub(crate) fn read_instructions(
     workspace: &Path,
     wanted: &[Wanted],
+    denied: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Instructions, InstructionsError> {
     let root = workspace
         .canonicalize()
         .unwrap_or_else(|_| workspace.to_path_buf());
     let mut reader = Reader {
         roots: Roots::new(std::slice::from_ref(&root)),
+        denied,
         root,
         seen: HashSet::new(),
         total: 0,
@@ -105,22 +107,33 @@ pub(crate) fn read_instructions(
     Ok(reader.out)
 }
 
-struct Reader {
+struct Reader<'a> {
     root: PathBuf,
     roots: Roots,
+    /// Why the task's policy would not let the agent Read a file (by its path relative to
+    /// the workspace): such a file is not given as instructions either, nor is anything
+    /// in git's own directory.
+    denied: &'a dyn Fn(&str) -> Option<String>,
     /// The real paths read so far: a file reached twice (a link, an import cycle) once.
     seen: HashSet<PathBuf>,
     total: usize,
     out: Instructions,
 }
 
-impl Reader {
+impl Reader<'_> {
     /// Read `path` (relative to the workspace root), then what it imports.
     fn read(&mut self, path: &str, imported_by: Option<&str>, hops: usize) -> Result<(), Unread> {
         if let Some(problem) = instruction_path_problem(path) {
             return Err(Unread::Refused(problem));
         }
         let real = self.locate(path)?;
+        let relative = paths::relative_to(&self.root, &real).unwrap_or_default();
+        if relative.split('/').any(|part| part == ".git") {
+            return Err(Unread::Refused("it is in git's own directory".into()));
+        }
+        if let Some(reason) = (self.denied)(&relative) {
+            return Err(Unread::Refused(reason));
+        }
         if !self.seen.insert(real.clone()) {
             return Ok(());
         }
