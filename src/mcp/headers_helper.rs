@@ -45,9 +45,11 @@ pub(crate) struct Helper<'a> {
     /// Where the helper's stderr is kept (the server's `mcp-<server>.log`).
     pub log: PathBuf,
     pub limit: Duration,
-    /// The helper comes from a file of the repository under test (a `.mcp.json`), so
-    /// what it prints may be chosen to make drover redact text of its choosing: only
-    /// values that look like credentials, under credential header names, are redacted.
+    /// The helper comes from a file of the repository under test (a `.mcp.json`). It runs
+    /// with what the agent's own commands get, so what it prints is no secret of
+    /// drover's, and registering it everywhere would let the file choose what drover
+    /// hides (a word, a tool's name, the start of a real secret so that the secret is
+    /// no longer found): its values are kept out of its own log and messages only.
     pub from_repository: bool,
 }
 
@@ -140,8 +142,29 @@ pub(crate) async fn run(
         source,
     })?;
     // The values are registered first, whatever else is wrong with the output: its
-    // stderr (a `set -x` trace) and every later line are redacted of them.
-    register(helper, &printed_values(&outcome.stdout), redactor);
+    // stderr (a `set -x` trace) and every later line are redacted of them (a
+    // repository's helper: only its own log and messages).
+    let local;
+    let redactor = if helper.from_repository {
+        local = Redactor::default();
+        local.add(
+            printed_values(&outcome.stdout)
+                .into_iter()
+                .flat_map(|(name, value)| {
+                    let last = value
+                        .trim()
+                        .rsplit_once(' ')
+                        .map(|(_, token)| token.to_string());
+                    [Some((name.clone(), value)), last.map(|token| (name, token))]
+                        .into_iter()
+                        .flatten()
+                }),
+        );
+        &local
+    } else {
+        register(helper, &printed_values(&outcome.stdout), redactor);
+        redactor
+    };
     let command = redactor.redact(&command).into_owned();
     let parsed = parse_headers(&outcome.stdout);
     let stderr = redactor.redact(&outcome.stderr).into_owned();
@@ -190,23 +213,10 @@ fn printed_values(stdout: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Whether a value a repository's helper printed looks like a credential, so that
-/// redacting it everywhere cannot be a way to censor chosen words (an event's name, a
-/// line of code): at least 16 characters, letters and digits.
-fn looks_like_credential(value: &str) -> bool {
-    value.len() >= 16
-        && value.chars().any(|c| c.is_ascii_digit())
-        && value.chars().any(|c| c.is_ascii_alphabetic())
-}
-
-/// Every value a helper gave, as a secret of the task; a `Bearer <token>`'s token alone
-/// too (a repository's helper: only credential headers' values that look like
-/// credentials). A credential header's value too short to redact is named in a warning.
+/// Every value a spec's helper gave, as a secret of the task; a `Bearer <token>`'s token
+/// alone too. A credential header's value too short to redact is named in a warning.
 fn register(helper: &Helper<'_>, headers: &BTreeMap<String, String>, redactor: &Redactor) {
     for (name, value) in headers {
-        if helper.from_repository && !credential_header(name) {
-            continue;
-        }
         let label = format!(
             "MCP server {}'s {} header {name}",
             helper.server, helper.field
@@ -214,9 +224,6 @@ fn register(helper: &Helper<'_>, headers: &BTreeMap<String, String>, redactor: &
         let mut secrets = vec![(label.clone(), value.clone())];
         if let Some((_, token)) = value.trim().rsplit_once(' ') {
             secrets.push((format!("{label} (its last word)"), token.to_string()));
-        }
-        if helper.from_repository {
-            secrets.retain(|(_, value)| looks_like_credential(value.trim()));
         }
         let skipped = redactor.add(secrets);
         if credential_header(name) {

@@ -183,18 +183,19 @@ async fn a_refused_helpers_values_are_redacted_from_what_it_said() {
     );
 }
 
-/// A repository's helper cannot make drover redact words of its choosing (an event's
-/// name, a line of code): only credential headers' credential-like values are secrets.
+/// A repository's helper cannot make drover redact anything of its choosing (a word,
+/// a tool's name, the start of a real secret): what it prints is kept out of its own
+/// log and messages only.
 #[tokio::test]
-async fn a_repository_helper_registers_only_credential_like_values() {
+async fn a_repository_helpers_values_are_kept_out_of_its_log_only() {
     let dir = tempfile::tempdir().unwrap();
     let env = CommandEnv::default();
-    let redactor = Redactor::default();
+    let redactor = Redactor::new(["sk-ant-api03-Zq8xWvT4kLmN9pQrS7".to_string()]);
     let helper = Helper {
         field: "headersHelper",
         server: "srv",
         url: "http://127.0.0.1:9/mcp",
-        command: "printf '{\"X-A\": \"tool_result_value\", \"X-Api-Key\": \"important_context\", \"Authorization\": \"Bearer ghp_9a8b7c6d5e4f3a2b1c\"}'",
+        command: "echo 'said KEY=sk-ant-api03- and ghp_9a8b7c6d5e4f3a2b1c' >&2; printf '{\"Authorization\": \"KEY=sk-ant-api03-\", \"X-Api-Key\": \"ghp_9a8b7c6d5e4f3a2b1c\", \"Connection\": \"close\"}'",
         env: &env,
         extra_env: &[],
         workspace: dir.path(),
@@ -202,10 +203,15 @@ async fn a_repository_helper_registers_only_credential_like_values() {
         limit: HELPER_LIMIT,
         from_repository: true,
     };
-    let headers = run(&helper, &redactor).await.unwrap();
-    assert_eq!(headers.len(), 3);
+    assert!(run(&helper, &redactor).await.is_err());
+    let log = std::fs::read_to_string(dir.path().join("mcp-srv.log")).unwrap();
+    assert!(
+        !log.contains("ghp_9a8b7c6d5e4f3a2b1c") && !log.contains("KEY=sk-ant"),
+        "{log}"
+    );
+    // The task's own secret is still found whole, and nothing of the file's is added.
     assert_eq!(
-        redactor.redact("tool_result_value important_context ghp_9a8b7c6d5e4f3a2b1c"),
-        "tool_result_value important_context [redacted]"
+        redactor.redact("ANTHROPIC_API_KEY=sk-ant-api03-Zq8xWvT4kLmN9pQrS7 ghp_9a8b7c6d5e4f3a2b1c"),
+        "ANTHROPIC_API_KEY=[redacted] ghp_9a8b7c6d5e4f3a2b1c"
     );
 }

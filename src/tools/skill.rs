@@ -112,15 +112,20 @@ fn loaded(name: &str, skill: &SkillSpec, args: &str, workspace: &Path) -> Result
     } else {
         workspace.join(&skill.dir).display().to_string()
     };
-    let mut body = skill.body.replace("${CLAUDE_SKILL_DIR}", &absolute);
-    let places = body.matches("$ARGUMENTS").count();
-    let size = body
+    // Sized before anything is built: each placeholder may be written thousands of times.
+    let dirs = skill.body.matches("${CLAUDE_SKILL_DIR}").count();
+    let places = skill.body.matches("$ARGUMENTS").count();
+    let size = skill
+        .body
         .len()
+        .saturating_add(dirs.saturating_mul(absolute.len()))
         .saturating_add(places.saturating_mul(args.len()))
-        .saturating_add(args.len());
+        .saturating_add(args.len())
+        .saturating_add(skill.dir.len());
     if size > MAX_LOADED_BYTES {
         return Err(size);
     }
+    let mut body = skill.body.replace("${CLAUDE_SKILL_DIR}", &absolute);
     if places > 0 {
         body = body.replace("$ARGUMENTS", args);
     } else if !args.is_empty() {

@@ -98,6 +98,8 @@ fn quoted_lines(yaml: &str) -> Option<String> {
             out.push('\n');
             continue;
         };
+        // ` #` starts a comment, as in YAML: it is not part of the value.
+        let value = value.find(" #").map_or(value, |at| &value[..at]);
         let mut value = value.trim().to_string();
         // Indented lines, and blank lines before more of them, continue the value.
         while let Some(next) = lines.get(index) {
@@ -115,7 +117,7 @@ fn quoted_lines(yaml: &str) -> Option<String> {
             }
             index += 1;
         }
-        if !(value.contains(": ") || value.contains(" #") || value.contains('\n')) {
+        if !(value.contains(": ") || value.contains('\n')) {
             out.push_str(line);
             out.push('\n');
             continue;
@@ -154,6 +156,11 @@ mod tests {
         tools: Option<Vec<String>>,
     }
 
+    #[derive(Debug, serde::Deserialize)]
+    struct FrontMatterWithList {
+        tools: String,
+    }
+
     #[test]
     fn a_plain_value_holding_a_colon_is_read_as_claude_code_reads_it() {
         let yaml = "name: reviewer\ndescription: Use this agent when: the code changed. Examples: <example>Context: x</example>\ntools:\n  - Read\n  - Grep";
@@ -175,6 +182,11 @@ mod tests {
         let (front, _): (Front, bool) = parse_lenient(yaml).unwrap();
         assert_eq!(front.description, "Use it: now.\n<example>x: y</example>");
         assert_eq!(front.tools, Some(vec!["Read".to_string()]));
+        // A comment stays a comment: a list keeps its meaning.
+        let yaml =
+            "name: a\ndescription: Use it when: x\ntools: Read, Bash # read-only: never writes";
+        let (front, _): (FrontMatterWithList, bool) = parse_lenient(yaml).unwrap();
+        assert_eq!(front.tools, "Read, Bash");
         // What line-by-line reading cannot fix stays the first reading's error.
         let error = parse_lenient::<Front>("name: [a\ndescription: b").unwrap_err();
         assert!(error.at.is_some(), "{error:?}");

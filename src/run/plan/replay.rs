@@ -281,8 +281,10 @@ pub(super) fn recorded_skills(
         if let Some(problem) = crate::spec::skill_name_problem(name) {
             return Err(unreadable(format!("a skill's name: {problem}")));
         }
+        // A directory no longer than a path can be (what `${CLAUDE_SKILL_DIR}` becomes).
         if skill.body.len() as u64 > crate::spec::MAX_SKILL_FILE_BYTES
             || skill.description.chars().count() > crate::spec::MAX_SKILL_DESCRIPTION
+            || skill.dir.len() > 4096
         {
             return Err(unreadable(format!(
                 "skill {name} is longer than a SKILL.md may be"
