@@ -146,20 +146,7 @@ pub(crate) async fn run(
     // repository's helper: only its own log and messages).
     let local;
     let redactor = if helper.from_repository {
-        local = Redactor::default();
-        local.add(
-            printed_values(&outcome.stdout)
-                .into_iter()
-                .flat_map(|(name, value)| {
-                    let last = value
-                        .trim()
-                        .rsplit_once(' ')
-                        .map(|(_, token)| token.to_string());
-                    [Some((name.clone(), value)), last.map(|token| (name, token))]
-                        .into_iter()
-                        .flatten()
-                }),
-        );
+        local = own_redactor(&outcome.stdout);
         &local
     } else {
         register(helper, &printed_values(&outcome.stdout), redactor);
@@ -196,6 +183,26 @@ pub(crate) async fn run(
         command,
         problem,
     })
+}
+
+/// A redactor of what a repository's helper printed (and each value's last word), for
+/// its own log and messages only.
+fn own_redactor(stdout: &str) -> Redactor {
+    let redactor = Redactor::default();
+    redactor.add(
+        printed_values(stdout)
+            .into_iter()
+            .flat_map(|(name, value)| {
+                let last = value
+                    .trim()
+                    .rsplit_once(' ')
+                    .map(|(_, token)| token.to_string());
+                [Some((name.clone(), value)), last.map(|token| (name, token))]
+                    .into_iter()
+                    .flatten()
+            }),
+    );
+    redactor
 }
 
 /// Every string a helper printed in a JSON object, by its name, whether or not the
