@@ -154,6 +154,7 @@ pub(super) async fn run_loop(
         depth: 0,
     };
     let config = AgentConfig {
+        clock_from: None,
         prompt: "p".into(),
         ..AgentConfig::default()
     };

@@ -123,6 +123,7 @@ mod tests {
 
     fn config() -> AgentConfig {
         AgentConfig {
+            clock_from: None,
             max_turns: Some(10),
             max_cost_usd: Some(3.0),
             max_tokens: Some(200_000),
@@ -185,6 +186,7 @@ mod tests {
     #[test]
     fn a_passed_deadline_stops_before_the_request() {
         let config = AgentConfig {
+            clock_from: None,
             timeout: Some(Duration::from_millis(1)),
             ..AgentConfig::default()
         };

@@ -41,6 +41,9 @@ pub(crate) struct AgentConfig {
     pub system: String,
     pub prompt: String,
     pub max_turns: Option<u32>,
+    /// When the task's clock started, if before this loop (its isolation and `setup:`
+    /// count against `timeout`); None: when the loop begins.
+    pub clock_from: Option<Instant>,
     pub timeout: Option<Duration>,
     /// Stop (reason `budget`) once the run's cost reaches this many USD.
     pub max_cost_usd: Option<f64>,
@@ -157,7 +160,7 @@ enum Next {
 impl Agent<'_> {
     /// A new conversation for this task: the prompt, the tools, the clock started.
     pub(crate) fn begin(&mut self, config: &AgentConfig) -> Session {
-        let started = Instant::now();
+        let started = config.clock_from.unwrap_or_else(Instant::now);
         let clock = session::Clock {
             started,
             deadline: config.timeout.map(|t| started + t),

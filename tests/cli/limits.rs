@@ -281,3 +281,26 @@ fn absurd_token_counts_saturate_and_still_stop_the_run() {
     );
     assert_eq!(end["usage"]["input_tokens"].as_u64(), Some(1 << 63));
 }
+
+/// `limits.timeout` is the task's clock, `setup:` included: a setup step still running
+/// when it passes is stopped and the task ends `timeout`, before any model request.
+#[test]
+fn the_task_timeout_counts_setup_and_stops_a_step_that_outlasts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let text = format!(
+        "version: 1\nname: slow-setup\nprompt: p\nworkspace: ws\nsandbox: off\nmodel:\n  provider: script\n{PRICING}  script:\n{TURN}    - text: done\nsetup:\n  - name: fetch\n    run: sleep 30\nlimits:\n  timeout: 1s\n"
+    );
+    let spec = write_spec(dir.path(), "slow-setup.yaml", &text);
+    let outcome = run(&spec, "slow-setup");
+    assert_eq!(outcome.code, Some(1), "{:?}", outcome.lines);
+    let end = run_end(&outcome.lines);
+    assert_eq!(end["reason"], "timeout", "{end}");
+    let message = end["message"].as_str().unwrap();
+    assert!(
+        message.contains("setup step \"fetch\"") && message.contains("limits.timeout 1s"),
+        "{message}"
+    );
+    assert!(events(&outcome.lines, "model_response").is_empty());
+    assert!(outcome.junit.contains("type=\"timeout\""), "{}", outcome.junit);
+}

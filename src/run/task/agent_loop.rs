@@ -92,13 +92,14 @@ pub(super) async fn run_agent(
     } = armed;
     let workspace = &started.workspace;
     let context = project_context(&project.files, &plan.skills, &registry, &policy);
-    let config = loop_config(
+    let mut config = loop_config(
         plan,
         (&workspace.dir, &context),
         inputs.model,
         report,
         inputs.interrupt.clone(),
     );
+    config.clock_from = Some(started.clock);
     let hooks = task_hooks(
         plan,
         &commands,
@@ -519,6 +520,7 @@ fn loop_config(
         system.push_str(&schema.instructions(model.output_mode()));
     }
     AgentConfig {
+        clock_from: None,
         system,
         prompt: plan.spec.spec.prompt.clone(),
         max_turns: plan.limits.max_turns,

@@ -3,6 +3,9 @@
 //! the starting state: the diff's baseline is taken after it.
 
 use std::path::Path;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::run::plan::TaskPlan;
 use crate::workspace::Baseline;
@@ -30,13 +33,16 @@ pub(super) async fn setup(
     if plan.spec.spec.setup.is_empty() {
         return Ok(());
     }
+    // `limits.timeout` is the task's clock, setup included: a step still running when it
+    // passes is stopped, and the task ends `timeout` before the agent runs.
+    let limit = crate::spec::TimeoutLimit::effective(plan.spec.spec.limits.timeout);
+    let deadline = limit.map(|limit| (started.clock + limit, limit));
     let ran = run_setup(
         &plan.spec.spec.setup,
         &started.workspace.dir,
         commands,
-        redactor,
-        transcript,
-        interrupt,
+        (redactor, transcript),
+        (interrupt, deadline),
         &mut report.setup,
     )
     .await?;
@@ -73,12 +79,18 @@ async fn run_setup(
     steps: &[CheckSpec],
     workspace: &Path,
     commands: &TaskCommands,
-    redactor: &Redactor,
-    transcript: &mut TranscriptWriter,
-    interrupt: &Interrupt,
+    (redactor, transcript): (&Redactor, &mut TranscriptWriter),
+    (interrupt, deadline): (&Interrupt, Option<(Instant, Duration)>),
     reports: &mut Vec<CheckReport>,
 ) -> Result<Result<(), SetupStopped>, TaskError> {
     let mut stopped = None;
+    let task_clock = async {
+        match deadline {
+            Some((at, _)) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(task_clock);
     for step in steps {
         let env = commands.for_setup(step)?;
         let result = tokio::select! {
@@ -88,6 +100,17 @@ async fn run_setup(
                     reason: EndReason::Interrupted,
                     message: format!(
                         "interrupted while setup step \"{}\" ran; it was stopped and the agent never ran",
+                        step.name
+                    ),
+                });
+                break;
+            }
+            () = &mut task_clock => {
+                let limit = deadline.map(|(_, limit)| humantime::format_duration(limit).to_string()).unwrap_or_default();
+                stopped = Some(SetupStopped {
+                    reason: EndReason::Timeout,
+                    message: format!(
+                        "setup step \"{}\" was still running when limits.timeout {limit} passed (the task's clock counts setup); it was stopped and the agent never ran",
                         step.name
                     ),
                 });

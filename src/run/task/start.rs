@@ -18,6 +18,9 @@ pub(super) struct Started {
     pub baseline: Baseline,
     /// What the baseline leaves out: drover's own folders and files.
     pub excluded: Exclusions,
+    /// When the task's clock started (before isolation and `setup:`): `limits.timeout`
+    /// counts from here, so setup's time is the task's time.
+    pub clock: tokio::time::Instant,
 }
 
 /// Isolate the workspace (in place, a copy, a worktree) and take its starting state.
@@ -28,6 +31,7 @@ pub(super) fn workspace(
     report: &TaskReport,
     stop: &dyn Fn() -> bool,
 ) -> Result<Started, Halt> {
+    let clock = tokio::time::Instant::now();
     // drover's own artifacts (this task's transcript, other tasks', earlier runs') are not
     // the agent's work: a copy, the snapshots and the diff leave them out when they lie
     // inside the workspace (the default: `drover-artifacts/` in the current directory).
@@ -79,6 +83,7 @@ pub(super) fn workspace(
         workspace: prepared,
         baseline,
         excluded,
+        clock,
     })
 }
 
