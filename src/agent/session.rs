@@ -54,6 +54,12 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// The turns this conversation took so far (what a task that stopped on an error,
+    /// such as a full disk, reports it ran).
+    pub(crate) fn turns(&self) -> u32 {
+        self.turns
+    }
+
     pub(super) fn new(
         prompt: String,
         tools: Vec<ToolDefinition>,

@@ -302,5 +302,9 @@ fn the_task_timeout_counts_setup_and_stops_a_step_that_outlasts_it() {
         "{message}"
     );
     assert!(events(&outcome.lines, "model_response").is_empty());
-    assert!(outcome.junit.contains("type=\"timeout\""), "{}", outcome.junit);
+    assert!(
+        outcome.junit.contains("type=\"timeout\""),
+        "{}",
+        outcome.junit
+    );
 }

@@ -26,6 +26,7 @@ mod claude_code_corpus;
 mod claude_code_corpus_runs;
 mod demo;
 mod expect_cli;
+mod full_disk;
 mod hooks_cli;
 mod interrupt;
 mod large_workspace;

@@ -182,6 +182,13 @@ async fn drive(
         attempt,
         mut settled,
     } = run_rounds(agent, &mut session, config, judging, report).await;
+    // A loop that stopped on an error (a full disk) still ran its turns and spent them.
+    if outcome.is_err() {
+        report.turns = session.turns();
+        report.usage = config.meter.usage();
+        report.cost_usd = config.meter.cost_usd();
+        report.agent_turns = config.meter.turns().saturating_sub(session.turns());
+    }
     // A resumed run that ended before its recorded turns were all replayed (a strict
     // drift, a lower limit) records what follows: hooks, checks, the end.
     agent.hand_over_now();
