@@ -39,25 +39,37 @@ pub(super) fn shared_workspaces(plans: &[TaskPlan], jobs: usize) -> Vec<String> 
                 .unwrap_or_else(|_| plan.workspace.origin.clone())
         })
         .collect();
+    let conflict = |i: usize, j: usize| {
+        let (plan, other) = (&plans[i], &plans[j]);
+        let in_place = plan.workspace.isolation == Isolation::None
+            || other.workspace.isolation == Isolation::None;
+        let reads_live = plan.workspace.isolation != Isolation::Worktree
+            && other.workspace.isolation != Isolation::Worktree;
+        let overlap =
+            canonical[i].starts_with(&canonical[j]) || canonical[j].starts_with(&canonical[i]);
+        in_place && reads_live && overlap
+    };
+    // One message per task that conflicts with an earlier one, naming the first: a
+    // thousand tasks sharing one workspace give a thousand lines, not half a million.
     let mut errors = Vec::new();
-    for (i, plan) in plans.iter().enumerate() {
-        for (j, other) in plans.iter().enumerate().skip(i + 1) {
-            let in_place = plan.workspace.isolation == Isolation::None
-                || other.workspace.isolation == Isolation::None;
-            let reads_live = plan.workspace.isolation != Isolation::Worktree
-                && other.workspace.isolation != Isolation::Worktree;
-            let overlap =
-                canonical[i].starts_with(&canonical[j]) || canonical[j].starts_with(&canonical[i]);
-            if in_place && reads_live && overlap {
-                errors.push(format!(
-                    "{}: tasks {} and {} share the workspace {} and one edits it in place (isolation: none); with --jobs {jobs} they would run concurrently: use isolation: copy or worktree, or --jobs 1",
-                    other.spec.path.display(),
-                    plan.spec.name(),
-                    other.spec.name(),
-                    canonical[j].display()
-                ));
-            }
-        }
+    for (j, other) in plans.iter().enumerate() {
+        let mut earlier = (0..j).filter(|&i| conflict(i, j));
+        let Some(i) = earlier.next() else {
+            continue;
+        };
+        let more = earlier.count();
+        let others = if more == 0 {
+            String::new()
+        } else {
+            format!(" (and {more} more)")
+        };
+        errors.push(format!(
+            "{}: tasks {} and {}{others} share the workspace {} and one edits it in place (isolation: none); with --jobs {jobs} they would run concurrently: use isolation: copy or worktree, or --jobs 1",
+            other.spec.path.display(),
+            plans[i].spec.name(),
+            other.spec.name(),
+            canonical[j].display()
+        ));
     }
     errors
 }

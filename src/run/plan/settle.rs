@@ -20,7 +20,7 @@ pub(crate) fn settle_outputs(plans: &mut [TaskPlan], artifacts: &Path) {
         crate::workspace::paths::canonicalize_for_write(&absolute).unwrap_or(absolute)
     };
     let artifacts_dir = resolved(artifacts);
-    let own_outputs = OwnOutputs {
+    let own_outputs = Arc::new(OwnOutputs {
         artifacts: artifacts_dir.clone(),
         folders: plans
             .iter()
@@ -30,9 +30,9 @@ pub(crate) fn settle_outputs(plans: &mut [TaskPlan], artifacts: &Path) {
             .iter()
             .map(|file| artifacts_dir.join(file))
             .collect(),
-    };
+    });
     for plan in plans {
-        plan.workspace.own_outputs.clone_from(&own_outputs);
+        plan.workspace.own_outputs = Arc::clone(&own_outputs);
         plan.workspace.excluded = plan
             .workspace
             .excluded

@@ -101,7 +101,9 @@ pub(crate) struct WorkspacePlan {
     /// What drover itself writes into the artifacts directory during this run: left out
     /// of the diff when it lies inside the workspace. Anything else there, such as files
     /// an agent plants, is diffed.
-    pub own_outputs: OwnOutputs,
+    /// Shared by every task of the run: one list of the run's folders, not one per task
+    /// (a copy per task grew with the square of the tasks).
+    pub own_outputs: Arc<OwnOutputs>,
     /// For a task working in place: its repository's index as it was when the run
     /// started (None: there was no repository), the only index its baseline trusts.
     pub saved_index: Option<Arc<IndexSnapshot>>,
