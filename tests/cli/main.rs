@@ -59,5 +59,6 @@ mod summary_schema;
 mod tool_bench_cli;
 mod tools_cli;
 mod web_fetch_cli;
+mod web_fetch_encodings;
 mod web_search;
 mod workspace_cli;
