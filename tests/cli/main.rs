@@ -42,6 +42,7 @@ mod parity;
 mod permissions_from;
 mod progress_cli;
 mod project_cli;
+mod provider_pages;
 mod providers;
 mod redaction;
 mod redaction_safety;

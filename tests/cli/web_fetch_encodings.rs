@@ -152,7 +152,7 @@ struct Bits {
 impl Bits {
     fn put(&mut self, value: u32, count: u32) {
         for i in 0..count {
-            if self.used % 8 == 0 {
+            if self.used.is_multiple_of(8) {
                 self.bytes.push(0);
             }
             let bit = ((value >> i) & 1) as u8;
