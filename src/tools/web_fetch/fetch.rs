@@ -157,34 +157,40 @@ async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, FetchE
                 }
             }
         }
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let coding = encoding::coding(
-            response
-                .headers()
-                .get_all(CONTENT_ENCODING)
-                .iter()
-                .map(|v| v.as_bytes()),
-        )
-        .map_err(|unsupported| FetchError::Encoding {
-            url: current.clone(),
-            status: status.as_u16(),
-            encoding: unsupported.0,
-        })?;
-        let (bytes, cut) = read_decoded(response, coding, &current).await?;
-        return Ok(Fetched::Page(Body {
-            url: current,
-            status,
-            content_type,
-            bytes,
-            coding,
-            cut,
-        }));
+        return page(response, current).await.map(Fetched::Page);
     }
     Err(FetchError::TooManyRedirects { url: current })
+}
+
+/// The page `response` (not a redirect followed) brings from `current`, read and decoded.
+async fn page(response: reqwest::Response, current: Url) -> Result<Body, FetchError> {
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let coding = encoding::coding(
+        response
+            .headers()
+            .get_all(CONTENT_ENCODING)
+            .iter()
+            .map(|v| v.as_bytes()),
+    )
+    .map_err(|unsupported| FetchError::Encoding {
+        url: current.clone(),
+        status: status.as_u16(),
+        encoding: unsupported.0,
+    })?;
+    let (bytes, cut) = read_decoded(response, coding, &current).await?;
+    Ok(Body {
+        url: current,
+        status,
+        content_type,
+        bytes,
+        coding,
+        cut,
+    })
 }
 
 /// The body decoded from `coding` as it arrives, up to [`MAX_BODY_BYTES`] read and as
