@@ -9,6 +9,7 @@
 pub(crate) mod anthropic;
 mod anthropic_stream;
 mod http_errors;
+mod not_a_stream;
 pub(crate) mod openai;
 mod openai_stream;
 pub(crate) mod pricing;

@@ -15,6 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::ModelError;
 use super::http_errors::chain;
 pub(crate) use super::http_errors::{error_message, is_context_error};
+use super::not_a_stream::{MAX_QUOTED_BODY, StreamStart, Verdict};
 use super::retry::{RetryPolicy, retryable_status, server_delay};
 use super::sse::{SseEvent, SseParser};
 use crate::message::ModelResponse;
@@ -255,13 +256,20 @@ impl Transport {
     }
 
     /// The response's event stream through `decoder`, each chunk within the idle timeout.
+    /// A body that does not open as an event stream fails at once, saying what it is.
     async fn decode<D: Decoder>(
         &self,
         response: reqwest::Response,
         mut decoder: D,
     ) -> Result<ModelResponse, Failure> {
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let mut stream = response.bytes_stream();
         let mut parser = SseParser::new();
+        let mut start = StreamStart::default();
         let clean = loop {
             let next = tokio::time::timeout(self.timeouts.idle, stream.next()).await;
             match next {
@@ -271,7 +279,13 @@ impl Transport {
                         humantime::format_duration(self.timeouts.idle)
                     )));
                 }
-                Ok(None) => break true,
+                Ok(None) => {
+                    if start.end() == Verdict::NotStream {
+                        let body = start.head().to_vec();
+                        return Err(self.not_a_stream(status, content_type.as_deref(), &body));
+                    }
+                    break true;
+                }
                 Ok(Some(Err(error))) => {
                     if decoder.complete() {
                         break true;
@@ -282,6 +296,12 @@ impl Transport {
                     )));
                 }
                 Ok(Some(Ok(bytes))) => {
+                    if start.push(&bytes) == Verdict::NotStream {
+                        let mut body = start.head().to_vec();
+                        self.read_more(&mut stream, &mut body, MAX_QUOTED_BODY)
+                            .await;
+                        return Err(self.not_a_stream(status, content_type.as_deref(), &body));
+                    }
                     for event in parser.push(&bytes) {
                         decoder.event(event)?;
                     }
@@ -299,14 +319,33 @@ impl Transport {
     async fn error_body(&self, response: reqwest::Response) -> String {
         let mut stream = response.bytes_stream();
         let mut bytes = Vec::new();
-        while bytes.len() < MAX_ERROR_BODY {
+        self.read_more(&mut stream, &mut bytes, MAX_ERROR_BODY)
+            .await;
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// Add what `stream` brings to `bytes`, up to `max` bytes in all, each chunk within
+    /// the idle timeout; an error or a silence ends it.
+    async fn read_more(
+        &self,
+        stream: &mut (impl futures::Stream<Item = reqwest::Result<impl AsRef<[u8]>>> + Unpin),
+        bytes: &mut Vec<u8>,
+        max: usize,
+    ) {
+        while bytes.len() < max {
             match tokio::time::timeout(self.timeouts.idle, stream.next()).await {
-                Ok(Some(Ok(chunk))) => bytes.extend_from_slice(&chunk),
+                Ok(Some(Ok(chunk))) => bytes.extend_from_slice(chunk.as_ref()),
                 _ => break,
             }
         }
-        bytes.truncate(MAX_ERROR_BODY);
-        String::from_utf8_lossy(&bytes).into_owned()
+        bytes.truncate(max);
+    }
+
+    /// A success status whose body is no event stream (a captive portal's page …): not
+    /// retried, and the error says what came instead.
+    fn not_a_stream(&self, status: u16, content_type: Option<&str>, body: &[u8]) -> Failure {
+        let what = super::not_a_stream::describe(&self.url, status, content_type, body);
+        Failure::Fatal(ModelError::Provider(what))
     }
 
     /// A redirect of the request, which is not followed: the key and the conversation

@@ -22,7 +22,7 @@ pub(crate) enum Reply {
     Status {
         status: u16,
         headers: Vec<(String, String)>,
-        body: String,
+        body: Vec<u8>,
     },
     /// Close the connection before answering, with the request unread (a reset).
     Reset,
@@ -74,10 +74,15 @@ impl Reply {
     }
 
     pub(crate) fn status(status: u16, body: &str) -> Reply {
+        Reply::bytes(status, body.as_bytes().to_vec())
+    }
+
+    /// A plain response whose body is any bytes (a compressed one …).
+    pub(crate) fn bytes(status: u16, body: Vec<u8>) -> Reply {
         Reply::Status {
             status,
             headers: Vec::new(),
-            body: body.to_string(),
+            body,
         }
     }
 
@@ -206,7 +211,7 @@ fn serve(mut stream: TcpStream, reply: Reply, recorded: &Mutex<Vec<Request>>) {
             }
             head.push_str("\r\n");
             let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(body.as_bytes());
+            let _ = stream.write_all(&body);
             let _ = stream.flush();
         }
         Reply::Sse {

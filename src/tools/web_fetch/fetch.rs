@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
+use reqwest::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, LOCATION};
 use url::Url;
 
+use super::encoding::{self, BodyDecoder, Coding, Cut};
 use crate::policy::{UrlGrant, WebGrants, judge_url, restricted_ip};
 
-/// Most bytes read of a body; reading stops there.
+/// Most bytes read of a body, and most kept once decoded; reading stops there.
 pub(crate) const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 /// Most redirects followed in one fetch.
 pub(crate) const MAX_REDIRECTS: usize = 10;
@@ -31,9 +32,12 @@ pub(crate) struct Body {
     pub url: Url,
     pub status: reqwest::StatusCode,
     pub content_type: Option<String>,
+    /// The body decoded (when it came gzip- or deflate-encoded).
     pub bytes: Vec<u8>,
-    /// Reading stopped at [`MAX_BODY_BYTES`].
-    pub capped: bool,
+    /// How the body came encoded.
+    pub coding: Coding,
+    /// Where reading or decoding stopped at [`MAX_BODY_BYTES`].
+    pub cut: Cut,
 }
 
 /// What a fetch came to.
@@ -79,6 +83,21 @@ pub(crate) enum FetchError {
     Read { url: url::Url, why: String },
     #[error("{url}: more than {MAX_REDIRECTS} redirects; WebFetch stopped following them")]
     TooManyRedirects { url: url::Url },
+    #[error(
+        "{url} answered HTTP {status} with its body encoded as Content-Encoding: {encoding}, which WebFetch does not decode (it asks for and decodes only {}); the body was not read",
+        encoding::ACCEPT_ENCODING
+    )]
+    Encoding {
+        url: url::Url,
+        status: u16,
+        encoding: String,
+    },
+    #[error("{url}: its {coding}-encoded body could not be decoded: {why}")]
+    Undecodable {
+        url: url::Url,
+        coding: &'static str,
+        why: String,
+    },
 }
 
 async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, FetchError> {
@@ -102,6 +121,7 @@ async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, FetchE
                 ACCEPT,
                 "text/html, text/markdown, text/plain, application/json;q=0.9, */*;q=0.5",
             )
+            .header(ACCEPT_ENCODING, encoding::ACCEPT_ENCODING)
             .send()
             .await
             .map_err(|e| FetchError::Request {
@@ -137,44 +157,66 @@ async fn hops(start: UrlGrant, grants: Arc<WebGrants>) -> Result<Fetched, FetchE
                 }
             }
         }
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let (bytes, capped) =
-            read_capped(response, MAX_BODY_BYTES)
-                .await
-                .map_err(|e| FetchError::Read {
-                    url: current.clone(),
-                    why: describe(&e),
-                })?;
-        return Ok(Fetched::Page(Body {
-            url: current,
-            status,
-            content_type,
-            bytes,
-            capped,
-        }));
+        return page(response, current).await.map(Fetched::Page);
     }
     Err(FetchError::TooManyRedirects { url: current })
 }
 
-/// The body, up to `max` bytes; true when there was more.
-async fn read_capped(
+/// The page `response` (not a redirect followed) brings from `current`, read and decoded.
+async fn page(response: reqwest::Response, current: Url) -> Result<Body, FetchError> {
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let coding = encoding::coding(
+        response
+            .headers()
+            .get_all(CONTENT_ENCODING)
+            .iter()
+            .map(|v| v.as_bytes()),
+    )
+    .map_err(|unsupported| FetchError::Encoding {
+        url: current.clone(),
+        status: status.as_u16(),
+        encoding: unsupported.0,
+    })?;
+    let (bytes, cut) = read_decoded(response, coding, &current).await?;
+    Ok(Body {
+        url: current,
+        status,
+        content_type,
+        bytes,
+        coding,
+        cut,
+    })
+}
+
+/// The body decoded from `coding` as it arrives, up to [`MAX_BODY_BYTES`] read and as
+/// many kept, and where it was cut.
+async fn read_decoded(
     mut response: reqwest::Response,
-    max: usize,
-) -> Result<(Vec<u8>, bool), reqwest::Error> {
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        let room = max - bytes.len();
-        if chunk.len() > room {
-            bytes.extend_from_slice(&chunk[..room]);
-            return Ok((bytes, true));
+    coding: Coding,
+    url: &Url,
+) -> Result<(Vec<u8>, Cut), FetchError> {
+    let undecodable = |why: encoding::Undecodable| FetchError::Undecodable {
+        url: url.clone(),
+        coding: coding.name(),
+        why: why.to_string(),
+    };
+    let mut decoder = BodyDecoder::new(coding, MAX_BODY_BYTES);
+    loop {
+        let chunk = response.chunk().await.map_err(|e| FetchError::Read {
+            url: url.clone(),
+            why: describe(&e),
+        })?;
+        let Some(chunk) = chunk else { break };
+        if !decoder.push(&chunk).map_err(undecodable)? {
+            break;
         }
-        bytes.extend_from_slice(&chunk);
     }
-    Ok((bytes, false))
+    decoder.finish().map_err(undecodable)
 }
 
 /// An error with its causes (reqwest's own text stops at "error sending request").

@@ -7,6 +7,7 @@
 mod access;
 mod cache;
 mod content;
+mod encoding;
 mod fetch;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use url::Url;
 pub(crate) use access::{NoAnswer, PageAnswerer, WebAccess};
 use cache::Page;
 use content::{MAX_CHARS, to_text, truncate_chars};
+use encoding::{Coding, Cut};
 use fetch::{Body, Fetched, MAX_BODY_BYTES};
 
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
@@ -188,7 +190,8 @@ fn page_of(body: Body) -> Result<Page, ToolError> {
         status,
         content_type,
         bytes,
-        capped,
+        coding,
+        cut: body_cut,
     } = body;
     if !status.is_success() {
         let detail = to_text(content_type.as_deref(), &bytes)
@@ -208,13 +211,7 @@ fn page_of(body: Body) -> Result<Page, ToolError> {
     let total = text.chars().count();
     let (text, cut) = truncate_chars(text, MAX_CHARS);
     let mut notes = Vec::new();
-    if capped {
-        notes.push(format!(
-            "[Note: the response was larger than {} MiB; only its first {} MiB were read.]",
-            MAX_BODY_BYTES / (1024 * 1024),
-            MAX_BODY_BYTES / (1024 * 1024)
-        ));
-    }
+    notes.extend(cut_note(body_cut, coding));
     if cut {
         notes.push(format!(
             "[Content truncated: showing the first {MAX_CHARS} of {total} characters. Fetch a more specific page if you need the rest.]"
@@ -225,6 +222,25 @@ fn page_of(body: Body) -> Result<Page, ToolError> {
         text,
         notes,
     })
+}
+
+/// What the model is told of a body cut at [`MAX_BODY_BYTES`], if it was.
+fn cut_note(cut: Cut, coding: Coding) -> Option<String> {
+    let mib = MAX_BODY_BYTES / (1024 * 1024);
+    match (cut, coding) {
+        (Cut::None, _) => None,
+        (Cut::Read, Coding::Identity) => Some(format!(
+            "[Note: the response was larger than {mib} MiB; only its first {mib} MiB were read.]"
+        )),
+        (Cut::Read, coding) => Some(format!(
+            "[Note: the {}-compressed response was larger than {mib} MiB; only its first {mib} MiB were read and decoded.]",
+            coding.name()
+        )),
+        (Cut::Decoded, coding) => Some(format!(
+            "[Note: the response decoded from {} to more than {mib} MiB (a compression bomb, or a very large page); decoding stopped there and only its first {mib} MiB were kept.]",
+            coding.name()
+        )),
+    }
 }
 
 /// What the model is told of a redirect the fetch did not follow, as Claude Code tells it.

@@ -1,0 +1,95 @@
+use super::*;
+
+fn verdict(pieces: &[&[u8]]) -> Verdict {
+    let mut start = StreamStart::default();
+    let mut verdict = Verdict::Undecided;
+    for piece in pieces {
+        verdict = start.push(piece);
+    }
+    if verdict == Verdict::Undecided {
+        verdict = start.end();
+    }
+    verdict
+}
+
+#[test]
+fn event_streams_are_told_from_pages_by_their_first_line() {
+    for stream in [
+        &b"event: message_start\ndata: {}\n\n"[..],
+        b"data: {\"choices\":[]}\n\n",
+        b"\n\n: keep-alive\n\n",
+        b"\xef\xbb\xbfevent: ping\n",
+        b"retry: 100\n",
+        b"data\n",
+    ] {
+        assert_eq!(verdict(&[stream]), Verdict::Stream, "{stream:?}");
+    }
+    for page in [
+        &b"<!DOCTYPE html>\n<html>"[..],
+        b"{\"id\":\"chatcmpl-1\",\"choices\":[]}",
+        b"\r\n  <html><title>Login</title>",
+        b"Bad gateway",
+    ] {
+        assert_eq!(verdict(&[page]), Verdict::NotStream, "{page:?}");
+    }
+    // Split anywhere: undecided until the first line is whole.
+    let mut start = StreamStart::default();
+    assert_eq!(start.push(b"\n da"), Verdict::Undecided);
+    assert_eq!(start.push(b"ta: x"), Verdict::Undecided);
+    assert_eq!(
+        start.push(b"\n"),
+        Verdict::NotStream,
+        "a line opening with a space names no field"
+    );
+    let mut start = StreamStart::default();
+    assert_eq!(start.push(b"eve"), Verdict::Undecided);
+    assert_eq!(start.push(b"nt: x\r"), Verdict::Stream);
+    // Nothing at all is no verdict (a cut connection, retried as before).
+    assert_eq!(verdict(&[b"", b"\n\n"]), Verdict::Undecided);
+    // A first line longer than what is looked at is judged by its start.
+    assert_eq!(verdict(&[&[b'x'; 5000]]), Verdict::NotStream);
+    let mut long = b"data: ".to_vec();
+    long.extend([b'x'; 5000]);
+    assert_eq!(StreamStart::default().push(&long), Verdict::Stream);
+}
+
+#[test]
+fn the_description_names_status_type_and_first_line_cleanly() {
+    let page = "\n<!DOCTYPE html>\n<html><head><title>Hotel   WiFi\n Login</title></head>\n";
+    let text = describe(
+        "http://api/v1/messages",
+        200,
+        Some("text/html; charset=utf-8"),
+        page.as_bytes(),
+    );
+    assert!(
+        text.contains("http://api/v1/messages answered HTTP 200"),
+        "{text}"
+    );
+    assert!(
+        text.contains("content type text/html; charset=utf-8"),
+        "{text}"
+    );
+    assert!(
+        text.contains("its first line is \"<!DOCTYPE html>\""),
+        "{text}"
+    );
+    assert!(text.contains("its title \"Hotel WiFi Login\""), "{text}");
+    assert!(text.contains("not retried"), "{text}");
+
+    let hostile = format!("\u{1b}[31mred\u{7}{}", "y".repeat(1000));
+    let text = describe("u", 200, None, hostile.as_bytes());
+    assert!(text.contains("no content type"), "{text}");
+    assert!(!text.chars().any(|c| c.is_control()), "{text:?}");
+    assert!(
+        text.contains(&format!("\"[31mred{}…\"", "y".repeat(MAX_QUOTE - 7))),
+        "{text}"
+    );
+
+    let json = r#"{"error":{"type":"gateway_error","message":"upstream unavailable"}}"#;
+    let text = describe("u", 200, Some("application/json"), json.as_bytes());
+    assert!(
+        text.contains("its message is \"gateway_error: upstream unavailable\""),
+        "{text}"
+    );
+}
