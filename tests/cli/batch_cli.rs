@@ -450,6 +450,9 @@ fn tasks_sharing_a_workspace_in_place_are_refused_with_jobs_one_line_each() {
         .collect();
     assert_eq!(lines.len(), 2, "{stderr}");
     assert!(lines[0].contains("tasks a and b share"), "{stderr}");
-    assert!(lines[1].contains("tasks a and c (and 1 more) share"), "{stderr}");
+    assert!(
+        lines[1].contains("tasks a and c (and 1 more) share"),
+        "{stderr}"
+    );
     assert!(!dir.path().join("out").exists() || !dir.path().join("out/a").exists());
 }
