@@ -5,7 +5,9 @@
 mod content;
 mod headers_helper;
 mod http;
+mod json_prefix;
 mod names;
+mod oversized;
 mod recorded;
 mod resources;
 mod server;
