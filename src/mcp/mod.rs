@@ -11,6 +11,7 @@ mod oversized;
 mod recorded;
 mod resources;
 mod server;
+mod stderr_log;
 mod tool;
 mod vars;
 
