@@ -7,6 +7,7 @@
 //! a hook's `sandbox:` says otherwise), because the agent can write the files they run.
 //! In a replay they are not run at all: their recorded answers are given again.
 
+mod bound;
 mod effect;
 
 use std::collections::VecDeque;
@@ -318,14 +319,16 @@ async fn run_one(
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (exit_code, timed_out, stdout, stderr, effect) = match outcome {
         Ok(out) => {
+            // The answer is read from what the transcript keeps, as a replay reads it.
+            let (stdout, stderr) = (bound::bounded(out.stdout), bound::bounded(out.stderr));
             let effect = Effect::of(
                 out.exit_code,
                 out.timed_out,
-                &out.stdout,
-                &out.stderr,
+                &stdout,
+                &stderr,
                 plain_is_context(event),
             );
-            (out.exit_code, out.timed_out, out.stdout, out.stderr, effect)
+            (out.exit_code, out.timed_out, stdout, stderr, effect)
         }
         Err(error) => {
             let message = format!("drover could not start the hook: {error}");

@@ -5,10 +5,13 @@
 mod content;
 mod headers_helper;
 mod http;
+mod json_prefix;
 mod names;
+mod oversized;
 mod recorded;
 mod resources;
 mod server;
+mod stderr_log;
 mod tool;
 mod vars;
 

@@ -15,6 +15,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::IntoTransport;
 
 use super::http::{Headers, HttpSetupError};
+use super::stderr_log::StderrLog;
 use super::vars::{VarSource, expand};
 use crate::http_client::{RedirectRefused, RefusedRedirects};
 use crate::sandbox::exec::CommandEnv;
@@ -28,6 +29,8 @@ pub(crate) struct RunningServer {
     /// The sandbox launcher of a stdio server: it kills the server's whole tree when the
     /// channel closes. None for a server over HTTP, which drover did not start.
     pub launcher: Option<tokio::process::Child>,
+    /// What writes a stdio server's stderr into its log.
+    pub log: Option<StderrLog>,
     pub protocol_version: String,
     pub tools: Vec<rmcp::model::Tool>,
 }
@@ -40,9 +43,10 @@ impl RunningServer {
     fn new(
         name: &str,
         service: Service,
-        launcher: Option<tokio::process::Child>,
+        launcher: Option<(tokio::process::Child, StderrLog)>,
         tools: Vec<rmcp::model::Tool>,
     ) -> RunningServer {
+        let (launcher, log) = launcher.unzip();
         let protocol_version = service
             .peer_info()
             .map(|info| info.protocol_version.to_string())
@@ -51,6 +55,7 @@ impl RunningServer {
             name: name.to_string(),
             service,
             launcher,
+            log,
             protocol_version,
             tools,
         }
@@ -68,6 +73,9 @@ impl RunningServer {
             .is_err()
         {
             let _ = launcher.kill().await;
+        }
+        if let Some(log) = self.log {
+            log.finish().await;
         }
     }
 }
@@ -172,19 +180,28 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
         .current_dir(cwd)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(log)
+        .stderr(std::process::Stdio::piped())
         .process_group(0);
     let mut launcher = command.spawn().map_err(spawn_error)?;
-    let (Some(stdout), Some(stdin)) = (launcher.stdout.take(), launcher.stdin.take()) else {
+    let (Some(stdout), Some(stdin), Some(stderr)) = (
+        launcher.stdout.take(),
+        launcher.stdin.take(),
+        launcher.stderr.take(),
+    ) else {
         return Err(spawn_error(std::io::Error::other("no stdio pipes")));
     };
+    let log = StderrLog::start(stderr, log, launch.log.clone());
     // On any failure (or a signal dropping this future) the channel is dropped, and the
     // launcher, seeing its stdin hang up, kills the server's whole tree and exits. It is
     // not killed itself first: that would orphan the tree instead.
+    let stdout = super::oversized::relay(stdout);
     let (service, tools) = match handshake((stdout, stdin), launch.startup).await {
         Ok(connected) => connected,
         Err(error) => {
-            // What the server (or the launcher, failing to start it) said is the why.
+            // The channel is closed: the launcher ends the server's tree, and with it
+            // stderr. What the server (or the launcher, failing to start it) said is the
+            // why.
+            log.finish().await;
             let said = log_tail(&launch.log);
             return Err(match said {
                 Some(said) => StartError::Said {
@@ -198,7 +215,7 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     Ok(RunningServer::new(
         launch.name,
         service,
-        Some(launcher),
+        Some((launcher, log)),
         tools,
     ))
 }

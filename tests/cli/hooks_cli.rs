@@ -388,3 +388,42 @@ fn a_replay_gives_the_recorded_hook_answers_again_and_runs_no_hook() {
     assert_eq!(of(&events_, "permission")[0]["rule"], "hook:PreToolUse");
     assert!(!dir.path().join("ws/x").exists());
 }
+
+#[test]
+fn a_hook_printing_nul_bytes_makes_a_bounded_event_that_says_it_was_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2 MiB of NUL bytes on each stream: JSON writes each as six bytes.
+    script(
+        dir.path(),
+        "nul.sh",
+        "head -c 2097152 /dev/zero\nhead -c 2097152 /dev/zero >&2\nexit 0\n",
+    );
+    let spec = task(
+        dir.path(),
+        "nul",
+        "    - tool_calls: [{ name: Bash, input: { command: \"echo ran\" } }]\n    - text: done\n",
+        "permissions:\n  allow: [Bash]\nhooks:\n  PreToolUse:\n    - matcher: \"*\"\n      hooks: [{ type: command, command: ./nul.sh }]\n",
+    );
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 0);
+    let path = artifacts.join("nul/transcript.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("\"type\":\"hook\""))
+        .unwrap();
+    assert!(
+        line.len() < 5 << 20,
+        "the hook event is {} bytes",
+        line.len()
+    );
+    let hook: Value = serde_json::from_str(line).unwrap();
+    for stream in ["stdout", "stderr"] {
+        let kept = hook[stream].as_str().unwrap();
+        assert!(kept.starts_with('\0'), "{stream}");
+        assert!(kept.contains("bytes of output left out"), "{stream}");
+    }
+    let result = &of(&transcript(&path), "tool_result")[0];
+    assert_eq!(result["content"].as_str().unwrap().trim(), "ran");
+}

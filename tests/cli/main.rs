@@ -32,6 +32,7 @@ mod interrupt;
 mod large_workspace;
 mod limits;
 mod mcp;
+mod mcp_bounds;
 mod mcp_headers_helper;
 mod mcp_http;
 mod mcp_modern;
