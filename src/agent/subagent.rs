@@ -178,7 +178,6 @@ impl<'a> Launcher<'a> {
             .write(agent_start(&request, model.as_ref(), tools, depth))
             .map_err(fault)?;
         let config = AgentConfig {
-            clock_from: None,
             system: system_prompt(&self.ctx.workspace, &kind.project, Some(&kind.prompt)),
             prompt: request.prompt.clone(),
             max_turns: kind.max_turns,
