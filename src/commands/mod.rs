@@ -202,14 +202,15 @@ async fn resume_task(
     artifacts: Option<std::path::PathBuf>,
     quiet: bool,
 ) -> i32 {
+    // A task killed while its folder was staged is published first: its transcript
+    // (each folder under its artifacts directory's lock, taken for the while).
+    announce_orphans(&std::env::temp_dir());
     let transcript = transcript_of(&options.task);
     let artifacts = artifacts.unwrap_or_else(|| artifacts_of(&transcript));
     let _lock = match lock_artifacts(&artifacts) {
         Ok(lock) => lock,
         Err(code) => return code,
     };
-    // A task killed while its folder was staged is published first: its transcript.
-    announce_orphans(&std::env::temp_dir());
     let mut plan = match plan::plan_resume(&options) {
         Ok(plan) => plan,
         Err(error) => {

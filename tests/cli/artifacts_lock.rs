@@ -184,14 +184,25 @@ fn a_lock_left_by_a_dead_run_is_taken_over_with_a_note_and_is_no_ones_work() {
     );
     assert!(!stderr.contains("did not write"), "not swept: {stderr}");
     let lock = std::fs::read_to_string(artifacts.join(".drover.lock")).unwrap();
-    assert!(!lock.contains(&GONE.to_string()), "{lock}");
-    assert!(lock.contains("\"command\":\""), "{lock}");
+    assert_eq!(lock, "", "a run that ends names no holder");
     let diff = std::fs::read_to_string(artifacts.join("t/diff.patch")).unwrap();
     assert!(diff.contains("made.txt"), "{diff}");
     assert!(!diff.contains(".drover.lock"), "{diff}");
     let summary = std::fs::read_to_string(artifacts.join("summary.json")).unwrap();
     assert!(!summary.contains(".drover.lock"), "{summary}");
     assert_eq!(verify_all(&artifacts), 1);
+    let again = drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !stderr.contains("took over"),
+        "the run before ended: {stderr}"
+    );
 }
 
 #[test]

@@ -485,8 +485,9 @@ mod tests {
         let ledger = Ledger::open(&out).unwrap();
         std::fs::write(out.join(super::super::LOCK_FILE), "rewritten, same file\n").unwrap();
         assert!(ledger.sweep().unwrap().removed.is_empty());
-        std::fs::remove_file(out.join(super::super::LOCK_FILE)).unwrap();
-        std::fs::write(out.join(super::super::LOCK_FILE), "another file\n").unwrap();
+        // Made before the old one goes, so it cannot reuse its inode.
+        std::fs::write(out.join("other"), "another file\n").unwrap();
+        std::fs::rename(out.join("other"), out.join(super::super::LOCK_FILE)).unwrap();
         assert_eq!(removed(&ledger.sweep().unwrap()), [super::super::LOCK_FILE]);
     }
 

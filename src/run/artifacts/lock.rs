@@ -7,8 +7,9 @@
 //! The lock is an advisory `flock` on `.drover.lock` inside the directory, which holds
 //! the holder's pid, start time, host and command line for that message. The kernel
 //! drops the lock when its process ends, however it ends (SIGKILL included), so a lock
-//! file whose lock is free was left by a run that is gone: the next run takes it over
-//! and says whose it was. The file is never removed (removing it would let a second
+//! file whose lock is free was left by a run that is gone: the next run takes it over,
+//! and says whose it was when the file still names a holder (a run that ends empties
+//! it; one that is killed cannot). The file is never removed (removing it would let a second
 //! run lock a new file while the first still holds the old one). A filesystem that
 //! cannot lock (some network filesystems) is refused with what to do: the one-owner
 //! guarantee is the point, and a run that cannot have it says so rather than risk
@@ -108,8 +109,10 @@ pub(crate) enum LockError {
 
 /// The lock on an artifacts directory, held until dropped (or the process ends).
 pub(crate) struct ArtifactsLock {
-    _file: OwnedFd,
+    file: OwnedFd,
     identity: (u64, u64),
+    /// This process wrote itself into the lock file (and empties it when done).
+    recorded: bool,
     /// The run that held the lock before, gone, as its lock file described it.
     previous: Option<String>,
 }
@@ -173,8 +176,9 @@ impl ArtifactsLock {
             .unwrap_or_else(|e| e.into_inner())
             .push(identity);
         Ok(ArtifactsLock {
-            _file: file,
+            file,
             identity,
+            recorded: record,
             previous,
         })
     }
@@ -187,7 +191,13 @@ impl ArtifactsLock {
 }
 
 impl Drop for ArtifactsLock {
+    /// A run that ends (however it ends, short of being killed) empties its lock file
+    /// while it still holds the lock: only a run that was killed leaves a holder behind
+    /// for the next run's note.
     fn drop(&mut self) {
+        if self.recorded {
+            let _ = rustix::fs::ftruncate(&self.file, 0);
+        }
         let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(at) = held.iter().position(|id| *id == self.identity) {
             held.swap_remove(at);
@@ -255,7 +265,20 @@ mod tests {
         drop(first);
         let second = ArtifactsLock::acquire(&out).unwrap();
         assert!(
-            second.previous().is_some_and(|was| was.contains(&pid)),
+            second.previous().is_none(),
+            "a run that ended leaves no holder"
+        );
+        // Killed: the file still names it.
+        drop(second);
+        let dir2 = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir2.path().join(LOCK_FILE),
+            serde_json::to_vec(&Holder::this_process()).unwrap(),
+        )
+        .unwrap();
+        let third = ArtifactsLock::acquire(dir2.path()).unwrap();
+        assert!(
+            third.previous().is_some_and(|was| was.contains(&pid)),
             "the run before is named"
         );
     }
