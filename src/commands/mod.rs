@@ -13,7 +13,7 @@ use crate::exit;
 use crate::policy::{CallFacts, Policy, RuleSet, ToolFacts};
 use crate::record::chain::{ChainError, verify_file};
 use crate::record::github::{GithubEnv, report_to_github};
-use crate::run::artifacts::{clear_earlier_run, write_reports};
+use crate::run::artifacts::{ArtifactsLock, clear_earlier_run, write_reports};
 use crate::run::batch::{announce_orphans, progress, run_plans, shard};
 use crate::run::plan::{self, Overrides, ReplayOptions, ResumeOptions, spec_checks};
 use crate::run::recording::{artifacts_of, transcript_of};
@@ -153,6 +153,10 @@ async fn run_command(args: RunArgs) -> i32 {
         None => plans,
     };
     let names: Vec<String> = plans.iter().map(|p| p.spec.name().to_string()).collect();
+    let _lock = match lock_artifacts(&artifacts) {
+        Ok(lock) => lock,
+        Err(code) => return code,
+    };
     forget_earlier_run(&artifacts, &names, args.quiet);
     let finished = run_plans(plans, &artifacts, jobs, args.quiet, interrupt::install()).await;
     if let Err(code) = settle_artifacts(&finished.swept, &artifacts) {
@@ -198,10 +202,15 @@ async fn resume_task(
     artifacts: Option<std::path::PathBuf>,
     quiet: bool,
 ) -> i32 {
-    // A task killed while its folder was staged is published first: its transcript.
+    // A task killed while its folder was staged is published first: its transcript
+    // (each folder under its artifacts directory's lock, taken for the while).
     announce_orphans(&std::env::temp_dir());
     let transcript = transcript_of(&options.task);
     let artifacts = artifacts.unwrap_or_else(|| artifacts_of(&transcript));
+    let _lock = match lock_artifacts(&artifacts) {
+        Ok(lock) => lock,
+        Err(code) => return code,
+    };
     let mut plan = match plan::plan_resume(&options) {
         Ok(plan) => plan,
         Err(error) => {
@@ -257,6 +266,10 @@ async fn replay_command(args: ReplayArgs) -> i32 {
             return exit::BAD_INPUT;
         }
     };
+    let _lock = match lock_artifacts(&options.artifacts) {
+        Ok(lock) => lock,
+        Err(code) => return code,
+    };
     forget_earlier_run(
         &options.artifacts,
         &[plan.spec.name().to_string()],
@@ -274,6 +287,26 @@ async fn replay_command(args: ReplayArgs) -> i32 {
         return code;
     }
     finish_run(&finished.report, &options.artifacts, true)
+}
+
+/// Take the artifacts directory for this run (see `run::artifacts::lock`), saying whose
+/// lock it takes over; the exit code when another run holds it or it cannot be locked.
+fn lock_artifacts(artifacts: &Path) -> Result<ArtifactsLock, i32> {
+    match ArtifactsLock::acquire(artifacts) {
+        Ok(lock) => {
+            if let Some(previous) = lock.previous() {
+                crate::esay!(
+                    "drover: note: took over the lock on {} left by {previous}, which is no longer running",
+                    artifacts.display()
+                );
+            }
+            Ok(lock)
+        }
+        Err(error) => {
+            crate::esay!("drover: {error}");
+            Err(exit::BAD_INPUT)
+        }
+    }
 }
 
 /// Remove the task folders an earlier run left in `artifacts` that this run does not

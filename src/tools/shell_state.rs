@@ -85,7 +85,7 @@ impl ShellState {
 /// command's exit status; the file unsets `BASH_ENV` (or restores the caller's) so
 /// scripts the command runs are not affected.
 pub(crate) struct CwdProbe {
-    dir: tempfile::TempDir,
+    dir: crate::workspace::leftovers::HeldTempDir,
 }
 
 const ENV_FILE: &str = "env.sh";
@@ -110,13 +110,7 @@ impl CwdProbe {
     /// sandboxed command can write only to its private temporary directory, so the probe
     /// must live there for the command's exit trap to record its directory.
     pub(crate) fn new_in(dir: Option<&Path>) -> std::io::Result<Self> {
-        let prefix = crate::workspace::leftovers::temp_prefix("bash");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix);
-        let dir = match dir {
-            Some(parent) => builder.tempdir_in(parent)?,
-            None => builder.tempdir()?,
-        };
+        let dir = crate::workspace::leftovers::HeldTempDir::new_in("bash", dir)?;
         let cwd_file = dir.path().join(CWD_FILE);
         let mut trap = b"builtin pwd -P >| ".to_vec();
         trap.extend(sh_quote(cwd_file.as_os_str().as_bytes()));

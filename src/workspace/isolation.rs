@@ -4,11 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use tempfile::TempDir;
-
 use crate::workspace::RelPath;
 use crate::workspace::baseline::CopyOrigin;
 use crate::workspace::copy::copy_workspace_until;
+use crate::workspace::leftovers::HeldTempDir;
 use crate::workspace::walk::Stop;
 
 use super::worktree::Worktree;
@@ -18,7 +17,7 @@ pub(crate) struct PreparedWorkspace {
     /// Canonical path the tools work in.
     pub dir: PathBuf,
     /// The scratch copy, removed when dropped.
-    _scratch: Option<TempDir>,
+    _scratch: Option<HeldTempDir>,
     /// The git worktree, removed when dropped.
     _worktree: Option<Worktree>,
     /// Build trees of the original a copy left out: the diff leaves them out too.
@@ -76,9 +75,7 @@ pub(crate) fn scratch_copy(
     excluded: &[PathBuf],
     stop: Stop<'_>,
 ) -> std::io::Result<PreparedWorkspace> {
-    let scratch = tempfile::Builder::new()
-        .prefix(&crate::workspace::leftovers::temp_prefix("ws"))
-        .tempdir()?;
+    let scratch = HeldTempDir::new("ws")?;
     let build_trees = copy_workspace_until(origin, scratch.path(), excluded, stop)?;
     Ok(PreparedWorkspace {
         dir: scratch.path().canonicalize()?,

@@ -2,8 +2,22 @@
 //! task's `TMPDIR`, a scratch copy, a worktree's home, a staging folder) and the temp
 //! file of an atomic write cut short — named so that a later run can tell they belong
 //! to a drover process that is gone, and remove them.
+//!
+//! A live run's directories must never be taken for a dead one's: several drover
+//! processes share one temp directory (nightly jobs, retried CI steps, containers that
+//! mount the same `/tmp`). A pid alone cannot say it: `/proc` shows only this pid
+//! namespace, and a pid is reused. So each temp directory drover makes is held with an
+//! advisory lock (`flock` on the directory, which the kernel drops when the process
+//! dies, however it dies), and a sweep takes a directory only when it can take that
+//! lock itself *and* its pid is no live drover's. On a filesystem without `flock` the
+//! pid alone decides, as before.
 
+use std::os::fd::{IntoRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
+use tempfile::TempDir;
 
 /// The prefix of a temp directory of `kind` made by this process:
 /// `drover-<kind>-<pid>-` (tempfile adds a random suffix).
@@ -28,8 +42,85 @@ fn temp_dir_owner(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
-/// The temp directories of `kind` in `dir` that a drover process now gone left behind.
-pub(crate) fn stale_temp_dirs(dir: &Path, kind: &str) -> Vec<PathBuf> {
+/// A temp directory of this process, `drover-<kind>-<pid>-…`, held (see the module's
+/// comment) as long as it lives and removed when dropped.
+#[derive(Debug)]
+pub(crate) struct HeldTempDir {
+    /// Declared first, so dropped first: the directory goes while it is still held.
+    dir: TempDir,
+    _hold: Option<OwnedFd>,
+}
+
+impl HeldTempDir {
+    /// A new directory of `kind` in the system's temp directory.
+    pub(crate) fn new(kind: &str) -> std::io::Result<HeldTempDir> {
+        HeldTempDir::new_in(kind, None)
+    }
+
+    /// A new directory of `kind` in `parent` (default: the system's temp directory).
+    pub(crate) fn new_in(kind: &str, parent: Option<&Path>) -> std::io::Result<HeldTempDir> {
+        let prefix = temp_prefix(kind);
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix);
+        let dir = match parent {
+            Some(parent) => builder.tempdir_in(parent)?,
+            None => builder.tempdir()?,
+        };
+        // A filesystem without flock on directories: the pid alone tells it is live.
+        let hold = take(dir.path()).ok();
+        Ok(HeldTempDir { dir, _hold: hold })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Keep the directory when this is dropped (for a later run to find). It stays held
+    /// until this process ends: a concurrent run takes it only once drover is gone.
+    pub(crate) fn keep(self) -> PathBuf {
+        if let Some(hold) = self._hold {
+            let _ = hold.into_raw_fd();
+        }
+        self.dir.keep()
+    }
+}
+
+/// Open directory `path` (not through a symlink) and take its lock without waiting.
+fn take(path: &Path) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive)?;
+    Ok(fd)
+}
+
+/// A temp directory a drover process now gone left behind, claimed: its lock is held
+/// (where the filesystem has locks) until this is dropped, so no other drover's sweep
+/// takes it meanwhile.
+pub(crate) struct StaleDir {
+    pub path: PathBuf,
+    _claim: Option<OwnedFd>,
+}
+
+/// Claim temp directory `path` named `name` when its owner is gone: no process holds
+/// its lock, and its pid is no live drover's. None when it may be live.
+fn claim_stale(path: PathBuf, name: &str) -> Option<StaleDir> {
+    let pid = temp_dir_owner(name)?;
+    let claim = match take(&path) {
+        Ok(fd) => Some(fd),
+        // Held: its drover is alive, whatever the pid says (another pid namespace).
+        Err(Errno::WOULDBLOCK) => return None,
+        // No lock to ask (another user's directory, a filesystem without flock).
+        Err(_) => None,
+    };
+    (!drover_alive(pid)).then_some(StaleDir {
+        path,
+        _claim: claim,
+    })
+}
+
+/// The temp directories of `kind` in `dir` that a drover process now gone left behind,
+/// claimed.
+pub(crate) fn stale_temp_dirs(dir: &Path, kind: &str) -> Vec<StaleDir> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -37,30 +128,29 @@ pub(crate) fn stale_temp_dirs(dir: &Path, kind: &str) -> Vec<PathBuf> {
     entries
         .flatten()
         .filter(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            name.starts_with(&prefix)
-                && temp_dir_owner(&name).is_some_and(|pid| !drover_alive(pid))
+            entry.file_name().to_string_lossy().starts_with(&prefix)
                 && entry.file_type().is_ok_and(|t| t.is_dir())
         })
-        .map(|entry| entry.path())
+        .filter_map(|entry| claim_stale(entry.path(), &entry.file_name().to_string_lossy()))
         .collect()
 }
 
-/// Remove the temp directories in `dir` that a drover process now gone left behind.
-/// Returns what was removed.
-pub(crate) fn remove_stale_temp_dirs(dir: &Path) -> Vec<PathBuf> {
+/// Remove the temp directories in `dir` that a drover process now gone left behind,
+/// but those in `spared`. Returns what was removed.
+pub(crate) fn remove_stale_temp_dirs(dir: &Path, spared: &[PathBuf]) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut removed = Vec::new();
     for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = temp_dir_owner(&name) else {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) || spared.contains(&entry.path()) {
             continue;
-        };
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && !drover_alive(pid) && std::fs::remove_dir_all(entry.path()).is_ok() {
-            removed.push(entry.path());
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(stale) = claim_stale(entry.path(), &name)
+            && std::fs::remove_dir_all(&stale.path).is_ok()
+        {
+            removed.push(stale.path);
         }
     }
     removed
@@ -102,12 +192,39 @@ mod tests {
         for path in [&dead, &mine, &other] {
             std::fs::create_dir(path).unwrap();
         }
-        let removed = remove_stale_temp_dirs(dir.path());
+        let removed = remove_stale_temp_dirs(dir.path(), &[]);
         assert_eq!(removed, vec![dead.clone()]);
         assert!(!dead.exists());
         // This test binary is `drover-<hash>`: its own dir is a live drover's and stays.
         assert!(mine.exists());
         assert!(other.exists());
+    }
+
+    #[test]
+    fn a_held_dir_stays_whatever_its_pid_says() {
+        let dir = tempfile::tempdir().unwrap();
+        // As a drover in another pid namespace would name it: a pid not seen here.
+        let elsewhere = dir.path().join(format!("drover-ws-{GONE}-abc"));
+        std::fs::create_dir(&elsewhere).unwrap();
+        let hold = take(&elsewhere).unwrap();
+        assert!(remove_stale_temp_dirs(dir.path(), &[]).is_empty());
+        assert!(stale_temp_dirs(dir.path(), "ws").is_empty());
+        assert!(elsewhere.exists());
+        drop(hold);
+        assert_eq!(
+            remove_stale_temp_dirs(dir.path(), &[]),
+            vec![elsewhere.clone()]
+        );
+    }
+
+    #[test]
+    fn a_held_temp_dir_is_held_until_dropped() {
+        let parent = tempfile::tempdir().unwrap();
+        let held = HeldTempDir::new_in("ws", Some(parent.path())).unwrap();
+        let path = held.path().to_path_buf();
+        assert_eq!(take(&path).unwrap_err(), Errno::WOULDBLOCK);
+        drop(held);
+        assert!(!path.exists());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use tempfile::TempDir;
+use crate::workspace::leftovers::HeldTempDir;
 
 /// Where a workspace sits in its git repository.
 #[derive(Debug, Clone)]
@@ -117,7 +117,7 @@ pub(super) struct Worktree {
     /// The workspace inside the worktree (the same subdirectory as in the original).
     pub dir: PathBuf,
     /// The scratch directory holding the worktree; dropped after the worktree is removed.
-    _scratch: TempDir,
+    _scratch: HeldTempDir,
     /// What git wrote into the worktree's `.git` file (`gitdir: …`), to restore it if the
     /// agent rewrote it: git run by a check must find the real repository, not a planted
     /// one with a `core.fsmonitor` command.
@@ -129,9 +129,7 @@ impl Worktree {
     /// worktree's directory, so `git worktree list` says which task it belongs to.
     pub(super) fn add(workspace: &Path, label: &str) -> std::io::Result<Worktree> {
         let repository = locate(workspace).map_err(std::io::Error::other)?;
-        let scratch = tempfile::Builder::new()
-            .prefix(&crate::workspace::leftovers::temp_prefix("wt"))
-            .tempdir()?;
+        let scratch = HeldTempDir::new("wt")?;
         let root = scratch.path().join(label);
         let root_arg = root.to_string_lossy().into_owned();
         let output = serialized(&repository, || {
@@ -322,7 +320,7 @@ fn stderr_line(output: &Output) -> String {
 mod tests {
     use super::*;
 
-    fn repo() -> TempDir {
+    fn repo() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let run = |args: &[&str]| {
             let status = Command::new("git")

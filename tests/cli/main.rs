@@ -11,6 +11,7 @@ mod mock_server;
 
 mod action;
 mod action_steps;
+mod artifacts_lock;
 mod attacker_artifacts;
 mod attacker_capabilities;
 mod attacker_config;

@@ -41,6 +41,10 @@ enum Expected {
     },
     /// A task folder published in this run: exactly these files, with these contents.
     Task(BTreeMap<OsString, [u8; 32]>),
+    /// The lock file (`lock`) there when the run started: kept while it is the same
+    /// file, whatever it says (it is the run's own lock; removing it would let a second
+    /// run in).
+    Lock((u64, u64)),
 }
 
 type Entries = BTreeMap<OsString, Expected>;
@@ -114,7 +118,11 @@ impl Ledger {
             .map_err(|errno| failed(errno.into()))?;
         let stat = rustix::fs::fstat(&dir).map_err(|errno| failed(errno.into()))?;
         let key = StatKey::from_stat(&stat);
-        let entries = snapshot(&dir).map_err(|errno| failed(errno.into()))?;
+        let mut entries = snapshot(&dir).map_err(|errno| failed(errno.into()))?;
+        if let Some(Expected::Earlier(lock)) = entries.get(OsStr::new(super::LOCK_FILE)) {
+            let identity = (lock.dev, lock.ino);
+            entries.insert(super::LOCK_FILE.into(), Expected::Lock(identity));
+        }
         Ok(Ledger {
             roots: Roots::new(std::slice::from_ref(&root)),
             root,
@@ -242,6 +250,12 @@ fn sweep_dir(dir: &OwnedFd, at: &Path, expected: &Entries, sweep: &mut Sweep) {
                     }
                     None => false,
                 }
+            }
+            Some(Expected::Lock(identity)) => {
+                rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|stat| {
+                    FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
+                        && (stat.st_dev, stat.st_ino) == *identity
+                })
             }
             Some(Expected::Task(files)) => match open_dir(dir, &name) {
                 Some((sub, _)) => {
@@ -460,6 +474,21 @@ mod tests {
         );
         // Swept again, nothing more goes.
         assert!(ledger.sweep().unwrap().removed.is_empty());
+    }
+
+    #[test]
+    fn the_runs_lock_file_stays_whatever_it_says_but_a_replaced_one_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join(super::super::LOCK_FILE), "{}\n").unwrap();
+        let ledger = Ledger::open(&out).unwrap();
+        std::fs::write(out.join(super::super::LOCK_FILE), "rewritten, same file\n").unwrap();
+        assert!(ledger.sweep().unwrap().removed.is_empty());
+        // Made before the old one goes, so it cannot reuse its inode.
+        std::fs::write(out.join("other"), "another file\n").unwrap();
+        std::fs::rename(out.join("other"), out.join(super::super::LOCK_FILE)).unwrap();
+        assert_eq!(removed(&ledger.sweep().unwrap()), [super::super::LOCK_FILE]);
     }
 
     #[test]

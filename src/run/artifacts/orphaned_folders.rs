@@ -12,15 +12,35 @@ use crate::workspace::Roots;
 /// Publish every orphaned staging folder in `temp` that holds a transcript; the task
 /// folders written. A folder is trusted only if this user made it private (as drover
 /// makes them) and its artifacts directory is still the one identified when it was
-/// made; anything else is left for the temp-directory clean-up.
-pub(crate) fn publish_orphaned_folders(temp: &Path) -> Vec<PathBuf> {
-    crate::workspace::leftovers::stale_temp_dirs(temp, "task")
-        .into_iter()
-        .filter_map(|staging| publish(&staging))
-        .collect()
+/// made; anything else is left for the temp-directory clean-up. A folder whose
+/// artifacts directory another live run holds now (see `lock`) waits: that run's
+/// directory is its own until it ends.
+pub(crate) fn publish_orphaned_folders(temp: &Path) -> Orphans {
+    let mut orphans = Orphans::default();
+    for staging in crate::workspace::leftovers::stale_temp_dirs(temp, "task") {
+        match publish(&staging.path) {
+            Some(Published::Into(target)) => orphans.published.push(target),
+            Some(Published::Waiting) => orphans.waiting.push(staging.path.clone()),
+            None => {}
+        }
+    }
+    orphans
 }
 
-fn publish(staging: &Path) -> Option<PathBuf> {
+/// The orphaned staging folders: published (the task folders written), or waiting for
+/// the live run that holds their artifacts directory (not to be removed as leftovers).
+#[derive(Debug, Default)]
+pub(crate) struct Orphans {
+    pub published: Vec<PathBuf>,
+    pub waiting: Vec<PathBuf>,
+}
+
+enum Published {
+    Into(PathBuf),
+    Waiting,
+}
+
+fn publish(staging: &Path) -> Option<Published> {
     let meta = std::fs::symlink_metadata(staging).ok()?;
     // Only this user's private folders: another user's, in a shared /tmp, could
     // otherwise make drover write their files into its artifacts.
@@ -37,11 +57,14 @@ fn publish(staging: &Path) -> Option<PathBuf> {
     if !plain || same_directory(&destination.artifacts, destination.identity).is_err() {
         return None;
     }
+    let Some(_lock) = super::lock::lock_for_a_moment(&destination.artifacts) else {
+        return Some(Published::Waiting);
+    };
     let roots = Roots::new(std::slice::from_ref(&destination.artifacts));
     let target = destination.artifacts.join(&destination.task);
     copy_into(&roots, staging, &target).ok()?;
     let _ = std::fs::remove_dir_all(staging);
-    Some(target)
+    Some(Published::Into(target))
 }
 
 #[cfg(test)]
@@ -79,7 +102,7 @@ mod tests {
         std::fs::create_dir_all(artifacts.join("t")).unwrap();
         std::fs::write(artifacts.join("t/transcript.jsonl"), "planted\n").unwrap();
         let staging = staged(&temp, &artifacts, "t");
-        let published = publish_orphaned_folders(&temp);
+        let published = publish_orphaned_folders(&temp).published;
         assert_eq!(published.len(), 1);
         assert_eq!(
             std::fs::read_to_string(artifacts.join("t/transcript.jsonl")).unwrap(),
@@ -87,6 +110,30 @@ mod tests {
         );
         assert!(!artifacts.join("t").join(DESTINATION).exists());
         assert!(!staging.exists());
+    }
+
+    #[test]
+    fn a_folder_for_a_directory_a_live_run_holds_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = dir.path().join("tmp");
+        let artifacts = dir.path().join("out");
+        std::fs::create_dir_all(&temp).unwrap();
+        std::fs::create_dir_all(&artifacts).unwrap();
+        let staging = staged(&temp, &artifacts, "t");
+        // Another run's lock: a lock file held through a descriptor of its own.
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(artifacts.join(super::super::LOCK_FILE))
+            .unwrap();
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        let orphans = publish_orphaned_folders(&temp);
+        assert!(orphans.published.is_empty());
+        assert_eq!(orphans.waiting, [staging]);
+        assert!(!artifacts.join("t").exists());
+        drop(lock);
+        assert_eq!(publish_orphaned_folders(&temp).published.len(), 1);
     }
 
     #[test]
@@ -104,7 +151,7 @@ mod tests {
         let elsewhere = staged(&temp, &artifacts, "t");
         std::fs::rename(&artifacts, &moved).unwrap();
         std::fs::create_dir_all(&artifacts).unwrap();
-        assert!(publish_orphaned_folders(&temp).is_empty());
+        assert!(publish_orphaned_folders(&temp).published.is_empty());
         assert!(elsewhere.exists());
         assert_eq!(std::fs::read_dir(&artifacts).unwrap().count(), 0);
     }

@@ -31,6 +31,7 @@ use rustix::fs::{AtFlags, FileType};
 
 use super::ledger::{Ledger, remove_entry};
 use crate::workspace::Roots;
+use crate::workspace::leftovers::HeldTempDir;
 
 /// The file in a staging folder saying where it is to be published.
 pub(super) const DESTINATION: &str = ".drover-destination.json";
@@ -59,7 +60,7 @@ enum Place {
     /// the run can write.
     InPlace(PathBuf),
     /// In a private staging directory, published when the task is over.
-    Staged(tempfile::TempDir),
+    Staged(HeldTempDir),
 }
 
 impl TaskFolder {
@@ -107,7 +108,7 @@ impl TaskFolder {
             Place::InPlace(dir) => return ledger.record_task(&self.name, &dir, DESTINATION),
             Place::Staged(staging) => staging,
         };
-        let kept = |error: io::Error, staging: tempfile::TempDir| {
+        let kept = |error: io::Error, staging: HeldTempDir| {
             let at = staging.keep();
             io::Error::new(
                 error.kind(),
@@ -133,10 +134,8 @@ impl TaskFolder {
 }
 
 /// A private staging directory for task `name` of `ledger`'s artifacts directory.
-fn staging(ledger: &Ledger, name: &OsString) -> io::Result<tempfile::TempDir> {
-    let staging = tempfile::Builder::new()
-        .prefix(&crate::workspace::leftovers::temp_prefix("task"))
-        .tempdir()?;
+fn staging(ledger: &Ledger, name: &OsString) -> io::Result<HeldTempDir> {
+    let staging = HeldTempDir::new("task")?;
     // Private: a transcript may hold what others on the machine should not read, and
     // only a private folder is published should this drover be killed.
     std::fs::set_permissions(

@@ -137,8 +137,8 @@ async fn run_one(index: usize, plan: TaskPlan, shared: Shared) -> (usize, TaskRe
 /// folders it staged are published, the rest removed.
 fn clear_killed_runs() {
     let temp = std::env::temp_dir();
-    announce_orphans(&temp);
-    let removed = crate::workspace::leftovers::remove_stale_temp_dirs(&temp);
+    let waiting = announce_orphans(&temp);
+    let removed = crate::workspace::leftovers::remove_stale_temp_dirs(&temp, &waiting);
     if !removed.is_empty() {
         crate::esay!(
             "drover: removed {} leftover director{} of killed drover runs from {}",
@@ -193,13 +193,16 @@ fn reports_for_a_second_signal(
     so_far
 }
 
-/// Publish the task folders killed drovers staged in `temp`, saying so.
-pub(crate) fn announce_orphans(temp: &Path) {
-    for folder in publish_orphaned_folders(temp) {
+/// Publish the task folders killed drovers staged in `temp`, saying so. Returns those
+/// that wait for the live run holding their artifacts directory.
+pub(crate) fn announce_orphans(temp: &Path) -> Vec<PathBuf> {
+    let orphans = publish_orphaned_folders(temp);
+    for folder in &orphans.published {
         crate::esay!(
             "drover: published {}, which a killed drover had left unpublished in {}",
             folder.display(),
             temp.display()
         );
     }
+    orphans.waiting
 }

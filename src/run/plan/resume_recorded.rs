@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::run::artifacts::RUN_FILES;
+use crate::run::artifacts::{LOCK_FILE, RUN_FILES};
 use crate::run::recording::artifacts_of;
 
 use super::live::Overrides;
@@ -131,7 +131,11 @@ fn outputs(artifacts: &Path, tasks: &[String]) -> OwnOutputs {
             .filter(|name| Path::new(name).components().count() == 1)
             .map(|name| artifacts.join(name))
             .collect(),
-        files: RUN_FILES.iter().map(|file| artifacts.join(file)).collect(),
+        files: RUN_FILES
+            .iter()
+            .chain([&LOCK_FILE])
+            .map(|file| artifacts.join(file))
+            .collect(),
     }
 }
 
@@ -154,7 +158,11 @@ pub(super) fn guessed_outputs(transcript: &Path) -> OwnOutputs {
     OwnOutputs {
         artifacts: dir.to_path_buf(),
         folders,
-        files: RUN_FILES.iter().map(|file| dir.join(file)).collect(),
+        files: RUN_FILES
+            .iter()
+            .chain([&LOCK_FILE])
+            .map(|file| dir.join(file))
+            .collect(),
     }
 }
 

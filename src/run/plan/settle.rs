@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::run::artifacts::RUN_FILES;
+use crate::run::artifacts::{LOCK_FILE, RUN_FILES};
 use crate::spec::Isolation;
 use crate::workspace::baseline::IndexSnapshot;
 
@@ -26,8 +26,11 @@ pub(crate) fn settle_outputs(plans: &mut [TaskPlan], artifacts: &Path) {
             .iter()
             .map(|plan| artifacts_dir.join(plan.spec.name()))
             .collect(),
+        // The lock file too: its holder changes with each run, and it is never the
+        // agent's work.
         files: RUN_FILES
             .iter()
+            .chain([&LOCK_FILE])
             .map(|file| artifacts_dir.join(file))
             .collect(),
     });

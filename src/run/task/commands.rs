@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 use super::error::TaskError;
 use crate::policy::RuleSet;
 use crate::sandbox::exec::CommandEnv;
 use crate::sandbox::{Launcher, ResourceLimits, SandboxError, SandboxPolicy, TaskSandbox};
 use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, SandboxSpec, Switch};
+use crate::workspace::leftovers::HeldTempDir;
 
 /// The command environment of one task, alive as long as the task.
 pub(super) struct TaskCommands {
@@ -25,11 +25,11 @@ pub(super) struct TaskCommands {
     /// Why the sandbox cannot be enforced here, when it cannot.
     pub unavailable: Option<String>,
     /// The private `TMPDIR`, removed when the task ends.
-    _tmpdir: TempDir,
+    _tmpdir: HeldTempDir,
     /// Where hooks' inputs are written for them to read: made before the sandbox so its
     /// read grants cover it, and outside everything the agent's commands may write, so
     /// nothing the agent runs can change what a hook is shown.
-    hook_dir: TempDir,
+    hook_dir: HeldTempDir,
 }
 
 /// The variables of drover's environment a replay's commands get: what programs need
@@ -259,11 +259,8 @@ pub(super) async fn task_commands(
 
 /// A directory of the task's own in the temp directory, named so a later drover knows
 /// it as one a killed run left.
-fn task_temp_dir(kind: &str) -> Result<TempDir, TaskError> {
-    tempfile::Builder::new()
-        .prefix(&crate::workspace::leftovers::temp_prefix(kind))
-        .tempdir()
-        .map_err(TaskError::TempDir)
+fn task_temp_dir(kind: &str) -> Result<HeldTempDir, TaskError> {
+    HeldTempDir::new(kind).map_err(TaskError::TempDir)
 }
 
 /// The variables holding the model's API key: never a command's.

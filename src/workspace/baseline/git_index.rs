@@ -96,7 +96,7 @@ pub(crate) struct IndexSnapshot {
     written: Timestamp,
     /// The directory holding the copy (`index`), named so a later run removes it if this
     /// drover is killed.
-    saved: tempfile::TempDir,
+    saved: crate::workspace::leftovers::HeldTempDir,
 }
 
 impl IndexSnapshot {
@@ -114,10 +114,7 @@ impl IndexSnapshot {
         }
         let mut file = std::fs::File::open(git_dir.join("index")).ok()?;
         let written = Timestamp::modified(&file.metadata().ok()?);
-        let saved = tempfile::Builder::new()
-            .prefix(&crate::workspace::leftovers::temp_prefix("index"))
-            .tempdir()
-            .ok()?;
+        let saved = crate::workspace::leftovers::HeldTempDir::new("index").ok()?;
         let mut copy = std::fs::File::create(saved.path().join("index")).ok()?;
         std::io::copy(&mut file, &mut copy).ok()?;
         Some(IndexSnapshot {

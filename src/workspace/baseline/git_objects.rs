@@ -29,7 +29,7 @@ pub(super) struct GitObjects {
     /// Set once git was stopped (a deadline passed): later reads fail at once.
     stopped: bool,
     deadline: Duration,
-    _home: tempfile::TempDir,
+    _home: crate::workspace::leftovers::HeldTempDir,
 }
 
 impl GitObjects {
@@ -197,10 +197,8 @@ pub(super) fn git_available() -> bool {
 }
 
 /// An empty git directory: enough for git to run, holding nothing of the user's.
-fn private_git_dir() -> io::Result<tempfile::TempDir> {
-    let dir = tempfile::Builder::new()
-        .prefix(&crate::workspace::leftovers::temp_prefix("git"))
-        .tempdir()?;
+fn private_git_dir() -> io::Result<crate::workspace::leftovers::HeldTempDir> {
+    let dir = crate::workspace::leftovers::HeldTempDir::new("git")?;
     let path: PathBuf = dir.path().to_path_buf();
     std::fs::create_dir_all(path.join("objects"))?;
     std::fs::create_dir_all(path.join("refs"))?;

@@ -13,7 +13,7 @@ use super::BlobId;
 /// A content-addressed directory that lives as long as the task's baseline.
 #[derive(Debug)]
 pub(super) struct Store {
-    dir: tempfile::TempDir,
+    dir: crate::workspace::leftovers::HeldTempDir,
 }
 
 /// Bytes moved at a time: memory stays flat whatever the file's size.
@@ -23,9 +23,7 @@ impl Store {
     /// A new, empty store in the system temp directory (named so that a later run
     /// removes it if this drover is killed).
     pub(super) fn new() -> io::Result<Store> {
-        let dir = tempfile::Builder::new()
-            .prefix(&crate::workspace::leftovers::temp_prefix("base"))
-            .tempdir()?;
+        let dir = crate::workspace::leftovers::HeldTempDir::new("base")?;
         Ok(Store { dir })
     }
 
