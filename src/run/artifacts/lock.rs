@@ -101,7 +101,7 @@ pub(crate) enum LockError {
     )]
     Open { dir: PathBuf, source: io::Error },
     #[error(
-        "{} is not a regular file (a symlink?), but it is where drover keeps the lock on its artifacts directory; remove it and run again",
+        "{} is not a regular file of its own (a symlink, a directory, a hard link to another file?), but it is where drover keeps the lock on its artifacts directory; remove it and run again",
         path.display()
     )]
     NotAFile { path: PathBuf },
@@ -110,6 +110,10 @@ pub(crate) enum LockError {
 /// The lock on an artifacts directory, held until dropped (or the process ends).
 pub(crate) struct ArtifactsLock {
     file: OwnedFd,
+    /// The directory itself, locked too where the filesystem allows: a lock file that a
+    /// command deletes mid-run (the artifacts directory inside the workspace) must not
+    /// let a second run in.
+    _directory: OwnedFd,
     identity: (u64, u64),
     /// This process wrote itself into the lock file (and empties it when done).
     recorded: bool,
@@ -144,23 +148,31 @@ impl ArtifactsLock {
             Err(Errno::LOOP) => return Err(LockError::NotAFile { path }),
             Err(errno) => return Err(open(errno.into())),
         };
-        let regular = rustix::fs::fstat(&file)
-            .is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile);
+        // A regular file with no other name: a hard link to a user's file would be
+        // written over and emptied.
+        let regular = rustix::fs::fstat(&file).is_ok_and(|stat| {
+            FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile && stat.st_nlink == 1
+        });
         if !regular {
             return Err(LockError::NotAFile { path });
         }
+        let held_elsewhere = |file: &OwnedFd| LockError::Held {
+            dir: dir.to_path_buf(),
+            holder: read_holder(file).map_or_else(
+                || "another drover process (which has not yet written who it is)".to_string(),
+                |holder| holder.describe(),
+            ),
+        };
+        // The directory first: held by a live run even when its lock file was deleted
+        // and made anew. A filesystem that cannot lock a directory keeps the file's lock.
+        if let Err(Errno::WOULDBLOCK) =
+            rustix::fs::flock(&handle, FlockOperation::NonBlockingLockExclusive)
+        {
+            return Err(held_elsewhere(&file));
+        }
         match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
-            Err(Errno::WOULDBLOCK) => {
-                let holder = read_holder(&file).map_or_else(
-                    || "another drover process (which has not yet written who it is)".to_string(),
-                    |holder| holder.describe(),
-                );
-                return Err(LockError::Held {
-                    dir: dir.to_path_buf(),
-                    holder,
-                });
-            }
+            Err(Errno::WOULDBLOCK) => return Err(held_elsewhere(&file)),
             Err(errno) => {
                 return Err(LockError::Unsupported {
                     dir: dir.to_path_buf(),
@@ -177,6 +189,7 @@ impl ArtifactsLock {
             .push(identity);
         Ok(ArtifactsLock {
             file,
+            _directory: handle,
             identity,
             recorded: record,
             previous,
@@ -295,5 +308,34 @@ mod tests {
             std::fs::read_to_string(dir.path().join("elsewhere")).unwrap(),
             "x"
         );
+    }
+
+    #[test]
+    fn a_lock_file_with_another_name_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let precious = dir.path().join("precious.txt");
+        std::fs::write(&precious, "IMPORTANT USER DATA").unwrap();
+        let artifacts = dir.path().join("out");
+        std::fs::create_dir_all(&artifacts).unwrap();
+        std::fs::hard_link(&precious, artifacts.join(LOCK_FILE)).unwrap();
+        let error = ArtifactsLock::acquire(&artifacts).err().unwrap();
+        assert!(matches!(error, LockError::NotAFile { .. }), "{error}");
+        assert_eq!(
+            std::fs::read_to_string(&precious).unwrap(),
+            "IMPORTANT USER DATA"
+        );
+    }
+
+    /// A command that deletes the lock file mid-run (the artifacts directory inside the
+    /// workspace) does not let a second run in: the directory itself is held.
+    #[test]
+    fn a_deleted_lock_file_does_not_free_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = ArtifactsLock::acquire(dir.path()).unwrap();
+        std::fs::remove_file(dir.path().join(LOCK_FILE)).unwrap();
+        let error = ArtifactsLock::acquire(dir.path()).err().unwrap();
+        assert!(matches!(error, LockError::Held { .. }), "{error}");
+        drop(held);
+        assert!(ArtifactsLock::acquire(dir.path()).is_ok());
     }
 }
