@@ -41,9 +41,25 @@ pub(crate) fn to_text(content_type: Option<&str>, body: &[u8]) -> Result<String,
         Some(_) => Kind::Binary,
         None => sniff(body),
     };
+    // A body labelled text that holds NUL bytes is not text whatever its label (gzip bytes
+    // sent as text/plain, a compressed body inside another encoding).
+    let kind = if kind != Kind::Binary && body[..body.len().min(8192)].contains(&0) {
+        Kind::Binary
+    } else {
+        kind
+    };
     match kind {
         Kind::Binary => Err(NoText::Binary {
-            kind: mime.unwrap_or_else(|| "no content type, not text".to_string()),
+            kind: mime.map_or_else(
+                || "no content type, not text".to_string(),
+                |mime| {
+                    if is_textual(&mime) || mime.contains("html") {
+                        format!("labelled {mime}, but holding NUL bytes")
+                    } else {
+                        mime
+                    }
+                },
+            ),
             bytes: body.len(),
         }),
         Kind::Text => Ok(String::from_utf8_lossy(body).into_owned()),
@@ -368,6 +384,20 @@ mod tests {
         assert!(md.contains("one"), "{md}");
         assert!(!md.contains("alert"), "{md}");
         assert!(!md.contains("p{}"), "{md}");
+    }
+
+    #[test]
+    fn a_body_labelled_text_holding_nul_bytes_is_binary() {
+        let gzip = [
+            0x1f_u8, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03,
+        ];
+        let error = to_text(Some("text/plain"), &gzip).unwrap_err().to_string();
+        assert!(
+            error.contains("labelled text/plain, but holding NUL bytes"),
+            "{error}"
+        );
+        assert!(to_text(Some("text/html"), b"<p>a\0b</p>").is_err());
+        assert_eq!(to_text(Some("text/plain"), b"plain").unwrap(), "plain");
     }
 
     #[test]
