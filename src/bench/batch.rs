@@ -115,7 +115,7 @@ struct Outcome {
     /// Everything left behind: (path, bytes).
     leftovers: Vec<(PathBuf, u64)>,
     /// The JUnit report's counts, or why it could not be read.
-    junit: Result<JunitCounts, String>,
+    junit: std::io::Result<JunitCounts>,
     /// The end of drover's stderr, for a batch that did not exit 0.
     stderr_tail: String,
 }
@@ -218,9 +218,8 @@ fn disk_usage(path: &Path) -> u64 {
 
 /// Count the `<testcase`, `<failure` and `<error` elements of a junit.xml (attribute
 /// values are escaped, so `<` only ever opens a tag).
-fn junit_counts(path: &Path) -> Result<JunitCounts, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+fn junit_counts(path: &Path) -> std::io::Result<JunitCounts> {
+    let text = std::fs::read_to_string(path)?;
     Ok(JunitCounts {
         tests: text.matches("<testcase").count(),
         failures: text.matches("<failure").count(),
@@ -265,7 +264,7 @@ fn verdict(batch: &Batch, outcome: &Outcome) -> Verdict {
             "junit.xml has {} tests, {} failures, {} errors; expected {} tests, none failed",
             counts.tests, counts.failures, counts.errors, batch.tasks
         )),
-        Err(error) => problems.push(error.clone()),
+        Err(error) => problems.push(format!("cannot read junit.xml: {error}")),
     }
     let code = outcome.measured.exit_code;
     if code != Some(0) {
@@ -405,12 +404,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            junit_counts(&path),
-            Ok(JunitCounts {
+            junit_counts(&path).unwrap(),
+            JunitCounts {
                 tests: 3,
                 failures: 1,
                 errors: 1
-            })
+            }
         );
         assert!(junit_counts(&dir.path().join("missing.xml")).is_err());
     }
