@@ -85,7 +85,7 @@ pub(super) fn run(drover: &Path, scratch: &Path, options: &Options) -> i32 {
             }
         }
         if let (Some(measured), Some(&j)) = (last, jobs.last()) {
-            crate::say!("{:<9} {}", "", limit(&measured, j));
+            crate::say!("{:<9} {}", "", limit(&measured, j, isolation));
         }
     }
     print_notes();
@@ -326,12 +326,17 @@ fn print_problems(batch: &Batch, outcome: &Outcome, verdict: &Verdict) {
 }
 
 /// What held the last (most parallel) batch back: the cores when drover and its
-/// children kept them busy, else the disk or waiting.
-fn limit(measured: &Measured, jobs: u16) -> String {
+/// children kept them busy, else the disk or waiting (for worktrees, git: the worktrees
+/// of one repository are added and removed one at a time).
+fn limit(measured: &Measured, jobs: u16, isolation: &str) -> String {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let busy = measured.cpu.as_secs_f64() / measured.wall.as_secs_f64().max(1e-9);
     if busy >= 0.8 * cores as f64 {
         format!("at --jobs {jobs}: {busy:.2} of {cores} cores busy, the cores are the limit")
+    } else if isolation == "worktree" {
+        format!(
+            "at --jobs {jobs}: {busy:.2} of {cores} cores busy, so not the cores: the disk, or waiting for git (one repository's worktrees are added and removed one at a time)"
+        )
     } else {
         format!(
             "at --jobs {jobs}: {busy:.2} of {cores} cores busy, so not the cores: the disk (or waiting) is the limit"
