@@ -2,7 +2,10 @@
 //! programs people would otherwise reach for, `rg` and `fd`, on a large tree nobody here
 //! wrote. Speed goals are checked here, by printed figures, never by timed tests.
 
+mod batch;
+mod batch_specs;
 mod cases;
+mod child;
 mod replay;
 mod timing;
 mod workspace;
@@ -33,14 +36,29 @@ pub struct BenchArgs {
     /// sparse file, against `git status` and `cp -r --reflink=auto`, instead of the tools.
     #[arg(long)]
     pub workspace: bool,
-    /// Where --workspace builds its repositories and --replay its task (kept for later
-    /// runs).
+    /// Where --workspace builds its repositories, --replay its task and --batch its
+    /// repository and specs (kept for later runs).
     #[arg(long, value_name = "DIR", default_value = "drover-bench-workspaces")]
     pub scratch: PathBuf,
     /// Time the replay of a recorded run of --calls tool calls against the scripted run
     /// that recorded it (built under --scratch), instead of the tools.
     #[arg(long, conflicts_with = "workspace")]
     pub replay: bool,
+    /// Run a batch of --tasks scripted tasks (a Read and an Edit each) over a 1,000-file
+    /// repository with `isolation: copy`, then `worktree`, at each of --jobs-list: wall
+    /// time, drover's peak RSS and open descriptors, what is left behind, JUnit counts.
+    #[arg(long, conflicts_with_all = ["workspace", "replay"])]
+    pub batch: bool,
+    /// The tasks of each --batch run.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub tasks: u32,
+    /// The files of the git repository --batch's tasks work on (a smaller one keeps a
+    /// quick check quick).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub files: u32,
+    /// The --jobs values --batch runs with, in order.
+    #[arg(long, value_name = "J,J,…", value_delimiter = ',', default_values_t = [1, 4, 16], value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs_list: Vec<u16>,
     /// The tool calls of the run --replay records.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub calls: u32,
@@ -53,6 +71,19 @@ pub struct BenchArgs {
 /// program only skips its cases), 2 for a bad tree, 3 when drover itself failed, and with
 /// `--check` 1 when a goal was missed.
 pub(crate) fn run(args: &BenchArgs) -> i32 {
+    if args.batch {
+        let (drover, scratch) = match drover_and_scratch(args) {
+            Ok(found) => found,
+            Err(code) => return code,
+        };
+        let batch = batch::Options {
+            tasks: args.tasks as usize,
+            files: args.files as usize,
+            jobs: &args.jobs_list,
+            check: args.check,
+        };
+        return batch::run(&drover, &scratch, &batch);
+    }
     if args.replay {
         let (drover, scratch) = match drover_and_scratch(args) {
             Ok(found) => found,

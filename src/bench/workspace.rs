@@ -20,9 +20,10 @@ const READ_GOAL_FILES: usize = 100_000;
 const COPY_GOAL_RATIO: f64 = 1.5;
 
 /// One workspace to measure.
-struct Workspace {
+pub(super) struct Workspace {
     name: String,
-    dir: PathBuf,
+    /// The repository's top directory.
+    pub(super) dir: PathBuf,
     /// Whether the read goal applies: it is set for the 100,000-file repository (and
     /// larger). On small workspaces both programs take milliseconds and the ratio is
     /// drover's fixed cost per run (a transcript, reports, fsyncs), shown but not judged.
@@ -271,8 +272,8 @@ fn peak_kib(pid: u32) -> Option<u64> {
 }
 
 /// A committed git repository of `files` source-like files (about 6 KB each, 100 per
-/// directory), built once and reused by later benches.
-fn build_repository(scratch: &Path, files: usize) -> std::io::Result<Workspace> {
+/// directory), built once and reused by later benches (`--batch` uses the 1,000-file one).
+pub(super) fn build_repository(scratch: &Path, files: usize) -> std::io::Result<Workspace> {
     let name = format!("repo-{files}");
     let dir = scratch.join(&name);
     let read_goal = files >= READ_GOAL_FILES;

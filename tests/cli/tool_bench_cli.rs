@@ -154,3 +154,56 @@ fn bench_replay_times_a_replay_against_its_run() {
     assert!(stdout.contains("replay 25 calls --strict"), "{stdout}");
     assert!(stdout.contains("25 tool calls in 3 turns"), "{stdout}");
 }
+
+/// The batch bench in its small form (20 tasks over a 100-file repository, `--jobs 1,4`):
+/// it keeps working, leaves nothing behind and finds every task in the JUnit report. Its
+/// figures (times, memory) are not asserted.
+#[test]
+fn bench_batch_runs_both_isolations_and_leaves_nothing_behind() {
+    let scratch = tempfile::tempdir().unwrap();
+    let output = common::drover()
+        .args([
+            "bench",
+            "--batch",
+            "--tasks",
+            "20",
+            "--files",
+            "100",
+            "--jobs-list",
+            "1,4",
+            "--check",
+            "--scratch",
+        ])
+        .arg(scratch.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!stdout.contains("!!!"), "{stdout}");
+    for isolation in ["copy", "worktree"] {
+        for jobs in ["1", "4"] {
+            let row = stdout
+                .lines()
+                .find(|line| {
+                    let mut cells = line.split_whitespace();
+                    cells.next() == Some(isolation) && cells.next() == Some(jobs)
+                })
+                .unwrap_or_else(|| panic!("no row {isolation} --jobs {jobs}: {stdout}"));
+            let cells: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!(cells[2], "20", "{row}");
+            // left/bytes, junit tests/failures/errors, result.
+            assert_eq!(cells[cells.len() - 3..], ["0/0", "20/0/0", "ok"], "{row}");
+        }
+    }
+    // Nothing of the batches in the scratch directory's runs but what was asked for.
+    for run in std::fs::read_dir(scratch.path().join("batch-runs")).unwrap() {
+        let run = run.unwrap().path();
+        assert_eq!(std::fs::read_dir(run.join("tmp")).unwrap().count(), 0);
+        assert!(run.join("artifacts/junit.xml").is_file());
+    }
+}

@@ -1,0 +1,107 @@
+//! One child process measured whole: its wall time, what the kernel counted for it when
+//! it was reaped (`wait4`: peak RSS, CPU time, blocks written) and the most file
+//! descriptors it held open at once (sampled from `/proc/<pid>/fd` while it runs).
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often the open file descriptors are counted.
+const FD_SAMPLE_EVERY: Duration = Duration::from_millis(50);
+
+/// What one finished child cost.
+#[derive(Debug, Clone)]
+pub(super) struct Measured {
+    pub wall: Duration,
+    /// The exit code; None when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// `ru_maxrss` (KiB): the child's peak resident set. Linux reports the larger of the
+    /// child's own and that of the largest descendant it waited for (git, here: smaller).
+    pub max_rss_kib: u64,
+    /// User and system CPU time of the child and the descendants it waited for.
+    pub cpu: Duration,
+    /// Blocks (512 bytes) the child and its waited-for descendants wrote to disk.
+    pub written_blocks: u64,
+    /// The most entries seen in `/proc/<pid>/fd` at once.
+    pub peak_fds: usize,
+}
+
+/// Spawn `command`, sample its descriptors until it ends, reap it with `wait4`.
+pub(super) fn measure(command: &mut Command) -> std::io::Result<Measured> {
+    let start = Instant::now();
+    // Reaped below by wait4, not by std: dropping a `Child` neither waits nor kills.
+    let child = command.spawn()?;
+    let pid = child.id();
+    let done = AtomicBool::new(false);
+    let (waited, wall, peak_fds) = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut peak = 0;
+            while !done.load(Ordering::Relaxed) {
+                if let Some(count) = open_fds(pid) {
+                    peak = peak.max(count);
+                }
+                std::thread::sleep(FD_SAMPLE_EVERY);
+            }
+            peak
+        });
+        let waited = wait4(pid);
+        let wall = start.elapsed();
+        done.store(true, Ordering::Relaxed);
+        (waited, wall, sampler.join().unwrap_or(0))
+    });
+    drop(child);
+    let (status, usage) = waited?;
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    Ok(Measured {
+        wall,
+        exit_code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
+        written_blocks: u64::try_from(usage.ru_oublock).unwrap_or(0),
+        peak_fds,
+    })
+}
+
+/// The number of open descriptors of `pid`, None once it is gone.
+fn open_fds(pid: u32) -> Option<usize> {
+    let listing = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(listing.count())
+}
+
+/// Block until the child `pid` ends and reap it: its wait status and resource usage.
+fn wait4(pid: u32) -> std::io::Result<(libc::c_int, libc::rusage)> {
+    let pid = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is plain integers and timevals, for which all zeroes is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: both pointers are to live locals of the right types; `pid` is this
+        // process's own child, not yet reaped (std's `Child` is never waited on).
+        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if reaped == pid {
+            return Ok((status, usage));
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_is_reaped_with_its_exit_code_and_usage() {
+        let measured = measure(Command::new("sh").args(["-c", "sleep 0.2; exit 7"])).unwrap();
+        assert_eq!(measured.exit_code, Some(7));
+        assert!(measured.wall >= Duration::from_millis(200));
+        assert!(measured.max_rss_kib > 0);
+        // stdin, stdout, stderr at least, seen while it slept.
+        assert!(measured.peak_fds >= 3, "{measured:?}");
+    }
+}
