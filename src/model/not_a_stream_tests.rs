@@ -57,13 +57,13 @@ fn event_streams_are_told_from_pages_by_their_first_line() {
 fn the_description_names_status_type_and_first_line_cleanly() {
     let page = "\n<!DOCTYPE html>\n<html><head><title>Hotel   WiFi\n Login</title></head>\n";
     let text = describe(
-        "http://api/v1/messages",
+        "http://127.0.0.1:9/v1/messages",
         200,
         Some("text/html; charset=utf-8"),
         page.as_bytes(),
     );
     assert!(
-        text.contains("http://api/v1/messages answered HTTP 200"),
+        text.contains("http://127.0.0.1:9/v1/messages answered HTTP 200"),
         "{text}"
     );
     assert!(
