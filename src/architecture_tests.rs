@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! The house rules of docs/architecture.md ("House rules"), checked on every `cargo test`
 //! over the source of every crate of the workspace (`src/` and `crates/*/src/`):
 //!

@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! The module layering of docs/architecture.md, checked: a top-level module may use only
 //! modules of a lower layer, so no import cycle can form and a lower layer never learns
 //! of a higher one. Test code (`tests.rs`, `*_tests.rs`, `#[cfg(test)]` modules) may

@@ -29,6 +29,9 @@ pub(crate) const HELPER_LIMIT: Duration = Duration::from_secs(10);
 /// The most a helper may print on stdout: a few headers, never a stream.
 const MAX_STDOUT: usize = 64 * 1024;
 
+/// Header names to the values a helper printed.
+pub(crate) type Headers = BTreeMap<String, String>;
+
 /// One run of a helper.
 pub(crate) struct Helper<'a> {
     /// The field as its file spells it (`headersHelper` or `headers_helper`), for messages.
@@ -113,10 +116,7 @@ pub(crate) enum OutputProblem {
 
 /// Run the helper and read the headers it prints; every value is registered with
 /// `redactor` before this returns, and its stderr is written to its log, redacted.
-pub(crate) async fn run(
-    helper: &Helper<'_>,
-    redactor: &Redactor,
-) -> Result<BTreeMap<String, String>, HelperError> {
+pub(crate) async fn run(helper: &Helper<'_>, redactor: &Redactor) -> Result<Headers, HelperError> {
     let command = shown(helper.command);
     let mut vars: Vec<(&str, &OsStr)> = vec![
         ("CLAUDE_CODE_MCP_SERVER_NAME", OsStr::new(helper.server)),
@@ -253,7 +253,7 @@ pub(crate) fn credential_header(name: &str) -> bool {
 
 /// The headers a helper printed: a JSON object of valid header names (none the transport
 /// sets itself, none twice) to string values that can be sent.
-pub(crate) fn parse_headers(stdout: &str) -> Result<BTreeMap<String, String>, OutputProblem> {
+pub(crate) fn parse_headers(stdout: &str) -> Result<Headers, OutputProblem> {
     if stdout.len() > MAX_STDOUT {
         return Err(OutputProblem::TooLong);
     }

@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 use serde_json::json;
 
 use super::*;

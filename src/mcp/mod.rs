@@ -273,7 +273,7 @@ struct HelperRun<'a> {
 async fn run_helper(
     run: &HelperRun<'_>,
     setup: &Setup<'_>,
-) -> Result<BTreeMap<String, String>, NotStarted> {
+) -> Result<headers_helper::Headers, NotStarted> {
     let extra_env: Vec<(String, String)> = run
         .server
         .env

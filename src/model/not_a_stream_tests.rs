@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 use super::*;
 
 fn verdict(pieces: &[&[u8]]) -> Verdict {

@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! The wings of `run` point one way (see docs/architecture.md, "run"): a wing uses only
 //! the wings before it, so planning never reaches the task runner and reading a
 //! recording decides nothing.

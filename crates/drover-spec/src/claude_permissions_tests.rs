@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 use super::*;
 
 fn at(rule: &Spanned<String>) -> (String, u64, u64) {

@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 use std::io::Write;
 
 use flate2::Compression;

@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
