@@ -19,6 +19,8 @@ use std::fmt::Write as _;
 /// - terminal colour codes (CSI sequences) are dropped, and every other control
 ///   character (C0 but tab, DEL, C1, a lone ESC) is shown as U+FFFD: no cursor moves,
 ///   rewritten lines, window titles or clipboard writes (OSC 52);
+/// - bidirectional controls (U+202A–U+202E, U+2066–U+2069) are written out, so no text
+///   a model or a file chose can reorder what a reader sees of the line;
 /// - `##[` becomes `##\[`, so no part of the line is a GitHub workflow command.
 ///
 /// Nothing that was there is lost from sight but escape sequences, so a reader still
@@ -47,6 +49,9 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
             '\u{85}' | '\u{2028}' | '\u{2029}' => {
                 let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
             }
+            c if is_bidi_control(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
             '\t' => out.push('\t'),
             c if c.is_control() => out.push('\u{fffd}'),
             c => out.push(c),
@@ -58,7 +63,12 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
 
 /// A character [`one_line`] changes.
 fn needs_care(c: char) -> bool {
-    (c.is_control() && c != '\t') || c == '\u{2028}' || c == '\u{2029}'
+    (c.is_control() && c != '\t') || c == '\u{2028}' || c == '\u{2029}' || is_bidi_control(c)
+}
+
+/// An embedding, override or isolate control of Unicode's bidirectional algorithm.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A whole line drover prints: [`one_line`], and never starting with `::` (after
@@ -142,6 +152,15 @@ mod tests {
             "{shown:?}"
         );
         assert_eq!(one_line("\u{1b}[1;31merror\u{1b}[0m: x"), "error: x");
+    }
+
+    #[test]
+    fn bidirectional_controls_cannot_reorder_a_line() {
+        assert_eq!(
+            one_line("pid 7 \u{202e}nur-sd\u{2066}x\u{2069}"),
+            "pid 7 \\u{202e}nur-sd\\u{2066}x\\u{2069}"
+        );
+        assert_eq!(one_line("plain \u{5d0} text"), "plain \u{5d0} text");
     }
 
     #[test]
