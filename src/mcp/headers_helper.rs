@@ -191,18 +191,19 @@ fn own_redactor(stdout: &str) -> Redactor {
     let redactor = Redactor::default();
     redactor.add(
         printed_values(stdout)
-            .into_iter()
-            .flat_map(|(name, value)| {
-                let last = value
-                    .trim()
-                    .rsplit_once(' ')
-                    .map(|(_, token)| token.to_string());
-                [Some((name.clone(), value)), last.map(|token| (name, token))]
-                    .into_iter()
-                    .flatten()
-            }),
+            .iter()
+            .flat_map(|(name, value)| with_last_word(name, value)),
     );
     redactor
+}
+
+/// A printed value as secrets, labelled: the value, and a `Bearer <token>`'s token alone.
+fn with_last_word(label: &str, value: &str) -> Vec<(String, String)> {
+    let mut secrets = vec![(label.to_string(), value.to_string())];
+    if let Some((_, token)) = value.trim().rsplit_once(' ') {
+        secrets.push((format!("{label} (its last word)"), token.to_string()));
+    }
+    secrets
 }
 
 /// Every string a helper printed in a JSON object, by its name, whether or not the
@@ -228,11 +229,7 @@ fn register(helper: &Helper<'_>, headers: &BTreeMap<String, String>, redactor: &
             "MCP server {}'s {} header {name}",
             helper.server, helper.field
         );
-        let mut secrets = vec![(label.clone(), value.clone())];
-        if let Some((_, token)) = value.trim().rsplit_once(' ') {
-            secrets.push((format!("{label} (its last word)"), token.to_string()));
-        }
-        let skipped = redactor.add(secrets);
+        let skipped = redactor.add(with_last_word(&label, value));
         if credential_header(name) {
             for skipped in skipped {
                 crate::esay!("drover: warning: {}", skipped.warning());

@@ -35,11 +35,6 @@ pub(crate) fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
     budget_is_priced(loaded)
 }
 
-/// The spec's file `name` names, relative to the spec file.
-pub(super) fn beside_spec(loaded: &LoadedSpec, name: &str) -> std::path::PathBuf {
-    loaded.beside(name)
-}
-
 /// The task's hooks: `hooks:` and those of the settings file `hooks_from:` names (each
 /// event's entries after the spec's own), with notes on what a settings file had that
 /// does not run headless.
@@ -60,7 +55,7 @@ pub(crate) fn task_hooks(loaded: &LoadedSpec) -> Result<(HooksSpec, Vec<String>)
     let text = unlinked_beside(loaded, &from.value)
         .and_then(|path| read_referenced(&path))
         .map_err(|e| invalid(format!("hooks_from: {e}")))?;
-    let path = beside_spec(loaded, &from.value);
+    let path = loaded.beside_spec(&from.value);
     let (from_file, notes) = hooks_of_claude_settings(&text)
         .map_err(|e| invalid(format!("hooks_from {}:{e}", path.display())))?;
     if let Some(problem) = hooks_problem(&from_file) {
@@ -89,7 +84,7 @@ pub(crate) fn output_schema(loaded: &LoadedSpec) -> Result<Option<Value>, SpecEr
     let schema = match (&output.value.schema, &output.value.schema_file) {
         (Some(schema), _) => schema.clone(),
         (None, Some(file)) => {
-            let path = beside_spec(loaded, file);
+            let path = loaded.beside_spec(file);
             let text = std::fs::read_to_string(&path).map_err(|e| {
                 invalid(format!(
                     "output.schema_file: cannot read {}: {e}",

@@ -40,7 +40,7 @@ pub(crate) fn task_rules(loaded: &LoadedSpec) -> Result<TaskRules, SpecError> {
     };
     let sandboxed = SandboxSpec::is_on(loaded.spec.sandbox.as_ref());
     for source in &from.value.0 {
-        let path = loaded.beside(&source.file);
+        let path = loaded.beside_spec(&source.file);
         let permissions = read_settings(loaded, &source.file).map_err(|error| match error {
             SettingsError::Json(error) => SpecError::Invalid {
                 position: Position {

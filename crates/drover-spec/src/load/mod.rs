@@ -48,14 +48,8 @@ impl LoadedSpec {
         }
     }
 
-    /// A file or directory the spec names by reference (`hooks_from:`,
-    /// `permissions_from:`, `skills_from:`, …): relative to the spec file.
-    pub fn beside(&self, name: &str) -> PathBuf {
-        self.beside_spec(name)
-    }
-
-    /// The file or directory `name` names, relative to the spec file (`skills_from:`,
-    /// `agents_from:`, `hooks_from:`).
+    /// The file or directory `name` names, relative to the spec file (`hooks_from:`,
+    /// `permissions_from:`, `agents_from:`, `skills_from:`, …).
     pub fn beside_spec(&self, name: &str) -> PathBuf {
         self.path.parent().unwrap_or(Path::new(".")).join(name)
     }
