@@ -287,7 +287,7 @@ fn row(batch: &Batch, outcome: &Outcome, speedup: f64, verdict: &Verdict) -> Str
         Err(_) => "missing".to_string(),
     };
     format!(
-        "{:<9} {:>4} {:>6} {:>8.1} {:>8.1} {:>6.2}× {:>5.2} {:>8.1} {:>7.1}MiB {:>6} {:>4}/{:<6} {:>14}  {}",
+        "{:<9} {:>4} {:>6} {:>8.1} {:>8.1} {:>6.2}× {:>5.2} {:>8.1} {:>7.1}MiB {:>7.1}MiB {:>6} {:>4}/{:<6} {:>14}  {}",
         batch.isolation,
         batch.jobs,
         batch.tasks,
@@ -297,6 +297,7 @@ fn row(batch: &Batch, outcome: &Outcome, speedup: f64, verdict: &Verdict) -> Str
         measured.cpu.as_secs_f64() / wall.max(1e-9),
         measured.written_blocks as f64 * 512.0 / 1e6,
         measured.max_rss_kib as f64 / 1024.0,
+        measured.peak_anon_kib as f64 / 1024.0,
         measured.peak_fds,
         outcome.leftovers.len(),
         left_bytes,
@@ -365,7 +366,7 @@ fn print_conditions(repository: &Path, tasks: usize, files: usize) {
     }
     crate::say!();
     crate::say!(
-        "{:<9} {:>4} {:>6} {:>8} {:>8} {:>7} {:>5} {:>8} {:>10} {:>6} {:>11} {:>14}  {}",
+        "{:<9} {:>4} {:>6} {:>8} {:>8} {:>7} {:>5} {:>8} {:>10} {:>10} {:>6} {:>11} {:>14}  {}",
         "isolation",
         "jobs",
         "tasks",
@@ -375,6 +376,7 @@ fn print_conditions(repository: &Path, tasks: usize, files: usize) {
         "cpu",
         "write MB",
         "peak RSS",
+        "peak anon",
         "fds",
         "left/bytes",
         "junit t/f/e",
@@ -388,7 +390,7 @@ fn print_notes() {
         "speedup: tasks/s against the first --jobs of the same isolation; cpu: CPU time of drover and the processes it waited for (git) over wall time, in cores; write MB: what they wrote to disk"
     );
     crate::say!(
-        "peak RSS: the drover process's ru_maxrss (sandboxed commands are separate processes, not counted); fds: the most open descriptors of the drover process, sampled every 50 ms"
+        "peak RSS: the drover process's ru_maxrss (sandboxed commands are separate processes, not counted), including the pages of its executable; peak anon: the most anonymous memory (heap and stacks: what grows with the work) it held, sampled every 50 ms; fds: the most open descriptors of the drover process, sampled every 50 ms"
     );
     crate::say!(
         "left: entries left in the run's TMPDIR, drover-* temp directories beside its artifacts, registered worktrees (goal: 0); junit: testcases/failures/errors (goal: N/0/0); goal: peak RSS under {RSS_GOAL_MIB} MiB"

@@ -1,12 +1,13 @@
 //! One child process measured whole: its wall time, what the kernel counted for it when
 //! it was reaped (`wait4`: peak RSS, CPU time, blocks written) and the most file
-//! descriptors it held open at once (sampled from `/proc/<pid>/fd` while it runs).
+//! descriptors and anonymous memory it held at once (sampled from `/proc/<pid>` while it
+//! runs).
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// How often the open file descriptors are counted.
+/// How often the open file descriptors and anonymous memory are sampled.
 const FD_SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
 /// What one finished child cost.
@@ -24,6 +25,10 @@ pub(super) struct Measured {
     pub written_blocks: u64,
     /// The most entries seen in `/proc/<pid>/fd` at once.
     pub peak_fds: usize,
+    /// The largest `RssAnon` (KiB) seen in `/proc/<pid>/status`: the process's own heap
+    /// and stacks, without the pages of its executable, which `ru_maxrss` counts too and
+    /// which do not grow with the work (a debug build maps hundreds of MiB of them).
+    pub peak_anon_kib: u64,
 }
 
 /// Spawn `command`, sample its descriptors until it ends, reap it with `wait4`.
@@ -33,21 +38,24 @@ pub(super) fn measure(command: &mut Command) -> std::io::Result<Measured> {
     let child = command.spawn()?;
     let pid = child.id();
     let done = AtomicBool::new(false);
-    let (waited, wall, peak_fds) = std::thread::scope(|scope| {
+    let (waited, wall, (peak_fds, peak_anon_kib)) = std::thread::scope(|scope| {
         let sampler = scope.spawn(|| {
-            let mut peak = 0;
+            let (mut fds, mut anon) = (0, 0);
             while !done.load(Ordering::Relaxed) {
                 if let Some(count) = open_fds(pid) {
-                    peak = peak.max(count);
+                    fds = fds.max(count);
+                }
+                if let Some(kib) = anonymous_kib(pid) {
+                    anon = anon.max(kib);
                 }
                 std::thread::sleep(FD_SAMPLE_EVERY);
             }
-            peak
+            (fds, anon)
         });
         let waited = wait4(pid);
         let wall = start.elapsed();
         done.store(true, Ordering::Relaxed);
-        (waited, wall, sampler.join().unwrap_or(0))
+        (waited, wall, sampler.join().unwrap_or((0, 0)))
     });
     drop(child);
     let (status, usage) = waited?;
@@ -62,6 +70,7 @@ pub(super) fn measure(command: &mut Command) -> std::io::Result<Measured> {
         cpu: time(usage.ru_utime) + time(usage.ru_stime),
         written_blocks: u64::try_from(usage.ru_oublock).unwrap_or(0),
         peak_fds,
+        peak_anon_kib,
     })
 }
 
@@ -69,6 +78,13 @@ pub(super) fn measure(command: &mut Command) -> std::io::Result<Measured> {
 fn open_fds(pid: u32) -> Option<usize> {
     let listing = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
     Some(listing.count())
+}
+
+/// The `RssAnon` of `pid` in KiB, None once it is gone (or on a kernel without it).
+fn anonymous_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("RssAnon:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Block until the child `pid` ends and reap it: its wait status and resource usage.
@@ -103,5 +119,6 @@ mod tests {
         assert!(measured.max_rss_kib > 0);
         // stdin, stdout, stderr at least, seen while it slept.
         assert!(measured.peak_fds >= 3, "{measured:?}");
+        assert!(measured.peak_anon_kib > 0, "{measured:?}");
     }
 }
