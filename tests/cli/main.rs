@@ -10,6 +10,7 @@ mod common;
 mod mock_server;
 
 mod action;
+mod action_examples;
 mod action_steps;
 mod artifacts_lock;
 mod attacker_artifacts;
