@@ -173,8 +173,12 @@ fn action_yml_is_a_composite_that_caches_runs_and_uploads() {
     // only with its SHA-256 verified.
     let script = std::fs::read_to_string(common::repo().join("action/install.sh")).unwrap();
     assert!(!script.contains("cargo install"));
-    assert!(script.contains("sha256sum"));
-    assert!(script.contains("refusing to run it"));
+    // The download and its checks are the users' install.sh.
+    assert!(script.contains("../install.sh"));
+    let installer = std::fs::read_to_string(common::repo().join("install.sh")).unwrap();
+    assert!(!installer.contains("cargo install drover"));
+    assert!(installer.contains("sha256sum"));
+    assert!(installer.contains("refusing to run it"));
     // Without a release binary, the action's own sources are built, their build cached.
     let build = steps
         .iter()
@@ -402,7 +406,7 @@ fn a_release_binary_is_installed_only_with_its_listed_checksum() {
     let server = served(&sums);
     let (code, _, said, _) = install(&server, "v9.9.9", &"2".repeat(64));
     assert_eq!(code, Some(2), "{said}");
-    assert!(said.contains("pinned binary-sha256"), "{said}");
+    assert!(said.contains("pinned SHA-256"), "{said}");
 
     // A branch: nothing downloaded, built from source.
     let server = served(&sums);

@@ -30,6 +30,7 @@ mod demo;
 mod expect_cli;
 mod full_disk;
 mod hooks_cli;
+mod install_script;
 mod interrupt;
 mod large_workspace;
 mod limits;
