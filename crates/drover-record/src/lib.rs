@@ -24,7 +24,7 @@ pub mod volatile;
 pub use drift::DriftReport;
 pub use redact::Redactor;
 pub use report::{
-    AgentRun, CheckReport, Denial, EndReason, McpServerReport, RunReport, ShardId, Status,
-    TaskReport, Todo, TodoStatus,
+    AgentRun, CheckReport, Denial, EXCLUDED_LISTED, EndReason, ExcludedFromDiff, McpServerReport,
+    RunReport, ShardId, Status, TaskReport, Todo, TodoStatus,
 };
 pub use transcript::{Event, TranscriptReader, TranscriptWriter};

@@ -187,6 +187,10 @@ pub struct TaskReport {
     /// keep them out of the diff and `files_changed`: counted so a reviewer sees them.
     #[serde(default)]
     pub ignored_changes: usize,
+    /// Changed paths the spec's `diff.exclude` left out of the diff, `files_changed` and
+    /// the expectations: named so nothing is left out silently. Absent when none were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded_from_diff: Option<ExcludedFromDiff>,
     /// The last assistant text, for people reading the report.
     pub final_text: String,
     /// The model's plan as it last wrote it with TodoWrite.
@@ -228,6 +232,28 @@ fn is_zero(count: &u32) -> bool {
 }
 
 /// One run of a sub-agent, for summary.json and the transcript's `agent_end`.
+/// What `diff.exclude` left out: how many paths, and the first [`EXCLUDED_LISTED`] of
+/// them (a glob like `target/` can match a whole build tree).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExcludedFromDiff {
+    pub count: usize,
+    pub paths: Vec<String>,
+}
+
+/// How many paths left out of the diff a report names.
+pub const EXCLUDED_LISTED: usize = 100;
+
+impl ExcludedFromDiff {
+    /// The report of `paths` (sorted), naming at most [`EXCLUDED_LISTED`]; None when
+    /// there are none.
+    pub fn of(paths: &[String]) -> Option<ExcludedFromDiff> {
+        (!paths.is_empty()).then(|| ExcludedFromDiff {
+            count: paths.len(),
+            paths: paths.iter().take(EXCLUDED_LISTED).cloned().collect(),
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentRun {
     pub agent_id: String,

@@ -115,6 +115,9 @@ pub fn summary_md(report: &RunReport) -> String {
         }
     }
     for task in &report.tasks {
+        excluded_from_diff_section(&mut out, task);
+    }
+    for task in &report.tasks {
         if let Some(value) = &task.output {
             let text = serde_json::to_string_pretty(value).unwrap_or_default();
             let shown: String = text.chars().take(4000).collect();
@@ -269,6 +272,29 @@ fn failed_section(out: &mut String, task: &TaskReport) {
             },
         );
     }
+}
+
+/// The paths `diff.exclude` left out, for every task (passed ones too), so a reader sees
+/// what the diff does not show.
+fn excluded_from_diff_section(out: &mut String, task: &TaskReport) {
+    let Some(excluded) = &task.excluded_from_diff else {
+        return;
+    };
+    let named: Vec<String> = excluded.paths.iter().map(|path| code(path)).collect();
+    let more = excluded.count.saturating_sub(excluded.paths.len());
+    let _ = writeln!(
+        out,
+        "\n### {}: left out of the diff\n\nBy the spec's `diff.exclude` ({} {}): {}{}.",
+        code(&task.name),
+        excluded.count,
+        if excluded.count == 1 { "file" } else { "files" },
+        named.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// A task's unmet expectations, then its failed checks with their last output lines.

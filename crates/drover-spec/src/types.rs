@@ -53,6 +53,10 @@ pub struct TaskSpec {
     /// What the result must look like (files changed), checked after the checks.
     #[serde(default)]
     pub expect: Option<super::expect::Expectations>,
+    /// Paths left out of the diff, `files_changed` and the expectations (named in the
+    /// reports): `{ exclude: [glob, ...] }`.
+    #[serde(default)]
+    pub diff: Option<Spanned<super::DiffSpec>>,
     /// MCP servers whose tools join the built-in ones.
     #[serde(default)]
     pub mcp: Option<Spanned<super::mcp::McpSpec>>,

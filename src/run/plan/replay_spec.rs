@@ -92,6 +92,8 @@ const REPLAY_MCP_CALL: Duration = Duration::from_secs(600);
 /// network off and the default limits, no secrets passed, no extra directories, no hooks,
 /// the guardrails on), the recording's data, and what `granted` adds. `source` is the
 /// recorded spec, or the spec file the user named (`--spec`), whose text is the same.
+// Long: it names every field of TaskSpec once on each side, so that a new field cannot
+// reach a replay without a decision here; splitting it would hide that.
 pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
     let TaskSpec {
         version,
@@ -109,6 +111,7 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         setup,
         checks,
         expect,
+        diff,
         mcp,
         retry,
         output,
@@ -149,6 +152,8 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
             Vec::new()
         },
         expect,
+        // What the recorded run's diff left out, so the two diffs compare like for like.
+        diff,
         mcp: if granted.mcp {
             mcp.map(|mcp| Spanned::new(replay_mcp(mcp.value), mcp.referenced, mcp.defined))
         } else {

@@ -429,7 +429,8 @@ async fn judge_round(
         redactor,
     } = judging;
     settle(ctx, commands, &started.workspace, report).await?;
-    let changes = diff(started, task_dir, redactor, report)?;
+    let exclude = plan.spec.spec.diff.as_ref().map(|diff| &diff.value);
+    let changes = diff(exclude, started, task_dir, redactor, report)?;
     let evaluation = evaluate(
         &plan.spec.spec,
         started,

@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use crate::record::{Redactor, TaskReport};
+use crate::record::{ExcludedFromDiff, Redactor, TaskReport};
+use crate::spec::DiffSpec;
 use crate::workspace::RelPath;
 use crate::workspace::atomic::write_atomic;
 
@@ -18,18 +19,31 @@ pub(super) struct Changes {
 }
 
 /// Compare the workspace with its start and write `diff.patch` (redacted; files drover
-/// could not read are named in notes, not fatal). Done even after a signal: the diff is
-/// what an interrupted task most needs to keep.
+/// could not read are named in notes, not fatal), leaving out what the spec's
+/// `diff.exclude` names (and naming it in the report). Done even after a signal: the
+/// diff is what an interrupted task most needs to keep.
 pub(super) fn diff(
+    exclude: Option<&DiffSpec>,
     started: &Started,
     task_dir: &Path,
     redactor: &Redactor,
     report: &mut TaskReport,
 ) -> Result<Changes, TaskError> {
     let baseline = &started.baseline;
-    let comparison = baseline
+    let mut comparison = baseline
         .compare_until(&|| false)
         .map_err(TaskError::Compare)?;
+    if let Some(exclude) = exclude {
+        let mut left_out = Vec::new();
+        comparison.changes.retain(|change| {
+            let excluded = exclude.excludes(change.path.to_path());
+            if excluded {
+                left_out.push(change.path.to_string());
+            }
+            !excluded
+        });
+        report.excluded_from_diff = ExcludedFromDiff::of(&left_out);
+    }
     let patch = baseline.patch(&comparison);
     let unreadable: Vec<String> = baseline
         .unreadable

@@ -104,6 +104,7 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         denials: Vec::new(),
         files_changed: Vec::new(),
         ignored_changes: 0,
+        excluded_from_diff: None,
         setup: Vec::new(),
         final_text: String::new(),
         todos: Vec::new(),
@@ -321,7 +322,10 @@ fn changes_of(
 ) -> Result<(Changes, Option<Evaluation>), Halt> {
     let (changes, evaluation) = match rounds.settled.take() {
         Some((changes, evaluation)) => (changes, Some(evaluation)),
-        None => (diff(started, task_dir, redactor, report)?, None),
+        None => {
+            let exclude = plan.spec.spec.diff.as_ref().map(|diff| &diff.value);
+            (diff(exclude, started, task_dir, redactor, report)?, None)
+        }
     };
     if let Mode::DiffOnly(diff_only) = &plan.mode {
         super::diff_only::compare_diffs(

@@ -292,6 +292,7 @@ mod tests {
             denials: Vec::new(),
             files_changed: Vec::new(),
             ignored_changes: 0,
+            excluded_from_diff: None,
             final_text: String::new(),
             todos: Vec::new(),
             artifacts_dir: PathBuf::from("drover-artifacts/refactor"),
