@@ -320,7 +320,8 @@ async fn run_one(
     let (exit_code, timed_out, stdout, stderr, effect) = match outcome {
         Ok(out) => {
             // The answer is read from what the transcript keeps, as a replay reads it.
-            let (stdout, stderr) = (bound::bounded(out.stdout), bound::bounded(out.stderr));
+            let stdout = bound::bounded(out.stdout, out.stdout_omitted);
+            let stderr = bound::bounded(out.stderr, out.stderr_omitted);
             let effect = Effect::of(
                 out.exit_code,
                 out.timed_out,

@@ -8,8 +8,15 @@
 //!
 //! Not retried: such a page does not go away in the seconds retries wait, and every
 //! retry would only delay the same answer.
+//!
+//! The same holds for a stream that begins as events and then carries a page (a proxy
+//! that cut into it with its own error page): when such a stream ends without its final
+//! event, the error quotes the first line that was no SSE ([`describe_midway`]) instead
+//! of calling it a dropped connection, and is not retried. A stream that merely ends
+//! early, with nothing foreign in it, is a cut connection and is retried as before.
 
 use super::http_errors::error_message;
+use super::sse::is_sse_line;
 
 /// The most of the body's start looked at to find its first line.
 const MAX_HEAD: usize = 1024;
@@ -95,12 +102,7 @@ impl StreamStart {
 
 /// Whether the first non-blank line of a body opens an event stream.
 fn judge(line: &str) -> Verdict {
-    let line = line.trim_start_matches('\u{feff}');
-    if line.starts_with(':') {
-        return Verdict::Stream;
-    }
-    let field = line.split_once(':').map_or(line, |(field, _)| field);
-    if matches!(field, "data" | "event" | "id" | "retry") {
+    if is_sse_line(line.trim_start_matches('\u{feff}')) {
         Verdict::Stream
     } else {
         Verdict::NotStream
@@ -109,32 +111,98 @@ fn judge(line: &str) -> Verdict {
 
 /// What the server answered instead of a stream, for the error: `url` answered HTTP
 /// `status` with `content_type` and `body` (its start). Bounded, one line, control
-/// characters removed; the caller scrubs the key as from every provider error.
+/// characters removed; the caller scrubs the key from `body` first.
 pub(super) fn describe(url: &str, status: u16, content_type: Option<&str>, body: &[u8]) -> String {
+    let quoted = Quoted::of(body);
+    let what = match &quoted.message {
+        Some(message) => format!("its message is \"{message}\""),
+        None => match &quoted.title {
+            Some(title) => format!(
+                "its first line is \"{}\", its title \"{title}\"",
+                quoted.first_line
+            ),
+            None => format!("its first line is \"{}\"", quoted.first_line),
+        },
+    };
+    // A body labelled as a stream that is none: saying "which is not the event stream"
+    // of a text/event-stream answer would contradict itself.
+    let answered = match content_type.map(|t| clean(t, MAX_TYPE)) {
+        Some(t) if is_event_stream(&t) => {
+            format!("{url} answered HTTP {status} labelled {t} but sent no events")
+        }
+        Some(t) if !t.is_empty() => format!(
+            "{url} answered HTTP {status} with content type {t}, which is not the event stream (text/event-stream) a model API answers with"
+        ),
+        _ => format!(
+            "{url} answered HTTP {status} with no content type, which is not the event stream (text/event-stream) a model API answers with"
+        ),
+    };
+    format!(
+        "{answered}: {what}. A captive portal, a proxy or a gateway may have answered in the API's place, or model.base_url / model.path point at something else; not retried, as asking again would get the same page"
+    )
+}
+
+/// A stream that began as events and then carried something else, for the error: `url`
+/// answered HTTP `status` with `content_type`, `foreign` is what came from the first line
+/// that is no SSE on (bounded, the key scrubbed by the caller) and `ended` how the stream
+/// then failed (`the response stream ended before message_stop`).
+pub(super) fn describe_midway(
+    url: &str,
+    status: u16,
+    content_type: Option<&str>,
+    foreign: &[u8],
+    ended: &str,
+) -> String {
     let kind = match content_type.map(|t| clean(t, MAX_TYPE)) {
         Some(t) if !t.is_empty() => format!("content type {t}"),
         _ => "no content type".to_string(),
     };
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim_start_matches('\u{feff}');
-    let first_line = text
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or_default();
-    let mut what = format!("its first line is \"{}\"", clean(first_line, MAX_QUOTE));
-    if let Some(title) = html_title(text) {
-        what.push_str(&format!(", its title \"{}\"", clean(&title, MAX_QUOTE)));
-    }
-    if serde_json::from_str::<serde_json::Value>(text).is_ok() {
-        what = format!(
-            "its message is \"{}\"",
-            clean(&error_message(text), MAX_QUOTE)
-        );
+    let quoted = Quoted::of(foreign);
+    let mut line = format!("\"{}\"", quoted.first_line);
+    if let Some(message) = &quoted.message {
+        line.push_str(&format!(" (a JSON error saying \"{message}\")"));
+    } else if let Some(title) = &quoted.title {
+        line.push_str(&format!(" (a page titled \"{title}\")"));
     }
     format!(
-        "{url} answered HTTP {status} with {kind}, which is not the event stream (text/event-stream) a model API answers with: {what}. A captive portal, a proxy or a gateway may have answered in the API's place, or model.base_url / model.path point at something else; not retried, as asking again would get the same page"
+        "{url} answered HTTP {status} with {kind} and began an event stream, then sent a line that is no server-sent event: {line}; drover expected only `event:`, `data:`, `id:`, `retry:` and `:` lines up to the stream's final event, and then {ended}. A proxy or a gateway may have put its own page into the stream; not retried, as a server answering something else is no dropped connection"
     )
+}
+
+/// Whether a content type names an event stream, whatever its parameters.
+fn is_event_stream(content_type: &str) -> bool {
+    let media = content_type.split(';').next().unwrap_or_default();
+    media.trim().eq_ignore_ascii_case("text/event-stream")
+}
+
+/// What an error quotes of a text that is no event stream, each part cleaned and bounded.
+struct Quoted {
+    /// Its first non-blank line.
+    first_line: String,
+    /// An HTML page's `<title>`.
+    title: Option<String>,
+    /// A JSON body's `error.message` (with its type).
+    message: Option<String>,
+}
+
+impl Quoted {
+    fn of(body: &[u8]) -> Quoted {
+        let text = String::from_utf8_lossy(body);
+        let text = text.trim_start_matches('\u{feff}');
+        let first_line = text
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+            .unwrap_or_default();
+        let message = serde_json::from_str::<serde_json::Value>(text)
+            .is_ok()
+            .then(|| clean(&error_message(text), MAX_QUOTE));
+        Quoted {
+            first_line: clean(first_line, MAX_QUOTE),
+            title: html_title(text).map(|title| clean(&title, MAX_QUOTE)),
+            message,
+        }
+    }
 }
 
 /// The text of an HTML page's `<title>`, when its start has one.

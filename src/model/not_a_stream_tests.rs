@@ -94,3 +94,60 @@ fn the_description_names_status_type_and_first_line_cleanly() {
         "{text}"
     );
 }
+
+#[test]
+fn a_page_labelled_as_an_event_stream_is_said_to_have_sent_no_events() {
+    let page = "<!DOCTYPE html>\n<html><title>Login</title>";
+    let text = describe(
+        "http://127.0.0.1:9/v1/messages",
+        200,
+        Some("text/event-stream; charset=utf-8"),
+        page.as_bytes(),
+    );
+    assert!(
+        text.starts_with(
+            "http://127.0.0.1:9/v1/messages answered HTTP 200 labelled text/event-stream; charset=utf-8 but sent no events: its first line is \"<!DOCTYPE html>\", its title \"Login\"."
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("which is not the event stream"), "{text}");
+    assert!(text.contains("not retried"), "{text}");
+    let text = describe("u", 200, Some("Text/Event-Stream"), b"Bad gateway");
+    assert!(
+        text.contains("labelled Text/Event-Stream but sent no events"),
+        "{text}"
+    );
+    // Any other type keeps saying it is no event stream.
+    let text = describe("u", 200, Some("text/event-streams"), b"x");
+    assert!(text.contains("which is not the event stream"), "{text}");
+}
+
+#[test]
+fn a_page_in_the_middle_of_a_stream_is_quoted_with_what_was_expected() {
+    let foreign = "<!DOCTYPE html>\n<html><head><title>502 Bad\nGateway</title>\n";
+    let text = describe_midway(
+        "http://127.0.0.1:9/v1/messages",
+        200,
+        Some("text/event-stream"),
+        foreign.as_bytes(),
+        "the response stream ended before message_stop",
+    );
+    assert_eq!(
+        text,
+        "http://127.0.0.1:9/v1/messages answered HTTP 200 with content type text/event-stream and began an event stream, then sent a line that is no server-sent event: \"<!DOCTYPE html>\" (a page titled \"502 Bad Gateway\"); drover expected only `event:`, `data:`, `id:`, `retry:` and `:` lines up to the stream's final event, and then the response stream ended before message_stop. A proxy or a gateway may have put its own page into the stream; not retried, as a server answering something else is no dropped connection"
+    );
+    let json = r#"{"error":{"type":"proxy_error","message":"upstream \u001b[2Jreset"}}"#;
+    let text = describe_midway("u", 200, None, json.as_bytes(), "x");
+    assert!(text.contains("with no content type"), "{text}");
+    assert!(
+        text.contains("(a JSON error saying \"proxy_error: upstream [2Jreset\")"),
+        "{text}"
+    );
+    assert!(!text.chars().any(|c| c.is_control()), "{text:?}");
+    let long = "z".repeat(5000);
+    let text = describe_midway("u", 200, None, long.as_bytes(), "x");
+    assert!(
+        text.contains(&format!("\"{}…\"", "z".repeat(MAX_QUOTE))),
+        "{text}"
+    );
+}

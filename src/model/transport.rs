@@ -86,6 +86,12 @@ impl From<TimeoutsSpec> for Timeouts {
     }
 }
 
+/// What a success response said of itself, for errors that quote it.
+struct Answer {
+    status: u16,
+    content_type: Option<String>,
+}
+
 /// An endpoint and everything needed to call it.
 pub(crate) struct Transport {
     /// Err when the HTTP client could not be built (reported on the first request).
@@ -256,21 +262,49 @@ impl Transport {
     }
 
     /// The response's event stream through `decoder`, each chunk within the idle timeout.
-    /// A body that does not open as an event stream fails at once, saying what it is.
+    /// A body that does not open as an event stream fails at once, saying what it is; a
+    /// stream that carried a line that is no SSE and then failed (a proxy's page put into
+    /// it) fails for good, quoting that line, where a merely cut stream is retried.
     async fn decode<D: Decoder>(
         &self,
         response: reqwest::Response,
         mut decoder: D,
     ) -> Result<ModelResponse, Failure> {
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let mut stream = response.bytes_stream();
+        let answer = Answer {
+            status: response.status().as_u16(),
+            content_type: response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+        };
         let mut parser = SseParser::new();
+        let ended = self
+            .read_events(response, &answer, &mut parser, &mut decoder)
+            .await;
+        parser.finish();
+        match (
+            ended.and_then(|clean| decoder.finish(clean)),
+            parser.foreign(),
+        ) {
+            (Err(Failure::Retry { reason, .. }), Some(foreign)) => {
+                Err(self.foreign_in_stream(&answer, foreign, &reason))
+            }
+            (result, _) => result,
+        }
+    }
+
+    /// Feed the stream's events to `decoder` until its final event or the stream's end
+    /// (`Ok(clean)`: whether the server closed it normally).
+    async fn read_events<D: Decoder>(
+        &self,
+        response: reqwest::Response,
+        answer: &Answer,
+        parser: &mut SseParser,
+        decoder: &mut D,
+    ) -> Result<bool, Failure> {
+        let mut stream = response.bytes_stream();
         let mut start = StreamStart::default();
-        let clean = loop {
+        loop {
             let next = tokio::time::timeout(self.timeouts.idle, stream.next()).await;
             match next {
                 Err(_) => {
@@ -281,14 +315,13 @@ impl Transport {
                 }
                 Ok(None) => {
                     if start.end() == Verdict::NotStream {
-                        let body = start.head().to_vec();
-                        return Err(self.not_a_stream(status, content_type.as_deref(), &body));
+                        return Err(self.not_a_stream(answer, start.head()));
                     }
-                    break true;
+                    return Ok(true);
                 }
                 Ok(Some(Err(error))) => {
                     if decoder.complete() {
-                        break true;
+                        return Ok(true);
                     }
                     return Err(Failure::retry(format!(
                         "the response stream was cut: {}",
@@ -300,19 +333,17 @@ impl Transport {
                         let mut body = start.head().to_vec();
                         self.read_more(&mut stream, &mut body, MAX_QUOTED_BODY)
                             .await;
-                        return Err(self.not_a_stream(status, content_type.as_deref(), &body));
+                        return Err(self.not_a_stream(answer, &body));
                     }
                     for event in parser.push(&bytes) {
                         decoder.event(event)?;
                     }
                     if decoder.complete() {
-                        break true;
+                        return Ok(true);
                     }
                 }
             }
-        };
-        parser.finish();
-        decoder.finish(clean)
+        }
     }
 
     /// Read (a bounded prefix of) an error response's body.
@@ -343,8 +374,30 @@ impl Transport {
 
     /// A success status whose body is no event stream (a captive portal's page …): not
     /// retried, and the error says what came instead.
-    fn not_a_stream(&self, status: u16, content_type: Option<&str>, body: &[u8]) -> Failure {
-        let what = super::not_a_stream::describe(&self.url, status, content_type, body);
+    fn not_a_stream(&self, answer: &Answer, body: &[u8]) -> Failure {
+        // Scrubbed before it is quoted: a quote cut to its bound could keep a piece of
+        // the key that a later scrub would no longer recognise.
+        let body = self.scrub(&String::from_utf8_lossy(body));
+        let what = super::not_a_stream::describe(
+            &self.url,
+            answer.status,
+            answer.content_type.as_deref(),
+            body.as_bytes(),
+        );
+        Failure::Fatal(ModelError::Provider(what))
+    }
+
+    /// A stream that carried `foreign` text (a line that is no SSE, and what followed it)
+    /// and then failed with `reason`: not retried, and the error quotes the text.
+    fn foreign_in_stream(&self, answer: &Answer, foreign: &[u8], reason: &str) -> Failure {
+        let foreign = self.scrub(&String::from_utf8_lossy(foreign));
+        let what = super::not_a_stream::describe_midway(
+            &self.url,
+            answer.status,
+            answer.content_type.as_deref(),
+            foreign.as_bytes(),
+            reason,
+        );
         Failure::Fatal(ModelError::Provider(what))
     }
 

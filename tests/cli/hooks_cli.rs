@@ -427,3 +427,104 @@ fn a_hook_printing_nul_bytes_makes_a_bounded_event_that_says_it_was_cut() {
     let result = &of(&transcript(&path), "tool_result")[0];
     assert_eq!(result["content"].as_str().unwrap().trim(), "ran");
 }
+
+#[test]
+fn a_hook_printing_10_mb_keeps_the_head_and_the_tail_of_its_output_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    // A marker, 10 MB, a marker: on stdout in one line, on stderr in two million lines
+    // (whose line breaks JSON writes as two bytes each, so the transcript cuts further).
+    script(
+        dir.path(),
+        "loud.sh",
+        "echo FIRST-MARKER-1; head -c 10000000 /dev/zero | tr '\\0' x; echo; echo LAST-MARKER-1\n{ echo FIRST-MARKER-2; yes line | head -c 10000000; echo LAST-MARKER-2; } >&2\nexit 0\n",
+    );
+    let spec = task(
+        dir.path(),
+        "loud",
+        "    - tool_calls: [{ name: Bash, input: { command: \"echo ran\" } }]\n    - text: done\n",
+        "permissions:\n  allow: [Bash]\nhooks:\n  PreToolUse:\n    - matcher: \"*\"\n      hooks: [{ type: command, command: ./loud.sh }]\n",
+    );
+    let artifacts = dir.path().join("out");
+    let output = run_spec(&spec, &artifacts);
+    assert_exit(&output, 0);
+    let path = artifacts.join("loud/transcript.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("\"type\":\"hook\""))
+        .unwrap();
+    assert!(
+        line.len() < 5 << 20,
+        "the hook event is {} bytes",
+        line.len()
+    );
+    let hook: Value = serde_json::from_str(line).unwrap();
+
+    // stdout: the capture's first and last MiB, its line between them.
+    let stdout = hook["stdout"].as_str().unwrap();
+    let printed = "FIRST-MARKER-1\n".len() + 10_000_000 + 1 + "LAST-MARKER-1\n".len();
+    let note = format!(
+        "\n[... {} bytes of output omitted ...]\n",
+        printed - (2 << 20)
+    );
+    assert!(
+        stdout.starts_with("FIRST-MARKER-1\nxxx"),
+        "{}",
+        &stdout[..40]
+    );
+    assert!(
+        stdout.ends_with("xxx\nLAST-MARKER-1\n"),
+        "{}",
+        &stdout[stdout.len() - 40..]
+    );
+    assert_eq!(
+        stdout.find(&note),
+        Some(1 << 20),
+        "the line sits between head and tail"
+    );
+    assert_eq!(stdout.len(), (2 << 20) + note.len());
+
+    // stderr: cut again to 2 MiB as JSON writes it, the line counting all left out.
+    let stderr = hook["stderr"].as_str().unwrap();
+    let printed = "FIRST-MARKER-2\n".len() + 10_000_000 + "LAST-MARKER-2\n".len();
+    assert!(
+        stderr.starts_with("FIRST-MARKER-2\nline\n"),
+        "{}",
+        &stderr[..40]
+    );
+    assert!(
+        stderr.ends_with("line\nLAST-MARKER-2\n"),
+        "{}",
+        &stderr[stderr.len() - 40..]
+    );
+    assert!(
+        !stderr.contains("omitted"),
+        "one line in the middle, not two"
+    );
+    let at = stderr
+        .find("\n[... ")
+        .expect("a line where the middle was cut");
+    let note_end = at + stderr[at..].find("...]\n").unwrap() + "...]\n".len();
+    let note = &stderr[at..note_end];
+    assert!(
+        note.ends_with(
+            " bytes of output left out: the transcript keeps 2 MiB of it as JSON writes it ...]\n"
+        ),
+        "{note}"
+    );
+    let left_out: usize = note["\n[... ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        left_out + stderr.len() - note.len(),
+        printed,
+        "the line counts every byte not kept: {note}"
+    );
+    assert!(serde_json::to_string(stderr).unwrap().len() <= (2 << 20) + 300);
+
+    let result = &of(&transcript(&path), "tool_result")[0];
+    assert_eq!(result["content"].as_str().unwrap().trim(), "ran");
+}

@@ -48,6 +48,15 @@ pub(crate) struct ShellOutcome {
     pub timed_out: bool,
     /// stdout and stderr merged in the order written, possibly cut in the middle.
     pub output: String,
+    /// How many bytes were cut from the middle of `output` ([`omitted_note`] stands for
+    /// them there), so a later, tighter cut can still count them.
+    pub omitted: u64,
+}
+
+/// The line that stands for the `dropped` bytes a [`Capture`] left out between its head
+/// and its tail.
+pub(crate) fn omitted_note(dropped: u64) -> String {
+    format!("\n[... {dropped} bytes of output omitted ...]\n")
 }
 
 /// How to stop a started command with everything it started. Through the launcher,
@@ -150,20 +159,22 @@ impl Capture {
         let pending = last.split_off(last.len() - keep);
         let mut out = String::from_utf8_lossy(&bytes).into_owned();
         if dropped > 0 {
-            out.push_str(&format!("\n[... {dropped} bytes of output omitted ...]\n"));
+            out.push_str(&omitted_note(dropped));
         }
         out.push_str(&String::from_utf8_lossy(&tail));
         self.head = pending;
         out
     }
 
+    /// How many bytes were left out between the head and the tail.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
     pub(crate) fn render(&self) -> String {
         let mut out = String::from_utf8_lossy(&self.head).into_owned();
         if self.dropped > 0 {
-            out.push_str(&format!(
-                "\n[... {} bytes of output omitted ...]\n",
-                self.dropped
-            ));
+            out.push_str(&omitted_note(self.dropped));
         }
         let tail: Vec<u8> = self.tail.iter().copied().collect();
         out.push_str(&String::from_utf8_lossy(&tail));
@@ -476,6 +487,10 @@ pub(crate) struct SplitOutcome {
     pub timed_out: bool,
     pub stdout: String,
     pub stderr: String,
+    /// The bytes cut from the middle of `stdout` and `stderr` (see
+    /// [`ShellOutcome::omitted`]).
+    pub stdout_omitted: u64,
+    pub stderr_omitted: u64,
 }
 
 /// [`run_shell_with_env`] with stdout and stderr kept apart and stdin read from the file
@@ -521,12 +536,17 @@ async fn run_split(
     if let Some(task) = err_task {
         let _ = tokio::time::timeout(DRAIN_GRACE, task).await;
     }
-    let stderr = lock(&stderr).render();
+    let (stderr, stderr_omitted) = {
+        let capture = lock(&stderr);
+        (capture.render(), capture.dropped())
+    };
     Ok(SplitOutcome {
         exit_code: outcome.exit_code,
         timed_out: outcome.timed_out,
         stdout: outcome.output,
         stderr,
+        stdout_omitted: outcome.omitted,
+        stderr_omitted,
     })
 }
 
@@ -547,7 +567,10 @@ async fn run_spawned(mut spawned: Spawned, timeout: Duration) -> std::io::Result
         return Err(std::io::Error::other("the command's output pipe is gone"));
     };
     let drained = tokio::time::timeout(DRAIN_GRACE, reader_task).await.is_ok();
-    let mut output = lock(&capture).render();
+    let (mut output, omitted) = {
+        let capture = lock(&capture);
+        (capture.render(), capture.dropped())
+    };
     if !drained {
         output.push_str(
             "\n[output stream still held open by a process that left the process group; \
@@ -558,6 +581,7 @@ async fn run_spawned(mut spawned: Spawned, timeout: Duration) -> std::io::Result
         exit_code,
         timed_out,
         output,
+        omitted,
     })
 }
 
