@@ -1,7 +1,7 @@
 //! Reading what can be read of a JSON-RPC message too long to be read whole: its start,
-//! closed into a JSON value of its own, and the `id` of a message from its end. An MCP
-//! server's answer over the 16 MiB bound is cut this way (see [`super::oversized`]), so
-//! the request it answers gets an answer at once instead of waiting for its timeout.
+//! closed into a JSON value of its own. An MCP server's tool result over the 16 MiB
+//! bound is cut this way (see [`super::stand_in`]), so the call gets the start of its
+//! result at once instead of nothing.
 
 use serde_json::Value;
 
@@ -123,54 +123,6 @@ fn escape_length(bytes: &[u8]) -> Option<usize> {
         return Some(12);
     }
     Some(6)
-}
-
-/// The top-level `id` of the JSON object `tail` is the end of (a number or a string),
-/// read backwards from its closing brace; None when the end holds none.
-pub(crate) fn id_at_end(tail: &[u8]) -> Option<Value> {
-    let end = tail.iter().rposition(|b| !b.is_ascii_whitespace())?;
-    if tail[end] != b'}' {
-        return None;
-    }
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut value_end = end;
-    for i in (0..end).rev() {
-        let byte = tail[i];
-        if byte == b'"' && !escaped(tail, i) {
-            in_string = !in_string;
-            continue;
-        }
-        if in_string {
-            continue;
-        }
-        match byte {
-            b'}' | b']' => depth += 1,
-            b'{' | b'[' if depth == 0 => return None,
-            b'{' | b'[' => depth -= 1,
-            b',' if depth == 0 => value_end = i,
-            b':' if depth == 0 => {
-                let key = tail[..i].trim_ascii_end();
-                let is_id = key.ends_with(b"\"id\"") && !escaped(key, key.len() - 4);
-                if is_id {
-                    let value: Value = serde_json::from_slice(&tail[i + 1..value_end]).ok()?;
-                    return (value.is_number() || value.is_string()).then_some(value);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Whether the byte at `at` is escaped: an odd number of backslashes before it.
-fn escaped(bytes: &[u8], at: usize) -> bool {
-    let backslashes = bytes[..at]
-        .iter()
-        .rev()
-        .take_while(|b| **b == b'\\')
-        .count();
-    backslashes % 2 == 1
 }
 
 #[cfg(test)]

@@ -51,20 +51,3 @@ fn a_cut_string_keeps_no_half_escape_or_character() {
     bytes.extend_from_slice(&"é".as_bytes()[..1]);
     assert_eq!(close_prefix(&bytes), Some(json!(["a"])));
 }
-
-#[test]
-fn the_id_is_read_from_the_end_of_a_message() {
-    assert_eq!(
-        id_at_end(br#"xt":"aaa"}]},"id":42,"jsonrpc":"2.0"}"#),
-        Some(json!(42))
-    );
-    assert_eq!(
-        id_at_end(b"aaa\"}]}, \"id\" : \"req-1\" }\n"),
-        Some(json!("req-1"))
-    );
-    // An `id` nested in the result, or inside a string, is not the message's.
-    assert_eq!(id_at_end(br#"aa", "x": {"id": 3}, "jsonrpc":"2.0"}"#), None);
-    assert_eq!(id_at_end(br#"aa \"id\":5, z"}"#), None);
-    assert_eq!(id_at_end(br#"{"id": null}"#), None);
-    assert_eq!(id_at_end(b"no brace"), None);
-}

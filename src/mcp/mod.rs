@@ -3,14 +3,17 @@
 //! policy like any tool (denied unless a rule allows them), and stopped with the task.
 
 mod content;
+mod envelope;
 mod headers_helper;
 mod http;
 mod json_prefix;
 mod names;
 mod oversized;
+mod pending;
 mod recorded;
 mod resources;
 mod server;
+mod stand_in;
 mod stderr_log;
 mod tool;
 mod vars;

@@ -1,153 +1,241 @@
-//! A stdio server's answer over the bound of one MCP message (16 MiB, as over HTTP).
+//! A stdio server's message over the bound of one MCP message (16 MiB, as over HTTP).
 //! rmcp's stdio transport drops such a line without a word, so the request it answered
 //! would wait for its whole `timeouts.call`. drover relays the server's stdout to rmcp
-//! through a pipe of its own: a line within the bound passes as it is; of a longer one
-//! rmcp gets the start (which it drops) and, once the line ends, drover's answer to the
-//! same request in its place: the start of the result, cut, with a note saying so (a
-//! tool's result), or an error naming the size. Memory stays bounded: of an oversized
-//! line drover keeps its first [`HEAD`] and last [`TAIL`] bytes.
+//! through a pipe of its own, reading the envelope of every line as it passes
+//! ([`Envelope`]: its top-level `id`, wherever it lies, and whether it is an answer),
+//! and notes every request rmcp sends ([`Pending`]). A line within the bound passes as it
+//! is. Of a longer one rmcp gets the first bytes past the bound (which it drops) and a
+//! newline, and the rest is read and thrown away; as soon as the line is past the bound
+//! and its `id` known, drover answers that request in its place (see [`stand_in`]): the
+//! start of a tool's result, cut, with a note, or an error naming the size. When no `id`
+//! can be known (the line ends, or the server's output does, without one), every call
+//! waiting on the server fails at once, since any of them may have been the one
+//! answered. And a line that goes on for [`GRACE`] past the bound without ending (a
+//! server that hangs mid-line, or writes forever) fails every call waiting on the server,
+//! and every call sent until the line ends: nothing after it can be read before then.
+//! Memory stays bounded: of a line drover keeps its first [`HEAD`] bytes and the few
+//! bytes of its envelope.
 
-use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::time::Instant;
 
-use super::json_prefix::{close_prefix, id_at_end};
+use super::envelope::Envelope;
+use super::pending::{NotedStdin, Pending};
+use super::stand_in::{self, Size};
 
 /// The longest message read, newline included: rmcp's own bound for stdio (and its
 /// bound of an HTTP response).
 pub(crate) const MAX_MESSAGE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 /// How much of the start of an oversized message is kept (and shown, cut further at the
 /// tool's `max_output`).
-const HEAD: usize = 1 << 20;
-/// How much of its end is kept, to find its `id` when that comes last.
-const TAIL: usize = 64 << 10;
+pub(crate) const HEAD: usize = 1 << 20;
+/// How long a line may go on past the bound without ending before the calls waiting on
+/// its server fail: long enough for a server writing at any speed a pipe allows to end
+/// a message of several times the bound, short enough that no call waits on one that
+/// never ends.
+const GRACE: Duration = Duration::from_secs(1);
 
-/// The server's `stdout`, as rmcp is to read it: a pipe drover fills from it.
-pub(crate) fn relay<R>(stdout: R) -> tokio::io::DuplexStream
+/// The server's `stdout` as rmcp is to read it (a pipe drover fills from it), and its
+/// `stdin` as rmcp is to write to it (the server's, noting each request's id).
+pub(crate) fn relay<R, W>(server: &str, stdout: R, stdin: W) -> (DuplexStream, NotedStdin<W>)
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
+    let pending = Arc::new(Pending::default());
     let (rmcp_end, ours) = tokio::io::duplex(64 << 10);
+    let relay = Relay {
+        server: server.to_string(),
+        pending: pending.clone(),
+        to: ours,
+    };
     // The task ends when the server's stdout does (rmcp then reads the end of the pipe)
-    // or when rmcp's end is dropped (the write fails).
+    // or when rmcp's end is dropped (a write fails).
     tokio::spawn(async move {
-        let _ = pump(stdout, ours).await;
+        let _ = relay.pump(stdout).await;
     });
-    rmcp_end
+    (rmcp_end, NotedStdin::new(stdin, pending))
 }
 
-/// One line being relayed: its length so far, its first and its last bytes.
+/// What the relay needs besides the server's stdout.
+struct Relay<W> {
+    server: String,
+    pending: Arc<Pending>,
+    /// rmcp's side of the pipe.
+    to: W,
+}
+
+/// One line being relayed.
 #[derive(Default)]
 struct Line {
     length: usize,
     head: Vec<u8>,
-    tail: VecDeque<u8>,
+    envelope: Envelope,
+    /// Set once the line is past the bound.
+    over: Option<Over>,
+}
+
+/// A line past the bound.
+struct Over {
+    /// When it passed the bound.
+    since: Instant,
+    /// drover has answered in its place, failed the calls waiting, or found it is nobody's
+    /// answer: nothing more is owed for it.
+    settled: bool,
+    /// It went on past [`GRACE`]: every call sent until it ends fails at once.
+    stuck: bool,
 }
 
 impl Line {
-    fn keep(&mut self, bytes: &[u8]) {
+    fn take(&mut self, bytes: &[u8]) {
         let to_head = bytes.len().min(HEAD.saturating_sub(self.head.len()));
         self.head.extend_from_slice(&bytes[..to_head]);
-        self.tail.extend(&bytes[to_head..]);
-        let excess = self.tail.len().saturating_sub(TAIL);
-        self.tail.drain(..excess);
+        self.envelope.feed(bytes);
         self.length += bytes.len();
     }
 }
 
-async fn pump<R, W>(stdout: R, mut to: W) -> std::io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut from = BufReader::with_capacity(64 << 10, stdout);
-    let mut line = Line::default();
-    loop {
-        let available = from.fill_buf().await?;
-        if available.is_empty() {
-            return to.shutdown().await;
-        }
-        let newline = available.iter().position(|b| *b == b'\n');
-        let taken = newline.map_or(available.len(), |at| at + 1);
-        let chunk = &available[..taken];
-        // rmcp is given a line's first MAX_MESSAGE + 1 bytes (enough for it to drop the
-        // line) and its newline; whatever lies between is never copied.
-        let passed = (MAX_MESSAGE + 1)
-            .saturating_sub(line.length)
-            .min(chunk.len());
-        to.write_all(&chunk[..passed]).await?;
-        line.keep(chunk);
-        let ended = newline.is_some();
-        from.consume(taken);
-        if !ended {
-            continue;
-        }
-        if line.length > MAX_MESSAGE {
-            if passed < taken {
-                to.write_all(b"\n").await?;
-            }
-            let tail: Vec<u8> = line.tail.iter().copied().collect();
-            if let Some(answer) = answer_for(&line.head, &tail, line.length) {
-                to.write_all(&answer).await?;
-            }
-        }
-        line = Line::default();
-    }
+/// What woke the relay.
+enum Event {
+    /// The server's stdout has bytes (or has ended).
+    Readable,
+    /// The line being read has been past the bound for [`GRACE`].
+    GraceOver,
+    /// rmcp sent a request while the line being read is stuck.
+    Sent,
 }
 
-/// drover's answer in place of an oversized message (`length` bytes, `head` its start
-/// and `tail` its end), as a line: the result cut with a note when it is a tool's
-/// result, else an error naming the size; None when it answers no request of ours (no
-/// `id` found, or a request or notification of the server's).
-fn answer_for(head: &[u8], tail: &[u8], length: usize) -> Option<Vec<u8>> {
-    let start = close_prefix(head).unwrap_or_default();
-    if start.get("method").is_some() {
-        return None;
+impl<W: AsyncWrite + Unpin> Relay<W> {
+    async fn pump<R: AsyncRead + Unpin>(mut self, stdout: R) -> std::io::Result<()> {
+        let mut from = BufReader::with_capacity(64 << 10, stdout);
+        let mut line = Line::default();
+        loop {
+            match self.next_event(&mut from, &line).await? {
+                Event::Readable => {}
+                Event::GraceOver => {
+                    if let Some(over) = line.over.as_mut() {
+                        over.stuck = true;
+                        over.settled = true;
+                    }
+                    self.fail_waiting(&stand_in::unended(&self.server, GRACE))
+                        .await?;
+                    continue;
+                }
+                Event::Sent => {
+                    self.fail_waiting(&stand_in::unended(&self.server, GRACE))
+                        .await?;
+                    continue;
+                }
+            }
+            let available = from.fill_buf().await?;
+            if available.is_empty() {
+                // The output ended: a line past the bound is as whole as it will be.
+                self.settle(&mut line, true).await?;
+                return self.to.shutdown().await;
+            }
+            let newline = available.iter().position(|b| *b == b'\n');
+            let taken = newline.map_or(available.len(), |at| at + 1);
+            let chunk = &available[..taken];
+            // rmcp is given a line's first MAX_MESSAGE + 1 bytes (enough for it to drop
+            // the line) and a newline; whatever lies past them is never copied.
+            let passed = (MAX_MESSAGE + 1)
+                .saturating_sub(line.length)
+                .min(chunk.len());
+            self.to.write_all(&chunk[..passed]).await?;
+            line.take(chunk);
+            from.consume(taken);
+            let ended = newline.is_some();
+            if line.over.is_none() && line.length > MAX_MESSAGE {
+                // Unless the line's newline was the byte past the bound, rmcp is dropping
+                // what it reads until a newline: this one ends that now.
+                if !(ended && passed == taken) {
+                    self.to.write_all(b"\n").await?;
+                }
+                line.over = Some(Over {
+                    since: Instant::now(),
+                    settled: false,
+                    stuck: false,
+                });
+            }
+            self.settle(&mut line, ended).await?;
+            if ended {
+                if line.over.is_none()
+                    && !line.envelope.is_request()
+                    && let Some(id) = line.envelope.id()
+                {
+                    self.pending.answered(id);
+                }
+                line = Line::default();
+            }
+        }
     }
-    let id = match start.get("id") {
-        Some(id) if id.is_number() || id.is_string() => id.clone(),
-        _ => id_at_end(tail)?,
-    };
-    let answer = cut_result(&start, &id, length)
-        .unwrap_or_else(|| json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": -32603,
-            "message": format!(
-                "the server's answer was {length} bytes, over the {} MiB drover reads of one MCP message; none of it was used",
-                MAX_MESSAGE >> 20
-            ),
-        }}));
-    let mut line = serde_json::to_vec(&answer).ok()?;
-    line.push(b'\n');
-    Some(line)
-}
 
-/// The start of a tool's result as a result of its own: its content blocks that are
-/// whole enough to be read, after a note saying it was cut; None when `start` is not a
-/// tool's result.
-fn cut_result(start: &Value, id: &Value, length: usize) -> Option<Value> {
-    let blocks = start.get("result")?.get("content")?.as_array()?;
-    let note = format!(
-        "[the server's answer was {length} bytes, over the {} MiB drover reads of one MCP message; what follows is its start, cut at {} KiB]",
-        MAX_MESSAGE >> 20,
-        HEAD >> 10
-    );
-    let mut content = vec![json!({"type": "text", "text": note})];
-    // A block cut in its middle may lack what its type needs (a `text`, an image's
-    // `mimeType`): such a block is left out, never sent as a malformed answer.
-    content.extend(
-        blocks
-            .iter()
-            .filter(|block| {
-                serde_json::from_value::<rmcp::model::ContentBlock>((*block).clone()).is_ok()
-            })
-            .cloned(),
-    );
-    let result = json!({"content": content, "isError": start["result"].get("isError") == Some(&Value::Bool(true))});
-    let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
-    serde_json::from_value::<rmcp::model::ServerJsonRpcMessage>(answer.clone())
-        .is_ok()
-        .then_some(answer)
+    /// Wait until the server's stdout is readable, the line being read has been past the
+    /// bound for [`GRACE`], or (once it has) a request is sent.
+    async fn next_event<R: AsyncRead + Unpin>(
+        &self,
+        from: &mut BufReader<R>,
+        line: &Line,
+    ) -> std::io::Result<Event> {
+        let grace_over = line.over.as_ref().map(|over| over.since + GRACE);
+        let stuck = line.over.as_ref().is_some_and(|over| over.stuck);
+        tokio::select! {
+            // A server that writes without end keeps its stdout readable: the grace and
+            // the calls sent are heard first.
+            biased;
+            () = tokio::time::sleep_until(grace_over.unwrap_or_else(Instant::now)),
+                if grace_over.is_some() && !stuck => Ok(Event::GraceOver),
+            () = self.pending.next_sent(), if stuck => Ok(Event::Sent),
+            ready = from.fill_buf() => ready.map(|_| Event::Readable),
+        }
+    }
+
+    /// Answer in place of the line past the bound as soon as it can be: once its `id` is
+    /// known and it is an answer (or it has ended without saying it is not). When it
+    /// ends with no `id`, the calls waiting fail.
+    async fn settle(&mut self, line: &mut Line, ended: bool) -> std::io::Result<()> {
+        let Some(over) = line.over.as_mut() else {
+            return Ok(());
+        };
+        if over.settled {
+            return Ok(());
+        }
+        // A server's own request or notification is nobody's answer: only dropped.
+        if line.envelope.is_request() {
+            over.settled = true;
+            return Ok(());
+        }
+        let size = if ended {
+            Size::Ended(line.length)
+        } else {
+            Size::Going
+        };
+        match line.envelope.id() {
+            Some(id) if ended || line.envelope.is_answer() => {
+                over.settled = true;
+                self.pending.answered(id);
+                let answer = stand_in::answer(&line.head, id, size);
+                self.to.write_all(&answer).await
+            }
+            None if ended => {
+                over.settled = true;
+                self.fail_waiting(&stand_in::no_id(&self.server, size))
+                    .await
+            }
+            // The id, or what the message is, may come later.
+            _ => Ok(()),
+        }
+    }
+
+    /// Answer every request awaiting an answer with an error saying `why`.
+    async fn fail_waiting(&mut self, why: &str) -> std::io::Result<()> {
+        for id in self.pending.take_all() {
+            self.to.write_all(&stand_in::failure(&id, why)).await?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

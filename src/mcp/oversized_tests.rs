@@ -1,12 +1,16 @@
 // Test-only module: its parent includes it under #[cfg(test)].
-use tokio::io::AsyncReadExt;
+// Every test runs with tokio's clock paused: it moves only when nothing else can, so
+// the grace of a line past the bound passes only when the test lets it.
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use super::*;
 
-/// What rmcp reads when the server writes `written`.
+/// What rmcp reads when the server writes `written` and ends.
 async fn relayed(written: Vec<u8>) -> Vec<u8> {
     let mut out = Vec::new();
-    relay(std::io::Cursor::new(written))
+    relay("flood", std::io::Cursor::new(written), tokio::io::sink())
+        .0
         .read_to_end(&mut out)
         .await
         .unwrap();
@@ -24,14 +28,85 @@ fn text_answer(id: &str, text_bytes: usize, id_last: bool) -> Vec<u8> {
     format!("{line}\n").into_bytes()
 }
 
-#[tokio::test]
+/// A server whose stdout the test writes, relayed: what the server writes (a task writes
+/// it, so that the test reads as the server writes), rmcp's reading end and rmcp's stdin
+/// (where the requests it sends are noted).
+struct Wired {
+    server: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    rmcp: BufReader<DuplexStream>,
+    stdin: NotedStdin<tokio::io::Sink>,
+}
+
+fn wired() -> Wired {
+    let (mut server, stdout) = tokio::io::duplex(1 << 20);
+    let (rmcp, stdin) = relay("flood", stdout, tokio::io::sink());
+    let (writes, mut to_write) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    // The server's stdout ends when the test drops its sender.
+    tokio::spawn(async move {
+        while let Some(bytes) = to_write.recv().await {
+            server.write_all(&bytes).await.unwrap();
+        }
+    });
+    Wired {
+        server: writes,
+        rmcp: BufReader::new(rmcp),
+        stdin,
+    }
+}
+
+impl Wired {
+    /// rmcp sends the request `id`.
+    async fn send(&mut self, id: u64) {
+        let request = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"answer\"}}}}\n"
+        );
+        self.stdin.write_all(request.as_bytes()).await.unwrap();
+    }
+
+    /// The server writes `bytes`.
+    fn write(&self, bytes: &[u8]) {
+        self.server.send(bytes.to_vec()).unwrap();
+    }
+
+    /// The server writes `count` bytes `byte`, in pieces.
+    fn write_repeated(&self, byte: u8, count: usize) {
+        let mut left = count;
+        while left > 0 {
+            let now = left.min(1 << 20);
+            self.write(&vec![byte; now]);
+            left -= now;
+        }
+    }
+
+    /// The server writes the line `message` (a newline added).
+    fn write_line(&self, message: &[u8]) {
+        let mut line = message.to_vec();
+        line.push(b'\n');
+        self.write(&line);
+    }
+
+    /// The next line rmcp reads, newline left out.
+    async fn line(&mut self) -> Vec<u8> {
+        let mut line = Vec::new();
+        self.rmcp.read_until(b'\n', &mut line).await.unwrap();
+        assert_eq!(line.pop(), Some(b'\n'), "a whole line");
+        line
+    }
+
+    /// The next line rmcp reads, as JSON.
+    async fn message(&mut self) -> Value {
+        serde_json::from_slice(&self.line().await).unwrap()
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn messages_within_the_bound_pass_as_they_are() {
     let mut written = text_answer("1", 1000, false);
     written.extend(b"not json\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}");
     assert_eq!(relayed(written.clone()).await, written);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_oversized_tool_result_is_answered_cut_with_a_note() {
     let mut written = text_answer("7", 20_000_000, false);
     written.extend(text_answer("8", 10, false));
@@ -44,8 +119,11 @@ async fn an_oversized_tool_result_is_answered_cut_with_a_note() {
     assert_eq!(answer["id"], 7);
     let content = answer["result"]["content"].as_array().unwrap();
     let note = content[0]["text"].as_str().unwrap();
-    assert!(note.contains("20000"), "{note}");
-    assert!(note.contains("16 MiB"), "{note}");
+    // Answered at the bound, before the line's end (and its length) was read.
+    assert!(
+        note.starts_with("[the server's answer was more than 16777216 bytes, over the 16 MiB"),
+        "{note}"
+    );
     let text = content[1]["text"].as_str().unwrap();
     assert!(
         text.len() > 1_000_000 && text.len() <= HEAD,
@@ -59,21 +137,18 @@ async fn an_oversized_tool_result_is_answered_cut_with_a_note() {
     assert!(lines[3].is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_oversized_answer_with_its_id_last_is_still_answered() {
     let out = relayed(text_answer("\"r-1\"", 17_000_000, true)).await;
     let lines: Vec<&[u8]> = out.split(|b| *b == b'\n').collect();
+    assert_eq!(lines.len(), 3);
     let answer: Value = serde_json::from_slice(lines[1]).unwrap();
     assert_eq!(answer["id"], "r-1");
-    assert!(
-        answer["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("17000")
-    );
+    let note = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(note.contains("over the 16 MiB"), "{note}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_oversized_answer_of_another_kind_is_an_error_naming_its_size() {
     let listing = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{\"tools\":[{{\"name\":\"{}\"}}]}}}}\n",
@@ -85,15 +160,133 @@ async fn an_oversized_answer_of_another_kind_is_an_error_naming_its_size() {
     let answer: Value = serde_json::from_slice(lines[1]).unwrap();
     assert_eq!(answer["id"], 3);
     let message = answer["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains(&format!("was {length} bytes")),
-        "{message}"
+    // Its end was read with the byte past the bound: its length is known.
+    assert_eq!(
+        message,
+        format!(
+            "the server's answer was {length} bytes, over the 16 MiB drover reads of one MCP message; none of it was used"
+        )
     );
     // A server's own request or notification is nobody's answer: only dropped.
-    let notification = format!(
-        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":\"{}\"}}\n",
-        "n".repeat(MAX_MESSAGE)
+    for own in [
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":""#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":""#,
+    ] {
+        let mut message = own.as_bytes().to_vec();
+        message.extend(vec![b'n'; MAX_MESSAGE]);
+        message.extend(b"\"}\n");
+        let out = relayed(message).await;
+        assert_eq!(out.len(), MAX_MESSAGE + 2);
+    }
+}
+
+/// The start of a tool's result whose text the test then writes.
+const RESULT_START: &[u8] = br#"{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":""#;
+
+#[tokio::test(start_paused = true)]
+async fn an_id_mid_line_is_answered_at_the_bound_before_the_line_ends() {
+    let mut wired = wired();
+    wired.send(7).await;
+    wired.write(RESULT_START);
+    wired.write_repeated(b'x', 8_000_000);
+    wired.write(br#""}]},"id":7,"pad":""#);
+    wired.write_repeated(b'y', 9_000_000);
+    // The line has not ended, and the server writes nothing more for now.
+    assert_eq!(wired.line().await.len(), MAX_MESSAGE + 1);
+    let answer = wired.message().await;
+    assert_eq!(answer["id"], 7);
+    let note = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(note.contains("more than 16777216 bytes"), "{note}");
+    let text = answer["result"]["content"][1]["text"].as_str().unwrap();
+    assert!(text.starts_with("xxx"), "{}", &text[..10]);
+    // The rest of the line is read and dropped; the next message passes.
+    wired.write_repeated(b'y', 3_000_000);
+    wired.write(b"\"}\n");
+    wired.send(8).await;
+    let next = br#"{"jsonrpc":"2.0","id":8,"result":{"content":[]}}"#;
+    wired.write_line(next);
+    assert_eq!(wired.line().await, next);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_line_with_no_id_fails_every_waiting_call_when_it_ends() {
+    let mut wired = wired();
+    for id in [1, 2, 3] {
+        wired.send(id).await;
+    }
+    // The server answers 2 (with the id as a string, which rmcp takes for 2) first.
+    let two = br#"{"jsonrpc":"2.0","id":"2","result":{"content":[]}}"#;
+    wired.write_line(two);
+    assert_eq!(wired.line().await, two);
+    wired.write(RESULT_START);
+    wired.write_repeated(b'x', 20_000_000);
+    wired.write(b"\"}]}}\n");
+    assert_eq!(wired.line().await.len(), MAX_MESSAGE + 1);
+    let why = format!(
+        "MCP server flood wrote a message of {} bytes, over the 16 MiB drover reads of one MCP message, in which drover found no id: it may have answered any call waiting on the server, so each of them failed",
+        RESULT_START.len() + 20_000_000 + 6
     );
-    let out = relayed(notification.into_bytes()).await;
-    assert_eq!(out.len(), MAX_MESSAGE + 2);
+    for id in [1, 3] {
+        let failed = wired.message().await;
+        assert_eq!(failed["id"], id);
+        assert_eq!(failed["error"]["code"], -32603);
+        assert_eq!(failed["error"]["message"], why.as_str());
+    }
+    // The server lives on: the next call is answered.
+    wired.send(4).await;
+    let four = br#"{"jsonrpc":"2.0","id":4,"result":{"content":[]}}"#;
+    wired.write_line(four);
+    assert_eq!(wired.line().await, four);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_line_that_never_ends_fails_the_waiting_calls_after_the_grace() {
+    let mut wired = wired();
+    wired.send(1).await;
+    wired.write(b"[");
+    wired.write_repeated(b' ', 17_000_000);
+    assert_eq!(wired.line().await.len(), MAX_MESSAGE + 1);
+    let started = Instant::now();
+    let failed = wired.message().await;
+    assert_eq!(started.elapsed(), GRACE);
+    assert_eq!(failed["id"], 1);
+    assert_eq!(
+        failed["error"]["message"],
+        "MCP server flood is writing a message of more than 16777216 bytes, over the 16 MiB drover reads of one MCP message, that did not end within 1s of passing it; nothing the server answers can be read before that message ends, so every call waiting on it failed"
+    );
+    // A call sent while the line goes on fails at once (not when a timer would fire).
+    wired.send(2).await;
+    let started = Instant::now();
+    let failed = tokio::time::timeout(Duration::from_secs(60), wired.message())
+        .await
+        .unwrap();
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    assert_eq!(failed["id"], 2);
+    // Once it ends (and drover has read that it did), the server is heard again.
+    wired.write(b"]\n");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    wired.send(3).await;
+    let three = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
+    wired.write_line(three);
+    assert_eq!(wired.line().await, three);
+}
+
+#[tokio::test(start_paused = true)]
+async fn when_the_output_ends_mid_line_the_waiting_calls_fail() {
+    let mut wired = wired();
+    wired.send(5).await;
+    wired.write(b"{");
+    wired.write_repeated(b' ', MAX_MESSAGE + 10);
+    drop(wired.server);
+    let mut out = Vec::new();
+    wired.rmcp.read_to_end(&mut out).await.unwrap();
+    let lines: Vec<&[u8]> = out.split(|b| *b == b'\n').collect();
+    assert_eq!(lines.len(), 3);
+    let failed: Value = serde_json::from_slice(lines[1]).unwrap();
+    assert_eq!(failed["id"], 5);
+    let why = failed["error"]["message"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("a message of {} bytes", MAX_MESSAGE + 11)),
+        "{why}"
+    );
 }

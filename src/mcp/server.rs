@@ -194,8 +194,8 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     // On any failure (or a signal dropping this future) the channel is dropped, and the
     // launcher, seeing its stdin hang up, kills the server's whole tree and exits. It is
     // not killed itself first: that would orphan the tree instead.
-    let stdout = super::oversized::relay(stdout);
-    let (service, tools) = match handshake((stdout, stdin), launch.startup).await {
+    let channel = super::oversized::relay(launch.name, stdout, stdin);
+    let (service, tools) = match handshake(channel, launch.startup).await {
         Ok(connected) => connected,
         Err(error) => {
             // The channel is closed: the launcher ends the server's tree, and with it

@@ -54,6 +54,13 @@ pub(crate) fn write_spec(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// The peak resident memory of process `pid` so far (VmHWM), in KiB.
+pub(crate) fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Copy a directory tree (files and directories only).
 pub(crate) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

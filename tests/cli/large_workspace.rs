@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{assert_exit, bash_task, drover, run_spec, summary, write_spec};
+use common::{assert_exit, bash_task, drover, peak_kib, run_spec, summary, write_spec};
 
 fn git(dir: &Path, args: &[&str]) {
     let output = Command::new("git")
@@ -155,13 +155,6 @@ echo counted > trace.log
         tree(&pristine) == tree(&ws),
         "the trees differ after git apply"
     );
-}
-
-/// The peak resident memory of process `pid` so far (VmHWM), in KiB.
-fn peak_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]

@@ -28,10 +28,20 @@ pub(crate) fn everything() -> Option<PathBuf> {
 
 /// A task in a fresh directory whose script calls `calls` (tool, JSON input) in one turn.
 pub(crate) fn task(servers: &str, allow: &str, calls: &str) -> (tempfile::TempDir, PathBuf) {
+    task_with_call_timeout(servers, allow, calls, "20s")
+}
+
+/// [`task`] with `mcp.timeouts.call` set to `call`.
+pub(crate) fn task_with_call_timeout(
+    servers: &str,
+    allow: &str,
+    calls: &str,
+    call: &str,
+) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     let spec = format!(
-        "version: 1\nname: t\nprompt: use the tools\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{calls}]\n    - text: done\npermissions:\n  allow: [{allow}]\nmcp:\n  timeouts: {{ startup: 60s, call: 20s }}\n  servers:\n{servers}"
+        "version: 1\nname: t\nprompt: use the tools\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{calls}]\n    - text: done\npermissions:\n  allow: [{allow}]\nmcp:\n  timeouts: {{ startup: 60s, call: {call} }}\n  servers:\n{servers}"
     );
     let path = write_spec(dir.path(), "task.yaml", &spec);
     (dir, path)

@@ -11,7 +11,7 @@ use flate2::Compression;
 use flate2::write::{GzEncoder, ZlibEncoder};
 use serde_json::Value;
 
-use crate::common::{events, transcript, write_spec};
+use crate::common::{events, peak_kib, transcript, write_spec};
 use crate::mock_server::{MockServer, Reply};
 
 /// The spec of a task fetching each of `urls` in turn, the loopback server allowed.
@@ -68,13 +68,6 @@ fn run(urls: &[String]) -> (Vec<Value>, u64) {
     let lines = transcript(&artifacts.join("web/transcript.jsonl"));
     let results = events(&lines, "tool_result").into_iter().cloned().collect();
     (results, peak)
-}
-
-/// The peak resident memory of process `pid` so far (VmHWM), in KiB.
-fn peak_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn content(result: &Value) -> &str {
