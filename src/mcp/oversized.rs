@@ -36,7 +36,7 @@ pub(crate) const HEAD: usize = 1 << 20;
 /// its server fail: long enough for a server writing at any speed a pipe allows to end
 /// a message of several times the bound, short enough that no call waits on one that
 /// never ends.
-const GRACE: Duration = Duration::from_secs(1);
+const GRACE: Duration = Duration::from_secs(5);
 
 /// The server's `stdout` as rmcp is to read it (a pipe drover fills from it), and its
 /// `stdin` as rmcp is to write to it (the server's, noting each request's id).

@@ -252,7 +252,7 @@ async fn a_line_that_never_ends_fails_the_waiting_calls_after_the_grace() {
     assert_eq!(failed["id"], 1);
     assert_eq!(
         failed["error"]["message"],
-        "MCP server flood is writing a message of more than 16777216 bytes, over the 16 MiB drover reads of one MCP message, that did not end within 1s of passing it; nothing the server answers can be read before that message ends, so every call waiting on it failed"
+        "MCP server flood is writing a message of more than 16777216 bytes, over the 16 MiB drover reads of one MCP message, that did not end within 5s of passing it; nothing the server answers can be read before that message ends, so every call waiting on it failed"
     );
     // A call sent while the line goes on fails at once (not when a timer would fire).
     wired.send(2).await;
