@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use sha2::Digest as _;
 
 /// The drover binary, with no stdin (it must never read it) and a clean environment
 /// for the variables that would change its behaviour.
@@ -225,4 +226,27 @@ pub(crate) fn run_attack(
         .iter()
         .map(|r| r["content"].as_str().unwrap_or_default().to_string())
         .collect()
+}
+
+/// `lines` written again as a transcript with a valid hash chain (anyone can compute
+/// one: it proves integrity, not authorship).
+pub(crate) fn rechained(lines: &[Value]) -> String {
+    let hex = |bytes: &[u8]| -> String {
+        sha2::Sha256::digest(bytes)
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    };
+    let mut prev = hex(b"");
+    let mut out = String::new();
+    for line in lines {
+        let mut object = line.as_object().unwrap().clone();
+        object.remove("prev");
+        let body = serde_json::to_string(&object).unwrap();
+        let chained = format!("{{\"prev\":\"{prev}\",{}", &body[1..]);
+        prev = hex(chained.as_bytes());
+        out.push_str(&chained);
+        out.push('\n');
+    }
+    out
 }

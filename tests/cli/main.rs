@@ -53,6 +53,8 @@ mod providers;
 mod redaction;
 mod redaction_safety;
 mod replay_drift;
+mod replay_outcome;
+mod replay_start;
 mod replay_trust;
 mod resume;
 mod resume_attacks;

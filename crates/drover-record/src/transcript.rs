@@ -65,9 +65,13 @@ pub struct RunProject {
     pub skills: Value,
 }
 
-/// The limits and outputs of a run, in its `run_start` (fields of that event).
+/// The limits, outputs and start of a run, in its `run_start` (fields of that event).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
+    /// The commit the workspace started from and whether it was dirty; absent outside
+    /// a git repository and in transcripts older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartCommit>,
     /// The budget in force (the spec's, or `--max-cost-usd`), so a resume keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
@@ -93,6 +97,20 @@ pub struct RunSettings {
     /// replay decides by them without the files.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permissions_from: Vec<BorrowedRules>,
+}
+
+/// Where a task in a git repository started: the commit checked out and whether the
+/// workspace held anything else (changed, added or untracked files git does not
+/// ignore, drover's own outputs left out), in `run_start` and summary.json. A replay or
+/// resume of an `isolation: worktree` run starts from `commit` again. Read from a
+/// recording it is untrusted: `commit` is checked to be a full object id of a commit
+/// of the local repository before git is given it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartCommit {
+    /// The full object id (40 hex digits, 64 in a SHA-256 repository).
+    pub commit: String,
+    /// The starting workspace was not the commit alone.
+    pub dirty: bool,
 }
 
 /// The rules one settings file gave a task (`permissions_from:`): those that applied,

@@ -214,3 +214,27 @@ fn a_secret_spelled_like_drovers_own_names_leaves_the_event_readable() {
     assert_eq!(input["command"], "echo [redacted]");
     assert!(input.get("tool_call").is_none(), "{input}");
 }
+
+/// A `run_start` as a drover before `start` wrote it: no `start` field.
+const OLD_RUN_START: &str = r#"{"type":"run_start","ts":"2026-01-01T00:00:00Z","drover_version":"0.1.0","task":"t","spec_sha256":"x","provider":"script","model":"m","tools":[],"spec_path":"t.yaml","spec_yaml":"","workspace":"/w","workspace_sha256":"f","max_turns":null}"#;
+
+#[test]
+fn run_start_reads_without_start_and_writes_it_when_known() {
+    let Event::RunStart { settings, .. } =
+        TranscriptReader::parse_line(OLD_RUN_START).unwrap().event
+    else {
+        panic!("not a run_start");
+    };
+    assert_eq!(settings.start, None, "older transcripts have none");
+    let mut value: Value = serde_json::from_str(OLD_RUN_START).unwrap();
+    value["start"] = serde_json::json!({"commit": "a".repeat(40), "dirty": true});
+    let Event::RunStart { settings, .. } = TranscriptReader::parse_line(&value.to_string())
+        .unwrap()
+        .event
+    else {
+        panic!("not a run_start");
+    };
+    let start = settings.start.unwrap();
+    assert_eq!(start.commit, "a".repeat(40));
+    assert!(start.dirty);
+}

@@ -177,6 +177,7 @@ pub(crate) fn plan_task(
             excluded: Vec::new(),
             own_outputs: Default::default(),
             saved_index: None,
+            at_commit: None,
         },
         spec,
         model,

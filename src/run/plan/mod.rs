@@ -10,6 +10,7 @@ mod referenced_file;
 mod replay;
 mod replay_inputs;
 mod replay_spec;
+mod replay_start;
 mod resume;
 mod resume_error;
 mod resume_recorded;

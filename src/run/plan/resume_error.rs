@@ -159,6 +159,14 @@ pub(crate) enum ResumeError {
         transcript: PathBuf,
         message: String,
     },
+    #[error(
+        "cannot resume {} under --strict: {source}; nothing was run (without --strict the worktree is made at HEAD, if its files are the recorded ones)",
+        transcript.display()
+    )]
+    StartCommit {
+        transcript: PathBuf,
+        source: crate::workspace::start_commit::CommitUnusable,
+    },
 }
 
 fn short(fingerprint: &str) -> &str {

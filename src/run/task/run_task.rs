@@ -78,6 +78,9 @@ pub(crate) async fn run_task(
         report.reason = EndReason::InternalError;
         report.status = EndReason::InternalError.status();
         report.message = error.to_string();
+        if let Some(replay) = &mut report.replay {
+            replay.outcome_from = crate::record::OutcomeFrom::Replay;
+        }
     }
     report.duration = started.elapsed();
     redact_report(&mut report, &redactor);
@@ -117,6 +120,8 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         agents: Vec::new(),
         agent_turns: 0,
         drift: None,
+        start: None,
+        replay: plan.mode.replay_judgement().cloned(),
     }
 }
 
@@ -204,8 +209,9 @@ async fn steps(
 ) -> Result<(), Halt> {
     let stop = || interrupt.is_cancelled();
     let mut started = workspace(&plan, artifacts, report, &stop)?;
+    report.start = started.start.clone();
     let fingerprint = started.baseline.fingerprint();
-    recorded_start_only(&plan, &fingerprint)?;
+    recorded_start_only(&plan, &fingerprint, &report.name)?;
     let mut model = task_model(&plan, report, transcript)?;
     let armed =
         arm_unless_interrupted(&plan, &started, artifacts, task_dir, redactor, &interrupt).await?;
@@ -399,6 +405,9 @@ fn end_before_loop(
     Ok(finish(transcript, redactor, report, reason, message)?)
 }
 
+/// The task's end in the report and `run_end`. A replay's own end is first weighed
+/// against the recorded one (`ReplayJudgement::settle`): without `--checks` nothing
+/// judged the replayed result, so a recorded failure is never reported as a pass.
 fn finish(
     transcript: &mut TranscriptWriter,
     redactor: &Redactor,
@@ -406,6 +415,10 @@ fn finish(
     reason: EndReason,
     message: String,
 ) -> Result<(), TranscriptError> {
+    let (reason, message) = match &mut report.replay {
+        Some(judgement) => judgement.settle((reason, message)),
+        None => (reason, message),
+    };
     report.reason = reason;
     report.status = reason.status();
     report.message = message;

@@ -43,6 +43,8 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         agents: Vec::new(),
         agent_turns: 0,
         drift: None,
+        start: None,
+        replay: None,
     }
 }
 
@@ -266,6 +268,48 @@ fn suites_carry_each_tasks_figures_as_properties() {
     assert!(xml.contains("<property name=\"refactor.cost_usd\" value=\"n/a\"/>"));
     assert!(xml.contains("<property name=\"refactor.denials\" value=\"1\"/>"));
     assert!(xml.contains("<property name=\"offline.reason\" value=\"provider_error\"/>"));
+}
+
+#[test]
+fn a_failure_replayed_as_recorded_is_a_failure_that_says_so() {
+    let mut run = sample_run();
+    let lint = &mut run.tasks[2];
+    let mut judgement = crate::ReplayJudgement::new(
+        crate::ChecksRun::NotRun,
+        Some(crate::RecordedOutcome::from_run_end(
+            EndReason::ChecksFailed,
+            "check \"clippy\" failed",
+        )),
+    );
+    let (reason, message) = judgement.settle((EndReason::EndTurn, "done".into()));
+    lint.reason = reason;
+    lint.status = reason.status();
+    lint.message = message;
+    lint.checks.clear();
+    lint.replay = Some(judgement);
+    lint.start = Some(crate::StartCommit {
+        commit: "a".repeat(40),
+        dirty: false,
+    });
+    let xml = junit_xml(&run);
+    validate_with_xmllint(&xml);
+    assert!(
+        xml.contains("<failure type=\"checks_failed\" message=\"as recorded; checks not re-run: check &quot;clippy&quot; failed\""),
+        "{xml}"
+    );
+    assert!(xml.contains("<property name=\"lint.checks\" value=\"not_run\"/>"));
+    assert!(xml.contains("<property name=\"lint.outcome_from\" value=\"recording\"/>"));
+    assert!(xml.contains(&format!(
+        "<property name=\"lint.start.commit\" value=\"{}\"/>",
+        "a".repeat(40)
+    )));
+    assert!(xml.contains(
+        "replay: as recorded; checks not re-run (the recorded run ended failed, checks_failed)"
+    ));
+    assert!(
+        !xml.contains("fix-add.checks"),
+        "a run has no replay properties"
+    );
 }
 
 /// What Python's junitparser (used by GitHub test-report actions) reads from a file:

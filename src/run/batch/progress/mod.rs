@@ -180,8 +180,14 @@ fn finished_text(report: &TaskReport) -> String {
     let cost = report
         .cost_usd
         .map_or_else(|| "cost unknown".to_string(), |c| format!("${c:.4}"));
+    // A replay's outcome says whose it is: `failed (checks_failed, as recorded; checks
+    // not re-run)`.
+    let whose = report
+        .replay
+        .as_ref()
+        .map_or_else(String::new, |replay| format!(", {}", replay.label_words()));
     format!(
-        "finished: {} ({}) — {}, {cost}, {:.1}s",
+        "finished: {} ({}{whose}) — {}, {cost}, {:.1}s",
         status_word(report.status),
         report.reason.as_str(),
         counted(report.turns, "turn", "turns"),
@@ -304,6 +310,8 @@ mod tests {
             agents: Vec::new(),
             agent_turns: 0,
             drift: None,
+            start: None,
+            replay: None,
         }
     }
 
