@@ -179,6 +179,17 @@ permissions:
         serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
             .unwrap();
     assert_eq!(summary["tasks"][0]["denials"].as_array().unwrap().len(), 1);
+    // The task passed, and summary.md still lists its denied call (issue 34).
+    assert_eq!(summary["tasks"][0]["status"], "passed");
+    let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
+    let section = md
+        .split_once("### ✅ `bad-calls`: denied tool calls\n\n")
+        .unwrap_or_else(|| panic!("{md}"))
+        .1;
+    assert!(
+        section.starts_with("- `Bash`: `") && section.contains("touch hacked.txt"),
+        "{md}"
+    );
 }
 
 #[test]
