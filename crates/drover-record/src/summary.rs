@@ -466,7 +466,11 @@ mod tests {
         let at = md.find(section).unwrap_or_else(|| panic!("{md}"));
         assert!(at > md.find("### ⚠️ `offline`").unwrap(), "{md}");
         // The failed task's denial is still listed in its own section, once.
-        assert_eq!(md.matches("denied by rule Bash(git push *)").count(), 1, "{md}");
+        assert_eq!(
+            md.matches("denied by rule Bash(git push *)").count(),
+            1,
+            "{md}"
+        );
         run.tasks[0].denials.clear();
         assert!(!summary_md(&run).contains("### ✅"));
     }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use crate::agent::OutputSchema;
 use crate::mcp::{McpSession, OfferedName, ServerReport, Setup as McpSetup};
+use crate::message::ToolDefinition;
 use crate::model::replay::ReplayModel;
 use crate::model::{Model as _, OutputMode};
-use crate::message::ToolDefinition;
 use crate::policy::{Policy, ToolFacts};
 use crate::run::recording::Recording;
 use crate::spec::{LoadedSpec, Provider};
