@@ -127,10 +127,12 @@ print("unix socket ok")
 /// created, as nobody and as root; Unix sockets (socketpair, pipes between processes)
 /// still work.
 #[test]
+#[cfg_attr(
+    not(drover_has_sandbox),
+    ignore = "needs drover's sandbox (Landlock ABI 3+, Linux 6.2)"
+)]
 fn with_the_network_off_only_unix_sockets_can_be_created() {
-    if !common::sandbox_available() {
-        return;
-    }
+    common::require_sandbox();
     for user in users() {
         let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -205,19 +207,13 @@ int main(void) {
 /// call, as nobody and as root.
 #[cfg(target_arch = "x86_64")]
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_gcc)),
+    ignore = "needs gcc and drover's sandbox (Landlock ABI 3+)"
+)]
 fn another_architectures_socket_call_is_refused() {
-    if !common::sandbox_available() {
-        return;
-    }
-    let gcc = Command::new("gcc").arg("--version").output();
-    if gcc.is_err() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI runs this test: .ci/run installs gcc"
-        );
-        eprintln!("skipped: no gcc here");
-        return;
-    }
+    common::require_sandbox();
+    common::require_program("gcc");
     for user in users() {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().join("ws");
