@@ -60,7 +60,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
 }
 
 /// Load specs, printing every error; None when any failed.
-fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
+fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<spec::SpecFile>> {
     let files = match spec::collect_spec_files(inputs) {
         Ok(found) => {
             for path in &found.skipped {
@@ -76,21 +76,7 @@ fn load_specs(inputs: &[std::path::PathBuf]) -> Option<Vec<LoadedSpec>> {
             return None;
         }
     };
-    match spec::load_all(&files) {
-        Ok(specs) => {
-            let errors = spec_checks::check_all(&specs);
-            for error in &errors {
-                crate::esay!("drover: {error}");
-            }
-            errors.is_empty().then_some(specs)
-        }
-        Err(errors) => {
-            for error in errors {
-                crate::esay!("drover: {error}");
-            }
-            None
-        }
-    }
+    Some(spec::load_every(&files))
 }
 
 async fn run_command(args: RunArgs) -> i32 {
@@ -386,20 +372,24 @@ fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {
     let Some(specs) = load_specs(inputs) else {
         return exit::BAD_INPUT;
     };
-    let named: Vec<(String, String)> = specs
-        .iter()
-        .map(|spec| (spec.path.display().to_string(), spec.name().to_string()))
-        .collect();
-    if let Err(errors) = plan::plan_tasks(specs, &Overrides::default(), 1) {
-        for error in errors {
-            crate::esay!("drover: {error}");
+    match plan::plan_tasks(specs, &Overrides::default(), 1) {
+        Ok(plans) => {
+            for plan in plans {
+                crate::say!(
+                    "ok: {} (task {})",
+                    plan.spec.path.display(),
+                    plan.spec.name()
+                );
+            }
+            exit::PASSED
         }
-        return exit::BAD_INPUT;
+        Err(errors) => {
+            for error in errors {
+                crate::esay!("drover: {error}");
+            }
+            exit::BAD_INPUT
+        }
     }
-    for (path, name) in named {
-        crate::say!("ok: {path} (task {name})");
-    }
-    exit::PASSED
 }
 
 fn policy_check_command(spec_path: &Path, tool_name: &str, input: &str) -> i32 {

@@ -14,6 +14,8 @@ mod git;
 pub(crate) mod instructions;
 pub(crate) mod isolation;
 pub(crate) mod leftovers;
+#[cfg(test)]
+pub(crate) mod permissions_hold;
 /// Path resolution is its own crate (the policy judges by it too); here under its old name.
 pub(crate) use drover_paths as paths;
 pub(crate) mod plain_file;

@@ -13,22 +13,6 @@ use serde_json::Value;
 use crate::common::{self, events, peak_kib, transcript};
 use crate::mcp::{run, stderr, task, task_with_call_timeout};
 
-/// Whether python3 runs the hand-written servers; under CI=true it must.
-fn python3() -> bool {
-    let python = std::process::Command::new("python3")
-        .arg("--version")
-        .output();
-    if python.is_ok_and(|o| o.status.success()) {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "python3 is not installed, and CI=true"
-    );
-    eprintln!("note: python3 is not installed; skipping");
-    false
-}
-
 /// The flood server's entry in `mcp.servers`, with `env` lines of its own.
 fn flood_server(env: &str) -> String {
     let script = common::repo().join("tests/cli/fixtures/flood_server.py");
@@ -39,10 +23,12 @@ fn flood_server(env: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the flood server"
+)]
 fn answers_over_the_message_bound_are_cut_with_a_note_not_lost_to_the_call_timeout() {
-    if !python3() {
-        return;
-    }
+    common::require_program("python3");
     let calls = [
         r#"{ name: mcp__flood__answer, input: { bytes: 15900000 } }"#,
         r#"{ name: mcp__flood__answer, input: { bytes: 17000000, id: last } }"#,
@@ -76,10 +62,12 @@ fn answers_over_the_message_bound_are_cut_with_a_note_not_lost_to_the_call_timeo
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the flood server"
+)]
 fn a_servers_flood_of_stderr_is_logged_by_its_head_and_tail() {
-    if !python3() {
-        return;
-    }
+    common::require_program("python3");
     let (dir, spec) = task(
         &flood_server("      env: { FLOOD_STDERR: \"50000000\" }\n"),
         "mcp__flood",

@@ -78,7 +78,8 @@ pub fn summary_json(report: &RunReport, drover_version: &str) -> String {
 }
 
 /// `summary.md`: a table with one row per task, then for each task that did not pass
-/// its message, failed checks with their last output lines, denials and changed files.
+/// its message, failed checks with their last output lines, denials and changed files,
+/// then the denied calls of each task that passed with some.
 /// Every text a model, a tool, a check or a shard's `summary.json` chose is in a code
 /// span or a fenced block (see [`markdown`](crate::markdown)): none of it can
 /// start a heading, end a list or be read as HTML.
@@ -99,6 +100,15 @@ pub fn summary_md(report: &RunReport) -> String {
     retries_and_agents(&mut out, &report.tasks);
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
         failed_section(&mut out, task);
+    }
+    // After every task that did not pass, so a step summary cut at GitHub's limit loses
+    // these first.
+    for task in report
+        .tasks
+        .iter()
+        .filter(|t| t.status == Status::Passed && !t.denials.is_empty())
+    {
+        passed_denials_section(&mut out, task);
     }
     for task in &report.tasks {
         if let Some(drift) = &task.drift {
@@ -281,18 +291,7 @@ fn failed_section(out: &mut String, task: &TaskReport) {
     checks_section(out, task);
     if !task.denials.is_empty() {
         out.push_str("\n**Denied tool calls**\n\n");
-        for denial in &task.denials {
-            let rule = denial
-                .rule
-                .as_deref()
-                .map_or_else(|| "no allow rule matched".to_string(), code);
-            let _ = writeln!(
-                out,
-                "- {}: {} ({rule})",
-                code(&denial.tool),
-                code(&denial.reason)
-            );
-        }
+        denial_list(out, task);
     }
     if !task.files_changed.is_empty() {
         out.push_str("\n**Files changed**\n\n");
@@ -340,6 +339,34 @@ fn excluded_from_diff_section(out: &mut String, task: &TaskReport) {
             String::new()
         }
     );
+}
+
+/// The calls a task that passed was denied: a pass does not mean the agent never tried
+/// something the policy refused, and a reviewer wants to see what.
+fn passed_denials_section(out: &mut String, task: &TaskReport) {
+    let _ = write!(
+        out,
+        "\n### {} {}: denied tool calls\n\n",
+        outcome_icon(task.status),
+        code(&task.name)
+    );
+    denial_list(out, task);
+}
+
+/// One line per denied call: the tool, the reason and the rule (or the default).
+fn denial_list(out: &mut String, task: &TaskReport) {
+    for denial in &task.denials {
+        let rule = denial
+            .rule
+            .as_deref()
+            .map_or_else(|| "no allow rule matched".to_string(), code);
+        let _ = writeln!(
+            out,
+            "- {}: {} ({rule})",
+            code(&denial.tool),
+            code(&denial.reason)
+        );
+    }
 }
 
 /// A task's unmet expectations, then its failed checks with their last output lines.
@@ -491,6 +518,32 @@ mod tests {
         assert!(md.contains("**Files changed**\n\n- `a.rs`\n- `b/c.rs`\n"));
         assert!(md.contains("### ⚠️ `offline` — provider_error\n\n```text\nprovider_error: connection refused after 3 retries\n```\n"));
         assert!(!md.contains('\u{1b}'));
+    }
+
+    /// The README says denials are listed in summary.md: a task that passed lists its
+    /// denied calls too, after every task that did not pass; one without any gets no section.
+    #[test]
+    fn markdown_lists_the_denied_calls_of_a_task_that_passed() {
+        let mut run = sample_run();
+        run.tasks[0].denials.push(crate::Denial {
+            tool_use_id: "toolu_9".to_string(),
+            tool: "Write".to_string(),
+            input: serde_json::json!({"file_path": ".env"}),
+            rule: None,
+            reason: "writing .env matches no allow rule (default deny)".to_string(),
+        });
+        let md = summary_md(&run);
+        let section = "### ✅ `fix-add`: denied tool calls\n\n- `Write`: `writing .env matches no allow rule (default deny)` (no allow rule matched)\n";
+        let at = md.find(section).unwrap_or_else(|| panic!("{md}"));
+        assert!(at > md.find("### ⚠️ `offline`").unwrap(), "{md}");
+        // The failed task's denial is still listed in its own section, once.
+        assert_eq!(
+            md.matches("denied by rule Bash(git push *)").count(),
+            1,
+            "{md}"
+        );
+        run.tasks[0].denials.clear();
+        assert!(!summary_md(&run).contains("### ✅"));
     }
 
     #[test]

@@ -41,13 +41,16 @@ pub use diff::DiffSpec;
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,
-    hooks_problem,
+    hooks_problem, hooks_problems,
 };
 pub use instructions::{DEFAULT_INSTRUCTIONS, InstructionsSpec, instruction_path_problem};
 pub use limits::LimitsSpec;
-pub use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
+pub use load::{
+    LoadedSpec, Position, SpecError, SpecFile, collect_spec_files, load, load_every, parse,
+    parse_every,
+};
 pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
-pub use output::MAX_ATTEMPTS;
+pub use output::{MAX_ATTEMPTS, output_problem};
 pub use pricing::Pricing;
 pub use referenced::JsonError;
 pub use replay::ReplaySpec;

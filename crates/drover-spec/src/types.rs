@@ -24,9 +24,11 @@ pub struct TaskSpec {
     pub system: Option<String>,
     /// Relative to the spec file; default: the current directory.
     #[serde(default)]
-    pub workspace: Option<String>,
-    #[serde(default)]
-    pub isolation: Isolation,
+    pub workspace: Option<Spanned<String>>,
+    /// How the workspace is isolated ([`TaskSpec::isolation`]); where it is written, for
+    /// an isolation the workspace cannot have.
+    #[serde(default, rename = "isolation")]
+    pub isolation_spec: Option<Spanned<Isolation>>,
     pub model: Spanned<ModelSpec>,
     #[serde(default)]
     pub permissions: Permissions,
@@ -93,6 +95,15 @@ pub struct TaskSpec {
     /// model loads on demand with the `Skill` tool.
     #[serde(default)]
     pub skills_from: Option<Spanned<super::SkillsFrom>>,
+}
+
+impl TaskSpec {
+    /// How the workspace is isolated: as written, else edited in place.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation_spec
+            .as_ref()
+            .map_or_else(Isolation::default, |isolation| isolation.value)
+    }
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.

@@ -81,7 +81,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     // Which settings files the spec reads and where it worked, before the replay's
     // spec drops the keys.
     let sources = spec.spec.permissions_from.clone().map(|from| from.value);
-    let recorded_isolation = spec.spec.isolation;
+    let recorded_isolation = spec.spec.isolation();
     spec.spec = replay_spec(spec.spec, &granted);
     let mcp_servers = if options.mcp {
         replay_servers(&spec, options)?

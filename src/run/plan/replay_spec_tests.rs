@@ -171,7 +171,7 @@ fn nothing_the_recording_says_widens_the_replay() {
     assert!(replay.hooks.is_none() && replay.hooks_from.is_none());
     assert!(replay.agents_from.is_none() && replay.tools.is_none());
     assert!(replay.workspace.is_none());
-    assert_eq!(replay.isolation, Isolation::Copy);
+    assert_eq!(replay.isolation(), Isolation::Copy);
     assert!(replay.permissions.additional_directories.is_empty());
     assert_eq!(replay.permissions.guardrails, Switch::On);
     let model = &replay.model.value;

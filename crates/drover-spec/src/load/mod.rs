@@ -6,11 +6,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_saphyr::budget::BudgetBreach;
-use serde_saphyr::{Budget, Error as YamlError, Location, Options, Spanned};
+use serde_saphyr::{Budget, Error as YamlError, Location, Options};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
-use super::model_check::model_problem;
 use super::types::TaskSpec;
 
 /// Lowercase hex SHA-256 of `bytes`: the spec's hash as the transcript and reports carry
@@ -42,7 +41,7 @@ impl LoadedSpec {
         match &self.spec.workspace {
             Some(dir) => {
                 let base = self.path.parent().unwrap_or(Path::new("."));
-                base.join(dir)
+                base.join(&dir.value)
             }
             None => PathBuf::from("."),
         }
@@ -142,34 +141,89 @@ fn options() -> Options {
     options
 }
 
-/// Load and validate one spec file.
+/// Load and validate one spec file; the first problem is the error.
 pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
     parse(path, read::spec_text(path)?)
 }
 
-/// Parse and validate spec text that came from `path` (errors name that path).
+/// Parse and validate spec text that came from `path` (errors name that path); the first
+/// problem is the error.
 pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
-    let spec: TaskSpec =
-        serde_saphyr::from_str_with_options(&text, options()).map_err(|error| {
-            let position = Position::at(path, error.location());
-            // Budget and duplicate-key messages say what is wrong in their own words.
-            let message = own_message(&error).unwrap_or_else(|| {
-                let message = plain_message(&error);
-                match key_before(&text, &position) {
-                    Some(key) if !message.contains(&key) => format!("{key}: {message}"),
-                    _ => message,
+    let mut file = parse_every(path, text);
+    match (file.spec, file.errors.is_empty()) {
+        (Some(spec), true) => Ok(spec),
+        _ => Err(file.errors.swap_remove(0)),
+    }
+}
+
+/// One spec file as far as it could be read: the spec, when the parser could make one of
+/// it, and every problem found in it, in the order found.
+#[derive(Debug)]
+pub struct SpecFile {
+    pub path: PathBuf,
+    /// The spec as written; with unknown keys left out when `errors` names them. A spec
+    /// with errors is for further checks only, never for a run.
+    pub spec: Option<LoadedSpec>,
+    /// Never empty when `spec` is None.
+    pub errors: Vec<SpecError>,
+}
+
+/// Parse spec text that came from `path` and validate it, collecting every problem: a
+/// syntax or type error is the parser's last word on a file (it cannot go on past one),
+/// but every unknown key is named (see `unknown_keys`), and the spec that remains without
+/// them is validated.
+pub fn parse_every(path: &Path, text: String) -> SpecFile {
+    let mut errors = Vec::new();
+    let parsed = {
+        let mut current = std::borrow::Cow::Borrowed(text.as_str());
+        loop {
+            match serde_saphyr::from_str_with_options::<TaskSpec>(&current, options()) {
+                Ok(spec) => break Some(spec),
+                Err(error) => {
+                    errors.push(yaml_error(path, &current, &error));
+                    let next = unknown_keys::unknown_key(&error)
+                        .filter(|_| errors.len() < unknown_keys::MAX_ERRORS)
+                        .and_then(|(field, line, column)| {
+                            unknown_keys::without_entry(&current, field, line, column)
+                        });
+                    match next {
+                        Some(next) => current = std::borrow::Cow::Owned(next),
+                        None => break None,
+                    }
                 }
-            });
-            SpecError::Invalid { position, message }
-        })?;
-    validate(path, &spec)?;
-    let sha256 = sha256_hex(text.as_bytes());
-    Ok(LoadedSpec {
+            }
+        }
+    };
+    let spec = parsed.map(|spec| {
+        errors.extend(cross_field::problems(path, &spec));
+        let sha256 = sha256_hex(text.as_bytes());
+        LoadedSpec {
+            path: path.to_path_buf(),
+            text,
+            sha256,
+            spec,
+        }
+    });
+    SpecFile {
         path: path.to_path_buf(),
-        text,
-        sha256,
         spec,
-    })
+        errors,
+    }
+}
+
+/// A parser error at its `file:line:column`, in drover's words where the parser's name
+/// library internals, and naming the key a value error is about.
+fn yaml_error(path: &Path, text: &str, error: &YamlError) -> SpecError {
+    let position = Position::at(path, error.location());
+    // Budget and duplicate-key messages say what is wrong in their own words.
+    let message = own_message(error).unwrap_or_else(|| {
+        let message = plain_message(error);
+        match key_before(text, &position) {
+            Some(key) if !message.contains(&key) => format!("{key}: {message}"),
+            _ => message,
+        }
+    });
+    SpecError::Invalid { position, message }
 }
 
 /// drover's wording for parser errors whose own message names library internals (a
@@ -252,108 +306,6 @@ fn key_before(text: &str, position: &Position) -> Option<String> {
         .rev()
         .collect();
     (!key.is_empty()).then_some(key)
-}
-
-/// Checks that span several fields.
-fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
-    let model = &spec.model;
-    let at_model = || Position::at(path, Some(model.referenced));
-    let invalid = |message: String| SpecError::Invalid {
-        position: at_model(),
-        message,
-    };
-    if let Some(message) = model_problem(&model.value, "model") {
-        return Err(invalid(message));
-    }
-    if let Some(limit) = &spec.limits.max_cost_usd {
-        budget_is_positive(path, limit)?;
-    }
-    if let Some(limit) = spec.limits.max_tokens.as_ref().filter(|l| l.value == 0) {
-        return Err(SpecError::Invalid {
-            position: Position::at(path, Some(limit.referenced)),
-            message: "limits.max_tokens must be at least 1".into(),
-        });
-    }
-    if let Some(limit) = spec.limits.max_turns.as_ref().filter(|l| l.value == 0) {
-        return Err(SpecError::Invalid {
-            position: Position::at(path, Some(limit.referenced)),
-            message: "limits.max_turns must be at least 1".into(),
-        });
-    }
-    extensions_are_valid(path, spec)?;
-    for (list, what) in [(&spec.checks, "checks"), (&spec.setup, "setup steps")] {
-        let mut seen = HashMap::new();
-        for step in list {
-            if seen.insert(step.name.as_str(), ()).is_some() {
-                return Err(SpecError::Invalid {
-                    position: Position::at(path, None),
-                    message: format!(
-                        "two {what} are named {:?}; their names must be unique within a task",
-                        step.name
-                    ),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `retry:`, `output:` and `hooks:` say something drover can do.
-fn extensions_are_valid(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
-    let at = |location| Position::at(path, Some(location));
-    if let Some(retry) = &spec.retry {
-        let attempts = retry.value.max_attempts;
-        if !(1..=super::MAX_ATTEMPTS).contains(&attempts) {
-            return Err(SpecError::Invalid {
-                position: at(retry.referenced),
-                message: format!(
-                    "retry.max_attempts must be between 1 and {}, not {attempts}",
-                    super::MAX_ATTEMPTS
-                ),
-            });
-        }
-    }
-    if let Some(output) = &spec.output
-        && let Some(message) = super::output::output_problem(&output.value)
-    {
-        return Err(SpecError::Invalid {
-            position: at(output.referenced),
-            message,
-        });
-    }
-    if let Some(hooks) = &spec.hooks
-        && let Some(message) = super::hooks_problem(&hooks.value)
-    {
-        return Err(SpecError::Invalid {
-            position: at(hooks.referenced),
-            message,
-        });
-    }
-    if let Some(tools) = &spec.tools
-        && let Some(message) = super::tools::tools_problem(&tools.value)
-    {
-        let location = tools.value.web_fetch_model().map(|m| m.referenced);
-        return Err(SpecError::Invalid {
-            position: at(location.unwrap_or(tools.referenced)),
-            message,
-        });
-    }
-    Ok(())
-}
-
-/// `limits.max_cost_usd` is a positive amount. (That the runner can price the model is
-/// checked by `run::plan::spec_checks`, which knows the price table.)
-fn budget_is_positive(path: &Path, limit: &Spanned<f64>) -> Result<(), SpecError> {
-    if !(limit.value.is_finite() && limit.value > 0.0) {
-        return Err(SpecError::Invalid {
-            position: Position::at(path, Some(limit.referenced)),
-            message: format!(
-                "limits.max_cost_usd must be a positive number, not {}",
-                limit.value
-            ),
-        });
-    }
-    Ok(())
 }
 
 /// The spec files of the CLI's SPEC|DIR arguments, and the YAML files of directories
@@ -453,38 +405,42 @@ fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
     Ok(())
 }
 
-/// Load every spec and check what spans them: task names are unique within a run.
-/// All errors are returned, so a user fixes them in one pass.
-pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
-    let mut specs = Vec::new();
-    let mut errors = Vec::new();
-    for file in files {
-        match load(file) {
-            Ok(spec) => specs.push(spec),
-            Err(error) => errors.push(error),
-        }
-    }
+/// Load every spec file, each as far as it can be read, and check what spans them: task
+/// names are unique within a run (the second file of a name has the error). Every
+/// problem of every file is kept, so a user fixes them in one pass.
+pub fn load_every(files: &[PathBuf]) -> Vec<SpecFile> {
+    let mut loaded: Vec<SpecFile> = files
+        .iter()
+        .map(|path| match read::spec_text(path) {
+            Ok(text) => parse_every(path, text),
+            Err(error) => SpecFile {
+                path: path.clone(),
+                spec: None,
+                errors: vec![error],
+            },
+        })
+        .collect();
     let mut names: HashMap<String, Position> = HashMap::new();
-    for spec in &specs {
+    for file in &mut loaded {
+        let Some(spec) = &file.spec else { continue };
         let position = Position::at(&spec.path, Some(spec.spec.name.referenced));
-        if let Some(first) = names.get(spec.name()) {
-            errors.push(SpecError::DuplicateName {
+        match names.get(spec.name()) {
+            Some(first) => file.errors.push(SpecError::DuplicateName {
                 name: spec.name().to_string(),
                 first: first.clone(),
                 second: position,
-            });
-        } else {
-            names.insert(spec.name().to_string(), position);
+            }),
+            None => {
+                names.insert(spec.name().to_string(), position);
+            }
         }
     }
-    if errors.is_empty() {
-        Ok(specs)
-    } else {
-        Err(errors)
-    }
+    loaded
 }
 
+mod cross_field;
 mod read;
+mod unknown_keys;
 
 #[cfg(test)]
 #[path = "load_tests.rs"]
