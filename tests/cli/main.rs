@@ -27,6 +27,7 @@ mod batch_cli;
 mod claude_code_corpus;
 mod claude_code_corpus_runs;
 mod demo;
+mod exec_cli;
 mod expect_cli;
 mod full_disk;
 mod hooks_cli;

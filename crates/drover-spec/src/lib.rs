@@ -9,6 +9,7 @@
 mod agents;
 mod claude_permissions;
 mod connection;
+mod exec_task;
 mod expect;
 mod front_matter;
 mod hooks;
@@ -36,6 +37,7 @@ pub use claude_permissions::{
     PermissionsFrom, SettingsPermissions, SettingsSource, permissions_of_claude_settings,
 };
 pub use connection::{RetrySpec, TimeoutsSpec};
+pub use exec_task::ExecTask;
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,
@@ -60,4 +62,4 @@ pub use types::{
     CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
     Permissions, Provider, TaskSpec, TimeoutLimit,
 };
-pub use values::{SpecDuration, Switch};
+pub use values::{SpecDuration, Switch, TaskName};
