@@ -218,3 +218,43 @@ fn parse_task_name(text: &str) -> Result<String, String> {
         .map(|name| name.as_str().to_string())
         .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_flag_of_exec_is_in_the_readme_and_the_docs_for_claude_code() {
+        let readme = include_str!("../../README.md");
+        let claude_code = include_str!("../../docs/claude-code.md");
+        let cli = super::super::Cli::command();
+        let exec = cli.find_subcommand("exec").expect("exec is a command");
+        let claude_heading = exec
+            .get_arguments()
+            .filter(|arg| arg.get_help_heading().is_some())
+            .count();
+        assert!(
+            claude_heading >= 15,
+            "Claude Code's flags have their heading"
+        );
+        for arg in exec.get_arguments() {
+            let mut names: Vec<String> = arg.get_long().into_iter().map(String::from).collect();
+            names.extend(
+                arg.get_visible_aliases()
+                    .into_iter()
+                    .flatten()
+                    .map(String::from),
+            );
+            for name in names.into_iter().filter(|name| name != "help") {
+                let flag = format!("--{name}");
+                assert!(readme.contains(&flag), "README.md does not name {flag}");
+                if arg.get_help_heading().is_some() {
+                    assert!(
+                        claude_code.contains(&flag),
+                        "docs/claude-code.md does not name {flag}"
+                    );
+                }
+            }
+        }
+    }
+}

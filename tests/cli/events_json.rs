@@ -306,3 +306,37 @@ fn a_reader_that_stops_after_one_line_changes_neither_the_exit_code_nor_the_tran
     let lines = common::transcript(&dir.path().join("out2/exec/transcript.jsonl"));
     assert_eq!(lines.last().unwrap()["reason"], "checks_failed");
 }
+
+#[test]
+fn on_github_actions_the_annotations_go_to_stderr_and_stdout_stays_json() {
+    let dir = scratch();
+    let spec = write_spec(
+        dir.path(),
+        "failing.yaml",
+        "version: 1\nname: failing\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  script:\n    - text: done\nchecks:\n  - { name: tests, run: 'false' }\n",
+    );
+    let step_summary = dir.path().join("step-summary.md");
+    let output = drover()
+        .current_dir(dir.path())
+        .arg("run")
+        .arg(&spec)
+        .args(["--artifacts", "out", "--json"])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", &step_summary)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let (events, result) = json_output(&output);
+    assert!(!events.is_empty());
+    assert_eq!(result["status"], "failed");
+    let err = stderr(&output);
+    assert!(
+        err.lines().any(|line| line.starts_with("::error")),
+        "the annotations are on stderr, which the runner reads too: {err}"
+    );
+    assert!(
+        std::fs::read_to_string(&step_summary)
+            .unwrap()
+            .contains("failing")
+    );
+}

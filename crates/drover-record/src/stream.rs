@@ -5,9 +5,11 @@
 
 use std::path::Path;
 
+use drover_message::Usage;
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::report::{RunReport, Status, TaskReport};
+use crate::report::{EndReason, RunReport, Status, TaskReport};
 
 /// One event line: `{"type":"event","task":NAME,"event":LINE}`. LINE is the transcript
 /// line as written, spliced in as text rather than parsed and serialized again, so its
@@ -23,47 +25,96 @@ pub fn event_line(task: &str, line: &str) -> String {
 /// the artifacts directory and each task's outcome and answer. With one task (always for
 /// `drover exec`) it also carries `result`, `is_error`, `num_turns`, `total_cost_usd`
 /// and `duration_ms`, the names `claude -p --output-format json` uses, so a workflow
-/// reading those reads drover's.
-pub fn run_result(report: &RunReport, artifacts: &Path, exit_code: i32) -> Value {
+/// reading those reads drover's. One line of JSON, its fields in this order.
+pub fn run_result(report: &RunReport, artifacts: &Path, exit_code: i32) -> String {
     let status = match exit_code {
         0 => Status::Passed,
         1 => Status::Failed,
         _ => Status::Error,
     };
-    let mut result = json!({
-        "type": "result",
-        "status": status,
-        "exit_code": exit_code,
-        "artifacts": artifacts.display().to_string(),
-        "tasks": report.tasks.iter().map(task_result).collect::<Vec<_>>(),
-    });
-    if let [task] = report.tasks.as_slice() {
-        result["result"] = answer(task);
-        result["is_error"] = json!(task.status != Status::Passed);
-        result["num_turns"] = json!(task.turns);
-        result["total_cost_usd"] = json!(task.cost_usd);
-        result["duration_ms"] = json!(duration_ms(task));
-    }
-    result
+    let one = match report.tasks.as_slice() {
+        [task] => Some(OneTask {
+            result: answer(task),
+            is_error: task.status != Status::Passed,
+            num_turns: task.turns,
+            total_cost_usd: task.cost_usd,
+            duration_ms: duration_ms(task),
+        }),
+        _ => None,
+    };
+    let result = RunResult {
+        kind: "result",
+        status,
+        exit_code,
+        artifacts: artifacts.display().to_string(),
+        tasks: report.tasks.iter().map(task_result).collect(),
+        one,
+    };
+    serde_json::to_string(&result).unwrap_or_else(|error| {
+        // Plain data serializes; should it ever not, the line still says how the run ended.
+        json!({"type": "result", "status": status, "exit_code": exit_code, "error": error.to_string()})
+            .to_string()
+    })
+}
+
+#[derive(Serialize)]
+struct RunResult<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    status: Status,
+    exit_code: i32,
+    artifacts: String,
+    tasks: Vec<TaskResult<'a>>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    one: Option<OneTask>,
+}
+
+/// A run of one task: its outcome under `claude -p`'s names.
+#[derive(Serialize)]
+struct OneTask {
+    result: Value,
+    is_error: bool,
+    num_turns: u32,
+    total_cost_usd: Option<f64>,
+    duration_ms: u64,
 }
 
 /// One task's outcome in the result.
-fn task_result(task: &TaskReport) -> Value {
-    json!({
-        "task": task.name,
-        "status": task.status,
-        "reason": task.reason,
-        "message": task.message,
-        "turns": task.turns,
-        "usage": task.usage,
-        "cost_usd": task.cost_usd,
-        "duration_ms": duration_ms(task),
-        "answer": task.final_text,
-        "output": task.output,
-        "files_changed": task.files_changed,
-        "denied_calls": task.denials.len(),
-        "artifacts": task.artifacts_dir.display().to_string(),
-    })
+#[derive(Serialize)]
+struct TaskResult<'a> {
+    task: &'a str,
+    status: Status,
+    reason: EndReason,
+    message: &'a str,
+    turns: u32,
+    usage: Usage,
+    cost_usd: Option<f64>,
+    duration_ms: u64,
+    /// The model's last text.
+    answer: &'a str,
+    /// The valid final answer of a task with `output:`.
+    output: Option<&'a Value>,
+    files_changed: &'a [String],
+    denied_calls: usize,
+    artifacts: String,
+}
+
+fn task_result(task: &TaskReport) -> TaskResult<'_> {
+    TaskResult {
+        task: &task.name,
+        status: task.status,
+        reason: task.reason,
+        message: &task.message,
+        turns: task.turns,
+        usage: task.usage,
+        cost_usd: task.cost_usd,
+        duration_ms: duration_ms(task),
+        answer: &task.final_text,
+        output: task.output.as_ref(),
+        files_changed: &task.files_changed,
+        denied_calls: task.denials.len(),
+        artifacts: task.artifacts_dir.display().to_string(),
+    }
 }
 
 /// The task's answer: its valid final answer when it has `output:` (a JSON value), else
@@ -85,7 +136,6 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::report::EndReason;
 
     fn task(name: &str, status: Status) -> TaskReport {
         TaskReport {
@@ -140,8 +190,12 @@ mod tests {
             tasks: vec![task("exec", Status::Passed)],
             shard: None,
         };
-        let result = run_result(&report, Path::new("out"), 0);
-        assert_eq!(result["type"], "result");
+        let line = run_result(&report, Path::new("out"), 0);
+        assert!(
+            line.starts_with("{\"type\":\"result\",\"status\":\"passed\""),
+            "{line}"
+        );
+        let result: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(result["status"], "passed");
         assert_eq!(result["result"], "Fixed.");
         assert_eq!(result["is_error"], false);
@@ -155,7 +209,8 @@ mod tests {
             tasks: vec![task("a", Status::Passed), task("b", Status::Failed)],
             shard: None,
         };
-        let result = run_result(&report, Path::new("out"), 1);
+        let result: Value =
+            serde_json::from_str(&run_result(&report, Path::new("out"), 1)).unwrap();
         assert_eq!(result["status"], "failed");
         assert_eq!(result["exit_code"], 1);
         assert!(result.get("result").is_none(), "{result}");
@@ -169,7 +224,9 @@ mod tests {
             shard: None,
         };
         // The artifacts directory could not be vouched for after the run: exit 3.
-        assert_eq!(run_result(&report, Path::new("out"), 3)["status"], "error");
+        let result: Value =
+            serde_json::from_str(&run_result(&report, Path::new("out"), 3)).unwrap();
+        assert_eq!(result["status"], "error");
     }
 
     #[test]

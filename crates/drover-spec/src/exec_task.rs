@@ -13,6 +13,11 @@ use serde_json::Value;
 
 use super::types::{Isolation, Provider};
 
+/// The path an exec task's spec goes by (`run_start`'s `spec_path`, summary.json,
+/// junit.xml). No file is read there; `drover exec … --print-spec > drover-exec.yaml`
+/// writes the one `drover resume` then finds.
+pub const EXEC_SPEC_PATH: &str = "drover-exec.yaml";
+
 /// What `drover exec` runs: plain values, each as a spec would write it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecTask {

@@ -37,7 +37,7 @@ pub use claude_permissions::{
     PermissionsFrom, SettingsPermissions, SettingsSource, permissions_of_claude_settings,
 };
 pub use connection::{RetrySpec, TimeoutsSpec};
-pub use exec_task::ExecTask;
+pub use exec_task::{EXEC_SPEC_PATH, ExecTask};
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,

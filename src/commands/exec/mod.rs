@@ -13,7 +13,7 @@ use crate::record::RunReport;
 use crate::record::stream::{answer, run_result};
 use crate::run::batch::Console;
 use crate::run::plan::{self, Overrides, spec_checks};
-use crate::spec;
+use crate::spec::{self, EXEC_SPEC_PATH as EXEC_SPEC};
 
 use super::finish::run_new;
 
@@ -22,11 +22,6 @@ mod rule_list;
 mod settings;
 
 use settings::ExecSettings;
-
-/// The path the spec of an exec run goes by (in `run_start`, summary.json, junit.xml).
-/// No file is read or written there; `--print-spec > drover-exec.yaml` writes one that
-/// `drover resume` takes.
-const EXEC_SPEC: &str = "drover-exec.yaml";
 
 /// `drover exec`: refuse what cannot be honoured, make the task's spec, run it as a
 /// spec is run, and print the answer as `--output-format` says.
@@ -113,7 +108,7 @@ fn print_answer(format: OutputFormat, report: &RunReport, artifacts: &Path, code
             }
         }
         OutputFormat::Json => {
-            crate::output::say_json(&run_result(report, artifacts, code).to_string());
+            crate::output::say_json(&run_result(report, artifacts, code));
         }
         OutputFormat::StreamJson => {}
     }

@@ -8,8 +8,6 @@ use std::io::{ErrorKind, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::Value;
-
 use crate::record::stream::event_line;
 use crate::record::transcript::LineTap;
 
@@ -79,9 +77,9 @@ impl Console {
     }
 
     /// The run's result, the last line of `--json` (nothing without it).
-    pub(crate) fn result(&self, result: &Value) {
+    pub(crate) fn result(&self, result: &str) {
         if let Some(events) = &self.events {
-            events.write(&result.to_string());
+            events.write(result);
         }
     }
 }
