@@ -28,6 +28,7 @@ mod claude_code_corpus;
 mod claude_code_corpus_runs;
 mod demo;
 mod events_json;
+mod exec_claude_flags;
 mod exec_cli;
 mod exec_corpus;
 mod expect_cli;
