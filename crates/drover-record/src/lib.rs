@@ -18,6 +18,7 @@ mod report;
 pub mod resume_point;
 pub mod secret_names;
 pub mod step_outputs;
+pub mod stream;
 pub mod summary;
 pub mod transcript;
 pub mod volatile;

@@ -479,6 +479,11 @@ pub enum TranscriptError {
 /// without the loop knowing anything about terminals.
 pub type EventObserver = Box<dyn FnMut(&Event) + Send>;
 
+/// Called with every line once it is written to the file, as written (redacted, with its
+/// `prev`; without the newline): how `--json` shows the transcript itself while the run
+/// goes on, so what a consumer reads is what the file holds.
+pub type LineTap = Box<dyn FnMut(&str) + Send>;
+
 /// Appends events to a transcript file, one flushed line each. A sub-agent writes to
 /// the same file through a [`TranscriptWriter::scoped`] writer: one hash chain, lines
 /// in the order they were written, each sub-agent line marked with its agent.
@@ -492,6 +497,7 @@ struct Shared {
     file: File,
     path: PathBuf,
     observer: Option<EventObserver>,
+    tap: Option<LineTap>,
     /// Secret values replaced in every line before it is written.
     redactor: Option<Arc<Redactor>>,
     /// The SHA-256 of the last line written: the next line's `prev`.
@@ -535,6 +541,7 @@ impl TranscriptWriter {
             file,
             path: path.to_path_buf(),
             observer: None,
+            tap: None,
             redactor: None,
             prev: super::chain::genesis(),
             muted: Muted::Nothing,
@@ -573,6 +580,7 @@ impl TranscriptWriter {
             file,
             path: path.to_path_buf(),
             observer: None,
+            tap: None,
             redactor: None,
             prev,
             muted: if replaying {
@@ -632,6 +640,11 @@ impl TranscriptWriter {
         self.lock().observer = Some(observer);
     }
 
+    /// Hand every line written from now on to `tap` too, as written (see [`LineTap`]).
+    pub fn tap(&mut self, tap: LineTap) {
+        self.lock().tap = Some(tap);
+    }
+
     /// Write one event as one line, secret values redacted, and flush it to the OS before
     /// returning.
     pub fn write(&mut self, event: Event) -> Result<(), TranscriptError> {
@@ -673,6 +686,7 @@ impl TranscriptWriter {
         }
         let mut text = super::chain::chain_line(&text, &shared.prev);
         shared.prev = super::chain::sha256_hex(text.as_bytes());
+        let line_end = text.len();
         text.push('\n');
         shared
             .file
@@ -682,6 +696,9 @@ impl TranscriptWriter {
                 path: shared.path.clone(),
                 source,
             })?;
+        if let Some(tap) = &mut shared.tap {
+            tap(&text[..line_end]);
+        }
         // Progress follows the main agent's turns; a sub-agent's calls, denials and
         // end show there too, its turns do not.
         let shown = scope.is_none() || !matches!(line.event, Event::ModelResponse { .. });

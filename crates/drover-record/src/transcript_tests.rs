@@ -53,6 +53,41 @@ fn a_sub_agents_lines_share_the_chain_and_read_back_with_their_scope() {
 }
 
 #[test]
+fn the_tap_gets_every_line_as_the_file_holds_it_redacted_and_chained() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut main = TranscriptWriter::create(&path).unwrap();
+    main.redact_with(Arc::new(Redactor::new(["sk-test-0123456789".to_string()])));
+    let tapped = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&tapped);
+    main.tap(Box::new(move |line| {
+        log.lock().unwrap().push(line.to_string())
+    }));
+    let mut sub = main.scoped(AgentScope {
+        agent_id: "a@t".into(),
+        parent_tool_use_id: "t".into(),
+    });
+    let event = |text: &str| Event::UserMessage {
+        source: "test".into(),
+        text: text.into(),
+    };
+    main.write(event("key sk-test-0123456789")).unwrap();
+    sub.write(event("two")).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    assert_eq!(
+        *tapped.lock().unwrap(),
+        lines,
+        "the tap sees the file's lines"
+    );
+    assert!(!text.contains("sk-test-0123456789"), "{text}");
+    assert!(
+        lines.iter().all(|line| line.starts_with("{\"prev\":")),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_bad_line_names_its_number() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");

@@ -10,6 +10,7 @@ mod agents;
 mod claude_permissions;
 mod connection;
 mod diff;
+mod exec_task;
 mod expect;
 mod front_matter;
 mod hooks;
@@ -38,6 +39,7 @@ pub use claude_permissions::{
 };
 pub use connection::{RetrySpec, TimeoutsSpec};
 pub use diff::DiffSpec;
+pub use exec_task::{EXEC_SPEC_PATH, ExecTask};
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,
@@ -65,4 +67,4 @@ pub use types::{
     CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
     Permissions, Provider, TaskSpec, TimeoutLimit,
 };
-pub use values::{SpecDuration, Switch};
+pub use values::{SpecDuration, Switch, TaskName};

@@ -23,6 +23,7 @@ mod task_plan;
 
 pub(crate) use live::{Overrides, plan_tasks};
 pub(crate) use plan_error::PlanError;
+pub(crate) use referenced_file::{ReferencedFileError, beside_spec_unlinked, read_referenced};
 pub(crate) use replay::plan_replay;
 pub(crate) use replay_inputs::ReplayOptions;
 pub(crate) use resume::{ResumeOptions, plan_resume};

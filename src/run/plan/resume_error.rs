@@ -102,10 +102,11 @@ pub(crate) enum ResumeError {
         spec: String,
     },
     #[error(
-        "{}: the recorded spec {} is not in the current directory {}, and a recording does not choose which spec file runs; name it with --spec SPEC (or `drover run SPEC --resume`), or resume from a directory holding it",
+        "{}: the recorded spec {} is not in the current directory {}, and a recording does not choose which spec file runs; name it with --spec SPEC (or `drover run SPEC --resume`), or resume from a directory holding it{}",
         transcript.display(),
         spec.display(),
-        current.display()
+        current.display(),
+        if spec.as_os_str() == crate::spec::EXEC_SPEC_PATH { " (a `drover exec` task: write its spec there with the same flags and --print-spec, `drover exec … --print-spec > drover-exec.yaml`, in the directory it ran in)" } else { "" }
     )]
     SpecNotHere {
         transcript: PathBuf,

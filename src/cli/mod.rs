@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod exec;
+
+pub use exec::{ClaudeFlags, ExecArgs, ExecProvider, IsolationArg, OutputFormat, SwitchArg};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "drover",
@@ -20,6 +24,10 @@ pub struct Cli {
 pub enum Command {
     /// Run task specs (files, or directories of *.yaml) and write the artifacts.
     Run(RunArgs),
+    /// Run one task given on the command line, without a spec file (as `claude -p`):
+    /// the same policy, sandbox, artifacts and exit codes as a spec; the final answer on
+    /// stdout.
+    Exec(Box<ExecArgs>),
     /// Run a recorded transcript again, with no model and no network.
     #[command(after_help = REPLAY_OUTCOME)]
     Replay(ReplayArgs),
@@ -136,6 +144,10 @@ pub struct RunArgs {
     /// No progress on stderr: only each task's final line and errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Write each transcript event on stdout as it is written, as a JSON line with its
+    /// task, then a line with the run's result; the human lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -164,6 +176,10 @@ pub struct ResumeArgs {
     /// No progress on stderr: only the final line and errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Write each transcript event on stdout as it is written, as a JSON line with its
+    /// task, then a line with the run's result; the human lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// What `run` overrides in every spec, and `resume` changes from the recorded run (each
@@ -287,6 +303,10 @@ pub struct ReplayArgs {
     /// No progress on stderr: only the final line and errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Write each transcript event on stdout as it is written, as a JSON line with its
+    /// task, then a line with the run's result; the human lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
