@@ -1,7 +1,7 @@
 //! The envelope of one JSON-RPC message (its top-level `id`, and whether it is a request
 //! or an answer), read as the message's bytes pass, in a few bytes of state whatever the
 //! message's size. drover reads it of every line a stdio server writes and of every
-//! request rmcp writes to the server (see [`super::oversized`]): a message too long to
+//! request rmcp writes to the server (see [`super::relay`]): a message too long to
 //! be read whole still says which request it answers, wherever in it the `id` lies, and
 //! drover knows which requests await an answer.
 
@@ -10,7 +10,7 @@ use serde_json::Value;
 /// The longest `id` taken for one, as JSON text: no request drover sends has a longer
 /// one, and keeping more would let a message's size be kept.
 const MAX_ID: usize = 1 << 10;
-/// The longest key read: longer ones are none of the four this looks for.
+/// The longest key read: longer ones are none of the members this looks for.
 const MAX_KEY: usize = 64;
 
 /// What the bytes of one message, fed in order, said so far of its envelope.
@@ -34,8 +34,45 @@ pub(crate) struct Envelope {
     /// What is being read: a key at depth 1, or the value of `id`.
     capture: Capture,
     id: Option<Value>,
-    method: bool,
-    answer: bool,
+    /// The members of [`Member`] the object has, one bit each.
+    members: u8,
+    /// The first of them the object has twice.
+    repeated: Option<Member>,
+}
+
+/// The top-level members a JSON-RPC message is told by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Result,
+    Error,
+}
+
+impl Member {
+    const ALL: [Member; 5] = [
+        Member::Jsonrpc,
+        Member::Id,
+        Member::Method,
+        Member::Result,
+        Member::Error,
+    ];
+
+    /// The member's key.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Member::Jsonrpc => "jsonrpc",
+            Member::Id => "id",
+            Member::Method => "method",
+            Member::Result => "result",
+            Member::Error => "error",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
 }
 
 /// The text kept of the key or `id` being read (raw JSON, within its bounds).
@@ -83,12 +120,22 @@ impl Envelope {
     /// The message has a top-level `method`: a request or a notification, nobody's
     /// answer.
     pub(crate) fn is_request(&self) -> bool {
-        self.method
+        self.has(Member::Method)
     }
 
     /// The message has a top-level `result` or `error`: an answer.
     pub(crate) fn is_answer(&self) -> bool {
-        self.answer
+        self.has(Member::Result) || self.has(Member::Error)
+    }
+
+    /// The message has the top-level `member` (whatever its value).
+    pub(crate) fn has(&self, member: Member) -> bool {
+        self.members & member.bit() != 0
+    }
+
+    /// The first top-level member the message has twice: rmcp reads no such message.
+    pub(crate) fn repeated(&self) -> Option<Member> {
+        self.repeated
     }
 
     fn step(&mut self, byte: u8) {
@@ -175,8 +222,12 @@ impl Envelope {
         let key: Option<String> = serde_json::from_slice(&quoted).ok();
         let key = key.as_deref().unwrap_or_default();
         self.key_is_id = key == "id";
-        self.method |= key == "method";
-        self.answer |= key == "result" || key == "error";
+        if let Some(member) = Member::ALL.into_iter().find(|m| m.key() == key) {
+            if self.has(member) && self.repeated.is_none() {
+                self.repeated = Some(member);
+            }
+            self.members |= member.bit();
+        }
     }
 
     /// The value of `id` ended: it is the message's id when it is a number or a string

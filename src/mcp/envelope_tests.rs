@@ -114,3 +114,22 @@ fn a_huge_message_is_read_in_bounded_state() {
     assert_eq!(envelope.id(), Some(&json!(7)));
     assert!(matches!(envelope.capture, Capture::Nothing));
 }
+
+#[test]
+fn the_members_present_and_the_first_repeated_are_told() {
+    let answer = read(r#"{"jsonrpc":"2.0","id":1,"result":{"id":2,"jsonrpc":1}}"#);
+    assert!(answer.has(Member::Jsonrpc) && answer.has(Member::Result));
+    assert!(!answer.has(Member::Error) && !answer.has(Member::Method));
+    assert_eq!(
+        answer.repeated(),
+        None,
+        "nested members are not the message's"
+    );
+    let log = read(r#"{"level":"info","msg":"processing item","n":12345}"#);
+    assert!(Member::ALL.iter().all(|member| !log.has(*member)));
+    // An escaped key is the key it decodes to.
+    let twice = read(r#"{"jsonrpc":"2.0","id":3,"\u0069d":3,"result":{},"result":{}}"#);
+    assert_eq!(twice.repeated(), Some(Member::Id));
+    assert_eq!(twice.id(), Some(&json!(3)));
+    assert_eq!(read(r#"{"x":1,"x":2}"#).repeated(), None);
+}

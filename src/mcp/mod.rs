@@ -3,18 +3,21 @@
 //! policy like any tool (denied unless a rule allows them), and stopped with the task.
 
 mod content;
+mod dropped_lines;
 mod envelope;
 mod headers_helper;
 mod http;
 mod json_prefix;
 mod names;
-mod oversized;
 mod pending;
+mod readable;
 mod recorded;
+mod relay;
 mod resources;
 mod server;
 mod stand_in;
 mod stderr_log;
+mod stdin_pump;
 mod tool;
 mod vars;
 

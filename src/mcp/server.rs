@@ -7,6 +7,7 @@
 use std::ffi::OsStr;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleClient;
@@ -14,6 +15,7 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::IntoTransport;
 
+use super::dropped_lines::DroppedLines;
 use super::http::{Headers, HttpSetupError};
 use super::stderr_log::StderrLog;
 use super::vars::{VarSource, expand};
@@ -190,11 +192,12 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
     ) else {
         return Err(spawn_error(std::io::Error::other("no stdio pipes")));
     };
-    let log = StderrLog::start(stderr, log, launch.log.clone());
+    let dropped = Arc::new(DroppedLines::default());
+    let log = StderrLog::start(stderr, log, launch.log.clone(), dropped.clone());
     // On any failure (or a signal dropping this future) the channel is dropped, and the
     // launcher, seeing its stdin hang up, kills the server's whole tree and exits. It is
     // not killed itself first: that would orphan the tree instead.
-    let channel = super::oversized::relay(launch.name, stdout, stdin);
+    let channel = super::relay::relay(launch.name, stdout, stdin, dropped);
     let (service, tools) = match handshake(channel, launch.startup).await {
         Ok(connected) => connected,
         Err(error) => {

@@ -1,14 +1,16 @@
-//! The messages drover gives rmcp in place of a stdio server's message too long to be
-//! read (see [`super::oversized`]): the start of a tool's result, cut, with a note; an
-//! error naming the size for any other answer; and the error that fails the calls a
-//! message may have answered when drover cannot tell which.
+//! The messages drover gives rmcp in place of a stdio server's message it cannot read
+//! (see [`super::relay`]): the start of a tool's result too long to be read, cut, with a
+//! note; an error naming the size for any other answer; an error saying why an answer
+//! within the bound cannot be read; and the error that fails the calls a message may have
+//! answered when drover cannot tell which.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::json_prefix::close_prefix;
-use super::oversized::{HEAD, MAX_MESSAGE};
+use super::readable::Why;
+use super::relay::{HEAD, MAX_MESSAGE};
 
 /// How long an oversized message was when drover answered in its place: whole, or only
 /// known to be past the bound.
@@ -62,6 +64,26 @@ pub(crate) fn no_id(server: &str, size: Size) -> String {
         "MCP server {server} wrote a message of {size}, over {}, in which drover found no id: it may have answered any call waiting on the server, so each of them failed",
         bound()
     )
+}
+
+/// Why the call `id` failed when `server` answered it with a message rmcp cannot read.
+pub(crate) fn unreadable(server: &str, id: &Value, why: &Why) -> String {
+    format!("MCP server {server} answered request {id} with a message drover cannot read: {why}")
+}
+
+/// Why every call waiting on `server` failed when a message of `size` answered `id`,
+/// which drover never sent.
+pub(crate) fn unknown_id(server: &str, id: &Value, size: Size) -> String {
+    format!(
+        "MCP server {server} wrote an answer of {size}, over {}, to request {id}, which drover never sent: it may have been meant for any call waiting on the server, so each of them failed",
+        bound()
+    )
+}
+
+/// `why` a call failed in the server's place, saying that the call reached the server,
+/// which was asked to cancel it (and may have run it anyway).
+pub(crate) fn cancelled(why: &str) -> String {
+    format!("{why}; drover asked the server to cancel this call, but it may have run")
 }
 
 /// Why every call waiting on `server` failed when a message past the bound did not end

@@ -16,7 +16,9 @@
 //!   drover wants the command gone (a timeout, KillShell, the task's end) or drover
 //!   itself dies (even by SIGKILL), the pipe closes and the launcher kills the whole tree.
 //!   In stdio mode (an MCP server) stdin and stdout are the command's channel, passed
-//!   through; the launcher then only watches stdin for its hang-up, never reading it;
+//!   through; the launcher then only watches stdin for its hang-up, never reading it,
+//!   and lets go of its own stdout once the command has started, so that when the
+//!   command closes its stdout drover reads the end of the channel at once;
 //! - when the command's main process ends, kills whatever it left behind.
 //!
 //! The launcher exits with the command's exit code (128 + the signal when it was killed
@@ -109,6 +111,12 @@ pub(crate) fn run(
     let main_pid = i32::try_from(main.id()).ok().and_then(Pid::from_raw);
     // The std handle is not waited on: the launcher reaps every child itself.
     drop(main);
+    if stdio {
+        // The launcher writes nothing to stdout from here on; the command holds the
+        // channel's only copy. Failing that, the end is read when the launcher exits.
+        let _ = std::fs::File::open("/dev/null")
+            .and_then(|null| rustix::stdio::dup2_stdout(&null).map_err(std::io::Error::from));
+    }
     let code = supervise(main_pid, stdio);
     kill_descendants();
     code

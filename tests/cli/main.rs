@@ -43,6 +43,7 @@ mod large_workspace;
 mod limits;
 mod mcp;
 mod mcp_bounds;
+mod mcp_faults;
 mod mcp_headers_helper;
 mod mcp_http;
 mod mcp_modern;

@@ -14,7 +14,7 @@ use crate::common::{self, events, peak_kib, transcript};
 use crate::mcp::{run, stderr, task, task_with_call_timeout};
 
 /// The flood server's entry in `mcp.servers`, with `env` lines of its own.
-fn flood_server(env: &str) -> String {
+pub(crate) fn flood_server(env: &str) -> String {
     let script = common::repo().join("tests/cli/fixtures/flood_server.py");
     format!(
         "    flood:\n      command: python3\n      args: [{}]\n{env}",
@@ -97,8 +97,19 @@ const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// to its call timeout fails the test at [`RUN_LIMIT`]. The task ends normally; its tool
 /// results are returned, and drover's peak resident memory in KiB (VmHWM, sampled while
 /// it ran).
-fn run_within_the_limit(allow: &str, calls: &[&str]) -> (Vec<Value>, u64) {
-    let (dir, spec) = task_with_call_timeout(&flood_server(""), allow, &calls.join(", "), "600s");
+pub(crate) fn run_within_the_limit(allow: &str, calls: &[&str]) -> (Vec<Value>, u64) {
+    let (_dir, results, peak) = run_server_within_the_limit(&flood_server(""), allow, calls);
+    (results, peak)
+}
+
+/// [`run_within_the_limit`] with `server` as the flood server's entry, keeping the task's
+/// directory (its artifacts are in `out/t`).
+pub(crate) fn run_server_within_the_limit(
+    server: &str,
+    allow: &str,
+    calls: &[&str],
+) -> (tempfile::TempDir, Vec<Value>, u64) {
+    let (dir, spec) = task_with_call_timeout(server, allow, &calls.join(", "), "600s");
     let mut command = Command::new(assert_cmd::cargo::cargo_bin("drover"));
     command
         .arg("run")
@@ -141,16 +152,16 @@ fn run_within_the_limit(allow: &str, calls: &[&str]) -> (Vec<Value>, u64) {
     let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
     assert_eq!(lines.last().unwrap()["reason"], "end_turn");
     let results = events(&lines, "tool_result").into_iter().cloned().collect();
-    (results, peak)
+    (dir, results, peak)
 }
 
 /// A tool result's text.
-fn text(result: &Value) -> &str {
+pub(crate) fn text(result: &Value) -> &str {
     result["content"].as_str().unwrap()
 }
 
 /// The first 600 bytes of a (plain ASCII) text, for a failure's message.
-fn start(text: &str) -> &str {
+pub(crate) fn start(text: &str) -> &str {
     &text[..text.len().min(600)]
 }
 
