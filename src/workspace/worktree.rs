@@ -182,16 +182,50 @@ impl Worktree {
             git_link: Vec::new(),
         };
         worktree.git_link = std::fs::read(worktree.root.join(".git"))?;
-        let dir = worktree.root.join(&worktree.repository.prefix);
-        if !dir.is_dir() {
-            return Err(std::io::Error::other(format!(
-                "the workspace's directory {} is not in the repository's HEAD (is it uncommitted?); commit it or use isolation: copy",
-                worktree.repository.prefix.display()
-            )));
-        }
-        worktree.dir = dir.canonicalize()?;
+        worktree.dir = directory_beneath(&worktree.root, &worktree.repository.prefix)?;
         Ok(worktree)
     }
+}
+
+/// The workspace's directory `prefix` inside the worktree at `root`, each of its parts a
+/// real directory: the commit checked out may come from a recording (a replay's start),
+/// and a part that is a symbolic link there (`sub -> /home/user`) would put the task,
+/// its writes and its sandbox's writable directory outside the worktree.
+fn directory_beneath(root: &Path, prefix: &Path) -> std::io::Result<PathBuf> {
+    let mut dir = root.to_path_buf();
+    for part in prefix.components() {
+        let std::path::Component::Normal(name) = part else {
+            return Err(std::io::Error::other(format!(
+                "the workspace's directory {} is no plain path inside the repository",
+                prefix.display()
+            )));
+        };
+        dir.push(name);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.file_type().is_dir() => {}
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(std::io::Error::other(format!(
+                    "the workspace's directory {} is a symbolic link in the commit checked out, not a directory; drover works only in directories of the worktree itself",
+                    prefix.display()
+                )));
+            }
+            _ => {
+                return Err(std::io::Error::other(format!(
+                    "the workspace's directory {} is not in the commit checked out (is it uncommitted?); commit it or use isolation: copy",
+                    prefix.display()
+                )));
+            }
+        }
+    }
+    let canonical = dir.canonicalize()?;
+    let canonical_root = root.canonicalize()?;
+    if !canonical.starts_with(&canonical_root) {
+        return Err(std::io::Error::other(format!(
+            "the workspace's directory {} leads outside the worktree",
+            prefix.display()
+        )));
+    }
+    Ok(canonical)
 }
 
 impl Worktree {

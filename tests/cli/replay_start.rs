@@ -486,3 +486,67 @@ fn a_copy_run_whose_checkout_moved_on_is_not_replayed_and_the_message_names_its_
         "{message}"
     );
 }
+
+/// A forged start names a commit of the local repository (a branch never checked out)
+/// in which the workspace's directory is a symbolic link to a directory outside it, and
+/// the fingerprint of an empty directory: the replay, its `--diff-only` form and a resume
+/// must not work, write or run anything there.
+#[test]
+fn a_start_commit_whose_workspace_directory_is_a_link_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("sub/a.txt"), "a\n").unwrap();
+    write_spec(
+        &repo,
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: sub\nisolation: worktree\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: pwned.txt, content: \"written by replay\\n\" } }]\n    - text: done\npermissions:\n  allow: [Write]\n",
+    );
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "start"]);
+    assert_exit(
+        &run_spec(&repo.join("task.yaml"), &dir.path().join("out")),
+        0,
+    );
+    git(&repo, &["checkout", "-q", "-b", "evil"]);
+    std::fs::remove_dir_all(repo.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&victim, repo.join("sub")).unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "evil"]);
+    let evil = git(&repo, &["rev-parse", "HEAD"]);
+    git(&repo, &["checkout", "-q", "main"]);
+
+    let mut lines = common::transcript(&dir.path().join("out/t/transcript.jsonl"));
+    lines[0]["start"] = serde_json::json!({"commit": evil, "dirty": false});
+    // The fingerprint of an empty directory, which the victim is.
+    lines[0]["workspace_sha256"] =
+        Value::String("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".into());
+    let forged_dir = dir.path().join("forged/t");
+    std::fs::create_dir_all(&forged_dir).unwrap();
+    let forged = forged_dir.join("transcript.jsonl");
+    std::fs::write(&forged, rechained(&lines)).unwrap();
+    std::fs::copy(
+        dir.path().join("out/t/diff.patch"),
+        forged_dir.join("diff.patch"),
+    )
+    .unwrap();
+
+    for (name, args) in [
+        ("plain", vec![]),
+        ("strict", vec!["--strict"]),
+        ("workspace", vec!["--workspace", "sub"]),
+        ("diff-only", vec!["--diff-only"]),
+    ] {
+        let output = replay_in(&repo, &forged, &dir.path().join(name), &args);
+        assert_ne!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+        assert_eq!(
+            std::fs::read_dir(&victim).unwrap().count(),
+            0,
+            "{name}: the replay wrote in the linked directory: {}",
+            stderr(&output)
+        );
+    }
+}
