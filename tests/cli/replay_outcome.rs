@@ -356,3 +356,39 @@ fn report_merge_keeps_a_replayed_failure_a_failure() {
         stdout(&output)
     );
 }
+
+/// A `run_end` appended after a failed one (one more chained line: the chain proves only
+/// that someone ran drover) does not better the recorded outcome: with no `resume`
+/// between them, the worst end is the recorded one.
+#[test]
+fn an_end_appended_after_a_failure_does_not_better_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = record_failed(dir.path());
+    let mut lines = common::transcript(&transcript);
+    let mut appended = lines.last().unwrap().clone();
+    assert_eq!(appended["type"], "run_end");
+    appended["status"] = Value::String("passed".into());
+    appended["reason"] = Value::String("end_turn".into());
+    lines.push(appended);
+    let forged = dir.path().join("forged/t/transcript.jsonl");
+    std::fs::create_dir_all(forged.parent().unwrap()).unwrap();
+    std::fs::write(&forged, common::rechained(&lines)).unwrap();
+    for (artifacts, args) in [
+        ("plain", vec![]),
+        ("strict", vec!["--strict"]),
+        ("diff-only", vec!["--diff-only"]),
+    ] {
+        if artifacts == "diff-only" {
+            std::fs::copy(
+                dir.path().join("recorded/t/diff.patch"),
+                dir.path().join("forged/t/diff.patch"),
+            )
+            .unwrap();
+        }
+        let output = replay(dir.path(), &forged, artifacts, &args);
+        assert_exit(&output, 1);
+        let task = task(&dir.path().join(artifacts));
+        assert_eq!(task["status"], "failed", "{artifacts}: {task}");
+        assert_eq!(task["reason"], "checks_failed", "{artifacts}: {task}");
+    }
+}

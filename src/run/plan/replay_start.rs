@@ -61,15 +61,27 @@ pub(super) fn replay_start(
     }
 }
 
+/// How the recorded run ended: its last `run_end` — a resume's `resume` event supersedes
+/// the ends before it — and, where a (forged) recording has several with no `resume`
+/// between them, the worst of those, so an end appended after a failure cannot better it.
+fn recorded_outcome(events: &[Event]) -> Option<RecordedOutcome> {
+    let mut ends: Vec<RecordedOutcome> = Vec::new();
+    for event in events {
+        match event {
+            Event::Resume { .. } => ends.clear(),
+            Event::RunEnd {
+                reason, message, ..
+            } => ends.push(RecordedOutcome::from_run_end(*reason, message)),
+            _ => {}
+        }
+    }
+    ends.into_iter().max_by_key(|end| end.status)
+}
+
 /// What decides the replay's outcome: the recorded run's end (its last `run_end`) and
 /// whether the checks run on the replayed result.
 pub(super) fn replay_judgement(events: &[Event], checks: bool) -> ReplayJudgement {
-    let recorded = events.iter().rev().find_map(|event| match event {
-        Event::RunEnd {
-            reason, message, ..
-        } => Some(RecordedOutcome::from_run_end(*reason, message)),
-        _ => None,
-    });
+    let recorded = recorded_outcome(events);
     let checks = if checks {
         ChecksRun::Rerun
     } else {
