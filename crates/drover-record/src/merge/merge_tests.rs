@@ -284,3 +284,22 @@ fn a_linked_task_folder_is_not_copied() {
     assert!(std::fs::symlink_metadata(out.join("refactor")).is_err());
     assert!(out.join("lint/transcript.jsonl").is_file());
 }
+
+#[test]
+fn a_status_its_reason_contradicts_is_read_as_the_worse() {
+    let root = tempfile::tempdir().unwrap();
+    let mut tasks = sample_run().tasks;
+    // An edited summary: a failed task claims to have passed.
+    let failed = tasks
+        .iter_mut()
+        .find(|task| task.status == Status::Failed)
+        .unwrap();
+    assert_ne!(failed.reason.status(), Status::Passed);
+    failed.status = Status::Passed;
+    let name = failed.name.clone();
+    let a = shard(root.path(), "a", tasks);
+    let merged = merge(&[a], &root.path().join("merged")).unwrap();
+    let task = merged.tasks.iter().find(|task| task.name == name).unwrap();
+    assert_eq!(task.status, Status::Failed);
+    assert_ne!(merged.status(), Status::Passed);
+}

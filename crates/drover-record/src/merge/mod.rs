@@ -357,11 +357,16 @@ fn read_summary(dir: &Path) -> Result<SummaryFile, MergeError> {
     }
     let mut text = String::new();
     std::io::Read::read_to_string(&mut &file, &mut text).map_err(unreadable)?;
-    let summary: SummaryFile =
+    let mut summary: SummaryFile =
         serde_json::from_str(&text).map_err(|source| MergeError::NotASummary {
             path: path.clone(),
             source,
         })?;
+    // A status its reason contradicts (`passed` with `checks_failed`) is read as the
+    // worse of the two: an edited summary cannot turn a failure into a pass.
+    for task in &mut summary.tasks {
+        task.status = task.status.max(task.reason.status());
+    }
     // A task directory outside the input could be anything; names are checked at load.
     if let Some(task) = summary.tasks.iter().find(|task| !is_plain_name(&task.name)) {
         return Err(MergeError::BadTaskName {
