@@ -155,7 +155,7 @@ fn bench_replay_times_a_replay_against_its_run() {
     assert!(stdout.contains("25 tool calls in 3 turns"), "{stdout}");
 }
 
-/// The batch bench in its small form (20 tasks over a 100-file repository, `--jobs 1,4`):
+/// The batch bench in its small form (50 tasks over a 100-file repository, `--jobs 1,4`):
 /// it keeps working, leaves nothing behind and finds every task in the JUnit report. Its
 /// figures (times, memory) are not asserted.
 #[test]
@@ -166,7 +166,7 @@ fn bench_batch_runs_both_isolations_and_leaves_nothing_behind() {
             "bench",
             "--batch",
             "--tasks",
-            "20",
+            "50",
             "--files",
             "100",
             "--jobs-list",
@@ -195,9 +195,9 @@ fn bench_batch_runs_both_isolations_and_leaves_nothing_behind() {
                 })
                 .unwrap_or_else(|| panic!("no row {isolation} --jobs {jobs}: {stdout}"));
             let cells: Vec<&str> = row.split_whitespace().collect();
-            assert_eq!(cells[2], "20", "{row}");
+            assert_eq!(cells[2], "50", "{row}");
             // left/bytes, junit tests/failures/errors, result.
-            assert_eq!(cells[cells.len() - 3..], ["0/0", "20/0/0", "ok"], "{row}");
+            assert_eq!(cells[cells.len() - 3..], ["0/0", "50/0/0", "ok"], "{row}");
         }
     }
     // Nothing of the batches in the scratch directory's runs but what was asked for.
