@@ -392,3 +392,32 @@ fn an_end_appended_after_a_failure_does_not_better_it() {
         assert_eq!(task["reason"], "checks_failed", "{artifacts}: {task}");
     }
 }
+
+/// `--checks` on a recording of a task with no checks and no expectations re-runs
+/// nothing: the outcome stays the recorded one (here a forged `checks_failed`), and the
+/// report says the checks were not run rather than "re-run".
+#[test]
+fn checks_asked_of_a_task_without_any_verify_nothing_and_better_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nisolation: copy\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: 'echo x > b.txt' } }]\n    - text: done\npermissions:\n  allow: [Bash]\n",
+    );
+    assert_exit(&run_spec(&spec, &dir.path().join("recorded")), 0);
+    let mut lines = common::transcript(&dir.path().join("recorded/t/transcript.jsonl"));
+    let end = lines.last_mut().unwrap();
+    assert_eq!(end["type"], "run_end");
+    end["status"] = Value::String("failed".into());
+    end["reason"] = Value::String("checks_failed".into());
+    let forged = dir.path().join("forged/t/transcript.jsonl");
+    std::fs::create_dir_all(forged.parent().unwrap()).unwrap();
+    std::fs::write(&forged, common::rechained(&lines)).unwrap();
+    let output = replay(dir.path(), &forged, "replayed", &["--checks"]);
+    assert_exit(&output, 1);
+    let task = task(&dir.path().join("replayed"));
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["replay"]["checks"], "not_run", "{task}");
+    assert_eq!(task["replay"]["outcome_from"], "recording", "{task}");
+}

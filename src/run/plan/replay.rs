@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::policy::RuleSet;
+use crate::record::ReplayJudgement;
 use crate::record::transcript::BorrowedRules;
 use crate::record::{Event, StartCommit};
 use crate::run::recording::{
@@ -105,7 +106,11 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     let (rules, borrowed_rules) =
         replay_rules(&spec, &settings.permissions_from, sources, options)?;
     let masks = spec_checks::replay_masks_with(&spec, &options.ignore)?;
-    let mode = replay_mode(options, &recording, start, confinement, masks)?;
+    // `--checks` re-runs what the recording checked; with nothing to run (no check, no
+    // expectation) the outcome stays the recorded one, never a pass nothing verified.
+    let rerun = options.checks && (!spec.spec.checks.is_empty() || spec.spec.expect.is_some());
+    let judgement = replay_judgement(&recording.events, rerun);
+    let mode = replay_mode(options, &recording, judgement, start, confinement, masks)?;
     Ok(TaskPlan {
         limits: recorded_limits(&recording.events, max_turns, &spec.spec.limits),
         // A replay has no page model: its WebFetch calls fetch again and show the page.
@@ -216,11 +221,11 @@ fn read_recording(transcript: &Path) -> Result<Recording, PlanError> {
 fn replay_mode(
     options: &ReplayOptions,
     recording: &Recording,
+    judgement: ReplayJudgement,
     start: RecordedStart,
     confinement: ReplayConfinement,
     masks: crate::record::volatile::Masks,
 ) -> Result<Mode, PlanError> {
-    let judgement = replay_judgement(&recording.events, options.checks);
     if options.diff_only {
         let patch = options
             .transcript
