@@ -106,11 +106,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
     let (rules, borrowed_rules) =
         replay_rules(&spec, &settings.permissions_from, sources, options)?;
     let masks = spec_checks::replay_masks_with(&spec, &options.ignore)?;
-    // `--checks` re-runs what the recording checked; with nothing to run (no check, no
-    // expectation) the outcome stays the recorded one, never a pass nothing verified.
-    let rerun = options.checks && (!spec.spec.checks.is_empty() || spec.spec.expect.is_some());
-    let judgement = replay_judgement(&recording.events, rerun);
-    let mode = replay_mode(options, &recording, judgement, start, confinement, masks)?;
+    let mode = replay_mode(options, &recording, &spec, start, confinement, masks)?;
     Ok(TaskPlan {
         limits: recorded_limits(&recording.events, max_turns, &spec.spec.limits),
         // A replay has no page model: its WebFetch calls fetch again and show the page.
@@ -216,16 +212,29 @@ fn read_recording(transcript: &Path) -> Result<Recording, PlanError> {
     Ok(Recording::read(transcript).map_err(ReplayError::from)?)
 }
 
+/// How the replay's outcome is told. `--checks` re-runs what the recording checked;
+/// with nothing to run (no check, no expectation) the outcome stays the recorded one,
+/// never a pass that nothing verified.
+fn judged(
+    options: &ReplayOptions,
+    spec: &crate::spec::LoadedSpec,
+    recording: &Recording,
+) -> ReplayJudgement {
+    let rerun = options.checks && (!spec.spec.checks.is_empty() || spec.spec.expect.is_some());
+    replay_judgement(&recording.events, rerun)
+}
+
 /// The mode of the replay: the recorded loop again, or (`--diff-only`) the diff.patch
 /// recorded beside the transcript.
 fn replay_mode(
     options: &ReplayOptions,
     recording: &Recording,
-    judgement: ReplayJudgement,
+    spec: &crate::spec::LoadedSpec,
     start: RecordedStart,
     confinement: ReplayConfinement,
     masks: crate::record::volatile::Masks,
 ) -> Result<Mode, PlanError> {
+    let judgement = judged(options, spec, recording);
     if options.diff_only {
         let patch = options
             .transcript
