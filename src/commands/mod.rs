@@ -32,7 +32,14 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Run(args) => run_command(args).await,
         Command::Replay(args) => replay_command(args).await,
         Command::Resume(args) => resume_command(args).await,
-        Command::Validate { specs } => validate_command(&specs),
+        Command::Validate {
+            specs,
+            show_merged: false,
+        } => validate_command(&specs),
+        Command::Validate {
+            specs,
+            show_merged: true,
+        } => show_merged_command(&specs),
         Command::Tools { json, spec } => tools::tools_command(json, spec.as_deref()).await,
         Command::Policy {
             command: PolicyCommand::Check { spec, tool, input },
@@ -386,6 +393,37 @@ fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {
     let Some(specs) = load_specs(inputs) else {
         return exit::BAD_INPUT;
     };
+    let named: Vec<(String, String)> = specs
+        .iter()
+        .map(|spec| (spec.path.display().to_string(), spec.name().to_string()))
+        .collect();
+    if let Err(errors) = plan::plan_tasks(specs, &Overrides::default(), 1) {
+        for error in errors {
+            crate::esay!("drover: {error}");
+        }
+        return exit::BAD_INPUT;
+    }
+    for (path, name) in named {
+        crate::say!("ok: {path} (task {name})");
+    }
+    exit::PASSED
+}
+
+/// `validate --show-merged`: each spec as it runs, merged with its directory's defaults,
+/// every setting with where it was written; then what `validate` checks.
+fn show_merged_command(inputs: &[std::path::PathBuf]) -> i32 {
+    let Some(specs) = load_specs(inputs) else {
+        return exit::BAD_INPUT;
+    };
+    for loaded in &specs {
+        match spec::merged_view(loaded) {
+            Ok(lines) => lines.iter().for_each(|line| crate::say!("{line}")),
+            Err(error) => {
+                crate::esay!("drover: {error}");
+                return exit::BAD_INPUT;
+            }
+        }
+    }
     let named: Vec<(String, String)> = specs
         .iter()
         .map(|spec| (spec.path.display().to_string(), spec.name().to_string()))

@@ -26,6 +26,7 @@ mod attacker_text;
 mod batch_cli;
 mod claude_code_corpus;
 mod claude_code_corpus_runs;
+mod defaults;
 mod demo;
 mod diff_exclude;
 mod expect_cli;

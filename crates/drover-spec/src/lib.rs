@@ -9,6 +9,7 @@
 mod agents;
 mod claude_permissions;
 mod connection;
+mod defaults;
 mod diff;
 mod expect;
 mod front_matter;
@@ -37,6 +38,10 @@ pub use claude_permissions::{
     PermissionsFrom, SettingsPermissions, SettingsSource, permissions_of_claude_settings,
 };
 pub use connection::{RetrySpec, TimeoutsSpec};
+pub use defaults::{
+    DEFAULTS_FILE, Defaults, defaults_for_dir, defaults_of_spec, is_defaults_file, merged_view,
+    parse_defaults,
+};
 pub use diff::DiffSpec;
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use hooks::{
@@ -45,7 +50,9 @@ pub use hooks::{
 };
 pub use instructions::{DEFAULT_INSTRUCTIONS, InstructionsSpec, instruction_path_problem};
 pub use limits::LimitsSpec;
-pub use load::{LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse};
+pub use load::{
+    LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse, parse_with_defaults,
+};
 pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
 pub use output::MAX_ATTEMPTS;
 pub use pricing::Pricing;
@@ -60,6 +67,6 @@ pub use skills::{
 pub use tools::ToolsSpec;
 pub use types::{
     CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
-    Permissions, Provider, TaskSpec, TimeoutLimit,
+    Permissions, Provider, SpecFile, TaskSpec, TimeoutLimit,
 };
 pub use values::{SpecDuration, Switch};

@@ -13,9 +13,11 @@ use super::sandbox::SandboxSpec;
 use super::script::ScriptTurn;
 use super::values::{InvalidValue, SpecDuration, Switch, TaskName};
 
+/// A task spec. `M` is its model: a loaded spec always has one (`TaskSpec`), a spec file
+/// as written may leave it to its directory's defaults ([`SpecFile`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TaskSpec {
+pub struct TaskSpec<M = Spanned<ModelSpec>> {
     /// Required and checked when parsed: [`SpecVersion`] accepts only known versions.
     pub version: SpecVersion,
     pub name: Spanned<TaskName>,
@@ -27,7 +29,9 @@ pub struct TaskSpec {
     pub workspace: Option<String>,
     #[serde(default)]
     pub isolation: Isolation,
-    pub model: Spanned<ModelSpec>,
+    /// Required, in the spec or in the defaults file of its directory.
+    #[serde(default)]
+    pub model: M,
     #[serde(default)]
     pub permissions: Permissions,
     /// Claude Code settings files (relative to the spec file) whose `permissions` join
@@ -93,6 +97,74 @@ pub struct TaskSpec {
     /// model loads on demand with the `Skill` tool.
     #[serde(default)]
     pub skills_from: Option<Spanned<super::SkillsFrom>>,
+}
+
+/// A spec file as written: its `model:` may be left to its directory's defaults file.
+pub type SpecFile = TaskSpec<Option<Spanned<ModelSpec>>>;
+
+impl<M> TaskSpec<M> {
+    /// This spec with `model` as its model. Every field is named, so a field added later
+    /// cannot be dropped on the way from the file to the spec that runs.
+    pub(crate) fn with_model<N>(self, model: N) -> TaskSpec<N> {
+        let TaskSpec {
+            version,
+            name,
+            prompt,
+            system,
+            workspace,
+            isolation,
+            model: _,
+            permissions,
+            permissions_from,
+            limits,
+            sandbox,
+            env,
+            setup,
+            checks,
+            expect,
+            diff,
+            mcp,
+            retry,
+            output,
+            hooks,
+            hooks_from,
+            replay,
+            agents,
+            agents_from,
+            tools,
+            instructions,
+            skills_from,
+        } = self;
+        TaskSpec {
+            version,
+            name,
+            prompt,
+            system,
+            workspace,
+            isolation,
+            model,
+            permissions,
+            permissions_from,
+            limits,
+            sandbox,
+            env,
+            setup,
+            checks,
+            expect,
+            diff,
+            mcp,
+            retry,
+            output,
+            hooks,
+            hooks_from,
+            replay,
+            agents,
+            agents_from,
+            tools,
+            instructions,
+            skills_from,
+        }
+    }
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.

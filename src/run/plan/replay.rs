@@ -53,6 +53,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         spec_path,
         spec_yaml,
         spec_sha256,
+        defaults,
         workspace,
         workspace_sha256,
         task,
@@ -70,7 +71,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         .into());
     };
     refuse_overwrite(options, &task)?;
-    let mut spec = source_spec(options, spec_path, spec_yaml, &spec_sha256)?;
+    let mut spec = source_spec(options, spec_path, spec_yaml, &spec_sha256, defaults)?;
     say_what_runs(&spec, options);
     let granted = Granted {
         checks: options.checks,

@@ -249,7 +249,8 @@ fn budget_is_priced(loaded: &LoadedSpec) -> Result<(), SpecError> {
         format!("drover's pricing table has no price for model {name:?}")
     };
     Err(SpecError::Invalid {
-        position: Position::at(&loaded.path, Some(limit.referenced)),
+        // The budget may be one the spec inherits from its defaults file.
+        position: loaded.position(Some(limit.referenced)),
         message: format!(
             "limits.max_cost_usd needs the model's price, but {which}; add model.pricing: {{ input: …, output: …, cache_write: …, cache_read: … }} (USD per million tokens)"
         ),

@@ -93,14 +93,15 @@ fn own_rules(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
         };
         let location = list.get(error.index).map(|rule| rule.referenced);
         SpecError::Invalid {
-            position: Position::at(&loaded.path, location),
+            // The rule may be one the spec inherits from its defaults file.
+            position: loaded.position(location),
             message: error.source.message,
         }
     })?;
     if let Some((index, message)) = rules.web_search_conflict() {
         let location = permissions.deny.get(index).map(|rule| rule.referenced);
         return Err(SpecError::Invalid {
-            position: Position::at(&loaded.path, location),
+            position: loaded.position(location),
             message,
         });
     }

@@ -1,29 +1,23 @@
-//! Reading spec files: YAML parsing with budgets, cross-field validation, and the checks
-//! that span a whole run (unique task names).
+//! Reading spec files: YAML parsing with budgets, the defaults file of each spec's
+//! directory merged in (`defaults`), cross-field validation, and the checks that span a
+//! whole run (unique task names).
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde_saphyr::budget::BudgetBreach;
-use serde_saphyr::{Budget, Error as YamlError, Location, Options, Spanned};
-use sha2::{Digest, Sha256};
-use std::fmt::Write as _;
+use serde_saphyr::Location;
 
-use super::model_check::model_problem;
-use super::types::TaskSpec;
+use crate::defaults::{self, Defaults, Files, Node, apply, is_defaults_file, merge};
+use crate::types::{SpecFile, TaskSpec};
 
-/// Lowercase hex SHA-256 of `bytes`: the spec's hash as the transcript and reports carry
-/// it, the same form as every other digest drover writes. Computed here with sha2 so the
-/// spec needs nothing of the binary.
-fn sha256_hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(64);
-    for byte in Sha256::digest(bytes) {
-        // invariant: writing to a String cannot fail.
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
-}
+pub(crate) mod checks;
+pub(crate) mod error;
+pub(crate) mod read;
+pub(crate) mod yaml;
+
+pub use error::{Position, SpecError};
+pub(crate) use yaml::plain_message;
+use yaml::{from_yaml, options};
 
 /// A spec that parsed and validated, with what the runner needs to know about its file.
 #[derive(Debug, Clone)]
@@ -32,7 +26,11 @@ pub struct LoadedSpec {
     /// The file's text, recorded in the transcript so a replay runs the same task.
     pub text: String,
     pub sha256: String,
+    /// The spec as it runs: the file's, with what it inherits from `defaults`.
     pub spec: TaskSpec,
+    /// The defaults file of the spec's directory, merged into `spec` (recorded in the
+    /// transcript beside the spec's text).
+    pub defaults: Option<Defaults>,
 }
 
 impl LoadedSpec {
@@ -69,224 +67,85 @@ impl LoadedSpec {
     pub fn name(&self) -> &str {
         self.spec.name.value.as_str()
     }
-}
 
-/// A place in a spec file, printed `file:line:column`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Position {
-    pub path: PathBuf,
-    pub line: u64,
-    pub column: u64,
-}
+    /// Where `location` lies: in the spec, or in its defaults file for a value it took
+    /// from there. Every error about a value of `spec` is reported at this position.
+    pub fn position(&self, location: Option<Location>) -> Position {
+        self.files().at(location)
+    }
 
-impl Position {
-    /// `location` in `path`; line and column 1 when the parser gave none.
-    pub fn at(path: &Path, location: Option<Location>) -> Self {
-        let (line, column) = location.map_or((1, 1), |l| (l.line().max(1), l.column().max(1)));
-        Position {
-            path: path.to_path_buf(),
-            line,
-            column,
+    fn files(&self) -> Files<'_> {
+        Files {
+            spec: &self.path,
+            defaults: self.defaults.as_ref().map(|d| d.path.as_path()),
         }
     }
 }
 
-impl fmt::Display for Position {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.path.display(), self.line, self.column)
-    }
-}
-
-/// Why specs could not be loaded. Every variant is bad input (exit 2).
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    #[error("{}: cannot read spec: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{position}: {message}")]
-    Invalid { position: Position, message: String },
-    #[error(
-        "{second}: task name {name:?} is already used by {first}; task names must be unique within a run"
-    )]
-    DuplicateName {
-        name: String,
-        first: Position,
-        second: Position,
-    },
-    #[error("{}: no task specs (*.yaml, *.yml) found", path.display())]
-    NoSpecs { path: PathBuf },
-}
-
-const MAX_ALIASES: usize = 1_000;
-const MAX_ANCHORS: usize = 1_000;
-const MAX_NODES: usize = 100_000;
-const MAX_EVENTS: usize = 200_000;
-const MAX_DEPTH: usize = 64;
-const MAX_SCALAR_BYTES: usize = 16 * 1024 * 1024;
-
-/// Budgets for task specs: generous for real specs, tight enough that a YAML bomb is
-/// refused in milliseconds instead of expanding into gigabytes.
-fn options() -> Options {
-    let mut budget = Budget::default();
-    budget.max_aliases = MAX_ALIASES;
-    budget.max_anchors = MAX_ANCHORS;
-    budget.max_nodes = MAX_NODES;
-    budget.max_events = MAX_EVENTS;
-    budget.max_depth = MAX_DEPTH;
-    budget.max_documents = 1;
-    budget.max_total_scalar_bytes = MAX_SCALAR_BYTES;
-    let mut options = Options::default();
-    options.budget = Some(budget);
-    options
-}
-
-/// Load and validate one spec file.
+/// Load and validate one spec file, with the defaults file of its directory.
 pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
-    parse(path, read::spec_text(path)?)
+    let text = read::spec_text(path)?;
+    let defaults = defaults::defaults_of_spec(path)?;
+    parse_with_defaults(path, text, defaults.as_ref())
 }
 
-/// Parse and validate spec text that came from `path` (errors name that path).
+/// Parse and validate spec text that came from `path` (errors name that path), alone.
 pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
-    let spec: TaskSpec =
-        serde_saphyr::from_str_with_options(&text, options()).map_err(|error| {
-            let position = Position::at(path, error.location());
-            // Budget and duplicate-key messages say what is wrong in their own words.
-            let message = own_message(&error).unwrap_or_else(|| {
-                let message = plain_message(&error);
-                match key_before(&text, &position) {
-                    Some(key) if !message.contains(&key) => format!("{key}: {message}"),
-                    _ => message,
-                }
-            });
-            SpecError::Invalid { position, message }
-        })?;
-    validate(path, &spec)?;
-    let sha256 = sha256_hex(text.as_bytes());
+    parse_with_defaults(path, text, None)
+}
+
+/// Parse and validate spec text that came from `path`, merged with `defaults` (the
+/// defaults file of its directory, or the one a recording holds). Errors name the file
+/// that wrote the value.
+pub fn parse_with_defaults(
+    path: &Path,
+    text: String,
+    defaults: Option<&Defaults>,
+) -> Result<LoadedSpec, SpecError> {
+    let mut file: SpecFile = from_yaml(path, &text)?;
+    if let Some(defaults) = defaults {
+        let own: Node = from_yaml(path, &text)?;
+        file = apply(file, &merge(&own, Some(&defaults.tree)), &defaults.settings);
+    }
+    let Some(model) = file.model.take() else {
+        let message = match defaults {
+            Some(defaults) => format!(
+                "missing field `model`: neither the spec nor the defaults file {} gives one",
+                defaults.path.display()
+            ),
+            None => "missing field `model`: give it here, or in a drover.yaml beside the spec for every spec there (docs/defaults.md)".to_string(),
+        };
+        return Err(SpecError::Invalid {
+            position: Position::at(path, None),
+            message,
+        });
+    };
+    let spec = file.with_model(model);
+    let files = Files {
+        spec: path,
+        defaults: defaults.map(|d| d.path.as_path()),
+    };
+    validate(&files, &spec)?;
+    let sha256 = read::sha256_hex(text.as_bytes());
     Ok(LoadedSpec {
         path: path.to_path_buf(),
         text,
         sha256,
         spec,
+        defaults: defaults.cloned(),
     })
 }
 
-/// drover's wording for parser errors whose own message names library internals (a
-/// budget breach's Rust variant, the parser option that would allow duplicate keys).
-fn own_message(error: &YamlError) -> Option<String> {
-    let mut error = error;
-    while let YamlError::AliasError { error: inner, .. }
-    | YamlError::WithSnippet { error: inner, .. } = error
-    {
-        error = inner;
-    }
-    match error {
-        YamlError::Budget { breach, .. } => Some(budget_message(breach)),
-        YamlError::DuplicateMappingKey { key: Some(key), .. } => {
-            Some(format!("key `{key}` appears twice in the same mapping"))
-        }
-        YamlError::DuplicateMappingKey { key: None, .. } => {
-            Some("a key appears twice in the same mapping".to_string())
-        }
-        _ => None,
-    }
-}
-
-fn budget_message(breach: &BudgetBreach) -> String {
-    const WHY: &str = "drover caps specs so a YAML bomb cannot hang it";
-    match breach {
-        BudgetBreach::Nodes { .. } => {
-            format!("the YAML expands to more than {MAX_NODES} nodes (aliases?); {WHY}")
-        }
-        BudgetBreach::Events { .. } => {
-            format!("the YAML expands to more than {MAX_EVENTS} parser events (aliases?); {WHY}")
-        }
-        BudgetBreach::Aliases { .. } => {
-            format!("the YAML uses more than {MAX_ALIASES} aliases (*name); {WHY}")
-        }
-        BudgetBreach::Anchors { .. } => {
-            format!("the YAML defines more than {MAX_ANCHORS} anchors (&name); {WHY}")
-        }
-        BudgetBreach::Depth { .. } => {
-            format!("the YAML nests deeper than {MAX_DEPTH} levels; {WHY}")
-        }
-        BudgetBreach::Documents { .. } => {
-            "the file holds more than one YAML document (`---`); a spec is one document".to_string()
-        }
-        BudgetBreach::ScalarBytes { .. } => format!(
-            "the YAML's strings add up to more than {} MiB; {WHY}",
-            MAX_SCALAR_BYTES / (1024 * 1024)
-        ),
-        _ => format!("the YAML is too large or uses too many aliases; {WHY}"),
-    }
-}
-
-/// The parser's message without its own location prefix or source snippet (we print the
-/// position ourselves, in the `file:line:column` form editors understand).
-pub(crate) fn plain_message(error: &serde_saphyr::Error) -> String {
-    let rendered = error.without_snippet().to_string();
-    let first = rendered.lines().next().unwrap_or_default().trim();
-    // Drop a trailing " at line X column Y" the parser may add.
-    match first.rfind(" at line ") {
-        Some(index) => first[..index].to_string(),
-        None => first.to_string(),
-    }
-}
-
-/// The mapping key written just before `position` on its line (`max_turns: five` → the
-/// error at `five` is about `max_turns`), so value errors name their key.
-fn key_before(text: &str, position: &Position) -> Option<String> {
-    let line = text
-        .lines()
-        .nth(usize::try_from(position.line).ok()?.checked_sub(1)?)?;
-    let column = usize::try_from(position.column).ok()?.saturating_sub(1);
-    let before: String = line.chars().take(column).collect();
-    let before = before.trim_end().strip_suffix(':')?;
-    let key: String = before
-        .chars()
-        .rev()
-        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    (!key.is_empty()).then_some(key)
-}
-
 /// Checks that span several fields.
-fn validate(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
-    let model = &spec.model;
-    let at_model = || Position::at(path, Some(model.referenced));
-    let invalid = |message: String| SpecError::Invalid {
-        position: at_model(),
-        message,
-    };
-    if let Some(message) = model_problem(&model.value, "model") {
-        return Err(invalid(message));
-    }
-    if let Some(limit) = &spec.limits.max_cost_usd {
-        budget_is_positive(path, limit)?;
-    }
-    if let Some(limit) = spec.limits.max_tokens.as_ref().filter(|l| l.value == 0) {
-        return Err(SpecError::Invalid {
-            position: Position::at(path, Some(limit.referenced)),
-            message: "limits.max_tokens must be at least 1".into(),
-        });
-    }
-    if let Some(limit) = spec.limits.max_turns.as_ref().filter(|l| l.value == 0) {
-        return Err(SpecError::Invalid {
-            position: Position::at(path, Some(limit.referenced)),
-            message: "limits.max_turns must be at least 1".into(),
-        });
-    }
-    extensions_are_valid(path, spec)?;
+fn validate(files: &Files, spec: &TaskSpec) -> Result<(), SpecError> {
+    checks::model_and_limits(files, Some(&spec.model), &spec.limits)?;
+    extensions_are_valid(files.spec, spec)?;
     for (list, what) in [(&spec.checks, "checks"), (&spec.setup, "setup steps")] {
         let mut seen = HashMap::new();
         for step in list {
             if seen.insert(step.name.as_str(), ()).is_some() {
                 return Err(SpecError::Invalid {
-                    position: Position::at(path, None),
+                    position: files.at(None),
                     message: format!(
                         "two {what} are named {:?}; their names must be unique within a task",
                         step.name
@@ -341,21 +200,6 @@ fn extensions_are_valid(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
     Ok(())
 }
 
-/// `limits.max_cost_usd` is a positive amount. (That the runner can price the model is
-/// checked by `run::plan::spec_checks`, which knows the price table.)
-fn budget_is_positive(path: &Path, limit: &Spanned<f64>) -> Result<(), SpecError> {
-    if !(limit.value.is_finite() && limit.value > 0.0) {
-        return Err(SpecError::Invalid {
-            position: Position::at(path, Some(limit.referenced)),
-            message: format!(
-                "limits.max_cost_usd must be a positive number, not {}",
-                limit.value
-            ),
-        });
-    }
-    Ok(())
-}
-
 /// The spec files of the CLI's SPEC|DIR arguments, and the YAML files of directories
 /// that are not task specs (left out, with a note).
 #[derive(Debug, Default)]
@@ -368,8 +212,10 @@ pub struct SpecFiles {
 /// `*.yaml` and `*.yml` files, recursively, in path order (not `.git`, `node_modules`,
 /// build output, nor through symlinked directories), except those that are plainly
 /// something else — a GitHub workflow, dependabot's or compose's configuration: YAML
-/// without `prompt:`, or `version:` and another key of a spec, at its top. A file named
-/// as an argument is always taken as a spec.
+/// without `prompt:`, or `version:` and another key of a spec, at its top — and never
+/// the defaults file of a directory (`drover.yaml`, `.drover/defaults.yaml`), which is
+/// merged into the specs beside it. A file named as an argument is taken as a spec,
+/// unless it is named as a defaults file: that is refused, saying what it is.
 pub fn collect_spec_files(inputs: &[PathBuf]) -> Result<SpecFiles, SpecError> {
     let mut collected = SpecFiles::default();
     for input in inputs {
@@ -386,6 +232,10 @@ pub fn collect_spec_files(inputs: &[PathBuf]) -> Result<SpecFiles, SpecError> {
             }
             collected.files.extend(specs);
             collected.skipped.extend(others);
+        } else if is_defaults_file(input) {
+            return Err(SpecError::DefaultsNotATask {
+                path: input.clone(),
+            });
         } else {
             collected.files.push(input.clone());
         }
@@ -446,7 +296,8 @@ fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
         } else if matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml")
-        ) {
+        ) && !is_defaults_file(&path)
+        {
             found.push(path);
         }
     }
@@ -454,12 +305,32 @@ fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
 }
 
 /// Load every spec and check what spans them: task names are unique within a run.
-/// All errors are returned, so a user fixes them in one pass.
+/// All errors are returned, so a user fixes them in one pass. Each directory's defaults
+/// file is read once; when it has an error, that is reported once and the specs of its
+/// directory are not loaded (each would fail with it).
 pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
     let mut specs = Vec::new();
     let mut errors = Vec::new();
+    // A directory's defaults: Some(None) when it has none, None when they failed.
+    let mut by_dir: HashMap<PathBuf, Option<Option<Defaults>>> = HashMap::new();
     for file in files {
-        match load(file) {
+        let dir = file.parent().unwrap_or(Path::new("")).to_path_buf();
+        let defaults =
+            by_dir
+                .entry(dir)
+                .or_insert_with_key(|dir| match defaults::defaults_for_dir(dir) {
+                    Ok(defaults) => Some(defaults),
+                    Err(error) => {
+                        errors.push(error);
+                        None
+                    }
+                });
+        let Some(defaults) = defaults else {
+            continue;
+        };
+        let loaded = read::spec_text(file)
+            .and_then(|text| parse_with_defaults(file, text, defaults.as_ref()));
+        match loaded {
             Ok(spec) => specs.push(spec),
             Err(error) => errors.push(error),
         }
@@ -483,8 +354,6 @@ pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
         Err(errors)
     }
 }
-
-mod read;
 
 #[cfg(test)]
 #[path = "load_tests.rs"]
