@@ -99,9 +99,7 @@ fn both(path: &[&str], spec: (Location, &Node), defaults: (Location, &Node)) -> 
         return from(Source::Spec, at, own);
     }
     match (own, defaults.1) {
-        (Node::Seq(own_items), Node::Seq(default_items))
-            if UNION.contains(&path) =>
-        {
+        (Node::Seq(own_items), Node::Seq(default_items)) if UNION.contains(&path) => {
             let items = default_items
                 .iter()
                 .map(|item| from(Source::Defaults, item.referenced, &item.value))
