@@ -47,8 +47,9 @@ impl OutputSchema {
         })
     }
 
-    /// The `StructuredOutput` tool, for providers that take the answer as a tool call.
-    pub(super) fn tool(&self) -> ToolDefinition {
+    /// The `StructuredOutput` tool, for providers that take the answer as a tool call
+    /// (and for `drover tools --spec`, which lists what the requests carry).
+    pub(crate) fn tool(&self) -> ToolDefinition {
         let input_schema = if self.wrapped {
             json!({
                 "type": "object",

@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::exit;
 use crate::record::github::GithubEnv;
 use crate::run::artifacts::{ArtifactsError, Sweep};
+use crate::run::batch::Console;
 
 /// How many removed entries are named on stderr; the rest are counted.
 const NAMED_ENTRIES: usize = 20;
@@ -18,6 +19,7 @@ const NAMED_ENTRIES: usize = 20;
 pub(super) fn settle_artifacts(
     swept: &Result<Sweep, ArtifactsError>,
     artifacts: &Path,
+    console: &Console,
 ) -> Result<(), i32> {
     let sweep = match swept {
         Ok(sweep) => sweep,
@@ -53,7 +55,7 @@ pub(super) fn settle_artifacts(
             // drover's own workflow command, written as it is (`say!` would keep any line
             // from starting with `::`); the message is one safe line, then escaped.
             let _ = writeln!(
-                crate::output::Stdout,
+                console.annotations(),
                 "::warning title=drover::{}",
                 crate::record::github::escape_data(&crate::output::one_line(&message))
             );

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::exit;
 use crate::mcp::ServerReport;
-use crate::run::task::{ListedTool, list_builtin_tools, list_tools};
+use crate::run::task::{ListedTool, ToolKind, list_builtin_tools, list_tools};
 use crate::spec;
 
 /// List the tools; with `spec`, start its MCP servers to list theirs. A required server
@@ -108,10 +108,10 @@ fn print_table(tools: &[ListedTool], web_search: &WebSearchNote) {
         .max()
         .unwrap_or(0);
     for tool in tools {
-        let kind = if tool.facts.read_only {
-            "read-only"
-        } else {
-            "writes/executes"
+        let kind = match tool.kind {
+            ToolKind::ReadOnly => "read-only",
+            ToolKind::WritesOrExecutes => "writes/executes",
+            ToolKind::FinalAnswer => "final answer",
         };
         let summary = tool
             .definition

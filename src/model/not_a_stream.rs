@@ -25,6 +25,9 @@ const MAX_HEAD: usize = 1024;
 pub(super) const MAX_QUOTED_BODY: usize = 8 * 1024;
 /// Longest text quoted from the body, in characters.
 const MAX_QUOTE: usize = 200;
+
+/// What takes the API key out of a text quoted in an error.
+pub(super) type Scrub<'a> = &'a dyn Fn(&str) -> String;
 /// Longest content type quoted, in characters.
 const MAX_TYPE: usize = 100;
 
@@ -111,9 +114,16 @@ fn judge(line: &str) -> Verdict {
 
 /// What the server answered instead of a stream, for the error: `url` answered HTTP
 /// `status` with `content_type` and `body` (its start). Bounded, one line, control
-/// characters removed; the caller scrubs the key from `body` first.
-pub(super) fn describe(url: &str, status: u16, content_type: Option<&str>, body: &[u8]) -> String {
-    let quoted = Quoted::of(body);
+/// characters removed. `scrub` takes the key out of each quoted part after it is
+/// cleaned and before it is cut (see [`clean`]).
+pub(super) fn describe(
+    url: &str,
+    status: u16,
+    content_type: Option<&str>,
+    body: &[u8],
+    scrub: Scrub<'_>,
+) -> String {
+    let quoted = Quoted::of(body, scrub);
     let what = match &quoted.message {
         Some(message) => format!("its message is \"{message}\""),
         None => match &quoted.title {
@@ -126,7 +136,7 @@ pub(super) fn describe(url: &str, status: u16, content_type: Option<&str>, body:
     };
     // A body labelled as a stream that is none: saying "which is not the event stream"
     // of a text/event-stream answer would contradict itself.
-    let answered = match content_type.map(|t| clean(t, MAX_TYPE)) {
+    let answered = match content_type.map(|t| clean(t, MAX_TYPE, scrub)) {
         Some(t) if is_event_stream(&t) => {
             format!("{url} answered HTTP {status} labelled {t} but sent no events")
         }
@@ -144,20 +154,21 @@ pub(super) fn describe(url: &str, status: u16, content_type: Option<&str>, body:
 
 /// A stream that began as events and then carried something else, for the error: `url`
 /// answered HTTP `status` with `content_type`, `foreign` is what came from the first line
-/// that is no SSE on (bounded, the key scrubbed by the caller) and `ended` how the stream
-/// then failed (`the response stream ended before message_stop`).
+/// that is no SSE on (bounded; `scrub` takes the key out as in [`describe`]) and `ended`
+/// how the stream then failed (`the response stream ended before message_stop`).
 pub(super) fn describe_midway(
     url: &str,
     status: u16,
     content_type: Option<&str>,
     foreign: &[u8],
     ended: &str,
+    scrub: Scrub<'_>,
 ) -> String {
-    let kind = match content_type.map(|t| clean(t, MAX_TYPE)) {
+    let kind = match content_type.map(|t| clean(t, MAX_TYPE, scrub)) {
         Some(t) if !t.is_empty() => format!("content type {t}"),
         _ => "no content type".to_string(),
     };
-    let quoted = Quoted::of(foreign);
+    let quoted = Quoted::of(foreign, scrub);
     let mut line = format!("\"{}\"", quoted.first_line);
     if let Some(message) = &quoted.message {
         line.push_str(&format!(" (a JSON error saying \"{message}\")"));
@@ -186,7 +197,7 @@ struct Quoted {
 }
 
 impl Quoted {
-    fn of(body: &[u8]) -> Quoted {
+    fn of(body: &[u8], scrub: Scrub<'_>) -> Quoted {
         let text = String::from_utf8_lossy(body);
         let text = text.trim_start_matches('\u{feff}');
         let first_line = text
@@ -196,10 +207,10 @@ impl Quoted {
             .unwrap_or_default();
         let message = serde_json::from_str::<serde_json::Value>(text)
             .is_ok()
-            .then(|| clean(&error_message(text), MAX_QUOTE));
+            .then(|| clean(&error_message(text), MAX_QUOTE, scrub));
         Quoted {
-            first_line: clean(first_line, MAX_QUOTE),
-            title: html_title(text).map(|title| clean(&title, MAX_QUOTE)),
+            first_line: clean(first_line, MAX_QUOTE, scrub),
+            title: html_title(text).map(|title| clean(&title, MAX_QUOTE, scrub)),
             message,
         }
     }
@@ -215,14 +226,18 @@ fn html_title(text: &str) -> Option<String> {
     (!title.is_empty()).then(|| title.join(" "))
 }
 
-/// `text` on one line, without control characters, at most `max` characters (with `…`
-/// when cut).
-fn clean(text: &str, max: usize) -> String {
+/// `text` on one line, without control characters and the key, at most `max`
+/// characters (with `…` when cut). The key is taken out after the text is cleaned and
+/// decoded (removing a control character or a JSON escape can put a key together that
+/// the raw body did not hold whole) and before the cut (a key cut in half is no longer
+/// recognised by any later scrub).
+fn clean(text: &str, max: usize, scrub: Scrub<'_>) -> String {
     let one_line: String = text
         .chars()
         .map(|c| if c.is_whitespace() { ' ' } else { c })
         .filter(|c| !c.is_control())
         .collect();
+    let one_line = scrub(one_line.trim());
     let one_line = one_line.trim();
     match one_line.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &one_line[..at]),

@@ -375,14 +375,15 @@ impl Transport {
     /// A success status whose body is no event stream (a captive portal's page …): not
     /// retried, and the error says what came instead.
     fn not_a_stream(&self, answer: &Answer, body: &[u8]) -> Failure {
-        // Scrubbed before it is quoted: a quote cut to its bound could keep a piece of
-        // the key that a later scrub would no longer recognise.
+        // Scrubbed here and again in each quoted part once it is cleaned and before it is
+        // cut: cleaning can put a key together, and a cut key is no longer recognised.
         let body = self.scrub(&String::from_utf8_lossy(body));
         let what = super::not_a_stream::describe(
             &self.url,
             answer.status,
             answer.content_type.as_deref(),
             body.as_bytes(),
+            &|text| self.scrub(text),
         );
         Failure::Fatal(ModelError::Provider(what))
     }
@@ -397,6 +398,7 @@ impl Transport {
             answer.content_type.as_deref(),
             foreign.as_bytes(),
             reason,
+            &|text| self.scrub(text),
         );
         Failure::Fatal(ModelError::Provider(what))
     }

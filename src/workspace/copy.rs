@@ -392,19 +392,23 @@ mod tests {
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(32 * 1024 * 1024)).unwrap();
         std::io::Write::write_all(&mut file, b"middle").unwrap();
         drop(file);
-        if fs::metadata(&path).unwrap().blocks() * 512 >= 64 * 1024 * 1024 {
-            crate::esay!("note: this file system does not keep holes; skipping");
-            return;
-        }
+        // Whether the temporary directory's file system keeps holes is known only here.
+        let keeps_holes = fs::metadata(&path).unwrap().blocks() * 512 < 64 * 1024 * 1024;
         copy_workspace(from.path(), to.path(), &[]).unwrap();
         let copied = to.path().join("disk.img");
         let meta = fs::metadata(&copied).unwrap();
         assert_eq!(meta.len(), 64 * 1024 * 1024);
-        assert!(
-            meta.blocks() * 512 < 1024 * 1024,
-            "the copy filled its holes"
-        );
         assert_eq!(fs::read(&copied).unwrap(), fs::read(&path).unwrap());
+        if keeps_holes {
+            assert!(
+                meta.blocks() * 512 < 1024 * 1024,
+                "the copy filled its holes"
+            );
+        } else {
+            crate::esay!(
+                "note: part skipped: this file system does not keep holes, so the copy's cannot be checked"
+            );
+        }
     }
 
     #[test]

@@ -47,6 +47,13 @@ impl PreparedWorkspace {
         })
     }
 
+    /// The commit a git worktree checked out (None: not a worktree).
+    pub(crate) fn worktree_commit(&self) -> Option<&str> {
+        self._worktree
+            .as_ref()
+            .map(|worktree| worktree.commit.as_str())
+    }
+
     /// Paths inside the workspace no tool may write: a worktree's `.git` file.
     pub(crate) fn protected(&self) -> Vec<PathBuf> {
         self._worktree
@@ -86,10 +93,15 @@ pub(crate) fn scratch_copy(
     })
 }
 
-/// Work in a detached git worktree of `origin`'s repository at HEAD (in the same
-/// subdirectory `origin` is in), removed when the returned workspace is dropped.
-pub(crate) fn git_worktree(origin: &Path, label: &str) -> std::io::Result<PreparedWorkspace> {
-    let worktree = Worktree::add(origin, label)?;
+/// Work in a detached git worktree of `origin`'s repository (in the same subdirectory
+/// `origin` is in) at `commit`, a checked full object id, or else at HEAD; removed when
+/// the returned workspace is dropped.
+pub(crate) fn git_worktree(
+    origin: &Path,
+    label: &str,
+    commit: Option<&str>,
+) -> std::io::Result<PreparedWorkspace> {
+    let worktree = Worktree::add(origin, label, commit)?;
     Ok(PreparedWorkspace {
         dir: worktree.dir.clone(),
         _scratch: None,

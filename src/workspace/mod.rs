@@ -10,13 +10,17 @@ pub(crate) mod copy;
 pub(crate) mod diff;
 pub(crate) mod file_entry;
 pub(crate) mod file_state;
+mod git;
 pub(crate) mod instructions;
 pub(crate) mod isolation;
 pub(crate) mod leftovers;
+#[cfg(test)]
+pub(crate) mod permissions_hold;
 /// Path resolution is its own crate (the policy judges by it too); here under its old name.
 pub(crate) use drover_paths as paths;
 pub(crate) mod plain_file;
 pub(crate) mod rel_path;
+pub(crate) mod start_commit;
 #[cfg(test)]
 pub(crate) mod tree_in_memory;
 pub(crate) mod walk;

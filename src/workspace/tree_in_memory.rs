@@ -301,18 +301,25 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn unreadable_file_is_an_error_naming_it() {
+    fn an_unreadable_file_is_named_with_why_and_the_rest_is_taken() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "locked.txt", "x");
+        write(dir.path(), "open.txt", "y");
         let path = dir.path().join("locked.txt");
         fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
-        if fs::read(&path).is_ok() {
-            crate::esay!("note: running as root, permissions are not enforced; skipping");
-            return;
-        }
-        let error = TreeInMemory::take(dir.path()).unwrap_err();
-        assert!(error.to_string().contains("locked.txt"), "{error}");
+        let taken = crate::workspace::permissions_hold::permissions_hold(|| {
+            assert!(fs::read(&path).is_err(), "mode 000 binds this test");
+            TreeInMemory::take(dir.path()).unwrap()
+        });
+        assert_eq!(taken.unreadable.len(), 1, "{:?}", taken.unreadable);
+        let (name, why) = &taken.unreadable[0];
+        assert_eq!(name, &RelPath::from("locked.txt"));
+        assert!(why.contains("Permission denied"), "{why}");
+        assert_eq!(
+            taken.files.keys().collect::<Vec<_>>(),
+            [&RelPath::from("open.txt")]
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `isolation: worktree`: the task works in a detached `git worktree` of its workspace's
-//! repository at HEAD, removed again however the task ends.
+//! repository at HEAD (a replay or a resume: at the commit the recorded run started
+//! from), removed again however the task ends.
 //!
 //! The worktree holds what is committed, not the original's uncommitted changes. Git
 //! takes locks in the shared repository while it adds or removes a worktree, so drover
@@ -8,11 +9,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::workspace::leftovers::HeldTempDir;
+
+use super::git::{git, stderr_line};
 
 /// Where a workspace sits in its git repository.
 #[derive(Debug, Clone)]
@@ -116,6 +119,8 @@ pub(super) struct Worktree {
     root: PathBuf,
     /// The workspace inside the worktree (the same subdirectory as in the original).
     pub dir: PathBuf,
+    /// The commit checked out (its full object id).
+    pub commit: String,
     /// The scratch directory holding the worktree; dropped after the worktree is removed.
     _scratch: HeldTempDir,
     /// What git wrote into the worktree's `.git` file (`gitdir: …`), to restore it if the
@@ -125,10 +130,22 @@ pub(super) struct Worktree {
 }
 
 impl Worktree {
-    /// Add a detached worktree at HEAD of `workspace`'s repository. `label` names the
-    /// worktree's directory, so `git worktree list` says which task it belongs to.
-    pub(super) fn add(workspace: &Path, label: &str) -> std::io::Result<Worktree> {
+    /// Add a detached worktree of `workspace`'s repository at `commit` (a full object id
+    /// of a commit the caller checked: see [`super::start_commit::check_commit`]), or
+    /// at HEAD, resolved once so the worktree and the commit recorded are the same.
+    /// `label` names the worktree's directory, so `git worktree list` says which task it
+    /// belongs to.
+    pub(super) fn add(
+        workspace: &Path,
+        label: &str,
+        commit: Option<&str>,
+    ) -> std::io::Result<Worktree> {
         let repository = locate(workspace).map_err(std::io::Error::other)?;
+        let commit = match commit {
+            Some(commit) => commit.to_string(),
+            None => super::start_commit::head_commit(&repository.toplevel)
+                .ok_or_else(|| std::io::Error::other("git rev-parse HEAD gave no commit id"))?,
+        };
         let scratch = HeldTempDir::new("wt")?;
         let root = scratch.path().join(label);
         let root_arg = root.to_string_lossy().into_owned();
@@ -138,7 +155,15 @@ impl Worktree {
             let _ = git(&repository.toplevel, &["worktree", "prune"]);
             git(
                 &repository.toplevel,
-                &["worktree", "add", "--quiet", "--detach", &root_arg, "HEAD"],
+                &[
+                    "worktree",
+                    "add",
+                    "--quiet",
+                    "--detach",
+                    "--end-of-options",
+                    &root_arg,
+                    &commit,
+                ],
             )
         })?;
         if !output.status.success() {
@@ -152,6 +177,7 @@ impl Worktree {
             dir: root.clone(),
             root,
             repository,
+            commit,
             _scratch: scratch,
             git_link: Vec::new(),
         };
@@ -248,77 +274,11 @@ fn serialized(
     }
 }
 
-/// `git -C dir args…`, with no variable from the environment redirecting it to another
-/// repository.
-/// Run git in `dir` with every program the repository's configuration could make it run
-/// switched off: hooks, the fsmonitor, and filter drivers. The repository's `.git` is
-/// as untrusted as the workspace (an agent of an earlier task working in place can
-/// write to it), and drover runs git outside the sandbox.
-fn git(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
-    let mut command = plain_git(dir);
-    command.args([
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "core.fsmonitor=false",
-    ]);
-    for name in filter_drivers(dir) {
-        for key in ["smudge", "clean", "process"] {
-            command.arg("-c").arg(format!("filter.{name}.{key}="));
-        }
-        command
-            .arg("-c")
-            .arg(format!("filter.{name}.required=false"));
-    }
-    command.args(args).output()
-}
-
-/// git in `dir`, stdin closed, with no repository location inherited from drover's
-/// environment.
-fn plain_git(dir: &Path) -> Command {
-    let mut command = Command::new("git");
-    command
-        .arg("-C")
-        .arg(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_COMMON_DIR")
-        .stdin(std::process::Stdio::null());
-    command
-}
-
-/// The names of the filter drivers the repository's configuration defines (reading the
-/// configuration runs nothing).
-fn filter_drivers(dir: &Path) -> Vec<String> {
-    let Ok(output) = plain_git(dir)
-        .args(["config", "--name-only", "--get-regexp", r"^filter\."])
-        .output()
-    else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|key| {
-            let rest = key.strip_prefix("filter.")?;
-            let (name, _) = rest.rsplit_once('.')?;
-            Some(name.to_string())
-        })
-        .collect();
-    names.sort();
-    names.dedup();
-    names
-}
-
-fn stderr_line(output: &Output) -> String {
-    let text = String::from_utf8_lossy(&output.stderr);
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    line.trim().to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workspace::git::plain_git;
+    use std::process::Command;
 
     fn repo() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -389,7 +349,7 @@ mod tests {
             std::fs::Permissions::from_mode(0o755),
         )
         .unwrap();
-        let worktree = Worktree::add(&repo.path().join("sub"), "task").unwrap();
+        let worktree = Worktree::add(&repo.path().join("sub"), "task", None).unwrap();
         assert_eq!(
             std::fs::read_to_string(worktree.dir.join("a.txt")).unwrap(),
             "a\n"
@@ -403,7 +363,7 @@ mod tests {
     fn a_subdirectory_workspace_works_in_the_same_subdirectory_and_is_removed() {
         let repo = repo();
         std::fs::write(repo.path().join("sub/a.txt"), "uncommitted\n").unwrap();
-        let worktree = Worktree::add(&repo.path().join("sub"), "task").unwrap();
+        let worktree = Worktree::add(&repo.path().join("sub"), "task", None).unwrap();
         assert!(worktree.dir.ends_with("task/sub"), "{:?}", worktree.dir);
         assert_eq!(
             std::fs::read_to_string(worktree.dir.join("a.txt")).unwrap(),
@@ -418,13 +378,38 @@ mod tests {
     }
 
     #[test]
+    fn a_worktree_at_a_given_commit_holds_that_commit_not_head() {
+        let repo = repo();
+        let first = crate::workspace::start_commit::head_commit(repo.path()).unwrap();
+        std::fs::write(repo.path().join("sub/a.txt"), "later\n").unwrap();
+        let status = plain_git(repo.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(["commit", "--quiet", "-am", "two"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let at_head = Worktree::add(&repo.path().join("sub"), "head", None).unwrap();
+        assert_ne!(at_head.commit, first);
+        assert_eq!(
+            std::fs::read_to_string(at_head.dir.join("a.txt")).unwrap(),
+            "later\n"
+        );
+        let at_first = Worktree::add(&repo.path().join("sub"), "first", Some(&first)).unwrap();
+        assert_eq!(at_first.commit, first);
+        assert_eq!(
+            std::fs::read_to_string(at_first.dir.join("a.txt")).unwrap(),
+            "a\n"
+        );
+    }
+
+    #[test]
     fn concurrent_adds_on_one_repository_do_not_race() {
         let repo = repo();
         let path = repo.path().to_path_buf();
         let handles: Vec<_> = (0..6)
             .map(|i| {
                 let path = path.clone();
-                std::thread::spawn(move || Worktree::add(&path, &format!("t{i}")).map(|_| ()))
+                std::thread::spawn(move || Worktree::add(&path, &format!("t{i}"), None).map(|_| ()))
             })
             .collect();
         for handle in handles {

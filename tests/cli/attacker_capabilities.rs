@@ -51,16 +51,6 @@ touch owned && chown 1:1 owned && stat -c 'owner %u:%g' owned
 echo "uid $(id -u)"
 "#;
 
-/// Whether the test runs as root, which these attacks need (a user holds no capability
-/// to attack with; the user's case has its own test below).
-fn root() -> bool {
-    let root = rustix::process::geteuid().is_root();
-    if !root {
-        eprintln!("skipped: not root, so no capability to attack with");
-    }
-    root
-}
-
 /// A spec whose model runs `command` with Bash, then stops.
 fn spec(dir: &Path, command: &str) -> PathBuf {
     let call = json!([{ "name": "Bash", "input": { "command": command } }]);
@@ -104,10 +94,14 @@ fn immutable(flag: &str, script: &Path, file: &Path) -> bool {
 /// not remove), makes no device node, enters no namespace, and holds exactly the kept
 /// capabilities, in its bounding set too; `chown` in the workspace still works, as uid 0.
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_root, drover_has_python3)),
+    ignore = "needs root (a user holds no capability to attack with), python3 and drover's sandbox (Landlock ABI 3+)"
+)]
 fn a_command_run_as_root_keeps_no_capability_that_reaches_past_the_sandbox() {
-    if !common::sandbox_available() || !root() {
-        return;
-    }
+    common::require_sandbox();
+    common::require_root();
+    common::require_program("python3");
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -168,10 +162,13 @@ fn a_command_run_as_root_keeps_no_capability_that_reaches_past_the_sandbox() {
 
 /// The probe says what was dropped.
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_root)),
+    ignore = "needs root (a user holds no capability to attack with) and drover's sandbox (Landlock ABI 3+)"
+)]
 fn the_probe_says_capabilities_were_dropped() {
-    if !common::sandbox_available() || !root() {
-        return;
-    }
+    common::require_sandbox();
+    common::require_root();
     let probe = common::drover()
         .args([
             "__sandbox-exec",
@@ -202,10 +199,13 @@ fn setpriv() -> Command {
 /// As a user (nobody), a sandboxed command holds no capability, `no_new_privs` is set,
 /// and a setuid-root program it runs grants nothing: it runs as nobody.
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_root)),
+    ignore = "needs root (a user holds no capability to attack with) and drover's sandbox (Landlock ABI 3+)"
+)]
 fn a_command_run_as_a_user_holds_none_and_a_setuid_program_grants_none() {
-    if !common::sandbox_available() || !root() {
-        return;
-    }
+    common::require_sandbox();
+    common::require_root();
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -248,10 +248,13 @@ fn a_command_run_as_a_user_holds_none_and_a_setuid_program_grants_none() {
 /// a sandboxed command could `chmod u+s`, `chown` or backdate any file on the machine.
 /// The read-only mounts refuse it outside the writable paths; inside, it still works.
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_root)),
+    ignore = "needs root (a user holds no capability to attack with) and drover's sandbox (Landlock ABI 3+)"
+)]
 fn a_command_run_as_root_changes_no_metadata_outside_the_writable_paths() {
-    if !common::sandbox_available() || !root() {
-        return;
-    }
+    common::require_sandbox();
+    common::require_root();
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");

@@ -112,10 +112,13 @@ __attribute__((constructor)) static void evil(void) {{
 /// the launcher starts with an empty environment and the server's arrives after the
 /// sandbox is in force: the library runs, if at all, inside it.
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_gcc)),
+    ignore = "needs gcc and drover's sandbox (Landlock ABI 3+)"
+)]
 fn an_mcp_config_cannot_preload_code_into_the_launcher() {
-    if !common::sandbox_available() || !common::gcc_available() {
-        return;
-    }
+    common::require_sandbox();
+    common::require_program("gcc");
     let scene = scene();
     let library = build_preload(&scene);
     let config = serde_json::json!({"mcpServers": {"helper": {
@@ -170,10 +173,12 @@ fn a_settings_file_cannot_switch_a_hooks_sandbox_off() {
 
 /// The same hook without the key runs, in the task's sandbox: it cannot write outside.
 #[test]
+#[cfg_attr(
+    not(drover_has_sandbox),
+    ignore = "needs drover's sandbox (Landlock ABI 3+, Linux 6.2)"
+)]
 fn a_settings_files_hook_runs_in_the_tasks_sandbox() {
-    if !common::sandbox_available() {
-        return;
-    }
+    common::require_sandbox();
     let scene = scene();
     let escaped = scene.outside.join("escaped");
     std::fs::create_dir(scene.ws.join(".claude")).unwrap();
@@ -194,10 +199,12 @@ fn a_settings_files_hook_runs_in_the_tasks_sandbox() {
 /// passed reached the attacker's server. Now a file's server gets only what the task's
 /// commands get.
 #[test]
+#[cfg_attr(
+    not(drover_has_sandbox),
+    ignore = "needs drover's sandbox (Landlock ABI 3+, Linux 6.2)"
+)]
 fn an_mcp_config_takes_no_secret_the_spec_does_not_pass() {
-    if !common::sandbox_available() {
-        return;
-    }
+    common::require_sandbox();
     let scene = scene();
     let config = serde_json::json!({"mcpServers": {"helper": {
         "command": "sh",
@@ -261,10 +268,13 @@ fn an_mcp_config_cannot_make_drover_connect_while_the_network_is_off() {
 /// victim's machine: the recorded environment reaches the server only after the sandbox
 /// is in force, never drover's launcher.
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_gcc)),
+    ignore = "needs gcc and drover's sandbox (Landlock ABI 3+)"
+)]
 fn a_recorded_servers_preload_does_not_run_in_a_replays_launcher() {
-    if !common::sandbox_available() || !common::gcc_available() {
-        return;
-    }
+    common::require_sandbox();
+    common::require_program("gcc");
     let scene = scene();
     let library = build_preload(&scene);
     let server = serde_json::json!({"command": "true", "env": {"LD_PRELOAD": library}});

@@ -10,23 +10,6 @@ use serde_json::Value;
 use crate::common::{self, events, transcript};
 use crate::mcp::{run, stderr, task};
 
-/// Whether python3 runs here (the fixture server is plain Python); under CI=true a
-/// missing one fails the test.
-fn has_python3() -> bool {
-    let python = std::process::Command::new("python3")
-        .arg("--version")
-        .output();
-    if python.is_ok_and(|o| o.status.success()) {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "python3 is not installed, and CI=true"
-    );
-    eprintln!("note: python3 is not installed; skipping");
-    false
-}
-
 /// The `mcp.servers` entry that runs `script` as server `s`.
 fn server_entry(script: &Path) -> String {
     format!(
@@ -61,10 +44,12 @@ fn names(list: &Value, field: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the fixture server"
+)]
 fn a_tool_whose_name_comes_out_as_anothers_never_gets_its_rule() {
-    if !has_python3() {
-        return;
-    }
+    common::require_program("python3");
     // The rules are written for x_y, twice and plain; the server also lists x.y (which
     // comes out as mcp__s__x_y) and lists twice twice.
     let (dir, spec) = task(
@@ -138,10 +123,12 @@ fn a_tool_whose_name_comes_out_as_anothers_never_gets_its_rule() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the fixture server"
+)]
 fn a_replay_cannot_be_steered_to_a_tool_that_now_comes_out_as_a_recorded_name() {
-    if !has_python3() {
-        return;
-    }
+    common::require_program("python3");
     let scratch = tempfile::tempdir().unwrap();
     let script = scratch.path().join("server.py");
     server_listing(&script, r#"["x_y", "plain"]"#);

@@ -25,13 +25,13 @@ enum User {
     Nobody,
 }
 
-/// The users to attack as: nobody and root when the test is root, else the test's own
-/// (unprivileged) user.
-fn users() -> Vec<User> {
+/// An unprivileged user to attack as: nobody when the test is root, else the test's own
+/// user. (Root is attacked as by the `_as_root` tests, which need the test to be root.)
+fn unprivileged() -> User {
     if rustix::process::geteuid().is_root() {
-        vec![User::Nobody, User::Own]
+        User::Nobody
     } else {
-        vec![User::Own]
+        User::Own
     }
 }
 
@@ -124,59 +124,78 @@ print("unix socket ok")
 
 /// With the network off, UDP to a listener on 127.0.0.1 (the way DNS exfiltration goes
 /// out) never arrives, and IPv4, IPv6, raw, packet and netlink sockets cannot even be
-/// created, as nobody and as root; Unix sockets (socketpair, pipes between processes)
-/// still work.
+/// created, for an unprivileged user (and, in the next test, root); Unix sockets
+/// (socketpair, pipes between processes) still work.
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_python3)),
+    ignore = "needs python3 and drover's sandbox (Landlock ABI 3+)"
+)]
 fn with_the_network_off_only_unix_sockets_can_be_created() {
-    if !common::sandbox_available() {
-        return;
+    common::require_sandbox();
+    common::require_program("python3");
+    only_unix_sockets(unprivileged());
+}
+
+/// The same as root.
+#[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_python3, drover_has_root)),
+    ignore = "needs root, python3 and drover's sandbox (Landlock ABI 3+)"
+)]
+fn with_the_network_off_only_unix_sockets_can_be_created_as_root() {
+    common::require_sandbox();
+    common::require_program("python3");
+    common::require_root();
+    only_unix_sockets(User::Own);
+}
+
+/// The sockets `user`'s commands try with the network off.
+fn only_unix_sockets(user: User) {
+    let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    // In scripts, so that only the sandbox (not the policy) stands in the way.
+    std::fs::write(
+        ws.join("leak.sh"),
+        format!("echo leaked-by-udp > /dev/udp/127.0.0.1/{port} && echo udp-sent\n"),
+    )
+    .unwrap();
+    std::fs::write(ws.join("probe.py"), PROBES).unwrap();
+    let mut turns = String::new();
+    for command in ["bash leak.sh", "python3 probe.py"] {
+        let call = json!([{ "name": "Bash", "input": { "command": command } }]);
+        turns.push_str(&format!("    - tool_calls: {call}\n"));
     }
-    for user in users() {
-        let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().join("ws");
-        std::fs::create_dir(&ws).unwrap();
-        // In scripts, so that only the sandbox (not the policy) stands in the way.
-        std::fs::write(
-            ws.join("leak.sh"),
-            format!("echo leaked-by-udp > /dev/udp/127.0.0.1/{port} && echo udp-sent\n"),
-        )
-        .unwrap();
-        std::fs::write(ws.join("probe.py"), PROBES).unwrap();
-        let mut turns = String::new();
-        for command in ["bash leak.sh", "python3 probe.py"] {
-            let call = json!([{ "name": "Bash", "input": { "command": command } }]);
-            turns.push_str(&format!("    - tool_calls: {call}\n"));
-        }
-        let spec = write_spec(
-            dir.path(),
-            "task.yaml",
-            &format!(
-                "version: 1\nname: attack\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n{turns}    - text: done\npermissions:\n  allow: [Bash]\n"
-            ),
-        );
-        let results = run_as(user, dir.path(), &spec);
-        std::thread::sleep(Duration::from_millis(200));
-        let mut buf = [0u8; 64];
-        let received = listener.recv_from(&mut buf);
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: attack\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n{turns}    - text: done\npermissions:\n  allow: [Bash]\n"
+        ),
+    );
+    let results = run_as(user, dir.path(), &spec);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut buf = [0u8; 64];
+    let received = listener.recv_from(&mut buf);
+    assert!(
+        received.is_err(),
+        "{user:?}: the listener got {:?}",
+        received.map(|(n, _)| String::from_utf8_lossy(&buf[..n]).to_string())
+    );
+    assert!(!results[0].contains("udp-sent"), "{user:?}: {results:?}");
+    let probe = &results[1];
+    for name in ["udp", "tcp6", "udp6", "netlink", "raw", "packet"] {
         assert!(
-            received.is_err(),
-            "{user:?}: the listener got {:?}",
-            received.map(|(n, _)| String::from_utf8_lossy(&buf[..n]).to_string())
+            probe.contains(&format!("{name} refused 1\n")),
+            "{user:?}: {name} is not refused with EPERM: {probe}"
         );
-        assert!(!results[0].contains("udp-sent"), "{user:?}: {results:?}");
-        let probe = &results[1];
-        for name in ["udp", "tcp6", "udp6", "netlink", "raw", "packet"] {
-            assert!(
-                probe.contains(&format!("{name} refused 1\n")),
-                "{user:?}: {name} is not refused with EPERM: {probe}"
-            );
-        }
-        assert!(probe.contains("unix pair ok"), "{user:?}: {probe}");
-        assert!(probe.contains("unix socket ok"), "{user:?}: {probe}");
     }
+    assert!(probe.contains("unix pair ok"), "{user:?}: {probe}");
+    assert!(probe.contains("unix socket ok"), "{user:?}: {probe}");
 }
 
 /// i386's `socketcall` through `int 0x80`: a system call of another architecture that
@@ -202,50 +221,61 @@ int main(void) {
 
 /// With the network off, a socket created through i386's `socketcall` (`int 0x80` from an
 /// x86_64 program) does not slip past the socket filter: the program is killed at the
-/// call, as nobody and as root.
+/// call, for an unprivileged user (and, in the next test, root).
 #[cfg(target_arch = "x86_64")]
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_gcc)),
+    ignore = "needs gcc and drover's sandbox (Landlock ABI 3+)"
+)]
 fn another_architectures_socket_call_is_refused() {
-    if !common::sandbox_available() {
-        return;
-    }
-    let gcc = Command::new("gcc").arg("--version").output();
-    if gcc.is_err() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI runs this test: .ci/run installs gcc"
-        );
-        eprintln!("skipped: no gcc here");
-        return;
-    }
-    for user in users() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().join("ws");
-        std::fs::create_dir(&ws).unwrap();
-        std::fs::write(ws.join("socketcall.c"), SOCKETCALL_C).unwrap();
-        let built = Command::new("gcc")
-            .arg("-o")
-            .arg(ws.join("socketcall"))
-            .arg(ws.join("socketcall.c"))
-            .output()
-            .unwrap();
-        assert!(built.status.success(), "{built:?}");
-        let call =
-            json!([{ "name": "Bash", "input": { "command": "./socketcall; echo exit=$?" } }]);
-        let spec = write_spec(
-            dir.path(),
-            "task.yaml",
-            &format!(
-                "version: 1\nname: attack\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: {call}\n    - text: done\npermissions:\n  allow: [Bash]\n"
-            ),
-        );
-        let results = run_as(user, dir.path(), &spec);
-        let out = &results[0];
-        // A kernel without i386 emulation refuses the call by itself (no number back).
-        let created = out
-            .lines()
-            .filter_map(|line| line.strip_prefix("socketcall returned "))
-            .any(|fd| fd.trim().parse::<i64>().is_ok_and(|fd| fd >= 0));
-        assert!(!created, "{user:?}: a socket was created: {out}");
-    }
+    common::require_sandbox();
+    common::require_program("gcc");
+    socket_call_refused(unprivileged());
+}
+
+/// The same as root.
+#[cfg(target_arch = "x86_64")]
+#[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_gcc, drover_has_root)),
+    ignore = "needs root, gcc and drover's sandbox (Landlock ABI 3+)"
+)]
+fn another_architectures_socket_call_is_refused_as_root() {
+    common::require_sandbox();
+    common::require_program("gcc");
+    common::require_root();
+    socket_call_refused(User::Own);
+}
+
+/// `user`'s program making i386's socket call with the network off.
+#[cfg(target_arch = "x86_64")]
+fn socket_call_refused(user: User) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("socketcall.c"), SOCKETCALL_C).unwrap();
+    let built = Command::new("gcc")
+        .arg("-o")
+        .arg(ws.join("socketcall"))
+        .arg(ws.join("socketcall.c"))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let call = json!([{ "name": "Bash", "input": { "command": "./socketcall; echo exit=$?" } }]);
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: attack\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n    - tool_calls: {call}\n    - text: done\npermissions:\n  allow: [Bash]\n"
+        ),
+    );
+    let results = run_as(user, dir.path(), &spec);
+    let out = &results[0];
+    // A kernel without i386 emulation refuses the call by itself (no number back).
+    let created = out
+        .lines()
+        .filter_map(|line| line.strip_prefix("socketcall returned "))
+        .any(|fd| fd.trim().parse::<i64>().is_ok_and(|fd| fd >= 0));
+    assert!(!created, "{user:?}: a socket was created: {out}");
 }

@@ -45,89 +45,82 @@ fn results(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn sandbox_available() -> bool {
-    let probe = drover()
-        .args([
-            "__sandbox-exec",
-            "--policy",
-            r#"{"writable":["/tmp"],"read_denied":[],"network":true}"#,
-            "--probe",
-        ])
-        .output()
-        .unwrap();
-    if !probe.status.success() {
-        eprintln!(
-            "skipped: no Landlock here ({})",
-            String::from_utf8_lossy(&probe.stderr)
-        );
-    }
-    probe.status.success()
+/// `setsid`, double forks, `nohup … & disown`, in foreground and background calls, in
+/// the sandbox: when drover has exited, none of them runs, and none touched the workspace
+/// after the diff was taken.
+#[test]
+#[cfg_attr(
+    not(drover_has_sandbox),
+    ignore = "needs drover's sandbox (Landlock ABI 3+, Linux 6.2)"
+)]
+fn nothing_the_agent_starts_outlives_the_task() {
+    common::require_sandbox();
+    nothing_outlives_the_task("", 1);
 }
 
-/// `setsid`, double forks, `nohup … & disown`, in foreground and background calls, with
-/// the sandbox on and off: when drover has exited, none of them runs, and none touched
-/// the workspace after the diff was taken.
+/// The same with `sandbox: off`: drover's process containment alone stops them.
 #[test]
-fn nothing_the_agent_starts_outlives_the_task() {
-    for sandbox in ["", "sandbox: off\n"] {
-        if sandbox.is_empty() && !sandbox_available() {
-            continue;
+fn nothing_the_agent_starts_outlives_the_task_without_the_sandbox() {
+    nothing_outlives_the_task("sandbox: off\n", 2);
+}
+
+/// The commands that try to outlive a task with `sandbox` (a spec line), their sleeps
+/// marked by `variant` too, so that two variants running at once see only their own.
+fn nothing_outlives_the_task(sandbox: &str, variant: u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("7{variant}{}", std::process::id() % 10_000);
+    let commands = [
+        format!("setsid bash -c 'sleep {marker}1 & sleep 0.01' ; echo started"),
+        format!("(sleep {marker}2 &) ; nohup sleep {marker}3 >/dev/null 2>&1 & disown; echo ok"),
+        // Rewrites a file long after the loop: must be dead before the diff.
+        format!(
+            "setsid bash -c 'sleep 0.5; echo late > late.txt; sleep {marker}4' >/dev/null 2>&1 < /dev/null & echo bg"
+        ),
+    ];
+    let mut script: Vec<&str> = commands.iter().map(String::as_str).collect();
+    let background = format!("setsid sleep {marker}5 & sleep {marker}6");
+    script.push("true");
+    let spec_path = {
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let mut turns = String::new();
+        for command in &script {
+            let call = json!([{ "name": "Bash", "input": { "command": command } }]);
+            turns.push_str(&format!("    - tool_calls: {call}\n"));
         }
-        let dir = tempfile::tempdir().unwrap();
-        let marker = format!("77{}", std::process::id() % 10_000);
-        let commands = [
-            format!("setsid bash -c 'sleep {marker}1 & sleep 0.01' ; echo started"),
-            format!(
-                "(sleep {marker}2 &) ; nohup sleep {marker}3 >/dev/null 2>&1 & disown; echo ok"
+        let call = json!([{ "name": "Bash", "input": { "command": background, "run_in_background": true } }]);
+        turns.push_str(&format!("    - tool_calls: {call}\n    - text: done\n"));
+        write_spec(
+            dir.path(),
+            "task.yaml",
+            &format!(
+                "version: 1\nname: attack\nprompt: p\nworkspace: ws\n{sandbox}model:\n  provider: script\n  script:\n{turns}permissions:\n  allow: [Bash]\nchecks:\n  - name: no late writer\n    run: sleep 1; test ! -e late.txt\n"
             ),
-            // Rewrites a file long after the loop: must be dead before the diff.
-            format!(
-                "setsid bash -c 'sleep 0.5; echo late > late.txt; sleep {marker}4' >/dev/null 2>&1 < /dev/null & echo bg"
-            ),
-        ];
-        let mut script: Vec<&str> = commands.iter().map(String::as_str).collect();
-        let background = format!("setsid sleep {marker}5 & sleep {marker}6");
-        script.push("true");
-        let spec_path = {
-            std::fs::create_dir_all(dir.path().join("ws")).unwrap();
-            let mut turns = String::new();
-            for command in &script {
-                let call = json!([{ "name": "Bash", "input": { "command": command } }]);
-                turns.push_str(&format!("    - tool_calls: {call}\n"));
-            }
-            let call = json!([{ "name": "Bash", "input": { "command": background, "run_in_background": true } }]);
-            turns.push_str(&format!("    - tool_calls: {call}\n    - text: done\n"));
-            write_spec(
-                dir.path(),
-                "task.yaml",
-                &format!(
-                    "version: 1\nname: attack\nprompt: p\nworkspace: ws\n{sandbox}model:\n  provider: script\n  script:\n{turns}permissions:\n  allow: [Bash]\nchecks:\n  - name: no late writer\n    run: sleep 1; test ! -e late.txt\n"
-                ),
-            )
-        };
-        let output = run(dir.path(), &spec_path);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{sandbox:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        std::thread::sleep(Duration::from_millis(300));
-        let left = running(&marker);
-        assert!(left.is_empty(), "{sandbox:?}: still running: {left:?}");
-        assert!(!dir.path().join("ws/late.txt").exists(), "{sandbox:?}");
-        let patch = std::fs::read_to_string(dir.path().join("out/attack/diff.patch")).unwrap();
-        assert!(!patch.contains("late"), "{patch}");
-    }
+        )
+    };
+    let output = run(dir.path(), &spec_path);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{sandbox:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let left = running(&marker);
+    assert!(left.is_empty(), "{sandbox:?}: still running: {left:?}");
+    assert!(!dir.path().join("ws/late.txt").exists(), "{sandbox:?}");
+    let patch = std::fs::read_to_string(dir.path().join("out/attack/diff.patch")).unwrap();
+    assert!(!patch.contains("late"), "{patch}");
 }
 
 /// A command has no controlling terminal, and terminal devices grant no ioctl (no
 /// `TIOCSTI` keystrokes into the user's shell).
 #[test]
+#[cfg_attr(
+    not(drover_has_sandbox),
+    ignore = "needs drover's sandbox (Landlock ABI 3+, Linux 6.2)"
+)]
 fn commands_have_no_terminal() {
-    if !sandbox_available() {
-        return;
-    }
+    common::require_sandbox();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     // In a script, so that only the sandbox (not the policy) stands in the way.
@@ -159,12 +152,28 @@ except OSError as e:
     assert!(results[0].contains("ioctl-denied"), "{results:?}");
 }
 
-/// With Landlock ABI 6 the sandbox cannot signal processes outside it.
+/// With Landlock ABI 6 (Linux 6.12) the sandbox cannot signal processes outside it.
 #[test]
+#[cfg_attr(
+    not(drover_has_scoped_signals),
+    ignore = "needs Landlock ABI 6 (Linux 6.12), which scopes signals to the sandbox"
+)]
 fn sandboxed_commands_cannot_kill_outside_processes() {
-    if !sandbox_available() {
-        return;
-    }
+    common::require_sandbox();
+    let probe = drover()
+        .args([
+            "__sandbox-exec",
+            "--policy",
+            r#"{"writable":["/tmp"],"read_denied":[],"network":false}"#,
+            "--probe",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&probe.stdout);
+    assert!(
+        said.contains("signals and abstract sockets scoped"),
+        "drover_has_scoped_signals is set (the build found Landlock ABI 6, or CI=true runs every test), but the sandbox does not scope signals: {said}"
+    );
     let mut victim = std::process::Command::new("sleep")
         .arg("300")
         .spawn()
@@ -179,30 +188,18 @@ fn sandboxed_commands_cannot_kill_outside_processes() {
     let _ = victim.kill();
     let _ = victim.wait();
     let results = results(dir.path());
-    // Kernels before 6.12 (Landlock ABI 6) cannot scope signals; say so, do not fail.
-    let abi6 = kernel_at_least(6, 12);
-    if abi6 {
-        assert!(alive, "the victim was killed: {results:?} {start}");
-        assert!(results[0].contains("refused"), "{results:?}");
-    } else {
-        eprintln!("note: kernel before 6.12: signals are not scoped");
-    }
-}
-
-fn kernel_at_least(major: u32, minor: u32) -> bool {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut parts = release.trim().split(['.', '-']);
-    let got_major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let got_minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    (got_major, got_minor) >= (major, minor)
+    assert!(alive, "the victim was killed: {results:?} {start}");
+    assert!(results[0].contains("refused"), "{results:?}");
 }
 
 /// `sandbox.limits`: a disk filler and a fork bomb end as failed calls.
 #[test]
+#[cfg_attr(
+    not(drover_has_sandbox),
+    ignore = "needs drover's sandbox (Landlock ABI 3+, Linux 6.2)"
+)]
 fn resource_limits_stop_a_disk_filler() {
-    if !sandbox_available() {
-        return;
-    }
+    common::require_sandbox();
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         dir.path(),
@@ -226,10 +223,12 @@ fn resource_limits_stop_a_disk_filler() {
 /// A check runs code the agent wrote (here a planted script): it runs in the sandbox, so
 /// it cannot write outside the workspace; `sandbox: off` on the check lifts that.
 #[test]
+#[cfg_attr(
+    not(drover_has_sandbox),
+    ignore = "needs drover's sandbox (Landlock ABI 3+, Linux 6.2)"
+)]
 fn checks_run_in_the_sandbox_unless_they_say_off() {
-    if !sandbox_available() {
-        return;
-    }
+    common::require_sandbox();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let outside = root.join("outside.txt");

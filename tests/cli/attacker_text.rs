@@ -217,10 +217,12 @@ fn a_models_text_never_starts_a_log_line_a_workflow_command_or_a_heading() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn an_mcp_servers_error_never_starts_a_log_line_or_a_workflow_command() {
-    let Some((python, _)) = crate::mcp_modern::modern_server() else {
-        return;
-    };
+    let (python, _) = crate::mcp_modern::modern_server();
     let script = common::repo().join("tests/cli/fixtures/hostile_text_server.py");
     let server = format!(
         "    hostile:\n      command: {}\n      args: [{}]\n",

@@ -57,7 +57,7 @@ impl Places {
         places
     }
 
-    fn fill_str(&self, text: &str) -> String {
+    pub(crate) fn fill_str(&self, text: &str) -> String {
         // `{dir}` is absolute: `//{dir}/x` is the rule form for an absolute path.
         text.replace("{ws}", &self.ws.display().to_string())
             .replace("{home}", &self.home.display().to_string())
@@ -68,7 +68,7 @@ impl Places {
     }
 
     /// `value` with the places filled in, in every string.
-    fn fill(&self, value: &Value) -> Value {
+    pub(crate) fn fill(&self, value: &Value) -> Value {
         match value {
             Value::String(s) => {
                 // In an input path `{dir}` keeps its leading slash.
@@ -132,7 +132,7 @@ pub(crate) fn rules_of_settings(path: &Path) -> Rules {
 }
 
 /// A group's rules: its settings file's (when `source` is a corpus file) and its own.
-fn rules_of_group(group: &Value, places: &Places) -> Rules {
+pub(crate) fn rules_of_group(group: &Value, places: &Places) -> Rules {
     let source = text(group, "source");
     let mut rules = if source.starts_with("docs:") {
         Rules::default()
@@ -176,17 +176,17 @@ pub(crate) fn spec_with_rules(dir: &Path, name: &str, rules: &Rules) -> PathBuf 
 }
 
 /// One row of a permission group: an input for `tool`, and what Claude Code decides.
-struct Check {
-    group: String,
-    spec: PathBuf,
-    rule: String,
+pub(crate) struct Check {
+    pub(crate) group: String,
+    pub(crate) spec: PathBuf,
+    pub(crate) rule: String,
     /// Whether the input is one the rule names (the row's `match`).
-    names: bool,
+    pub(crate) names: bool,
     /// Whether the rule decides it in drover (not when the rule is left out).
-    matches: bool,
-    tool: String,
-    input: Value,
-    allow: bool,
+    pub(crate) matches: bool,
+    pub(crate) tool: String,
+    pub(crate) input: Value,
+    pub(crate) allow: bool,
 }
 
 impl Check {
@@ -208,7 +208,7 @@ impl Check {
 }
 
 /// What is wrong with drover's decision of `check`, if anything.
-fn decide(check: &Check, places: &Places) -> Option<String> {
+pub(crate) fn decide(check: &Check, places: &Places) -> Option<String> {
     let output = drover()
         .arg("policy")
         .arg("check")
@@ -245,7 +245,7 @@ fn decide(check: &Check, places: &Places) -> Option<String> {
 
 /// A file for every path the checks name inside the scratch directory: drover resolves
 /// the paths it judges, and a file's parent must exist.
-fn make_files(checks: &[Check], places: &Places) {
+pub(crate) fn make_files(checks: &[Check], places: &Places) {
     for check in checks {
         if let Some(path) = check.input["file_path"].as_str() {
             let path = Path::new(path);

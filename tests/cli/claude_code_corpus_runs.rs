@@ -11,22 +11,6 @@ use serde_json::Value;
 use crate::claude_code_corpus::{corpus, expectations, section, text};
 use crate::common::{self, drover, drover_without_proxy, events, transcript, write_spec};
 
-/// node, which runs the plugins' stand-ins; under CI it must be there.
-fn node_available() -> bool {
-    let found = std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        found || std::env::var("CI").as_deref() != Ok("true"),
-        "CI runs this test: .ci/run installs node"
-    );
-    if !found {
-        eprintln!("skipped: no node here");
-    }
-    found
-}
-
 fn executable(path: &Path, body: &str) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -146,10 +130,13 @@ fn hook_problems(row: &Value, lines: &[Value], log: &[Value]) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_node)),
+    ignore = "needs node (which runs the plugins' stand-ins) and drover's sandbox (Landlock ABI 3+)"
+)]
 fn each_corpus_hook_config_loads_and_runs_its_events_in_a_scripted_task() {
-    if !common::sandbox_available() || !node_available() {
-        return;
-    }
+    common::require_sandbox();
+    common::require_program("node");
     let table = expectations();
     let rows = section(&table, "hooks");
     let dir = tempfile::tempdir().unwrap();
@@ -354,12 +341,21 @@ fn each_corpus_mcp_config_loads_the_servers_it_declares_and_names_what_it_leaves
             assert!(stderr.contains(note), "{note:?} not in {stderr}");
         }
     }
+}
 
-    // None of the corpus's servers is installed here (each row's `run` says why), so a
-    // run only shows which servers drover read from the file and tried to start.
-    if !common::sandbox_available() {
-        return;
-    }
+/// None of the corpus's servers is installed here (each row's `run` says why), so a run
+/// of each `.mcp.json` shows which servers drover read from the file and tried to start
+/// (in their sandboxes), and the notes on what it left out.
+#[test]
+#[cfg_attr(
+    not(drover_has_sandbox),
+    ignore = "needs drover's sandbox (Landlock ABI 3+, Linux 6.2)"
+)]
+fn each_corpus_mcp_config_starts_the_servers_it_declares_in_a_run() {
+    common::require_sandbox();
+    let table = expectations();
+    let rows = section(&table, "mcp");
+    let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
     let offline: Vec<&Value> = rows.iter().filter(|row| row["network"] != true).collect();
     for (index, row) in offline.iter().enumerate() {

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use sha2::Digest as _;
 
 /// The drover binary, with no stdin (it must never read it) and a clean environment
 /// for the variables that would change its behaviour.
@@ -158,8 +159,13 @@ pub(crate) fn test_dir_of(path: &Path) -> &Path {
         .unwrap_or(path)
 }
 
-/// Whether drover's sandbox can be enforced here; under CI it must be.
-pub(crate) fn sandbox_available() -> bool {
+// What a test needs beyond drover. The build finds each (build.rs sets `drover_has_X`,
+// and a test that needs X carries `#[cfg_attr(not(drover_has_X), ignore = "needs …")]`,
+// so where X is missing cargo reports the test ignored, with the reason). Where the build
+// found it, the test calls one of these first: if X is gone after all, the test fails.
+
+/// drover's sandbox (`drover_has_sandbox`): the launcher's probe must succeed.
+pub(crate) fn require_sandbox() {
     let probe = drover()
         .args([
             "__sandbox-exec",
@@ -169,31 +175,42 @@ pub(crate) fn sandbox_available() -> bool {
         ])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&probe.stderr);
     assert!(
-        probe.status.success() || std::env::var("CI").as_deref() != Ok("true"),
-        "CI runs the sandbox tests, but the sandbox is unavailable: {stderr}"
+        probe.status.success(),
+        "drover_has_sandbox is set (the build found Landlock ABI 3+, or CI=true runs every test), but the sandbox cannot be enforced: {}",
+        String::from_utf8_lossy(&probe.stderr)
     );
-    if !probe.status.success() {
-        eprintln!("skipped: no sandbox here ({stderr})");
-    }
-    probe.status.success()
 }
 
-/// gcc, which builds the attacker's shared objects; under CI it must be there.
-pub(crate) fn gcc_available() -> bool {
-    let found = std::process::Command::new("gcc")
+/// Root (`drover_has_root`): the test must run as root.
+pub(crate) fn require_root() {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "drover_has_root is set (the build ran as root, or CI=true runs every test), but this test does not run as root"
+    );
+}
+
+/// The program `name` (`drover_has_<name>`): `name --version` must run.
+pub(crate) fn require_program(name: &str) {
+    let runs = std::process::Command::new(name)
         .arg("--version")
         .output()
-        .is_ok_and(|o| o.status.success());
+        .is_ok_and(|output| output.status.success());
     assert!(
-        found || std::env::var("CI").as_deref() != Ok("true"),
-        "CI runs this test: .ci/run installs gcc"
+        runs,
+        "drover_has_{name} is set (the build found {name}, or CI=true runs every test), but `{name} --version` does not run; install it (.ci/run does)"
     );
-    if !found {
-        eprintln!("skipped: no gcc here");
-    }
-    found
+}
+
+/// A file `.ci/run` installs (`drover_has_node_servers`, `drover_has_python_mcp`, …),
+/// which the build found: it must still be there.
+pub(crate) fn require_installed(relative: &str) -> PathBuf {
+    let path = repo().join(relative);
+    assert!(
+        path.is_file(),
+        "the build found {relative} (or CI=true runs every test), but it is not there; run .ci/run, which installs it"
+    );
+    path
 }
 
 /// `drover run SPEC` through `command` (drover itself, or setpriv in front of it), with a
@@ -225,4 +242,27 @@ pub(crate) fn run_attack(
         .iter()
         .map(|r| r["content"].as_str().unwrap_or_default().to_string())
         .collect()
+}
+
+/// `lines` written again as a transcript with a valid hash chain (anyone can compute
+/// one: it proves integrity, not authorship).
+pub(crate) fn rechained(lines: &[Value]) -> String {
+    let hex = |bytes: &[u8]| -> String {
+        sha2::Sha256::digest(bytes)
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    };
+    let mut prev = hex(b"");
+    let mut out = String::new();
+    for line in lines {
+        let mut object = line.as_object().unwrap().clone();
+        object.remove("prev");
+        let body = serde_json::to_string(&object).unwrap();
+        let chained = format!("{{\"prev\":\"{prev}\",{}", &body[1..]);
+        prev = hex(chained.as_bytes());
+        out.push_str(&chained);
+        out.push('\n');
+    }
+    out
 }

@@ -2,8 +2,10 @@
 //! scratch workspaces, mock servers on 127.0.0.1 and scripted or replayed models. One test
 //! binary, so the suite links once.
 
-// Helpers may unwrap too: a panic fails the test. Test notes (`skipping: …`) are the
-// tests' own words, not drover's output, so they may use eprintln!.
+// Helpers may unwrap too: a panic fails the test. A test that needs what the machine may
+// lack is ignored by a cfg the build sets (build.rs), never skipped by the test; the
+// notes of a part that only the running test can find it cannot check (`part skipped:
+// …`) are the tests' own words, not drover's output, so they may use eprintln!.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_macros)]
 
 mod common;
@@ -29,6 +31,10 @@ mod claude_code_corpus_runs;
 mod defaults;
 mod demo;
 mod diff_exclude;
+mod events_json;
+mod exec_claude_flags;
+mod exec_cli;
+mod exec_corpus;
 mod expect_cli;
 mod full_disk;
 mod hooks_cli;
@@ -54,6 +60,8 @@ mod providers;
 mod redaction;
 mod redaction_safety;
 mod replay_drift;
+mod replay_outcome;
+mod replay_start;
 mod replay_trust;
 mod resume;
 mod resume_attacks;

@@ -9,21 +9,15 @@ use serde_json::Value;
 
 use crate::common::{self, drover, events, transcript, write_spec};
 
-/// The reference server's entry point, or None (with a note) when it is not installed;
-/// under CI=true a missing server fails the test.
-pub(crate) fn everything() -> Option<PathBuf> {
-    let path = common::repo()
-        .join(".ci/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let node = std::process::Command::new("node").arg("--version").output();
-    if path.is_file() && node.is_ok_and(|o| o.status.success()) {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "the MCP reference server is not installed, and CI=true: run .ci/run (npm install --prefix .ci/node @modelcontextprotocol/server-everything)"
-    );
-    eprintln!("note: node or server-everything is not installed (.ci/run installs them); skipping");
-    None
+/// The reference server's entry point. The build found node and the servers in
+/// .ci/node (`drover_has_node_servers`; a test that calls this carries
+/// `#[cfg_attr(not(drover_has_node_servers), ignore = …)]`): if either is gone, the
+/// test fails.
+pub(crate) fn everything() -> PathBuf {
+    common::require_program("node");
+    common::require_installed(
+        ".ci/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    )
 }
 
 /// A task in a fresh directory whose script calls `calls` (tool, JSON input) in one turn.
@@ -69,8 +63,12 @@ pub(crate) fn stderr(output: &Output) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn a_reference_server_tool_is_offered_allowed_called_and_its_server_stopped() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let (dir, spec) = task(
         &everything_server(&server),
         "mcp__everything",
@@ -123,8 +121,12 @@ fn a_reference_server_tool_is_offered_allowed_called_and_its_server_stopped() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn an_mcp_tool_no_rule_allows_is_denied_and_never_called() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let (dir, spec) = task(
         &everything_server(&server),
         "Read",
@@ -194,8 +196,12 @@ fn server_names_that_would_blur_tool_names_are_spec_errors() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn results_of_every_kind_reach_the_model_and_a_slow_call_is_cut_at_its_limit() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let calls = [
         r#"{ name: mcp__everything__get-tiny-image, input: {} }"#,
         r#"{ name: mcp__everything__get-resource-links, input: { count: 2 } }"#,
@@ -263,8 +269,12 @@ fn processes_marked(marker: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn nothing_a_server_started_outlives_the_task() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let marker = format!("drover-mcp-marker-{}", std::process::id());
     // The server leaves a detached sleeper behind: the launcher must kill it.
     let servers = format!(
@@ -323,8 +333,12 @@ fn policy_check_judges_mcp_tools_by_the_rules_without_starting_servers() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn servers_of_a_claude_code_mcp_json_join_the_specs() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let (dir, spec) = task(
         "",
         "mcp__everything",
@@ -364,8 +378,12 @@ fn servers_of_a_claude_code_mcp_json_join_the_specs() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn variables_with_defaults_expand_in_a_mcp_json_command_and_args() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let (dir, spec) = task(
         "",
         "mcp__everything",
@@ -412,8 +430,12 @@ fn dying_server(server: &Path, seconds: u32, required: bool) -> String {
 const ECHO_PAUSE_ECHO: &str = r#"{ name: mcp__everything__echo, input: { message: "one" } }, { name: Bash, input: { command: "sleep 6" } }, { name: mcp__everything__echo, input: { message: "two" } }"#;
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn a_required_server_that_dies_mid_run_ends_the_task_as_mcp_unavailable() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let (dir, spec) = task(
         &dying_server(&server, 3, true),
         "mcp__everything, Bash",
@@ -434,8 +456,12 @@ fn a_required_server_that_dies_mid_run_ends_the_task_as_mcp_unavailable() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn an_optional_server_that_dies_mid_run_only_fails_its_calls() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let (dir, spec) = task(
         &dying_server(&server, 3, false),
         "mcp__everything, Bash",
@@ -454,8 +480,12 @@ fn an_optional_server_that_dies_mid_run_only_fails_its_calls() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn a_servers_resources_are_listed_and_read_through_the_resource_tools() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let calls = [
         r#"{ name: ListMcpResources, input: {} }"#,
         r#"{ name: ReadMcpResource, input: { server: everything, uri: "demo://resource/static/document/features.md" } }"#,
@@ -492,8 +522,12 @@ fn a_servers_resources_are_listed_and_read_through_the_resource_tools() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn a_replay_answers_mcp_calls_from_the_recording_without_starting_servers() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let (dir, spec) = task(
         &everything_server(&server),
         "mcp__everything",
@@ -526,18 +560,12 @@ fn a_replay_answers_mcp_calls_from_the_recording_without_starting_servers() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the fixture server"
+)]
 fn structured_content_that_breaks_the_output_schema_is_an_error_result() {
-    let python = std::process::Command::new("python3")
-        .arg("--version")
-        .output();
-    if !python.is_ok_and(|o| o.status.success()) {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "python3 is not installed, and CI=true"
-        );
-        eprintln!("note: python3 is not installed; skipping");
-        return;
-    }
+    common::require_program("python3");
     let script = common::repo().join("tests/cli/fixtures/bad_structured_server.py");
     let servers = format!(
         "    weather:\n      command: python3\n      args: [{}]\n",

@@ -13,22 +13,6 @@ use serde_json::Value;
 use crate::common::{self, events, peak_kib, transcript};
 use crate::mcp::{run, stderr, task, task_with_call_timeout};
 
-/// Whether python3 runs the hand-written servers; under CI=true it must.
-fn python3() -> bool {
-    let python = std::process::Command::new("python3")
-        .arg("--version")
-        .output();
-    if python.is_ok_and(|o| o.status.success()) {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "python3 is not installed, and CI=true"
-    );
-    eprintln!("note: python3 is not installed; skipping");
-    false
-}
-
 /// The flood server's entry in `mcp.servers`, with `env` lines of its own.
 fn flood_server(env: &str) -> String {
     let script = common::repo().join("tests/cli/fixtures/flood_server.py");
@@ -39,10 +23,12 @@ fn flood_server(env: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the flood server"
+)]
 fn answers_over_the_message_bound_are_cut_with_a_note_not_lost_to_the_call_timeout() {
-    if !python3() {
-        return;
-    }
+    common::require_program("python3");
     let calls = [
         r#"{ name: mcp__flood__answer, input: { bytes: 15900000 } }"#,
         r#"{ name: mcp__flood__answer, input: { bytes: 17000000, id: last } }"#,
@@ -76,10 +62,12 @@ fn answers_over_the_message_bound_are_cut_with_a_note_not_lost_to_the_call_timeo
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the flood server"
+)]
 fn a_servers_flood_of_stderr_is_logged_by_its_head_and_tail() {
-    if !python3() {
-        return;
-    }
+    common::require_program("python3");
     let (dir, spec) = task(
         &flood_server("      env: { FLOOD_STDERR: \"50000000\" }\n"),
         "mcp__flood",
@@ -167,10 +155,12 @@ fn start(text: &str) -> &str {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the flood server"
+)]
 fn an_answer_whose_id_lies_mid_line_is_cut_at_once_and_the_next_call_is_answered() {
-    if !python3() {
-        return;
-    }
+    common::require_program("python3");
     // The id follows 8 MB of result and precedes 12 MB of padding: in neither the first
     // MiB nor the last 64 KiB of the line.
     let (results, _) = run_within_the_limit(
@@ -193,10 +183,12 @@ fn an_answer_whose_id_lies_mid_line_is_cut_at_once_and_the_next_call_is_answered
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the flood server"
+)]
 fn a_line_with_no_id_fails_the_waiting_call_at_once_and_the_next_call_is_answered() {
-    if !python3() {
-        return;
-    }
+    common::require_program("python3");
     let (results, _) = run_within_the_limit(
         "mcp__flood",
         &[
@@ -219,10 +211,12 @@ fn a_line_with_no_id_fails_the_waiting_call_at_once_and_the_next_call_is_answere
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the flood server"
+)]
 fn a_line_that_never_ends_fails_the_waiting_call_and_the_next_at_once() {
-    if !python3() {
-        return;
-    }
+    common::require_program("python3");
     // The server writes 20 MB with no id and no newline, then sleeps: nothing it could
     // answer later can be read, so the next call fails too, as soon as it is sent.
     let (results, _) = run_within_the_limit(
@@ -245,10 +239,12 @@ fn a_line_that_never_ends_fails_the_waiting_call_and_the_next_at_once() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python3),
+    ignore = "needs python3, which runs the flood server"
+)]
 fn a_line_of_300_mb_costs_drover_no_more_memory_than_the_bound() {
-    if !python3() {
-        return;
-    }
+    common::require_program("python3");
     // The call is answered at the bound; Bash then waits until the server has written the
     // whole line (all but a pipe's buffer of it read by drover, and dropped).
     let wait = "for i in $(seq 600); do [ -e written ] && exit 0; sleep 0.1; done; exit 1";

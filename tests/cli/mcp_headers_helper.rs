@@ -20,8 +20,8 @@ const TOKEN: &str = "helper-tok-6b2d9e41c7";
 
 /// The Python SDK's server over HTTP, refusing any request whose Authorization is not
 /// `Bearer TOKEN`, logging every request's headers to `dir/headers.jsonl`.
-fn serve_guarded(dir: &Path) -> Option<Served> {
-    let (python, script) = modern_server()?;
+fn serve_guarded(dir: &Path) -> Served {
+    let (python, script) = modern_server();
     let mut command = Command::new(python);
     command
         .arg(script)
@@ -31,7 +31,7 @@ fn serve_guarded(dir: &Path) -> Option<Served> {
             format!("Bearer {TOKEN}"),
         )
         .env("DROVER_TEST_HEADER_LOG", dir.join("headers.jsonl"));
-    Some(serve(command, dir))
+    serve(command, dir)
 }
 
 /// The headers of every request the server got.
@@ -94,11 +94,13 @@ fn nowhere(dir: &Path, output: &Output, secret: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn a_mcp_json_headers_helper_authenticates_and_redacts_nothing_of_the_tasks() {
     let scratch = tempfile::tempdir().unwrap();
-    let Some(served) = serve_guarded(scratch.path()) else {
-        return;
-    };
+    let served = serve_guarded(scratch.path());
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{}/mcp", served.port);
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
@@ -141,14 +143,14 @@ fn a_mcp_json_headers_helper_authenticates_and_redacts_nothing_of_the_tasks() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(drover_has_python_mcp, drover_has_sandbox)),
+    ignore = "needs the Python MCP SDK in .ci/venv (.ci/run installs it) and drover's sandbox (Landlock ABI 3+)"
+)]
 fn a_headers_helper_runs_in_the_sandbox_with_no_more_than_the_agents_commands() {
-    if !common::sandbox_available() {
-        return;
-    }
+    common::require_sandbox();
     let scratch = tempfile::tempdir().unwrap();
-    let Some(served) = serve_guarded(scratch.path()) else {
-        return;
-    };
+    let served = serve_guarded(scratch.path());
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let hidden = root.join("hidden.txt");
@@ -255,11 +257,13 @@ fn a_failing_hanging_or_garbage_headers_helper_ends_the_task_naming_the_server()
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn a_spec_servers_headers_helper_gets_the_secret_its_env_names_and_the_agent_does_not() {
     let scratch = tempfile::tempdir().unwrap();
-    let Some(served) = serve_guarded(scratch.path()) else {
-        return;
-    };
+    let served = serve_guarded(scratch.path());
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     // The task author's server: a secret of drover's environment reaches its helper
@@ -286,11 +290,13 @@ fn a_spec_servers_headers_helper_gets_the_secret_its_env_names_and_the_agent_doe
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn a_replay_runs_a_recorded_headers_helper_in_its_sandbox_with_only_the_mcp_env_variables() {
     let scratch = tempfile::tempdir().unwrap();
-    let Some(served) = serve_guarded(scratch.path()) else {
-        return;
-    };
+    let served = serve_guarded(scratch.path());
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     let spec = format!(

@@ -54,12 +54,12 @@ pub(crate) fn serve(mut command: Command, dir: &Path) -> Served {
     served
 }
 
-/// The Python SDK's server over streamable HTTP, or None when it is not installed.
-fn serve_modern(dir: &Path) -> Option<Served> {
-    let (python, script) = modern_server()?;
+/// The Python SDK's server over streamable HTTP.
+fn serve_modern(dir: &Path) -> Served {
+    let (python, script) = modern_server();
     let mut command = Command::new(python);
     command.arg(script).arg("http");
-    Some(serve(command, dir))
+    serve(command, dir)
 }
 
 fn url_server(name: &str, port: u16, extra: &str) -> String {
@@ -67,8 +67,12 @@ fn url_server(name: &str, port: u16, extra: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn the_reference_server_over_http_serves_its_tools_and_its_session_is_ended() {
-    let Some(server) = everything() else { return };
+    let server = everything();
     let calls = [
         r#"{ name: mcp__docs__echo, input: { message: "over http" } }"#,
         r#"{ name: mcp__docs__trigger-long-running-operation, input: { duration: 30, steps: 3 } }"#,
@@ -119,11 +123,13 @@ fn the_reference_server_over_http_serves_its_tools_and_its_session_is_ended() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn header_secrets_reach_the_server_and_never_the_artifacts_or_the_commands() {
     let scratch = tempfile::tempdir().unwrap();
-    let Some(served) = serve_modern(scratch.path()) else {
-        return;
-    };
+    let served = serve_modern(scratch.path());
     // A variable whose name does not look secret: naming it in a header makes it one.
     let headers = "      headers: { Authorization: \"Bearer ${DROVER_TEST_DOCS_HEADER}\" }\n";
     let (dir, spec) = task(
@@ -256,11 +262,13 @@ fn http_server_entries_are_checked_with_the_spec() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn a_replay_sends_a_server_only_the_variables_given_with_mcp_env() {
     let scratch = tempfile::tempdir().unwrap();
-    let Some(served) = serve_modern(scratch.path()) else {
-        return;
-    };
+    let served = serve_modern(scratch.path());
     let headers = "      headers: { Authorization: \"Bearer ${DROVER_TEST_REPLAY_HEADER}\" }\n";
     let (dir, spec) = task(
         &url_server("modern", served.port, headers),

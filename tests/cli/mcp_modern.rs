@@ -7,26 +7,21 @@ use std::path::{Path, PathBuf};
 use crate::common::{self, events, transcript};
 use crate::mcp::{stderr, task};
 
-/// The Python that has the `mcp` package, and the test server, or None (with a note)
-/// when it is not installed; under CI=true a missing one fails the test.
-pub(crate) fn modern_server() -> Option<(PathBuf, PathBuf)> {
-    let python = common::repo().join(".ci/venv/bin/python");
+/// The Python that has the `mcp` package, and the test server. The build found the SDK
+/// in .ci/venv (`drover_has_python_mcp`; a test that calls this carries
+/// `#[cfg_attr(not(drover_has_python_mcp), ignore = …)]`): if it is gone, the test fails.
+pub(crate) fn modern_server() -> (PathBuf, PathBuf) {
+    let python = common::require_installed(".ci/venv/bin/python");
     let script = common::repo().join("tests/cli/fixtures/modern_server.py");
     let has_sdk = std::process::Command::new(&python)
         .args(["-c", "import mcp"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if has_sdk {
-        return Some((python, script));
-    }
     assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "the Python MCP SDK is not installed in .ci/venv, and CI=true: run .ci/run"
+        has_sdk,
+        "drover_has_python_mcp is set (the build found the Python MCP SDK in .ci/venv, or CI=true runs every test), but it cannot be imported; run .ci/run"
     );
-    eprintln!(
-        "note: .ci/venv with the mcp package is not installed (.ci/run installs it); skipping"
-    );
-    None
+    (python, script)
 }
 
 /// The `mcp.servers` entry that starts `script` over stdio as server `modern`.
@@ -39,10 +34,12 @@ fn stdio_entry(python: &Path, script: &Path) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn a_python_sdk_server_is_discovered_with_the_2026_07_28_revision_over_stdio() {
-    let Some((python, script)) = modern_server() else {
-        return;
-    };
+    let (python, script) = modern_server();
     let server = stdio_entry(&python, &script);
     let (dir, spec) = task(
         &server,
@@ -82,13 +79,15 @@ fn a_python_sdk_server_is_discovered_with_the_2026_07_28_revision_over_stdio() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn an_mcp_image_reaches_the_anthropic_model_as_an_image_block_and_replays_exactly() {
     use crate::mock_server::{MockServer, Reply};
     use crate::providers::{anthropic_final_turn, anthropic_tool_turn};
 
-    let Some((python, script)) = modern_server() else {
-        return;
-    };
+    let (python, script) = modern_server();
     let model = MockServer::start(vec![
         Reply::sse(&anthropic_tool_turn(
             "mcp__modern__pixel",
@@ -164,10 +163,12 @@ fn an_mcp_image_reaches_the_anthropic_model_as_an_image_block_and_replays_exactl
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn tools_with_a_spec_lists_what_the_task_would_offer_its_mcp_tools_included() {
-    let Some((python, script)) = modern_server() else {
-        return;
-    };
+    let (python, script) = modern_server();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     let spec = common::write_spec(
@@ -223,10 +224,12 @@ fn tools_with_a_spec_lists_what_the_task_would_offer_its_mcp_tools_included() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn a_replay_with_mcp_calls_the_servers_again_and_reports_what_changed_as_drift() {
-    let Some((python, script)) = modern_server() else {
-        return;
-    };
+    let (python, script) = modern_server();
     // The server is a copy the test can change between the recording and the replay.
     let dir = tempfile::tempdir().unwrap();
     let server_copy = dir.path().join("server.py");
@@ -287,10 +290,12 @@ fn a_replay_with_mcp_calls_the_servers_again_and_reports_what_changed_as_drift()
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_mcp),
+    ignore = "needs the Python MCP SDK in .ci/venv: .ci/run installs it"
+)]
 fn an_image_that_holds_a_secret_value_is_withheld() {
-    let Some((python, script)) = modern_server() else {
-        return;
-    };
+    let (python, script) = modern_server();
     let secret = "img-secret-4d2c9e81f7";
     let (dir, spec) = task(
         &stdio_entry(&python, &script),

@@ -14,35 +14,20 @@ use serde_json::Value;
 use crate::common::{self, drover, events, transcript, write_spec};
 use crate::mcp::stderr;
 
-/// The entry point of the npm package `@modelcontextprotocol/<package>` in .ci/node, or
-/// None (with a note) when it or node is missing; under CI=true a missing one fails.
-fn npm_server(package: &str) -> Option<PathBuf> {
-    let path = common::repo().join(format!(
+/// The entry point of the npm package `@modelcontextprotocol/<package>` in .ci/node,
+/// which the build found with node (`drover_has_node_servers`): if either is gone, the
+/// test fails.
+fn npm_server(package: &str) -> PathBuf {
+    common::require_program("node");
+    common::require_installed(&format!(
         ".ci/node/node_modules/@modelcontextprotocol/{package}/dist/index.js"
-    ));
-    let node = Command::new("node").arg("--version").output();
-    if path.is_file() && node.is_ok_and(|o| o.status.success()) {
-        return Some(path);
-    }
-    missing(&format!("@modelcontextprotocol/{package}"))
+    ))
 }
 
-/// The console script `name` of a PyPI server in .ci/venv, or None (with a note).
-fn venv_server(name: &str) -> Option<PathBuf> {
-    let path = common::repo().join(".ci/venv/bin").join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    missing(name)
-}
-
-fn missing(what: &str) -> Option<PathBuf> {
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "the MCP server {what} is not installed, and CI=true: run .ci/run, which installs it"
-    );
-    eprintln!("note: the MCP server {what} is not installed (.ci/run installs it); skipping");
-    None
+/// The console script `name` of a PyPI server in .ci/venv, which the build found
+/// (`drover_has_python_servers`): if it is gone, the test fails.
+fn venv_server(name: &str) -> PathBuf {
+    common::require_installed(&format!(".ci/venv/bin/{name}"))
 }
 
 fn quoted(path: &Path) -> String {
@@ -157,10 +142,12 @@ fn offered(ran: &Ran) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn the_filesystem_server_from_a_mcp_json_reads_and_writes_the_workspace_and_nothing_outside() {
-    let Some(server) = npm_server("server-filesystem") else {
-        return;
-    };
+    let server = npm_server("server-filesystem");
     let calls = [
         r#"[{ name: mcp__filesystem__list_directory, input: { path: . } }, { name: mcp__filesystem__read_text_file, input: { path: src/lib.txt } }]"#,
         r#"[{ name: mcp__filesystem__read_text_file, input: { path: ../outside.txt } }]"#,
@@ -266,10 +253,12 @@ fn the_filesystem_server_from_a_mcp_json_reads_and_writes_the_workspace_and_noth
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_node_servers),
+    ignore = "needs node and the MCP servers in .ci/node: .ci/run installs them"
+)]
 fn the_memory_server_keeps_the_entities_and_relations_a_task_creates() {
-    let Some(server) = npm_server("server-memory") else {
-        return;
-    };
+    let server = npm_server("server-memory");
     let calls = [
         r#"[{ name: mcp__memory__create_entities, input: { entities: [ { name: drover, entityType: tool, observations: ["runs coding agents in CI"] }, { name: ci, entityType: system, observations: [] } ] } }]"#,
         r#"[{ name: mcp__memory__create_relations, input: { relations: [ { from: drover, to: ci, relationType: runs_in } ] } }]"#,
@@ -332,10 +321,12 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_servers),
+    ignore = "needs mcp-server-git and mcp-server-time in .ci/venv: .ci/run installs them"
+)]
 fn the_git_server_reports_the_status_log_and_diff_of_the_task_repository() {
-    let Some(server) = venv_server("mcp-server-git") else {
-        return;
-    };
+    let server = venv_server("mcp-server-git");
     let task = Task::new();
     let ws = task.ws();
     std::fs::write(ws.join("lib.txt"), "one\n").unwrap();
@@ -390,10 +381,12 @@ fn the_git_server_reports_the_status_log_and_diff_of_the_task_repository() {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_python_servers),
+    ignore = "needs mcp-server-git and mcp-server-time in .ci/venv: .ci/run installs them"
+)]
 fn the_time_server_tells_the_time_in_a_zone_and_converts_between_zones() {
-    let Some(server) = venv_server("mcp-server-time") else {
-        return;
-    };
+    let server = venv_server("mcp-server-time");
     let calls = [
         r#"[{ name: mcp__time__get_current_time, input: { timezone: Asia/Tokyo } }, { name: mcp__time__convert_time, input: { source_timezone: UTC, time: "12:00", target_timezone: Asia/Kolkata } }, { name: mcp__time__get_current_time, input: { timezone: Mars/Olympus_Mons } }]"#,
     ];

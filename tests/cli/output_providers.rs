@@ -44,6 +44,59 @@ fn run_with_output(
     (dir, server, output, report)
 }
 
+/// What `drover tools --spec SPEC --json` lists.
+fn tools_of(spec: &Path) -> Vec<serde_json::Value> {
+    let output = common::drover()
+        .args(["tools", "--json", "--spec"])
+        .arg(spec)
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// A task with `output:` offers `StructuredOutput` in every request, so `drover tools
+/// --spec` lists it, in the table as the final answer; a task without `output:` has none.
+#[test]
+fn drover_tools_lists_structured_output_only_for_a_task_with_output() {
+    let (_dir, spec) = task("anthropic", "http://127.0.0.1:9", "");
+    assert!(
+        !tools_of(&spec)
+            .iter()
+            .any(|t| t["name"] == "StructuredOutput")
+    );
+    with_output(&spec);
+    let listed = tools_of(&spec);
+    assert_eq!(listed.last().unwrap()["name"], "StructuredOutput");
+    let table = common::drover()
+        .args(["tools", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_exit(&table, 0);
+    let table = String::from_utf8(table.stdout).unwrap();
+    let line = table
+        .lines()
+        .find(|line| line.starts_with("StructuredOutput "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(line.contains("final answer"), "{line}");
+    // A scripted model takes the answer as a tool call too: a string schema is wrapped
+    // as `{value: …}`, as in the requests.
+    std::fs::write(
+        &spec,
+        "version: 1\nname: t\nprompt: p\nworkspace: ws\nmodel: { provider: script, script: [{ text: hi }] }\noutput: { schema: { type: string } }\n",
+    )
+    .unwrap();
+    let listed = tools_of(&spec);
+    let tool = listed.last().unwrap();
+    assert_eq!(tool["name"], "StructuredOutput");
+    assert_eq!(tool["input_schema"]["required"], json!(["value"]));
+    assert_eq!(
+        tool["input_schema"]["properties"]["value"],
+        json!({"type": "string"})
+    );
+}
+
 fn openai_text_turn(text: &str) -> String {
     openai_chunk(json!({"role": "assistant", "content": text}), None)
         + &openai_chunk(json!({}), Some("stop"))
@@ -52,7 +105,7 @@ fn openai_text_turn(text: &str) -> String {
 
 #[test]
 fn anthropic_gets_the_structured_output_tool_forced_after_the_model_ends_its_turn() {
-    let (_dir, server, _output, report) = run_with_output(
+    let (dir, server, _output, report) = run_with_output(
         "anthropic",
         vec![
             Reply::sse(&anthropic_final_turn()),
@@ -79,6 +132,15 @@ fn anthropic_gets_the_structured_output_tool_forced_after_the_model_ends_its_tur
         .find(|t| t["name"] == "StructuredOutput")
         .expect("the StructuredOutput tool is offered");
     assert_eq!(tool["input_schema"]["required"], json!(["verdict"]));
+    // `drover tools --spec` lists it as the requests carry it (issue 34).
+    let listed = tools_of(&dir.path().join("task.yaml"));
+    let listed = listed
+        .iter()
+        .find(|t| t["name"] == "StructuredOutput")
+        .expect("drover tools --spec lists StructuredOutput");
+    for field in ["name", "description", "input_schema"] {
+        assert_eq!(listed[field], tool[field], "{field}");
+    }
     assert!(first.get("tool_choice").is_none());
     assert!(
         first["system"][0]["text"]
@@ -113,7 +175,7 @@ fn anthropic_gets_the_structured_output_tool_forced_after_the_model_ends_its_tur
 
 #[test]
 fn openai_gets_response_format_and_the_final_text_is_parsed_and_sent_back_when_invalid() {
-    let (_dir, server, _output, report) = run_with_output(
+    let (dir, server, _output, report) = run_with_output(
         "openai",
         vec![
             Reply::sse(&openai_text_turn("I think it is fine.")),
@@ -137,6 +199,10 @@ fn openai_gets_response_format_and_the_final_text_is_parsed_and_sent_back_when_i
             .iter()
             .any(|t| t["function"]["name"] == "StructuredOutput")
     );
+    // Nor does `drover tools --spec` list it for an OpenAI-compatible model.
+    let listed = tools_of(&dir.path().join("task.yaml"));
+    assert!(listed.iter().any(|t| t["name"] == "Read"), "{listed:?}");
+    assert!(!listed.iter().any(|t| t["name"] == "StructuredOutput"));
     let second = requests[1].json();
     let sent_back = second["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(sent_back["role"], "user");

@@ -5,9 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-use crate::common::{assert_exit, drover, events, run_spec, transcript, write_spec};
+use crate::common::{assert_exit, drover, events, rechained, run_spec, transcript, write_spec};
 
 /// The settings file of the tests: every list, rules that apply and rules that would
 /// widen the policy past the workspace or the sandbox.
@@ -315,29 +314,6 @@ fn a_run_records_the_rules_it_borrowed_and_a_replay_decides_by_them_without_the_
         transcript(&again)[0]["permissions_from"],
         start["permissions_from"]
     );
-}
-
-/// `lines` written again as a transcript with a valid hash chain (anyone can compute
-/// one: it proves integrity, not authorship).
-fn rechained(lines: &[Value]) -> String {
-    let hex = |bytes: &[u8]| -> String {
-        Sha256::digest(bytes)
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
-    };
-    let mut prev = hex(b"");
-    let mut out = String::new();
-    for line in lines {
-        let mut object = line.as_object().unwrap().clone();
-        object.remove("prev");
-        let body = serde_json::to_string(&object).unwrap();
-        let chained = format!("{{\"prev\":\"{prev}\",{}", &body[1..]);
-        prev = hex(chained.as_bytes());
-        out.push_str(&chained);
-        out.push('\n');
-    }
-    out
 }
 
 #[test]

@@ -179,6 +179,17 @@ permissions:
         serde_json::from_str(&std::fs::read_to_string(artifacts.join("summary.json")).unwrap())
             .unwrap();
     assert_eq!(summary["tasks"][0]["denials"].as_array().unwrap().len(), 1);
+    // The task passed, and summary.md still lists its denied call (issue 34).
+    assert_eq!(summary["tasks"][0]["status"], "passed");
+    let md = std::fs::read_to_string(artifacts.join("summary.md")).unwrap();
+    let section = md
+        .split_once("### ✅ `bad-calls`: denied tool calls\n\n")
+        .unwrap_or_else(|| panic!("{md}"))
+        .1;
+    assert!(
+        section.starts_with("- `Bash`: `") && section.contains("touch hacked.txt"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -598,10 +609,128 @@ fn validate_checks_what_run_checks_and_reports_every_error() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("a.yaml: the workspace"), "{stderr}");
-    assert!(stderr.contains("DROVER_TEST_NO_SUCH_KEY"), "{stderr}");
-    assert!(stderr.contains("b.yaml"), "{stderr}");
+    // Each problem on its own line, at the line and column of what it is about.
+    assert!(stderr.contains("a.yaml:4:12: the workspace"), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("a.yaml:6:3: ") && l.contains("DROVER_TEST_NO_SUCH_KEY")),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("b.yaml:5:12: isolation: worktree") && l.contains("git")),
+        "{stderr}"
+    );
     assert!(!String::from_utf8_lossy(&output.stdout).contains("ok:"));
+}
+
+/// `drover validate`'s error lines (`drover: FILE:LINE:COL: …`), in the order printed.
+fn validate_errors(specs: &[&Path]) -> Vec<String> {
+    let output = drover().arg("validate").args(specs).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty(), "{stderr}");
+    stderr
+        .lines()
+        .filter(|line| !line.starts_with("drover: note:"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// One spec, five problems found by different checks — an unknown key (the parser), a
+/// zero turn limit (the spec's own checks), a rule the policy cannot parse, a pattern
+/// that is no regular expression, a schema that does not compile: each is reported at
+/// its line and column, in the file's order, not only the first (issue 34).
+#[test]
+fn validate_reports_every_error_of_a_spec_at_its_line_and_column() {
+    let (dir, _) = task("version: 1\n");
+    let spec = write_spec(
+        dir.path(),
+        "many.yaml",
+        r#"version: 1
+name: many
+prompt: p
+workspace: ws
+isolaton: copy
+model: { provider: script, script: [{ text: hi }] }
+permissions:
+  allow: [Read, "Edt(src/**)"]
+limits:
+  max_turns: 0
+replay:
+  ignore: ["(unclosed"]
+output:
+  schema: { type: 12 }
+"#,
+    );
+    let errors = validate_errors(&[&spec]);
+    let expected = [
+        ("many.yaml:5:1: ", "isolaton"),
+        ("many.yaml:8:17: ", "unknown tool"),
+        ("many.yaml:10:14: ", "limits.max_turns must be at least 1"),
+        ("many.yaml:12:3: ", "replay.ignore"),
+        ("many.yaml:14:3: ", "the schema does not compile"),
+    ];
+    assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+    for (line, (place, what)) in errors.iter().zip(expected) {
+        assert!(
+            line.contains(place) && line.contains(what),
+            "{place} {what}: {errors:#?}"
+        );
+    }
+    // `drover run` checks the same way before any task starts.
+    let output = drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), expected.len(), "{stderr}");
+    assert!(!dir.path().join("out").exists());
+}
+
+/// Every file's errors are shown, file by file in the order given; a file the parser
+/// gives up on (a syntax error) hides neither another file's later checks (a rule, the
+/// workspace) nor a task name used twice.
+#[test]
+fn validate_reports_the_errors_of_every_file() {
+    let (dir, _) = task("version: 1\n");
+    let broken = write_spec(
+        dir.path(),
+        "broken.yaml",
+        "version: 1\nname: broken\nprompt: [unclosed\n",
+    );
+    let rules = write_spec(
+        dir.path(),
+        "rules.yaml",
+        "version: 1\nname: rules\nprompt: p\nworkspace: ws\nmodel: { provider: script, script: [{ text: hi }] }\npermissions:\n  deny: [\"Bash(rm -rf\"]\n",
+    );
+    let nowhere = write_spec(
+        dir.path(),
+        "nowhere.yaml",
+        "version: 1\nname: rules\nprompt: p\nworkspace: missing\nmodel: { provider: script, script: [{ text: hi }] }\n",
+    );
+    let errors = validate_errors(&[&broken, &rules, &nowhere]);
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].contains("broken.yaml:3:"), "{errors:#?}");
+    assert!(
+        errors[1].contains("rules.yaml:7:10: ") && errors[1].contains("malformed permission rule"),
+        "{errors:#?}"
+    );
+    // The second task of a name: the name, and its workspace, each at its place.
+    assert!(
+        errors[2].contains("nowhere.yaml:2:7: ") && errors[2].contains("already used by"),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[3].contains("nowhere.yaml:4:12: the workspace"),
+        "{errors:#?}"
+    );
 }
 
 #[test]

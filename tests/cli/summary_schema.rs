@@ -102,6 +102,62 @@ fn every_summary_drover_writes_is_valid_against_the_documented_schema() {
     );
     assert_valid(&validator, &replayed);
     assert_eq!(common::summary(&replayed)["tasks"][0]["drift"]["count"], 1);
+    assert_eq!(
+        common::summary(&replayed)["tasks"][0]["replay"]["outcome_from"],
+        "recording"
+    );
+}
+
+#[test]
+fn a_task_in_git_and_its_replay_with_checks_are_valid_against_the_schema() {
+    let validator = schema();
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    let spec = write_spec(
+        dir.path(),
+        "task.yaml",
+        "version: 1\nname: g\nprompt: p\nworkspace: .\nisolation: worktree\nmodel:\n  provider: script\n  script: [{ text: done }]\nchecks:\n  - name: fails\n    run: 'false'\n",
+    );
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "start"]);
+    let artifacts = dir.path().join("out");
+    let output = drover()
+        .arg("run")
+        .arg(&spec)
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_valid(&validator, &artifacts);
+    assert_eq!(
+        common::summary(&artifacts)["tasks"][0]["start"]["dirty"],
+        false
+    );
+    let replayed = dir.path().join("replayed");
+    let output = drover()
+        .current_dir(dir.path())
+        .arg("replay")
+        .arg(artifacts.join("g/transcript.jsonl"))
+        .arg("--checks")
+        .arg("--artifacts")
+        .arg(&replayed)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_valid(&validator, &replayed);
+    let task = &common::summary(&replayed)["tasks"][0];
+    assert_eq!(task["replay"]["checks"], "rerun");
+    assert!(task["start"]["commit"].is_string(), "{task}");
 }
 
 #[test]

@@ -20,8 +20,8 @@ use std::io::Write;
 
 mod line;
 
-pub use line::one_line;
 use line::{json_text, printed_line};
+pub use line::{one_line, text_block};
 
 /// Write one line to stdout, ignoring write errors (a closed pipe above all).
 pub fn say(args: fmt::Arguments<'_>) {
@@ -41,6 +41,26 @@ pub fn esay(args: fmt::Arguments<'_>) {
 /// escapes (its lines are JSON's own: pretty-printed JSON keeps its layout).
 pub fn say_json(json: &str) {
     let _ = writeln!(std::io::stdout().lock(), "{}", json_text(json));
+}
+
+/// Write text of several lines to stdout (`drover exec`'s answer) as [`text_block`]
+/// shows it, ending with a line break, ignoring write errors as [`say`] does.
+pub fn say_text(text: &str) {
+    let mut block = text_block(text);
+    if !block.ends_with('\n') {
+        block.push('\n');
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(block.as_bytes()).and_then(|()| out.flush());
+}
+
+/// Write one JSON document as one line to `out` for machines (`--json`'s events), made
+/// safe as [`say_json`] makes it, and flush it. Errors are returned: a closed pipe tells
+/// the caller to stop writing.
+pub fn write_json_line(out: &mut dyn Write, json: &str) -> std::io::Result<()> {
+    out.write_all(json_text(json).as_bytes())?;
+    out.write_all(b"\n")?;
+    out.flush()
 }
 
 /// `println!` that never panics and always prints one safe line: see [`say`].

@@ -83,6 +83,30 @@ pub(crate) fn printed_line(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Text of several lines for whoever reads stdout (`drover exec`'s answer): its line
+/// breaks (`\n`, and `\r\n`) kept, each line as [`one_line`] shows it, and a line that
+/// would start with `::` (after blanks) given a `\` before them, so no line of it is a
+/// GitHub workflow command or drives a terminal, whichever model wrote it.
+pub fn text_block(text: &str) -> String {
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            let (body, end) = match line.strip_suffix('\r') {
+                Some(body) => (body, "\r"),
+                None => (line, ""),
+            };
+            let mut shown = one_line(body).into_owned();
+            let blanks = shown.len() - shown.trim_start().len();
+            if shown[blanks..].starts_with("::") {
+                shown.insert(blanks, '\\');
+            }
+            shown.push_str(end);
+            shown
+        })
+        .collect();
+    lines.join("\n")
+}
+
 /// A JSON document for machines (`--json`, `policy check`), made safe to print the
 /// same way while staying the same JSON: `##[`, NEL, U+2028 and U+2029 — which can only
 /// be inside its strings — written as JSON escapes (`##\u005b`, `\u0085`…). serde_json
@@ -161,6 +185,20 @@ mod tests {
             "pid 7 \\u{202e}nur-sd\\u{2066}x\\u{2069}"
         );
         assert_eq!(one_line("plain \u{5d0} text"), "plain \u{5d0} text");
+    }
+
+    #[test]
+    fn a_text_block_keeps_its_lines_and_none_is_a_workflow_command() {
+        let answer = "Fixed it.\n\n::add-mask::x\r\n  ::error::y\nsee ##[warning]z\n\u{1b}[2Jok\n";
+        let shown = text_block(answer);
+        assert_eq!(
+            shown,
+            "Fixed it.\n\n\\::add-mask::x\r\n  \\::error::y\nsee ##\\[warning]z\nok\n"
+        );
+        for line in shown.split('\n') {
+            assert!(!is_command(line), "{line:?}");
+        }
+        assert_eq!(text_block("plain\ntext ü"), "plain\ntext ü");
     }
 
     #[test]

@@ -105,37 +105,45 @@ pub struct InvalidRule {
 }
 
 impl RuleSet {
-    /// Parse the rules of `permissions`; the first that does not parse is the error.
-    pub fn from_spec(permissions: &Permissions) -> Result<RuleSet, RuleError> {
-        let parse = |list: &'static str, texts: &[Spanned<String>]| {
-            texts
-                .iter()
-                .enumerate()
-                .map(|(index, text)| {
-                    Rule::try_from(text.value.clone()).map_err(|source| RuleError {
+    /// Parse the rules of `permissions`; every rule that does not parse is an error (in
+    /// list order, allow's first), so a spec's author fixes them in one pass.
+    pub fn from_spec(permissions: &Permissions) -> Result<RuleSet, Vec<RuleError>> {
+        let mut errors = Vec::new();
+        let mut parse = |list: &'static str, texts: &[Spanned<String>]| {
+            let mut rules = Vec::new();
+            for (index, text) in texts.iter().enumerate() {
+                match Rule::try_from(text.value.clone()) {
+                    // `mcp__*` would allow every server, one added later too.
+                    Ok(rule) if list == "allow" && rule.tool == EVERY_MCP_TOOL => {
+                        errors.push(RuleError {
+                            list,
+                            index,
+                            source: InvalidRule {
+                                rule: rule.text,
+                                message: format!(
+                                    "{EVERY_MCP_TOOL} is for deny: only; allow each server by name (mcp__<server>, or mcp__<server>__<tool>) so a server added later is not allowed unseen"
+                                ),
+                            },
+                        });
+                    }
+                    Ok(rule) => rules.push(rule),
+                    Err(source) => errors.push(RuleError {
                         list,
                         index,
                         source,
-                    })
-                })
-                .collect::<Result<Vec<Rule>, RuleError>>()
+                    }),
+                }
+            }
+            rules
         };
-        let allow = parse("allow", &permissions.allow)?;
-        if let Some(index) = allow.iter().position(|rule| rule.tool == EVERY_MCP_TOOL) {
-            return Err(RuleError {
-                list: "allow",
-                index,
-                source: InvalidRule {
-                    rule: allow[index].text.clone(),
-                    message: format!(
-                        "{EVERY_MCP_TOOL} is for deny: only; allow each server by name (mcp__<server>, or mcp__<server>__<tool>) so a server added later is not allowed unseen"
-                    ),
-                },
-            });
+        let allow = parse("allow", &permissions.allow);
+        let deny = parse("deny", &permissions.deny);
+        if !errors.is_empty() {
+            return Err(errors);
         }
         Ok(RuleSet {
             allow,
-            deny: parse("deny", &permissions.deny)?,
+            deny,
             mode: permissions.mode,
             guardrails: permissions.guardrails,
         })

@@ -13,18 +13,21 @@ mod markdown;
 pub mod merge;
 pub mod redact;
 mod redact_safety;
+mod replay_outcome;
 mod report;
 pub mod resume_point;
 pub mod secret_names;
 pub mod step_outputs;
+pub mod stream;
 pub mod summary;
 pub mod transcript;
 pub mod volatile;
 
 pub use drift::DriftReport;
 pub use redact::Redactor;
+pub use replay_outcome::{ChecksRun, OutcomeFrom, RecordedOutcome, ReplayJudgement};
 pub use report::{
     AgentRun, CheckReport, Denial, EXCLUDED_LISTED, EndReason, ExcludedFromDiff, McpServerReport,
     RunReport, ShardId, Status, TaskReport, Todo, TodoStatus,
 };
-pub use transcript::{Event, TranscriptReader, TranscriptWriter};
+pub use transcript::{Event, StartCommit, TranscriptReader, TranscriptWriter};

@@ -225,6 +225,14 @@ pub struct TaskReport {
     /// none did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<super::DriftReport>,
+    /// The commit the task's workspace started from and whether it was dirty (absent
+    /// outside a git repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<super::StartCommit>,
+    /// A replay's: whether the checks ran on the replayed result and whose outcome the
+    /// status and reason are (absent for a run or a resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<super::ReplayJudgement>,
 }
 
 fn is_zero(count: &u32) -> bool {

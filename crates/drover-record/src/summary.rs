@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::junit::{check_failure, status_str, tail};
 use crate::markdown::{cell, code, fenced};
-use crate::{RunReport, ShardId, Status, TaskReport, TodoStatus};
+use crate::{ChecksRun, OutcomeFrom, RunReport, ShardId, Status, TaskReport, TodoStatus};
 
 /// Lines of check output shown per failed check in the Markdown summary.
 const OUTPUT_LINES: usize = 20;
@@ -78,7 +78,8 @@ pub fn summary_json(report: &RunReport, drover_version: &str) -> String {
 }
 
 /// `summary.md`: a table with one row per task, then for each task that did not pass
-/// its message, failed checks with their last output lines, denials and changed files.
+/// its message, failed checks with their last output lines, denials and changed files,
+/// then the denied calls of each task that passed with some.
 /// Every text a model, a tool, a check or a shard's `summary.json` chose is in a code
 /// span or a fenced block (see [`markdown`](crate::markdown)): none of it can
 /// start a heading, end a list or be read as HTML.
@@ -95,9 +96,19 @@ pub fn summary_md(report: &RunReport) -> String {
         return out;
     }
     task_table(&mut out, &report.tasks);
+    replayed_outcomes(&mut out, &report.tasks);
     retries_and_agents(&mut out, &report.tasks);
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
         failed_section(&mut out, task);
+    }
+    // After every task that did not pass, so a step summary cut at GitHub's limit loses
+    // these first.
+    for task in report
+        .tasks
+        .iter()
+        .filter(|t| t.status == Status::Passed && !t.denials.is_empty())
+    {
+        passed_denials_section(&mut out, task);
     }
     for task in &report.tasks {
         if let Some(drift) = &task.drift {
@@ -155,16 +166,60 @@ fn task_table(out: &mut String, tasks: &[TaskReport]) {
     for task in tasks {
         let _ = writeln!(
             out,
-            "| {} | {} {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&task.name),
-            outcome_icon(task.status),
-            status_str(task.status),
+            outcome_cell(task),
             task.reason.as_str(),
             task.turns,
             task.usage.shown(),
             cost(task.cost_usd),
             task.files_changed.len(),
             task.denials.len(),
+        );
+    }
+}
+
+/// A task's outcome as the table shows it: an outcome a replay took from its recording
+/// says so, and a recorded pass nothing verified gets no ✅.
+fn outcome_cell(task: &TaskReport) -> String {
+    let status = status_str(task.status);
+    match &task.replay {
+        Some(replay) if replay.outcome_from == OutcomeFrom::Recording => {
+            let icon = match task.status {
+                Status::Passed => "↺",
+                other => outcome_icon(other),
+            };
+            format!("{icon} {status} (as recorded)")
+        }
+        _ => format!("{} {status}", outcome_icon(task.status)),
+    }
+}
+
+/// For each replayed task: whether its checks ran, and whose outcome the table shows.
+fn replayed_outcomes(out: &mut String, tasks: &[TaskReport]) {
+    for task in tasks {
+        let Some(replay) = &task.replay else {
+            continue;
+        };
+        let checks = match replay.checks {
+            ChecksRun::NotRun => "checks not run",
+            ChecksRun::Rerun => "checks re-run on the replayed result",
+        };
+        let whose = match replay.outcome_from {
+            OutcomeFrom::Recording => "outcome as recorded",
+            OutcomeFrom::Replay => "outcome of the replay",
+        };
+        let recorded = replay.recorded.as_ref().map_or_else(String::new, |end| {
+            format!(
+                " (the recorded run ended {}, {})",
+                status_str(end.status),
+                end.reason.as_str()
+            )
+        });
+        let _ = write!(
+            out,
+            "\nReplay of {}: {checks}: {whose}{recorded}.\n",
+            code(&task.name)
         );
     }
 }
@@ -236,18 +291,7 @@ fn failed_section(out: &mut String, task: &TaskReport) {
     checks_section(out, task);
     if !task.denials.is_empty() {
         out.push_str("\n**Denied tool calls**\n\n");
-        for denial in &task.denials {
-            let rule = denial
-                .rule
-                .as_deref()
-                .map_or_else(|| "no allow rule matched".to_string(), code);
-            let _ = writeln!(
-                out,
-                "- {}: {} ({rule})",
-                code(&denial.tool),
-                code(&denial.reason)
-            );
-        }
+        denial_list(out, task);
     }
     if !task.files_changed.is_empty() {
         out.push_str("\n**Files changed**\n\n");
@@ -295,6 +339,34 @@ fn excluded_from_diff_section(out: &mut String, task: &TaskReport) {
             String::new()
         }
     );
+}
+
+/// The calls a task that passed was denied: a pass does not mean the agent never tried
+/// something the policy refused, and a reviewer wants to see what.
+fn passed_denials_section(out: &mut String, task: &TaskReport) {
+    let _ = write!(
+        out,
+        "\n### {} {}: denied tool calls\n\n",
+        outcome_icon(task.status),
+        code(&task.name)
+    );
+    denial_list(out, task);
+}
+
+/// One line per denied call: the tool, the reason and the rule (or the default).
+fn denial_list(out: &mut String, task: &TaskReport) {
+    for denial in &task.denials {
+        let rule = denial
+            .rule
+            .as_deref()
+            .map_or_else(|| "no allow rule matched".to_string(), code);
+        let _ = writeln!(
+            out,
+            "- {}: {} ({rule})",
+            code(&denial.tool),
+            code(&denial.reason)
+        );
+    }
 }
 
 /// A task's unmet expectations, then its failed checks with their last output lines.
@@ -448,6 +520,32 @@ mod tests {
         assert!(!md.contains('\u{1b}'));
     }
 
+    /// The README says denials are listed in summary.md: a task that passed lists its
+    /// denied calls too, after every task that did not pass; one without any gets no section.
+    #[test]
+    fn markdown_lists_the_denied_calls_of_a_task_that_passed() {
+        let mut run = sample_run();
+        run.tasks[0].denials.push(crate::Denial {
+            tool_use_id: "toolu_9".to_string(),
+            tool: "Write".to_string(),
+            input: serde_json::json!({"file_path": ".env"}),
+            rule: None,
+            reason: "writing .env matches no allow rule (default deny)".to_string(),
+        });
+        let md = summary_md(&run);
+        let section = "### ✅ `fix-add`: denied tool calls\n\n- `Write`: `writing .env matches no allow rule (default deny)` (no allow rule matched)\n";
+        let at = md.find(section).unwrap_or_else(|| panic!("{md}"));
+        assert!(at > md.find("### ⚠️ `offline`").unwrap(), "{md}");
+        // The failed task's denial is still listed in its own section, once.
+        assert_eq!(
+            md.matches("denied by rule Bash(git push *)").count(),
+            1,
+            "{md}"
+        );
+        run.tasks[0].denials.clear();
+        assert!(!summary_md(&run).contains("### ✅"));
+    }
+
     #[test]
     fn last_lines_are_the_last_of_any_line_break() {
         let long: String = (1..=50).map(|i| format!("line {i}\n")).collect();
@@ -509,6 +607,75 @@ mod tests {
             table.iter().all(|row| row.matches(" | ").count() == 7),
             "{table:#?}"
         );
+    }
+
+    /// A replayed task as the replay reports it: `checks`, and whose outcome it is.
+    fn replayed(name: &str, recorded: EndReason, checks: ChecksRun, own: EndReason) -> TaskReport {
+        let mut report = task(name, "a.yaml", EndReason::EndTurn, "ok");
+        let mut judgement = crate::ReplayJudgement::new(
+            checks,
+            Some(crate::RecordedOutcome::from_run_end(recorded, "recorded")),
+        );
+        let (reason, message) = judgement.settle((own, "own".into()));
+        report.reason = reason;
+        report.status = reason.status();
+        report.message = message;
+        report.replay = Some(judgement);
+        report
+    }
+
+    #[test]
+    fn markdown_says_whose_outcome_a_replay_shows_and_gives_no_tick_to_the_unverified() {
+        let run = RunReport {
+            tasks: vec![
+                replayed(
+                    "failed",
+                    EndReason::ChecksFailed,
+                    ChecksRun::NotRun,
+                    EndReason::EndTurn,
+                ),
+                replayed(
+                    "passed",
+                    EndReason::EndTurn,
+                    ChecksRun::NotRun,
+                    EndReason::EndTurn,
+                ),
+                replayed(
+                    "fixed",
+                    EndReason::ChecksFailed,
+                    ChecksRun::Rerun,
+                    EndReason::EndTurn,
+                ),
+            ],
+            ..RunReport::default()
+        };
+        let md = summary_md(&run);
+        assert!(
+            md.starts_with("## drover: 2 passed, 1 failed, 0 errors\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `failed` | ❌ failed (as recorded) | checks_failed |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `passed` | ↺ passed (as recorded) | end_turn |"),
+            "{md}"
+        );
+        assert!(md.contains("| `fixed` | ✅ passed | end_turn |"), "{md}");
+        assert!(md.contains(
+            "Replay of `failed`: checks not run: outcome as recorded (the recorded run ended failed, checks_failed)."
+        ), "{md}");
+        assert!(md.contains(
+            "Replay of `fixed`: checks re-run on the replayed result: outcome of the replay (the recorded run ended failed, checks_failed)."
+        ), "{md}");
+        let json: serde_json::Value = serde_json::from_str(&summary_json(&run, "1")).unwrap();
+        assert_eq!(json["exit_code"], 1);
+        assert_eq!(json["tasks"][0]["replay"]["outcome_from"], "recording");
+        assert_eq!(json["tasks"][2]["replay"]["checks"], "rerun");
+        assert!(json["tasks"][0].get("start").is_none());
+        let back: Vec<TaskReport> = serde_json::from_value(json["tasks"].clone()).unwrap();
+        assert_eq!(back, run.tasks, "report merge reads them back as written");
     }
 
     #[test]

@@ -77,9 +77,13 @@ pub struct RunDefaults {
     pub yaml: String,
 }
 
-/// The limits and outputs of a run, in its `run_start` (fields of that event).
+/// The limits, outputs and start of a run, in its `run_start` (fields of that event).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
+    /// The commit the workspace started from and whether it was dirty; absent outside
+    /// a git repository and in transcripts older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartCommit>,
     /// The budget in force (the spec's, or `--max-cost-usd`), so a resume keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
@@ -105,6 +109,20 @@ pub struct RunSettings {
     /// replay decides by them without the files.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permissions_from: Vec<BorrowedRules>,
+}
+
+/// Where a task in a git repository started: the commit checked out and whether the
+/// workspace held anything else (changed, added or untracked files git does not
+/// ignore, drover's own outputs left out), in `run_start` and summary.json. A replay or
+/// resume of an `isolation: worktree` run starts from `commit` again. Read from a
+/// recording it is untrusted: `commit` is checked to be a full object id of a commit
+/// of the local repository before git is given it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartCommit {
+    /// The full object id (40 hex digits, 64 in a SHA-256 repository).
+    pub commit: String,
+    /// The starting workspace was not the commit alone.
+    pub dirty: bool,
 }
 
 /// The rules one settings file gave a task (`permissions_from:`): those that applied,
@@ -476,6 +494,11 @@ pub enum TranscriptError {
 /// without the loop knowing anything about terminals.
 pub type EventObserver = Box<dyn FnMut(&Event) + Send>;
 
+/// Called with every line once it is written to the file, as written (redacted, with its
+/// `prev`; without the newline): how `--json` shows the transcript itself while the run
+/// goes on, so what a consumer reads is what the file holds.
+pub type LineTap = Box<dyn FnMut(&str) + Send>;
+
 /// Appends events to a transcript file, one flushed line each. A sub-agent writes to
 /// the same file through a [`TranscriptWriter::scoped`] writer: one hash chain, lines
 /// in the order they were written, each sub-agent line marked with its agent.
@@ -489,6 +512,7 @@ struct Shared {
     file: File,
     path: PathBuf,
     observer: Option<EventObserver>,
+    tap: Option<LineTap>,
     /// Secret values replaced in every line before it is written.
     redactor: Option<Arc<Redactor>>,
     /// The SHA-256 of the last line written: the next line's `prev`.
@@ -532,6 +556,7 @@ impl TranscriptWriter {
             file,
             path: path.to_path_buf(),
             observer: None,
+            tap: None,
             redactor: None,
             prev: super::chain::genesis(),
             muted: Muted::Nothing,
@@ -570,6 +595,7 @@ impl TranscriptWriter {
             file,
             path: path.to_path_buf(),
             observer: None,
+            tap: None,
             redactor: None,
             prev,
             muted: if replaying {
@@ -629,6 +655,11 @@ impl TranscriptWriter {
         self.lock().observer = Some(observer);
     }
 
+    /// Hand every line written from now on to `tap` too, as written (see [`LineTap`]).
+    pub fn tap(&mut self, tap: LineTap) {
+        self.lock().tap = Some(tap);
+    }
+
     /// Write one event as one line, secret values redacted, and flush it to the OS before
     /// returning.
     pub fn write(&mut self, event: Event) -> Result<(), TranscriptError> {
@@ -670,6 +701,7 @@ impl TranscriptWriter {
         }
         let mut text = super::chain::chain_line(&text, &shared.prev);
         shared.prev = super::chain::sha256_hex(text.as_bytes());
+        let line_end = text.len();
         text.push('\n');
         shared
             .file
@@ -679,6 +711,9 @@ impl TranscriptWriter {
                 path: shared.path.clone(),
                 source,
             })?;
+        if let Some(tap) = &mut shared.tap {
+            tap(&text[..line_end]);
+        }
         // Progress follows the main agent's turns; a sub-agent's calls, denials and
         // end show there too, its turns do not.
         let shown = scope.is_none() || !matches!(line.event, Event::ModelResponse { .. });

@@ -53,6 +53,41 @@ fn a_sub_agents_lines_share_the_chain_and_read_back_with_their_scope() {
 }
 
 #[test]
+fn the_tap_gets_every_line_as_the_file_holds_it_redacted_and_chained() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut main = TranscriptWriter::create(&path).unwrap();
+    main.redact_with(Arc::new(Redactor::new(["sk-test-0123456789".to_string()])));
+    let tapped = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&tapped);
+    main.tap(Box::new(move |line| {
+        log.lock().unwrap().push(line.to_string())
+    }));
+    let mut sub = main.scoped(AgentScope {
+        agent_id: "a@t".into(),
+        parent_tool_use_id: "t".into(),
+    });
+    let event = |text: &str| Event::UserMessage {
+        source: "test".into(),
+        text: text.into(),
+    };
+    main.write(event("key sk-test-0123456789")).unwrap();
+    sub.write(event("two")).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    assert_eq!(
+        *tapped.lock().unwrap(),
+        lines,
+        "the tap sees the file's lines"
+    );
+    assert!(!text.contains("sk-test-0123456789"), "{text}");
+    assert!(
+        lines.iter().all(|line| line.starts_with("{\"prev\":")),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_bad_line_names_its_number() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");
@@ -213,4 +248,28 @@ fn a_secret_spelled_like_drovers_own_names_leaves_the_event_readable() {
     assert_eq!(id, "[redacted]");
     assert_eq!(input["command"], "echo [redacted]");
     assert!(input.get("tool_call").is_none(), "{input}");
+}
+
+/// A `run_start` as a drover before `start` wrote it: no `start` field.
+const OLD_RUN_START: &str = r#"{"type":"run_start","ts":"2026-01-01T00:00:00Z","drover_version":"0.1.0","task":"t","spec_sha256":"x","provider":"script","model":"m","tools":[],"spec_path":"t.yaml","spec_yaml":"","workspace":"/w","workspace_sha256":"f","max_turns":null}"#;
+
+#[test]
+fn run_start_reads_without_start_and_writes_it_when_known() {
+    let Event::RunStart { settings, .. } =
+        TranscriptReader::parse_line(OLD_RUN_START).unwrap().event
+    else {
+        panic!("not a run_start");
+    };
+    assert_eq!(settings.start, None, "older transcripts have none");
+    let mut value: Value = serde_json::from_str(OLD_RUN_START).unwrap();
+    value["start"] = serde_json::json!({"commit": "a".repeat(40), "dirty": true});
+    let Event::RunStart { settings, .. } = TranscriptReader::parse_line(&value.to_string())
+        .unwrap()
+        .event
+    else {
+        panic!("not a run_start");
+    };
+    let start = settings.start.unwrap();
+    assert_eq!(start.commit, "a".repeat(40));
+    assert!(start.dirty);
 }

@@ -124,32 +124,37 @@ pub const DEFAULT_HOOK_TIMEOUT_SECS: u64 = 600;
 /// What is wrong with `hooks`, if anything: a hook type that does not run headless, an
 /// empty command, a zero timeout, a matcher that is not a valid regular expression.
 pub fn hooks_problem(hooks: &HooksSpec) -> Option<String> {
+    hooks_problems(hooks).into_iter().next()
+}
+
+/// Every problem of `hooks`, each naming its entry (`hooks.PreToolUse[0].matcher`).
+pub fn hooks_problems(hooks: &HooksSpec) -> Vec<String> {
+    let mut problems = Vec::new();
     for (event, matchers) in hooks {
         for (i, entry) in matchers.iter().enumerate() {
             let at = format!("hooks.{}[{i}]", event.as_str());
             if let Some(matcher) = &entry.matcher
                 && let Err(error) = HookMatcher::new(matcher)
             {
-                return Some(format!("{at}.matcher: {error}"));
+                problems.push(format!("{at}.matcher: {error}"));
             }
             for (j, hook) in entry.hooks.iter().enumerate() {
                 let at = format!("{at}.hooks[{j}]");
                 if hook.kind != "command" {
-                    return Some(format!(
+                    problems.push(format!(
                         "{at}: hook type {:?} does not run headless; drover runs `type: command` hooks only (remove it or make it a command)",
                         hook.kind
                     ));
-                }
-                if hook.command.trim().is_empty() {
-                    return Some(format!("{at}: the command is empty"));
+                } else if hook.command.trim().is_empty() {
+                    problems.push(format!("{at}: the command is empty"));
                 }
                 if hook.timeout == Some(0) {
-                    return Some(format!("{at}: timeout must be at least 1 (seconds)"));
+                    problems.push(format!("{at}: timeout must be at least 1 (seconds)"));
                 }
             }
         }
     }
-    None
+    problems
 }
 
 /// A compiled `matcher`.

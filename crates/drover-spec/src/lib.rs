@@ -11,6 +11,7 @@ mod claude_permissions;
 mod connection;
 mod defaults;
 mod diff;
+mod exec_task;
 mod expect;
 mod front_matter;
 mod hooks;
@@ -43,18 +44,20 @@ pub use defaults::{
     parse_defaults,
 };
 pub use diff::DiffSpec;
+pub use exec_task::{EXEC_SPEC_PATH, ExecTask};
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,
-    hooks_problem,
+    hooks_problem, hooks_problems,
 };
 pub use instructions::{DEFAULT_INSTRUCTIONS, InstructionsSpec, instruction_path_problem};
 pub use limits::LimitsSpec;
 pub use load::{
-    LoadedSpec, Position, SpecError, collect_spec_files, load, load_all, parse, parse_with_defaults,
+    LoadedSpec, Position, SpecError, SpecFile, collect_spec_files, load, load_every, parse,
+    parse_every, parse_every_with_defaults, parse_with_defaults,
 };
 pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
-pub use output::MAX_ATTEMPTS;
+pub use output::{MAX_ATTEMPTS, output_problem};
 pub use pricing::Pricing;
 pub use referenced::JsonError;
 pub use replay::ReplaySpec;
@@ -67,6 +70,6 @@ pub use skills::{
 pub use tools::ToolsSpec;
 pub use types::{
     CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
-    Permissions, Provider, SpecFile, TaskSpec, TimeoutLimit,
+    Permissions, Provider, TaskSpec, TimeoutLimit, WrittenSpec,
 };
-pub use values::{SpecDuration, Switch};
+pub use values::{SpecDuration, Switch, TaskName};

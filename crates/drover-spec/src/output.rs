@@ -28,7 +28,7 @@ pub struct AttemptsSpec {
 pub const MAX_ATTEMPTS: u32 = 20;
 
 /// What is wrong with `output`, if anything (the schema itself is compiled later).
-pub(crate) fn output_problem(output: &OutputSpec) -> Option<String> {
+pub fn output_problem(output: &OutputSpec) -> Option<String> {
     match (&output.schema, &output.schema_file) {
         (Some(_), Some(_)) => Some("output: give `schema` or `schema_file`, not both".into()),
         (None, None) => {

@@ -14,7 +14,7 @@ use super::script::ScriptTurn;
 use super::values::{InvalidValue, SpecDuration, Switch, TaskName};
 
 /// A task spec. `M` is its model: a loaded spec always has one (`TaskSpec`), a spec file
-/// as written may leave it to its directory's defaults ([`SpecFile`]).
+/// as written may leave it to its directory's defaults ([`WrittenSpec`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec<M = Spanned<ModelSpec>> {
@@ -26,9 +26,11 @@ pub struct TaskSpec<M = Spanned<ModelSpec>> {
     pub system: Option<String>,
     /// Relative to the spec file; default: the current directory.
     #[serde(default)]
-    pub workspace: Option<String>,
-    #[serde(default)]
-    pub isolation: Isolation,
+    pub workspace: Option<Spanned<String>>,
+    /// How the workspace is isolated ([`TaskSpec::isolation`]); where it is written, for
+    /// an isolation the workspace cannot have.
+    #[serde(default, rename = "isolation")]
+    pub isolation_spec: Option<Spanned<Isolation>>,
     /// Required, in the spec or in the defaults file of its directory.
     #[serde(default)]
     pub model: M,
@@ -100,7 +102,7 @@ pub struct TaskSpec<M = Spanned<ModelSpec>> {
 }
 
 /// A spec file as written: its `model:` may be left to its directory's defaults file.
-pub type SpecFile = TaskSpec<Option<Spanned<ModelSpec>>>;
+pub type WrittenSpec = TaskSpec<Option<Spanned<ModelSpec>>>;
 
 impl<M> TaskSpec<M> {
     /// This spec with `model` as its model. Every field is named, so a field added later
@@ -112,7 +114,7 @@ impl<M> TaskSpec<M> {
             prompt,
             system,
             workspace,
-            isolation,
+            isolation_spec,
             model: _,
             permissions,
             permissions_from,
@@ -141,7 +143,7 @@ impl<M> TaskSpec<M> {
             prompt,
             system,
             workspace,
-            isolation,
+            isolation_spec,
             model,
             permissions,
             permissions_from,
@@ -164,6 +166,15 @@ impl<M> TaskSpec<M> {
             instructions,
             skills_from,
         }
+    }
+}
+
+impl TaskSpec {
+    /// How the workspace is isolated: as written, else edited in place.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation_spec
+            .as_ref()
+            .map_or_else(Isolation::default, |isolation| isolation.value)
     }
 }
 

@@ -11,9 +11,10 @@ use crate::run::artifacts::{
     ArtifactsError, Ledger, Sweep, publish_orphaned_folders, write_reports,
 };
 use crate::run::plan::{TaskPlan, save_indexes, settle_outputs};
-use crate::run::task::{Interrupt, interrupt, run_task, unfinished_report};
+use crate::run::task::{Followers, Interrupt, interrupt, run_task, unfinished_report};
 
 use super::artifacts_place;
+use super::console::Console;
 use super::progress;
 
 /// A run's tasks as they ended, and what the artifacts directory's sweep did.
@@ -27,14 +28,15 @@ pub(crate) struct Finished {
 
 /// Run every plan, `jobs` at a time, reports in plan order. Each task runs on its own
 /// (a task that errors, even one that panics, ends with its own error report and the
-/// others go on); `quiet` leaves only the final per-task lines. When all are over, the
+/// others go on); `console` says where progress, the final per-task lines and
+/// (`--json`) the events go. When all are over, the
 /// artifacts directory is swept of what drover did not write (see
 /// `run::artifacts::ledger`).
 pub(crate) async fn run_plans(
     mut plans: Vec<TaskPlan>,
     artifacts: &Path,
     jobs: usize,
-    quiet: bool,
+    console: &Console,
     interrupt: Interrupt,
 ) -> Finished {
     settle_outputs(&mut plans, artifacts);
@@ -51,11 +53,17 @@ pub(crate) async fn run_plans(
         Ok(ledger) => Arc::new(ledger),
         Err(error) => return not_started(&plans, artifacts, error),
     };
-    let style = progress::Style::detect(quiet);
+    let style = progress::Style::detect(console.quiet);
     let shared = Shared {
         exposed: artifacts_place::exposed(&plans, ledger.root()),
         so_far: reports_for_a_second_signal(&plans, artifacts),
-        progress: progress::Progress::new(style, plans.len(), progress::colors_enabled()),
+        progress: progress::Progress::new(
+            style,
+            plans.len(),
+            progress::colors_enabled(),
+            console.human,
+        ),
+        console: console.clone(),
         artifacts: artifacts.to_path_buf(),
         interrupt,
         ledger,
@@ -82,6 +90,7 @@ pub(crate) async fn run_plans(
 #[derive(Clone)]
 struct Shared {
     progress: Arc<progress::Progress>,
+    console: Console,
     artifacts: PathBuf,
     interrupt: Interrupt,
     /// Every task's report as far as it is known.
@@ -96,6 +105,7 @@ struct Shared {
 async fn run_one(index: usize, plan: TaskPlan, shared: Shared) -> (usize, TaskReport) {
     let Shared {
         progress,
+        console,
         artifacts,
         interrupt,
         so_far,
@@ -111,9 +121,12 @@ async fn run_one(index: usize, plan: TaskPlan, shared: Shared) -> (usize, TaskRe
         progress.task_finished(&fallback);
         return (index, fallback);
     }
-    let observer = progress.observer(plan.spec.name());
+    let followers = Followers {
+        progress: progress.observer(plan.spec.name()),
+        lines: console.tap(plan.spec.name()),
+    };
     let handle = tokio::spawn(async move {
-        run_task(plan, &artifacts, &ledger, exposed, observer, interrupt).await
+        run_task(plan, &artifacts, &ledger, exposed, followers, interrupt).await
     });
     let report = match handle.await {
         Ok(report) => report,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::model::remote::RemoteConfig;
 use crate::run::recording::Recording;
-use crate::spec::{Isolation, LoadedSpec, Provider};
+use crate::spec::{Isolation, LoadedSpec, Position, Provider, SpecError, SpecFile};
 
 use super::conflicts;
 use super::plan_error::PlanError;
@@ -28,20 +28,41 @@ pub(crate) struct Overrides {
     pub workspace: Option<PathBuf>,
 }
 
-/// Turn loaded specs into runnable plans, or say (all at once) why they cannot run.
-/// Every message names the spec file and what to do.
+/// Turn spec files into runnable plans, or say every reason they cannot run, at once:
+/// every problem of every file, file by file in the order given and by line and column
+/// within a file, then what keeps the tasks from running together. A file's spec is
+/// checked (rules, MCP servers, sub-agents, …) whatever its parser or its own checks
+/// found, since those checks read other parts of it; it is planned (workspace, model
+/// key) only when nothing but its task name (which another file took) was found, since
+/// a plan needs the whole spec right.
 pub(crate) fn plan_tasks(
-    specs: Vec<LoadedSpec>,
+    files: Vec<SpecFile>,
     overrides: &Overrides,
     jobs: usize,
 ) -> Result<Vec<TaskPlan>, Vec<PlanError>> {
     let mut plans = Vec::new();
     let mut errors = Vec::new();
-    for spec in specs {
-        match plan_task(spec, overrides) {
-            Ok(plan) => plans.push(plan),
-            Err(error) => errors.push(error),
+    for file in files {
+        let mut problems = file.errors;
+        let mut other = None;
+        if let Some(spec) = file.spec {
+            problems.extend(spec_checks::check_every(&spec));
+            // A name another file took is no problem of this spec's parts.
+            if problems
+                .iter()
+                .all(|problem| matches!(problem, SpecError::DuplicateName { .. }))
+            {
+                match plan_task(spec, overrides) {
+                    Ok(plan) => plans.push(plan),
+                    Err(PlanError::Spec { problems: found }) => problems.extend(found),
+                    Err(PlanError::Rules(found)) => problems.push(found),
+                    Err(error) => other = Some(error),
+                }
+            }
         }
+        problems.sort_by_key(|problem| place_in(&file.path, problem));
+        errors.extend(problems.into_iter().map(PlanError::Rules));
+        errors.extend(other);
     }
     errors.extend(
         conflicts::reserved_names(&plans)
@@ -59,6 +80,22 @@ pub(crate) fn plan_tasks(
         Ok(plans)
     } else {
         Err(errors)
+    }
+}
+
+/// Where `problem` is in the spec at `path`, to report a file's problems in its order:
+/// its line and column; a problem of another file it names (a settings file) after the
+/// spec's own.
+fn place_in(path: &Path, problem: &SpecError) -> (bool, u64, u64) {
+    match problem {
+        SpecError::Invalid { position, .. } => {
+            (position.path != path, position.line, position.column)
+        }
+        SpecError::DuplicateName { second, .. } => (false, second.line, second.column),
+        SpecError::Io { .. }
+        | SpecError::NoSpecs { .. }
+        | SpecError::TwoDefaults { .. }
+        | SpecError::DefaultsNotATask { .. } => (false, 0, 0),
     }
 }
 
@@ -120,21 +157,9 @@ pub(crate) fn plan_task(
         .workspace
         .clone()
         .unwrap_or_else(|| spec.workspace_dir());
-    if !origin.is_dir() {
-        errors.push(format!(
-            "the workspace {} is not a directory; fix `workspace:` (relative to the spec file) or pass --workspace",
-            origin.display()
-        ));
-    } else if spec.spec.isolation == Isolation::Worktree
-        && let Err(e) = crate::workspace::worktree::locate(&origin)
-    {
-        errors.push(e.to_string());
-    }
+    errors.extend(workspace_problem(&spec, overrides, &origin));
     let Some(model) = model.filter(|_| errors.is_empty()) else {
-        return Err(PlanError::Spec {
-            spec: spec.path.clone(),
-            problems: errors,
-        });
+        return Err(PlanError::Spec { problems: errors });
     };
     let task_rules = spec_checks::task_rules(&spec)?;
     let (mcp_servers, mut notes) = spec_checks::mcp_servers(&spec)?;
@@ -172,16 +197,51 @@ pub(crate) fn plan_task(
         mcp_vars: crate::mcp::VarSource::Environment,
         limits,
         workspace: WorkspacePlan {
-            isolation: spec.spec.isolation,
+            isolation: spec.spec.isolation(),
             origin,
             excluded: Vec::new(),
             own_outputs: Default::default(),
             saved_index: None,
+            at_commit: None,
         },
         spec,
         model,
         mode: Mode::Live,
         notes,
+    })
+}
+
+/// Why the task cannot start from `origin`: not a directory, or no git repository for a
+/// worktree; at `workspace:` and `isolation:` (at the top of the spec for
+/// `--workspace` or a workspace left out).
+fn workspace_problem(spec: &LoadedSpec, overrides: &Overrides, origin: &Path) -> Option<SpecError> {
+    let written = spec.spec.workspace.as_ref().map(|w| w.referenced);
+    if !origin.is_dir() {
+        let fix = if overrides.workspace.is_some() {
+            "give --workspace a directory"
+        } else {
+            "fix `workspace:` (relative to the spec file) or pass --workspace"
+        };
+        return Some(SpecError::Invalid {
+            position: Position::at(
+                &spec.path,
+                written.filter(|_| overrides.workspace.is_none()),
+            ),
+            message: format!(
+                "the workspace {} is not a directory; {fix}",
+                origin.display()
+            ),
+        });
+    }
+    let isolation = spec.spec.isolation_spec.as_ref()?;
+    if isolation.value != Isolation::Worktree {
+        return None;
+    }
+    let error = crate::workspace::worktree::locate(origin).err()?;
+    Some(SpecError::Invalid {
+        // `isolation:` may be one the spec inherits from its defaults file.
+        position: spec.position(Some(isolation.referenced)),
+        message: error.to_string(),
     })
 }
 
@@ -202,13 +262,19 @@ fn loop_limits(spec: &LoadedSpec, overrides: &Overrides) -> LoopLimits {
 }
 
 /// The task's model and WebFetch's page model; what keeps either from being set up is
-/// added to `errors`.
+/// added to `errors`, at `model:`, `limits.max_cost_usd` or the page model.
 fn models(
     spec: &LoadedSpec,
     overrides: &Overrides,
     limits: &LoopLimits,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<SpecError>,
 ) -> (Option<ModelSource>, Option<ModelSource>) {
+    // The model and the budget may be the defaults file's.
+    let at = |location: Option<serde_saphyr::Location>, message: String| SpecError::Invalid {
+        position: spec.position(location),
+        message,
+    };
+    let at_model = Some(spec.spec.model.referenced);
     let model_spec = &spec.spec.model.value;
     let provider = overrides.provider.unwrap_or(model_spec.provider);
     let name = overrides.model.clone().or_else(|| model_spec.name.clone());
@@ -222,13 +288,17 @@ fn models(
         )
         .is_none()
     {
-        errors.push(format!(
-            "limits.max_cost_usd needs the model's price, but drover has no price for model {:?}; add model.pricing",
-            name.clone().unwrap_or_default()
+        let budget = spec.spec.limits.max_cost_usd.as_ref().map(|l| l.referenced);
+        errors.push(at(
+            budget.or(at_model),
+            format!(
+                "limits.max_cost_usd needs the model's price, but drover has no price for model {:?}; add model.pricing",
+                name.clone().unwrap_or_default()
+            ),
         ));
     }
     let model = model_source(provider, name, model_spec, &spec.path)
-        .map_err(|error| errors.push(error.to_string()))
+        .map_err(|error| errors.push(at(at_model, error.to_string())))
         .ok();
     // The page model of WebFetch: its own provider, never replaced by --provider/--model.
     let page_model = spec
@@ -239,7 +309,12 @@ fn models(
     let web_fetch_model = page_model.and_then(|page_model| {
         let m = &page_model.value;
         model_source(m.provider, m.name.clone(), m, &spec.path)
-            .map_err(|error| errors.push(format!("tools.web_fetch.model: {error}")))
+            .map_err(|error| {
+                errors.push(at(
+                    Some(page_model.referenced),
+                    format!("tools.web_fetch.model: {error}"),
+                ));
+            })
             .ok()
     });
     (model, web_fetch_model)

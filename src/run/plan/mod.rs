@@ -10,6 +10,7 @@ mod referenced_file;
 mod replay;
 mod replay_inputs;
 mod replay_spec;
+mod replay_start;
 mod resume;
 mod resume_error;
 mod resume_recorded;
@@ -22,6 +23,7 @@ mod task_plan;
 
 pub(crate) use live::{Overrides, plan_tasks};
 pub(crate) use plan_error::PlanError;
+pub(crate) use referenced_file::{ReferencedFileError, beside_spec_unlinked, read_referenced};
 pub(crate) use replay::plan_replay;
 pub(crate) use replay_inputs::ReplayOptions;
 pub(crate) use resume::{ResumeOptions, plan_resume};

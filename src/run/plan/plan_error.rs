@@ -10,13 +10,12 @@ use crate::spec::{Defaults, SpecError};
 /// A task that cannot be planned.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PlanError {
-    /// Every problem of one spec (all of them, not only the first), one per line.
-    #[error("{}", lines(spec, problems))]
-    Spec {
-        spec: PathBuf,
-        problems: Vec<String>,
-    },
-    /// A permission rule does not parse (at its line and column).
+    /// Every problem of one spec that keeps it from being planned (all of them, not only
+    /// the first), one per line, each at its line and column.
+    #[error("{}", lines(problems))]
+    Spec { problems: Vec<SpecError> },
+    /// A problem of a spec, at its line and column (a permission rule that does not
+    /// parse, an instruction file that is missing).
     #[error(transparent)]
     Rules(#[from] SpecError),
     /// Tasks that cannot run together in one run (a reserved name, a shared workspace).
@@ -36,9 +35,8 @@ impl From<ReplayError> for PlanError {
     }
 }
 
-fn lines(spec: &std::path::Path, problems: &[String]) -> String {
-    let spec = spec.display();
-    let lines: Vec<String> = problems.iter().map(|p| format!("{spec}: {p}")).collect();
+fn lines(problems: &[SpecError]) -> String {
+    let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
     lines.join("\n")
 }
 

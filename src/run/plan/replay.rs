@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::policy::RuleSet;
-use crate::record::Event;
 use crate::record::transcript::BorrowedRules;
+use crate::record::{Event, StartCommit};
 use crate::run::recording::{
     RecordedPatch, RecordedResults, Recording, answers, artifacts_of, recorded_results, same_path,
 };
@@ -18,6 +18,7 @@ use super::plan_error::{PlanError, ReplayError};
 use super::replay_inputs::ReplayOptions;
 use super::replay_inputs::{replay_servers, say_what_runs, source_spec, starting_workspace};
 use super::replay_spec::{Granted, replay_spec, unreadable_in_replays};
+use super::replay_start::{ReplayStart, replay_judgement, replay_start};
 use super::spec_checks;
 use super::spec_rules::add_recorded;
 use super::task_plan::{
@@ -78,25 +79,28 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         mcp: options.mcp,
         vouched: options.spec.is_some(),
     };
-    // Which settings files the spec reads, before the replay's spec drops the key.
+    // Which settings files the spec reads and where it worked, before the replay's
+    // spec drops the keys.
     let sources = spec.spec.permissions_from.clone().map(|from| from.value);
+    let recorded_isolation = spec.spec.isolation();
     spec.spec = replay_spec(spec.spec, &granted);
     let mcp_servers = if options.mcp {
         replay_servers(&spec, options)?
     } else {
         Default::default()
     };
-    let (origin, from_recording) = starting_workspace(options, &workspace)?;
+    let recorded = (
+        workspace.as_str(),
+        workspace_sha256,
+        settings.start.as_ref(),
+    );
+    let (origin, made, start) = replay_place(options, recorded, recorded_isolation)?;
     let confinement = ReplayConfinement {
         unreadable: if granted.vouched {
             Vec::new()
         } else {
             unreadable_in_replays(&origin)
         },
-    };
-    let start = RecordedStart {
-        fingerprint: workspace_sha256,
-        from_recording,
     };
     // Refused in this order: the rules, the masks, the recorded diff, the agents.
     let (rules, borrowed_rules) =
@@ -118,12 +122,32 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         output_schema: (!output_schema.is_null()).then_some(output_schema),
         mcp_vars: crate::mcp::VarSource::Only(options.mcp_env.iter().cloned().collect()),
         spec,
-        workspace: replay_workspace(origin, options, &task),
+        workspace: replay_workspace(origin, options, &task, made),
         model: ModelSource::Recorded(Box::new(recording)),
         mode,
         // A replay reads no file by reference: its hooks and agents are the recording's.
         notes: Vec::new(),
     })
+}
+
+/// Where the replay starts: the starting workspace (`--workspace`, else the recorded
+/// one here), how its workspace is made from it, and the recorded start (`recorded`:
+/// `run_start`'s `workspace`, `workspace_sha256` and `start`) it is held to.
+fn replay_place(
+    options: &ReplayOptions,
+    recorded: (&str, String, Option<&StartCommit>),
+    recorded_isolation: Isolation,
+) -> Result<(PathBuf, ReplayStart, RecordedStart), PlanError> {
+    let (workspace, fingerprint, recorded_start) = recorded;
+    let (origin, from_recording) = starting_workspace(options, workspace)?;
+    let made = replay_start(recorded_start, recorded_isolation, &origin);
+    let start = RecordedStart {
+        fingerprint,
+        from_recording,
+        commit_problem: made.problem.clone(),
+        commit: made.commit.clone(),
+    };
+    Ok((origin, made, start))
 }
 
 /// The replay's rules: the recorded spec's, and those the recorded run took from its
@@ -144,12 +168,19 @@ fn replay_rules(
     Ok((rules, applied))
 }
 
-/// Where a replay works: a scratch copy of `origin`, the recorded artifacts left out.
-fn replay_workspace(origin: PathBuf, options: &ReplayOptions, task: &str) -> WorkspacePlan {
+/// Where a replay works: a scratch copy of `origin`, the recorded artifacts left out,
+/// or (a worktree run) a worktree of its repository at the recorded commit.
+fn replay_workspace(
+    origin: PathBuf,
+    options: &ReplayOptions,
+    task: &str,
+    made: ReplayStart,
+) -> WorkspacePlan {
     WorkspacePlan {
         origin,
         // A replay never touches the workspace it restores from.
-        isolation: Isolation::Copy,
+        isolation: made.isolation,
+        at_commit: made.at_commit,
         excluded: recorded_artifacts(&options.transcript, task)
             .into_iter()
             .collect(),
@@ -190,6 +221,7 @@ fn replay_mode(
     confinement: ReplayConfinement,
     masks: crate::record::volatile::Masks,
 ) -> Result<Mode, PlanError> {
+    let judgement = replay_judgement(&recording.events, options.checks);
     if options.diff_only {
         let patch = options
             .transcript
@@ -205,6 +237,7 @@ fn replay_mode(
             strict: options.strict,
             start,
             confinement,
+            judgement,
         })));
     }
     let results = recorded_results(&recording.events);
@@ -225,6 +258,7 @@ fn replay_mode(
         },
         start,
         confinement,
+        judgement,
     })))
 }
 

@@ -88,6 +88,12 @@ const REPLAY_MCP_STARTUP: Duration = Duration::from_secs(120);
 /// The longest a recorded MCP call may take in a replay.
 const REPLAY_MCP_CALL: Duration = Duration::from_secs(600);
 
+/// A value the replay profile sets, written nowhere in the spec.
+fn unwritten<T>(value: T) -> Spanned<T> {
+    let nowhere = serde_saphyr::Location::UNKNOWN;
+    Spanned::new(value, nowhere, nowhere)
+}
+
 /// The spec a replay runs by: the fixed profile (a scratch copy, the sandbox on with the
 /// network off and the default limits, no secrets passed, no extra directories, no hooks,
 /// the guardrails on), the recording's data, and what `granted` adds. `source` is the
@@ -101,7 +107,7 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         prompt,
         system,
         workspace: _,
-        isolation: _,
+        isolation_spec: _,
         model,
         permissions,
         permissions_from: _,
@@ -132,7 +138,7 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         // The starting workspace is the command line's (`--workspace`) or the recorded
         // one beneath the current directory (see `plan_replay`), never the spec's.
         workspace: None,
-        isolation: Isolation::Copy,
+        isolation_spec: Some(unwritten(Isolation::Copy)),
         model: Spanned::new(replay_model(model.value), model.referenced, model.defined),
         permissions: replay_permissions(permissions),
         // The settings files' rules as the recorded run applied them come from

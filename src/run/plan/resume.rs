@@ -10,12 +10,13 @@ use std::sync::Arc;
 use crate::record::chain;
 use crate::record::resume_point::{RecordedEnd, resume_point};
 use crate::record::transcript::ScopedEvent;
-use crate::record::{EndReason, Event, TranscriptReader};
+use crate::record::{EndReason, Event, StartCommit, TranscriptReader};
 use crate::run::recording::{
     Recording, answers, artifacts_of, recorded_results, same_path, transcript_of,
 };
-use crate::spec::{self, LoadedSpec, Provider};
+use crate::spec::{self, Isolation, LoadedSpec, Provider};
 use crate::tools::recorded::RecordedAnswers;
+use crate::workspace::start_commit::{check_commit, is_object_id};
 
 use super::live::{Overrides, plan_task};
 use super::plan_error::{PlanError, defaults_change};
@@ -64,6 +65,8 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         resume_overrides(options, &transcript, &run, &spec).map_err(PlanError::Resume)?;
     narrow_to_recorded(&mut overrides, &recorded, &spec.spec.limits);
     let mut plan = plan_task(spec, &overrides)?;
+    plan.workspace.at_commit =
+        resumed_commit(&plan, run.start.as_ref(), options.strict, &transcript)?;
     // The recorded turns were made with the recorded prompt and skills: the resumed run
     // goes on with them (the workspace is the recorded one, its fingerprint checked, but
     // a file it ignores may have changed, and `skills_from:` lies outside it).
@@ -109,10 +112,43 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         strict: options.strict,
         masks: Arc::new(masks),
         fingerprint: run.workspace_sha256,
+        commit: run.start.filter(|start| is_object_id(&start.commit)),
         recorded_outputs,
         transcript,
     }));
     Ok(plan)
+}
+
+/// The commit a resumed `isolation: worktree` task's worktree is made at: the one the
+/// recorded run started from, when it passes every check (`check_commit`). When it does
+/// not, the worktree is made at HEAD, said on stderr (and the fingerprint check still
+/// decides), or under `--strict` the resume is refused before anything runs.
+fn resumed_commit(
+    plan: &TaskPlan,
+    recorded: Option<&StartCommit>,
+    strict: bool,
+    transcript: &Path,
+) -> Result<Option<String>, PlanError> {
+    let Some(start) = recorded else {
+        return Ok(None);
+    };
+    if plan.workspace.isolation != Isolation::Worktree {
+        return Ok(None);
+    }
+    match check_commit(&plan.workspace.origin, start) {
+        Ok(id) => Ok(Some(id)),
+        Err(source) if strict => Err(PlanError::Resume(Box::new(ResumeError::StartCommit {
+            transcript: transcript.to_path_buf(),
+            source,
+        }))),
+        Err(why) => {
+            crate::esay!(
+                "drover: warning: {}: {why}; the worktree is made at HEAD instead",
+                plan.spec.name()
+            );
+            Ok(None)
+        }
+    }
 }
 
 /// A recording as a resume reads it: its bytes (kept beside the new transcript), its
@@ -163,6 +199,7 @@ struct RecordedRun {
     spec_path: String,
     workspace: String,
     workspace_sha256: String,
+    start: Option<StartCommit>,
     project: crate::record::transcript::RunProject,
 }
 
@@ -179,6 +216,7 @@ impl RecordedRun {
                     spec_path,
                     workspace,
                     workspace_sha256,
+                    settings,
                     project,
                     ..
                 },
@@ -196,6 +234,7 @@ impl RecordedRun {
             spec_path: spec_path.clone(),
             workspace: workspace.clone(),
             workspace_sha256: workspace_sha256.clone(),
+            start: settings.start.clone(),
             project: project.as_ref().clone(),
         })
     }

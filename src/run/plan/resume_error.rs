@@ -102,10 +102,11 @@ pub(crate) enum ResumeError {
         spec: String,
     },
     #[error(
-        "{}: the recorded spec {} is not in the current directory {}, and a recording does not choose which spec file runs; name it with --spec SPEC (or `drover run SPEC --resume`), or resume from a directory holding it",
+        "{}: the recorded spec {} is not in the current directory {}, and a recording does not choose which spec file runs; name it with --spec SPEC (or `drover run SPEC --resume`), or resume from a directory holding it{}",
         transcript.display(),
         spec.display(),
-        current.display()
+        current.display(),
+        if spec.as_os_str() == crate::spec::EXEC_SPEC_PATH { " (a `drover exec` task: write its spec there with the same flags and --print-spec, `drover exec … --print-spec > drover-exec.yaml`, in the directory it ran in)" } else { "" }
     )]
     SpecNotHere {
         transcript: PathBuf,
@@ -163,6 +164,14 @@ pub(crate) enum ResumeError {
     WorkspaceUnusable {
         transcript: PathBuf,
         message: String,
+    },
+    #[error(
+        "cannot resume {} under --strict: {source}; nothing was run (without --strict the worktree is made at HEAD, if its files are the recorded ones)",
+        transcript.display()
+    )]
+    StartCommit {
+        transcript: PathBuf,
+        source: crate::workspace::start_commit::CommitUnusable,
     },
 }
 

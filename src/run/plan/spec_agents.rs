@@ -32,50 +32,69 @@ fn model_problem(model: &AgentModelSpec) -> Option<String> {
     None
 }
 
+/// A task's sub-agents by name, and the notes on what their files held.
+type AgentsAndNotes = (BTreeMap<String, AgentSpec>, Vec<String>);
+
 /// The task's sub-agents: `agents:` and the Claude Code agent files in `agents_from:`
 /// (an agent of `agents:` wins over a file's of the same name), each checked, with notes
 /// on what the files had that means nothing headless.
 pub(crate) fn task_agents(
     loaded: &LoadedSpec,
 ) -> Result<(BTreeMap<String, AgentSpec>, Vec<String>), SpecError> {
+    task_agents_every(loaded).map_err(|mut errors| errors.swap_remove(0))
+}
+
+/// [`task_agents`], or every problem: each agent's first (an `agents_from:` directory
+/// that cannot be read is one), and the depth limit's.
+pub(super) fn task_agents_every(loaded: &LoadedSpec) -> Result<AgentsAndNotes, Vec<SpecError>> {
     let spec = &loaded.spec;
     let mut notes = Vec::new();
+    let mut errors = Vec::new();
     let mut agents = match &spec.agents_from {
-        Some(from) => agents_from(loaded, &from.value, from.referenced, &mut notes)?,
+        Some(from) => {
+            agents_from(loaded, &from.value, from.referenced, &mut notes).unwrap_or_else(|error| {
+                errors.push(error);
+                BTreeMap::new()
+            })
+        }
         None => BTreeMap::new(),
     };
     if let Some(own) = &spec.agents {
         for (name, agent) in &own.value {
             agents.insert(name.as_str().to_string(), agent.clone());
         }
-        let invalid = |message: String| SpecError::Invalid {
-            position: Position::at(&loaded.path, Some(own.referenced)),
-            message,
-        };
         for (name, agent) in &own.value {
             if agent.model.as_ref().is_some_and(|m| m.script.is_some())
                 && spec.model.value.provider != crate::spec::Provider::Script
             {
-                return Err(invalid(format!(
-                    "agents.{name}.model.script is for `provider: script` only; this task's provider is {}",
-                    spec.model.value.provider.as_str()
-                )));
+                errors.push(SpecError::Invalid {
+                    position: Position::at(&loaded.path, Some(own.referenced)),
+                    message: format!(
+                        "agents.{name}.model.script is for `provider: script` only; this task's provider is {}",
+                        spec.model.value.provider.as_str()
+                    ),
+                });
             }
         }
     }
-    for (name, agent) in &agents {
-        check_agent(loaded, name, agent)?;
-    }
+    errors.extend(
+        agents
+            .iter()
+            .filter_map(|(name, agent)| check_agent(loaded, name, agent).err()),
+    );
     if let Some(depth) = &spec.limits.max_agent_depth
         && !(1..=MAX_AGENT_DEPTH).contains(&depth.value)
     {
-        return Err(SpecError::Invalid {
+        errors.push(SpecError::Invalid {
             position: loaded.position(Some(depth.referenced)),
             message: format!(
                 "limits.max_agent_depth is {}: give 1 (sub-agents start none of their own) to {MAX_AGENT_DEPTH}",
                 depth.value
             ),
         });
+    }
+    if !errors.is_empty() {
+        return Err(errors);
     }
     Ok((agents, notes))
 }

@@ -10,7 +10,9 @@ use crate::model::pricing;
 use crate::policy::RuleSet;
 use serde_json::Value;
 
+use super::spec_agents::task_agents_every;
 pub(crate) use super::spec_agents::{agent_tools_naming_no_server, task_agents};
+use super::spec_rules::rule_errors;
 pub(crate) use super::spec_rules::task_rules;
 pub(crate) use super::spec_skills::{missing_instructions, task_skills, wanted_instructions};
 use crate::spec::{
@@ -18,21 +20,37 @@ use crate::spec::{
     hooks_of_claude_settings, hooks_problem, server_problem, servers_of_claude_config,
 };
 
-/// Every spec's problems, in order; empty when all are fine.
-pub(crate) fn check_all(specs: &[LoadedSpec]) -> Vec<SpecError> {
-    specs.iter().filter_map(|spec| check(spec).err()).collect()
-}
-
 /// The first problem of `loaded`, if any.
 pub(crate) fn check(loaded: &LoadedSpec) -> Result<(), SpecError> {
-    rule_set(loaded)?;
-    mcp_servers(loaded)?;
-    task_hooks(loaded)?;
-    task_agents(loaded)?;
-    task_skills(loaded, &loaded.workspace_dir())?;
-    replay_masks(loaded)?;
-    output_schema(loaded)?;
-    budget_is_priced(loaded)
+    match check_every(loaded).into_iter().next() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// Every problem these checks find in `loaded`. Each check runs whatever the others
+/// found, since each reads its own part of the spec; within a check, every bad entry of
+/// a list is reported (each permission rule, MCP server, sub-agent, `replay.ignore`
+/// pattern), while a check of a file the spec names (`hooks_from:`, `skills_from:`,
+/// a settings file) stops at that file's first problem. A part the spec's own checks
+/// already refused (`output:` giving both or neither schema) is not checked again.
+pub(crate) fn check_every(loaded: &LoadedSpec) -> Vec<SpecError> {
+    let mut errors = rule_errors(loaded);
+    errors.extend(mcp_servers_every(loaded).err().unwrap_or_default());
+    errors.extend(task_hooks(loaded).err());
+    errors.extend(task_agents_every(loaded).err().unwrap_or_default());
+    errors.extend(task_skills(loaded, &loaded.workspace_dir()).err());
+    errors.extend(replay_mask_errors(loaded));
+    if loaded
+        .spec
+        .output
+        .as_ref()
+        .is_none_or(|output| crate::spec::output_problem(&output.value).is_none())
+    {
+        errors.extend(output_schema(loaded).err());
+    }
+    errors.extend(budget_is_priced(loaded).err());
+    errors
 }
 
 /// The task's hooks: `hooks:` and those of the settings file `hooks_from:` names (each
@@ -116,6 +134,15 @@ pub(crate) fn output_schema(loaded: &LoadedSpec) -> Result<Option<Value>, SpecEr
 pub(crate) fn mcp_servers(
     loaded: &LoadedSpec,
 ) -> Result<(BTreeMap<String, McpServerSpec>, Vec<String>), SpecError> {
+    mcp_servers_every(loaded).map_err(|mut errors| errors.swap_remove(0))
+}
+
+/// A task's MCP servers by name, and the notes on what its config file held.
+type ServersAndNotes = (BTreeMap<String, McpServerSpec>, Vec<String>);
+
+/// [`mcp_servers`], or every problem: each server's (a config file that cannot be read
+/// is one).
+fn mcp_servers_every(loaded: &LoadedSpec) -> Result<ServersAndNotes, Vec<SpecError>> {
     let Some(mcp) = &loaded.spec.mcp else {
         return Ok((BTreeMap::new(), Vec::new()));
     };
@@ -126,11 +153,11 @@ pub(crate) fn mcp_servers(
     };
     let mut servers = mcp.value.servers.clone();
     if let Some(config) = &mcp.value.config {
-        let path =
-            unlinked_beside(loaded, config).map_err(|e| invalid(format!("mcp.config: {e}")))?;
-        let text = read_referenced(&path).map_err(|e| invalid(format!("mcp.config: {e}")))?;
+        let one = |message: String| vec![invalid(message)];
+        let path = unlinked_beside(loaded, config).map_err(|e| one(format!("mcp.config: {e}")))?;
+        let text = read_referenced(&path).map_err(|e| one(format!("mcp.config: {e}")))?;
         let (from_config, config_notes) = servers_of_claude_config(&text)
-            .map_err(|e| invalid(format!("mcp.config {}", e.in_file(&path))))?;
+            .map_err(|e| one(format!("mcp.config {}", e.in_file(&path))))?;
         notes.extend(
             config_notes
                 .into_iter()
@@ -162,15 +189,18 @@ pub(crate) fn mcp_servers(
             }
         }
     }
+    let mut errors = Vec::new();
     for (name, server) in &servers {
         if let Some(message) = server_problem(name, server) {
-            return Err(invalid(message));
-        }
-        if let Some(url) = &server.url
+            errors.push(invalid(message));
+        } else if let Some(url) = &server.url
             && let Some(message) = crate::mcp::endpoint_problem(url, &server.headers)
         {
-            return Err(invalid(format!("mcp.servers.{name}: {message}")));
+            errors.push(invalid(format!("mcp.servers.{name}: {message}")));
         }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
     }
     Ok((servers, notes))
 }
@@ -181,16 +211,27 @@ pub(crate) fn rule_set(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
     task_rules(loaded).map(|task| task.rules)
 }
 
+/// Every `replay.ignore` pattern that is not a regular expression, at `replay:`'s
+/// position.
+fn replay_mask_errors(loaded: &LoadedSpec) -> Vec<SpecError> {
+    let Some(replay) = &loaded.spec.replay else {
+        return Vec::new();
+    };
+    replay
+        .value
+        .ignore
+        .iter()
+        .filter_map(|pattern| crate::record::volatile::Masks::compile(pattern).err())
+        .map(|error| SpecError::Invalid {
+            position: Position::at(&loaded.path, Some(replay.referenced)),
+            message: format!("replay.ignore: {error}"),
+        })
+        .collect()
+}
+
 /// The masks a replay of this task uses: drover's built-in ones, `replay.ignore`'s and
 /// `extra` (`--ignore`); a pattern that is not a regular expression is an error at
 /// `replay:`'s position.
-pub(crate) fn replay_masks(
-    loaded: &LoadedSpec,
-) -> Result<crate::record::volatile::Masks, SpecError> {
-    replay_masks_with(loaded, &[])
-}
-
-/// [`replay_masks`] with the command line's `--ignore` patterns too.
 pub(crate) fn replay_masks_with(
     loaded: &LoadedSpec,
     extra: &[String],
@@ -279,6 +320,61 @@ limits:
   max_turns: 5
   max_cost_usd: 2.5
 ";
+
+    /// Every bad entry of each list is an error, and one check's errors hide no other's.
+    #[test]
+    fn every_bad_rule_server_agent_and_pattern_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.yaml");
+        std::fs::write(
+            &path,
+            r#"version: 1
+name: t
+prompt: p
+model: { provider: script, script: [{ text: hi }] }
+permissions:
+  allow: ["Edt(x)", "mcp__*"]
+  deny: ["Bash(rm"]
+mcp:
+  servers:
+    a: { command: "" }
+    b: { command: x, url: "http://127.0.0.1:9/mcp" }
+agents:
+  one: { description: d, prompt: p, max_turns: 0 }
+  two: { description: d, prompt: p, tools: ["not a tool"] }
+replay:
+  ignore: ["(", "[", "fine"]
+"#,
+        )
+        .unwrap();
+        let errors: Vec<String> = check_every(&crate::spec::load(&path).unwrap())
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let found = |place: &str, what: &str| {
+            errors
+                .iter()
+                .filter(|e| e.contains(place) && e.contains(what))
+                .count()
+        };
+        assert_eq!(found("bad.yaml:6:11:", "unknown tool"), 1, "{errors:#?}");
+        assert_eq!(
+            found("bad.yaml:6:21:", "is for deny: only"),
+            1,
+            "{errors:#?}"
+        );
+        assert_eq!(found("bad.yaml:7:10:", "malformed"), 1, "{errors:#?}");
+        assert_eq!(found("bad.yaml:9:", "mcp.servers.a"), 1, "{errors:#?}");
+        assert_eq!(found("bad.yaml:9:", "mcp.servers.b"), 1, "{errors:#?}");
+        assert_eq!(
+            found("bad.yaml:13:", "agents.one.max_turns"),
+            1,
+            "{errors:#?}"
+        );
+        assert_eq!(found("bad.yaml:13:", "agents.two.tools"), 1, "{errors:#?}");
+        assert_eq!(found("bad.yaml:16:", "replay.ignore"), 2, "{errors:#?}");
+        assert_eq!(errors.len(), 9, "{errors:#?}");
+    }
 
     #[test]
     fn a_budget_for_an_unpriced_model_is_an_error_at_the_budget() {

@@ -66,7 +66,7 @@ pub(crate) fn task_rules(loaded: &LoadedSpec) -> Result<TaskRules, SpecError> {
             });
         }
         borrow_file(&mut task, source, &path, &permissions, sandboxed)?;
-        if loaded.spec.isolation == Isolation::None && task_borrows_commands(&task) {
+        if loaded.spec.isolation() == Isolation::None && task_borrows_commands(&task) {
             task.notes.push(format!(
                 "permissions_from {}: its Bash allow rules run programs that can write anywhere in the workspace, .git/ included; with isolation: none a hook planted there runs later, outside drover (use isolation: worktree or copy, or allow: false)",
                 path.display()
@@ -82,28 +82,47 @@ pub(crate) fn task_rules(loaded: &LoadedSpec) -> Result<TaskRules, SpecError> {
     Ok(task)
 }
 
-/// The spec's own rules, parsed.
+/// Every problem of the task's rules: each of the spec's own rules that does not parse
+/// (all of them, at their lines and columns), else the first problem of its settings
+/// files. For `drover validate`, which reports every error at once.
+pub(crate) fn rule_errors(loaded: &LoadedSpec) -> Vec<SpecError> {
+    match own_rules_every(loaded) {
+        Err(errors) => errors,
+        Ok(_) => task_rules(loaded).err().into_iter().collect(),
+    }
+}
+
+/// The spec's own rules, parsed; the first problem is the error.
 fn own_rules(loaded: &LoadedSpec) -> Result<RuleSet, SpecError> {
+    own_rules_every(loaded).map_err(|mut errors| errors.swap_remove(0))
+}
+
+/// The spec's own rules, parsed, or every problem of them (never an empty list).
+fn own_rules_every(loaded: &LoadedSpec) -> Result<RuleSet, Vec<SpecError>> {
     let permissions = &loaded.spec.permissions;
-    let rules = RuleSet::from_spec(permissions).map_err(|error| {
-        let list = if error.list == "allow" {
+    let at = |list: &str, index: usize| {
+        let list = if list == "allow" {
             &permissions.allow
         } else {
             &permissions.deny
         };
-        let location = list.get(error.index).map(|rule| rule.referenced);
-        SpecError::Invalid {
-            // The rule may be one the spec inherits from its defaults file.
-            position: loaded.position(location),
-            message: error.source.message,
-        }
+        // The rule may be one the spec inherits from its defaults file.
+        loaded.position(list.get(index).map(|rule| rule.referenced))
+    };
+    let rules = RuleSet::from_spec(permissions).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|error| SpecError::Invalid {
+                position: at(error.list, error.index),
+                message: error.source.message,
+            })
+            .collect::<Vec<_>>()
     })?;
     if let Some((index, message)) = rules.web_search_conflict() {
-        let location = permissions.deny.get(index).map(|rule| rule.referenced);
-        return Err(SpecError::Invalid {
-            position: loaded.position(location),
+        return Err(vec![SpecError::Invalid {
+            position: at("deny", index),
             message,
-        });
+        }]);
     }
     Ok(rules)
 }

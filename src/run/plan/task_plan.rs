@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::model::remote::RemoteConfig;
 use crate::policy::RuleSet;
+use crate::record::ReplayJudgement;
 use crate::record::transcript::InstructionFile;
 use crate::run::recording::{RecordedPatch, RecordedResults, Recording};
 use crate::spec::{
@@ -107,6 +108,9 @@ pub(crate) struct WorkspacePlan {
     /// For a task working in place: its repository's index as it was when the run
     /// started (None: there was no repository), the only index its baseline trusts.
     pub saved_index: Option<Arc<IndexSnapshot>>,
+    /// A worktree's commit, checked (`workspace::start_commit::check_commit`): the one a
+    /// replayed or resumed run started from. None: HEAD.
+    pub at_commit: Option<String>,
 }
 
 /// drover's own paths in the artifacts directory, each left out only as what drover
@@ -144,6 +148,8 @@ pub(crate) struct ReplayPlan {
     pub replayed_mcp_tools: Vec<String>,
     pub start: RecordedStart,
     pub confinement: ReplayConfinement,
+    /// How the recorded run ended and whether the checks run: what decides the outcome.
+    pub judgement: ReplayJudgement,
 }
 
 /// What `replay --diff-only` needs.
@@ -155,6 +161,8 @@ pub(crate) struct DiffOnlyPlan {
     pub strict: bool,
     pub start: RecordedStart,
     pub confinement: ReplayConfinement,
+    /// How the recorded run ended and whether the checks run: what decides the outcome.
+    pub judgement: ReplayJudgement,
 }
 
 /// The state a recorded run started from.
@@ -165,6 +173,13 @@ pub(crate) struct RecordedStart {
     /// task starts only from exactly the recorded state, checked before anything runs
     /// there (a matching fingerprint shows the recording already knew all of it).
     pub from_recording: bool,
+    /// Why the recorded start commit could not be where the replay starts (an
+    /// `isolation: worktree` run's): warned, and under `--strict` the task's end before
+    /// anything runs.
+    pub commit_problem: Option<String>,
+    /// The commit the recorded run started from, a full hex id (None: none recorded, or
+    /// not an id), and whether it was dirty: named when the workspace differs.
+    pub commit: Option<crate::record::StartCommit>,
 }
 
 /// How far a replay's commands and file tools reach: a recording's rules are not the
@@ -207,6 +222,24 @@ impl Mode {
             // A resumed run was checked before it started; a workspace changed since
             // then cannot be continued.
             Mode::Resume(resume) => Some((&resume.fingerprint, true)),
+        }
+    }
+
+    /// What decides a replay's outcome: the recorded end and whether the checks run.
+    pub(crate) fn replay_judgement(&self) -> Option<&ReplayJudgement> {
+        match self {
+            Mode::Replay(replay) => Some(&replay.judgement),
+            Mode::DiffOnly(diff_only) => Some(&diff_only.judgement),
+            Mode::Live | Mode::Resume(_) => None,
+        }
+    }
+
+    /// A replay's recorded start, and whether its problems end the task (`--strict`).
+    pub(crate) fn recorded_start(&self) -> Option<(&RecordedStart, bool)> {
+        match self {
+            Mode::Replay(replay) => Some((&replay.start, replay.expectations.strict)),
+            Mode::DiffOnly(diff_only) => Some((&diff_only.start, diff_only.strict)),
+            Mode::Live | Mode::Resume(_) => None,
         }
     }
 
@@ -271,6 +304,9 @@ pub(crate) struct ResumePlan {
     pub masks: Arc<crate::record::volatile::Masks>,
     /// The fingerprint the recorded run started from.
     pub fingerprint: String,
+    /// The commit the recorded run started from, when its id is a full hex id: named
+    /// when the workspace is no longer in the recorded state.
+    pub commit: Option<crate::record::StartCommit>,
     /// What the recorded run left out of its starting state as its own outputs, left
     /// out again so the fingerprints can agree.
     pub recorded_outputs: OwnOutputs,

@@ -65,11 +65,17 @@ enum ApplyError {
 }
 
 /// `git apply` of `patch` (copied to a private file) in `workspace`, git's own
-/// configuration and hooks left out, killed after [`APPLY_TIMEOUT`].
+/// configuration and hooks left out, killed after [`APPLY_TIMEOUT`]. It applies as to
+/// plain files, never as in a repository: a worktree (a worktree run's replay) holds a
+/// `.git` link, and git in a repository would read its configuration and skip, without
+/// a word, the patch's paths that are not under the subdirectory it runs in.
 fn git_apply(workspace: &Path, patch: &[u8]) -> Result<(), ApplyError> {
     let mut copy = tempfile::NamedTempFile::new()?;
     std::io::Write::write_all(&mut copy, patch)?;
     let errors = tempfile::tempfile()?;
+    // A git directory that does not exist, in a directory only drover made: no
+    // repository is found, none the workspace holds is read.
+    let no_repository = tempfile::tempdir()?;
     let mut child = std::process::Command::new("git")
         .arg("apply")
         .arg("--whitespace=nowarn")
@@ -81,7 +87,7 @@ fn git_apply(workspace: &Path, patch: &[u8]) -> Result<(), ApplyError> {
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_ATTR_NOSYSTEM", "1")
         .env("GIT_CEILING_DIRECTORIES", workspace)
-        .env_remove("GIT_DIR")
+        .env("GIT_DIR", no_repository.path().join("none"))
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
         .env_remove("GIT_CONFIG_PARAMETERS")

@@ -31,5 +31,5 @@ mod web;
 
 pub(crate) use interrupt::Interrupt;
 pub(crate) use resume_check::check_workspace;
-pub(crate) use run_task::{run_task, unfinished_report};
-pub(crate) use tool_listing::{ListedTool, list_builtin_tools, list_tools};
+pub(crate) use run_task::{Followers, run_task, unfinished_report};
+pub(crate) use tool_listing::{ListedTool, ToolKind, list_builtin_tools, list_tools};

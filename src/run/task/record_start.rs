@@ -17,19 +17,38 @@ use super::error::Halt;
 use super::redaction::warn_unredacted;
 use super::web::web_search;
 
-/// A replay whose workspace the recording chose runs only from exactly the recorded
-/// starting state: stopped before any tool, server or command can read the copy.
-pub(super) fn recorded_start_only(plan: &TaskPlan, fingerprint: &str) -> Result<(), Halt> {
+/// A replay starts where the recording did, or says why not: a worktree run's recorded
+/// commit that cannot be its start is a warning (under `--strict` the task's end), and a
+/// replay whose workspace the recording chose runs only from exactly the recorded
+/// starting state. Either stops the task before any tool, server or command can read
+/// the copy.
+pub(super) fn recorded_start_only(
+    plan: &TaskPlan,
+    fingerprint: &str,
+    task: &str,
+) -> Result<(), Halt> {
+    if let Some((start, strict)) = plan.mode.recorded_start()
+        && let Some(problem) = &start.commit_problem
+    {
+        if strict {
+            return Err(Halt::Early(
+                EndReason::ReplayDrift,
+                format!("{problem} (--strict: nothing was replayed)"),
+            ));
+        }
+        crate::esay!("drover: warning: {task}: {problem}");
+    }
     match plan.mode.start_from_recording() {
         Some(start) if start.fingerprint != fingerprint => {
             let expected = &start.fingerprint;
             Err(Halt::Early(
                 EndReason::ReplayDrift,
                 format!(
-                    "the recorded workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}), so nothing was replayed in it; pass --workspace with a checkout of the starting state",
+                    "the recorded workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}), so nothing was replayed in it; pass --workspace with a checkout of the starting state{}",
                     plan.workspace.origin.display(),
                     short(fingerprint),
-                    short(expected)
+                    short(expected),
+                    started_at(start.commit.as_ref())
                 ),
             ))
         }
@@ -91,7 +110,7 @@ pub(super) fn record_start(
                 serde_json::to_value(&plan.skills).unwrap_or_default()
             },
         }),
-        settings: Box::new(run_settings(plan, armed)),
+        settings: Box::new(run_settings(plan, armed, report.start.clone())),
     })?;
     if let Some(message) = armed.commands.unavailable.clone() {
         return Err(Halt::Early(EndReason::SandboxUnavailable, message));
@@ -103,11 +122,16 @@ pub(super) fn record_start(
     if let Some((expected, strict)) = plan.mode.expected_start()
         && expected != fingerprint
     {
+        let commit = plan
+            .mode
+            .recorded_start()
+            .and_then(|(start, _)| start.commit.as_ref());
         let message = format!(
-            "the workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}); pass --workspace with a checkout of the starting state",
+            "the workspace {} is not in the state the recorded run started from (fingerprint {} instead of {}); pass --workspace with a checkout of the starting state{}",
             plan.workspace.origin.display(),
             short(fingerprint),
-            short(expected)
+            short(expected),
+            started_at(commit)
         );
         if strict {
             return Err(Halt::Early(EndReason::ReplayDrift, message));
@@ -117,11 +141,17 @@ pub(super) fn record_start(
     Ok(())
 }
 
-/// The limits and outputs `run_start` records for a resume, and the notes on what the
-/// files the spec loads by reference (and the project's instructions) held that drover
-/// skipped or left out.
-fn run_settings(plan: &TaskPlan, armed: &Armed) -> crate::record::transcript::RunSettings {
+/// The limits, outputs and start (`start`: where the workspace started in git)
+/// `run_start` records for a resume or replay, and the notes on what the files the spec
+/// loads by reference (and the project's instructions) held that drover skipped or left
+/// out.
+fn run_settings(
+    plan: &TaskPlan,
+    armed: &Armed,
+    start: Option<crate::record::StartCommit>,
+) -> crate::record::transcript::RunSettings {
     crate::record::transcript::RunSettings {
+        start,
         max_cost_usd: plan.limits.max_cost_usd,
         max_tokens: plan.limits.max_tokens,
         timeout: Some(crate::spec::TimeoutLimit::spelled(
@@ -260,6 +290,22 @@ fn absolute(path: &Path) -> String {
         .unwrap_or_else(|_| path.to_path_buf())
         .display()
         .to_string()
+}
+
+/// Where the recorded run started in git, for a message about a workspace that is not in
+/// its starting state: ` (the recorded run started at commit C)`, or nothing.
+pub(super) fn started_at(commit: Option<&crate::record::StartCommit>) -> String {
+    match commit {
+        Some(start) if start.dirty => format!(
+            " (the recorded run started at commit {} with uncommitted or untracked files)",
+            start.commit
+        ),
+        Some(start) => format!(
+            " (the recorded run started at commit {}, clean: `git worktree add --detach DIR {}` makes it)",
+            start.commit, start.commit
+        ),
+        None => String::new(),
+    }
 }
 
 fn short(fingerprint: &str) -> &str {

@@ -170,6 +170,10 @@ pub(super) fn redact_report(report: &mut TaskReport, redactor: &Redactor) {
         todo.content = redactor.redact_owned(std::mem::take(&mut todo.content));
         todo.active_form = redactor.redact_owned(std::mem::take(&mut todo.active_form));
     }
+    // A replay's recorded message, repeated in its report.
+    if let Some(recorded) = report.replay.as_mut().and_then(|r| r.recorded.as_mut()) {
+        recorded.message = redactor.redact_owned(std::mem::take(&mut recorded.message));
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub(crate) fn check_workspace(plan: &mut TaskPlan, artifacts: &Path) -> Result<(
     };
     let transcript = resume.transcript.clone();
     let recorded = resume.fingerprint.clone();
+    let started_at = super::record_start::started_at(resume.commit.as_ref());
     settle_outputs(std::slice::from_mut(plan), artifacts);
     save_indexes(std::slice::from_mut(plan));
     let report = unfinished_report(plan, artifacts);
@@ -49,7 +50,9 @@ pub(crate) fn check_workspace(plan: &mut TaskPlan, artifacts: &Path) -> Result<(
             "The task works in place (isolation: none) and the stopped run was killed before it wrote its diff, so its changes are still there: restore the starting state (`git stash -u` or `git checkout`), then resume again.".to_string()
         }
     } else {
-        "It changed since the run (a commit, a checkout, an edit): restore the state the run started from, or pass --workspace with a checkout of it.".to_string()
+        format!(
+            "It changed since the run (a commit, a checkout, an edit): restore the state the run started from{started_at}, or pass --workspace with a checkout of it."
+        )
     };
     Err(PlanError::Resume(Box::new(ResumeError::WorkspaceChanged {
         transcript,

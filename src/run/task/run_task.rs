@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::agent::Handover;
 use crate::message::Usage;
 use crate::model::Model;
-use crate::record::transcript::{EventObserver, TranscriptError};
+use crate::record::transcript::{EventObserver, LineTap, TranscriptError};
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::run::artifacts::{Ledger, TaskFolder};
 use crate::run::plan::{Mode, ResumePlan, TaskPlan};
@@ -29,8 +29,16 @@ use super::redaction::{redact_report, task_redactor};
 use super::setup::setup;
 use super::start::{Started, workspace};
 
+/// Who follows a task's transcript as it is written.
+pub(crate) struct Followers {
+    /// Progress output: every event.
+    pub progress: Option<EventObserver>,
+    /// `--json`: every line as written (a resumed task's kept lines first).
+    pub lines: Option<LineTap>,
+}
+
 /// Run the task and write its transcript and diff under `artifacts/<name>/`. Every
-/// transcript event is shown to `observer` too (progress output). `exposed`: the
+/// transcript event is shown to its `followers` too. `exposed`: the
 /// artifacts directory lies where an agent of this run may write, so the task's folder is
 /// staged and published when the task is over (see [`TaskFolder`]); either way its files
 /// are recorded in `ledger`.
@@ -39,7 +47,7 @@ pub(crate) async fn run_task(
     artifacts: &Path,
     ledger: &Ledger,
     exposed: bool,
-    observer: Option<EventObserver>,
+    followers: Followers,
     interrupt: Interrupt,
 ) -> TaskReport {
     let started = Instant::now();
@@ -57,7 +65,7 @@ pub(crate) async fn run_task(
                 artifacts,
                 folder.dir(),
                 &mut report,
-                observer,
+                followers,
                 interrupt,
                 Arc::clone(&redactor),
             )
@@ -78,11 +86,25 @@ pub(crate) async fn run_task(
         report.reason = EndReason::InternalError;
         report.status = EndReason::InternalError.status();
         report.message = error.to_string();
+        if let Some(replay) = &mut report.replay {
+            replay.outcome_from = crate::record::OutcomeFrom::Replay;
+        }
     }
     report.duration = started.elapsed();
     redact_report(&mut report, &redactor);
     report.redacted = redactor.replaced();
     report
+}
+
+/// A resumed task's transcript starts with the recording's kept lines, written before
+/// anyone could follow it: they are handed to `tap` first, so what it gets is the file.
+fn kept_lines_first(mode: &Mode, mut tap: LineTap) -> LineTap {
+    if let Mode::Resume(resume) = mode {
+        for line in &resume.kept {
+            tap(line);
+        }
+    }
+    tap
 }
 
 /// The report of a task that has not finished: an internal error until it says more.
@@ -117,6 +139,8 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         agents: Vec::new(),
         agent_turns: 0,
         drift: None,
+        start: None,
+        replay: plan.mode.replay_judgement().cloned(),
     }
 }
 
@@ -126,7 +150,7 @@ async fn execute(
     artifacts: &Path,
     task_dir: &Path,
     report: &mut TaskReport,
-    observer: Option<EventObserver>,
+    followers: Followers,
     interrupt: Interrupt,
     redactor: Arc<Redactor>,
 ) -> Result<(), TaskError> {
@@ -142,8 +166,11 @@ async fn execute(
         }
         Mode::Live | Mode::Replay(_) | Mode::DiffOnly(_) => TranscriptWriter::create(&path)?,
     };
-    if let Some(observer) = observer {
+    if let Some(observer) = followers.progress {
         transcript.observe(observer);
+    }
+    if let Some(tap) = followers.lines {
+        transcript.tap(kept_lines_first(&plan.mode, tap));
     }
     transcript.redact_with(Arc::clone(&redactor));
     let halted = match steps(
@@ -204,8 +231,9 @@ async fn steps(
 ) -> Result<(), Halt> {
     let stop = || interrupt.is_cancelled();
     let mut started = workspace(&plan, artifacts, report, &stop)?;
+    report.start = started.start.clone();
     let fingerprint = started.baseline.fingerprint();
-    recorded_start_only(&plan, &fingerprint)?;
+    recorded_start_only(&plan, &fingerprint, &report.name)?;
     let mut model = task_model(&plan, report, transcript)?;
     let armed =
         arm_unless_interrupted(&plan, &started, artifacts, task_dir, redactor, &interrupt).await?;
@@ -399,6 +427,9 @@ fn end_before_loop(
     Ok(finish(transcript, redactor, report, reason, message)?)
 }
 
+/// The task's end in the report and `run_end`. A replay's own end is first weighed
+/// against the recorded one (`ReplayJudgement::settle`): without `--checks` nothing
+/// judged the replayed result, so a recorded failure is never reported as a pass.
 fn finish(
     transcript: &mut TranscriptWriter,
     redactor: &Redactor,
@@ -406,6 +437,10 @@ fn finish(
     reason: EndReason,
     message: String,
 ) -> Result<(), TranscriptError> {
+    let (reason, message) = match &mut report.replay {
+        Some(judgement) => judgement.settle((reason, message)),
+        None => (reason, message),
+    };
     report.reason = reason;
     report.status = reason.status();
     report.message = message;

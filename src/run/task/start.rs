@@ -3,12 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::record::{EndReason, TaskReport};
+use crate::record::{EndReason, StartCommit, TaskReport};
 use crate::run::plan::{Mode, TaskPlan, WorkspacePlan};
 use crate::spec::Isolation;
 use crate::workspace::Baseline;
 use crate::workspace::baseline::{CopyOrigin, Exclusions, IndexSource, StartOptions};
 use crate::workspace::isolation::{PreparedWorkspace, git_worktree, in_place, scratch_copy};
+use crate::workspace::start_commit::start_of;
 
 use super::error::{Halt, TaskError};
 
@@ -21,6 +22,9 @@ pub(super) struct Started {
     /// When the task's clock started (before isolation and `setup:`): `limits.timeout`
     /// counts from here, so setup's time is the task's time.
     pub clock: tokio::time::Instant,
+    /// The commit the workspace started from and whether it was dirty (None outside
+    /// git): `run_start`'s `start`.
+    pub start: Option<StartCommit>,
 }
 
 /// Isolate the workspace (in place, a copy, a worktree) and take its starting state.
@@ -55,7 +59,12 @@ pub(super) fn workspace(
         dirs: excluded_folders,
         files: excluded_files,
     };
-    let prepared = isolate(workspace, plan.spec.name(), &copy_excluded, stop).and_then(|dir| {
+    // A replay's worktree is named by drover, not by the recording.
+    let label = match plan.mode {
+        Mode::Replay(_) | Mode::DiffOnly(_) => "replay",
+        Mode::Live | Mode::Resume(_) => plan.spec.name(),
+    };
+    let prepared = isolate(workspace, label, &copy_excluded, stop).and_then(|dir| {
         let options = start_options(workspace, &excluded, dir.copy_origin(true));
         let baseline = Baseline::take(&dir.dir, options, stop)?;
         Ok((dir, baseline))
@@ -79,11 +88,25 @@ pub(super) fn workspace(
             names.join(", ")
         );
     }
+    let start = match prepared.worktree_commit() {
+        // A worktree holds its commit and nothing else.
+        Some(commit) => Some(StartCommit {
+            commit: commit.to_string(),
+            dirty: false,
+        }),
+        None => {
+            let mut drovers: Vec<PathBuf> = copy_excluded;
+            drovers.extend(excluded.dirs.iter().cloned());
+            drovers.extend(excluded.files.iter().cloned());
+            start_of(&workspace.origin, &drovers)
+        }
+    };
     Ok(Started {
         workspace: prepared,
         baseline,
         excluded,
         clock,
+        start,
     })
 }
 
@@ -110,7 +133,9 @@ fn isolate(
     match workspace.isolation {
         Isolation::None => in_place(&workspace.origin),
         Isolation::Copy => scratch_copy(&workspace.origin, excluded, stop),
-        Isolation::Worktree => git_worktree(&workspace.origin, task),
+        Isolation::Worktree => {
+            git_worktree(&workspace.origin, task, workspace.at_commit.as_deref())
+        }
     }
 }
 

@@ -5,10 +5,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::agent::OutputSchema;
 use crate::mcp::{McpSession, OfferedName, ServerReport, Setup as McpSetup};
 use crate::message::ToolDefinition;
+use crate::model::replay::ReplayModel;
+use crate::model::{Model as _, OutputMode};
 use crate::policy::{Policy, ToolFacts};
-use crate::spec::LoadedSpec;
+use crate::run::recording::Recording;
+use crate::spec::{LoadedSpec, Provider};
 use crate::tools::Registry;
 
 use super::commands::task_commands;
@@ -17,12 +21,32 @@ use super::redaction::{mcp_credential_vars, redactor_with_mcp};
 use crate::run::plan::spec_checks::{mcp_servers, rule_set};
 use crate::spec::SpecError;
 
-/// A tool as the task would offer it, with what the policy knows of it.
+/// A tool as the task would offer it, with what it does.
 pub(crate) struct ListedTool {
     pub definition: ToolDefinition,
-    pub facts: ToolFacts,
+    pub kind: ToolKind,
     /// The MCP server it comes from, and the tool's own name there.
     pub mcp: Option<(String, String)>,
+}
+
+/// What a listed tool does, as the listing says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolKind {
+    /// Only reads (the policy's `read_only`).
+    ReadOnly,
+    WritesOrExecutes,
+    /// `StructuredOutput`: the final answer of a task with `output:`, judged by no rule.
+    FinalAnswer,
+}
+
+impl ToolKind {
+    fn of(facts: &ToolFacts) -> ToolKind {
+        if facts.read_only {
+            ToolKind::ReadOnly
+        } else {
+            ToolKind::WritesOrExecutes
+        }
+    }
 }
 
 /// The registry's tools as listed; those in `offered` are MCP tools.
@@ -31,14 +55,14 @@ fn listed(registry: &Registry, offered: &[OfferedName]) -> Vec<ListedTool> {
         .definitions()
         .into_iter()
         .filter_map(|definition| {
-            let facts = registry.facts(&definition.name)?.clone();
+            let kind = ToolKind::of(registry.facts(&definition.name)?);
             let mcp = offered
                 .iter()
                 .find(|name| name.name == definition.name)
                 .map(|name| (name.server.clone(), name.tool.clone()));
             Some(ListedTool {
                 definition,
-                facts,
+                kind,
                 mcp,
             })
         })
@@ -80,6 +104,43 @@ fn add_spec_tools(
         registry.add(Arc::new(tool)).map_err(TaskError::from)?;
     }
     Ok(())
+}
+
+/// `StructuredOutput`, which every request of a task with `output:` carries after the
+/// registry's tools when its model takes the answer as a tool call (the agent loop adds
+/// it the same way, from the same schema): not for an OpenAI-compatible model, which
+/// answers in its final text under the provider's JSON response format.
+fn final_answer_tool(loaded: &LoadedSpec) -> Result<Option<ListedTool>, ListingError> {
+    let Some(schema) = crate::run::plan::spec_checks::output_schema(loaded)? else {
+        return Ok(None);
+    };
+    if answer_mode(loaded) != OutputMode::Tool {
+        return Ok(None);
+    }
+    // The schema compiled in `output_schema`; None only if it stopped compiling since.
+    Ok(OutputSchema::new(schema).map(|schema| ListedTool {
+        definition: schema.tool(),
+        kind: ToolKind::FinalAnswer,
+        mcp: None,
+    }))
+}
+
+/// How the task's model gives its final answer: as the provider does, and for a replay
+/// as the recorded provider did (a transcript that cannot be read: as a tool call, the
+/// replay model's default; the run itself refuses it).
+fn answer_mode(loaded: &LoadedSpec) -> OutputMode {
+    let model = &loaded.spec.model.value;
+    match model.provider {
+        Provider::Openai => OutputMode::Text,
+        Provider::Anthropic | Provider::Script => OutputMode::Tool,
+        Provider::Replay => model
+            .transcript
+            .as_ref()
+            .and_then(|transcript| Recording::read(&loaded.beside_spec(transcript)).ok())
+            .map_or(OutputMode::Tool, |recording| {
+                ReplayModel::from_events(&recording.events).output_mode()
+            }),
+    }
 }
 
 /// The built-in tools, as listed.
@@ -175,7 +236,8 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
     }
     add_spec_tools(loaded, &workspace, &mut registry)?;
     registry.retain(|facts| policy.withholds(facts).is_none());
-    let tools = listed(&registry, &session.offered_names());
+    let mut tools = listed(&registry, &session.offered_names());
+    tools.extend(final_answer_tool(loaded)?);
     let mut reports = session.reports.clone();
     for report in &mut reports {
         if let Err(why) = &mut report.outcome {

@@ -43,6 +43,8 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         agents: Vec::new(),
         agent_turns: 0,
         drift: None,
+        start: None,
+        replay: None,
     }
 }
 
@@ -125,22 +127,14 @@ pub(crate) fn sample_run() -> RunReport {
     }
 }
 
-/// A validator that is missing skips its check with a note, except under `CI=true`
-/// (`.ci/run` installs every validator): there a check that cannot run is a failure.
-fn missing(tool: &str, install: &str) {
+/// Validate `xml` against the Surefire/Jenkins schema with xmllint, which the build found
+/// here (`drover_has_xmllint`, see build.rs): a missing one fails the test.
+fn validate_with_xmllint(xml: &str) {
+    let version = Command::new("xmllint").arg("--version").output();
     assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{tool} is not installed, and CI=true: {install}"
+        version.is_ok_and(|version| version.status.success()),
+        "drover_has_xmllint is set (the build found xmllint, or CI=true runs every test), but it does not run; apt-get install libxml2-utils (.ci/run does)"
     );
-    drover_output::esay!("note: {tool} is not installed ({install}); skipping its check");
-}
-
-fn validate_with_xmllint(xml: &str) -> bool {
-    let Ok(version) = Command::new("xmllint").arg("--version").output() else {
-        missing("xmllint", "apt-get install libxml2-utils");
-        return false;
-    };
-    assert!(version.status.success());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("junit.xml");
     std::fs::write(&file, xml).unwrap();
@@ -160,7 +154,6 @@ fn validate_with_xmllint(xml: &str) -> bool {
         "schema validation failed: {}\n{xml}",
         String::from_utf8_lossy(&output.stderr)
     );
-    true
 }
 
 fn suite_tag<'a>(xml: &'a str, name: &str) -> &'a str {
@@ -175,10 +168,23 @@ fn suite_tag<'a>(xml: &'a str, name: &str) -> &'a str {
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_xmllint),
+    ignore = "needs xmllint (apt-get install libxml2-utils; .ci/run installs it)"
+)]
 fn output_validates_against_the_junit_schema() {
     let xml = junit_xml(&sample_run());
     validate_with_xmllint(&xml);
     validate_with_xmllint(&junit_xml(&RunReport::default()));
+    validate_with_xmllint(&junit_xml(&run_with_a_quoted_model()));
+}
+
+/// The sample run with cached tokens and a model name that XML must escape in a property.
+fn run_with_a_quoted_model() -> RunReport {
+    let mut run = sample_run();
+    run.tasks[0].usage.cache_read_input_tokens = 77;
+    run.tasks[0].model = "a\"b<c>".to_string();
+    run
 }
 
 #[test]
@@ -253,11 +259,7 @@ fn tail_respects_char_boundaries() {
 
 #[test]
 fn suites_carry_each_tasks_figures_as_properties() {
-    let mut run = sample_run();
-    run.tasks[0].usage.cache_read_input_tokens = 77;
-    run.tasks[0].model = "a\"b<c>".to_string();
-    let xml = junit_xml(&run);
-    validate_with_xmllint(&xml);
+    let xml = junit_xml(&run_with_a_quoted_model());
     assert_eq!(xml.matches("<properties>").count(), 2);
     let calc = &xml[xml.find("<testsuite id=\"0\"").unwrap()..];
     assert!(calc.contains(
@@ -268,9 +270,51 @@ fn suites_carry_each_tasks_figures_as_properties() {
     assert!(xml.contains("<property name=\"offline.reason\" value=\"provider_error\"/>"));
 }
 
+#[test]
+fn a_failure_replayed_as_recorded_is_a_failure_that_says_so() {
+    let mut run = sample_run();
+    let lint = &mut run.tasks[2];
+    let mut judgement = crate::ReplayJudgement::new(
+        crate::ChecksRun::NotRun,
+        Some(crate::RecordedOutcome::from_run_end(
+            EndReason::ChecksFailed,
+            "check \"clippy\" failed",
+        )),
+    );
+    let (reason, message) = judgement.settle((EndReason::EndTurn, "done".into()));
+    lint.reason = reason;
+    lint.status = reason.status();
+    lint.message = message;
+    lint.checks.clear();
+    lint.replay = Some(judgement);
+    lint.start = Some(crate::StartCommit {
+        commit: "a".repeat(40),
+        dirty: false,
+    });
+    let xml = junit_xml(&run);
+    validate_with_xmllint(&xml);
+    assert!(
+        xml.contains("<failure type=\"checks_failed\" message=\"as recorded; checks not re-run: check &quot;clippy&quot; failed\""),
+        "{xml}"
+    );
+    assert!(xml.contains("<property name=\"lint.checks\" value=\"not_run\"/>"));
+    assert!(xml.contains("<property name=\"lint.outcome_from\" value=\"recording\"/>"));
+    assert!(xml.contains(&format!(
+        "<property name=\"lint.start.commit\" value=\"{}\"/>",
+        "a".repeat(40)
+    )));
+    assert!(xml.contains(
+        "replay: as recorded; checks not re-run (the recorded run ended failed, checks_failed)"
+    ));
+    assert!(
+        !xml.contains("fix-add.checks"),
+        "a run has no replay properties"
+    );
+}
+
 /// What Python's junitparser (used by GitHub test-report actions) reads from a file:
 /// per suite, the counts it reports and the counts of its test cases' results.
-fn read_with_junitparser(xml: &str) -> Option<serde_json::Value> {
+fn read_with_junitparser(xml: &str) -> serde_json::Value {
     const SCRIPT: &str = r#"
 import json, sys
 from junitparser import JUnitXml, Failure, Error
@@ -286,18 +330,22 @@ for suite in xml:
 xml.update_statistics()
 print(json.dumps({"tests": xml.tests, "failures": xml.failures, "errors": xml.errors, "suites": suites}))
 "#;
-    let available = Command::new("python3")
+    // .ci/venv's Python, where .ci/run installs junitparser and the build found it
+    // (`drover_has_junitparser`, see build.rs): a missing one fails the test.
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/venv/bin/python");
+    let available = Command::new(&python)
         .args(["-c", "import junitparser"])
         .output()
         .is_ok_and(|output| output.status.success());
-    if !available {
-        missing("python3 with junitparser", "pip install junitparser");
-        return None;
-    }
+    assert!(
+        available,
+        "drover_has_junitparser is set (the build found junitparser in .ci/venv, or CI=true runs every test), but {} cannot import it; run .ci/run",
+        python.display()
+    );
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("junit.xml");
     std::fs::write(&file, xml).unwrap();
-    let output = Command::new("python3")
+    let output = Command::new(&python)
         .arg("-c")
         .arg(SCRIPT)
         .arg(&file)
@@ -308,14 +356,16 @@ print(json.dumps({"tests": xml.tests, "failures": xml.failures, "errors": xml.er
         "junitparser failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    Some(serde_json::from_slice(&output.stdout).unwrap())
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 #[test]
+#[cfg_attr(
+    not(drover_has_junitparser),
+    ignore = "needs Python's junitparser in .ci/venv: .ci/run installs it"
+)]
 fn junitparser_reads_the_right_counts() {
-    let Some(read) = read_with_junitparser(&junit_xml(&sample_run())) else {
-        return;
-    };
+    let read = read_with_junitparser(&junit_xml(&sample_run()));
     // calc: fix-add + its check + refactor (failure); lint: lint (failure) + 3 checks
     // (2 failures) + offline (error).
     assert_eq!(read["tests"], 8, "{read}");
@@ -331,6 +381,6 @@ fn junitparser_reads_the_right_counts() {
     assert_eq!(suites[0]["name"], "tasks/calc.yaml");
     assert_eq!(suites[0]["properties"], 28, "14 per task");
     assert_eq!(suites[1]["case_errors"], 1);
-    let empty = read_with_junitparser(&junit_xml(&RunReport::default())).unwrap();
+    let empty = read_with_junitparser(&junit_xml(&RunReport::default()));
     assert_eq!(empty["tests"], 0);
 }

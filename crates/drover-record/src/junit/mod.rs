@@ -93,6 +93,21 @@ fn agent_output(task: &TaskReport) -> String {
         task.cost_usd
             .map_or_else(|| "n/a".to_string(), |c| format!("${c:.4}")),
     );
+    if let Some(replay) = &task.replay {
+        out.push_str(&format!("replay: {}", replay.label_words()));
+        if let Some(end) = &replay.recorded {
+            out.push_str(&format!(
+                " (the recorded run ended {}, {})",
+                status_str(end.status),
+                end.reason.as_str()
+            ));
+        }
+        out.push('\n');
+    }
+    if let Some(start) = &task.start {
+        let dirty = if start.dirty { ", dirty" } else { "" };
+        out.push_str(&format!("start: commit {}{dirty}\n", start.commit));
+    }
     if task.attempts > 1 {
         out.push_str(&format!("attempts: {}\n", task.attempts));
     }

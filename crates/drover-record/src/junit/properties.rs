@@ -27,7 +27,7 @@ pub(super) fn suite_properties(tasks: &[&TaskReport]) -> String {
 
 /// The figures of one task, in a fixed order.
 fn task_properties(task: &TaskReport) -> Vec<(&'static str, String)> {
-    vec![
+    let mut properties = vec![
         ("status", super::status_str(task.status).to_string()),
         ("reason", task.reason.as_str().to_string()),
         ("provider", task.provider.clone()),
@@ -59,7 +59,24 @@ fn task_properties(task: &TaskReport) -> Vec<(&'static str, String)> {
                 .map_or(0, |drift| drift.count)
                 .to_string(),
         ),
-    ]
+    ];
+    if let Some(replay) = &task.replay {
+        properties.push(("checks", value_of(&replay.checks)));
+        properties.push(("outcome_from", value_of(&replay.outcome_from)));
+    }
+    if let Some(start) = &task.start {
+        properties.push(("start.commit", start.commit.clone()));
+        properties.push(("start.dirty", start.dirty.to_string()));
+    }
+    properties
+}
+
+/// A unit enum variant as summary.json spells it (`not_run`).
+fn value_of(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        _ => String::new(),
+    }
 }
 
 /// An XML attribute value: cleaned of characters XML forbids, markup escaped, and

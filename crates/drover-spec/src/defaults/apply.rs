@@ -5,19 +5,25 @@ use super::DefaultsSpec;
 use super::merged::{Merged, Source};
 use crate::limits::LimitsSpec;
 use crate::sandbox::{SandboxSettings, SandboxSpec};
-use crate::types::{EnvSpec, Limits, Permissions, SpecFile};
+use crate::types::{EnvSpec, Limits, Permissions, WrittenSpec};
 
 /// `spec` with what it inherits from `defaults`, as `merged` (their merged documents)
 /// says. `permissions.deny` is both lists, the defaults' first.
-pub(crate) fn apply(mut spec: SpecFile, merged: &Merged, defaults: &DefaultsSpec) -> SpecFile {
+pub(crate) fn apply(
+    mut spec: WrittenSpec,
+    merged: &Merged,
+    defaults: &DefaultsSpec,
+) -> WrittenSpec {
     let from_defaults = |path: &[&str]| merged.origin(path) == Some(Source::Defaults);
     if from_defaults(&["model"]) {
         spec.model = defaults.model.clone();
     }
-    if from_defaults(&["isolation"])
-        && let Some(isolation) = defaults.isolation
-    {
-        spec.isolation = isolation;
+    if from_defaults(&["isolation"]) {
+        spec.isolation_spec = defaults.isolation.clone();
+    }
+    // `diff:` holds one list: the merged tree names its file, or that of `diff:` itself.
+    if from_defaults(&["diff"]) || from_defaults(&["diff", "exclude"]) {
+        spec.diff = defaults.diff.clone();
     }
     spec.permissions = permissions(merged, spec.permissions, defaults.permissions.as_ref());
     spec.limits = limits(merged, spec.limits, defaults.limits.as_ref());

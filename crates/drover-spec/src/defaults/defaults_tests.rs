@@ -2,7 +2,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::load::{collect_spec_files, load, load_all};
+use crate::load::{collect_spec_files, load, load_every};
 use crate::types::{Isolation, PermissionMode, TimeoutLimit};
 use crate::values::Switch;
 
@@ -188,7 +188,7 @@ fn env_and_isolation_are_the_specs_when_it_writes_them() {
     write(dir.path(), "drover.yaml", DEFAULTS);
     let inherited = load(&write(dir.path(), "a.yaml", &spec("a", ""))).unwrap();
     assert_eq!(inherited.spec.env.pass, vec!["NPM_TOKEN".to_string()]);
-    assert_eq!(inherited.spec.isolation, Isolation::Worktree);
+    assert_eq!(inherited.spec.isolation(), Isolation::Worktree);
     let own = load(&write(
         dir.path(),
         "b.yaml",
@@ -196,7 +196,54 @@ fn env_and_isolation_are_the_specs_when_it_writes_them() {
     ))
     .unwrap();
     assert!(own.spec.env.pass.is_empty());
-    assert_eq!(own.spec.isolation, Isolation::None);
+    assert_eq!(own.spec.isolation(), Isolation::None);
+}
+
+#[test]
+fn a_default_diff_exclude_list_is_the_specs_unless_it_writes_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "drover.yaml",
+        "version: 1\ndiff:\n  exclude: [Cargo.lock]\nisolation: copy\n",
+    );
+    let excluded = |name: &str, extra: &str| {
+        let loaded = load(&write(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &spec(name, extra),
+        ))
+        .unwrap();
+        let diff = loaded
+            .spec
+            .diff
+            .as_ref()
+            .map(|diff| diff.value.clone())
+            .unwrap_or_default();
+        (
+            diff.excludes("Cargo.lock"),
+            diff.excludes("coverage/x"),
+            loaded.position(loaded.spec.diff.as_ref().map(|d| d.referenced)),
+        )
+    };
+    let defaults = dir.path().join("drover.yaml");
+    let (lock, coverage, at) = excluded("a", SCRIPT);
+    assert!(lock && !coverage);
+    assert_eq!(at.path, defaults);
+    // `diff: {}` writes no list: the default's applies.
+    let (lock, coverage, _) = excluded("b", &format!("{SCRIPT}diff: {{}}\n"));
+    assert!(lock && !coverage);
+    let (lock, coverage, at) = excluded("c", &format!("{SCRIPT}diff:\n  exclude: [coverage/]\n"));
+    assert!(!lock && coverage);
+    assert_eq!(at.path, dir.path().join("c.yaml"));
+    // An inherited isolation is reported at the defaults file.
+    let loaded = load(&dir.path().join("a.yaml")).unwrap();
+    let isolation = loaded.spec.isolation_spec.as_ref().unwrap();
+    assert_eq!(isolation.value, Isolation::Copy);
+    assert_eq!(
+        loaded.position(Some(isolation.referenced)).to_string(),
+        format!("{}:4:12", defaults.display())
+    );
 }
 
 #[test]
@@ -225,7 +272,7 @@ fn errors_in_the_defaults_file_name_it_at_its_line_and_column() {
     assert!(error.contains("unknown field `prompt`"), "{error}");
     assert!(
         error.contains(
-            "a defaults file holds only model, permissions, limits, sandbox, env and isolation"
+            "a defaults file holds only model, permissions, limits, sandbox, env, isolation and diff"
         ),
         "{error}"
     );
@@ -334,7 +381,7 @@ fn a_bad_defaults_file_is_reported_once_for_its_directory() {
     write(
         dir.path(),
         "drover.yaml",
-        "version: 1\nlimits: { max_turns: 0 }\n",
+        "version: 1\nprompt: hi\nlimits: { max_turns: 0 }\n",
     );
     let files: Vec<PathBuf> = ["a", "b", "c"]
         .iter()
@@ -343,15 +390,30 @@ fn a_bad_defaults_file_is_reported_once_for_its_directory() {
     let other = write(dir.path(), "other/d.yaml", &spec("d", ""));
     let mut all = files.clone();
     all.push(other);
-    let errors = load_all(&all).unwrap_err();
-    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    assert_eq!(shown.len(), 2, "{shown:#?}");
+    let loaded = load_every(&all);
+    // The defaults file, once, with every error of it; then the other directory's spec.
+    let paths: Vec<&Path> = loaded.iter().map(|file| file.path.as_path()).collect();
+    assert_eq!(
+        paths,
+        [dir.path().join("drover.yaml").as_path(), all[3].as_path()]
+    );
+    let shown: Vec<String> = loaded
+        .iter()
+        .flat_map(|file| &file.errors)
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(shown.len(), 3, "{shown:#?}");
     assert!(
-        shown[0].contains("drover.yaml:2:22: limits.max_turns"),
+        shown[0].contains("drover.yaml:2:1: unknown field `prompt`")
+            && shown[0].contains("a defaults file holds only"),
         "{shown:#?}"
     );
     assert!(
-        shown[1].contains("d.yaml:1:1: missing field `model`"),
+        shown[1].contains("drover.yaml:3:22: limits.max_turns"),
+        "{shown:#?}"
+    );
+    assert!(
+        shown[2].contains("d.yaml:1:1: missing field `model`"),
         "{shown:#?}"
     );
 }

@@ -1,6 +1,6 @@
 //! The defaults file of a directory of specs: `drover.yaml` (or `.drover/defaults.yaml`)
-//! beside them, holding the `model`, `permissions`, `limits`, `sandbox`, `env` and
-//! `isolation` every spec of that directory inherits, the spec's own value winning
+//! beside them, holding the `model`, `permissions`, `limits`, `sandbox`, `env`,
+//! `isolation` and `diff` every spec of that directory inherits, the spec's own value winning
 //! (`merged` states the rules; docs/defaults.md). It is read like a spec (the same
 //! budgets, `version: 1`, unknown keys refused) and its errors name its own file; the
 //! values a spec takes from it keep their positions there (`located`).
@@ -14,10 +14,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use crate::diff::DiffSpec;
 use crate::load::checks::model_and_limits;
 use crate::load::error::SpecError;
 use crate::load::read::{sha256_hex, spec_text};
-use crate::load::yaml::from_yaml;
+use crate::load::yaml::from_yaml_every;
 use crate::sandbox::SandboxSpec;
 use crate::types::{EnvSpec, Isolation, Limits, ModelSpec, Permissions, SpecVersion};
 
@@ -41,7 +42,7 @@ const HIDDEN_DIR: &str = ".drover";
 const HIDDEN_FILE: &str = "defaults.yaml";
 
 /// What the defaults file may hold, besides its own `version:`.
-const SETTINGS: &str = "model, permissions, limits, sandbox, env and isolation";
+const SETTINGS: &str = "model, permissions, limits, sandbox, env, isolation and diff";
 
 /// A defaults file, read and checked.
 #[derive(Debug, Clone)]
@@ -74,27 +75,41 @@ pub(crate) struct DefaultsSpec {
     #[serde(default)]
     pub env: Option<EnvSpec>,
     #[serde(default)]
-    pub isolation: Option<Isolation>,
+    pub isolation: Option<Spanned<Isolation>>,
+    #[serde(default)]
+    pub diff: Option<Spanned<DiffSpec>>,
 }
 
 /// The defaults file of the specs in `dir`: `dir/drover.yaml` or
 /// `dir/.drover/defaults.yaml`, read and checked; None when there is neither. Both there
 /// is an error, as is a name that is there but not a readable file (a dangling link, a
 /// directory): a defaults file never fails open. Only `dir` itself is looked in, never
-/// its parents.
+/// its parents. The error is the file's first problem.
 pub fn defaults_for_dir(dir: &Path) -> Result<Option<Defaults>, SpecError> {
+    defaults_in(dir).map_err(|(_, mut errors)| errors.swap_remove(0))
+}
+
+/// [`defaults_for_dir`] with every problem of the file, and the file they are in.
+pub(crate) fn defaults_in(dir: &Path) -> Result<Option<Defaults>, (PathBuf, Vec<SpecError>)> {
     let plain = dir.join(DEFAULTS_FILE);
     let hidden = dir.join(HIDDEN_DIR).join(HIDDEN_FILE);
     let there = |path: &Path| path.symlink_metadata().is_ok();
-    match (there(&plain), there(&hidden)) {
-        (true, true) => Err(SpecError::TwoDefaults {
-            first: plain,
-            second: hidden,
-        }),
-        (true, false) => read_defaults(&plain).map(Some),
-        (false, true) => read_defaults(&hidden).map(Some),
-        (false, false) => Ok(None),
-    }
+    let path = match (there(&plain), there(&hidden)) {
+        (true, true) => {
+            let error = SpecError::TwoDefaults {
+                first: plain,
+                second: hidden.clone(),
+            };
+            return Err((hidden, vec![error]));
+        }
+        (true, false) => plain,
+        (false, true) => hidden,
+        (false, false) => return Ok(None),
+    };
+    let text = spec_text(&path).map_err(|error| (path.clone(), vec![error]))?;
+    parse_defaults_every(&path, text)
+        .map(Some)
+        .map_err(|errors| (path, errors))
 }
 
 /// The defaults file of the spec at `spec`: that of the spec file's own directory.
@@ -113,20 +128,36 @@ pub fn is_defaults_file(path: &Path) -> bool {
     name == Some(DEFAULTS_FILE) || (name == Some(HIDDEN_FILE) && parent == Some(HIDDEN_DIR))
 }
 
-fn read_defaults(path: &Path) -> Result<Defaults, SpecError> {
-    parse_defaults(path, spec_text(path)?)
+/// Parse and check defaults text that came from `path` (errors name that path); the
+/// first problem is the error.
+pub fn parse_defaults(path: &Path, text: String) -> Result<Defaults, SpecError> {
+    parse_defaults_every(path, text).map_err(|mut errors| errors.swap_remove(0))
 }
 
-/// Parse and check defaults text that came from `path` (errors name that path).
-pub fn parse_defaults(path: &Path, text: String) -> Result<Defaults, SpecError> {
-    let mut settings: DefaultsSpec = from_yaml(path, &text).map_err(with_hint)?;
+/// Parse and check defaults text that came from `path`, with every problem: each
+/// unknown key, then the model's and the limits' (as a spec's are found).
+fn parse_defaults_every(path: &Path, text: String) -> Result<Defaults, Vec<SpecError>> {
+    let (parsed, errors) = from_yaml_every::<DefaultsSpec>(path, &text);
+    let mut errors: Vec<SpecError> = errors.into_iter().map(with_hint).collect();
+    let Some((mut settings, read)) = parsed else {
+        return Err(errors);
+    };
     let files = Files {
         spec: path,
         defaults: None,
     };
     let limits = settings.limits.clone().unwrap_or_default();
-    model_and_limits(&files, settings.model.as_ref(), &limits)?;
-    let tree = tree::read_tree(path, &text)?;
+    errors.extend(model_and_limits(&files, settings.model.as_ref(), &limits));
+    let tree = match tree::read_tree(path, &read) {
+        Ok(tree) => tree,
+        Err(error) => {
+            errors.push(error);
+            return Err(errors);
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
     mark(&mut settings);
     Ok(Defaults {
         path: path.to_path_buf(),
@@ -165,11 +196,14 @@ fn mark(settings: &mut DefaultsSpec) {
         limits,
         sandbox: _,
         env: _,
-        isolation: _,
+        isolation,
+        diff,
     } = settings;
     if let Some(model) = model {
         mark_one(model);
     }
+    isolation.iter_mut().for_each(mark_one);
+    diff.iter_mut().for_each(mark_one);
     if let Some(Permissions {
         allow,
         deny,

@@ -5,24 +5,28 @@ use serde_saphyr::Spanned;
 
 use super::error::SpecError;
 use crate::defaults::Files;
-use crate::model_check::model_problem;
+use crate::model_check::model_problems;
 use crate::types::{Limits, ModelSpec};
 
-/// `model:` says something a provider can do, and each limit is one drover can keep.
+/// Every way `model:` says something no provider can do, and every limit drover cannot
+/// keep, each at the position of the file that wrote it.
 pub(crate) fn model_and_limits(
     files: &Files,
     model: Option<&Spanned<ModelSpec>>,
     limits: &Limits,
-) -> Result<(), SpecError> {
-    if let Some(model) = model
-        && let Some(message) = model_problem(&model.value, "model")
-    {
-        return Err(files.invalid(Some(model.referenced), message));
-    }
+) -> Vec<SpecError> {
+    let mut errors: Vec<SpecError> = model
+        .map(|model| {
+            model_problems(&model.value, "model")
+                .into_iter()
+                .map(|message| files.invalid(Some(model.referenced), message))
+                .collect()
+        })
+        .unwrap_or_default();
     if let Some(limit) = &limits.max_cost_usd
         && !(limit.value.is_finite() && limit.value > 0.0)
     {
-        return Err(files.invalid(
+        errors.push(files.invalid(
             Some(limit.referenced),
             format!(
                 "limits.max_cost_usd must be a positive number, not {}",
@@ -31,16 +35,16 @@ pub(crate) fn model_and_limits(
         ));
     }
     if let Some(limit) = limits.max_tokens.as_ref().filter(|l| l.value == 0) {
-        return Err(files.invalid(
+        errors.push(files.invalid(
             Some(limit.referenced),
             "limits.max_tokens must be at least 1".into(),
         ));
     }
     if let Some(limit) = limits.max_turns.as_ref().filter(|l| l.value == 0) {
-        return Err(files.invalid(
+        errors.push(files.invalid(
             Some(limit.referenced),
             "limits.max_turns must be at least 1".into(),
         ));
     }
-    Ok(())
+    errors
 }

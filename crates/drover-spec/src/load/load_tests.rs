@@ -171,8 +171,9 @@ fn task_names_are_unique_within_a_run() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.yaml", VALID);
     let b = write(dir.path(), "b.yaml", VALID);
-    let errors = load_all(&[a, b]).unwrap_err();
-    let message = errors[0].to_string();
+    let files = load_every(&[a, b]);
+    assert!(files[0].errors.is_empty());
+    let message = files[1].errors[0].to_string();
     assert!(
         message.contains("b.yaml:2:") && message.contains("a.yaml:2:"),
         "{message}"
@@ -314,4 +315,64 @@ fn the_spec_hash_is_lowercase_hex_sha256() {
         read::sha256_hex(b"abc"),
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
+}
+
+/// Every problem of a file, at its line and column: each unknown key (at the top, nested,
+/// in a flow mapping, in a list item), then what the spec left without them gets wrong.
+#[test]
+fn every_unknown_key_and_every_bad_value_is_reported() {
+    let text = VALID
+        .replace("isolation: copy", "isolaton: copy")
+        .replace("  max_turns: 5", "  max_turns: 0\n  max_turnz: 5")
+        .replace(
+            "{ name: Read, input: { file_path: src/lib.rs } }",
+            "{ name: Read, input: { file_path: src/lib.rs }, why: x }",
+        )
+        .replace("    timeout: 10m", "    timeout: 10m\n    retries: 2")
+        .replace("  max_cost_usd: 1.5", "  max_cost_usd: -1");
+    let dir = tempfile::tempdir().unwrap();
+    let file = parse_every(&dir.path().join("bad.yaml"), text);
+    let errors: Vec<String> = file.errors.iter().map(ToString::to_string).collect();
+    let at = |needle: &str| {
+        errors
+            .iter()
+            .find(|e| e.contains(needle))
+            .unwrap_or_else(|| panic!("{needle}: {errors:#?}"))
+            .clone()
+    };
+    assert!(at("isolaton").contains("bad.yaml:5:1:"), "{errors:#?}");
+    assert!(at("`why`").contains("bad.yaml:11:59:"), "{errors:#?}");
+    assert!(at("max_turnz").contains("bad.yaml:18:3:"), "{errors:#?}");
+    assert!(at("retries").contains("bad.yaml:25:5:"), "{errors:#?}");
+    assert!(at("limits.max_turns must be at least 1").contains("bad.yaml:17:14:"));
+    assert!(at("max_cost_usd must be a positive number").contains("bad.yaml:20:17:"));
+    assert_eq!(errors.len(), 6, "{errors:#?}");
+    // What remains is the spec as written, for the checks that come after.
+    let spec = file.spec.unwrap();
+    assert_eq!(spec.spec.permissions.allow.len(), 3);
+    assert_eq!(spec.text.lines().nth(4), Some("isolaton: copy"));
+}
+
+/// A syntax or type error is the parser's last word on a file: after it nothing is
+/// reported that the parser could not see, but the unknown keys before it are.
+#[test]
+fn a_wrong_type_after_an_unknown_key_ends_the_file_with_both() {
+    let text = VALID
+        .replace("isolation: copy", "isolaton: copy")
+        .replace("max_turns: 5", "max_turns: five");
+    let dir = tempfile::tempdir().unwrap();
+    let file = parse_every(&dir.path().join("bad.yaml"), text);
+    let errors: Vec<String> = file.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert!(errors[0].contains("bad.yaml:5:1:") && errors[0].contains("isolaton"));
+    assert!(errors[1].contains("bad.yaml:17:14:"), "{errors:#?}");
+    assert!(file.spec.is_none());
+    // A misspelled key's right spelling is missing, and both are said.
+    let file = parse_every(
+        &dir.path().join("bad.yaml"),
+        "version: 1\nname: a\nprompt: p\nmodel:\n  provder: script\n".to_string(),
+    );
+    let errors: Vec<String> = file.errors.iter().map(ToString::to_string).collect();
+    assert!(errors[0].contains("bad.yaml:5:3:") && errors[0].contains("provder"));
+    assert!(errors[1].contains("provider"), "{errors:#?}");
 }

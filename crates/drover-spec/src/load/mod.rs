@@ -8,16 +8,18 @@ use std::path::{Path, PathBuf};
 use serde_saphyr::Location;
 
 use crate::defaults::{self, Defaults, Files, Node, apply, is_defaults_file, merge};
-use crate::types::{SpecFile, TaskSpec};
+use crate::types::{TaskSpec, WrittenSpec};
 
 pub(crate) mod checks;
+mod cross_field;
 pub(crate) mod error;
 pub(crate) mod read;
+mod unknown_keys;
 pub(crate) mod yaml;
 
 pub use error::{Position, SpecError};
 pub(crate) use yaml::plain_message;
-use yaml::{from_yaml, options};
+use yaml::{from_yaml, from_yaml_every, options};
 
 /// A spec that parsed and validated, with what the runner needs to know about its file.
 #[derive(Debug, Clone)]
@@ -40,7 +42,7 @@ impl LoadedSpec {
         match &self.spec.workspace {
             Some(dir) => {
                 let base = self.path.parent().unwrap_or(Path::new("."));
-                base.join(dir)
+                base.join(&dir.value)
             }
             None => PathBuf::from("."),
         }
@@ -82,32 +84,113 @@ impl LoadedSpec {
     }
 }
 
-/// Load and validate one spec file, with the defaults file of its directory.
+/// Load and validate one spec file, with the defaults file of its directory; the first
+/// problem is the error.
 pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
     let text = read::spec_text(path)?;
     let defaults = defaults::defaults_of_spec(path)?;
     parse_with_defaults(path, text, defaults.as_ref())
 }
 
-/// Parse and validate spec text that came from `path` (errors name that path), alone.
+/// Parse and validate spec text that came from `path` (errors name that path), alone;
+/// the first problem is the error.
 pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
     parse_with_defaults(path, text, None)
 }
 
 /// Parse and validate spec text that came from `path`, merged with `defaults` (the
-/// defaults file of its directory, or the one a recording holds). Errors name the file
-/// that wrote the value.
+/// defaults file of its directory, or the one a recording holds); the first problem is
+/// the error, at the file that wrote the value.
 pub fn parse_with_defaults(
     path: &Path,
     text: String,
     defaults: Option<&Defaults>,
 ) -> Result<LoadedSpec, SpecError> {
-    let mut file: SpecFile = from_yaml(path, &text)?;
-    if let Some(defaults) = defaults {
-        let own: Node = from_yaml(path, &text)?;
-        file = apply(file, &merge(&own, Some(&defaults.tree)), &defaults.settings);
+    let mut file = parse_every_with_defaults(path, text, defaults);
+    match (file.spec, file.errors.is_empty()) {
+        (Some(spec), true) => Ok(spec),
+        _ => Err(file.errors.swap_remove(0)),
     }
-    let Some(model) = file.model.take() else {
+}
+
+/// One spec file as far as it could be read: the spec, when the parser could make one of
+/// it, and every problem found in it, in the order found.
+#[derive(Debug)]
+pub struct SpecFile {
+    pub path: PathBuf,
+    /// The spec as written, merged with its defaults; with unknown keys left out when
+    /// `errors` names them. A spec with errors is for further checks only, never for a
+    /// run.
+    pub spec: Option<LoadedSpec>,
+    /// Never empty when `spec` is None.
+    pub errors: Vec<SpecError>,
+}
+
+/// Parse spec text that came from `path` and validate it alone, collecting every
+/// problem (see [`parse_every_with_defaults`]).
+pub fn parse_every(path: &Path, text: String) -> SpecFile {
+    parse_every_with_defaults(path, text, None)
+}
+
+/// Parse spec text that came from `path`, merge `defaults` into it, and validate it,
+/// collecting every problem: a syntax or type error is the parser's last word on a file
+/// (it cannot go on past one), but every unknown key is named (see `unknown_keys`), and
+/// the spec that remains without them is merged and validated. A problem with a value
+/// the spec took from `defaults` is reported at the defaults file's line and column.
+pub fn parse_every_with_defaults(
+    path: &Path,
+    text: String,
+    defaults: Option<&Defaults>,
+) -> SpecFile {
+    let (parsed, mut errors) = from_yaml_every::<WrittenSpec>(path, &text);
+    let spec = parsed.and_then(
+        |(written, read)| match merged(path, written, &read, defaults) {
+            Ok(spec) => Some(spec),
+            Err(error) => {
+                errors.push(error);
+                None
+            }
+        },
+    );
+    let spec = spec.map(|spec| {
+        let files = Files {
+            spec: path,
+            defaults: defaults.map(|d| d.path.as_path()),
+        };
+        errors.extend(cross_field::problems(&files, &spec));
+        let sha256 = read::sha256_hex(text.as_bytes());
+        LoadedSpec {
+            path: path.to_path_buf(),
+            text,
+            sha256,
+            spec,
+            defaults: defaults.cloned(),
+        }
+    });
+    SpecFile {
+        path: path.to_path_buf(),
+        spec,
+        errors,
+    }
+}
+
+/// The spec `written` (read from `read`, the text without its unknown keys) with what it
+/// inherits from `defaults`; an error when neither gives a model.
+fn merged(
+    path: &Path,
+    mut written: WrittenSpec,
+    read: &str,
+    defaults: Option<&Defaults>,
+) -> Result<TaskSpec, SpecError> {
+    if let Some(defaults) = defaults {
+        let own: Node = from_yaml(path, read)?;
+        written = apply(
+            written,
+            &merge(&own, Some(&defaults.tree)),
+            &defaults.settings,
+        );
+    }
+    let Some(model) = written.model.take() else {
         let message = match defaults {
             Some(defaults) => format!(
                 "missing field `model`: neither the spec nor the defaults file {} gives one",
@@ -120,84 +203,7 @@ pub fn parse_with_defaults(
             message,
         });
     };
-    let spec = file.with_model(model);
-    let files = Files {
-        spec: path,
-        defaults: defaults.map(|d| d.path.as_path()),
-    };
-    validate(&files, &spec)?;
-    let sha256 = read::sha256_hex(text.as_bytes());
-    Ok(LoadedSpec {
-        path: path.to_path_buf(),
-        text,
-        sha256,
-        spec,
-        defaults: defaults.cloned(),
-    })
-}
-
-/// Checks that span several fields.
-fn validate(files: &Files, spec: &TaskSpec) -> Result<(), SpecError> {
-    checks::model_and_limits(files, Some(&spec.model), &spec.limits)?;
-    extensions_are_valid(files.spec, spec)?;
-    for (list, what) in [(&spec.checks, "checks"), (&spec.setup, "setup steps")] {
-        let mut seen = HashMap::new();
-        for step in list {
-            if seen.insert(step.name.as_str(), ()).is_some() {
-                return Err(SpecError::Invalid {
-                    position: files.at(None),
-                    message: format!(
-                        "two {what} are named {:?}; their names must be unique within a task",
-                        step.name
-                    ),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `retry:`, `output:` and `hooks:` say something drover can do.
-fn extensions_are_valid(path: &Path, spec: &TaskSpec) -> Result<(), SpecError> {
-    let at = |location| Position::at(path, Some(location));
-    if let Some(retry) = &spec.retry {
-        let attempts = retry.value.max_attempts;
-        if !(1..=super::MAX_ATTEMPTS).contains(&attempts) {
-            return Err(SpecError::Invalid {
-                position: at(retry.referenced),
-                message: format!(
-                    "retry.max_attempts must be between 1 and {}, not {attempts}",
-                    super::MAX_ATTEMPTS
-                ),
-            });
-        }
-    }
-    if let Some(output) = &spec.output
-        && let Some(message) = super::output::output_problem(&output.value)
-    {
-        return Err(SpecError::Invalid {
-            position: at(output.referenced),
-            message,
-        });
-    }
-    if let Some(hooks) = &spec.hooks
-        && let Some(message) = super::hooks_problem(&hooks.value)
-    {
-        return Err(SpecError::Invalid {
-            position: at(hooks.referenced),
-            message,
-        });
-    }
-    if let Some(tools) = &spec.tools
-        && let Some(message) = super::tools::tools_problem(&tools.value)
-    {
-        let location = tools.value.web_fetch_model().map(|m| m.referenced);
-        return Err(SpecError::Invalid {
-            position: at(location.unwrap_or(tools.referenced)),
-            message,
-        });
-    }
-    Ok(())
+    Ok(written.with_model(model))
 }
 
 /// The spec files of the CLI's SPEC|DIR arguments, and the YAML files of directories
@@ -304,55 +310,60 @@ fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
     Ok(())
 }
 
-/// Load every spec and check what spans them: task names are unique within a run.
-/// All errors are returned, so a user fixes them in one pass. Each directory's defaults
-/// file is read once; when it has an error, that is reported once and the specs of its
-/// directory are not loaded (each would fail with it).
-pub fn load_all(files: &[PathBuf]) -> Result<Vec<LoadedSpec>, Vec<SpecError>> {
-    let mut specs = Vec::new();
-    let mut errors = Vec::new();
+/// Load every spec file, each as far as it can be read and merged with the defaults file
+/// of its directory, and check what spans them: task names are unique within a run (the
+/// second file of a name has the error). Every problem of every file is kept, so a user
+/// fixes them in one pass. Each directory's defaults file is read once; when it has
+/// errors, they are reported once, as a file of their own before the first spec of its
+/// directory, and the specs of that directory are not loaded (each would fail with them).
+pub fn load_every(files: &[PathBuf]) -> Vec<SpecFile> {
+    let mut loaded: Vec<SpecFile> = Vec::new();
     // A directory's defaults: Some(None) when it has none, None when they failed.
     let mut by_dir: HashMap<PathBuf, Option<Option<Defaults>>> = HashMap::new();
-    for file in files {
-        let dir = file.parent().unwrap_or(Path::new("")).to_path_buf();
+    for path in files {
+        let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
         let defaults =
             by_dir
                 .entry(dir)
-                .or_insert_with_key(|dir| match defaults::defaults_for_dir(dir) {
+                .or_insert_with_key(|dir| match defaults::defaults_in(dir) {
                     Ok(defaults) => Some(defaults),
-                    Err(error) => {
-                        errors.push(error);
+                    Err((path, errors)) => {
+                        loaded.push(SpecFile {
+                            path,
+                            spec: None,
+                            errors,
+                        });
                         None
                     }
                 });
         let Some(defaults) = defaults else {
             continue;
         };
-        let loaded = read::spec_text(file)
-            .and_then(|text| parse_with_defaults(file, text, defaults.as_ref()));
-        match loaded {
-            Ok(spec) => specs.push(spec),
-            Err(error) => errors.push(error),
-        }
+        loaded.push(match read::spec_text(path) {
+            Ok(text) => parse_every_with_defaults(path, text, defaults.as_ref()),
+            Err(error) => SpecFile {
+                path: path.clone(),
+                spec: None,
+                errors: vec![error],
+            },
+        });
     }
     let mut names: HashMap<String, Position> = HashMap::new();
-    for spec in &specs {
+    for file in &mut loaded {
+        let Some(spec) = &file.spec else { continue };
         let position = Position::at(&spec.path, Some(spec.spec.name.referenced));
-        if let Some(first) = names.get(spec.name()) {
-            errors.push(SpecError::DuplicateName {
+        match names.get(spec.name()) {
+            Some(first) => file.errors.push(SpecError::DuplicateName {
                 name: spec.name().to_string(),
                 first: first.clone(),
                 second: position,
-            });
-        } else {
-            names.insert(spec.name().to_string(), position);
+            }),
+            None => {
+                names.insert(spec.name().to_string(), position);
+            }
         }
     }
-    if errors.is_empty() {
-        Ok(specs)
-    } else {
-        Err(errors)
-    }
+    loaded
 }
 
 #[cfg(test)]

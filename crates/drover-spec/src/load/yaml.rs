@@ -9,6 +9,7 @@ use serde_saphyr::budget::BudgetBreach;
 use serde_saphyr::{Budget, Error as YamlError, Options};
 
 use super::error::{Position, SpecError};
+use super::unknown_keys;
 
 const MAX_ALIASES: usize = 1_000;
 const MAX_ANCHORS: usize = 1_000;
@@ -35,18 +36,53 @@ pub(crate) fn options() -> Options {
 
 /// `text`, which came from `path`, as a `T`; an error names `path`, its line and column.
 pub(crate) fn from_yaml<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, SpecError> {
-    serde_saphyr::from_str_with_options(text, options()).map_err(|error| {
-        let position = Position::at(path, error.location());
-        // Budget and duplicate-key messages say what is wrong in their own words.
-        let message = own_message(&error).unwrap_or_else(|| {
-            let message = plain_message(&error);
-            match key_before(text, &position) {
-                Some(key) if !message.contains(&key) => format!("{key}: {message}"),
-                _ => message,
+    serde_saphyr::from_str_with_options(text, options())
+        .map_err(|error| yaml_error(path, text, &error))
+}
+
+/// `text`, which came from `path`, as a `T`, with every problem the parser finds: a
+/// syntax or type error is the parser's last word on a file (it cannot go on past one),
+/// but every unknown key is named (see `unknown_keys`), and the `T` that remains without
+/// them is returned with the text it was read from (every other line and column as in
+/// `text`).
+pub(crate) fn from_yaml_every<T: DeserializeOwned>(
+    path: &Path,
+    text: &str,
+) -> (Option<(T, String)>, Vec<SpecError>) {
+    let mut errors = Vec::new();
+    let mut current = text.to_string();
+    loop {
+        match serde_saphyr::from_str_with_options::<T>(&current, options()) {
+            Ok(value) => return (Some((value, current)), errors),
+            Err(error) => {
+                errors.push(yaml_error(path, &current, &error));
+                let next = unknown_keys::unknown_key(&error)
+                    .filter(|_| errors.len() < unknown_keys::MAX_ERRORS)
+                    .and_then(|(field, line, column)| {
+                        unknown_keys::without_entry(&current, field, line, column)
+                    });
+                match next {
+                    Some(next) => current = next,
+                    None => return (None, errors),
+                }
             }
-        });
-        SpecError::Invalid { position, message }
-    })
+        }
+    }
+}
+
+/// A parser error at its `file:line:column`, in drover's words where the parser's name
+/// library internals, and naming the key a value error is about.
+fn yaml_error(path: &Path, text: &str, error: &YamlError) -> SpecError {
+    let position = Position::at(path, error.location());
+    // Budget and duplicate-key messages say what is wrong in their own words.
+    let message = own_message(error).unwrap_or_else(|| {
+        let message = plain_message(error);
+        match key_before(text, &position) {
+            Some(key) if !message.contains(&key) => format!("{key}: {message}"),
+            _ => message,
+        }
+    });
+    SpecError::Invalid { position, message }
 }
 
 /// drover's wording for parser errors whose own message names library internals (a

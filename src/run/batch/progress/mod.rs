@@ -47,6 +47,23 @@ impl Style {
     }
 }
 
+/// Where a run's human lines go: stdout, or stderr when stdout is kept for machines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Channel {
+    Stdout,
+    Stderr,
+}
+
+impl Channel {
+    /// One line there, made safe as every line drover prints.
+    pub(crate) fn say(self, text: &str) {
+        match self {
+            Channel::Stdout => crate::say!("{text}"),
+            Channel::Stderr => crate::esay!("{text}"),
+        }
+    }
+}
+
 /// `NO_COLOR` set to anything non-empty turns colours off (<https://no-color.org>).
 pub(crate) fn colors_enabled() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
@@ -68,11 +85,14 @@ struct Bars {
 pub(crate) struct Progress {
     style: Style,
     bars: Option<Bars>,
+    /// Where each task's final line goes.
+    finals: Channel,
 }
 
 impl Progress {
-    /// Progress for `total` tasks in `style`, coloured unless `color` is false.
-    pub(crate) fn new(style: Style, total: usize, color: bool) -> Arc<Progress> {
+    /// Progress for `total` tasks in `style`, coloured unless `color` is false, each
+    /// task's final line on `finals`.
+    pub(crate) fn new(style: Style, total: usize, color: bool, finals: Channel) -> Arc<Progress> {
         let bars = (style == Style::Bars).then(|| {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
             let (overall_template, task_template, check_template) = if color {
@@ -104,7 +124,11 @@ impl Progress {
                 running: Mutex::new(HashMap::new()),
             }
         });
-        Arc::new(Progress { style, bars })
+        Arc::new(Progress {
+            style,
+            bars,
+            finals,
+        })
     }
 
     /// What the task `name` reports, to be attached to its transcript.
@@ -116,7 +140,7 @@ impl Progress {
         Some(Box::new(move |event: &Event| task.observe(event)))
     }
 
-    /// A task ended: its final line on stdout, and its place in the progress.
+    /// A task ended: its final line, and its place in the progress.
     pub(crate) fn task_finished(&self, report: &TaskReport) {
         match &self.bars {
             Some(bars) => {
@@ -140,13 +164,13 @@ impl Progress {
                     counts.1,
                     counted(counts.2 as u64, "error", "errors")
                 ));
-                bars.multi.suspend(|| crate::say!("{}", final_line(report)));
+                bars.multi.suspend(|| self.finals.say(&final_line(report)));
             }
             None => {
                 if self.style == Style::Lines {
                     self.line(&report.name, &finished_text(report));
                 }
-                crate::say!("{}", final_line(report));
+                self.finals.say(&final_line(report));
             }
         }
     }
@@ -180,8 +204,14 @@ fn finished_text(report: &TaskReport) -> String {
     let cost = report
         .cost_usd
         .map_or_else(|| "cost unknown".to_string(), |c| format!("${c:.4}"));
+    // A replay's outcome says whose it is: `failed (checks_failed, as recorded; checks
+    // not re-run)`.
+    let whose = report
+        .replay
+        .as_ref()
+        .map_or_else(String::new, |replay| format!(", {}", replay.label_words()));
     format!(
-        "finished: {} ({}) — {}, {cost}, {:.1}s",
+        "finished: {} ({}{whose}) — {}, {cost}, {:.1}s",
         status_word(report.status),
         report.reason.as_str(),
         counted(report.turns, "turn", "turns"),
@@ -189,7 +219,7 @@ fn finished_text(report: &TaskReport) -> String {
     )
 }
 
-/// The line printed on stdout for every task, whatever the progress style.
+/// The line printed for every task, whatever the progress style.
 pub(crate) fn final_line(report: &TaskReport) -> String {
     // The message may quote what a model wrote (an invalid final answer's errors).
     one_line(&format!(
@@ -304,6 +334,8 @@ mod tests {
             agents: Vec::new(),
             agent_turns: 0,
             drift: None,
+            start: None,
+            replay: None,
         }
     }
 
@@ -321,8 +353,9 @@ mod tests {
 
     #[test]
     fn quiet_progress_observes_nothing() {
-        let progress = Progress::new(Style::Quiet, 1, true);
+        let progress = Progress::new(Style::Quiet, 1, true, Channel::Stdout);
         assert!(progress.observer("t").is_none());
-        assert!(Progress::new(Style::Lines, 1, true).observer("t").is_some());
+        let lines = Progress::new(Style::Lines, 1, true, Channel::Stderr);
+        assert!(lines.observer("t").is_some());
     }
 }

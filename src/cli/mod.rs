@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod exec;
+
+pub use exec::{ClaudeFlags, ExecArgs, ExecProvider, IsolationArg, OutputFormat, SwitchArg};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "drover",
@@ -20,7 +24,12 @@ pub struct Cli {
 pub enum Command {
     /// Run task specs (files, or directories of *.yaml) and write the artifacts.
     Run(RunArgs),
+    /// Run one task given on the command line, without a spec file (as `claude -p`):
+    /// the same policy, sandbox, artifacts and exit codes as a spec; the final answer on
+    /// stdout.
+    Exec(Box<ExecArgs>),
     /// Run a recorded transcript again, with no model and no network.
+    #[command(after_help = REPLAY_OUTCOME)]
     Replay(ReplayArgs),
     /// Continue a task stopped by a signal, a kill, a limit or a provider failure: its
     /// recorded turns are replayed without the model, then the live model goes on.
@@ -139,6 +148,10 @@ pub struct RunArgs {
     /// No progress on stderr: only each task's final line and errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Write each transcript event on stdout as it is written, as a JSON line with its
+    /// task, then a line with the run's result; the human lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -167,6 +180,10 @@ pub struct ResumeArgs {
     /// No progress on stderr: only the final line and errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Write each transcript event on stdout as it is written, as a JSON line with its
+    /// task, then a line with the run's result; the human lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// What `run` overrides in every spec, and `resume` changes from the recorded run (each
@@ -216,13 +233,34 @@ fn parse_usd(text: &str) -> Result<f64, String> {
     }
 }
 
+/// What `drover replay --help` says of the outcome (docs/replay.md, "What a replay's
+/// outcome says").
+const REPLAY_OUTCOME: &str = "\
+Outcome and exit code:
+  Without --checks a replay verifies the recorded turns, not the result: its outcome is
+  the recorded one (status and reason, e.g. failed / checks_failed), marked \"as recorded;
+  checks not re-run\", and the exit code follows it (passed 0, failed 1, error 3). Only a
+  replay that itself ends worse (a --strict drift, a sandbox that cannot be enforced)
+  changes it: drift never makes a recorded failure look better.
+  With --checks the checks run on the replayed result and decide, as in a run; an end
+  they did not decide (max_turns, budget, invalid_output, …) is never made better.
+  summary.json says which: a task's \"replay\": {\"checks\": \"not_run\" | \"rerun\",
+  \"outcome_from\": \"recording\" | \"replay\", \"recorded\": {status, reason, message}}.
+
+Start:
+  An isolation: worktree run is replayed in a worktree at the commit it started from
+  (run_start's start.commit), not from today's checkout; when that commit cannot be used
+  (not in this repository, a dirty recorded start), a warning says so and the checkout
+  is copied instead (under --strict the task ends before anything runs).";
+
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
     /// A transcript.jsonl written by `drover run`.
     pub transcript: PathBuf,
     /// The starting workspace (default: the one recorded in the transcript, when it lies
     /// in the current directory and is exactly in the recorded starting state). It is
-    /// copied; the replay never changes it.
+    /// copied (a worktree run: a worktree of its repository is made at the recorded
+    /// commit); the replay never changes it.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// The spec file the run used (its SHA-256 must be the recorded one): you vouch for
@@ -244,8 +282,9 @@ pub struct ReplayArgs {
     /// checks then judge it): does the recorded fix still apply, and still pass?
     #[arg(long)]
     pub diff_only: bool,
-    /// Also run the checks recorded in the transcript's spec (they run commands; without
-    /// this flag they are listed, not run).
+    /// Also run the checks recorded in the transcript's spec, and let them judge the
+    /// replayed result (they run commands; without this flag they are listed, not run,
+    /// and the outcome is the recorded one).
     #[arg(long)]
     pub checks: bool,
     /// Start the recorded spec's MCP servers and call them, comparing their results with
@@ -268,6 +307,10 @@ pub struct ReplayArgs {
     /// No progress on stderr: only the final line and errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Write each transcript event on stdout as it is written, as a JSON line with its
+    /// task, then a line with the run's result; the human lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
