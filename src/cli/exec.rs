@@ -34,9 +34,14 @@ pub struct ExecArgs {
     /// Claude Code's --deny, written as --allowedTools is.
     #[arg(long = "disallowedTools", visible_alias = "disallowed-tools", value_name = "RULES", num_args = 1..)]
     pub disallowed_tools: Vec<String>,
-    /// The workspace [default: the current directory].
+    /// The workspace [default: the current directory]. Its defaults file (drover.yaml or
+    /// .drover/defaults.yaml, docs/defaults.md) is merged into the task as into a spec
+    /// file beside it; the flags win.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Ignore the workspace's defaults file (drover.yaml): the task is the flags' alone.
+    #[arg(long)]
+    pub no_defaults: bool,
     /// Where the task works: in place (none), a scratch copy, or a git worktree at HEAD
     /// [default: none].
     #[arg(long, value_enum, value_name = "MODE")]

@@ -35,6 +35,7 @@ mod events_json;
 mod exec_claude_flags;
 mod exec_cli;
 mod exec_corpus;
+mod exec_defaults;
 mod expect_cli;
 mod full_disk;
 mod hooks_cli;

@@ -40,11 +40,11 @@ pub use claude_permissions::{
 };
 pub use connection::{RetrySpec, TimeoutsSpec};
 pub use defaults::{
-    DEFAULTS_FILE, Defaults, defaults_for_dir, defaults_of_spec, is_defaults_file, merged_view,
-    parse_defaults,
+    DEFAULTS_FILE, Defaults, defaults_for_dir, defaults_for_dir_every, defaults_of_spec,
+    is_defaults_file, merged_view, parse_defaults,
 };
 pub use diff::DiffSpec;
-pub use exec_task::{EXEC_SPEC_PATH, ExecTask};
+pub use exec_task::{EXEC_SPEC_PATH, ExecInherits, ExecTask};
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,

@@ -95,13 +95,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         settings.start.as_ref(),
     );
     let (origin, made, start) = replay_place(options, recorded, recorded_isolation)?;
-    let confinement = ReplayConfinement {
-        unreadable: if granted.vouched {
-            Vec::new()
-        } else {
-            unreadable_in_replays(&origin)
-        },
-    };
+    let confinement = confinement_of(&origin, granted.vouched);
     // Refused in this order: the rules, the masks, the recorded diff, the agents.
     let (rules, borrowed_rules) =
         replay_rules(&spec, &settings.permissions_from, sources, options)?;
@@ -128,6 +122,18 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         // A replay reads no file by reference: its hooks and agents are the recording's.
         notes: Vec::new(),
     })
+}
+
+/// What the replay's tools may not read below `origin`: nothing more when `--spec`
+/// vouches for the files on disk, else what a recording must not reach.
+fn confinement_of(origin: &Path, vouched: bool) -> ReplayConfinement {
+    ReplayConfinement {
+        unreadable: if vouched {
+            Vec::new()
+        } else {
+            unreadable_in_replays(origin)
+        },
+    }
 }
 
 /// Where the replay starts: the starting workspace (`--workspace`, else the recorded

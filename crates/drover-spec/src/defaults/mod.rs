@@ -57,6 +57,25 @@ pub struct Defaults {
     pub(crate) tree: Node,
 }
 
+impl Defaults {
+    /// Whether the file writes the setting at `path` (`["permissions", "allow"]`): what
+    /// a command that builds its spec from flags (`drover exec`) leaves out of that spec
+    /// when no flag sets it, so the default applies as it would to a spec file.
+    pub fn writes(&self, path: &[&str]) -> bool {
+        let mut node = &self.tree;
+        for key in path {
+            let Node::Map(entries) = node else {
+                return false;
+            };
+            match entries.iter().find(|entry| entry.key.value == *key) {
+                Some(entry) => node = &entry.value.value,
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
 /// The defaults file as typed: the spec's own types, each setting optional.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,6 +106,11 @@ pub(crate) struct DefaultsSpec {
 /// its parents. The error is the file's first problem.
 pub fn defaults_for_dir(dir: &Path) -> Result<Option<Defaults>, SpecError> {
     defaults_in(dir).map_err(|(_, mut errors)| errors.swap_remove(0))
+}
+
+/// [`defaults_for_dir`] with every problem of the file.
+pub fn defaults_for_dir_every(dir: &Path) -> Result<Option<Defaults>, Vec<SpecError>> {
+    defaults_in(dir).map_err(|(_, errors)| errors)
 }
 
 /// [`defaults_for_dir`] with every problem of the file, and the file they are in.
