@@ -39,9 +39,12 @@ pub struct ExecArgs {
     /// file beside it; the flags win.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Ignore the workspace's defaults file (drover.yaml): the task is the flags' alone.
+    /// Merge the workspace's defaults file (drover.yaml, or .drover/defaults.yaml) into
+    /// the task, as into a spec beside it; the flags win. Off unless asked: the
+    /// workspace is often the repository under test, whose files must not choose
+    /// drover's settings (its sandbox, its model's endpoint).
     #[arg(long)]
-    pub no_defaults: bool,
+    pub defaults: bool,
     /// Where the task works: in place (none), a scratch copy, or a git worktree at HEAD
     /// [default: none].
     #[arg(long, value_enum, value_name = "MODE")]

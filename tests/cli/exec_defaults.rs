@@ -1,7 +1,8 @@
 //! `drover exec` with the defaults file of its workspace (`drover.yaml`): merged into
 //! the spec the flags make by the rules of a spec file (a default deny is a floor under
-//! the flags' allow list; a default limit applies unless a flag sets it), and ignored
-//! with `--no-defaults`.
+//! the flags' allow list; a default limit applies unless a flag sets it) only with
+//! `--defaults`: without it the workspace's file (often the repository under test's)
+//! chooses nothing.
 
 use crate::common;
 
@@ -96,6 +97,7 @@ fn a_default_deny_holds_under_the_flags_allow_and_a_default_turn_limit_applies()
             "Bash(*)",
             "--workspace",
             "ws",
+            "--defaults",
             "--artifacts",
             "out",
         ],
@@ -136,6 +138,7 @@ fn a_default_deny_holds_under_the_flags_allow_and_a_default_turn_limit_applies()
             "Bash(*)",
             "--workspace",
             "ws",
+            "--defaults",
             "--max-turns",
             "5",
             "--artifacts",
@@ -158,20 +161,13 @@ fn a_default_deny_holds_under_the_flags_allow_and_a_default_turn_limit_applies()
 }
 
 #[test]
-fn no_defaults_ignores_the_file_and_a_bad_one_or_one_linked_from_outside_is_refused() {
+fn without_defaults_the_file_is_ignored_and_a_bad_one_or_one_linked_from_outside_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     workspace(dir.path());
-    // Without the file there is no model: exec asks for one, as with no drover.yaml.
+    // Without --defaults the file chooses nothing: there is no model, and exec asks for one.
     let output = exec_in(
         dir.path(),
-        &[
-            "tidy up",
-            "--allow",
-            "Read",
-            "--workspace",
-            "ws",
-            "--no-defaults",
-        ],
+        &["tidy up", "--allow", "Read", "--workspace", "ws"],
     );
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
@@ -189,7 +185,6 @@ fn no_defaults_ignores_the_file_and_a_bad_one_or_one_linked_from_outside_is_refu
             "--print-spec",
             "--provider",
             "anthropic",
-            "--no-defaults",
         ],
     );
     assert!(String::from_utf8_lossy(&printed.stdout).contains("sandbox: on"));
@@ -199,7 +194,7 @@ fn no_defaults_ignores_the_file_and_a_bad_one_or_one_linked_from_outside_is_refu
         "version: 1\nprompt: everyone\nlimits: { max_turns: 0 }\n",
     )
     .unwrap();
-    let output = exec_in(dir.path(), &["tidy up", "--workspace", "ws"]);
+    let output = exec_in(dir.path(), &["tidy up", "--workspace", "ws", "--defaults"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let err = stderr(&output);
     assert!(
@@ -210,7 +205,7 @@ fn no_defaults_ignores_the_file_and_a_bad_one_or_one_linked_from_outside_is_refu
         err.contains("ws/drover.yaml:3:22: limits.max_turns must be at least 1"),
         "{err}"
     );
-    assert!(err.contains("--no-defaults"), "{err}");
+    assert!(err.contains("leave out --defaults"), "{err}");
     assert!(!dir.path().join("out").exists());
 
     // A drover.yaml that links out of the workspace is refused before it is read.
@@ -221,7 +216,7 @@ fn no_defaults_ignores_the_file_and_a_bad_one_or_one_linked_from_outside_is_refu
         dir.path().join("ws/drover.yaml"),
     )
     .unwrap();
-    let output = exec_in(dir.path(), &["tidy up", "--workspace", "ws"]);
+    let output = exec_in(dir.path(), &["tidy up", "--workspace", "ws", "--defaults"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output)

@@ -74,7 +74,7 @@ pub(super) async fn exec_command(args: ExecArgs) -> i32 {
     code
 }
 
-/// The defaults file of the workspace (none with `--no-defaults`, or when it has none),
+/// The defaults file of the workspace (only with `--defaults`, and when it has one),
 /// and the path the task's spec goes by: `drover-exec.yaml` (in the directory exec runs
 /// in, as `drover resume` looks for it), or with a defaults file, `drover-exec.yaml` in
 /// the workspace, beside the file, so its relative paths mean what they would for a spec
@@ -83,12 +83,12 @@ pub(super) async fn exec_command(args: ExecArgs) -> i32 {
 fn workspace_defaults(args: &ExecArgs) -> Option<(Option<spec::Defaults>, PathBuf)> {
     let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
     // A workspace that is no directory is refused, naming --workspace, by the task.
-    if args.no_defaults || !workspace.is_dir() {
+    if !args.defaults || !workspace.is_dir() {
         return Some((None, PathBuf::from(EXEC_SPEC)));
     }
     if let Some(outside) = defaults_outside(&workspace) {
         crate::esay!(
-            "drover: {}: the defaults file is a symbolic link out of the workspace; drover reads no file of the workspace outside it: put the file itself there, or pass --no-defaults",
+            "drover: {}: the defaults file is a symbolic link out of the workspace; drover reads no file of the workspace outside it: put the file itself there, or leave out --defaults",
             outside.display()
         );
         return None;
@@ -97,7 +97,7 @@ fn workspace_defaults(args: &ExecArgs) -> Option<(Option<spec::Defaults>, PathBu
         Ok(None) => Some((None, PathBuf::from(EXEC_SPEC))),
         Ok(Some(defaults)) => {
             crate::esay!(
-                "drover: with the defaults of {} (--no-defaults ignores them)",
+                "drover: with the defaults of {} (--defaults)",
                 defaults.path.display()
             );
             let spec_path = if workspace == Path::new(".") {
@@ -112,7 +112,7 @@ fn workspace_defaults(args: &ExecArgs) -> Option<(Option<spec::Defaults>, PathBu
                 crate::esay!("drover: {error}");
             }
             crate::esay!(
-                "drover: (the defaults file of the workspace, merged into what drover exec's flags make; fix it, or pass --no-defaults)"
+                "drover: (the defaults file of the workspace, merged into what drover exec's flags make; fix it, or leave out --defaults)"
             );
             None
         }
