@@ -34,9 +34,17 @@ pub struct ExecArgs {
     /// Claude Code's --deny, written as --allowedTools is.
     #[arg(long = "disallowedTools", visible_alias = "disallowed-tools", value_name = "RULES", num_args = 1..)]
     pub disallowed_tools: Vec<String>,
-    /// The workspace [default: the current directory].
+    /// The workspace [default: the current directory]. Its defaults file (drover.yaml or
+    /// .drover/defaults.yaml, docs/defaults.md) is merged into the task as into a spec
+    /// file beside it; the flags win.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Merge the workspace's defaults file (drover.yaml, or .drover/defaults.yaml) into
+    /// the task, as into a spec beside it; the flags win. Off unless asked: the
+    /// workspace is often the repository under test, whose files must not choose
+    /// drover's settings (its sandbox, its model's endpoint).
+    #[arg(long)]
+    pub defaults: bool,
     /// Where the task works: in place (none), a scratch copy, or a git worktree at HEAD
     /// [default: none].
     #[arg(long, value_enum, value_name = "MODE")]

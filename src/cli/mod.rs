@@ -39,6 +39,10 @@ pub enum Command {
         /// Spec files or directories.
         #[arg(required = true, value_name = "SPEC|DIR")]
         specs: Vec<PathBuf>,
+        /// Print each spec merged with its directory's defaults file (drover.yaml), every
+        /// setting with the file, line and column it comes from.
+        #[arg(long)]
+        show_merged: bool,
     },
     /// List the tools offered to models.
     Tools {

@@ -32,7 +32,14 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Exec(args) => exec::exec_command(*args).await,
         Command::Replay(args) => replay_command(args).await,
         Command::Resume(args) => resume_command(args).await,
-        Command::Validate { specs } => validate_command(&specs),
+        Command::Validate {
+            specs,
+            show_merged: false,
+        } => validate_command(&specs),
+        Command::Validate {
+            specs,
+            show_merged: true,
+        } => show_merged_command(&specs),
         Command::Tools { json, spec } => tools::tools_command(json, spec.as_deref()).await,
         Command::Policy {
             command: PolicyCommand::Check { spec, tool, input },
@@ -110,6 +117,45 @@ fn validate_command(inputs: &[std::path::PathBuf]) -> i32 {
             }
             exit::PASSED
         }
+        Err(errors) => {
+            for error in errors {
+                crate::esay!("drover: {error}");
+            }
+            exit::BAD_INPUT
+        }
+    }
+}
+
+/// `validate --show-merged`: each spec as it runs, merged with its directory's defaults,
+/// every setting with where it was written; then what `validate` checks.
+fn show_merged_command(inputs: &[std::path::PathBuf]) -> i32 {
+    let Some(files) = load_specs(inputs) else {
+        return exit::BAD_INPUT;
+    };
+    let mut shown = true;
+    // A file with errors is not shown: its errors say what is wrong, below.
+    let readable = files.iter().filter(|file| file.errors.is_empty());
+    for loaded in readable.filter_map(|file| file.spec.as_ref()) {
+        match spec::merged_view(loaded) {
+            Ok(lines) => lines.iter().for_each(|line| crate::say!("{line}")),
+            Err(error) => {
+                crate::esay!("drover: {error}");
+                shown = false;
+            }
+        }
+    }
+    match plan::plan_tasks(files, &Overrides::default(), 1) {
+        Ok(plans) if shown => {
+            for plan in plans {
+                crate::say!(
+                    "ok: {} (task {})",
+                    plan.spec.path.display(),
+                    plan.spec.name()
+                );
+            }
+            exit::PASSED
+        }
+        Ok(_) => exit::BAD_INPUT,
         Err(errors) => {
             for error in errors {
                 crate::esay!("drover: {error}");

@@ -65,6 +65,18 @@ pub struct RunProject {
     pub skills: Value,
 }
 
+/// The defaults file merged into the spec (`drover.yaml` beside it; docs/defaults.md), in
+/// `run_start`: with the spec's text, what makes the spec the run ran, so a replay makes
+/// it again without the file, and a resume or `replay --spec` knows the file unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunDefaults {
+    /// The file as it was read (absolute).
+    pub path: String,
+    pub sha256: String,
+    /// Its text.
+    pub yaml: String,
+}
+
 /// The limits, outputs and start of a run, in its `run_start` (fields of that event).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
@@ -143,6 +155,9 @@ pub enum Event {
         spec_path: String,
         /// The spec's text, so a replay runs exactly the recorded task.
         spec_yaml: String,
+        /// The defaults file merged into the spec, when its directory has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        defaults: Option<Box<RunDefaults>>,
         /// The workspace the task started from (before any isolation copy).
         workspace: String,
         /// Fingerprint of the starting workspace; replay compares it with its own.

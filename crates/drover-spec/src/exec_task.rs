@@ -18,6 +18,21 @@ use super::types::{Isolation, Provider};
 /// writes the one `drover resume` then finds.
 pub const EXEC_SPEC_PATH: &str = "drover-exec.yaml";
 
+/// The settings an exec task leaves to the defaults file of its directory
+/// (docs/defaults.md): those the file writes and no flag set. Each is left out of the
+/// spec, so the default applies to it as to a spec file that does not write it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExecInherits {
+    /// `model:`, whole: no `--provider`, `--model`, `--base-url` or `--api-key-env`.
+    pub model: bool,
+    /// `isolation:`: no `--isolation`.
+    pub isolation: bool,
+    /// `permissions.allow`: no `--allow` or `--allowedTools`.
+    pub allow: bool,
+    /// `sandbox:`: no `--sandbox` or `--network`.
+    pub sandbox: bool,
+}
+
 /// What `drover exec` runs: plain values, each as a spec would write it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecTask {
@@ -51,6 +66,9 @@ pub struct ExecTask {
     pub checks: Vec<String>,
     /// `output.schema`.
     pub output_schema: Option<Value>,
+    /// What is left to the defaults file (`provider`, `model`, `isolation`, `allow` and
+    /// the sandbox values are then not written).
+    pub inherits: ExecInherits,
 }
 
 impl ExecTask {
@@ -70,18 +88,24 @@ impl ExecTask {
             line(format!("system: {}", quoted(system)));
         }
         line(format!("workspace: {}", quoted(&self.workspace)));
-        line(format!("isolation: {}", isolation_word(self.isolation)));
-        line("model:".into());
-        line(format!("  provider: {}", self.provider.as_str()));
-        line(format!("  name: {}", quoted(&self.model)));
-        if let Some(base_url) = &self.base_url {
-            line(format!("  base_url: {}", quoted(base_url)));
+        if !self.inherits.isolation {
+            line(format!("isolation: {}", isolation_word(self.isolation)));
         }
-        if let Some(variable) = &self.api_key_env {
-            line(format!("  api_key_env: {}", quoted(variable)));
+        if !self.inherits.model {
+            line("model:".into());
+            line(format!("  provider: {}", self.provider.as_str()));
+            line(format!("  name: {}", quoted(&self.model)));
+            if let Some(base_url) = &self.base_url {
+                line(format!("  base_url: {}", quoted(base_url)));
+            }
+            if let Some(variable) = &self.api_key_env {
+                line(format!("  api_key_env: {}", quoted(variable)));
+            }
         }
         line("permissions:".into());
-        line(format!("  allow: {}", list(&self.allow)));
+        if !self.inherits.allow {
+            line(format!("  allow: {}", list(&self.allow)));
+        }
         line(format!("  deny: {}", list(&self.deny)));
         if self.plan_mode {
             line("  mode: plan".into());
@@ -92,7 +116,9 @@ impl ExecTask {
                 list(&self.additional_directories)
             ));
         }
-        line(format!("sandbox: {}", self.sandbox_value()));
+        if !self.inherits.sandbox {
+            line(format!("sandbox: {}", self.sandbox_value()));
+        }
         self.limits(&mut line);
         if !self.checks.is_empty() {
             line("checks:".into());

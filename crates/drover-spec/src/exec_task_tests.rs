@@ -29,6 +29,7 @@ fn task() -> ExecTask {
         max_tokens: None,
         checks: Vec::new(),
         output_schema: None,
+        inherits: ExecInherits::default(),
     }
 }
 
@@ -198,4 +199,54 @@ fn the_same_task_gives_the_same_text() {
         text.lines().all(|line| !line.contains('\r')),
         "one value a line: {text}"
     );
+}
+
+#[test]
+fn what_a_task_inherits_is_left_out_and_the_defaults_apply_as_to_a_spec() {
+    let defaults = crate::parse_defaults(
+        Path::new("ws/drover.yaml"),
+        "version: 1\nmodel: { provider: script, script: [{ text: hi }] }\npermissions:\n  allow: [Read]\n  deny: [\"Bash(rm *)\"]\nsandbox: { network: true }\nisolation: copy\nlimits: { max_turns: 7 }\n".into(),
+    )
+    .unwrap();
+    let mut inheriting = task();
+    inheriting.inherits = ExecInherits {
+        model: true,
+        isolation: true,
+        allow: true,
+        sandbox: true,
+    };
+    inheriting.deny = vec!["Write".into()];
+    let text = inheriting.to_yaml();
+    for key in ["model:", "isolation:", "allow:", "sandbox:"] {
+        assert!(!text.contains(key), "{key} in\n{text}");
+    }
+    let loaded =
+        crate::parse_with_defaults(Path::new("ws/drover-exec.yaml"), text, Some(&defaults))
+            .unwrap();
+    let spec = &loaded.spec;
+    assert_eq!(spec.model.value.provider, Provider::Script);
+    assert_eq!(rules(&spec.permissions.allow), ["Read"]);
+    assert_eq!(rules(&spec.permissions.deny), ["Bash(rm *)", "Write"]);
+    assert_eq!(spec.isolation(), Isolation::Copy);
+    assert_eq!(spec.limits.max_turns.as_ref().map(|l| l.value), Some(7));
+    // What the flags set is the spec's own: its allow list is exactly the flags'.
+    let own = task();
+    let loaded = crate::parse_with_defaults(
+        Path::new("ws/drover-exec.yaml"),
+        own.to_yaml(),
+        Some(&defaults),
+    )
+    .unwrap();
+    assert_eq!(
+        rules(&loaded.spec.permissions.allow),
+        ["Read", "Edit", "Bash(cargo test *)"]
+    );
+    assert_eq!(rules(&loaded.spec.permissions.deny), ["Bash(rm *)"]);
+    assert_eq!(loaded.spec.model.value.provider, Provider::Anthropic);
+    assert!(matches!(
+        loaded.spec.sandbox,
+        Some(SandboxSpec::Switch(Switch::On))
+    ));
+    assert!(defaults.writes(&["permissions", "allow"]));
+    assert!(!defaults.writes(&["permissions", "mode"]));
 }

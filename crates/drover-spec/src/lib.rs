@@ -9,6 +9,7 @@
 mod agents;
 mod claude_permissions;
 mod connection;
+mod defaults;
 mod diff;
 mod exec_task;
 mod expect;
@@ -38,8 +39,12 @@ pub use claude_permissions::{
     PermissionsFrom, SettingsPermissions, SettingsSource, permissions_of_claude_settings,
 };
 pub use connection::{RetrySpec, TimeoutsSpec};
+pub use defaults::{
+    DEFAULTS_FILE, Defaults, defaults_for_dir, defaults_for_dir_every, defaults_of_spec,
+    is_defaults_file, merged_view, parse_defaults,
+};
 pub use diff::DiffSpec;
-pub use exec_task::{EXEC_SPEC_PATH, ExecTask};
+pub use exec_task::{EXEC_SPEC_PATH, ExecInherits, ExecTask};
 pub use expect::{Expectations, FilesChangedExpectation, PathGlob};
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookMatcher, HooksSpec, hooks_of_claude_settings,
@@ -49,7 +54,7 @@ pub use instructions::{DEFAULT_INSTRUCTIONS, InstructionsSpec, instruction_path_
 pub use limits::LimitsSpec;
 pub use load::{
     LoadedSpec, Position, SpecError, SpecFile, collect_spec_files, load, load_every, parse,
-    parse_every,
+    parse_every, parse_every_with_defaults, parse_with_defaults,
 };
 pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
 pub use output::{MAX_ATTEMPTS, output_problem};
@@ -65,6 +70,6 @@ pub use skills::{
 pub use tools::ToolsSpec;
 pub use types::{
     CheckSpec, DEFAULT_TASK_TIMEOUT, EnvSpec, Isolation, Limits, ModelSpec, PermissionMode,
-    Permissions, Provider, TaskSpec, TimeoutLimit,
+    Permissions, Provider, TaskSpec, TimeoutLimit, WrittenSpec,
 };
 pub use values::{SpecDuration, Switch, TaskName};

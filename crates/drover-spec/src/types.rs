@@ -13,9 +13,11 @@ use super::sandbox::SandboxSpec;
 use super::script::ScriptTurn;
 use super::values::{InvalidValue, SpecDuration, Switch, TaskName};
 
+/// A task spec. `M` is its model: a loaded spec always has one (`TaskSpec`), a spec file
+/// as written may leave it to its directory's defaults ([`WrittenSpec`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TaskSpec {
+pub struct TaskSpec<M = Spanned<ModelSpec>> {
     /// Required and checked when parsed: [`SpecVersion`] accepts only known versions.
     pub version: SpecVersion,
     pub name: Spanned<TaskName>,
@@ -29,7 +31,9 @@ pub struct TaskSpec {
     /// an isolation the workspace cannot have.
     #[serde(default, rename = "isolation")]
     pub isolation_spec: Option<Spanned<Isolation>>,
-    pub model: Spanned<ModelSpec>,
+    /// Required, in the spec or in the defaults file of its directory.
+    #[serde(default)]
+    pub model: M,
     #[serde(default)]
     pub permissions: Permissions,
     /// Claude Code settings files (relative to the spec file) whose `permissions` join
@@ -95,6 +99,74 @@ pub struct TaskSpec {
     /// model loads on demand with the `Skill` tool.
     #[serde(default)]
     pub skills_from: Option<Spanned<super::SkillsFrom>>,
+}
+
+/// A spec file as written: its `model:` may be left to its directory's defaults file.
+pub type WrittenSpec = TaskSpec<Option<Spanned<ModelSpec>>>;
+
+impl<M> TaskSpec<M> {
+    /// This spec with `model` as its model. Every field is named, so a field added later
+    /// cannot be dropped on the way from the file to the spec that runs.
+    pub(crate) fn with_model<N>(self, model: N) -> TaskSpec<N> {
+        let TaskSpec {
+            version,
+            name,
+            prompt,
+            system,
+            workspace,
+            isolation_spec,
+            model: _,
+            permissions,
+            permissions_from,
+            limits,
+            sandbox,
+            env,
+            setup,
+            checks,
+            expect,
+            diff,
+            mcp,
+            retry,
+            output,
+            hooks,
+            hooks_from,
+            replay,
+            agents,
+            agents_from,
+            tools,
+            instructions,
+            skills_from,
+        } = self;
+        TaskSpec {
+            version,
+            name,
+            prompt,
+            system,
+            workspace,
+            isolation_spec,
+            model,
+            permissions,
+            permissions_from,
+            limits,
+            sandbox,
+            env,
+            setup,
+            checks,
+            expect,
+            diff,
+            mcp,
+            retry,
+            output,
+            hooks,
+            hooks_from,
+            replay,
+            agents,
+            agents_from,
+            tools,
+            instructions,
+            skills_from,
+        }
+    }
 }
 
 impl TaskSpec {

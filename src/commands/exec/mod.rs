@@ -38,7 +38,14 @@ pub(super) async fn exec_command(args: ExecArgs) -> i32 {
         .artifacts
         .clone()
         .unwrap_or_else(|| PathBuf::from("drover-artifacts"));
+    let Some((defaults, spec_path)) = workspace_defaults(&args) else {
+        return exit::BAD_INPUT;
+    };
     let task = match ExecSettings::from_args(&args)
+        .map(|settings| match &defaults {
+            Some(defaults) => settings.inheriting(defaults),
+            None => settings,
+        })
         .map_err(Into::into)
         .and_then(|settings| settings.task(|name| std::env::var(name).ok()))
     {
@@ -53,7 +60,7 @@ pub(super) async fn exec_command(args: ExecArgs) -> i32 {
         crate::output::say_text(&text);
         return exit::PASSED;
     }
-    let Some(plans) = planned(text) else {
+    let Some(plans) = planned(&spec_path, text, defaults.as_ref()) else {
         return exit::BAD_INPUT;
     };
     let console = match format {
@@ -67,19 +74,85 @@ pub(super) async fn exec_command(args: ExecArgs) -> i32 {
     code
 }
 
-/// The spec text loaded, checked and planned as `drover run` does a spec file's, every
-/// error said; None when any.
-fn planned(text: String) -> Option<Vec<crate::run::plan::TaskPlan>> {
+/// The defaults file of the workspace (only with `--defaults`, and when it has one),
+/// and the path the task's spec goes by: `drover-exec.yaml` (in the directory exec runs
+/// in, as `drover resume` looks for it), or with a defaults file, `drover-exec.yaml` in
+/// the workspace, beside the file, so its relative paths mean what they would for a spec
+/// file there and a resume finds the defaults beside the spec. None, every error said,
+/// when the defaults file is bad: it never fails open.
+fn workspace_defaults(args: &ExecArgs) -> Option<(Option<spec::Defaults>, PathBuf)> {
+    let workspace = args.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    // A workspace that is no directory is refused, naming --workspace, by the task.
+    if !args.defaults || !workspace.is_dir() {
+        return Some((None, PathBuf::from(EXEC_SPEC)));
+    }
+    if let Some(outside) = defaults_outside(&workspace) {
+        crate::esay!(
+            "drover: {}: the defaults file is a symbolic link out of the workspace; drover reads no file of the workspace outside it: put the file itself there, or leave out --defaults",
+            outside.display()
+        );
+        return None;
+    }
+    match spec::defaults_for_dir_every(&workspace) {
+        Ok(None) => Some((None, PathBuf::from(EXEC_SPEC))),
+        Ok(Some(defaults)) => {
+            crate::esay!(
+                "drover: with the defaults of {} (--defaults)",
+                defaults.path.display()
+            );
+            let spec_path = if workspace == Path::new(".") {
+                PathBuf::from(EXEC_SPEC)
+            } else {
+                workspace.join(EXEC_SPEC)
+            };
+            Some((Some(defaults), spec_path))
+        }
+        Err(errors) => {
+            for error in errors {
+                crate::esay!("drover: {error}");
+            }
+            crate::esay!(
+                "drover: (the defaults file of the workspace, merged into what drover exec's flags make; fix it, or leave out --defaults)"
+            );
+            None
+        }
+    }
+}
+
+/// A defaults file of `workspace` that resolves outside it (through a symbolic link), so
+/// it is refused before it is read: the workspace may be the repository under test, and
+/// its files must not make drover read, and quote in an error, one elsewhere.
+fn defaults_outside(workspace: &Path) -> Option<PathBuf> {
+    let root = workspace.canonicalize().ok()?;
+    let candidates = [
+        workspace.join(spec::DEFAULTS_FILE),
+        workspace.join(".drover").join("defaults.yaml"),
+    ];
+    candidates.into_iter().find(|path| {
+        // A name that is not there, or leads nowhere, is the reader's to report.
+        path.canonicalize()
+            .is_ok_and(|real| !real.starts_with(&root))
+    })
+}
+
+/// The spec text loaded with `defaults`, checked and planned as `drover run` does a spec
+/// file's, every error said; None when any.
+fn planned(
+    spec_path: &Path,
+    text: String,
+    defaults: Option<&spec::Defaults>,
+) -> Option<Vec<crate::run::plan::TaskPlan>> {
     let failed = |errors: Vec<String>| {
         for error in errors {
             crate::esay!("drover: {error}");
         }
         crate::esay!(
-            "drover: ({EXEC_SPEC} is the task spec drover exec made of its flags; `drover exec … --print-spec` shows it)"
+            "drover: ({} is the task spec drover exec made of its flags; `drover exec … --print-spec` shows it)",
+            spec_path.display()
         );
         None
     };
-    let file = spec::parse_every(Path::new(EXEC_SPEC), text);
+    let file = spec::parse_every_with_defaults(spec_path, text, defaults);
     match plan::plan_tasks(vec![file], &Overrides::default(), 1) {
         Ok(plans) => Some(plans),
         Err(errors) => failed(errors.iter().map(ToString::to_string).collect()),

@@ -1,8 +1,10 @@
 //! From `drover exec`'s flags to the task it runs. The flags give [`ExecSettings`], every
 //! setting optional; [`ExecSettings::task`] is the one place drover's defaults fill what
-//! no flag gave, and where files and the environment are read. A defaults layer (a
-//! file of settings) would give an `ExecSettings` of its own, taken where the flags'
-//! is unset, before `task`: the flags win.
+//! no flag gave, and where files and the environment are read. The defaults file of the
+//! workspace (`drover.yaml`, docs/defaults.md) is not merged here: a setting it writes
+//! and no flag set is left out of the task's spec ([`ExecSettings::inheriting`]), and
+//! the file is merged into that spec as into a spec file, by the same rules (the flags
+//! are the spec's own values, and win).
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +13,9 @@ use serde_json::Value;
 use crate::cli::{ExecArgs, ExecProvider, IsolationArg, SwitchArg};
 use crate::policy::Rule;
 use crate::run::plan::{ReferencedFileError, beside_spec_unlinked, read_referenced};
-use crate::spec::{ExecTask, Isolation, Provider, TimeoutLimit, model_alias};
+use crate::spec::{
+    Defaults, ExecInherits, ExecTask, Isolation, Provider, TimeoutLimit, model_alias,
+};
 
 use super::claude_flags::{Refused, plan_mode};
 use super::rule_list::split_rules;
@@ -58,6 +62,8 @@ pub(super) struct ExecSettings {
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
     pub name: Option<String>,
+    /// What the workspace's defaults file gives and no flag set.
+    pub inherits: ExecInherits,
 }
 
 /// Why the flags make no task; every message names the flag and says what to write.
@@ -145,7 +151,30 @@ impl ExecSettings {
             base_url: args.base_url.clone(),
             api_key_env: args.api_key_env.clone(),
             name: args.name.clone(),
+            inherits: ExecInherits::default(),
         })
+    }
+
+    /// These settings with what `defaults` writes and no flag set left to it: the
+    /// model (taken whole, as a spec's: no model flag), the isolation, the allow list
+    /// (a flag's list is the spec's own, and the default's is then not added) and the
+    /// sandbox. The rest needs nothing here: the spec writes limits only when a flag
+    /// sets them (and they merge key by key), deny lists join, and a list only a flag
+    /// writes (`--add-dir`) is the spec's.
+    pub(super) fn inheriting(mut self, defaults: &Defaults) -> ExecSettings {
+        let model_flag = self.provider.is_some()
+            || self.model.is_some()
+            || self.base_url.is_some()
+            || self.api_key_env.is_some();
+        self.inherits = ExecInherits {
+            model: !model_flag && defaults.writes(&["model"]),
+            isolation: self.isolation.is_none() && defaults.writes(&["isolation"]),
+            allow: self.allow.is_empty() && defaults.writes(&["permissions", "allow"]),
+            sandbox: self.sandbox.is_none()
+                && self.network.is_none()
+                && defaults.writes(&["sandbox"]),
+        };
+        self
     }
 
     /// The task: defaults where nothing was given, files read, rules checked, paths
@@ -155,6 +184,8 @@ impl ExecSettings {
         let deny = checked_rules(self.deny)?;
         let provider = match self.provider {
             Some(provider) => provider,
+            // Not written: the defaults file's model is the task's.
+            None if self.inherits.model => Provider::Anthropic,
             None => provider_of_env(&env)?,
         };
         let prompt = match self.prompt {
@@ -193,6 +224,7 @@ impl ExecSettings {
             max_tokens: self.max_tokens,
             checks: unique_checks(self.checks)?,
             output_schema: self.output_schema.map(|path| schema(&path)).transpose()?,
+            inherits: self.inherits,
         })
     }
 }

@@ -92,7 +92,10 @@ fn place_in(path: &Path, problem: &SpecError) -> (bool, u64, u64) {
             (position.path != path, position.line, position.column)
         }
         SpecError::DuplicateName { second, .. } => (false, second.line, second.column),
-        SpecError::Io { .. } | SpecError::NoSpecs { .. } => (false, 0, 0),
+        SpecError::Io { .. }
+        | SpecError::NoSpecs { .. }
+        | SpecError::TwoDefaults { .. }
+        | SpecError::DefaultsNotATask { .. } => (false, 0, 0),
     }
 }
 
@@ -236,7 +239,8 @@ fn workspace_problem(spec: &LoadedSpec, overrides: &Overrides, origin: &Path) ->
     }
     let error = crate::workspace::worktree::locate(origin).err()?;
     Some(SpecError::Invalid {
-        position: Position::at(&spec.path, Some(isolation.referenced)),
+        // `isolation:` may be one the spec inherits from its defaults file.
+        position: spec.position(Some(isolation.referenced)),
         message: error.to_string(),
     })
 }
@@ -265,8 +269,9 @@ fn models(
     limits: &LoopLimits,
     errors: &mut Vec<SpecError>,
 ) -> (Option<ModelSource>, Option<ModelSource>) {
+    // The model and the budget may be the defaults file's.
     let at = |location: Option<serde_saphyr::Location>, message: String| SpecError::Invalid {
-        position: Position::at(&spec.path, location),
+        position: spec.position(location),
         message,
     };
     let at_model = Some(spec.spec.model.referenced);

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use crate::record::chain::ChainError;
-use crate::record::transcript::TranscriptError;
-use crate::spec::SpecError;
+use crate::record::transcript::{RunDefaults, TranscriptError};
+use crate::spec::{Defaults, SpecError};
 
 /// A task that cannot be planned.
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +129,45 @@ pub(crate) enum ReplayError {
         recorded: String,
         now: String,
     },
+    #[error(
+        "--spec {}: the defaults merged into it are not those {} was recorded with: {change}; restore the defaults file, or replay without --spec (the recorded spec and defaults are then data)",
+        spec.display(),
+        transcript.display()
+    )]
+    DefaultsDiffer {
+        spec: PathBuf,
+        transcript: PathBuf,
+        change: String,
+    },
+}
+
+/// How the defaults file merged into a spec now differs from the one a run recorded
+/// (`run_start`'s `defaults`); None when it is the same file, or there was none and is
+/// none.
+pub(crate) fn defaults_change(
+    recorded: Option<&RunDefaults>,
+    now: Option<&Defaults>,
+) -> Option<String> {
+    match (recorded, now) {
+        (None, None) => None,
+        (Some(then), Some(now)) if then.sha256 == now.sha256 => None,
+        (Some(then), None) => Some(format!(
+            "the run used the defaults file {} (SHA-256 {}), and there is none beside the spec now",
+            then.path,
+            short(&then.sha256)
+        )),
+        (None, Some(now)) => Some(format!(
+            "the run used no defaults file, and {} is there now",
+            now.path.display()
+        )),
+        (Some(then), Some(now)) => Some(format!(
+            "the run used the defaults file {} with SHA-256 {}, and {} has {} now",
+            then.path,
+            short(&then.sha256),
+            now.path.display(),
+            short(&now.sha256)
+        )),
+    }
 }
 
 fn short(sha256: &str) -> &str {

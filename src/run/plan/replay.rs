@@ -55,6 +55,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         spec_path,
         spec_yaml,
         spec_sha256,
+        defaults,
         workspace,
         workspace_sha256,
         task,
@@ -72,7 +73,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         .into());
     };
     refuse_overwrite(options, &task)?;
-    let mut spec = source_spec(options, spec_path, spec_yaml, &spec_sha256)?;
+    let mut spec = source_spec(options, spec_path, spec_yaml, &spec_sha256, defaults)?;
     say_what_runs(&spec, options);
     let granted = Granted {
         checks: options.checks,
@@ -95,13 +96,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         settings.start.as_ref(),
     );
     let (origin, made, start) = replay_place(options, recorded, recorded_isolation)?;
-    let confinement = ReplayConfinement {
-        unreadable: if granted.vouched {
-            Vec::new()
-        } else {
-            unreadable_in_replays(&origin)
-        },
-    };
+    let confinement = confinement_of(&origin, granted.vouched);
     // Refused in this order: the rules, the masks, the recorded diff, the agents.
     let (rules, borrowed_rules) =
         replay_rules(&spec, &settings.permissions_from, sources, options)?;
@@ -128,6 +123,18 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         // A replay reads no file by reference: its hooks and agents are the recording's.
         notes: Vec::new(),
     })
+}
+
+/// What the replay's tools may not read below `origin`: nothing more when `--spec`
+/// vouches for the files on disk, else what a recording must not reach.
+fn confinement_of(origin: &Path, vouched: bool) -> ReplayConfinement {
+    ReplayConfinement {
+        unreadable: if vouched {
+            Vec::new()
+        } else {
+            unreadable_in_replays(origin)
+        },
+    }
 }
 
 /// Where the replay starts: the starting workspace (`--workspace`, else the recorded

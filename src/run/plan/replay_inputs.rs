@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::plan_error::{PlanError, ReplayError};
+use super::plan_error::{PlanError, ReplayError, defaults_change};
+use crate::record::transcript::RunDefaults;
 use crate::spec;
 
 /// What the command line asks of a replay: everything a replay takes beyond the
@@ -41,16 +42,18 @@ pub(crate) struct ReplayOptions {
 }
 
 /// The spec the replay takes its data from: the file the user names with `--spec` (its
-/// SHA-256 must be the recorded one), else the recorded text, read as a spec at its
-/// recorded path.
+/// SHA-256 must be the recorded one, and so must its defaults file's), else the recorded
+/// text merged with the recorded defaults, read as a spec at its recorded path: no
+/// defaults file is read again.
 pub(super) fn source_spec(
     options: &ReplayOptions,
     spec_path: String,
     spec_yaml: String,
     spec_sha256: &str,
+    defaults: Option<Box<RunDefaults>>,
 ) -> Result<spec::LoadedSpec, PlanError> {
     let Some(named) = &options.spec else {
-        return spec::parse(Path::new(&spec_path), spec_yaml).map_err(|source| {
+        return recorded_spec(spec_path, spec_yaml, defaults).map_err(|source| {
             ReplayError::SpecNoLongerLoads {
                 transcript: options.transcript.clone(),
                 source,
@@ -71,7 +74,28 @@ pub(super) fn source_spec(
         }
         .into());
     }
+    if let Some(change) = defaults_change(defaults.as_deref(), loaded.defaults.as_ref()) {
+        return Err(ReplayError::DefaultsDiffer {
+            spec: named.clone(),
+            transcript: options.transcript.clone(),
+            change,
+        }
+        .into());
+    }
     Ok(loaded)
+}
+
+/// The recorded spec text merged with the recorded defaults text, each read at its
+/// recorded path (so an error names the file that wrote the value).
+fn recorded_spec(
+    spec_path: String,
+    spec_yaml: String,
+    defaults: Option<Box<RunDefaults>>,
+) -> Result<spec::LoadedSpec, spec::SpecError> {
+    let defaults = defaults
+        .map(|defaults| spec::parse_defaults(Path::new(&defaults.path), defaults.yaml))
+        .transpose()?;
+    spec::parse_with_defaults(Path::new(&spec_path), spec_yaml, defaults.as_ref())
 }
 
 /// Say on stderr what of the spec's commands the replay runs and what it leaves out, and

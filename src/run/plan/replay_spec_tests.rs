@@ -45,7 +45,7 @@ fn fields_of<'de, T: Deserialize<'de>>() -> Vec<&'static str> {
 /// Every spec field as docs/replay.md names it in its table: the top-level keys, and
 /// the keys inside the sections a replay takes apart.
 fn documented_keys() -> Vec<String> {
-    let mut keys: Vec<String> = fields_of::<TaskSpec>()
+    let mut keys: Vec<String> = fields_of::<spec::WrittenSpec>()
         .into_iter()
         .map(String::from)
         .collect();
@@ -83,7 +83,7 @@ fn every_spec_field_has_a_row_in_the_replay_table() {
 
 #[test]
 fn the_field_list_is_the_real_one() {
-    let top = fields_of::<TaskSpec>();
+    let top = fields_of::<spec::WrittenSpec>();
     for field in [
         "prompt",
         "setup",

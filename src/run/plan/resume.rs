@@ -19,7 +19,7 @@ use crate::tools::recorded::RecordedAnswers;
 use crate::workspace::start_commit::{check_commit, is_object_id};
 
 use super::live::{Overrides, plan_task};
-use super::plan_error::PlanError;
+use super::plan_error::{PlanError, defaults_change};
 use super::resume_error::ResumeError;
 use super::resume_recorded::{guessed_outputs, narrow_to_recorded, recorded_settings};
 use super::spec_checks;
@@ -192,6 +192,8 @@ fn read_resumable(task: &Path, transcript: &Path) -> Result<ReadRecording, Box<R
 struct RecordedRun {
     task: String,
     spec_sha256: String,
+    /// The defaults file merged into the spec, if any.
+    defaults: Option<crate::record::transcript::RunDefaults>,
     provider: String,
     model: String,
     spec_path: String,
@@ -208,6 +210,7 @@ impl RecordedRun {
                 Event::RunStart {
                     task,
                     spec_sha256,
+                    defaults,
                     provider,
                     model,
                     spec_path,
@@ -225,6 +228,7 @@ impl RecordedRun {
         Some(RecordedRun {
             task: task.clone(),
             spec_sha256: spec_sha256.clone(),
+            defaults: defaults.as_deref().cloned(),
             provider: provider.clone(),
             model: model.clone(),
             spec_path: spec_path.clone(),
@@ -257,6 +261,15 @@ fn resumed_spec(
             spec: spec_path,
             recorded: run.spec_sha256.clone(),
             now: spec.sha256.clone(),
+        }));
+    }
+    // The defaults merged in must be the recorded ones too, read from the file beside
+    // the spec: a recording does not choose a live run's settings, so its copy of the
+    // defaults is never taken in their place.
+    if let Some(change) = defaults_change(run.defaults.as_ref(), spec.defaults.as_ref()) {
+        return Err(Box::new(ResumeError::DefaultsChanged {
+            spec: spec_path,
+            change,
         }));
     }
     if spec.name() != run.task {

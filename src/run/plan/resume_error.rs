@@ -131,6 +131,11 @@ pub(crate) enum ResumeError {
         now: String,
     },
     #[error(
+        "the defaults of the spec {} changed since the recorded run: {change}; a run resumes only the task it recorded, and a recording does not choose what a live run may do: restore the defaults file (its text is run_start's `defaults.yaml`), or start a new run",
+        spec.display()
+    )]
+    DefaultsChanged { spec: PathBuf, change: String },
+    #[error(
         "{} records task {recorded:?}, but the spec {} is task {given:?}",
         transcript.display(),
         spec.display()

@@ -86,7 +86,7 @@ pub(super) fn task_agents_every(loaded: &LoadedSpec) -> Result<AgentsAndNotes, V
         && !(1..=MAX_AGENT_DEPTH).contains(&depth.value)
     {
         errors.push(SpecError::Invalid {
-            position: Position::at(&loaded.path, Some(depth.referenced)),
+            position: loaded.position(Some(depth.referenced)),
             message: format!(
                 "limits.max_agent_depth is {}: give 1 (sub-agents start none of their own) to {MAX_AGENT_DEPTH}",
                 depth.value
@@ -291,7 +291,7 @@ fn check_agent(loaded: &LoadedSpec, name: &str, agent: &AgentSpec) -> Result<(),
         let custom = agent_model.pricing.or(model.pricing);
         if pricing::resolve(model.provider.as_str(), &name_used, custom.as_ref()).is_none() {
             return Err(SpecError::Invalid {
-                position: Position::at(&loaded.path, Some(limit.referenced)),
+                position: loaded.position(Some(limit.referenced)),
                 message: format!(
                     "limits.max_cost_usd needs every model's price, but drover has no price for agent {name}'s model {name_used:?}; add agents.{name}.model.pricing"
                 ),

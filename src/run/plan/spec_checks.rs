@@ -290,7 +290,8 @@ fn budget_is_priced(loaded: &LoadedSpec) -> Result<(), SpecError> {
         format!("drover's pricing table has no price for model {name:?}")
     };
     Err(SpecError::Invalid {
-        position: Position::at(&loaded.path, Some(limit.referenced)),
+        // The budget may be one the spec inherits from its defaults file.
+        position: loaded.position(Some(limit.referenced)),
         message: format!(
             "limits.max_cost_usd needs the model's price, but {which}; add model.pricing: {{ input: …, output: …, cache_write: …, cache_read: … }} (USD per million tokens)"
         ),
@@ -388,6 +389,50 @@ replay:
         let error = error_of(&PRICED.replace("  name: MODEL\n", ""));
         assert!(error.contains("bad.yaml:8:17"), "{error}");
         assert!(error.contains("no model.name"), "{error}");
+    }
+
+    #[test]
+    fn an_inherited_budget_or_rule_is_an_error_at_the_defaults_files_position() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("drover.yaml"),
+            "version: 1\nlimits:\n  max_cost_usd: 2.5\npermissions:\n  deny: [\"Bash(rm\"]\n",
+        )
+        .unwrap();
+        let path = dir.path().join("t.yaml");
+        std::fs::write(&path, PRICED.replace("MODEL", "my-private-model")).unwrap();
+        let defaults = dir.path().join("drover.yaml").display().to_string();
+        let error = check(&crate::spec::load(&path).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with(&format!("{defaults}:5:10: ")), "{error}");
+        // With the rule put right, the spec's own budget is the spec's; without it, the
+        // inherited one is the defaults file's.
+        std::fs::write(
+            dir.path().join("drover.yaml"),
+            "version: 1\nlimits:\n  max_cost_usd: 2.5\n",
+        )
+        .unwrap();
+        let error = check(&crate::spec::load(&path).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("t.yaml:9:17: "), "{error}");
+        std::fs::write(
+            &path,
+            PRICED
+                .replace("MODEL", "my-private-model")
+                .replace("  max_cost_usd: 2.5\n", ""),
+        )
+        .unwrap();
+        let error = check(&crate::spec::load(&path).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(&format!(
+                "{defaults}:3:17: limits.max_cost_usd needs the model's price"
+            )),
+            "{error}"
+        );
     }
 
     #[test]

@@ -106,7 +106,8 @@ fn own_rules_every(loaded: &LoadedSpec) -> Result<RuleSet, Vec<SpecError>> {
         } else {
             &permissions.deny
         };
-        Position::at(&loaded.path, list.get(index).map(|rule| rule.referenced))
+        // The rule may be one the spec inherits from its defaults file.
+        loaded.position(list.get(index).map(|rule| rule.referenced))
     };
     let rules = RuleSet::from_spec(permissions).map_err(|errors| {
         errors

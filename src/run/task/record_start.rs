@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::mcp::{McpSession, ServerReport, Started as StartedServer};
 use crate::model::Model;
 use crate::record::McpServerReport;
-use crate::record::transcript::{McpToolLeftOut, McpToolName};
+use crate::record::transcript::{McpToolLeftOut, McpToolName, RunDefaults};
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::run::plan::TaskPlan;
 
@@ -84,6 +84,13 @@ pub(super) fn record_start(
         },
         spec_path: absolute(&plan.spec.path),
         spec_yaml: plan.spec.text.clone(),
+        defaults: plan.spec.defaults.as_ref().map(|defaults| {
+            Box::new(RunDefaults {
+                path: absolute(&defaults.path),
+                sha256: defaults.sha256.clone(),
+                yaml: defaults.text.clone(),
+            })
+        }),
         workspace: absolute(&plan.workspace.origin),
         workspace_sha256: fingerprint.to_string(),
         max_turns: plan.limits.max_turns,

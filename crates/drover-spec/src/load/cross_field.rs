@@ -5,37 +5,16 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use serde_saphyr::Spanned;
-
-use super::{Position, SpecError};
-use crate::model_check::model_problems;
+use super::checks;
+use super::error::{Position, SpecError};
+use crate::defaults::Files;
 use crate::types::TaskSpec;
 
-/// Every problem of `spec` that spans several fields, in the order of the spec's keys.
-pub(super) fn problems(path: &Path, spec: &TaskSpec) -> Vec<SpecError> {
-    let at = |location| Position::at(path, Some(location));
-    let mut errors: Vec<SpecError> = model_problems(&spec.model.value, "model")
-        .into_iter()
-        .map(|message| SpecError::Invalid {
-            position: at(spec.model.referenced),
-            message,
-        })
-        .collect();
-    if let Some(limit) = &spec.limits.max_cost_usd {
-        errors.extend(budget_is_positive(path, limit));
-    }
-    if let Some(limit) = spec.limits.max_tokens.as_ref().filter(|l| l.value == 0) {
-        errors.push(SpecError::Invalid {
-            position: at(limit.referenced),
-            message: "limits.max_tokens must be at least 1".into(),
-        });
-    }
-    if let Some(limit) = spec.limits.max_turns.as_ref().filter(|l| l.value == 0) {
-        errors.push(SpecError::Invalid {
-            position: at(limit.referenced),
-            message: "limits.max_turns must be at least 1".into(),
-        });
-    }
+/// Every problem of `spec` that spans several fields, in the order of the spec's keys;
+/// a value the spec took from its directory's defaults file is reported there.
+pub(super) fn problems(files: &Files, spec: &TaskSpec) -> Vec<SpecError> {
+    let path = files.spec;
+    let mut errors = checks::model_and_limits(files, Some(&spec.model), &spec.limits);
     errors.extend(extension_problems(path, spec));
     for (list, what) in [(&spec.checks, "checks"), (&spec.setup, "setup steps")] {
         let mut seen = HashSet::new();
@@ -99,16 +78,4 @@ fn extension_problems(path: &Path, spec: &TaskSpec) -> Vec<SpecError> {
         });
     }
     errors
-}
-
-/// `limits.max_cost_usd` is a positive amount. (That the runner can price the model is
-/// checked by `run::plan::spec_checks`, which knows the price table.)
-fn budget_is_positive(path: &Path, limit: &Spanned<f64>) -> Option<SpecError> {
-    (!(limit.value.is_finite() && limit.value > 0.0)).then(|| SpecError::Invalid {
-        position: Position::at(path, Some(limit.referenced)),
-        message: format!(
-            "limits.max_cost_usd must be a positive number, not {}",
-            limit.value
-        ),
-    })
 }

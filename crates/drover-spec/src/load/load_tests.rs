@@ -308,11 +308,11 @@ fn yaml_that_is_no_task_spec_is_skipped_in_a_directory_but_not_when_named() {
 #[test]
 fn the_spec_hash_is_lowercase_hex_sha256() {
     assert_eq!(
-        sha256_hex(b""),
+        read::sha256_hex(b""),
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     );
     assert_eq!(
-        sha256_hex(b"abc"),
+        read::sha256_hex(b"abc"),
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
 }

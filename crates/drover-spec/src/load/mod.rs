@@ -1,28 +1,25 @@
-//! Reading spec files: YAML parsing with budgets, cross-field validation, and the checks
-//! that span a whole run (unique task names).
+//! Reading spec files: YAML parsing with budgets, the defaults file of each spec's
+//! directory merged in (`defaults`), cross-field validation, and the checks that span a
+//! whole run (unique task names).
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde_saphyr::budget::BudgetBreach;
-use serde_saphyr::{Budget, Error as YamlError, Location, Options};
-use sha2::{Digest, Sha256};
-use std::fmt::Write as _;
+use serde_saphyr::Location;
 
-use super::types::TaskSpec;
+use crate::defaults::{self, Defaults, Files, Node, apply, is_defaults_file, merge};
+use crate::types::{TaskSpec, WrittenSpec};
 
-/// Lowercase hex SHA-256 of `bytes`: the spec's hash as the transcript and reports carry
-/// it, the same form as every other digest drover writes. Computed here with sha2 so the
-/// spec needs nothing of the binary.
-fn sha256_hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(64);
-    for byte in Sha256::digest(bytes) {
-        // invariant: writing to a String cannot fail.
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
-}
+pub(crate) mod checks;
+mod cross_field;
+pub(crate) mod error;
+pub(crate) mod read;
+mod unknown_keys;
+pub(crate) mod yaml;
+
+pub use error::{Position, SpecError};
+pub(crate) use yaml::plain_message;
+use yaml::{from_yaml, from_yaml_every, options};
 
 /// A spec that parsed and validated, with what the runner needs to know about its file.
 #[derive(Debug, Clone)]
@@ -31,7 +28,11 @@ pub struct LoadedSpec {
     /// The file's text, recorded in the transcript so a replay runs the same task.
     pub text: String,
     pub sha256: String,
+    /// The spec as it runs: the file's, with what it inherits from `defaults`.
     pub spec: TaskSpec,
+    /// The defaults file of the spec's directory, merged into `spec` (recorded in the
+    /// transcript beside the spec's text).
+    pub defaults: Option<Defaults>,
 }
 
 impl LoadedSpec {
@@ -68,88 +69,44 @@ impl LoadedSpec {
     pub fn name(&self) -> &str {
         self.spec.name.value.as_str()
     }
-}
 
-/// A place in a spec file, printed `file:line:column`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Position {
-    pub path: PathBuf,
-    pub line: u64,
-    pub column: u64,
-}
+    /// Where `location` lies: in the spec, or in its defaults file for a value it took
+    /// from there. Every error about a value of `spec` is reported at this position.
+    pub fn position(&self, location: Option<Location>) -> Position {
+        self.files().at(location)
+    }
 
-impl Position {
-    /// `location` in `path`; line and column 1 when the parser gave none.
-    pub fn at(path: &Path, location: Option<Location>) -> Self {
-        let (line, column) = location.map_or((1, 1), |l| (l.line().max(1), l.column().max(1)));
-        Position {
-            path: path.to_path_buf(),
-            line,
-            column,
+    fn files(&self) -> Files<'_> {
+        Files {
+            spec: &self.path,
+            defaults: self.defaults.as_ref().map(|d| d.path.as_path()),
         }
     }
 }
 
-impl fmt::Display for Position {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.path.display(), self.line, self.column)
-    }
-}
-
-/// Why specs could not be loaded. Every variant is bad input (exit 2).
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    #[error("{}: cannot read spec: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{position}: {message}")]
-    Invalid { position: Position, message: String },
-    #[error(
-        "{second}: task name {name:?} is already used by {first}; task names must be unique within a run"
-    )]
-    DuplicateName {
-        name: String,
-        first: Position,
-        second: Position,
-    },
-    #[error("{}: no task specs (*.yaml, *.yml) found", path.display())]
-    NoSpecs { path: PathBuf },
-}
-
-const MAX_ALIASES: usize = 1_000;
-const MAX_ANCHORS: usize = 1_000;
-const MAX_NODES: usize = 100_000;
-const MAX_EVENTS: usize = 200_000;
-const MAX_DEPTH: usize = 64;
-const MAX_SCALAR_BYTES: usize = 16 * 1024 * 1024;
-
-/// Budgets for task specs: generous for real specs, tight enough that a YAML bomb is
-/// refused in milliseconds instead of expanding into gigabytes.
-fn options() -> Options {
-    let mut budget = Budget::default();
-    budget.max_aliases = MAX_ALIASES;
-    budget.max_anchors = MAX_ANCHORS;
-    budget.max_nodes = MAX_NODES;
-    budget.max_events = MAX_EVENTS;
-    budget.max_depth = MAX_DEPTH;
-    budget.max_documents = 1;
-    budget.max_total_scalar_bytes = MAX_SCALAR_BYTES;
-    let mut options = Options::default();
-    options.budget = Some(budget);
-    options
-}
-
-/// Load and validate one spec file; the first problem is the error.
-pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
-    parse(path, read::spec_text(path)?)
-}
-
-/// Parse and validate spec text that came from `path` (errors name that path); the first
+/// Load and validate one spec file, with the defaults file of its directory; the first
 /// problem is the error.
+pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
+    let text = read::spec_text(path)?;
+    let defaults = defaults::defaults_of_spec(path)?;
+    parse_with_defaults(path, text, defaults.as_ref())
+}
+
+/// Parse and validate spec text that came from `path` (errors name that path), alone;
+/// the first problem is the error.
 pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
-    let mut file = parse_every(path, text);
+    parse_with_defaults(path, text, None)
+}
+
+/// Parse and validate spec text that came from `path`, merged with `defaults` (the
+/// defaults file of its directory, or the one a recording holds); the first problem is
+/// the error, at the file that wrote the value.
+pub fn parse_with_defaults(
+    path: &Path,
+    text: String,
+    defaults: Option<&Defaults>,
+) -> Result<LoadedSpec, SpecError> {
+    let mut file = parse_every_with_defaults(path, text, defaults);
     match (file.spec, file.errors.is_empty()) {
         (Some(spec), true) => Ok(spec),
         _ => Err(file.errors.swap_remove(0)),
@@ -161,47 +118,53 @@ pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
 #[derive(Debug)]
 pub struct SpecFile {
     pub path: PathBuf,
-    /// The spec as written; with unknown keys left out when `errors` names them. A spec
-    /// with errors is for further checks only, never for a run.
+    /// The spec as written, merged with its defaults; with unknown keys left out when
+    /// `errors` names them. A spec with errors is for further checks only, never for a
+    /// run.
     pub spec: Option<LoadedSpec>,
     /// Never empty when `spec` is None.
     pub errors: Vec<SpecError>,
 }
 
-/// Parse spec text that came from `path` and validate it, collecting every problem: a
-/// syntax or type error is the parser's last word on a file (it cannot go on past one),
-/// but every unknown key is named (see `unknown_keys`), and the spec that remains without
-/// them is validated.
+/// Parse spec text that came from `path` and validate it alone, collecting every
+/// problem (see [`parse_every_with_defaults`]).
 pub fn parse_every(path: &Path, text: String) -> SpecFile {
-    let mut errors = Vec::new();
-    let parsed = {
-        let mut current = std::borrow::Cow::Borrowed(text.as_str());
-        loop {
-            match serde_saphyr::from_str_with_options::<TaskSpec>(&current, options()) {
-                Ok(spec) => break Some(spec),
-                Err(error) => {
-                    errors.push(yaml_error(path, &current, &error));
-                    let next = unknown_keys::unknown_key(&error)
-                        .filter(|_| errors.len() < unknown_keys::MAX_ERRORS)
-                        .and_then(|(field, line, column)| {
-                            unknown_keys::without_entry(&current, field, line, column)
-                        });
-                    match next {
-                        Some(next) => current = std::borrow::Cow::Owned(next),
-                        None => break None,
-                    }
-                }
+    parse_every_with_defaults(path, text, None)
+}
+
+/// Parse spec text that came from `path`, merge `defaults` into it, and validate it,
+/// collecting every problem: a syntax or type error is the parser's last word on a file
+/// (it cannot go on past one), but every unknown key is named (see `unknown_keys`), and
+/// the spec that remains without them is merged and validated. A problem with a value
+/// the spec took from `defaults` is reported at the defaults file's line and column.
+pub fn parse_every_with_defaults(
+    path: &Path,
+    text: String,
+    defaults: Option<&Defaults>,
+) -> SpecFile {
+    let (parsed, mut errors) = from_yaml_every::<WrittenSpec>(path, &text);
+    let spec = parsed.and_then(
+        |(written, read)| match merged(path, written, &read, defaults) {
+            Ok(spec) => Some(spec),
+            Err(error) => {
+                errors.push(error);
+                None
             }
-        }
-    };
-    let spec = parsed.map(|spec| {
-        errors.extend(cross_field::problems(path, &spec));
-        let sha256 = sha256_hex(text.as_bytes());
+        },
+    );
+    let spec = spec.map(|spec| {
+        let files = Files {
+            spec: path,
+            defaults: defaults.map(|d| d.path.as_path()),
+        };
+        errors.extend(cross_field::problems(&files, &spec));
+        let sha256 = read::sha256_hex(text.as_bytes());
         LoadedSpec {
             path: path.to_path_buf(),
             text,
             sha256,
             spec,
+            defaults: defaults.cloned(),
         }
     });
     SpecFile {
@@ -211,101 +174,36 @@ pub fn parse_every(path: &Path, text: String) -> SpecFile {
     }
 }
 
-/// A parser error at its `file:line:column`, in drover's words where the parser's name
-/// library internals, and naming the key a value error is about.
-fn yaml_error(path: &Path, text: &str, error: &YamlError) -> SpecError {
-    let position = Position::at(path, error.location());
-    // Budget and duplicate-key messages say what is wrong in their own words.
-    let message = own_message(error).unwrap_or_else(|| {
-        let message = plain_message(error);
-        match key_before(text, &position) {
-            Some(key) if !message.contains(&key) => format!("{key}: {message}"),
-            _ => message,
-        }
-    });
-    SpecError::Invalid { position, message }
-}
-
-/// drover's wording for parser errors whose own message names library internals (a
-/// budget breach's Rust variant, the parser option that would allow duplicate keys).
-fn own_message(error: &YamlError) -> Option<String> {
-    let mut error = error;
-    while let YamlError::AliasError { error: inner, .. }
-    | YamlError::WithSnippet { error: inner, .. } = error
-    {
-        error = inner;
+/// The spec `written` (read from `read`, the text without its unknown keys) with what it
+/// inherits from `defaults`; an error when neither gives a model.
+fn merged(
+    path: &Path,
+    mut written: WrittenSpec,
+    read: &str,
+    defaults: Option<&Defaults>,
+) -> Result<TaskSpec, SpecError> {
+    if let Some(defaults) = defaults {
+        let own: Node = from_yaml(path, read)?;
+        written = apply(
+            written,
+            &merge(&own, Some(&defaults.tree)),
+            &defaults.settings,
+        );
     }
-    match error {
-        YamlError::Budget { breach, .. } => Some(budget_message(breach)),
-        YamlError::DuplicateMappingKey { key: Some(key), .. } => {
-            Some(format!("key `{key}` appears twice in the same mapping"))
-        }
-        YamlError::DuplicateMappingKey { key: None, .. } => {
-            Some("a key appears twice in the same mapping".to_string())
-        }
-        _ => None,
-    }
-}
-
-fn budget_message(breach: &BudgetBreach) -> String {
-    const WHY: &str = "drover caps specs so a YAML bomb cannot hang it";
-    match breach {
-        BudgetBreach::Nodes { .. } => {
-            format!("the YAML expands to more than {MAX_NODES} nodes (aliases?); {WHY}")
-        }
-        BudgetBreach::Events { .. } => {
-            format!("the YAML expands to more than {MAX_EVENTS} parser events (aliases?); {WHY}")
-        }
-        BudgetBreach::Aliases { .. } => {
-            format!("the YAML uses more than {MAX_ALIASES} aliases (*name); {WHY}")
-        }
-        BudgetBreach::Anchors { .. } => {
-            format!("the YAML defines more than {MAX_ANCHORS} anchors (&name); {WHY}")
-        }
-        BudgetBreach::Depth { .. } => {
-            format!("the YAML nests deeper than {MAX_DEPTH} levels; {WHY}")
-        }
-        BudgetBreach::Documents { .. } => {
-            "the file holds more than one YAML document (`---`); a spec is one document".to_string()
-        }
-        BudgetBreach::ScalarBytes { .. } => format!(
-            "the YAML's strings add up to more than {} MiB; {WHY}",
-            MAX_SCALAR_BYTES / (1024 * 1024)
-        ),
-        _ => format!("the YAML is too large or uses too many aliases; {WHY}"),
-    }
-}
-
-/// The parser's message without its own location prefix or source snippet (we print the
-/// position ourselves, in the `file:line:column` form editors understand).
-pub(crate) fn plain_message(error: &serde_saphyr::Error) -> String {
-    let rendered = error.without_snippet().to_string();
-    let first = rendered.lines().next().unwrap_or_default().trim();
-    // Drop a trailing " at line X column Y" the parser may add.
-    match first.rfind(" at line ") {
-        Some(index) => first[..index].to_string(),
-        None => first.to_string(),
-    }
-}
-
-/// The mapping key written just before `position` on its line (`max_turns: five` → the
-/// error at `five` is about `max_turns`), so value errors name their key.
-fn key_before(text: &str, position: &Position) -> Option<String> {
-    let line = text
-        .lines()
-        .nth(usize::try_from(position.line).ok()?.checked_sub(1)?)?;
-    let column = usize::try_from(position.column).ok()?.saturating_sub(1);
-    let before: String = line.chars().take(column).collect();
-    let before = before.trim_end().strip_suffix(':')?;
-    let key: String = before
-        .chars()
-        .rev()
-        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    (!key.is_empty()).then_some(key)
+    let Some(model) = written.model.take() else {
+        let message = match defaults {
+            Some(defaults) => format!(
+                "missing field `model`: neither the spec nor the defaults file {} gives one",
+                defaults.path.display()
+            ),
+            None => "missing field `model`: give it here, or in a drover.yaml beside the spec for every spec there (docs/defaults.md)".to_string(),
+        };
+        return Err(SpecError::Invalid {
+            position: Position::at(path, None),
+            message,
+        });
+    };
+    Ok(written.with_model(model))
 }
 
 /// The spec files of the CLI's SPEC|DIR arguments, and the YAML files of directories
@@ -320,8 +218,10 @@ pub struct SpecFiles {
 /// `*.yaml` and `*.yml` files, recursively, in path order (not `.git`, `node_modules`,
 /// build output, nor through symlinked directories), except those that are plainly
 /// something else — a GitHub workflow, dependabot's or compose's configuration: YAML
-/// without `prompt:`, or `version:` and another key of a spec, at its top. A file named
-/// as an argument is always taken as a spec.
+/// without `prompt:`, or `version:` and another key of a spec, at its top — and never
+/// the defaults file of a directory (`drover.yaml`, `.drover/defaults.yaml`), which is
+/// merged into the specs beside it. A file named as an argument is taken as a spec,
+/// unless it is named as a defaults file: that is refused, saying what it is.
 pub fn collect_spec_files(inputs: &[PathBuf]) -> Result<SpecFiles, SpecError> {
     let mut collected = SpecFiles::default();
     for input in inputs {
@@ -338,6 +238,10 @@ pub fn collect_spec_files(inputs: &[PathBuf]) -> Result<SpecFiles, SpecError> {
             }
             collected.files.extend(specs);
             collected.skipped.extend(others);
+        } else if is_defaults_file(input) {
+            return Err(SpecError::DefaultsNotATask {
+                path: input.clone(),
+            });
         } else {
             collected.files.push(input.clone());
         }
@@ -398,28 +302,52 @@ fn collect_dir(dir: &Path, found: &mut Vec<PathBuf>) -> Result<(), SpecError> {
         } else if matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml")
-        ) {
+        ) && !is_defaults_file(&path)
+        {
             found.push(path);
         }
     }
     Ok(())
 }
 
-/// Load every spec file, each as far as it can be read, and check what spans them: task
-/// names are unique within a run (the second file of a name has the error). Every
-/// problem of every file is kept, so a user fixes them in one pass.
+/// Load every spec file, each as far as it can be read and merged with the defaults file
+/// of its directory, and check what spans them: task names are unique within a run (the
+/// second file of a name has the error). Every problem of every file is kept, so a user
+/// fixes them in one pass. Each directory's defaults file is read once; when it has
+/// errors, they are reported once, as a file of their own before the first spec of its
+/// directory, and the specs of that directory are not loaded (each would fail with them).
 pub fn load_every(files: &[PathBuf]) -> Vec<SpecFile> {
-    let mut loaded: Vec<SpecFile> = files
-        .iter()
-        .map(|path| match read::spec_text(path) {
-            Ok(text) => parse_every(path, text),
+    let mut loaded: Vec<SpecFile> = Vec::new();
+    // A directory's defaults: Some(None) when it has none, None when they failed.
+    let mut by_dir: HashMap<PathBuf, Option<Option<Defaults>>> = HashMap::new();
+    for path in files {
+        let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let defaults =
+            by_dir
+                .entry(dir)
+                .or_insert_with_key(|dir| match defaults::defaults_in(dir) {
+                    Ok(defaults) => Some(defaults),
+                    Err((path, errors)) => {
+                        loaded.push(SpecFile {
+                            path,
+                            spec: None,
+                            errors,
+                        });
+                        None
+                    }
+                });
+        let Some(defaults) = defaults else {
+            continue;
+        };
+        loaded.push(match read::spec_text(path) {
+            Ok(text) => parse_every_with_defaults(path, text, defaults.as_ref()),
             Err(error) => SpecFile {
                 path: path.clone(),
                 spec: None,
                 errors: vec![error],
             },
-        })
-        .collect();
+        });
+    }
     let mut names: HashMap<String, Position> = HashMap::new();
     for file in &mut loaded {
         let Some(spec) = &file.spec else { continue };
@@ -437,10 +365,6 @@ pub fn load_every(files: &[PathBuf]) -> Vec<SpecFile> {
     }
     loaded
 }
-
-mod cross_field;
-mod read;
-mod unknown_keys;
 
 #[cfg(test)]
 #[path = "load_tests.rs"]

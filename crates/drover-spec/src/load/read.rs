@@ -2,17 +2,32 @@
 //! named `*.yaml` cannot hang drover and `/dev/zero` cannot fill its memory, and a
 //! wrongly encoded file is refused with the line and column where it goes wrong.
 
+use std::fmt::Write as _;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use super::{Position, SpecError};
+use sha2::{Digest, Sha256};
+
+use super::error::{Position, SpecError};
 
 /// No real spec comes near this; a larger file is refused before it is parsed.
 pub(super) const MAX_SPEC_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The text of the spec at `path`.
-pub(super) fn spec_text(path: &Path) -> Result<String, SpecError> {
+/// Lowercase hex SHA-256 of `bytes`: the spec's hash as the transcript and reports carry
+/// it, the same form as every other digest drover writes. Computed here with sha2 so the
+/// spec needs nothing of the binary.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(64);
+    for byte in Sha256::digest(bytes) {
+        // invariant: writing to a String cannot fail.
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+/// The text of the spec (or defaults file) at `path`.
+pub(crate) fn spec_text(path: &Path) -> Result<String, SpecError> {
     let io = |source: std::io::Error| SpecError::Io {
         path: path.to_path_buf(),
         source,
