@@ -221,10 +221,10 @@ pub enum OutputFormat {
 }
 
 /// A task name as specs take it.
-fn parse_task_name(text: &str) -> Result<String, String> {
+fn parse_task_name(text: &str) -> Result<String, super::BadValue> {
     crate::spec::TaskName::try_from(text.to_string())
         .map(|name| name.as_str().to_string())
-        .map_err(|e| e.to_string())
+        .map_err(|e| super::BadValue(e.to_string()))
 }
 
 #[cfg(test)]

@@ -218,18 +218,23 @@ pub struct TaskSettingsArgs {
     pub workspace: Option<PathBuf>,
 }
 
+/// Why a flag's value was refused: clap prints it after the flag's name.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct BadValue(String);
+
 /// A time limit as specs write it.
-fn parse_timeout(text: &str) -> Result<crate::spec::TimeoutLimit, String> {
-    crate::spec::TimeoutLimit::try_from(text.to_string()).map_err(|e| e.to_string())
+fn parse_timeout(text: &str) -> Result<crate::spec::TimeoutLimit, BadValue> {
+    crate::spec::TimeoutLimit::try_from(text.to_string()).map_err(|e| BadValue(e.to_string()))
 }
 
 /// A budget: a positive number of USD.
-fn parse_usd(text: &str) -> Result<f64, String> {
+fn parse_usd(text: &str) -> Result<f64, BadValue> {
     match text.parse::<f64>() {
         Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
-        _ => Err(format!(
+        _ => Err(BadValue(format!(
             "{text:?} is not a positive amount of USD (e.g. 2.5)"
-        )),
+        ))),
     }
 }
 
@@ -382,17 +387,17 @@ impl From<ProviderArg> for crate::spec::Provider {
 }
 
 /// `NAME=URL` for `--mcp-url`.
-fn parse_mcp_url(text: &str) -> Result<(String, String), String> {
+fn parse_mcp_url(text: &str) -> Result<(String, String), BadValue> {
     match text.split_once('=') {
         // The same checks as a spec's `url:`.
         Some((name, url)) if !name.is_empty() => {
             match crate::mcp::endpoint_problem(url, &Default::default()) {
                 None => Ok((name.to_string(), url.to_string())),
-                Some(problem) => Err(problem),
+                Some(problem) => Err(BadValue(problem)),
             }
         }
-        _ => Err(format!(
+        _ => Err(BadValue(format!(
             "expected NAME=URL, as in docs=http://127.0.0.1:3001/mcp, not {text:?}"
-        )),
+        ))),
     }
 }

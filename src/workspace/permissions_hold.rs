@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! Test support: file permissions that hold for root too. Root reads and lists any file
 //! through CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so a test of what drover does with a
 //! file it may not read (mode 000) would test nothing as root, which is how CI runs. The

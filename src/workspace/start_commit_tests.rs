@@ -1,3 +1,4 @@
+// Test-only module: its parent includes it under #[cfg(test)].
 //! Test-only module: the start commit and the checks of a recorded one.
 
 use super::*;
