@@ -25,21 +25,31 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
+/// A git repository at `repo` (on branch `main`) holding `files` and `task.yaml` with
+/// `spec`, all in one commit.
+fn committed(repo: &Path, files: &[(&str, &str)], spec: &str) {
+    std::fs::create_dir_all(repo).unwrap();
+    git(repo, &["init", "-q", "-b", "main"]);
+    for (path, text) in files {
+        let path = repo.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    write_spec(repo, "task.yaml", spec);
+    git(repo, &["add", "."]);
+    git(repo, &["commit", "-q", "-m", "start"]);
+}
+
 /// A repository `dir/repo` with `a.txt` and a worktree task whose Bash call lists the
 /// workspace and appends `a.txt` into `listing.txt`; run into `dir/out`. Returns the
 /// transcript and the commit the run started from.
 fn recorded_worktree_run(dir: &Path) -> (PathBuf, String) {
     let repo = dir.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
-    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-    write_spec(
+    committed(
         &repo,
-        "task.yaml",
+        &[("a.txt", "a\n")],
         "version: 1\nname: t\nprompt: p\nworkspace: .\nisolation: worktree\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: 'ls > listing.txt; cat a.txt >> listing.txt' } }]\n    - text: done\npermissions:\n  allow: [Bash]\nchecks:\n  - name: listed\n    run: test -f listing.txt\n",
     );
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "start"]);
     let commit = git(&repo, &["rev-parse", "HEAD"]);
     let output = run_spec(&repo.join("task.yaml"), &dir.join("out"));
     assert_exit(&output, 0);
@@ -302,16 +312,11 @@ fn a_forged_start_commit_is_refused_and_never_given_to_git() {
 /// Stopped at its turn limit after writing `a.txt`, in a worktree of `dir/repo`.
 fn stopped_worktree_run(dir: &Path) -> PathBuf {
     let repo = dir.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
-    std::fs::write(repo.join("notes.txt"), "start\n").unwrap();
-    write_spec(
+    committed(
         &repo,
-        "task.yaml",
+        &[("notes.txt", "start\n")],
         "version: 1\nname: t\nprompt: p\nworkspace: .\nisolation: worktree\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: 'cp notes.txt a.txt' } }]\n    - tool_calls: [{ name: Write, input: { file_path: b.txt, content: b } }]\n    - text: done\npermissions:\n  allow: [Bash, Write]\nlimits:\n  max_turns: 1\n",
     );
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "start"]);
     let artifacts = repo.join("drover-artifacts");
     assert_exit(&run_spec(&repo.join("task.yaml"), &artifacts), 1);
     artifacts.join("t")
@@ -377,16 +382,11 @@ fn a_worktree_resume_with_a_forged_start_commit_warns_or_under_strict_refuses() 
 fn diff_only_of_a_worktree_run_in_a_subdirectory_applies_the_recorded_patch() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
-    std::fs::create_dir_all(repo.join("sub")).unwrap();
-    git(&repo, &["init", "-q"]);
-    std::fs::write(repo.join("sub/a.txt"), "a\n").unwrap();
-    write_spec(
+    committed(
         &repo,
-        "task.yaml",
+        &[("sub/a.txt", "a\n")],
         "version: 1\nname: t\nprompt: p\nworkspace: sub\nisolation: worktree\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Bash, input: { command: 'echo b >> a.txt; echo c > c.txt' } }]\n    - text: done\npermissions:\n  allow: [Bash]\n",
     );
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "start"]);
     assert_exit(
         &run_spec(&repo.join("task.yaml"), &dir.path().join("out")),
         0,
@@ -452,16 +452,11 @@ fn an_older_transcript_without_start_verifies_and_replays_as_before() {
 fn a_copy_run_whose_checkout_moved_on_is_not_replayed_and_the_message_names_its_commit() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
-    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-    write_spec(
+    committed(
         &repo,
-        "task.yaml",
+        &[("a.txt", "a\n")],
         "version: 1\nname: t\nprompt: p\nworkspace: .\nisolation: copy\nmodel:\n  provider: script\n  script: [{ text: done }]\n",
     );
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "start"]);
     let commit = git(&repo, &["rev-parse", "HEAD"]);
     assert_exit(
         &run_spec(&repo.join("task.yaml"), &dir.path().join("out")),
@@ -497,16 +492,11 @@ fn a_start_commit_whose_workspace_directory_is_a_link_is_refused() {
     let victim = dir.path().join("victim");
     std::fs::create_dir_all(&victim).unwrap();
     let repo = dir.path().join("repo");
-    std::fs::create_dir_all(repo.join("sub")).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("sub/a.txt"), "a\n").unwrap();
-    write_spec(
+    committed(
         &repo,
-        "task.yaml",
+        &[("sub/a.txt", "a\n")],
         "version: 1\nname: t\nprompt: p\nworkspace: sub\nisolation: worktree\nmodel:\n  provider: script\n  script:\n    - tool_calls: [{ name: Write, input: { file_path: pwned.txt, content: \"written by replay\\n\" } }]\n    - text: done\npermissions:\n  allow: [Write]\n",
     );
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "start"]);
     assert_exit(
         &run_spec(&repo.join("task.yaml"), &dir.path().join("out")),
         0,
