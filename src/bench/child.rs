@@ -3,7 +3,7 @@
 //! descriptors and anonymous memory it held at once (sampled from `/proc/<pid>` while it
 //! runs).
 
-use std::process::Command;
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -33,12 +33,22 @@ pub(super) struct Measured {
 
 /// Spawn `command`, sample its descriptors until it ends, reap it with `wait4`.
 pub(super) fn measure(command: &mut Command) -> std::io::Result<Measured> {
+    measure_while(command, |_| ()).map(|(measured, ())| measured)
+}
+
+/// Spawn `command`, hand it to `during` (which talks to it through its pipes) while its
+/// descriptors and memory are sampled, close its stdin, and reap it with `wait4`: what
+/// it cost, and what `during` returned.
+pub(super) fn measure_while<T>(
+    command: &mut Command,
+    during: impl FnOnce(&mut Child) -> T,
+) -> std::io::Result<(Measured, T)> {
     let start = Instant::now();
     // Reaped below by wait4, not by std: dropping a `Child` neither waits nor kills.
-    let child = command.spawn()?;
+    let mut child = command.spawn()?;
     let pid = child.id();
     let done = AtomicBool::new(false);
-    let (waited, wall, (peak_fds, peak_anon_kib)) = std::thread::scope(|scope| {
+    let (waited, wall, (peak_fds, peak_anon_kib), result) = std::thread::scope(|scope| {
         let sampler = scope.spawn(|| {
             let (mut fds, mut anon) = (0, 0);
             while !done.load(Ordering::Relaxed) {
@@ -52,10 +62,13 @@ pub(super) fn measure(command: &mut Command) -> std::io::Result<Measured> {
             }
             (fds, anon)
         });
+        let result = during(&mut child);
+        // A child that serves until its stdin closes (the proxy of `bench --proxy`) ends.
+        drop(child.stdin.take());
         let waited = wait4(pid);
         let wall = start.elapsed();
         done.store(true, Ordering::Relaxed);
-        (waited, wall, sampler.join().unwrap_or((0, 0)))
+        (waited, wall, sampler.join().unwrap_or((0, 0)), result)
     });
     drop(child);
     let (status, usage) = waited?;
@@ -63,7 +76,7 @@ pub(super) fn measure(command: &mut Command) -> std::io::Result<Measured> {
         Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
             + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
     };
-    Ok(Measured {
+    let measured = Measured {
         wall,
         exit_code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
         max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
@@ -71,7 +84,8 @@ pub(super) fn measure(command: &mut Command) -> std::io::Result<Measured> {
         written_blocks: u64::try_from(usage.ru_oublock).unwrap_or(0),
         peak_fds,
         peak_anon_kib,
-    })
+    };
+    Ok((measured, result))
 }
 
 /// The number of open descriptors of `pid`, None once it is gone.

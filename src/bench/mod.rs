@@ -6,6 +6,7 @@ mod batch;
 mod batch_specs;
 mod cases;
 mod child;
+mod proxy;
 mod replay;
 mod timing;
 mod workspace;
@@ -15,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+
+pub(crate) use proxy::serve as egress_proxy_child;
 
 use crate::exit;
 use cases::{Case, Reference};
@@ -59,6 +62,14 @@ pub struct BenchArgs {
     /// The --jobs values --batch runs with, in order.
     #[arg(long, value_name = "J,J,…", value_delimiter = ',', default_values_t = [1, 4, 16], value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs_list: Vec<u16>,
+    /// Download a body of --megabytes from a loopback server directly and through the
+    /// egress proxy (CONNECT, plain HTTP, SOCKS5), --runs rounds interleaved: the time
+    /// ratio and the proxy process's peak RSS.
+    #[arg(long, conflicts_with_all = ["workspace", "replay", "batch"])]
+    pub proxy: bool,
+    /// The size of the body --proxy downloads, in MB.
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub megabytes: u64,
     /// The tool calls of the run --replay records.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub calls: u32,
@@ -71,6 +82,16 @@ pub struct BenchArgs {
 /// program only skips its cases), 2 for a bad tree, 3 when drover itself failed, and with
 /// `--check` 1 when a goal was missed.
 pub(crate) fn run(args: &BenchArgs) -> i32 {
+    if args.proxy {
+        let drover = match std::env::current_exe() {
+            Ok(path) => path,
+            Err(error) => {
+                crate::esay!("drover: cannot find drover's own executable: {error}");
+                return exit::RUNNER_ERROR;
+            }
+        };
+        return proxy::run(&drover, args.megabytes, usize::from(args.runs), args.check);
+    }
     if args.batch {
         let (drover, scratch) = match drover_and_scratch(args) {
             Ok(found) => found,

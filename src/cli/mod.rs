@@ -77,6 +77,13 @@ pub enum Command {
     Tool(ToolArgs),
     /// Time Grep and Glob as whole processes against rg and fd on a large tree.
     Bench(crate::bench::BenchArgs),
+    /// Internal: serve the egress proxy for `drover bench --proxy` on 127.0.0.1, allowing
+    /// these `host:port` entries; print its port and its events until stdin closes.
+    #[command(name = "__egress-proxy-bench", hide = true)]
+    EgressProxyBench {
+        #[arg(long, value_name = "HOST:PORT")]
+        allow: Vec<String>,
+    },
 }
 
 /// The sandbox launcher's arguments (see `sandbox::launcher`).

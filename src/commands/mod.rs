@@ -63,6 +63,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
         ),
         Command::Tool(args) => tool_command(args).await,
         Command::Bench(args) => crate::bench::run(&args),
+        Command::EgressProxyBench { allow } => crate::bench::egress_proxy_child(&allow).await,
     }
 }
 

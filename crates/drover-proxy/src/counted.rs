@@ -20,6 +20,11 @@ impl<S> Counted<S> {
     pub(crate) fn new(inner: S, counters: Counters) -> Self {
         Counted { inner, counters }
     }
+
+    /// The stream itself, for what counts its bytes in its own way (the tunnels).
+    pub(crate) fn get_ref(&self) -> &S {
+        &self.inner
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {

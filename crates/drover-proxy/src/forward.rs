@@ -16,7 +16,7 @@ use crate::head::{
 };
 use crate::http::{cut, refuse, target};
 use crate::options::Shared;
-use crate::tunnel::COPY_BUFFER;
+use crate::tunnel::{Count, relay_one_way};
 use crate::upstream::open;
 
 /// Headers of one hop that are not passed on (RFC 9110 7.6.1), `Host` (set from the URL)
@@ -56,23 +56,25 @@ pub(crate) async fn forward(
         }
     };
     let head = request_head(request, url.path, &host, url.port);
-    let (mut upstream_read, mut upstream_write) =
-        tokio::io::split(Counted::new(stream, tally.counters()));
-    if upstream_write.write_all(&head).await.is_err()
-        || upstream_write.write_all(body_start).await.is_err()
-    {
+    let counters = tally.counters();
+    let mut upstream = stream;
+    let mut writer = Counted::new(&mut upstream, counters.clone());
+    if writer.write_all(&head).await.is_err() || writer.write_all(body_start).await.is_err() {
         return;
     }
-    let (mut client_read, mut client_write) = client.split();
+    let (mut upstream_read, upstream_write) = upstream.split();
+    let (client_read, mut client_write) = client.split();
     let max = shared.options.max_head_bytes;
-    let up = async {
-        let _ = tokio::io::copy(&mut client_read, &mut upstream_write).await;
-        let _ = upstream_write.shutdown().await;
-    };
+    let up = relay_one_way(
+        client_read.as_ref(),
+        upstream_write.as_ref(),
+        Count::Written(&counters.up),
+    );
     let down = async {
-        if pass_response(&mut upstream_read, &mut client_write, max).await {
-            let mut buffered = tokio::io::BufReader::with_capacity(COPY_BUFFER, &mut upstream_read);
-            let _ = tokio::io::copy_buf(&mut buffered, &mut client_write).await;
+        let mut reader = Counted::new(&mut upstream_read, counters.clone());
+        if pass_response(&mut reader, &mut client_write, max).await {
+            let from = upstream_read.as_ref();
+            let _ = relay_one_way(from, client_write.as_ref(), Count::Read(&counters.down)).await;
         }
         let _ = client_write.shutdown().await;
     };
@@ -80,7 +82,7 @@ pub(crate) async fn forward(
     // The response ends the exchange; a client done sending only ends its direction.
     tokio::select! {
         () = &mut down => {}
-        () = &mut up => down.await,
+        _ = &mut up => down.await,
     }
 }
 

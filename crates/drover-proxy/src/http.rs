@@ -128,7 +128,8 @@ async fn connect(
             return;
         }
     };
-    let mut upstream = Counted::new(stream, tally.counters());
+    let counters = tally.counters();
+    let mut upstream = Counted::new(stream, counters.clone());
     if client
         .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
         .await
@@ -137,7 +138,7 @@ async fn connect(
     {
         return;
     }
-    relay(&mut client, &mut upstream).await;
+    relay(&client, upstream.get_ref(), &counters).await;
 }
 
 /// At most 100 characters of client text, for a message.

@@ -10,7 +10,6 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::counted::Counted;
 use crate::event::{Protocol, Tally};
 use crate::options::Shared;
 use crate::tunnel::relay;
@@ -95,9 +94,8 @@ pub(crate) async fn serve_socks(
             return;
         }
     };
-    let mut upstream = Counted::new(stream, tally.counters());
     if client.write_all(&reply(SUCCEEDED)).await.is_ok() {
-        relay(&mut client, &mut upstream).await;
+        relay(&client, &stream, &tally.counters()).await;
     }
 }
 
