@@ -207,3 +207,55 @@ fn bench_batch_runs_both_isolations_and_leaves_nothing_behind() {
         assert!(run.join("artifacts/junit.xml").is_file());
     }
 }
+
+/// `bench --proxy` in its small form (1 MB, one round after the warm-up), with drover's
+/// own client (no curl on PATH): every download through the proxy arrives whole and the
+/// proxy reports each one, allowed. The figures are not asserted.
+#[test]
+fn bench_proxy_downloads_through_every_route_and_the_proxy_reports_each() {
+    let output = common::drover()
+        .args(["bench", "--proxy", "--megabytes", "1", "--runs", "1"])
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("client: drover's own (curl is not on PATH)"),
+        "{stdout}"
+    );
+    for row in [
+        "direct ",
+        "proxy CONNECT ",
+        "proxy plain HTTP ",
+        "proxy SOCKS5 ",
+        "proxy peak RSS ",
+    ] {
+        assert!(
+            stdout.lines().any(|line| line.starts_with(row)),
+            "no row {row}: {stdout}"
+        );
+    }
+    // Two rounds (the warm-up and one) of three routes through the proxy.
+    assert!(
+        stdout.contains("the proxy reported 6 connections (6 expected), 6 allowed"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("!!!"), "{stdout}");
+}
+
+/// The hidden command `bench --proxy` runs refuses an entry that is no `host:port`.
+#[test]
+fn the_bench_proxy_process_refuses_an_entry_without_a_port() {
+    let output = common::drover()
+        .args(["__egress-proxy-bench", "--allow", "localhost"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("write host:port"));
+}

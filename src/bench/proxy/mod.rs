@@ -140,7 +140,7 @@ fn print(
 ) -> i32 {
     print_conditions(client, megabytes, runs);
     let mut missed = print_times(rounds, megabytes);
-    missed |= print_memory(measured);
+    missed |= print_memory(measured, runs, megabytes);
     let failed = !rounds.short.is_empty() || !events_add_up(events, runs, megabytes);
     for short in &rounds.short {
         crate::say!("!!! a download came up short: {short}");
@@ -171,6 +171,15 @@ fn print_conditions(client: &Client, megabytes: u64, runs: usize) {
     crate::say!(
         "runs: {runs} rounds (median), after one warm-up; the four routes take turns going first"
     );
+    // The downloads are CPU-bound on loopback: other work on the machine skews them.
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let load: Vec<&str> = load.split_whitespace().take(3).collect();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        crate::say!(
+            "machine: {cores} cores, load average {} (the server, the proxy and the client each want a core)",
+            load.join(" ")
+        );
+    }
     crate::say!();
     crate::say!(
         "{:<20} {:>9} {:>8} {:>7} {:>8}  {}",
@@ -217,7 +226,7 @@ fn print_times(rounds: &Rounds, megabytes: u64) -> bool {
 
 /// The proxy process's peak memory against its goal, and what the figure is. Whether it
 /// missed.
-fn print_memory(measured: &Measured) -> bool {
+fn print_memory(measured: &Measured, runs: usize, megabytes: u64) -> bool {
     let rss_mib = measured.max_rss_kib as f64 / 1024.0;
     let met = rss_mib <= GOAL_RSS_MIB;
     crate::say!(
@@ -231,9 +240,15 @@ fn print_memory(measured: &Measured) -> bool {
     );
     crate::say!();
     crate::say!(
-        "peak RSS is the kernel's ru_maxrss of the proxy process (drover __egress-proxy-bench): all it held resident at its peak, the pages of drover's executable it touched included; its heap and stacks alone (RssAnon, sampled every 50 ms) peaked at {:.1} MiB; it used {:.2} s of CPU",
+        "peak RSS is the kernel's ru_maxrss of the proxy process (drover __egress-proxy-bench): all it held resident at its peak, the pages of drover's executable it touched included; its heap and stacks alone (RssAnon, sampled every 50 ms) peaked at {:.1} MiB",
         measured.peak_anon_kib as f64 / 1024.0,
-        measured.cpu.as_secs_f64()
+    );
+    let through = ((runs + 1) * (Route::ALL.len() - 1)) as f64;
+    let cpu_ms = measured.cpu.as_secs_f64() * 1000.0;
+    crate::say!(
+        "the proxy process used {cpu_ms:.0} ms of CPU in all (start-up included): {:.1} ms per download through it, {:.2} ms per MB",
+        cpu_ms / through,
+        cpu_ms / (through * megabytes as f64)
     );
     !met
 }
