@@ -83,14 +83,10 @@ pub struct BenchArgs {
 /// `--check` 1 when a goal was missed.
 pub(crate) fn run(args: &BenchArgs) -> i32 {
     if args.proxy {
-        let drover = match std::env::current_exe() {
-            Ok(path) => path,
-            Err(error) => {
-                crate::esay!("drover: cannot find drover's own executable: {error}");
-                return exit::RUNNER_ERROR;
-            }
+        return match own_executable() {
+            Ok(drover) => proxy::run(&drover, args.megabytes, usize::from(args.runs), args.check),
+            Err(code) => code,
         };
-        return proxy::run(&drover, args.megabytes, usize::from(args.runs), args.check);
     }
     if args.batch {
         let (drover, scratch) = match drover_and_scratch(args) {
@@ -135,12 +131,9 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
         Ok(tree) => tree,
         Err(code) => return code,
     };
-    let drover = match std::env::current_exe() {
+    let drover = match own_executable() {
         Ok(path) => path,
-        Err(error) => {
-            crate::esay!("drover: cannot find drover's own executable: {error}");
-            return exit::RUNNER_ERROR;
-        }
+        Err(code) => return code,
     };
     let mut missing = Vec::new();
     let ripgrep = find_reference(Reference::Ripgrep, &mut missing);
@@ -227,12 +220,17 @@ fn print_conditions(tree: &Path, missing: &[Reference], runs: u16) {
     );
 }
 
-/// drover's own executable and the scratch directory (created), or the exit code.
-fn drover_and_scratch(args: &BenchArgs) -> Result<(PathBuf, PathBuf), i32> {
-    let drover = std::env::current_exe().map_err(|error| {
+/// drover's own executable, or the exit code.
+fn own_executable() -> Result<PathBuf, i32> {
+    std::env::current_exe().map_err(|error| {
         crate::esay!("drover: cannot find drover's own executable: {error}");
         exit::RUNNER_ERROR
-    })?;
+    })
+}
+
+/// drover's own executable and the scratch directory (created), or the exit code.
+fn drover_and_scratch(args: &BenchArgs) -> Result<(PathBuf, PathBuf), i32> {
+    let drover = own_executable()?;
     std::fs::create_dir_all(&args.scratch).map_err(|error| {
         crate::esay!("drover: cannot create {}: {error}", args.scratch.display());
         exit::BAD_INPUT
