@@ -58,7 +58,7 @@ impl Proxy {
     }
 
     /// Serve on a new listener on 127.0.0.1 (a port the system picks): its port and the
-    /// handle. Must be called within a tokio runtime.
+    /// handle. Serves on the tokio runtime it is called in (an error outside one).
     pub fn bind_loopback(self) -> io::Result<(u16, ProxyHandle)> {
         let listener = StdListener::bind((Ipv4Addr::LOCALHOST, 0))?;
         let handle = self.serve(listener)?;
@@ -66,13 +66,15 @@ impl Proxy {
     }
 
     /// Serve on `listener`, made elsewhere (a descriptor handed over, a namespace's
-    /// address). Must be called within a tokio runtime.
+    /// address). Serves on the tokio runtime it is called in (an error outside one).
     pub fn serve(self, listener: StdListener) -> io::Result<ProxyHandle> {
+        // tokio's listener panics outside a runtime: refuse first.
+        let runtime = tokio::runtime::Handle::try_current().map_err(io::Error::other)?;
         listener.set_nonblocking(true)?;
         let listener = TcpListener::from_std(listener)?;
         let address = listener.local_addr()?;
         let cancel = CancellationToken::new();
-        let task = tokio::spawn(accept_loop(listener, Arc::new(self.shared), cancel.clone()));
+        let task = runtime.spawn(accept_loop(listener, Arc::new(self.shared), cancel.clone()));
         Ok(ProxyHandle {
             address,
             cancel,

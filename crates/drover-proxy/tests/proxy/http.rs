@@ -113,3 +113,41 @@ async fn a_head_over_the_bound_gets_431() {
     let event = proxy.events.next().await;
     assert!(event.reason.unwrap().contains("larger than 65536 bytes"));
 }
+
+#[tokio::test]
+async fn a_request_body_is_forwarded_after_the_head() {
+    // A server that answers with the body it was sent (Content-Length framed).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let head = crate::support::read_until_blank_line(&mut stream).await;
+        let length: usize = head
+            .lines()
+            .find_map(|line| line.strip_prefix("Content-Length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut body = vec![0u8; length];
+        tokio::io::AsyncReadExt::read_exact(&mut stream, &mut body)
+            .await
+            .unwrap();
+        let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n");
+        stream.write_all(answer.as_bytes()).await.unwrap();
+        stream.write_all(&body).await.unwrap();
+    });
+    let mut proxy = start(&[format!("localhost:{server}")], &[]);
+    let body = "x".repeat(200_000);
+    let mut stream = client(proxy.port).await;
+    let request = format!(
+        "POST http://localhost:{server}/upload HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let answer = String::from_utf8(read_to_end(&mut stream).await).unwrap();
+    let (head, echoed) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(echoed == body, "the body came back changed");
+    let event = proxy.events.next().await;
+    assert!(event.bytes_up > body.len() as u64, "{event:?}");
+}

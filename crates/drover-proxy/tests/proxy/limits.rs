@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use drover_proxy::{Decision, Protocol, ProxyOptions};
+use drover_policy::EgressRules;
+use drover_proxy::{Decision, Protocol, Proxy, ProxyOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{Started, client, connect, echo_server, read_to_end, start, start_with};
@@ -140,4 +141,44 @@ async fn stopping_the_proxy_closes_open_tunnels_and_reports_them() {
             .await
             .is_err()
     );
+}
+
+#[tokio::test]
+async fn a_listener_made_elsewhere_is_served() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let handle = Proxy::new(EgressRules::default(), move |event| {
+        let _ = sender.send(event);
+    })
+    .serve(listener)
+    .unwrap();
+    assert_eq!(handle.local_addr().port(), port);
+    let (_, head) = connect(port, "example.com:443").await;
+    assert!(head.starts_with("HTTP/1.1 403 "), "{head}");
+    let event = receiver.recv().await.unwrap();
+    assert_eq!((event.host.as_str(), event.rule), ("example.com", None));
+    // Dropping the handle stops the proxy: the port closes.
+    drop(handle);
+    let mut closed = false;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        closed,
+        "the port still accepts after the handle was dropped"
+    );
+}
+
+#[test]
+fn outside_a_runtime_serving_is_an_error_not_a_panic() {
+    let proxy = Proxy::new(EgressRules::default(), |_| {});
+    assert!(proxy.bind_loopback().is_err());
 }
