@@ -35,7 +35,7 @@ use drover_output::{esay, say};
 pub use commands::dispatch;
 pub use drover_shell::{Analysis, analyse};
 pub use policy::Rule;
-pub use sandbox::launcher::sandbox_exec_main;
+pub use sandbox::launcher::{LaunchRequest, sandbox_exec_main};
 pub use sandbox::own_environ::hide_own_environment;
 
 /// The version recorded in every transcript's `run_start` event.
