@@ -88,6 +88,29 @@ pub(super) fn enforce(
     let status = created
         .restrict_self()
         .map_err(|e| SandboxError::failed("apply the Landlock ruleset", e))?;
+    let abi = enforced_abi(&status)?;
+    // The filter cuts every socket but Unix ones (and, proxied, TCP ones), root or not,
+    // whatever the Landlock ABI; Landlock's TCP rules (ABI 4+) and the namespace (root)
+    // stay as further layers.
+    let socket_filter = match (policy.network, policy.proxied) {
+        (true, _) => None,
+        (false, true) => Some(Sockets::UnixAndTcp),
+        (false, false) => Some(Sockets::UnixOnly),
+    };
+    if let Some(sockets) = socket_filter {
+        socket_filter::install(sockets)?;
+    }
+    Ok(Enforced {
+        abi: abi.to_string(),
+        private_network,
+        socket_filter,
+        scoped: abi >= SCOPE_ABI,
+        mounts,
+    })
+}
+
+/// The ABI Landlock enforced `status` with, or why it cannot confine a command.
+fn enforced_abi(status: &landlock::RestrictionStatus) -> Result<ABI, SandboxError> {
     let abi = match status.landlock {
         LandlockStatus::Available { effective_abi, .. } => effective_abi,
         LandlockStatus::NotEnabled => {
@@ -109,24 +132,7 @@ pub(super) fn enforce(
             "the kernel's Landlock ABI {abi} is too old to confine writes (ABI {MIN_FS_ABI}, Linux 6.2, is needed)"
         )));
     }
-    // The filter cuts every socket but Unix ones (and, proxied, TCP ones), root or not,
-    // whatever the Landlock ABI; Landlock's TCP rules (ABI 4+) and the namespace (root)
-    // stay as further layers.
-    let socket_filter = match (policy.network, policy.proxied) {
-        (true, _) => None,
-        (false, true) => Some(Sockets::UnixAndTcp),
-        (false, false) => Some(Sockets::UnixOnly),
-    };
-    if let Some(sockets) = socket_filter {
-        socket_filter::install(sockets)?;
-    }
-    Ok(Enforced {
-        abi: abi.to_string(),
-        private_network,
-        socket_filter,
-        scoped: abi >= SCOPE_ABI,
-        mounts,
-    })
+    Ok(abi)
 }
 
 /// Restrict the calling thread's filesystem access to what `policy` grants a command

@@ -60,29 +60,28 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> 
 
 /// The rules (any one matching refuses the call) of `socket()` for `sockets`.
 fn socket_rules(sockets: Sockets) -> Result<Vec<SeccompRule>, SandboxError> {
-    use SeccompCmpOp::{Eq, MaskedEq, Ne};
     if sockets == Sockets::UnixOnly {
-        return Ok(vec![rule(vec![arg(0, Ne, libc::AF_UNIX)?])?]);
+        return Ok(vec![rule(vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX)?])?]);
     }
     let mut rules = vec![rule(vec![
-        arg(0, Ne, libc::AF_UNIX)?,
-        arg(0, Ne, libc::AF_INET)?,
-        arg(0, Ne, libc::AF_INET6)?,
+        arg(0, SeccompCmpOp::Ne, libc::AF_UNIX)?,
+        arg(0, SeccompCmpOp::Ne, libc::AF_INET)?,
+        arg(0, SeccompCmpOp::Ne, libc::AF_INET6)?,
     ])?];
     for family in [libc::AF_INET, libc::AF_INET6] {
         // The type's low four bits (the flags SOCK_NONBLOCK and SOCK_CLOEXEC are above
         // them): every type but SOCK_STREAM is refused.
         for kind in (0..16).filter(|kind| *kind != libc::SOCK_STREAM) {
             rules.push(rule(vec![
-                arg(0, Eq, family)?,
-                arg(1, MaskedEq(0xf), kind)?,
+                arg(0, SeccompCmpOp::Eq, family)?,
+                arg(1, SeccompCmpOp::MaskedEq(0xf), kind)?,
             ])?);
         }
         // Plain TCP only (0 or IPPROTO_TCP): not SCTP or MPTCP over a stream socket.
         rules.push(rule(vec![
-            arg(0, Eq, family)?,
-            arg(2, Ne, 0)?,
-            arg(2, Ne, libc::IPPROTO_TCP)?,
+            arg(0, SeccompCmpOp::Eq, family)?,
+            arg(2, SeccompCmpOp::Ne, 0)?,
+            arg(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP)?,
         ])?);
     }
     Ok(rules)
