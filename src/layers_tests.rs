@@ -53,6 +53,8 @@ const CRATES: &[(&str, Option<&str>, u8)] = &[
     ("drover-record", Some("record"), 1),
     // Judging calls.
     ("drover-policy", Some("policy"), 3),
+    // The egress proxy: judges by the policy's network rules.
+    ("drover-proxy", None, 4),
 ];
 
 /// The layer of every name a module of the binary may use: its top-level modules, the

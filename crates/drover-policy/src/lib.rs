@@ -15,6 +15,7 @@ mod bash;
 mod borrowed;
 pub mod command;
 mod decision;
+mod egress;
 mod expand;
 mod facts;
 pub mod guardrails;
@@ -37,13 +38,17 @@ use drover_spec::{PermissionMode, Switch};
 
 pub use borrowed::{Borrowed, SettingsList, borrow_rule};
 pub use decision::{Decision, Grounds};
+pub use egress::{
+    AddressRefused, DEFAULT_PORTS, EgressHost, EgressRuleError, EgressRules, EgressVerdict,
+    EntryData, HostError,
+};
 pub use facts::{CallFacts, HiddenFilter, SearchFilter, Subject, ToolFacts};
 pub use read_denials::read_denials;
 pub use rule::{
     AGENT_TOOL, AGENT_TOOL_ALIAS, KNOWN_TOOLS, MCP_RESOURCE_TOOLS, Rule, RuleSet, SKILL_TOOL,
     Specifier, takes_name_specifier, takes_path_specifier,
 };
-pub use web::{HostGrant, UrlGrant, WebGrants, judge_url, restricted_ip};
+pub use web::{AddressKind, HostGrant, UrlGrant, WebGrants, judge_url, restricted_ip};
 
 /// The rules of one task, bound to its workspace.
 pub struct Policy {

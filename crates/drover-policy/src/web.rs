@@ -256,7 +256,7 @@ pub(crate) enum DomainError {
 /// A rule's `domain:` value normalised as hosts are: `example.com`, `*.example.com`
 /// (subdomains only), an IPv4 address or a bracketed IPv6 one. No port, path or
 /// credentials: the rule names a host.
-pub(super) fn rule_domain(written: &str) -> Result<String, DomainError> {
+pub(crate) fn rule_domain(written: &str) -> Result<String, DomainError> {
     let (wildcard, name) = match written.strip_prefix("*.") {
         Some(rest) => (true, rest),
         None => (false, written),
