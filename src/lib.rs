@@ -16,6 +16,7 @@ mod hooks;
 mod http_client;
 mod mcp;
 mod model;
+mod network;
 mod run;
 mod sandbox;
 mod tools;

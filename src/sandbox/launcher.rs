@@ -77,12 +77,15 @@ impl Launcher {
     /// [`env_channel`]). With `stdio` the command talks over its stdin and stdout (an
     /// MCP server): the launcher passes both through, and takes the hang-up of its stdin
     /// (drover closed the channel, or died) as the cut lifeline.
+    /// With `network` (a proxied policy), the command may reach that proxy only, and
+    /// the launcher reports the connections it refused on the network's channel.
     pub(crate) fn command(
         &self,
         stdio: bool,
         program: &OsStr,
         args: &[&OsStr],
         env: &[(OsString, OsString)],
+        network: Option<&crate::network::LaunchNetwork>,
     ) -> std::io::Result<tokio::process::Command> {
         let env_file = OwnedFd::from(env_channel::write(env)?);
         let env_fd = env_file.as_raw_fd();
@@ -96,12 +99,32 @@ impl Launcher {
         if stdio {
             cmd.arg("--stdio");
         }
+        let report_fd = match network {
+            Some(network) => {
+                let report_fd = network.launcher_fd().ok_or_else(|| {
+                    std::io::Error::other("the command's network channel was already used")
+                })?;
+                cmd.arg("--proxy-port")
+                    .arg(network.port().to_string())
+                    .arg("--report-fd")
+                    .arg(report_fd.to_string());
+                Some(report_fd)
+            }
+            None => None,
+        };
         cmd.arg("--").arg(program).args(args);
-        // SAFETY: the hook makes one system call (fcntl), which is async-signal-safe and
-        // allocates nothing. It owns the file, so the descriptor stays open until the
-        // command is dropped, after the spawn.
+        // SAFETY: the hook makes system calls (fcntl) only, which are async-signal-safe
+        // and allocate nothing. It owns the environment file, so that descriptor stays
+        // open until the command is dropped, after the spawn; the report channel's end
+        // is held by the network until the launcher has started.
         unsafe {
-            cmd.pre_exec(move || env_channel::inherit_in_child(env_file.as_raw_fd()));
+            cmd.pre_exec(move || {
+                env_channel::inherit_in_child(env_file.as_raw_fd())?;
+                if let Some(report_fd) = report_fd {
+                    env_channel::inherit_in_child(report_fd)?;
+                }
+                Ok(())
+            });
         }
         Ok(cmd)
     }

@@ -378,6 +378,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Usage::is_zero")]
         spent_before: Usage,
     },
+    /// One connection a sandboxed command tried under rules naming hosts: through
+    /// drover's egress proxy (allowed or denied), or around it (denied).
+    Network(Box<crate::network::NetworkAttempt>),
+    /// A command tried more connections than are recorded one by one: how many more.
+    NetworkOmitted {
+        #[serde(flatten)]
+        origin: crate::network::NetworkOrigin,
+        allowed: u64,
+        denied: u64,
+    },
     RunEnd {
         status: crate::Status,
         reason: crate::EndReason,

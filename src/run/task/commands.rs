@@ -204,6 +204,8 @@ pub(super) async fn task_commands(
         tmpdir: Some(tmp_path.clone()),
         pass: spec.spec.env.pass.clone(),
         withheld: api_key_vars(spec),
+        network: None,
+        origin: Default::default(),
     };
     let setting = sandbox_setting(spec.spec.sandbox.as_ref());
     let (network, limits) = setting.unwrap_or_default();
