@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use super::network::{NetworkRules, NetworkSpec};
 use super::values::Switch;
 
 /// `sandbox: off`, `sandbox: on`, or `sandbox: { network: true }`.
@@ -53,22 +54,66 @@ impl SandboxSpec {
         !matches!(spec, Some(SandboxSpec::Switch(Switch::Off)))
     }
 
-    /// Whether commands under the `sandbox:` setting `spec` (absent: on) have the network.
+    /// Whether commands under the `sandbox:` setting `spec` (absent: on) have the whole
+    /// network: `network: true`, or no sandbox at all. Rules naming hosts are not the
+    /// whole network.
     pub fn has_network(spec: Option<&SandboxSpec>) -> bool {
         match spec {
             None | Some(SandboxSpec::Switch(Switch::On)) => false,
             Some(SandboxSpec::Switch(Switch::Off)) => true,
-            Some(SandboxSpec::Settings(settings)) => settings.network,
+            Some(SandboxSpec::Settings(settings)) => {
+                matches!(settings.network, Some(NetworkSpec::All))
+            }
         }
+    }
+
+    /// The `network:` the setting `spec` writes itself; None when it writes none
+    /// (no `sandbox:`, `on`, `off`, or settings without `network:`).
+    pub fn network(spec: Option<&SandboxSpec>) -> Option<&NetworkSpec> {
+        match spec {
+            Some(SandboxSpec::Settings(settings)) => settings.network.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The host rules of the setting `spec`, when its `network:` is an allow-list.
+    pub fn network_rules(spec: Option<&SandboxSpec>) -> Option<&NetworkRules> {
+        match SandboxSpec::network(spec) {
+            Some(NetworkSpec::Rules(rules)) => Some(rules),
+            _ => None,
+        }
+    }
+
+    /// The `network:` of a setup step, check, hook or MCP stdio server whose own
+    /// `sandbox:` is `own`, in a task whose `sandbox:` is `task`: its own when it writes
+    /// one; else the task's when that is an allow-list (inherited); else None, the
+    /// command's default (setup steps the whole network, the others none). The task's
+    /// `true` is not inherited: the whole network is chosen for each command apart. A
+    /// command with `sandbox: off` has the whole network (nothing confines it).
+    pub fn command_network<'a>(
+        own: Option<&'a SandboxSpec>,
+        task: Option<&'a SandboxSpec>,
+    ) -> Option<&'a NetworkSpec> {
+        static WHOLE: NetworkSpec = NetworkSpec::All;
+        if !SandboxSpec::is_on(own) {
+            return Some(&WHOLE);
+        }
+        SandboxSpec::network(own).or_else(|| match SandboxSpec::network(task) {
+            rules @ Some(NetworkSpec::Rules(_)) => rules,
+            _ => None,
+        })
     }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxSettings {
-    /// Let commands use the network (default: off).
+    /// What commands may reach: `false`, `true` (the whole network) or rules naming
+    /// hosts. None when not written: the task's commands then have no network, and a
+    /// check, setup step, hook or MCP server inherits the task's allow-list (see
+    /// [`SandboxSpec::command_network`]).
     #[serde(default)]
-    pub network: bool,
+    pub network: Option<NetworkSpec>,
     /// Resource limits of every sandboxed command (defaults apply to what is left out).
     #[serde(default)]
     pub limits: super::limits::LimitsSpec,
