@@ -84,24 +84,32 @@ impl SandboxSpec {
         }
     }
 
-    /// The `network:` of a setup step, check, hook or MCP stdio server whose own
-    /// `sandbox:` is `own`, in a task whose `sandbox:` is `task`: its own when it writes
-    /// one; else the task's when that is an allow-list (inherited); else None, the
-    /// command's default (setup steps the whole network, the others none). The task's
-    /// `true` is not inherited: the whole network is chosen for each command apart. A
-    /// command with `sandbox: off` has the whole network (nothing confines it).
-    pub fn command_network<'a>(
-        own: Option<&'a SandboxSpec>,
-        task: Option<&'a SandboxSpec>,
-    ) -> Option<&'a NetworkSpec> {
-        static WHOLE: NetworkSpec = NetworkSpec::All;
+    /// What a setup step (`setup`), check, hook or MCP stdio server may reach, whose
+    /// own `sandbox:` is `own`, in a task whose `sandbox:` is `task`:
+    /// - `own` is `off`: the whole network (nothing confines the command);
+    /// - `own` writes `network:`: that;
+    /// - the task's `network:` is an allow-list: that list (inherited);
+    /// - else the command's default: a setup step that writes no `sandbox:` at all has
+    ///   the whole network (fetching is what setup is for), every other command none.
+    ///
+    /// The task's `true` is not inherited: the whole network is chosen for each command
+    /// apart.
+    pub fn command_network(
+        own: Option<&SandboxSpec>,
+        task: Option<&SandboxSpec>,
+        setup: bool,
+    ) -> NetworkSpec {
         if !SandboxSpec::is_on(own) {
-            return Some(&WHOLE);
+            return NetworkSpec::All;
         }
-        SandboxSpec::network(own).or_else(|| match SandboxSpec::network(task) {
-            rules @ Some(NetworkSpec::Rules(_)) => rules,
-            _ => None,
-        })
+        if let Some(network) = SandboxSpec::network(own) {
+            return network.clone();
+        }
+        match SandboxSpec::network(task) {
+            Some(rules @ NetworkSpec::Rules(_)) => rules.clone(),
+            _ if setup && own.is_none() => NetworkSpec::All,
+            _ => NetworkSpec::Off,
+        }
     }
 }
 

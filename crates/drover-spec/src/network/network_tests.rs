@@ -292,26 +292,86 @@ fn an_allow_list_is_inherited_by_commands_that_set_no_network_and_true_is_not() 
     let own_limits = sandbox("{ limits: { processes: 9 } }");
     let on = sandbox("on");
     let off = sandbox("off");
-    let of = |own: &Option<SandboxSpec>, task: &Option<SandboxSpec>| {
-        SandboxSpec::command_network(own.as_ref(), task.as_ref()).cloned()
-    };
-    let list_rules = SandboxSpec::network(list.as_ref()).cloned();
-    // Nothing of its own: the task's allow-list.
-    assert_eq!(of(&None, &list), list_rules);
-    assert_eq!(of(&own_limits, &list), list_rules);
-    assert_eq!(of(&on, &list), list_rules);
-    // Its own network wins.
-    assert_eq!(
-        of(&own_list, &list),
-        SandboxSpec::network(own_list.as_ref()).cloned()
+    let list_rules = SandboxSpec::network(list.as_ref()).cloned().unwrap();
+    let own_rules = SandboxSpec::network(own_list.as_ref()).cloned().unwrap();
+    for setup in [false, true] {
+        let of = |own: &Option<SandboxSpec>, task: &Option<SandboxSpec>| {
+            SandboxSpec::command_network(own.as_ref(), task.as_ref(), setup)
+        };
+        // Nothing of its own: the task's allow-list.
+        assert_eq!(of(&None, &list), list_rules);
+        assert_eq!(of(&own_limits, &list), list_rules);
+        assert_eq!(of(&on, &list), list_rules);
+        // Its own network wins.
+        assert_eq!(of(&own_list, &list), own_rules);
+        assert_eq!(of(&own_off, &list), NetworkSpec::Off);
+        assert_eq!(of(&whole, &list), NetworkSpec::All);
+        // A sandbox of its own without network: none, whatever the task's `true`.
+        assert_eq!(of(&own_limits, &whole), NetworkSpec::Off);
+        assert_eq!(of(&on, &on), NetworkSpec::Off, "a replay's setup steps");
+        // Unsandboxed: nothing confines it.
+        assert_eq!(of(&off, &list), NetworkSpec::All);
+    }
+    // No sandbox of its own and no allow-list to inherit: the default, the whole
+    // network for a setup step, none for the others; the task's `true` is not inherited.
+    for task in [&whole, &None, &on, &off, &own_off] {
+        assert_eq!(
+            SandboxSpec::command_network(None, task.as_ref(), true),
+            NetworkSpec::All
+        );
+        assert_eq!(
+            SandboxSpec::command_network(None, task.as_ref(), false),
+            NetworkSpec::Off
+        );
+    }
+}
+
+#[test]
+fn a_network_that_allows_nothing_is_noted_where_it_is_written() {
+    let spec = spec(
+        "\
+sandbox: { network: {} }
+setup:
+  - name: deps
+    run: npm ci
+    sandbox: { network: { registries: [npm] } }
+checks:
+  - name: tests
+    run: cargo test
+    sandbox: { network: { allow: [] } }
+hooks:
+  Stop:
+    - hooks: [{ type: command, command: ./a.sh }, { type: command, command: ./b.sh, sandbox: { network: { deny: [x.example] } } }]
+mcp:
+  servers:
+    docs: { command: docs, sandbox: { network: false } }
+",
     );
-    assert_eq!(of(&own_off, &list), Some(NetworkSpec::Off));
-    assert_eq!(of(&whole, &list), Some(NetworkSpec::All));
-    // The task's whole network is not inherited: the command's default applies.
-    assert_eq!(of(&None, &whole), None);
-    assert_eq!(of(&own_limits, &whole), None);
-    assert_eq!(of(&None, &None), None);
-    assert_eq!(of(&None, &off), None);
-    // Unsandboxed: nothing confines it.
-    assert_eq!(of(&off, &list), Some(NetworkSpec::All));
+    let places: Vec<String> = spec.sandboxes().into_iter().map(|(at, _)| at).collect();
+    assert_eq!(
+        places,
+        [
+            "sandbox",
+            "setup[0].sandbox",
+            "checks[0].sandbox",
+            "hooks.Stop[0].hooks[1].sandbox",
+            "mcp.servers.docs.sandbox",
+        ]
+    );
+    let notes = spec.network_notes();
+    let noted: Vec<&str> = notes
+        .iter()
+        .map(|note| note.split(".network allows no host").next().unwrap())
+        .collect();
+    assert_eq!(
+        noted,
+        [
+            "sandbox",
+            "checks[0].sandbox",
+            "hooks.Stop[0].hooks[1].sandbox"
+        ]
+    );
+    assert!(notes[0].ends_with(
+        "every connection its commands make is refused; name hosts in allow: or registries:, or write network: false"
+    ));
 }

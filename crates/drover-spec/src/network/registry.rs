@@ -66,7 +66,7 @@ impl Serialize for Registry {
 /// A registry name drover does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{0:?} is not a registry drover knows; write one of {known}, or name its hosts in allow:",
+    "{0:?} is not a registry drover knows; write one of {known}, or name its hosts in allow: (drover exec: --allow-host)",
     known = known_names()
 )]
 pub struct UnknownRegistry(pub String);
@@ -119,7 +119,7 @@ mod tests {
             assert_eq!(
                 error.to_string(),
                 format!(
-                    "{name:?} is not a registry drover knows; write one of npm, pypi, crates, go, maven, or name its hosts in allow:"
+                    "{name:?} is not a registry drover knows; write one of npm, pypi, crates, go, maven, or name its hosts in allow: (drover exec: --allow-host)"
                 )
             );
         }
