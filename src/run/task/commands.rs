@@ -11,7 +11,7 @@ use super::error::TaskError;
 use crate::policy::RuleSet;
 use crate::sandbox::exec::CommandEnv;
 use crate::sandbox::{Launcher, ResourceLimits, SandboxError, SandboxPolicy, TaskSandbox};
-use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, SandboxSpec, Switch};
+use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, NetworkSpec, SandboxSpec, Switch};
 use crate::workspace::leftovers::HeldTempDir;
 
 /// The command environment of one task, alive as long as the task.
@@ -52,7 +52,10 @@ fn sandbox_setting(sandbox: Option<&SandboxSpec>) -> Option<(bool, LimitsSpec)> 
     match sandbox {
         None | Some(SandboxSpec::Switch(Switch::On)) => Some((false, LimitsSpec::default())),
         Some(SandboxSpec::Switch(Switch::Off)) => None,
-        Some(SandboxSpec::Settings(settings)) => Some((settings.network, settings.limits)),
+        Some(SandboxSpec::Settings(settings)) => Some((
+            matches!(settings.network, Some(NetworkSpec::All)),
+            settings.limits,
+        )),
     }
 }
 
