@@ -34,7 +34,7 @@ pub(crate) struct RunningServer {
     /// What writes a stdio server's stderr into its log.
     pub log: Option<StderrLog>,
     /// A stdio server's proxy under rules naming hosts, until it has stopped.
-    pub network: Option<crate::network::LaunchNetwork>,
+    pub network: Option<Box<dyn crate::sandbox::launch_network::LaunchedNetwork>>,
     pub protocol_version: String,
     pub tools: Vec<rmcp::model::Tool>,
 }

@@ -7,6 +7,7 @@ use crate::policy::EgressRules;
 
 use super::{LaunchNetwork, NetworkRecorder};
 use crate::record::network::NetworkOrigin;
+use crate::sandbox::launch_network::{LaunchedNetwork, NetworkOpener};
 
 /// The rules a command's proxy judges by, and where its attempts are recorded.
 #[derive(Clone)]
@@ -28,13 +29,15 @@ impl NetworkGate {
             recorder,
         }
     }
+}
 
-    /// A proxy for one command started by `origin` (see [`LaunchNetwork::open`]).
-    pub(crate) fn open(&self, origin: NetworkOrigin) -> std::io::Result<LaunchNetwork> {
-        LaunchNetwork::open(
+impl NetworkOpener for NetworkGate {
+    fn open(&self, origin: NetworkOrigin) -> std::io::Result<Box<dyn LaunchedNetwork>> {
+        let network = LaunchNetwork::open(
             EgressRules::clone(&self.rules),
             origin,
             self.recorder.clone(),
-        )
+        )?;
+        Ok(Box::new(network))
     }
 }

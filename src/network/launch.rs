@@ -2,9 +2,11 @@
 //! 127.0.0.1 (so every attempt is known to be this command's), and the channel the
 //! launcher reports the connections it refused on (those that tried to go around the
 //! proxy). Every attempt is recorded; what the command's result should say about the
-//! denied ones is kept for it ([`LaunchOutcome`]).
+//! denied ones is kept for it (`LaunchOutcome`).
 
+use std::future::Future;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use drover_proxy::{ConnectionEvent, Decision, Proxy, ProxyHandle};
@@ -15,6 +17,7 @@ use super::NetworkRecorder;
 use crate::policy::EgressRules;
 use crate::record::network::{NetworkAttempt, NetworkOrigin};
 use crate::record::transcript::Event;
+use crate::sandbox::launch_network::{LaunchOutcome, LaunchedNetwork};
 
 /// The attempts of one command recorded one by one; beyond, they are counted in one
 /// `network_omitted` event (a command looping on a refused host must not flood the
@@ -24,33 +27,6 @@ const MAX_RECORDED: u64 = 500;
 const MAX_NAMED: usize = 10;
 /// The longest line the launcher writes on the report channel.
 const MAX_REPORT_LINE: u64 = 1024;
-
-/// What the command's result says about its network: the denied targets, each with
-/// why, in the order first tried.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct LaunchOutcome {
-    pub denied: Vec<String>,
-    /// Denied attempts beyond those named.
-    pub more_denied: u64,
-}
-
-impl LaunchOutcome {
-    /// The note for the command's result (None when nothing was denied): worded so the
-    /// model does not take a blocked host for a broken registry.
-    pub(crate) fn note(&self) -> Option<String> {
-        if self.denied.is_empty() {
-            return None;
-        }
-        let more = match self.more_denied {
-            0 => String::new(),
-            n => format!("; and {n} more"),
-        };
-        Some(format!(
-            "drover: the task's network policy blocked {}{more}. These hosts are not broken or down: the task's sandbox.network rules do not allow them. Only the hosts the rules allow are reachable, through the proxy in HTTPS_PROXY/HTTP_PROXY.",
-            self.denied.join("; ")
-        ))
-    }
-}
 
 #[derive(Default)]
 struct Seen {
@@ -143,26 +119,10 @@ impl LaunchNetwork {
         })
     }
 
-    /// The proxy's port on 127.0.0.1.
-    pub(crate) fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// The report channel's end for the launcher to inherit (None once started).
-    pub(crate) fn launcher_fd(&self) -> Option<RawFd> {
-        self.launcher_end.as_ref().map(AsRawFd::as_raw_fd)
-    }
-
-    /// The launcher has started (holding its own copy of the channel): drover's copy of
-    /// its end goes, so the channel ends when the launcher does.
-    pub(crate) fn started(&mut self) {
-        self.launcher_end = None;
-    }
-
     /// After the command and everything it started are gone: close the proxy (its open
     /// connections, now without a client, end and are recorded), read the launcher's
     /// last reports, and say what was denied.
-    pub(crate) async fn finish(mut self) -> LaunchOutcome {
+    async fn finish_now(mut self) -> LaunchOutcome {
         self.launcher_end = None;
         if let Some(proxy) = self.proxy.take() {
             proxy.shutdown().await;
@@ -182,6 +142,26 @@ impl LaunchNetwork {
             });
         }
         seen.outcome
+    }
+}
+
+impl LaunchedNetwork for LaunchNetwork {
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn launcher_fd(&self) -> Option<RawFd> {
+        self.launcher_end.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// drover's copy of the launcher's end goes, so the channel ends when the
+    /// launcher does.
+    fn started(&mut self) {
+        self.launcher_end = None;
+    }
+
+    fn finish(self: Box<Self>) -> Pin<Box<dyn Future<Output = LaunchOutcome> + Send>> {
+        Box::pin((*self).finish_now())
     }
 }
 
@@ -230,7 +210,11 @@ async fn read_reports(
     let mut line = String::new();
     loop {
         line.clear();
-        match (&mut reader).take(MAX_REPORT_LINE).read_line(&mut line).await {
+        match (&mut reader)
+            .take(MAX_REPORT_LINE)
+            .read_line(&mut line)
+            .await
+        {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
@@ -283,20 +267,10 @@ mod tests {
             direct_target(r#"{"direct":{"address":"::1","port":22}}"#),
             Some(("[::1]".to_string(), 22))
         );
-        assert_eq!(direct_target(r#"{"direct":{"address":"evil","port":1}}"#), None);
+        assert_eq!(
+            direct_target(r#"{"direct":{"address":"evil","port":1}}"#),
+            None
+        );
         assert_eq!(direct_target("not json"), None);
-    }
-
-    #[test]
-    fn the_note_names_what_was_blocked_and_says_it_is_the_policy() {
-        let outcome = LaunchOutcome {
-            denied: vec!["evil.example:443 (no allow entry covers it)".to_string()],
-            more_denied: 2,
-        };
-        let note = outcome.note().unwrap();
-        assert!(note.contains("evil.example:443"), "{note}");
-        assert!(note.contains("and 2 more"), "{note}");
-        assert!(note.contains("not broken"), "{note}");
-        assert_eq!(LaunchOutcome::default().note(), None);
     }
 }

@@ -6,12 +6,10 @@
 //! through the proxy, or around it and refused by the launcher — is recorded as a
 //! `network` transcript event naming the command that tried it ([`NetworkRecorder`]).
 
-mod env;
 mod gate;
 mod launch;
 mod recorder;
 
-pub(crate) use env::proxy_environment;
 pub(crate) use gate::NetworkGate;
-pub(crate) use launch::{LaunchNetwork, LaunchOutcome};
+pub(crate) use launch::LaunchNetwork;
 pub(crate) use recorder::NetworkRecorder;

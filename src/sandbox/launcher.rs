@@ -85,7 +85,7 @@ impl Launcher {
         program: &OsStr,
         args: &[&OsStr],
         env: &[(OsString, OsString)],
-        network: Option<&crate::network::LaunchNetwork>,
+        network: Option<&dyn super::launch_network::LaunchedNetwork>,
     ) -> std::io::Result<tokio::process::Command> {
         let env_file = OwnedFd::from(env_channel::write(env)?);
         let env_fd = env_file.as_raw_fd();

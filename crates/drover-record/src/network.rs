@@ -136,7 +136,12 @@ mod tests {
     fn an_attempt_is_one_flat_event() {
         let event = crate::Event::Network(Box::new(attempt("evil.example", "denied")));
         let text = serde_json::to_string(&event).unwrap();
-        assert!(text.starts_with(r#"{"type":"network","source":"bash","tool_use_id":"toolu_1","host":"evil.example""#), "{text}");
+        assert!(
+            text.starts_with(
+                r#"{"type":"network","source":"bash","tool_use_id":"toolu_1","host":"evil.example""#
+            ),
+            "{text}"
+        );
         let back: crate::Event = serde_json::from_str(&text).unwrap();
         assert_eq!(back, event);
     }

@@ -529,6 +529,9 @@ struct Shared {
     prev: String,
     /// A resumed run: which of its events are not written (see [`Muted`]).
     muted: Muted,
+    /// `run_end` is written: it stays the last line, whatever a writer shared with a
+    /// task's background work (a proxy recording a late connection) still sends.
+    ended: bool,
 }
 
 /// What a resumed run leaves out of the transcript it continues: its own `run_start`
@@ -570,6 +573,7 @@ impl TranscriptWriter {
             redactor: None,
             prev: super::chain::genesis(),
             muted: Muted::Nothing,
+            ended: false,
         };
         Ok(TranscriptWriter {
             shared: Arc::new(std::sync::Mutex::new(shared)),
@@ -613,6 +617,7 @@ impl TranscriptWriter {
             } else {
                 Muted::RunStart
             },
+            ended: false,
         };
         Ok(TranscriptWriter {
             shared: Arc::new(std::sync::Mutex::new(shared)),
@@ -676,6 +681,12 @@ impl TranscriptWriter {
         let scope = self.scope.clone();
         let mut shared = self.lock();
         let shared = &mut *shared;
+        if shared.ended {
+            return Ok(());
+        }
+        if scope.is_none() && matches!(event, Event::RunEnd { .. }) {
+            shared.ended = true;
+        }
         if shared.muted.hides(&event) {
             // Not written again, but shown: progress follows the replay of the recorded
             // turns (their tools run again) and counts their tokens and cost.

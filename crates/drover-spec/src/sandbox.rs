@@ -89,11 +89,11 @@ impl SandboxSpec {
     /// - `own` is `off`: the whole network (nothing confines the command);
     /// - `own` writes `network:`: that;
     /// - the task's `network:` is an allow-list: that list (inherited);
-    /// - else the command's default: a setup step that writes no `sandbox:` at all has
-    ///   the whole network (fetching is what setup is for), every other command none.
-    ///
-    /// The task's `true` is not inherited: the whole network is chosen for each command
-    /// apart.
+    /// - else, when it writes no `sandbox:` at all: a setup step the whole network
+    ///   (fetching is what setup is for), another command the task's sandbox as it is,
+    ///   its `true` included (a check is confined like the agent);
+    /// - else none: a command with a `sandbox:` of its own chooses the whole network
+    ///   itself.
     pub fn command_network(
         own: Option<&SandboxSpec>,
         task: Option<&SandboxSpec>,
@@ -108,6 +108,7 @@ impl SandboxSpec {
         match SandboxSpec::network(task) {
             Some(rules @ NetworkSpec::Rules(_)) => rules.clone(),
             _ if setup && own.is_none() => NetworkSpec::All,
+            Some(NetworkSpec::All) if own.is_none() => NetworkSpec::All,
             _ => NetworkSpec::Off,
         }
     }

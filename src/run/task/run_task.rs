@@ -9,6 +9,8 @@ use std::time::Instant;
 use crate::agent::Handover;
 use crate::message::Usage;
 use crate::model::Model;
+use crate::network::NetworkRecorder;
+use crate::record::network::NetworkTally;
 use crate::record::transcript::{EventObserver, LineTap, TranscriptError};
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::run::artifacts::{Ledger, TaskFolder};
@@ -127,6 +129,7 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         files_changed: Vec::new(),
         ignored_changes: 0,
         excluded_from_diff: None,
+        network: None,
         setup: Vec::new(),
         final_text: String::new(),
         todos: Vec::new(),
@@ -246,6 +249,10 @@ async fn steps(
         report,
         transcript,
     )?;
+    // Every connection attempt is written as it happens from now on (those made while
+    // the MCP servers started first).
+    let network = armed.commands.network.clone();
+    network.record_to(transcript.share());
     setup(
         &plan,
         &mut started,
@@ -298,8 +305,16 @@ async fn steps(
         transcript,
     )
     .await?;
+    report.network = network_ended(&network);
     finish(transcript, redactor, report, reason, message)?;
     Ok(())
+}
+
+/// The task's connections for its report, when it tried any. Nothing is recorded after
+/// this (`run_end` comes next): a later attempt (a server stopping) is counted no more.
+fn network_ended(network: &NetworkRecorder) -> Option<NetworkTally> {
+    network.stop();
+    Some(network.tally()).filter(|tally| tally.allowed + tally.denied > 0)
 }
 
 /// The task's model, named in the report; a resumed task's transcript goes on with the

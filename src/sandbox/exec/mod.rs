@@ -13,7 +13,8 @@ use rustix::process::{Pid, Signal, kill_process_group};
 
 use super::Launcher;
 use super::env::scrub;
-use crate::network::{LaunchNetwork, LaunchOutcome, NetworkGate, proxy_environment};
+use super::launch_network::{LaunchOutcome, LaunchedNetwork, NetworkOpener};
+use super::proxy_env::proxy_environment;
 use crate::record::network::NetworkOrigin;
 
 mod tracker;
@@ -225,7 +226,7 @@ pub(crate) struct CommandEnv {
     pub tracker: Arc<ProcessTracker>,
     /// Under rules naming hosts (a proxied sandbox policy): the rules and the task's
     /// network record, from which each command gets a proxy of its own.
-    pub network: Option<NetworkGate>,
+    pub network: Option<Arc<dyn NetworkOpener>>,
     /// What starts commands with this environment, as their network attempts name it.
     pub origin: NetworkOrigin,
 }
@@ -256,7 +257,7 @@ impl CommandEnv {
         &self,
         command: &str,
         extra_env: &[(&str, &OsStr)],
-    ) -> std::io::Result<(tokio::process::Command, Option<LaunchNetwork>)> {
+    ) -> std::io::Result<(tokio::process::Command, Option<Box<dyn LaunchedNetwork>>)> {
         let args = [OsStr::new("-c"), OsStr::new(command)];
         self.command(false, OsStr::new("bash"), &args, extra_env)
     }
@@ -272,7 +273,7 @@ impl CommandEnv {
         program: &OsStr,
         args: &[&OsStr],
         extra_env: &[(K, V)],
-    ) -> std::io::Result<(tokio::process::Command, Option<LaunchNetwork>)> {
+    ) -> std::io::Result<(tokio::process::Command, Option<Box<dyn LaunchedNetwork>>)> {
         self.command(true, program, args, extra_env)
     }
 
@@ -285,7 +286,7 @@ impl CommandEnv {
         program: &OsStr,
         args: &[&OsStr],
         extra_env: &[(K, V)],
-    ) -> std::io::Result<(tokio::process::Command, Option<LaunchNetwork>)> {
+    ) -> std::io::Result<(tokio::process::Command, Option<Box<dyn LaunchedNetwork>>)> {
         let mut env = scrub(std::env::vars_os(), &self.pass, &self.withheld);
         if let Some(tmpdir) = &self.tmpdir {
             env.push(("TMPDIR".into(), tmpdir.into()));
@@ -322,7 +323,7 @@ impl CommandEnv {
             let proxy_env = proxy_environment(network.port(), value_of);
             env.extend(proxy_env);
         }
-        let cmd = launcher.command(stdio, program, args, &env, network.as_ref())?;
+        let cmd = launcher.command(stdio, program, args, &env, network.as_deref())?;
         Ok((cmd, network))
     }
 }
@@ -407,7 +408,7 @@ pub(crate) struct Spawned {
     pub stopper: Arc<Stopper>,
     pub token: Option<Token>,
     /// The command's proxy under rules naming hosts, until it has ended.
-    pub network: Option<LaunchNetwork>,
+    pub network: Option<Box<dyn LaunchedNetwork>>,
 }
 
 impl Spawned {

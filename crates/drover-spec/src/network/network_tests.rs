@@ -283,7 +283,8 @@ fn only_true_or_no_sandbox_is_the_whole_network() {
 }
 
 #[test]
-fn an_allow_list_is_inherited_by_commands_that_set_no_network_and_true_is_not() {
+fn an_allow_list_is_inherited_by_commands_that_set_no_network_and_true_by_those_without_a_sandbox_of_their_own()
+ {
     let sandbox = |text: &str| spec(&format!("sandbox: {text}\n")).sandbox;
     let list = sandbox("{ network: { allow: [a.example] } }");
     let whole = sandbox("{ network: true }");
@@ -312,13 +313,22 @@ fn an_allow_list_is_inherited_by_commands_that_set_no_network_and_true_is_not() 
         // Unsandboxed: nothing confines it.
         assert_eq!(of(&off, &list), NetworkSpec::All);
     }
-    // No sandbox of its own and no allow-list to inherit: the default, the whole
-    // network for a setup step, none for the others; the task's `true` is not inherited.
+    // No sandbox of its own: the task's sandbox as it is, its `true` included (a
+    // check is confined like the agent); a setup step the whole network anyway.
+    assert_eq!(
+        SandboxSpec::command_network(None, whole.as_ref(), false),
+        NetworkSpec::All
+    );
+    // No sandbox of its own and no network to inherit: the default, the whole network
+    // for a setup step, none for the others.
     for task in [&whole, &None, &on, &off, &own_off] {
         assert_eq!(
             SandboxSpec::command_network(None, task.as_ref(), true),
             NetworkSpec::All
         );
+        if task == &whole {
+            continue;
+        }
         assert_eq!(
             SandboxSpec::command_network(None, task.as_ref(), false),
             NetworkSpec::Off

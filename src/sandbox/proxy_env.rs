@@ -64,11 +64,25 @@ mod tests {
                 .find(|(n, _)| n == name)
                 .map(|(_, v)| v.to_string_lossy().into_owned())
         };
-        for name in ["HTTPS_PROXY", "http_proxy", "ALL_PROXY", "npm_config_https_proxy", "CARGO_HTTP_PROXY"] {
-            assert_eq!(get(name).as_deref(), Some("http://127.0.0.1:3128"), "{name}");
+        for name in [
+            "HTTPS_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "npm_config_https_proxy",
+            "CARGO_HTTP_PROXY",
+        ] {
+            assert_eq!(
+                get(name).as_deref(),
+                Some("http://127.0.0.1:3128"),
+                "{name}"
+            );
         }
         assert_eq!(get("NO_PROXY").as_deref(), Some(""));
-        assert!(get("MAVEN_OPTS").unwrap().starts_with("-Xmx1g -Dhttp.proxyHost=127.0.0.1"));
+        assert!(
+            get("MAVEN_OPTS")
+                .unwrap()
+                .starts_with("-Xmx1g -Dhttp.proxyHost=127.0.0.1")
+        );
         assert!(get("GRADLE_OPTS").unwrap().starts_with("-Dhttp.proxyHost"));
     }
 }
