@@ -2,6 +2,8 @@
 //! hosts (`sandbox.network: {allow, …}`): every connection they tried, through drover's
 //! egress proxy or around it, and a task's tally for its report.
 
+use std::fmt::Write;
+
 use serde::{Deserialize, Serialize};
 
 /// What started the command that tried a connection.
@@ -90,6 +92,42 @@ impl NetworkTally {
     }
 }
 
+/// `summary.md`'s section of a task whose commands tried connections under rules
+/// naming hosts: the counts, and the first hosts denied (in code spans: a host is the
+/// model's choice).
+pub(crate) fn summary_section(out: &mut String, task: &crate::TaskReport) {
+    let Some(tally) = &task.network else {
+        return;
+    };
+    let _ = write!(
+        out,
+        "\n### {}: network\n\n{} allowed, {} denied by the task's `sandbox.network` rules ({} through the proxy).\n",
+        crate::markdown::code(&task.name),
+        drover_output::counted(tally.allowed, "connection", "connections"),
+        tally.denied,
+        drover_output::counted(tally.bytes, "byte", "bytes"),
+    );
+    if !tally.first_denied.is_empty() {
+        let hosts: Vec<String> = tally
+            .first_denied
+            .iter()
+            .map(|target| crate::markdown::code(target))
+            .collect();
+        let _ = writeln!(out, "\nDenied: {}.", hosts.join(", "));
+    }
+}
+
+/// The GitHub annotation text of a task's denied connections, when it had any.
+pub(crate) fn denied_message(tally: &NetworkTally) -> Option<String> {
+    (tally.denied > 0).then(|| {
+        format!(
+            "the task's sandbox.network rules denied {}: {}",
+            drover_output::counted(tally.denied, "connection", "connections"),
+            tally.first_denied.join(", ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +167,25 @@ mod tests {
         assert_eq!(
             tally.first_denied,
             ["evil.example:443", "other.example:443"]
+        );
+    }
+
+    #[test]
+    fn the_report_names_the_denied_hosts_in_code_spans() {
+        let mut task = crate::junit::tests::task("t", "s.yaml", crate::EndReason::EndTurn, "m");
+        let mut out = String::new();
+        summary_section(&mut out, &task);
+        assert!(out.is_empty(), "no rules, no section");
+        let mut tally = NetworkTally::default();
+        tally.count(&attempt("registry.npmjs.org", "allowed"));
+        tally.count(&attempt("<b>evil</b>", "denied"));
+        task.network = Some(tally.clone());
+        summary_section(&mut out, &task);
+        assert!(out.contains("1 connection allowed, 1 denied"), "{out}");
+        assert!(out.contains("`<b>evil</b>:443`"), "{out}");
+        assert_eq!(
+            denied_message(&tally).unwrap(),
+            "the task's sandbox.network rules denied 1 connection: <b>evil</b>:443"
         );
     }
 
