@@ -14,6 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::task::JoinHandle;
 
 use super::NetworkRecorder;
+use super::replayed::note_target;
 use crate::policy::EgressRules;
 use crate::record::network::{NetworkAttempt, NetworkOrigin};
 use crate::record::transcript::Event;
@@ -30,6 +31,8 @@ const MAX_REPORT_LINE: u64 = 1024;
 
 #[derive(Default)]
 struct Seen {
+    /// The distinct targets tried, in order (what a replay compares).
+    tried: Vec<String>,
     recorded: u64,
     omitted_allowed: u64,
     omitted_denied: u64,
@@ -61,6 +64,7 @@ fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
 /// Count `attempt` as `origin`'s and record it (or, past the limit, count it only).
 fn take(seen: &Mutex<Seen>, recorder: &NetworkRecorder, attempt: NetworkAttempt) {
     let mut seen = lock(seen);
+    note_target(&mut seen.tried, attempt.target());
     let denied = attempt.denied();
     if denied {
         let why = attempt.reason.as_deref().unwrap_or("denied");
@@ -134,6 +138,7 @@ impl LaunchNetwork {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), report).await;
         }
         let seen = std::mem::take(&mut *lock(&self.seen));
+        self.recorder.compare(&self.origin, &seen.tried);
         if seen.omitted_allowed + seen.omitted_denied > 0 {
             self.recorder.event(Event::NetworkOmitted {
                 origin: self.origin.clone(),

@@ -9,7 +9,9 @@
 mod gate;
 mod launch;
 mod recorder;
+mod replayed;
 
 pub(crate) use gate::NetworkGate;
 pub(crate) use launch::LaunchNetwork;
 pub(crate) use recorder::NetworkRecorder;
+pub(crate) use replayed::RecordedNetwork;

@@ -5,7 +5,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::record::network::{NetworkAttempt, NetworkTally};
+use super::replayed::{REPLAY_REASON, RecordedNetwork, origin_key};
+use crate::record::DriftReport;
+use crate::record::network::{NetworkAttempt, NetworkOrigin, NetworkTally};
 use crate::record::transcript::{Event, TranscriptWriter};
 
 /// A task's network record, shared by every proxy of the task.
@@ -16,6 +18,9 @@ pub(crate) struct NetworkRecorder {
 
 #[derive(Default)]
 struct Recording {
+    /// A replay: the recorded attempts its commands' are compared with, and the
+    /// commands found to differ.
+    replay: Option<(RecordedNetwork, Option<DriftReport>)>,
     transcript: Option<TranscriptWriter>,
     held: Vec<Event>,
     /// The transcript has ended: attempts are only counted.
@@ -28,6 +33,18 @@ struct Recording {
 const MAX_HELD: usize = 1000;
 
 impl NetworkRecorder {
+    /// The recorder of a replay, whose commands' attempts are compared with `recorded`.
+    pub(crate) fn replaying(recorded: RecordedNetwork) -> NetworkRecorder {
+        let recorder = NetworkRecorder::default();
+        recorder.lock().replay = Some((recorded, None));
+        recorder
+    }
+
+    /// Whether this is a replay's (every connection is refused).
+    pub(crate) fn is_replay(&self) -> bool {
+        self.lock().replay.is_some()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Recording> {
         // Each write leaves the recording consistent: a poisoned lock is still usable.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -51,8 +68,12 @@ impl NetworkRecorder {
     }
 
     /// Record one attempt.
-    pub(crate) fn attempt(&self, attempt: NetworkAttempt) {
+    pub(crate) fn attempt(&self, mut attempt: NetworkAttempt) {
         let mut recording = self.lock();
+        if recording.replay.is_some() && attempt.protocol != "direct" {
+            attempt.rule = None;
+            attempt.reason = Some(REPLAY_REASON.to_string());
+        }
         recording.tally.count(&attempt);
         recording.write(Event::Network(Box::new(attempt)));
     }
@@ -60,6 +81,46 @@ impl NetworkRecorder {
     /// Record an event that is no attempt of its own (`network_omitted`).
     pub(crate) fn event(&self, event: Event) {
         self.lock().write(event);
+    }
+
+    /// In a replay, compare the targets the command of `origin` tried (distinct, in
+    /// order) with the recorded command's; a difference is a `replay_drift` event.
+    pub(crate) fn compare(&self, origin: &NetworkOrigin, tried: &[String]) {
+        let mut recording = self.lock();
+        let Some((recorded, drift)) = &mut recording.replay else {
+            return;
+        };
+        let expected = recorded.tried_by(origin).join("\n");
+        let actual = tried.join("\n");
+        if expected == actual {
+            return;
+        }
+        let diff = crate::record::drift::short_diff(&expected, &actual);
+        let id = origin_key(origin);
+        let report = drift.get_or_insert_with(|| DriftReport {
+            count: 0,
+            call: 0,
+            tool: "network".to_string(),
+            tool_use_id: id.clone(),
+            diff: diff.clone(),
+        });
+        report.count += 1;
+        recording.write(Event::ReplayDrift {
+            tool_use_id: id,
+            expected,
+            actual,
+            call: 0,
+            tool: "network".to_string(),
+            diff,
+        });
+    }
+
+    /// A replay's commands that tried other hosts than recorded: how many, and the first.
+    pub(crate) fn drift(&self) -> Option<DriftReport> {
+        self.lock()
+            .replay
+            .as_ref()
+            .and_then(|(_, drift)| drift.clone())
     }
 
     /// The task's connections so far.

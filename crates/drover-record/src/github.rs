@@ -140,7 +140,11 @@ pub fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<String> 
                 .join("\n");
             lines.push(command("warning", &file, &title, &message));
         }
-        if let Some(message) = task.network.as_ref().and_then(crate::network::denied_message) {
+        if let Some(message) = task
+            .network
+            .as_ref()
+            .and_then(crate::network::denied_message)
+        {
             let title = format!("drover: task {}: network connections denied", task.name);
             lines.push(command("warning", &file, &title, &message));
         }

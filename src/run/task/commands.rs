@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::command_network;
 use super::error::TaskError;
-use crate::network::NetworkRecorder;
+use crate::network::{NetworkRecorder, RecordedNetwork};
 use crate::policy::RuleSet;
 use crate::record::network::NetworkOrigin;
 use crate::sandbox::exec::CommandEnv;
@@ -162,7 +162,12 @@ impl TaskCommands {
         if !sandboxed {
             return self.with_policy(None, None);
         }
-        let network = SandboxSpec::command_network(own, self.task_sandbox.as_ref(), setup);
+        let network = if self.network.is_replay() {
+            // A replay never opens the network: every command proxied, all refused.
+            NetworkSpec::Rules(Default::default())
+        } else {
+            SandboxSpec::command_network(own, self.task_sandbox.as_ref(), setup)
+        };
         let mut policy = command_network::with_network(self.policy.clone(), &network);
         policy.writable.extend(extra_writable(own));
         if setup && own.is_none() {
@@ -208,14 +213,16 @@ fn origin(source: &str, name: &str) -> NetworkOrigin {
 }
 
 /// Set up the commands of a task working in `workspace` (canonical), denied reading
-/// `unreadable` besides what the Read deny rules name. `probe`: check now that the
-/// sandbox can be enforced (when the task offers a tool that runs commands). An Err is an
-/// internal error (no temporary directory, no executable).
+/// `unreadable` besides what the Read deny rules name; `replayed`: a replay of a
+/// recording whose commands had rules naming hosts (its commands run proxied, every
+/// connection refused, attempts compared). `probe`: check now that the sandbox can be
+/// enforced (when the task offers a tool that runs commands). An Err is an internal
+/// error (no temporary directory, no executable).
 pub(super) async fn task_commands(
     spec: &LoadedSpec,
     rules: &RuleSet,
     workspace: &Path,
-    unreadable: &[PathBuf],
+    (unreadable, replayed): (&[PathBuf], Option<RecordedNetwork>),
     probe: bool,
 ) -> Result<TaskCommands, TaskError> {
     let tmpdir = task_temp_dir("tmp")?;
@@ -235,9 +242,16 @@ pub(super) async fn task_commands(
     };
     let setting = sandbox_setting(spec.spec.sandbox.as_ref());
     let limits = setting.unwrap_or_default();
-    let task_network = SandboxSpec::network(spec.spec.sandbox.as_ref())
-        .cloned()
-        .unwrap_or(NetworkSpec::Off);
+    let task_network = match &replayed {
+        Some(_) => NetworkSpec::Rules(Default::default()),
+        None => SandboxSpec::network(spec.spec.sandbox.as_ref())
+            .cloned()
+            .unwrap_or(NetworkSpec::Off),
+    };
+    let recorder = match replayed {
+        Some(recorded) => NetworkRecorder::replaying(recorded),
+        None => NetworkRecorder::default(),
+    };
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let additional = spec.additional_directories();
     let mut read_denials = crate::policy::read_denials(&rules.deny, home.as_deref());
@@ -262,7 +276,7 @@ pub(super) async fn task_commands(
             policy,
             summary: json!({"enabled": false}),
             unavailable: None,
-            network: NetworkRecorder::default(),
+            network: recorder,
             task_sandbox: spec.spec.sandbox.clone(),
             _tmpdir: tmpdir,
             hook_dir,
@@ -270,7 +284,6 @@ pub(super) async fn task_commands(
     }
     let mut summary = policy.summary();
     summary["network"] = command_network::summary(&task_network);
-    let recorder = NetworkRecorder::default();
     env.network = command_network::gate(&task_network, &recorder)?;
     let launcher = Launcher::new(Some(policy.clone()))?;
     let unavailable = if probe {

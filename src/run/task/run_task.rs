@@ -306,6 +306,12 @@ async fn steps(
     )
     .await?;
     report.network = network_ended(&network);
+    if let Some(drift) = network.drift() {
+        match &mut report.drift {
+            Some(first) => first.count += drift.count,
+            None => report.drift = Some(drift),
+        }
+    }
     finish(transcript, redactor, report, reason, message)?;
     Ok(())
 }
