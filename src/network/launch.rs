@@ -1,8 +1,9 @@
 //! The network of one command launched under rules naming hosts: a proxy of its own on
 //! 127.0.0.1 (so every attempt is known to be this command's), and the channel the
 //! launcher reports the connections it refused on (those that tried to go around the
-//! proxy). Every attempt is recorded; what the command's result should say about the
-//! denied ones is kept for it (`LaunchOutcome`).
+//! proxy) and, as root, hands over the proxy's listener in the command's network
+//! namespace on. Every attempt is counted; what the command's result should say about
+//! the denied ones is kept for it (`LaunchOutcome`).
 
 use std::future::Future;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -10,32 +11,35 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use drover_proxy::{ConnectionEvent, Decision, Proxy, ProxyHandle};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::task::JoinHandle;
 
 use super::NetworkRecorder;
 use super::replayed::note_target;
+use super::report_channel::{self, Report};
 use crate::policy::EgressRules;
 use crate::record::network::{NetworkAttempt, NetworkOrigin};
 use crate::record::transcript::Event;
 use crate::sandbox::launch_network::{LaunchOutcome, LaunchedNetwork};
 
-/// The attempts of one command recorded one by one; beyond, they are counted in one
-/// `network_omitted` event (a command looping on a refused host must not flood the
-/// transcript).
-const MAX_RECORDED: u64 = 500;
+/// The denied attempts of one command recorded one by one; beyond, they are counted in
+/// one `network_omitted` event (a command looping on a refused host must not flood the
+/// transcript, nor hide what it did afterwards).
+const MAX_DENIED_RECORDED: u64 = 500;
+/// The same for allowed connections, with a budget of their own: cheap denied attempts
+/// never push an allowed one (what the data went out through) out of the transcript.
+const MAX_ALLOWED_RECORDED: u64 = 5000;
 /// The denied targets a command's result names at most.
 const MAX_NAMED: usize = 10;
-/// The longest line the launcher writes on the report channel.
-const MAX_REPORT_LINE: u64 = 1024;
 
 #[derive(Default)]
 struct Seen {
     /// The distinct targets tried, in order (what a replay compares).
     tried: Vec<String>,
-    recorded: u64,
+    allowed: u64,
+    denied: u64,
     omitted_allowed: u64,
     omitted_denied: u64,
+    omitted_bytes: u64,
     outcome: LaunchOutcome,
 }
 
@@ -44,7 +48,8 @@ pub(crate) struct LaunchNetwork {
     port: u16,
     /// The launcher's end of the report channel, until it is started.
     launcher_end: Option<OwnedFd>,
-    proxy: Option<ProxyHandle>,
+    /// The proxy on 127.0.0.1, and those on listeners the launcher handed over.
+    proxies: Arc<Mutex<Vec<ProxyHandle>>>,
     report: Option<JoinHandle<()>>,
     origin: NetworkOrigin,
     recorder: NetworkRecorder,
@@ -57,32 +62,44 @@ impl std::fmt::Debug for LaunchNetwork {
     }
 }
 
-fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
-    seen.lock().unwrap_or_else(|e| e.into_inner())
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Each update leaves the state consistent: a poisoned lock is still usable.
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Count `attempt` as `origin`'s and record it (or, past the limit, count it only).
+/// Count `attempt` as the command's and record it (past its kind's budget, count it
+/// only). Only a refusal of a named host is what the command's result names: a client
+/// that sent the proxy nothing readable was refused no host.
 fn take(seen: &Mutex<Seen>, recorder: &NetworkRecorder, attempt: NetworkAttempt) {
+    recorder.count(&attempt);
     let mut seen = lock(seen);
     note_target(&mut seen.tried, attempt.target());
     let denied = attempt.denied();
-    if denied {
+    if denied && !attempt.host.is_empty() {
         let why = attempt.reason.as_deref().unwrap_or("denied");
         let named = format!("{} ({why})", attempt.target());
         let outcome = &mut seen.outcome;
-        if outcome.denied.len() < MAX_NAMED {
-            if !outcome.denied.contains(&named) {
+        if !outcome.denied.contains(&named) {
+            if outcome.denied.len() < MAX_NAMED {
                 outcome.denied.push(named);
+            } else {
+                outcome.more_denied += 1;
             }
-        } else if !outcome.denied.contains(&named) {
-            outcome.more_denied += 1;
         }
     }
-    if seen.recorded < MAX_RECORDED {
-        seen.recorded += 1;
+    let (count, budget) = if denied {
+        (&mut seen.denied, MAX_DENIED_RECORDED)
+    } else {
+        (&mut seen.allowed, MAX_ALLOWED_RECORDED)
+    };
+    *count += 1;
+    if *count <= budget {
         drop(seen);
-        recorder.attempt(attempt);
-    } else if denied {
+        recorder.write_attempt(attempt);
+        return;
+    }
+    seen.omitted_bytes += attempt.bytes_up + attempt.bytes_down;
+    if denied {
         seen.omitted_denied += 1;
     } else {
         seen.omitted_allowed += 1;
@@ -98,24 +115,38 @@ impl LaunchNetwork {
         recorder: NetworkRecorder,
     ) -> std::io::Result<LaunchNetwork> {
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let sink = {
+        let sink: Arc<dyn Fn(ConnectionEvent) + Send + Sync> = {
             let (seen, recorder, origin) = (Arc::clone(&seen), recorder.clone(), origin.clone());
-            move |event: ConnectionEvent| take(&seen, &recorder, attempt(&origin, event))
+            Arc::new(move |event| take(&seen, &recorder, attempt(&origin, event)))
         };
-        let (port, proxy) = Proxy::new(rules, sink).bind_loopback()?;
+        let proxy = move |sink: &Arc<dyn Fn(ConnectionEvent) + Send + Sync>| {
+            let sink = Arc::clone(sink);
+            Proxy::new(rules.clone(), move |event| sink(event))
+        };
+        let (port, first) = proxy(&sink).bind_loopback()?;
+        let sink_for_reports = Arc::clone(&sink);
+        let proxies = Arc::new(Mutex::new(vec![first]));
         let (ours, launcher_end) = std::os::unix::net::UnixStream::pair()?;
         ours.set_nonblocking(true)?;
         let ours = tokio::net::UnixStream::from_std(ours)?;
-        let report = tokio::spawn(read_reports(
-            ours,
-            origin.clone(),
-            recorder.clone(),
-            Arc::clone(&seen),
-        ));
+        let on_report = {
+            let (origin, recorder, seen) = (origin.clone(), recorder.clone(), Arc::clone(&seen));
+            let proxies = Arc::clone(&proxies);
+            move |report: Report| match report {
+                Report::Direct(host, port) => take(&seen, &recorder, direct(&origin, host, port)),
+                // The same proxy, served in the command's network namespace too.
+                Report::Listener(listener) => {
+                    if let Ok(handle) = proxy(&sink_for_reports).serve(listener) {
+                        lock(&proxies).push(handle);
+                    }
+                }
+            }
+        };
+        let report = tokio::spawn(report_channel::read(ours, on_report));
         Ok(LaunchNetwork {
             port,
             launcher_end: Some(OwnedFd::from(launcher_end)),
-            proxy: Some(proxy),
+            proxies,
             report: Some(report),
             origin,
             recorder,
@@ -123,19 +154,18 @@ impl LaunchNetwork {
         })
     }
 
-    /// After the command and everything it started are gone: close the proxy (its open
-    /// connections, now without a client, end and are recorded), read the launcher's
-    /// last reports, and say what was denied.
+    /// After the command and everything it started are gone: read the launcher's last
+    /// reports, close the proxies (their open connections, now without a client, end
+    /// and are recorded), and say what was denied.
     async fn finish_now(mut self) -> LaunchOutcome {
         self.launcher_end = None;
-        if let Some(proxy) = self.proxy.take() {
-            proxy.shutdown().await;
-        }
         if let Some(report) = self.report.take() {
-            // The launcher is gone, so its end is closed: the reader ends at once. Only
-            // a command still holding the channel (it cannot: the launcher's copy is
-            // close-on-exec) could keep it open.
+            // The launcher is gone, so its end is closed: the reader ends at once.
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), report).await;
+        }
+        let proxies = std::mem::take(&mut *lock(&self.proxies));
+        for proxy in proxies {
+            proxy.shutdown().await;
         }
         let seen = std::mem::take(&mut *lock(&self.seen));
         self.recorder.compare(&self.origin, &seen.tried);
@@ -144,6 +174,7 @@ impl LaunchNetwork {
                 origin: self.origin.clone(),
                 allowed: seen.omitted_allowed,
                 denied: seen.omitted_denied,
+                bytes: seen.omitted_bytes,
             });
         }
         seen.outcome
@@ -203,79 +234,21 @@ fn attempt(origin: &NetworkOrigin, event: ConnectionEvent) -> NetworkAttempt {
     }
 }
 
-/// Read the launcher's reports of refused direct connections, one JSON line each:
-/// `{"direct": {"address": "93.184.216.34", "port": 443}}`.
-async fn read_reports(
-    channel: tokio::net::UnixStream,
-    origin: NetworkOrigin,
-    recorder: NetworkRecorder,
-    seen: Arc<Mutex<Seen>>,
-) {
-    let mut reader = BufReader::new(channel);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match (&mut reader)
-            .take(MAX_REPORT_LINE)
-            .read_line(&mut line)
-            .await
-        {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        let Some((host, port)) = direct_target(&line) else {
-            continue;
-        };
-        let attempt = NetworkAttempt {
-            origin: origin.clone(),
-            host,
-            port,
-            protocol: "direct".to_string(),
-            decision: "denied".to_string(),
-            rule: None,
-            reason: Some(
-                "a direct connection around drover's proxy; the sandbox lets commands reach only the proxy".to_string(),
-            ),
-            address: None,
-            bytes_up: 0,
-            bytes_down: 0,
-            duration_ms: 0,
-        };
-        take(&seen, &recorder, attempt);
-    }
-}
-
-/// The address and port of a report line (IPv6 in brackets, as hosts are written).
-fn direct_target(line: &str) -> Option<(String, u16)> {
-    let value: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
-    let direct = value.get("direct")?;
-    let address: std::net::IpAddr = direct.get("address")?.as_str()?.parse().ok()?;
-    let port = u16::try_from(direct.get("port")?.as_u64()?).ok()?;
-    let host = match address {
-        std::net::IpAddr::V4(v4) => v4.to_string(),
-        std::net::IpAddr::V6(v6) => format!("[{v6}]"),
-    };
-    Some((host, port))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn report_lines_name_an_address_and_a_port() {
-        assert_eq!(
-            direct_target(r#"{"direct":{"address":"93.184.216.34","port":443}}"#),
-            Some(("93.184.216.34".to_string(), 443))
-        );
-        assert_eq!(
-            direct_target(r#"{"direct":{"address":"::1","port":22}}"#),
-            Some(("[::1]".to_string(), 22))
-        );
-        assert_eq!(
-            direct_target(r#"{"direct":{"address":"evil","port":1}}"#),
-            None
-        );
-        assert_eq!(direct_target("not json"), None);
+/// A connection the launcher refused because it went around the proxy.
+fn direct(origin: &NetworkOrigin, host: String, port: u16) -> NetworkAttempt {
+    NetworkAttempt {
+        origin: origin.clone(),
+        host,
+        port,
+        protocol: "direct".to_string(),
+        decision: "denied".to_string(),
+        rule: None,
+        reason: Some(
+            "a direct connection around drover's proxy; the sandbox lets commands reach only the proxy".to_string(),
+        ),
+        address: None,
+        bytes_up: 0,
+        bytes_down: 0,
+        duration_ms: 0,
     }
 }

@@ -10,6 +10,7 @@ mod gate;
 mod launch;
 mod recorder;
 mod replayed;
+mod report_channel;
 
 pub(crate) use gate::NetworkGate;
 pub(crate) use launch::LaunchNetwork;

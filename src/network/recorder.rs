@@ -50,14 +50,16 @@ impl NetworkRecorder {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Write events to `transcript` from now on, the ones held so far first.
-    pub(crate) fn record_to(&self, transcript: TranscriptWriter) {
+    /// Write events to `transcript` from now on, the ones held so far first (those of
+    /// MCP servers starting before `run_start`). Returns the recorder, shared.
+    pub(crate) fn record_to(&self, transcript: TranscriptWriter) -> NetworkRecorder {
         let mut recording = self.lock();
         let mut transcript = transcript;
         for event in std::mem::take(&mut recording.held) {
             let _ = transcript.write(event);
         }
         recording.transcript = Some(transcript);
+        self.clone()
     }
 
     /// Stop writing (the task's transcript is ending); later attempts are only counted.
@@ -67,14 +69,18 @@ impl NetworkRecorder {
         recording.stopped = true;
     }
 
-    /// Record one attempt.
-    pub(crate) fn attempt(&self, mut attempt: NetworkAttempt) {
+    /// Count one attempt in the task's tally (every attempt is, recorded or not).
+    pub(crate) fn count(&self, attempt: &NetworkAttempt) {
+        self.lock().tally.count(attempt);
+    }
+
+    /// Write one attempt as a `network` event.
+    pub(crate) fn write_attempt(&self, mut attempt: NetworkAttempt) {
         let mut recording = self.lock();
         if recording.replay.is_some() && attempt.protocol != "direct" {
             attempt.rule = None;
             attempt.reason = Some(REPLAY_REASON.to_string());
         }
-        recording.tally.count(&attempt);
         recording.write(Event::Network(Box::new(attempt)));
     }
 

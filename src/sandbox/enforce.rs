@@ -40,13 +40,22 @@ pub(super) struct Enforced {
 /// Restrict the current thread (and what it `exec`s) to `policy`, or say why not. On
 /// error the process may be partly restricted and must not run the command.
 /// `proxy_port`: where drover's proxy listens, for a proxied policy.
+/// `report`: the channel to drover, over which the proxy's listener is handed when the
+/// proxied command gets a network namespace (as root).
 pub(super) fn enforce(
     policy: &SandboxPolicy,
     proxy_port: Option<u16>,
+    report: Option<&std::fs::File>,
 ) -> Result<Enforced, SandboxError> {
     // Before Landlock, which forbids changing mounts once in force.
     let mounts = super::read_only_mounts::read_only_but(&policy.writable)?;
-    let private_network = !policy.network && !policy.proxied && private_network_namespace();
+    let private_network = match (policy.network, proxy_port, report) {
+        (true, _, _) => false,
+        (false, Some(port), Some(report)) => super::proxied::namespace::enter(port, report)?,
+        // The probe of a proxied policy: whether a namespace could be made.
+        (false, None, _) if policy.proxied => private_network_namespace(),
+        (false, _, _) => !policy.proxied && private_network_namespace(),
+    };
     let read = AccessFs::from_read(BEST_ABI);
     let write = AccessFs::from_write(BEST_ABI);
     let mut ruleset = Ruleset::default()

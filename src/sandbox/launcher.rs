@@ -195,6 +195,10 @@ pub fn sandbox_exec_main(request: &LaunchRequest<'_>) -> i32 {
 }
 
 fn launch(request: &LaunchRequest<'_>) -> Result<i32, SandboxError> {
+    // The command, the same user, must not trace the launcher, read its memory or take
+    // its descriptors (the lifeline, a seccomp listener): see `proxied::scoped`.
+    super::proxied::scoped::make_launcher_undumpable()
+        .map_err(|e| SandboxError::failed("make the launcher undumpable", e))?;
     // First, so the descriptors are closed (or kept from the command) before anything
     // else happens.
     let env = request.env_fd.map(env_channel::read).transpose()?;
@@ -217,7 +221,7 @@ fn launch(request: &LaunchRequest<'_>) -> Result<i32, SandboxError> {
         super::proxied::notify::available()?;
     }
     let enforced = match &policy {
-        Some(policy) => Some(enforce(policy, proxy_port)?),
+        Some(policy) => Some(enforce(policy, proxy_port, report.as_ref())?),
         None => None,
     };
     let handover = match proxy_port {
@@ -238,12 +242,18 @@ fn launch(request: &LaunchRequest<'_>) -> Result<i32, SandboxError> {
         say_probe(policy.as_ref(), enforced, &containment);
         return Ok(0);
     }
+    // Where Landlock scopes signals (ABI 6), the command's own nested domain keeps it
+    // from signalling (stopping, killing) the launcher.
+    let nest_domain = enforced
+        .as_ref()
+        .is_some_and(|(enforced, _)| enforced.scoped);
     Ok(supervise::run(
         request.command,
         env,
         containment,
         request.stdio,
         handover,
+        nest_domain,
     ))
 }
 

@@ -75,13 +75,16 @@ pub(crate) fn enter_pid_namespace() -> Containment {
 /// environment when given (else the launcher's own), and supervise it until it ends or
 /// the lifeline closes. Returns the launcher's exit code.
 /// With `proxied`, the command's process installs the connect filter before it `exec`s
-/// and sends its listener to the launcher's thread (see [`super::proxied`]).
+/// and sends its listener to the launcher's thread (see [`super::proxied`]). With
+/// `nest_domain` it enters a Landlock domain of its own, nested in the launcher's, that
+/// cannot signal the launcher (see [`super::proxied::scoped`]).
 pub(crate) fn run(
     command: &[OsString],
     env: Option<Vec<(OsString, OsString)>>,
     containment: Containment,
     stdio: bool,
     proxied: Option<FilterHandover>,
+    nest_domain: bool,
 ) -> i32 {
     let Some((program, args)) = command.split_first() else {
         crate::esay!("drover sandbox: no command to run");
@@ -101,8 +104,8 @@ pub(crate) fn run(
         .as_ref()
         .map(|handover| (Arc::clone(&handover.filter), handover.child_end.as_raw_fd()));
     // SAFETY: between fork and exec the closure only makes raw system calls (setsid,
-    // prctl, seccomp, sendmsg, close), which are async-signal-safe, on memory allocated
-    // before the fork; it allocates nothing.
+    // prctl, landlock, seccomp, sendmsg, close), which are async-signal-safe, on memory
+    // allocated before the fork or on the stack; it allocates nothing.
     unsafe {
         child.pre_exec(move || {
             rustix::process::setsid()?;
@@ -110,6 +113,9 @@ pub(crate) fn run(
                 // Process 1 of the namespace dies with the launcher, and so does the
                 // whole namespace.
                 rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            }
+            if nest_domain {
+                super::proxied::scoped::nest_scoped_domain()?;
             }
             if let Some((filter, channel)) = &connect_filter {
                 filter.install_in_child(*channel)?;

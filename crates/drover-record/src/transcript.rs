@@ -381,12 +381,15 @@ pub enum Event {
     /// One connection a sandboxed command tried under rules naming hosts: through
     /// drover's egress proxy (allowed or denied), or around it (denied).
     Network(Box<crate::network::NetworkAttempt>),
-    /// A command tried more connections than are recorded one by one: how many more.
+    /// A command tried more connections than are recorded one by one: how many more,
+    /// and the bytes the allowed ones among them moved.
     NetworkOmitted {
         #[serde(flatten)]
         origin: crate::network::NetworkOrigin,
         allowed: u64,
         denied: u64,
+        #[serde(default)]
+        bytes: u64,
     },
     RunEnd {
         status: crate::Status,

@@ -242,16 +242,7 @@ pub(super) async fn task_commands(
     };
     let setting = sandbox_setting(spec.spec.sandbox.as_ref());
     let limits = setting.unwrap_or_default();
-    let task_network = match &replayed {
-        Some(_) => NetworkSpec::Rules(Default::default()),
-        None => SandboxSpec::network(spec.spec.sandbox.as_ref())
-            .cloned()
-            .unwrap_or(NetworkSpec::Off),
-    };
-    let recorder = match replayed {
-        Some(recorded) => NetworkRecorder::replaying(recorded),
-        None => NetworkRecorder::default(),
-    };
+    let (task_network, recorder) = task_network(spec, replayed);
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let additional = spec.additional_directories();
     let mut read_denials = crate::policy::read_denials(&rules.deny, home.as_deref());
@@ -307,6 +298,26 @@ pub(super) async fn task_commands(
         _tmpdir: tmpdir,
         hook_dir,
     })
+}
+
+/// The network of the task's Bash commands, and the recorder of its attempts: a
+/// replay's (`replayed`: the recording had rules) proxies every command and refuses all.
+fn task_network(
+    spec: &LoadedSpec,
+    replayed: Option<RecordedNetwork>,
+) -> (NetworkSpec, NetworkRecorder) {
+    match replayed {
+        Some(recorded) => (
+            NetworkSpec::Rules(Default::default()),
+            NetworkRecorder::replaying(recorded),
+        ),
+        None => (
+            SandboxSpec::network(spec.spec.sandbox.as_ref())
+                .cloned()
+                .unwrap_or(NetworkSpec::Off),
+            NetworkRecorder::default(),
+        ),
+    }
 }
 
 /// A directory of the task's own in the temp directory, named so a later drover knows

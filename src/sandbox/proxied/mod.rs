@@ -12,14 +12,19 @@
 //!   refuses every other internet address (and tells drover, over the report channel,
 //!   who was tried), and lets Unix sockets through ([`on_behalf`]);
 //! - Landlock's TCP rules (ABI 4, Linux 6.7) allow connecting to the proxy's port only
-//!   and binding none, as a further layer.
+//!   and binding none, as a further layer;
+//! - as root, a network namespace of the command's own with loopback only, into which
+//!   the proxy's listener is brought ([`namespace`]);
+//! - the command cannot reach its launcher, which answers its calls ([`scoped`]).
 //!
 //! The launcher's notification thread is [`notify`].
 
 pub(crate) mod connect_filter;
+pub(crate) mod namespace;
 pub(crate) mod notify;
 mod on_behalf;
 mod pass_fd;
+pub(crate) mod scoped;
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -76,4 +81,13 @@ impl FilterHandover {
             child_end,
         })
     }
+}
+
+/// Send `listener` over `channel` as the launcher does (for the reader's tests).
+#[cfg(test)]
+pub(crate) fn send_listener_for_tests(
+    channel: &std::os::unix::net::UnixStream,
+    listener: &std::net::TcpListener,
+) {
+    pass_fd::send(channel.as_raw_fd(), listener.as_raw_fd()).unwrap();
 }

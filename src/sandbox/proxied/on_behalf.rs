@@ -71,12 +71,26 @@ impl Caller<'_> {
     /// the caller dies and its pid is reused meanwhile.
     fn socket(&self, fd: u64) -> Result<OwnedFd, Errno> {
         let fd = i32::try_from(fd).map_err(|_| Errno::BADF)?;
-        let pidfd = pidfd_open(self.pid, PidfdFlags::empty())?;
+        // The call may come from any thread: a pidfd is opened for its process (the
+        // thread group), whose descriptor table all its threads share.
+        let pidfd = pidfd_open(thread_group_of(self.pid)?, PidfdFlags::empty())?;
         if !(self.pending)() {
             return Err(Errno::SRCH);
         }
         pidfd_getfd(&pidfd, fd, PidfdGetfdFlags::empty())
     }
+}
+
+/// The process (thread group leader) thread `tid` belongs to, from its `/proc` status.
+fn thread_group_of(tid: Pid) -> Result<Pid, Errno> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", tid.as_raw_nonzero()))
+        .map_err(|_| Errno::SRCH)?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Tgid:"))
+        .and_then(|tgid| tgid.trim().parse::<i32>().ok())
+        .and_then(Pid::from_raw)
+        .ok_or(Errno::SRCH)
 }
 
 /// Read `len` bytes (at most [`MAX_ADDRESS`]) at `address` in process `pid`.
@@ -277,6 +291,23 @@ mod tests {
         assert!(!proxy("127.0.0.2", 3128));
         assert!(!proxy("::1", 3128));
         assert!(!proxy("93.184.216.34", 3128));
+    }
+
+    #[test]
+    fn a_threads_process_is_its_thread_group() {
+        let me = rustix::process::getpid();
+        assert_eq!(thread_group_of(me), Ok(me));
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            sender.send(rustix::thread::gettid()).unwrap();
+            let _ = wait.recv();
+        });
+        let tid = receiver.recv().unwrap();
+        assert_ne!(tid, me);
+        assert_eq!(thread_group_of(tid), Ok(me));
+        done.send(()).unwrap();
+        worker.join().unwrap();
     }
 
     #[test]
