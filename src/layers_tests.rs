@@ -31,6 +31,9 @@ const LAYERS: &[(&str, u8)] = &[
     // The loop.
     ("agent", 5),
     ("mcp", 5),
+    // The egress proxy of commands under rules naming hosts, behind the sandbox's
+    // `NetworkOpener`.
+    ("network", 5),
     // Tasks, batches, artifacts; the benchmark harness.
     ("run", 6),
     ("bench", 6),

@@ -16,6 +16,7 @@ mod hooks;
 mod http_client;
 mod mcp;
 mod model;
+mod network;
 mod run;
 mod sandbox;
 mod tools;
@@ -35,7 +36,7 @@ use drover_output::{esay, say};
 pub use commands::dispatch;
 pub use drover_shell::{Analysis, analyse};
 pub use policy::Rule;
-pub use sandbox::launcher::sandbox_exec_main;
+pub use sandbox::launcher::{LaunchRequest, sandbox_exec_main};
 pub use sandbox::own_environ::hide_own_environment;
 
 /// The version recorded in every transcript's `run_start` event.

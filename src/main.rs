@@ -10,13 +10,7 @@ fn main() {
     // The sandbox launcher must stay single-threaded (Landlock restricts one thread):
     // it runs before the async runtime exists.
     if let drover::cli::Command::SandboxExec(args) = &cli.command {
-        let code = drover::sandbox_exec_main(
-            &args.policy,
-            args.probe,
-            args.stdio,
-            args.env_fd,
-            &args.command,
-        );
+        let code = drover::sandbox_exec_main(&args.launch_request());
         std::process::exit(code);
     }
     // Before any thread exists: the agent's commands must not read drover's secrets from

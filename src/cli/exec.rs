@@ -53,9 +53,19 @@ pub struct ExecArgs {
     /// on].
     #[arg(long, value_enum, value_name = "on|off")]
     pub sandbox: Option<SwitchArg>,
-    /// Let sandboxed commands use the network (default: cut).
+    /// Let sandboxed commands use the whole network (default: cut).
     #[arg(long)]
     pub network: bool,
+    /// Let sandboxed commands reach HOST, and no other host, through drover's proxy: a
+    /// name, *.suffix, an IP address or localhost, optionally :PORT (without one: 443
+    /// and 80). Repeat for more; implies the sandbox (docs/sandbox.md, "Network by
+    /// name").
+    #[arg(long = "allow-host", value_name = "HOST", conflicts_with = "network")]
+    pub allow_hosts: Vec<crate::spec::HostPattern>,
+    /// Let sandboxed commands reach a package registry's hosts, as --allow-host does:
+    /// npm, pypi, crates, go or maven (repeat for more).
+    #[arg(long = "registry", value_name = "NAME", conflicts_with = "network")]
+    pub registries: Vec<crate::spec::Registry>,
     /// A directory outside the workspace the tools may also touch (repeat for more).
     #[arg(long = "add-dir", value_name = "DIR")]
     pub add_dirs: Vec<PathBuf>,

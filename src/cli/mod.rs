@@ -104,9 +104,32 @@ pub struct SandboxExecArgs {
     /// own loader). Without it the command gets the launcher's environment.
     #[arg(long, value_name = "FD")]
     pub env_fd: Option<i32>,
+    /// For a proxied policy: the port of drover's egress proxy on 127.0.0.1, the one
+    /// place the command's TCP sockets may connect to.
+    #[arg(long, value_name = "PORT")]
+    pub proxy_port: Option<u16>,
+    /// For a proxied policy: a descriptor where the launcher reports the connections it
+    /// refused (JSON lines), for drover to account for them.
+    #[arg(long, value_name = "FD")]
+    pub report_fd: Option<i32>,
     /// The program and its arguments.
     #[arg(last = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,
+}
+
+impl SandboxExecArgs {
+    /// What the launcher is asked to do.
+    pub fn launch_request(&self) -> crate::LaunchRequest<'_> {
+        crate::LaunchRequest {
+            policy_json: &self.policy,
+            probe: self.probe,
+            stdio: self.stdio,
+            env_fd: self.env_fd,
+            proxy_port: self.proxy_port,
+            report_fd: self.report_fd,
+            command: &self.command,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -54,13 +54,9 @@ pub async fn dispatch(cli: Cli) -> i32 {
             command: crate::cli::TranscriptCommand::Verify { transcript },
         } => verify_command(&transcript),
         // main runs the launcher before the async runtime starts; this is a fallback.
-        Command::SandboxExec(args) => crate::sandbox::sandbox_exec_main(
-            &args.policy,
-            args.probe,
-            args.stdio,
-            args.env_fd,
-            &args.command,
-        ),
+        Command::SandboxExec(args) => {
+            crate::sandbox::launcher::sandbox_exec_main(&args.launch_request())
+        }
         Command::Tool(args) => tool_command(args).await,
         Command::Bench(args) => crate::bench::run(&args),
         Command::EgressProxyBench { allow } => crate::bench::egress_proxy_child(&allow).await,

@@ -200,7 +200,13 @@ async fn start_one(
     setup: &Setup<'_>,
 ) -> Result<RunningServer, NotStarted> {
     let startup = limit(spec, server, |t| t.startup).unwrap_or(DEFAULT_STARTUP);
-    let env = (setup.env_for)(server.sandbox.as_ref()).map_err(|e| NotStarted(e.to_string()))?;
+    let env = (setup.env_for)(server.sandbox.as_ref())
+        .map_err(|e| NotStarted(e.to_string()))?
+        .for_origin(crate::record::network::NetworkOrigin {
+            source: "mcp".to_string(),
+            tool_use_id: None,
+            name: Some(name.to_string()),
+        });
     // A `.mcp.json` may come from the repository under test: its `${VAR}`s take only
     // what the task's commands get (no secret the spec does not pass, never the model's
     // key, nothing another server takes as a credential).

@@ -33,6 +33,8 @@ pub(crate) struct RunningServer {
     pub launcher: Option<tokio::process::Child>,
     /// What writes a stdio server's stderr into its log.
     pub log: Option<StderrLog>,
+    /// A stdio server's proxy under rules naming hosts, until it has stopped.
+    pub network: Option<Box<dyn crate::sandbox::launch_network::LaunchedNetwork>>,
     pub protocol_version: String,
     pub tools: Vec<rmcp::model::Tool>,
 }
@@ -58,6 +60,7 @@ impl RunningServer {
             service,
             launcher,
             log,
+            network: None,
             protocol_version,
             tools,
         }
@@ -78,6 +81,9 @@ impl RunningServer {
         }
         if let Some(log) = self.log {
             log.finish().await;
+        }
+        if let Some(network) = self.network {
+            network.finish().await;
         }
     }
 }
@@ -165,7 +171,7 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
         command: program.to_string(),
         source,
     };
-    let mut command = launch
+    let (mut command, mut network) = launch
         .env
         .stdio_command(OsStr::new(program), &args, &env)
         .map_err(spawn_error)?;
@@ -185,6 +191,9 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
         .stderr(std::process::Stdio::piped())
         .process_group(0);
     let mut launcher = command.spawn().map_err(spawn_error)?;
+    if let Some(network) = &mut network {
+        network.started();
+    }
     let (Some(stdout), Some(stdin), Some(stderr)) = (
         launcher.stdout.take(),
         launcher.stdin.take(),
@@ -215,12 +224,9 @@ pub(crate) async fn start(launch: Launch<'_>) -> Result<RunningServer, StartErro
             });
         }
     };
-    Ok(RunningServer::new(
-        launch.name,
-        service,
-        Some((launcher, log)),
-        tools,
-    ))
+    let mut server = RunningServer::new(launch.name, service, Some((launcher, log)), tools);
+    server.network = network;
+    Ok(server)
 }
 
 /// The protocol handshake and the tool listing over `transport`, within `startup`.

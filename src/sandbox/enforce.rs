@@ -11,7 +11,7 @@ use landlock::{
 
 use super::SandboxPolicy;
 use super::read_grants::read_grants;
-use super::socket_filter::allow_unix_sockets_only;
+use super::socket_filter::{self, Sockets};
 
 /// The newest ABI this drover knows: rights of newer kernels are handled when present.
 const BEST_ABI: ABI = ABI::V9;
@@ -29,8 +29,8 @@ const TERMINALS: &[&str] = &["/dev/tty", "/dev/ptmx", "/dev/pts"];
 pub(super) struct Enforced {
     pub abi: String,
     pub private_network: bool,
-    /// Only Unix sockets can be created (the network is off).
-    pub socket_filter: bool,
+    /// Which sockets can be created, when a filter says (the network is not whole).
+    pub socket_filter: Option<Sockets>,
     /// Signals and abstract Unix sockets cannot reach outside the sandbox (ABI 6+).
     pub scoped: bool,
     /// Every mount is read-only and `nosuid` but the writable paths (root only).
@@ -39,10 +39,23 @@ pub(super) struct Enforced {
 
 /// Restrict the current thread (and what it `exec`s) to `policy`, or say why not. On
 /// error the process may be partly restricted and must not run the command.
-pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, SandboxError> {
+/// `proxy_port`: where drover's proxy listens, for a proxied policy.
+/// `report`: the channel to drover, over which the proxy's listener is handed when the
+/// proxied command gets a network namespace (as root).
+pub(super) fn enforce(
+    policy: &SandboxPolicy,
+    proxy_port: Option<u16>,
+    report: Option<&std::fs::File>,
+) -> Result<Enforced, SandboxError> {
     // Before Landlock, which forbids changing mounts once in force.
     let mounts = super::read_only_mounts::read_only_but(&policy.writable)?;
-    let private_network = !policy.network && private_network_namespace();
+    let private_network = match (policy.network, proxy_port, report) {
+        (true, _, _) => false,
+        (false, Some(port), Some(report)) => super::proxied::namespace::enter(port, report)?,
+        // The probe of a proxied policy: whether a namespace could be made.
+        (false, None, _) if policy.proxied => private_network_namespace(),
+        (false, _, _) => !policy.proxied && private_network_namespace(),
+    };
     let read = AccessFs::from_read(BEST_ABI);
     let write = AccessFs::from_write(BEST_ABI);
     let mut ruleset = Ruleset::default()
@@ -75,9 +88,38 @@ pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, SandboxError> 
             ))
         })
         .map_err(|e| SandboxError::failed("add the Landlock rules", e))?;
+    if let (false, Some(port)) = (policy.network, proxy_port) {
+        // Connecting to the proxy's port only, binding no port at all.
+        created = created
+            .add_rule(landlock::NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(|e| SandboxError::failed("add the Landlock rule for the proxy", e))?;
+    }
     let status = created
         .restrict_self()
         .map_err(|e| SandboxError::failed("apply the Landlock ruleset", e))?;
+    let abi = enforced_abi(&status)?;
+    // The filter cuts every socket but Unix ones (and, proxied, TCP ones), root or not,
+    // whatever the Landlock ABI; Landlock's TCP rules (ABI 4+) and the namespace (root)
+    // stay as further layers.
+    let socket_filter = match (policy.network, policy.proxied) {
+        (true, _) => None,
+        (false, true) => Some(Sockets::UnixAndTcp),
+        (false, false) => Some(Sockets::UnixOnly),
+    };
+    if let Some(sockets) = socket_filter {
+        socket_filter::install(sockets)?;
+    }
+    Ok(Enforced {
+        abi: abi.to_string(),
+        private_network,
+        socket_filter,
+        scoped: abi >= SCOPE_ABI,
+        mounts,
+    })
+}
+
+/// The ABI Landlock enforced `status` with, or why it cannot confine a command.
+fn enforced_abi(status: &landlock::RestrictionStatus) -> Result<ABI, SandboxError> {
     let abi = match status.landlock {
         LandlockStatus::Available { effective_abi, .. } => effective_abi,
         LandlockStatus::NotEnabled => {
@@ -99,18 +141,7 @@ pub(super) fn enforce(policy: &SandboxPolicy) -> Result<Enforced, SandboxError> 
             "the kernel's Landlock ABI {abi} is too old to confine writes (ABI {MIN_FS_ABI}, Linux 6.2, is needed)"
         )));
     }
-    // The filter cuts every socket but Unix ones, root or not, whatever the Landlock ABI;
-    // Landlock's TCP rules (ABI 4+) and the namespace (root) stay as further layers.
-    if !policy.network {
-        allow_unix_sockets_only()?;
-    }
-    Ok(Enforced {
-        abi: abi.to_string(),
-        private_network,
-        socket_filter: !policy.network,
-        scoped: abi >= SCOPE_ABI,
-        mounts,
-    })
+    Ok(abi)
 }
 
 /// Restrict the calling thread's filesystem access to what `policy` grants a command

@@ -23,6 +23,7 @@ use super::SandboxPolicy;
 use super::capabilities::{Dropped, drop_capabilities};
 use super::enforce::{Enforced, enforce};
 use super::read_only_mounts::Mounts;
+use super::socket_filter::Sockets;
 use super::{env_channel, supervise};
 
 /// The launcher's exit code when the sandbox cannot be enforced.
@@ -76,12 +77,15 @@ impl Launcher {
     /// [`env_channel`]). With `stdio` the command talks over its stdin and stdout (an
     /// MCP server): the launcher passes both through, and takes the hang-up of its stdin
     /// (drover closed the channel, or died) as the cut lifeline.
+    /// With `network` (a proxied policy), the command may reach that proxy only, and
+    /// the launcher reports the connections it refused on the network's channel.
     pub(crate) fn command(
         &self,
         stdio: bool,
         program: &OsStr,
         args: &[&OsStr],
         env: &[(OsString, OsString)],
+        network: Option<&dyn super::launch_network::LaunchedNetwork>,
     ) -> std::io::Result<tokio::process::Command> {
         let env_file = OwnedFd::from(env_channel::write(env)?);
         let env_fd = env_file.as_raw_fd();
@@ -95,12 +99,32 @@ impl Launcher {
         if stdio {
             cmd.arg("--stdio");
         }
+        let report_fd = match network {
+            Some(network) => {
+                let report_fd = network.launcher_fd().ok_or_else(|| {
+                    std::io::Error::other("the command's network channel was already used")
+                })?;
+                cmd.arg("--proxy-port")
+                    .arg(network.port().to_string())
+                    .arg("--report-fd")
+                    .arg(report_fd.to_string());
+                Some(report_fd)
+            }
+            None => None,
+        };
         cmd.arg("--").arg(program).args(args);
-        // SAFETY: the hook makes one system call (fcntl), which is async-signal-safe and
-        // allocates nothing. It owns the file, so the descriptor stays open until the
-        // command is dropped, after the spawn.
+        // SAFETY: the hook makes system calls (fcntl) only, which are async-signal-safe
+        // and allocate nothing. It owns the environment file, so that descriptor stays
+        // open until the command is dropped, after the spawn; the report channel's end
+        // is held by the network until the launcher has started.
         unsafe {
-            cmd.pre_exec(move || env_channel::inherit_in_child(env_file.as_raw_fd()));
+            cmd.pre_exec(move || {
+                env_channel::inherit_in_child(env_file.as_raw_fd())?;
+                if let Some(report_fd) = report_fd {
+                    env_channel::inherit_in_child(report_fd)?;
+                }
+                Ok(())
+            });
         }
         Ok(cmd)
     }
@@ -139,55 +163,113 @@ impl Launcher {
     }
 }
 
-/// The launcher's main: contain, enforce `policy_json` (`null`: no sandbox), then run
-/// `command` under supervision (or, with `probe`, exit 0), with the environment read
-/// from descriptor `env_fd` (without one, the launcher's own). With `stdio` the command
-/// talks over the launcher's stdin and stdout (see [`Launcher::command`]). Returns the
-/// exit code.
-pub fn sandbox_exec_main(
-    policy_json: &str,
-    probe: bool,
-    stdio: bool,
-    env_fd: Option<i32>,
-    command: &[OsString],
-) -> i32 {
-    // First, so the descriptor is closed before anything else happens.
-    let env = match env_fd.map(env_channel::read).transpose() {
-        Ok(env) => env,
+/// What the launcher was asked to do (its command line).
+#[derive(Debug)]
+pub struct LaunchRequest<'a> {
+    /// The policy as JSON (`null`: no sandbox).
+    pub policy_json: &'a str,
+    /// Only check that the policy can be enforced.
+    pub probe: bool,
+    /// The command talks over the launcher's stdin and stdout (see
+    /// [`Launcher::command`]).
+    pub stdio: bool,
+    /// The descriptor of the command's environment (without one, the launcher's own).
+    pub env_fd: Option<i32>,
+    /// For a proxied policy: the port of drover's egress proxy on 127.0.0.1.
+    pub proxy_port: Option<u16>,
+    /// For a proxied policy: where refused connections are reported to drover.
+    pub report_fd: Option<i32>,
+    pub command: &'a [OsString],
+}
+
+/// The launcher's main: contain, enforce the policy, then run the command under
+/// supervision (or, with `probe`, exit 0). Returns the exit code.
+pub fn sandbox_exec_main(request: &LaunchRequest<'_>) -> i32 {
+    match launch(request) {
+        Ok(code) => code,
         Err(reason) => {
             crate::esay!("drover sandbox: {reason}");
-            return EXIT_UNENFORCEABLE;
+            EXIT_UNENFORCEABLE
         }
-    };
-    let policy: Option<SandboxPolicy> = match serde_json::from_str(policy_json) {
-        Ok(policy) => policy,
-        Err(e) => {
-            crate::esay!("drover sandbox: invalid policy: {e}");
-            return EXIT_UNENFORCEABLE;
+    }
+}
+
+fn launch(request: &LaunchRequest<'_>) -> Result<i32, SandboxError> {
+    // The command, the same user, must not trace the launcher, read its memory or take
+    // its descriptors (the lifeline, a seccomp listener): see `proxied::scoped`.
+    super::proxied::scoped::make_launcher_undumpable()
+        .map_err(|e| SandboxError::failed("make the launcher undumpable", e))?;
+    // First, so the descriptors are closed (or kept from the command) before anything
+    // else happens.
+    let env = request.env_fd.map(env_channel::read).transpose()?;
+    let report = request.report_fd.map(report_channel).transpose()?;
+    let policy: Option<SandboxPolicy> = serde_json::from_str(request.policy_json)
+        .map_err(|e| SandboxError::Unenforceable(format!("invalid policy: {e}")))?;
+    let proxied = policy.as_ref().is_some_and(|policy| policy.proxied);
+    let proxy_port = match (proxied, request.proxy_port, request.probe) {
+        (true, Some(port), _) => Some(port),
+        (true, None, true) => None,
+        (true, None, false) => {
+            return Err(SandboxError::Unenforceable(
+                "a proxied policy needs --proxy-port".to_string(),
+            ));
         }
+        (false, _, _) => None,
     };
-    let containment = match supervise::prepare() {
-        Ok(containment) => containment,
-        Err(reason) => {
-            crate::esay!("drover sandbox: {reason}");
-            return EXIT_UNENFORCEABLE;
-        }
-    };
+    supervise::become_subreaper()?;
+    if proxied {
+        super::proxied::notify::available()?;
+    }
     let enforced = match &policy {
-        Some(policy) => match enforce_all(policy) {
-            Ok(enforced) => Some(enforced),
-            Err(reason) => {
-                crate::esay!("drover sandbox: {reason}");
-                return EXIT_UNENFORCEABLE;
-            }
-        },
+        Some(policy) => Some(enforce(policy, proxy_port, report.as_ref())?),
         None => None,
     };
-    if probe {
+    let handover = match proxy_port {
+        Some(proxy_port) if !request.probe => Some(super::proxied::FilterHandover::start(
+            super::proxied::ProxiedLaunch { proxy_port, report },
+        )?),
+        _ => None,
+    };
+    let containment = supervise::enter_pid_namespace();
+    let enforced = match (&policy, enforced) {
+        (Some(policy), Some(enforced)) => {
+            policy.limits.apply()?;
+            Some((enforced, drop_capabilities()?))
+        }
+        _ => None,
+    };
+    if request.probe {
         say_probe(policy.as_ref(), enforced, &containment);
-        return 0;
+        return Ok(0);
     }
-    supervise::run(command, env, containment, stdio)
+    // Where Landlock scopes signals (ABI 6), the command's own nested domain keeps it
+    // from signalling (stopping, killing) the launcher.
+    let nest_domain = enforced
+        .as_ref()
+        .is_some_and(|(enforced, _)| enforced.scoped);
+    Ok(supervise::run(
+        request.command,
+        env,
+        containment,
+        request.stdio,
+        handover,
+        nest_domain,
+    ))
+}
+
+/// The report channel's descriptor as a file, kept from the command (close-on-exec).
+fn report_channel(fd: i32) -> Result<std::fs::File, SandboxError> {
+    if fd < 3 {
+        return Err(SandboxError::Unenforceable(format!(
+            "--report-fd {fd} is a standard stream"
+        )));
+    }
+    // SAFETY: drover passes a descriptor it opened for this launcher alone; it is owned
+    // from here on.
+    let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::CLOEXEC)
+        .map_err(|e| SandboxError::failed("keep the report channel from the command", e))?;
+    Ok(file)
 }
 
 /// What `--probe` reports: what the sandbox enforced here, or that it is off.
@@ -200,11 +282,16 @@ fn say_probe(
         (Some(policy), Some((enforced, dropped))) => crate::say!(
             "drover sandbox: enforced (Landlock ABI {}, network {}{}{}{}{}{}, {})",
             enforced.abi,
-            if policy.network { "allowed" } else { "cut" },
-            if enforced.socket_filter {
-                ", socket filter: Unix sockets only"
-            } else {
-                ""
+            match (policy.network, policy.proxied) {
+                (true, _) => "allowed",
+                (false, true) => "through drover's proxy only",
+                (false, false) => "cut",
+            },
+            match enforced.socket_filter {
+                Some(Sockets::UnixOnly) => ", socket filter: Unix sockets only",
+                Some(Sockets::UnixAndTcp) =>
+                    ", socket filter: Unix and TCP sockets only, every connect decided by the launcher",
+                None => "",
             },
             if enforced.private_network {
                 ", private network namespace"
@@ -240,14 +327,4 @@ fn say_probe(
             }
         ),
     }
-}
-
-/// Everything the sandbox imposes, in order: Landlock, the network namespace and the
-/// socket filter (which need capabilities root has), the limits, then the drop of every
-/// capability the command may not keep. An error means the command must not run.
-fn enforce_all(policy: &SandboxPolicy) -> Result<(Enforced, Dropped), SandboxError> {
-    let enforced = enforce(policy)?;
-    policy.limits.apply()?;
-    let dropped = drop_capabilities()?;
-    Ok((enforced, dropped))
 }

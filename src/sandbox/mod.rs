@@ -27,9 +27,12 @@ pub(crate) mod env;
 mod env_channel;
 mod error;
 pub(crate) mod exec;
+pub(crate) mod launch_network;
 pub(crate) mod launcher;
 pub(crate) mod limits;
 pub(crate) mod own_environ;
+pub(crate) mod proxied;
+pub(crate) mod proxy_env;
 mod read_grants;
 pub(super) mod read_only_mounts;
 mod socket_filter;
@@ -41,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use enforce::enforce_files;
 pub(crate) use error::SandboxError;
-pub(crate) use launcher::{Launcher, sandbox_exec_main};
+pub(crate) use launcher::Launcher;
 pub(crate) use limits::ResourceLimits;
 
 /// Device files every program expects to open for writing (`> /dev/null`, terminals).
@@ -65,8 +68,12 @@ pub(crate) struct SandboxPolicy {
     pub writable: Vec<PathBuf>,
     /// Files and directories (with everything beneath) the command may not read.
     pub read_denied: Vec<PathBuf>,
-    /// Let the command use the network.
+    /// Let the command use the whole network.
     pub network: bool,
+    /// Let the command reach drover's egress proxy, and no other host (the network
+    /// under a per-host policy, see [`proxied`]); the proxy's port is given per launch.
+    #[serde(default)]
+    pub proxied: bool,
     /// Resource limits applied before the command starts.
     #[serde(default)]
     pub limits: ResourceLimits,
@@ -111,6 +118,7 @@ impl SandboxPolicy {
             writable,
             read_denied,
             network: task.network,
+            proxied: false,
             limits: task.limits,
         }
     }
@@ -120,6 +128,7 @@ impl SandboxPolicy {
         serde_json::json!({
             "enabled": true,
             "network": self.network,
+            "proxied": self.proxied,
             "writable": self.writable,
             "read_denied": self.read_denied,
             "limits": self.limits,

@@ -24,34 +24,87 @@ use super::SandboxError;
 #[cfg(target_arch = "x86_64")]
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
-/// Let the current thread, and everything it starts from now on, create no socket but
-/// Unix ones. Irreversible; the caller must be single-threaded (the launcher) or mean
-/// it for this thread only.
-pub(super) fn allow_unix_sockets_only() -> Result<(), SandboxError> {
-    let program: seccompiler::BpfProgram = filter()?
+/// Which sockets a command may create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sockets {
+    /// Unix sockets only: the network is off.
+    UnixOnly,
+    /// Unix sockets and TCP sockets (IPv4 and IPv6, plain TCP): the network through
+    /// drover's proxy, where the connect filter decides where a TCP socket connects.
+    /// No TCP Fast Open either: `sendto`/`sendmsg` with `MSG_FASTOPEN` connect without
+    /// `connect()`.
+    UnixAndTcp,
+}
+
+/// Let the current thread, and everything it starts from now on, create only the
+/// sockets `sockets` says. Irreversible; the caller must be single-threaded (the
+/// launcher) or mean it for this thread only.
+pub(super) fn install(sockets: Sockets) -> Result<(), SandboxError> {
+    let program: seccompiler::BpfProgram = filter(sockets)?
         .try_into()
         .map_err(|e| SandboxError::failed("compile the socket filter", e))?;
     seccompiler::apply_filter(&program)
         .map_err(|e| SandboxError::failed("install the socket filter (seccomp)", e))
 }
 
+/// One argument condition (the arguments are ints: the kernel reads the low 32 bits,
+/// and so does the rule).
+fn arg(index: u8, op: SeccompCmpOp, value: i32) -> Result<SeccompCondition, SandboxError> {
+    SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u32 as u64)
+        .map_err(|e| SandboxError::failed("build the socket filter", e))
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> {
+    SeccompRule::new(conditions).map_err(|e| SandboxError::failed("build the socket filter", e))
+}
+
+/// The rules (any one matching refuses the call) of `socket()` for `sockets`.
+fn socket_rules(sockets: Sockets) -> Result<Vec<SeccompRule>, SandboxError> {
+    if sockets == Sockets::UnixOnly {
+        return Ok(vec![rule(vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX)?])?]);
+    }
+    let mut rules = vec![rule(vec![
+        arg(0, SeccompCmpOp::Ne, libc::AF_UNIX)?,
+        arg(0, SeccompCmpOp::Ne, libc::AF_INET)?,
+        arg(0, SeccompCmpOp::Ne, libc::AF_INET6)?,
+    ])?];
+    for family in [libc::AF_INET, libc::AF_INET6] {
+        // The type's low four bits (the flags SOCK_NONBLOCK and SOCK_CLOEXEC are above
+        // them): every type but SOCK_STREAM is refused.
+        for kind in (0..16).filter(|kind| *kind != libc::SOCK_STREAM) {
+            rules.push(rule(vec![
+                arg(0, SeccompCmpOp::Eq, family)?,
+                arg(1, SeccompCmpOp::MaskedEq(0xf), kind)?,
+            ])?);
+        }
+        // Plain TCP only (0 or IPPROTO_TCP): not SCTP or MPTCP over a stream socket.
+        rules.push(rule(vec![
+            arg(0, SeccompCmpOp::Eq, family)?,
+            arg(2, SeccompCmpOp::Ne, 0)?,
+            arg(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP)?,
+        ])?);
+    }
+    Ok(rules)
+}
+
 /// The filter: the calls it matches fail with EPERM, every other call is allowed.
-fn filter() -> Result<SeccompFilter, SandboxError> {
+fn filter(sockets: Sockets) -> Result<SeccompFilter, SandboxError> {
     let failed = |e| SandboxError::failed("build the socket filter", e);
-    // The domain is an int: the kernel reads the low 32 bits, and so does the rule.
-    let not_unix = SeccompRule::new(vec![
-        SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            libc::AF_UNIX as u64,
-        )
-        .map_err(failed)?,
-    ])
-    .map_err(failed)?;
+    let not_unix = rule(vec![arg(0, SeccompCmpOp::Ne, libc::AF_UNIX)?])?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for call in [libc::SYS_socket, libc::SYS_socketpair] {
-        rules.insert(call, vec![not_unix.clone()]);
+    rules.insert(libc::SYS_socket, socket_rules(sockets)?);
+    rules.insert(libc::SYS_socketpair, vec![not_unix]);
+    if sockets == Sockets::UnixAndTcp {
+        let fast_open = libc::MSG_FASTOPEN;
+        let flags_at = [
+            (libc::SYS_sendto, 3),
+            (libc::SYS_sendmsg, 2),
+            (libc::SYS_sendmmsg, 3),
+        ];
+        for (call, index) in flags_at {
+            let masked = SeccompCmpOp::MaskedEq(fast_open as u32 as u64);
+            rules.insert(call, vec![rule(vec![arg(index, masked, fast_open)?])?]);
+        }
     }
     // An empty rule list matches the call whatever its arguments.
     for call in [
@@ -63,6 +116,7 @@ fn filter() -> Result<SeccompFilter, SandboxError> {
     }
     #[cfg(target_arch = "x86_64")]
     {
+        // Every call above in its x32 form is refused whatever its arguments.
         let native: Vec<i64> = rules.keys().copied().collect();
         for call in native {
             rules.insert(call | X32_SYSCALL_BIT, Vec::new());
@@ -94,7 +148,7 @@ mod tests {
     /// The filter is installed on a thread of its own: the test process stays as it was.
     fn on_filtered_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
         std::thread::spawn(move || {
-            allow_unix_sockets_only().unwrap();
+            install(Sockets::UnixOnly).unwrap();
             f()
         })
         .join()
@@ -150,6 +204,53 @@ mod tests {
             assert_eq!(errno, Some(libc::EPERM));
         }
         assert_eq!(inet_pair, (-1, Some(libc::EPERM)));
+    }
+
+    #[test]
+    fn proxied_commands_get_tcp_but_no_udp_raw_or_fast_open() {
+        let results = std::thread::spawn(|| {
+            install(Sockets::UnixAndTcp).unwrap();
+            let kinds = [
+                (libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC),
+                (libc::AF_INET6, libc::SOCK_STREAM | libc::SOCK_NONBLOCK),
+                (libc::AF_UNIX, libc::SOCK_DGRAM),
+                (libc::AF_INET, libc::SOCK_DGRAM),
+                (libc::AF_INET6, libc::SOCK_DGRAM),
+                (libc::AF_INET, libc::SOCK_RAW),
+                (libc::AF_INET, libc::SOCK_SEQPACKET),
+                (libc::AF_NETLINK, libc::SOCK_RAW),
+                (libc::AF_PACKET, libc::SOCK_RAW),
+            ];
+            let made: Vec<bool> = kinds
+                .iter()
+                .map(|(domain, kind)| socket(*domain, *kind).is_ok())
+                .collect();
+            // SAFETY: socket(2) with plain integers; MPTCP over a stream socket.
+            let mptcp = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 262) };
+            // SAFETY: sendto(2) on an invalid descriptor reads nothing: the filter
+            // answers before the kernel looks at the arguments.
+            let fast_open = unsafe {
+                libc::sendto(
+                    -1,
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_FASTOPEN,
+                    std::ptr::null(),
+                    0,
+                )
+            };
+            let fast_open_errno = std::io::Error::last_os_error().raw_os_error();
+            (made, mptcp, (fast_open, fast_open_errno))
+        })
+        .join()
+        .unwrap();
+        let (made, mptcp, fast_open) = results;
+        assert_eq!(
+            made,
+            [true, true, true, false, false, false, false, false, false]
+        );
+        assert_eq!(mptcp, -1, "MPTCP is refused");
+        assert_eq!(fast_open, (-1, Some(libc::EPERM)));
     }
 
     #[test]

@@ -35,6 +35,10 @@ use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions, kill_process, wait};
 
+use super::proxied::FilterHandover;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
 /// The launcher's exit code when drover cut the lifeline and the command was killed.
 pub(crate) const EXIT_LIFELINE_CUT: i32 = 137;
 /// The launcher's exit code when the command cannot be executed (as a shell's).
@@ -50,26 +54,37 @@ pub(crate) struct Containment {
     pub pid_namespace: bool,
 }
 
-/// Make this process the reaper of its descendants' orphans and, when the kernel lets
-/// it, put its future children in a new PID namespace. Call before any thread exists.
-pub(crate) fn prepare() -> Result<Containment, SandboxError> {
+/// Make this process the reaper of its descendants' orphans. Call first.
+pub(crate) fn become_subreaper() -> Result<(), SandboxError> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
-        .map_err(|e| SandboxError::failed("become the subreaper of the command's processes", e))?;
-    // SAFETY: the launcher is single-threaded here, and NEWPID changes only which PID
-    // namespace later children are created in, not file descriptor tables.
+        .map_err(|e| SandboxError::failed("become the subreaper of the command's processes", e))
+}
+
+/// When the kernel lets it (CAP_SYS_ADMIN), put this thread's future children in a new
+/// PID namespace. After it, this process can start no thread: a thread the launcher
+/// needs is started before.
+pub(crate) fn enter_pid_namespace() -> Containment {
+    // SAFETY: NEWPID changes only which PID namespace later children are created in,
+    // not file descriptor tables.
     let pid_namespace =
         unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWPID) }.is_ok();
-    Ok(Containment { pid_namespace })
+    Containment { pid_namespace }
 }
 
 /// Start `command` as described in the module docs, with exactly `env` as its
 /// environment when given (else the launcher's own), and supervise it until it ends or
 /// the lifeline closes. Returns the launcher's exit code.
+/// With `proxied`, the command's process installs the connect filter before it `exec`s
+/// and sends its listener to the launcher's thread (see [`super::proxied`]). With
+/// `nest_domain` it enters a Landlock domain of its own, nested in the launcher's, that
+/// cannot signal the launcher (see [`super::proxied::scoped`]).
 pub(crate) fn run(
     command: &[OsString],
     env: Option<Vec<(OsString, OsString)>>,
     containment: Containment,
     stdio: bool,
+    proxied: Option<FilterHandover>,
+    nest_domain: bool,
 ) -> i32 {
     let Some((program, args)) = command.split_first() else {
         crate::esay!("drover sandbox: no command to run");
@@ -85,8 +100,12 @@ pub(crate) fn run(
         child.stdin(Stdio::null());
     }
     let pid_namespace = containment.pid_namespace;
-    // SAFETY: between fork and exec the closure only makes two raw system calls
-    // (setsid, prctl), which are async-signal-safe and allocate nothing.
+    let connect_filter = proxied
+        .as_ref()
+        .map(|handover| (Arc::clone(&handover.filter), handover.child_end.as_raw_fd()));
+    // SAFETY: between fork and exec the closure only makes raw system calls (setsid,
+    // prctl, landlock, seccomp, sendmsg, close), which are async-signal-safe, on memory
+    // allocated before the fork or on the stack; it allocates nothing.
     unsafe {
         child.pre_exec(move || {
             rustix::process::setsid()?;
@@ -94,6 +113,12 @@ pub(crate) fn run(
                 // Process 1 of the namespace dies with the launcher, and so does the
                 // whole namespace.
                 rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            }
+            if nest_domain {
+                super::proxied::scoped::nest_scoped_domain()?;
+            }
+            if let Some((filter, channel)) = &connect_filter {
+                filter.install_in_child(*channel)?;
             }
             Ok(())
         });
@@ -111,6 +136,9 @@ pub(crate) fn run(
     let main_pid = i32::try_from(main.id()).ok().and_then(Pid::from_raw);
     // The std handle is not waited on: the launcher reaps every child itself.
     drop(main);
+    // The command's process sent its filter's listener over the pair before its exec:
+    // the launcher's thread receives it from its own end.
+    drop(proxied);
     if stdio {
         // The launcher writes nothing to stdout from here on; the command holds the
         // channel's only copy. Failing that, the end is read when the launcher exits.

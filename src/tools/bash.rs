@@ -9,6 +9,7 @@ use super::shell_state::{CwdChange, CwdProbe};
 use super::text::cut_middle;
 use super::{About, ToolContext, ToolError, ToolInput, TypedTool};
 use crate::policy::Subject;
+use crate::record::network::NetworkOrigin;
 use crate::sandbox::exec::{ShellOutcome, run_shell_with_env};
 
 /// Default timeout in milliseconds.
@@ -76,16 +77,18 @@ impl TypedTool for BashTool {
         let probe = CwdProbe::new_in(ctx.env.tmpdir())
             .map_err(|e| ToolError::Failed(format!("Could not run the command: {e}")))?;
         let (key, value) = probe.env();
+        let env = ctx.env.for_origin(bash_origin(ctx));
         let outcome = run_shell_with_env(
             &input.command,
             &cwd,
             Duration::from_millis(timeout_ms.max(1)),
             &[(key, value.as_os_str())],
-            &ctx.env,
+            &env,
         )
         .await
         .map_err(|e| ToolError::Failed(format!("Could not run the command: {e}")))?;
         let mut notes: Vec<String> = moved_note.into_iter().collect();
+        notes.extend(outcome.network.note());
         if let Some(CwdChange::Reset { outside }) =
             probe.final_dir().map(|dir| ctx.shell.update(&dir))
         {
@@ -99,6 +102,15 @@ impl TypedTool for BashTool {
     }
 }
 
+/// What the command's network attempts name as their origin: this Bash call.
+pub(crate) fn bash_origin(ctx: &ToolContext) -> NetworkOrigin {
+    NetworkOrigin {
+        source: "bash".to_string(),
+        tool_use_id: ctx.call_id.clone(),
+        name: None,
+    }
+}
+
 /// Start a background shell and tell the model how to follow it.
 fn start_background(
     ctx: &ToolContext,
@@ -106,7 +118,10 @@ fn start_background(
     cwd: &std::path::Path,
     note: Option<String>,
 ) -> Result<String, ToolError> {
-    match ctx.background.start(command, cwd, &ctx.env) {
+    match ctx
+        .background
+        .start(command, cwd, &ctx.env.for_origin(bash_origin(ctx)))
+    {
         Ok(id) => with_notes(
             Ok(format!(
                 "Command running in the background with id {id} (in {}). Read its new output and status with BashOutput {{\"bash_id\": \"{id}\"}}; stop it with KillShell {{\"shell_id\": \"{id}\"}}. It is killed when the run ends.",

@@ -161,6 +161,7 @@ fn a_confined_thread_stops_what_the_path_logic_lets_through() {
         writable: vec![root.clone()],
         read_denied: vec![denied_root.clone()],
         network: true,
+        proxied: false,
         limits: Default::default(),
     };
     let thread = ConfinedThread::start(move || enforce_files(&policy))

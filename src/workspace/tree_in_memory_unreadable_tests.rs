@@ -29,6 +29,7 @@ fn an_unreadable_file_is_named_and_the_rest_is_kept() {
         writable: Vec::new(),
         read_denied: vec![root.join("locked")],
         network: true,
+        proxied: false,
         limits: Default::default(),
     };
     let taken = std::thread::spawn(move || {

@@ -50,6 +50,7 @@ mod mcp_headers_helper;
 mod mcp_http;
 mod mcp_modern;
 mod mcp_registry_servers;
+mod network_spec;
 mod notebook_cli;
 mod output_cli;
 mod output_providers;

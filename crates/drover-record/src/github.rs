@@ -92,7 +92,8 @@ pub(crate) fn append_step_summary(path: &Path, markdown: &str) -> std::io::Resul
 }
 
 /// The workflow commands for a run: an `::error` for every task that did not pass and
-/// every failed check, a `::warning` for every task whose tool calls the policy denied.
+/// every failed check, a `::warning` for every task whose tool calls the policy denied
+/// and for every task whose commands' connections its network rules denied.
 pub fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<String> {
     let mut lines = Vec::new();
     for task in &report.tasks {
@@ -137,6 +138,14 @@ pub fn annotations(report: &RunReport, workspace: Option<&Path>) -> Vec<String> 
                 .map(|denial| format!("{}: {}", denial.tool, denial.reason))
                 .collect::<Vec<_>>()
                 .join("\n");
+            lines.push(command("warning", &file, &title, &message));
+        }
+        if let Some(message) = task
+            .network
+            .as_ref()
+            .and_then(crate::network::denied_message)
+        {
+            let title = format!("drover: task {}: network connections denied", task.name);
             lines.push(command("warning", &file, &title, &message));
         }
     }

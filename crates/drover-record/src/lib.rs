@@ -11,6 +11,7 @@ pub mod github;
 pub mod junit;
 mod markdown;
 pub mod merge;
+pub mod network;
 pub mod redact;
 mod redact_safety;
 mod replay_outcome;

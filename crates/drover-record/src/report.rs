@@ -191,6 +191,10 @@ pub struct TaskReport {
     /// the expectations: named so nothing is left out silently. Absent when none were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excluded_from_diff: Option<ExcludedFromDiff>,
+    /// The connections the task's sandboxed commands tried under rules naming hosts
+    /// (absent without such rules, or when none was tried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::network::NetworkTally>,
     /// The last assistant text, for people reading the report.
     pub final_text: String,
     /// The model's plan as it last wrote it with TodoWrite.

@@ -160,6 +160,7 @@ mod tests {
             files_changed: vec!["src/lib.rs".to_string()],
             ignored_changes: 0,
             excluded_from_diff: None,
+            network: None,
             replay: None,
             start: None,
             final_text: "Fixed.".to_string(),

@@ -129,6 +129,9 @@ pub fn summary_md(report: &RunReport) -> String {
         excluded_from_diff_section(&mut out, task);
     }
     for task in &report.tasks {
+        crate::network::summary_section(&mut out, task);
+    }
+    for task in &report.tasks {
         if let Some(value) = &task.output {
             let text = serde_json::to_string_pretty(value).unwrap_or_default();
             let shown: String = text.chars().take(4000).collect();

@@ -378,6 +378,19 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Usage::is_zero")]
         spent_before: Usage,
     },
+    /// One connection a sandboxed command tried under rules naming hosts: through
+    /// drover's egress proxy (allowed or denied), or around it (denied).
+    Network(Box<crate::network::NetworkAttempt>),
+    /// A command tried more connections than are recorded one by one: how many more,
+    /// and the bytes the allowed ones among them moved.
+    NetworkOmitted {
+        #[serde(flatten)]
+        origin: crate::network::NetworkOrigin,
+        allowed: u64,
+        denied: u64,
+        #[serde(default)]
+        bytes: u64,
+    },
     RunEnd {
         status: crate::Status,
         reason: crate::EndReason,
@@ -519,6 +532,9 @@ struct Shared {
     prev: String,
     /// A resumed run: which of its events are not written (see [`Muted`]).
     muted: Muted,
+    /// `run_end` is written: it stays the last line, whatever a writer shared with a
+    /// task's background work (a proxy recording a late connection) still sends.
+    ended: bool,
 }
 
 /// What a resumed run leaves out of the transcript it continues: its own `run_start`
@@ -560,6 +576,7 @@ impl TranscriptWriter {
             redactor: None,
             prev: super::chain::genesis(),
             muted: Muted::Nothing,
+            ended: false,
         };
         Ok(TranscriptWriter {
             shared: Arc::new(std::sync::Mutex::new(shared)),
@@ -603,6 +620,7 @@ impl TranscriptWriter {
             } else {
                 Muted::RunStart
             },
+            ended: false,
         };
         Ok(TranscriptWriter {
             shared: Arc::new(std::sync::Mutex::new(shared)),
@@ -666,6 +684,12 @@ impl TranscriptWriter {
         let scope = self.scope.clone();
         let mut shared = self.lock();
         let shared = &mut *shared;
+        if shared.ended {
+            return Ok(());
+        }
+        if scope.is_none() && matches!(event, Event::RunEnd { .. }) {
+            shared.ended = true;
+        }
         if shared.muted.hides(&event) {
             // Not written again, but shown: progress follows the replay of the recorded
             // turns (their tools run again) and counts their tokens and cost.

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use super::network::{HostPattern, Registry};
 use super::types::{Isolation, Provider};
 
 /// The path an exec task's spec goes by (`run_start`'s `spec_path`, summary.json,
@@ -29,7 +30,7 @@ pub struct ExecInherits {
     pub isolation: bool,
     /// `permissions.allow`: no `--allow` or `--allowedTools`.
     pub allow: bool,
-    /// `sandbox:`: no `--sandbox` or `--network`.
+    /// `sandbox:`: no `--sandbox`, `--network`, `--allow-host` or `--registry`.
     pub sandbox: bool,
 }
 
@@ -57,6 +58,10 @@ pub struct ExecTask {
     pub sandbox: bool,
     /// `sandbox: { network: true }` (with the sandbox on).
     pub network: bool,
+    /// `sandbox: { network: { allow: [...] } }` (with the sandbox on, without `network`).
+    pub allow_hosts: Vec<HostPattern>,
+    /// `sandbox: { network: { registries: [...] } }`, as `allow_hosts`.
+    pub registries: Vec<Registry>,
     pub max_turns: Option<u32>,
     /// As a spec writes it (`30m`, `none`).
     pub timeout: Option<String>,
@@ -134,11 +139,22 @@ impl ExecTask {
         out
     }
 
-    fn sandbox_value(&self) -> &'static str {
-        match (self.sandbox, self.network) {
-            (false, _) => "off",
-            (true, false) => "on",
-            (true, true) => "{ network: true }",
+    fn sandbox_value(&self) -> String {
+        let named = !self.allow_hosts.is_empty() || !self.registries.is_empty();
+        match (self.sandbox, self.network, named) {
+            (false, _, _) => "off".into(),
+            (true, true, _) => "{ network: true }".into(),
+            (true, false, false) => "on".into(),
+            (true, false, true) => {
+                let mut rules = Vec::new();
+                if !self.allow_hosts.is_empty() {
+                    rules.push(format!("allow: {}", list_of(&self.allow_hosts)));
+                }
+                if !self.registries.is_empty() {
+                    rules.push(format!("registries: {}", list_of(&self.registries)));
+                }
+                format!("{{ network: {{ {} }} }}", rules.join(", "))
+            }
         }
     }
 
@@ -175,6 +191,11 @@ fn isolation_word(isolation: Isolation) -> &'static str {
 fn list(items: &[String]) -> String {
     let items: Vec<String> = items.iter().map(|item| quoted(item)).collect();
     format!("[{}]", items.join(", "))
+}
+
+/// [`list`] of values written as their text (hosts, registry names).
+fn list_of<T: ToString>(items: &[T]) -> String {
+    list(&items.iter().map(ToString::to_string).collect::<Vec<_>>())
 }
 
 /// A JSON value as YAML flow (JSON is YAML), its strings quoted by [`quoted`].

@@ -4,7 +4,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::*;
-use crate::{LoadedSpec, PermissionMode, SandboxSpec, Switch, TimeoutLimit};
+use crate::{LoadedSpec, NetworkSpec, PermissionMode, Registry, SandboxSpec, Switch, TimeoutLimit};
 
 fn task() -> ExecTask {
     ExecTask {
@@ -23,6 +23,8 @@ fn task() -> ExecTask {
         additional_directories: Vec::new(),
         sandbox: true,
         network: false,
+        allow_hosts: Vec::new(),
+        registries: Vec::new(),
         max_turns: None,
         timeout: None,
         max_cost_usd: None,
@@ -142,6 +144,38 @@ fn the_sandbox_off_is_off_whatever_the_network_says() {
     off.network = true;
     let spec = load(&off).spec;
     assert_eq!(spec.sandbox, Some(SandboxSpec::Switch(Switch::Off)));
+}
+
+#[test]
+fn hosts_and_registries_are_the_sandboxs_network_rules() {
+    let mut named = task();
+    named.allow_hosts = vec![
+        "api.example".parse().unwrap(),
+        "[::1]:8080".parse().unwrap(),
+    ];
+    named.registries = vec![Registry::Npm, Registry::Crates];
+    let text = named.to_yaml();
+    assert!(
+        text.contains(
+            "sandbox: { network: { allow: [\"api.example\", \"[::1]:8080\"], registries: [\"npm\", \"crates\"] } }\n"
+        ),
+        "{text}"
+    );
+    let spec = load(&named).spec;
+    let Some(NetworkSpec::Rules(rules)) = SandboxSpec::network(spec.sandbox.as_ref()) else {
+        panic!("{:?}", spec.sandbox)
+    };
+    assert_eq!(rules.allow, named.allow_hosts);
+    assert_eq!(rules.registries, named.registries);
+    assert!(rules.deny.is_empty());
+    assert!(!SandboxSpec::has_network(spec.sandbox.as_ref()));
+    named.allow_hosts.clear();
+    let text = named.to_yaml();
+    assert!(
+        text.contains("sandbox: { network: { registries: [\"npm\", \"crates\"] } }\n"),
+        "{text}"
+    );
+    assert!(SandboxSpec::network_rules(load(&named).spec.sandbox.as_ref()).is_some());
 }
 
 #[test]

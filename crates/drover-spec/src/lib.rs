@@ -20,6 +20,7 @@ mod limits;
 mod load;
 mod mcp;
 mod model_check;
+mod network;
 mod output;
 mod pricing;
 mod referenced;
@@ -57,11 +58,12 @@ pub use load::{
     parse_every, parse_every_with_defaults, parse_with_defaults,
 };
 pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
+pub use network::{HostError, HostPattern, NetworkRules, NetworkSpec, Registry, UnknownRegistry};
 pub use output::{MAX_ATTEMPTS, output_problem};
 pub use pricing::Pricing;
 pub use referenced::JsonError;
 pub use replay::ReplaySpec;
-pub use sandbox::SandboxSpec;
+pub use sandbox::{SandboxSettings, SandboxSpec};
 pub use script::{ScriptToolCall, ScriptTurn, ScriptUsage};
 pub use skills::{
     MAX_SKILL_DESCRIPTION, MAX_SKILL_FILE_BYTES, SkillFile, SkillFileError, SkillSpec, SkillsFrom,

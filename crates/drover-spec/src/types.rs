@@ -176,6 +176,52 @@ impl TaskSpec {
             .as_ref()
             .map_or_else(Isolation::default, |isolation| isolation.value)
     }
+
+    /// Every `sandbox:` the spec writes, each with where it is (`sandbox`,
+    /// `setup[0].sandbox`, `hooks.Stop[0].hooks[1].sandbox`, `mcp.servers.docs.sandbox`).
+    pub fn sandboxes(&self) -> Vec<(String, &SandboxSpec)> {
+        let mut found: Vec<(String, &SandboxSpec)> = Vec::new();
+        found.extend(self.sandbox.as_ref().map(|s| ("sandbox".to_string(), s)));
+        for (list, steps) in [("setup", &self.setup), ("checks", &self.checks)] {
+            for (i, step) in steps.iter().enumerate() {
+                found.extend(
+                    step.sandbox
+                        .as_ref()
+                        .map(|s| (format!("{list}[{i}].sandbox"), s)),
+                );
+            }
+        }
+        for (event, matchers) in self.hooks.iter().flat_map(|hooks| &hooks.value) {
+            for (i, matcher) in matchers.iter().enumerate() {
+                for (j, hook) in matcher.hooks.iter().enumerate() {
+                    let at = format!("hooks.{}[{i}].hooks[{j}].sandbox", event.as_str());
+                    found.extend(hook.sandbox.as_ref().map(|s| (at, s)));
+                }
+            }
+        }
+        for (name, server) in self.mcp.iter().flat_map(|mcp| &mcp.value.servers) {
+            let at = format!("mcp.servers.{name}.sandbox");
+            found.extend(server.sandbox.as_ref().map(|s| (at, s)));
+        }
+        found
+    }
+
+    /// A note for each `sandbox.network` that allows no host (`{}`, `{allow: []}`, only
+    /// `deny:`): legal, and every connection is refused, but more likely a list left
+    /// empty by mistake than a way to write `network: false`.
+    pub fn network_notes(&self) -> Vec<String> {
+        self.sandboxes()
+            .into_iter()
+            .filter(|(_, sandbox)| {
+                SandboxSpec::network_rules(Some(sandbox)).is_some_and(|r| r.allows_nothing())
+            })
+            .map(|(at, _)| {
+                format!(
+                    "{at}.network allows no host: every connection its commands make is refused; name hosts in allow: or registries:, or write network: false"
+                )
+            })
+            .collect()
+    }
 }
 
 /// Only version 1 exists; anything else is refused rather than half-understood.

@@ -14,7 +14,8 @@ use crate::cli::{ExecArgs, ExecProvider, IsolationArg, SwitchArg};
 use crate::policy::Rule;
 use crate::run::plan::{ReferencedFileError, beside_spec_unlinked, read_referenced};
 use crate::spec::{
-    Defaults, ExecInherits, ExecTask, Isolation, Provider, TimeoutLimit, model_alias,
+    Defaults, ExecInherits, ExecTask, HostPattern, Isolation, Provider, Registry, TimeoutLimit,
+    model_alias,
 };
 
 use super::claude_flags::{Refused, plan_mode};
@@ -48,6 +49,10 @@ pub(super) struct ExecSettings {
     pub isolation: Option<Isolation>,
     pub sandbox: Option<bool>,
     pub network: Option<bool>,
+    /// `--allow-host`: the hosts sandboxed commands may reach (through the proxy).
+    pub allow_hosts: Vec<HostPattern>,
+    /// `--registry`: package registries, by name, as `allow_hosts`.
+    pub registries: Vec<Registry>,
     pub add_dirs: Vec<PathBuf>,
     pub max_turns: Option<u32>,
     pub timeout: Option<TimeoutLimit>,
@@ -100,6 +105,10 @@ pub(super) enum ExecError {
     Schema { path: PathBuf, what: String },
     #[error("--check {0:?} is given twice; give each check once")]
     CheckTwice(String),
+    #[error(
+        "{flag} needs the sandbox: its hosts are enforced around sandboxed commands, and --sandbox off confines none; drop --sandbox off, or {flag}"
+    )]
+    HostsWithoutSandbox { flag: &'static str },
 }
 
 impl ExecSettings {
@@ -134,6 +143,8 @@ impl ExecSettings {
             }),
             sandbox: args.sandbox.map(|switch| switch == SwitchArg::On),
             network: args.network.then_some(true),
+            allow_hosts: args.allow_hosts.clone(),
+            registries: args.registries.clone(),
             add_dirs: args.add_dirs.clone(),
             max_turns: args.max_turns,
             timeout: args.timeout,
@@ -172,6 +183,8 @@ impl ExecSettings {
             allow: self.allow.is_empty() && defaults.writes(&["permissions", "allow"]),
             sandbox: self.sandbox.is_none()
                 && self.network.is_none()
+                && self.allow_hosts.is_empty()
+                && self.registries.is_empty()
                 && defaults.writes(&["sandbox"]),
         };
         self
@@ -196,6 +209,16 @@ impl ExecSettings {
         if prompt.trim().is_empty() {
             return Err(ExecError::EmptyPrompt);
         }
+        let sandbox = self.sandbox.unwrap_or(true);
+        if !sandbox {
+            let named = [
+                ("--allow-host", self.allow_hosts.is_empty()),
+                ("--registry", self.registries.is_empty()),
+            ];
+            if let Some((flag, _)) = named.into_iter().find(|(_, empty)| !empty) {
+                return Err(ExecError::HostsWithoutSandbox { flag });
+            }
+        }
         let workspace = self.workspace.unwrap_or_else(|| PathBuf::from("."));
         let additional_directories = self
             .add_dirs
@@ -216,8 +239,10 @@ impl ExecSettings {
             deny,
             plan_mode: self.plan_mode.unwrap_or(false),
             additional_directories,
-            sandbox: self.sandbox.unwrap_or(true),
+            sandbox,
             network: self.network.unwrap_or(false),
+            allow_hosts: self.allow_hosts,
+            registries: self.registries,
             max_turns: self.max_turns,
             timeout: self.timeout.map(|limit| TimeoutLimit::spelled(Some(limit))),
             max_cost_usd: self.max_cost_usd,

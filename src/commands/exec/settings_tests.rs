@@ -166,3 +166,69 @@ fn an_output_schema_must_be_a_json_schema() {
         assert_eq!(given.task(env()).is_ok(), ok, "{text}");
     }
 }
+
+#[test]
+fn hosts_and_registries_reach_the_task_and_need_the_sandbox() {
+    let named = ExecSettings {
+        allow_hosts: vec!["api.example".parse().unwrap()],
+        registries: vec![Registry::Pypi],
+        ..settings("p")
+    };
+    let task = named
+        .clone()
+        .task(env_with(&["ANTHROPIC_API_KEY"]))
+        .unwrap();
+    assert!(task.sandbox && !task.network);
+    assert_eq!(task.allow_hosts, named.allow_hosts);
+    assert_eq!(task.registries, [Registry::Pypi]);
+    for (flag, settings) in [
+        (
+            "--allow-host",
+            ExecSettings {
+                sandbox: Some(false),
+                registries: Vec::new(),
+                ..named.clone()
+            },
+        ),
+        (
+            "--registry",
+            ExecSettings {
+                sandbox: Some(false),
+                allow_hosts: Vec::new(),
+                ..named.clone()
+            },
+        ),
+    ] {
+        let error = settings
+            .task(env_with(&["ANTHROPIC_API_KEY"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(&format!("{flag} needs the sandbox"))
+                && error.contains("drop --sandbox off"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_host_or_registry_flag_writes_the_sandbox_the_defaults_file_would() {
+    let defaults = crate::spec::parse_defaults(
+        Path::new("drover.yaml"),
+        "version: 1\nsandbox: { network: true }\n".to_string(),
+    )
+    .unwrap();
+    assert!(settings("p").inheriting(&defaults).inherits.sandbox);
+    for named in [
+        ExecSettings {
+            allow_hosts: vec!["api.example".parse().unwrap()],
+            ..settings("p")
+        },
+        ExecSettings {
+            registries: vec![Registry::Go],
+            ..settings("p")
+        },
+    ] {
+        assert!(!named.inheriting(&defaults).inherits.sandbox);
+    }
+}

@@ -181,6 +181,7 @@ pub(crate) fn plan_task(
         &skills.keys().map(String::as_str).collect::<Vec<_>>(),
     ));
     spec_checks::missing_instructions(&spec, &origin)?;
+    notes.extend(spec.spec.network_notes());
     for note in &notes {
         crate::esay!("drover: note: {}: {note}", spec.name());
     }

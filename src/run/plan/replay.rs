@@ -96,7 +96,8 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         settings.start.as_ref(),
     );
     let (origin, made, start) = replay_place(options, recorded, recorded_isolation)?;
-    let confinement = confinement_of(&origin, granted.vouched);
+    let mut confinement = confinement_of(&origin, granted.vouched);
+    confinement.network = crate::network::RecordedNetwork::of(&recording.events);
     // Refused in this order: the rules, the masks, the recorded diff, the agents.
     let (rules, borrowed_rules) =
         replay_rules(&spec, &settings.permissions_from, sources, options)?;
@@ -134,6 +135,7 @@ fn confinement_of(origin: &Path, vouched: bool) -> ReplayConfinement {
         } else {
             unreadable_in_replays(origin)
         },
+        network: None,
     }
 }
 

@@ -61,6 +61,11 @@ fn documented_keys() -> Vec<String> {
     keys.extend(nested("mcp.", fields_of::<McpSpec>()));
     keys.extend(nested("mcp.servers.NAME.", fields_of::<McpServerSpec>()));
     keys.extend(nested("checks[].", fields_of::<CheckSpec>()));
+    keys.extend(nested("sandbox.", fields_of::<spec::SandboxSettings>()));
+    keys.extend(nested(
+        "sandbox.network.",
+        fields_of::<spec::NetworkRules>(),
+    ));
     keys
 }
 

@@ -191,6 +191,10 @@ pub(crate) struct ReplayConfinement {
     /// Paths they may not read besides what the Read deny rules name: a replay of a
     /// recording alone reads only where programs live (see `run::plan::replay_spec`).
     pub unreadable: Vec<PathBuf>,
+    /// When the recording's commands ran under rules naming hosts: what each tried.
+    /// The replay's commands then run proxied, every connection refused, and their
+    /// attempts are compared with these (see `network::RecordedNetwork`).
+    pub network: Option<crate::network::RecordedNetwork>,
 }
 
 impl Mode {

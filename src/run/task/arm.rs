@@ -112,7 +112,15 @@ async fn commands_of(
 ) -> Result<TaskCommands, TaskError> {
     let confinement = plan.mode.confinement();
     let unreadable = confinement.map_or(&[][..], |c| c.unreadable.as_slice());
-    let mut commands = task_commands(&plan.spec, &plan.rules, workspace, unreadable, probe).await?;
+    let replayed_network = confinement.and_then(|c| c.network.clone());
+    let mut commands = task_commands(
+        &plan.spec,
+        &plan.rules,
+        workspace,
+        (unreadable, replayed_network),
+        probe,
+    )
+    .await?;
     for name in withheld_vars(plan) {
         if !commands.env.withheld.contains(&name) {
             commands.env.withheld.push(name);

@@ -4,14 +4,19 @@
 //! agent's commands unsandboxed.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::command_network;
 use super::error::TaskError;
+use crate::network::{NetworkRecorder, RecordedNetwork};
 use crate::policy::RuleSet;
+use crate::record::network::NetworkOrigin;
 use crate::sandbox::exec::CommandEnv;
+use crate::sandbox::launch_network::NetworkOpener;
 use crate::sandbox::{Launcher, ResourceLimits, SandboxError, SandboxPolicy, TaskSandbox};
-use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, SandboxSpec, Switch};
+use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, NetworkSpec, SandboxSpec, Switch};
 use crate::workspace::leftovers::HeldTempDir;
 
 /// The command environment of one task, alive as long as the task.
@@ -24,6 +29,10 @@ pub(super) struct TaskCommands {
     pub summary: Value,
     /// Why the sandbox cannot be enforced here, when it cannot.
     pub unavailable: Option<String>,
+    /// Every network attempt of the task's commands under rules naming hosts.
+    pub network: NetworkRecorder,
+    /// The task's `sandbox:`, which its commands' own settings are judged against.
+    task_sandbox: Option<SandboxSpec>,
     /// The private `TMPDIR`, removed when the task ends.
     _tmpdir: HeldTempDir,
     /// Where hooks' inputs are written for them to read: made before the sandbox so its
@@ -47,12 +56,12 @@ pub(super) fn outside_fixed_environment() -> Vec<String> {
         .collect()
 }
 
-/// What a `sandbox:` value says: None for off, else the network and the limits.
-fn sandbox_setting(sandbox: Option<&SandboxSpec>) -> Option<(bool, LimitsSpec)> {
+/// What a `sandbox:` value says: None for off, else the limits.
+fn sandbox_setting(sandbox: Option<&SandboxSpec>) -> Option<LimitsSpec> {
     match sandbox {
-        None | Some(SandboxSpec::Switch(Switch::On)) => Some((false, LimitsSpec::default())),
+        None | Some(SandboxSpec::Switch(Switch::On)) => Some(LimitsSpec::default()),
         Some(SandboxSpec::Switch(Switch::Off)) => None,
-        Some(SandboxSpec::Settings(settings)) => Some((settings.network, settings.limits)),
+        Some(SandboxSpec::Settings(settings)) => Some(settings.limits),
     }
 }
 
@@ -116,49 +125,56 @@ impl TaskCommands {
     /// `TMPDIR`, and its sandbox unless the check's own `sandbox:` says otherwise (a
     /// check runs code the agent wrote, so it is confined like the agent by default).
     pub(super) fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, SandboxError> {
-        self.for_sandbox(check.sandbox.as_ref())
+        let env = self.for_command(check.sandbox.as_ref(), false)?;
+        Ok(env.for_origin(origin("check", &check.name)))
     }
 
-    /// The environment of a command with its own `sandbox:` setting (a check, an MCP
-    /// server): the task's sandbox when it says nothing, network off.
+    /// The environment of a command with its own `sandbox:` setting (a hook, an MCP
+    /// server): the task's sandbox when it says nothing; its network as
+    /// [`SandboxSpec::command_network`] says.
     pub(super) fn for_sandbox(
         &self,
         sandbox: Option<&SandboxSpec>,
     ) -> Result<CommandEnv, SandboxError> {
-        let task_sandbox_on = self.task_sandbox_on();
-        let policy = match sandbox {
-            None if task_sandbox_on => Some(self.policy.clone()),
-            None => None,
-            Some(spec) => sandbox_setting(Some(spec)).map(|(network, _)| {
-                let mut policy = SandboxPolicy {
-                    network,
-                    ..self.policy.clone()
-                };
-                policy.writable.extend(extra_writable(Some(spec)));
-                policy
-            }),
-        };
-        self.with_policy(policy)
+        self.for_command(sandbox, false)
     }
-}
 
-impl TaskCommands {
     /// The environment a `setup:` command runs with: the task's scrubbed environment
-    /// and sandbox, with the network on (fetching is what setup is for) unless the
-    /// entry's own `sandbox:` says otherwise.
+    /// and sandbox, with the whole network (fetching is what setup is for) unless the
+    /// task's network is rules naming hosts or the entry's own `sandbox:` says
+    /// otherwise, and the package managers' caches writable.
     pub(super) fn for_setup(&self, step: &CheckSpec) -> Result<CommandEnv, SandboxError> {
-        if step.sandbox.is_some() {
-            return self.for_check(step);
+        let env = self.for_command(step.sandbox.as_ref(), true)?;
+        Ok(env.for_origin(origin("setup", &step.name)))
+    }
+
+    /// A command's environment: `own` is its `sandbox:` (None: it writes none);
+    /// `setup` for a setup step.
+    fn for_command(
+        &self,
+        own: Option<&SandboxSpec>,
+        setup: bool,
+    ) -> Result<CommandEnv, SandboxError> {
+        let sandboxed = match own {
+            None => self.task_sandbox_on(),
+            Some(own) => SandboxSpec::is_on(Some(own)),
+        };
+        if !sandboxed {
+            return self.with_policy(None, None);
         }
-        let policy = self.task_sandbox_on().then(|| {
-            let mut policy = SandboxPolicy {
-                network: true,
-                ..self.policy.clone()
-            };
+        let network = if self.network.is_replay() {
+            // A replay never opens the network: every command proxied, all refused.
+            NetworkSpec::Rules(Default::default())
+        } else {
+            SandboxSpec::command_network(own, self.task_sandbox.as_ref(), setup)
+        };
+        let mut policy = command_network::with_network(self.policy.clone(), &network);
+        policy.writable.extend(extra_writable(own));
+        if setup && own.is_none() {
             policy.writable.extend(setup_caches());
-            policy
-        });
-        self.with_policy(policy)
+        }
+        let gate = command_network::gate(&network, &self.network)?;
+        self.with_policy(Some(policy), gate)
     }
 
     fn task_sandbox_on(&self) -> bool {
@@ -168,28 +184,45 @@ impl TaskCommands {
             .is_some_and(|launcher| launcher.policy().is_some())
     }
 
-    /// The task's command environment under `policy` (None: unsandboxed).
-    fn with_policy(&self, policy: Option<SandboxPolicy>) -> Result<CommandEnv, SandboxError> {
+    /// The task's command environment under `policy` (None: unsandboxed), with the
+    /// network `gate` of a proxied policy.
+    fn with_policy(
+        &self,
+        policy: Option<SandboxPolicy>,
+        gate: Option<Arc<dyn NetworkOpener>>,
+    ) -> Result<CommandEnv, SandboxError> {
         let sandbox = match &self.env.sandbox {
             Some(launcher) => Some(launcher.with_policy(policy)?),
             None => None,
         };
         Ok(CommandEnv {
             sandbox,
+            network: gate,
             ..self.env.clone()
         })
     }
 }
 
+/// The origin network attempts of a command started by `source` name.
+fn origin(source: &str, name: &str) -> NetworkOrigin {
+    NetworkOrigin {
+        source: source.to_string(),
+        tool_use_id: None,
+        name: Some(name.to_string()),
+    }
+}
+
 /// Set up the commands of a task working in `workspace` (canonical), denied reading
-/// `unreadable` besides what the Read deny rules name. `probe`: check now that the
-/// sandbox can be enforced (when the task offers a tool that runs commands). An Err is an
-/// internal error (no temporary directory, no executable).
+/// `unreadable` besides what the Read deny rules name; `replayed`: a replay of a
+/// recording whose commands had rules naming hosts (its commands run proxied, every
+/// connection refused, attempts compared). `probe`: check now that the sandbox can be
+/// enforced (when the task offers a tool that runs commands). An Err is an internal
+/// error (no temporary directory, no executable).
 pub(super) async fn task_commands(
     spec: &LoadedSpec,
     rules: &RuleSet,
     workspace: &Path,
-    unreadable: &[PathBuf],
+    (unreadable, replayed): (&[PathBuf], Option<RecordedNetwork>),
     probe: bool,
 ) -> Result<TaskCommands, TaskError> {
     let tmpdir = task_temp_dir("tmp")?;
@@ -204,21 +237,25 @@ pub(super) async fn task_commands(
         tmpdir: Some(tmp_path.clone()),
         pass: spec.spec.env.pass.clone(),
         withheld: api_key_vars(spec),
+        network: None,
+        origin: Default::default(),
     };
     let setting = sandbox_setting(spec.spec.sandbox.as_ref());
-    let (network, limits) = setting.unwrap_or_default();
+    let limits = setting.unwrap_or_default();
+    let (task_network, recorder) = task_network(spec, replayed);
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let additional = spec.additional_directories();
     let mut read_denials = crate::policy::read_denials(&rules.deny, home.as_deref());
     read_denials.extend(unreadable.iter().cloned());
-    let mut policy = SandboxPolicy::for_task(&TaskSandbox {
+    let policy = SandboxPolicy::for_task(&TaskSandbox {
         workspace,
         additional: &additional,
         tmpdir: &tmp_path,
         read_denials: &read_denials,
-        network,
+        network: false,
         limits: ResourceLimits::from_spec(&limits),
     });
+    let mut policy = command_network::with_network(policy, &task_network);
     policy
         .writable
         .extend(extra_writable(spec.spec.sandbox.as_ref()));
@@ -230,11 +267,15 @@ pub(super) async fn task_commands(
             policy,
             summary: json!({"enabled": false}),
             unavailable: None,
+            network: recorder,
+            task_sandbox: spec.spec.sandbox.clone(),
             _tmpdir: tmpdir,
             hook_dir,
         });
     }
-    let summary = policy.summary();
+    let mut summary = policy.summary();
+    summary["network"] = command_network::summary(&task_network);
+    env.network = command_network::gate(&task_network, &recorder)?;
     let launcher = Launcher::new(Some(policy.clone()))?;
     let unavailable = if probe {
         launcher.probe().await.err().map(|reason| {
@@ -252,9 +293,31 @@ pub(super) async fn task_commands(
         policy,
         summary,
         unavailable,
+        network: recorder,
+        task_sandbox: spec.spec.sandbox.clone(),
         _tmpdir: tmpdir,
         hook_dir,
     })
+}
+
+/// The network of the task's Bash commands, and the recorder of its attempts: a
+/// replay's (`replayed`: the recording had rules) proxies every command and refuses all.
+fn task_network(
+    spec: &LoadedSpec,
+    replayed: Option<RecordedNetwork>,
+) -> (NetworkSpec, NetworkRecorder) {
+    match replayed {
+        Some(recorded) => (
+            NetworkSpec::Rules(Default::default()),
+            NetworkRecorder::replaying(recorded),
+        ),
+        None => (
+            SandboxSpec::network(spec.spec.sandbox.as_ref())
+                .cloned()
+                .unwrap_or(NetworkSpec::Off),
+            NetworkRecorder::default(),
+        ),
+    }
 }
 
 /// A directory of the task's own in the temp directory, named so a later drover knows

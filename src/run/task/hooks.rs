@@ -49,7 +49,13 @@ pub(super) fn task_hooks(
                     timeout: std::time::Duration::from_secs(
                         hook.timeout.unwrap_or(DEFAULT_HOOK_TIMEOUT_SECS),
                     ),
-                    env: commands.for_sandbox(hook.sandbox.as_ref())?,
+                    env: commands.for_sandbox(hook.sandbox.as_ref())?.for_origin(
+                        crate::record::network::NetworkOrigin {
+                            source: "hook".to_string(),
+                            tool_use_id: None,
+                            name: Some(event.as_str().to_string()),
+                        },
+                    ),
                 });
             }
             entries.push(HookEntry {

@@ -5,6 +5,7 @@
 mod agent_loop;
 mod arm;
 mod checks;
+mod command_network;
 mod commands;
 mod diff;
 mod diff_only;

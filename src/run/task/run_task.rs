@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::agent::Handover;
 use crate::message::Usage;
 use crate::model::Model;
+use crate::network::NetworkRecorder;
 use crate::record::transcript::{EventObserver, LineTap, TranscriptError};
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::run::artifacts::{Ledger, TaskFolder};
@@ -127,6 +128,7 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         files_changed: Vec::new(),
         ignored_changes: 0,
         excluded_from_diff: None,
+        network: None,
         setup: Vec::new(),
         final_text: String::new(),
         todos: Vec::new(),
@@ -246,6 +248,8 @@ async fn steps(
         report,
         transcript,
     )?;
+    // Every connection attempt is written as it happens from now on.
+    let network = armed.commands.network.record_to(transcript.share());
     setup(
         &plan,
         &mut started,
@@ -298,8 +302,23 @@ async fn steps(
         transcript,
     )
     .await?;
+    network_ended(&network, report);
     finish(transcript, redactor, report, reason, message)?;
     Ok(())
+}
+
+/// The task's connections in its report, when it tried any, and a replay's commands
+/// that tried other hosts than recorded in its drift. Nothing is recorded after this
+/// (`run_end` comes next): a later attempt (a server stopping) is counted no more.
+fn network_ended(network: &NetworkRecorder, report: &mut TaskReport) {
+    network.stop();
+    report.network = Some(network.tally()).filter(|tally| tally.allowed + tally.denied > 0);
+    if let Some(drift) = network.drift() {
+        match &mut report.drift {
+            Some(first) => first.count += drift.count,
+            None => report.drift = Some(drift),
+        }
+    }
 }
 
 /// The task's model, named in the report; a resumed task's transcript goes on with the

@@ -198,7 +198,7 @@ pub(crate) async fn list_tools(loaded: &LoadedSpec) -> Result<ToolListing, Listi
         &servers,
     );
     if !servers.is_empty() {
-        let mut commands = task_commands(loaded, &rules, &workspace, &[], true).await?;
+        let mut commands = task_commands(loaded, &rules, &workspace, (&[], None), true).await?;
         if let Some(reason) = commands.unavailable.take() {
             return Err(ListingError::Sandbox(reason));
         }

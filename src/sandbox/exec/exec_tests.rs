@@ -41,7 +41,7 @@ async fn the_launcher_gets_the_environment_in_its_file_never_its_own() {
     };
     let preload = OsStr::new("/nonexistent/evil.so");
     let extra = [("LD_PRELOAD", preload)];
-    let cmd = env.bash("true", &extra).unwrap();
+    let (cmd, _) = env.bash("true", &extra).unwrap();
     assert_eq!(cmd.as_std().get_envs().count(), 0, "{cmd:?}");
     let spawned = spawn_shell("true", dir.path(), &extra, &env).unwrap();
     run_spawned(spawned, Duration::from_secs(10)).await.unwrap();

@@ -13,6 +13,9 @@ use rustix::process::{Pid, Signal, kill_process_group};
 
 use super::Launcher;
 use super::env::scrub;
+use super::launch_network::{LaunchOutcome, LaunchedNetwork, NetworkOpener};
+use super::proxy_env::proxy_environment;
+use crate::record::network::NetworkOrigin;
 
 mod tracker;
 pub(crate) use tracker::{ProcessTracker, Token};
@@ -51,6 +54,8 @@ pub(crate) struct ShellOutcome {
     /// How many bytes were cut from the middle of `output` ([`omitted_note`] stands for
     /// them there), so a later, tighter cut can still count them.
     pub omitted: u64,
+    /// What the task's network rules denied the command (nothing without rules).
+    pub network: LaunchOutcome,
 }
 
 /// The line that stands for the `dropped` bytes a [`Capture`] left out between its head
@@ -219,9 +224,22 @@ pub(crate) struct CommandEnv {
     pub withheld: Vec<String>,
     /// Every command started with this environment, so the task can stop them all.
     pub tracker: Arc<ProcessTracker>,
+    /// Under rules naming hosts (a proxied sandbox policy): the rules and the task's
+    /// network record, from which each command gets a proxy of its own.
+    pub network: Option<Arc<dyn NetworkOpener>>,
+    /// What starts commands with this environment, as their network attempts name it.
+    pub origin: NetworkOrigin,
 }
 
 impl CommandEnv {
+    /// The same environment for commands started by `origin` (a Bash call, a check).
+    pub(crate) fn for_origin(&self, origin: NetworkOrigin) -> CommandEnv {
+        CommandEnv {
+            origin,
+            ..self.clone()
+        }
+    }
+
     /// The directory a command may write scratch files to (the private `TMPDIR`).
     pub(crate) fn tmpdir(&self) -> Option<&Path> {
         self.tmpdir.as_deref()
@@ -239,7 +257,7 @@ impl CommandEnv {
         &self,
         command: &str,
         extra_env: &[(&str, &OsStr)],
-    ) -> std::io::Result<tokio::process::Command> {
+    ) -> std::io::Result<(tokio::process::Command, Option<Box<dyn LaunchedNetwork>>)> {
         let args = [OsStr::new("-c"), OsStr::new(command)];
         self.command(false, OsStr::new("bash"), &args, extra_env)
     }
@@ -248,12 +266,14 @@ impl CommandEnv {
     /// server), started like every command of the task: through the sandbox when there
     /// is one (which passes both through), scrubbed environment, private `TMPDIR`, and
     /// `extra_env` (the server's `env:`) on top.
+    /// Under a proxied policy the command's network comes with it: keep it until the
+    /// command has ended.
     pub(crate) fn stdio_command<K: AsRef<OsStr>, V: AsRef<OsStr>>(
         &self,
         program: &OsStr,
         args: &[&OsStr],
         extra_env: &[(K, V)],
-    ) -> std::io::Result<tokio::process::Command> {
+    ) -> std::io::Result<(tokio::process::Command, Option<Box<dyn LaunchedNetwork>>)> {
         self.command(true, program, args, extra_env)
     }
 
@@ -266,7 +286,7 @@ impl CommandEnv {
         program: &OsStr,
         args: &[&OsStr],
         extra_env: &[(K, V)],
-    ) -> std::io::Result<tokio::process::Command> {
+    ) -> std::io::Result<(tokio::process::Command, Option<Box<dyn LaunchedNetwork>>)> {
         let mut env = scrub(std::env::vars_os(), &self.pass, &self.withheld);
         if let Some(tmpdir) = &self.tmpdir {
             env.push(("TMPDIR".into(), tmpdir.into()));
@@ -276,14 +296,35 @@ impl CommandEnv {
                 .iter()
                 .map(|(k, v)| (k.as_ref().to_os_string(), v.as_ref().to_os_string())),
         );
-        match &self.sandbox {
-            Some(launcher) => launcher.command(stdio, program, args, &env),
-            None => {
-                let mut cmd = tokio::process::Command::new(program);
-                cmd.args(args).env_clear().envs(env);
-                Ok(cmd)
+        let Some(launcher) = &self.sandbox else {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args).env_clear().envs(env);
+            return Ok((cmd, None));
+        };
+        let proxied = launcher.policy().is_some_and(|policy| policy.proxied);
+        let network = match (&self.network, proxied) {
+            (Some(gate), true) => Some(gate.open(self.origin.clone())?),
+            // A proxied policy without its rules would start a command whose every
+            // connection is refused with nothing recorded: never.
+            (None, true) => {
+                return Err(std::io::Error::other(
+                    "the command's network rules are missing (an internal error)",
+                ));
             }
+            (_, false) => None,
+        };
+        if let Some(network) = &network {
+            let value_of = |name: &str| {
+                env.iter()
+                    .rev()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.clone())
+            };
+            let proxy_env = proxy_environment(network.port(), value_of);
+            env.extend(proxy_env);
         }
+        let cmd = launcher.command(stdio, program, args, &env, network.as_deref())?;
+        Ok((cmd, network))
     }
 }
 
@@ -320,7 +361,7 @@ fn spawn_shell_with(
         .map(|(k, v)| (*k, OsStr::new(v)))
         .collect();
     all_env.extend_from_slice(extra_env);
-    let mut cmd = env.bash(command, &all_env)?;
+    let (mut cmd, mut network) = env.bash(command, &all_env)?;
     let lifeline = if env.sandbox.is_some() {
         let (lifeline_reader, lifeline) = std::io::pipe()?;
         cmd.stdin(lifeline_reader);
@@ -338,6 +379,9 @@ fn spawn_shell_with(
     // reader never sees end-of-file.
     drop(cmd);
     let child = spawned?;
+    if let Some(network) = &mut network {
+        network.started();
+    }
     let stopper = Arc::new(Stopper {
         pgid: group_of(&child),
         lifeline: Mutex::new(lifeline),
@@ -350,6 +394,7 @@ fn spawn_shell_with(
         reader: Some(reader),
         stopper,
         token: Some(token),
+        network,
     };
     Ok((spawned, err_reader))
 }
@@ -362,6 +407,8 @@ pub(crate) struct Spawned {
     pub reader: Option<std::io::PipeReader>,
     pub stopper: Arc<Stopper>,
     pub token: Option<Token>,
+    /// The command's proxy under rules naming hosts, until it has ended.
+    pub network: Option<Box<dyn LaunchedNetwork>>,
 }
 
 impl Spawned {
@@ -562,6 +609,10 @@ async fn run_spawned(mut spawned: Spawned, timeout: Duration) -> std::io::Result
     };
     // Whatever happened, nothing of the command may outlive the call.
     spawned.stop_and_wait().await;
+    let network = match spawned.network.take() {
+        Some(network) => network.finish().await,
+        None => LaunchOutcome::default(),
+    };
     drop(spawned);
     let Some(reader_task) = reader_task else {
         return Err(std::io::Error::other("the command's output pipe is gone"));
@@ -582,6 +633,7 @@ async fn run_spawned(mut spawned: Spawned, timeout: Duration) -> std::io::Result
         timed_out,
         output,
         omitted,
+        network,
     })
 }
 

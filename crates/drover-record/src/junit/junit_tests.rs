@@ -31,6 +31,7 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         files_changed: Vec::new(),
         ignored_changes: 0,
         excluded_from_diff: None,
+        network: None,
         setup: Vec::new(),
         final_text: String::new(),
         todos: Vec::new(),

@@ -4,6 +4,7 @@
 use super::DefaultsSpec;
 use super::merged::{Merged, Source};
 use crate::limits::LimitsSpec;
+use crate::network::{NetworkRules, NetworkSpec};
 use crate::sandbox::{SandboxSettings, SandboxSpec};
 use crate::types::{EnvSpec, Limits, Permissions, WrittenSpec};
 
@@ -118,7 +119,7 @@ fn settings(merged: &Merged, own: SandboxSettings, defaults: &SandboxSettings) -
     let limit = |key| ["sandbox", "limits", key];
     let (mine, theirs) = (own.limits, defaults.limits);
     SandboxSettings {
-        network: pick(merged, &at("network"), own.network, &defaults.network),
+        network: network(merged, own.network, defaults.network.as_ref()),
         writable: pick(merged, &at("writable"), own.writable, &defaults.writable),
         limits: LimitsSpec {
             processes: pick(
@@ -146,5 +147,32 @@ fn settings(merged: &Merged, own: SandboxSettings, defaults: &SandboxSettings) -
                 &theirs.open_files,
             ),
         },
+    }
+}
+
+/// Two rule mappings (`network: {allow, deny, registries}`) merge key by key, their
+/// `deny:` lists joined (the defaults' first: a default deny is a floor, as in
+/// `permissions.deny`); otherwise (`true`, `false`, or one of them rules) the value is
+/// the file's the tree names.
+fn network(
+    merged: &Merged,
+    own: Option<NetworkSpec>,
+    defaults: Option<&NetworkSpec>,
+) -> Option<NetworkSpec> {
+    match (own, defaults) {
+        (Some(NetworkSpec::Rules(own)), Some(NetworkSpec::Rules(defaults))) => {
+            let at = |key| ["sandbox", "network", key];
+            Some(NetworkSpec::Rules(NetworkRules {
+                allow: pick(merged, &at("allow"), own.allow, &defaults.allow),
+                deny: defaults.deny.iter().cloned().chain(own.deny).collect(),
+                registries: pick(
+                    merged,
+                    &at("registries"),
+                    own.registries,
+                    &defaults.registries,
+                ),
+            }))
+        }
+        (own, defaults) => pick(merged, &["sandbox", "network"], own, &defaults.cloned()),
     }
 }

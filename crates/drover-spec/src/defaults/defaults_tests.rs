@@ -3,6 +3,7 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::load::{collect_spec_files, load, load_every};
+use crate::network::NetworkSpec;
 use crate::types::{Isolation, PermissionMode, TimeoutLimit};
 use crate::values::Switch;
 
@@ -159,7 +160,7 @@ fn sandbox_settings_merge_key_by_key_and_a_switch_is_taken_whole() {
     ) else {
         panic!("not settings")
     };
-    assert!(merged.network);
+    assert_eq!(merged.network, Some(NetworkSpec::All));
     assert_eq!(merged.writable, vec!["~/.cache".to_string()]);
     assert_eq!(
         (merged.limits.processes, merged.limits.open_files),
@@ -179,7 +180,7 @@ fn sandbox_settings_merge_key_by_key_and_a_switch_is_taken_whole() {
     let Some(SandboxSpec::Settings(inherited)) = sandbox("inherited", "") else {
         panic!("not settings")
     };
-    assert!(inherited.network);
+    assert_eq!(inherited.network, Some(NetworkSpec::All));
 }
 
 #[test]
@@ -492,4 +493,61 @@ fn the_merged_view_names_the_file_line_and_column_of_every_value() {
         find("max_turns: 5").starts_with("    max_turns"),
         "{lines:#?}"
     );
+}
+
+#[test]
+fn network_rules_merge_key_by_key_with_deny_lists_joined_as_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "drover.yaml",
+        "version: 1\nsandbox:\n  network:\n    deny: [metadata.example]\n    registries: [npm]\n",
+    );
+    let path = write(
+        dir.path(),
+        "t.yaml",
+        &format!(
+            "{}{SCRIPT}",
+            spec(
+                "t",
+                "sandbox:\n  network:\n    allow: [api.example]\n    deny: [\"*.ads.example\"]\n"
+            )
+        ),
+    );
+    let loaded = load(&path).unwrap();
+    let Some(NetworkSpec::Rules(rules)) =
+        SandboxSpec::network(loaded.spec.sandbox.as_ref()).cloned()
+    else {
+        panic!("{:?}", loaded.spec.sandbox)
+    };
+    let text = |patterns: &[crate::network::HostPattern]| {
+        patterns.iter().map(ToString::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(text(&rules.allow), ["api.example"]);
+    // The default's deny is a floor: kept beside the spec's, first.
+    assert_eq!(text(&rules.deny), ["metadata.example", "*.ads.example"]);
+    // A key only the defaults write is theirs.
+    assert_eq!(rules.registries, [crate::network::Registry::Npm]);
+    let lines = merged_view(&loaded).unwrap();
+    let defaults_file = dir.path().join("drover.yaml").display().to_string();
+    let spec_file = path.display().to_string();
+    let line_of = |start: &str| {
+        lines
+            .iter()
+            .find(|line| line.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no {start:?} in {lines:#?}"))
+            .clone()
+    };
+    assert!(line_of("- metadata.example").ends_with(&format!("({defaults_file}:4:12)")));
+    assert!(line_of("- \"*.ads.example\"").ends_with(&format!("({spec_file}:7:12)")));
+    assert!(line_of("- npm").ends_with(&format!("({defaults_file}:5:18)")));
+    // `true` against rules is the spec's value, whole.
+    let whole = write(
+        dir.path(),
+        "w.yaml",
+        &format!("{}{SCRIPT}", spec("w", "sandbox: { network: true }\n")),
+    );
+    assert!(SandboxSpec::has_network(
+        load(&whole).unwrap().spec.sandbox.as_ref()
+    ));
 }

@@ -7,8 +7,8 @@
 //! write it, two mappings merge key by key, at every depth, and anything else (a value,
 //! a list, `on`/`off`, a mapping against a value) is the spec's. Two exceptions:
 //! `model:` is taken whole (a spec's provider must never meet a default's `base_url`),
-//! and `permissions.deny` is both lists, the defaults' first (a default deny is a floor
-//! no spec drops by writing a deny list of its own).
+//! and `permissions.deny` (and `sandbox.network.deny`) is both lists, the defaults' first
+//! (a default deny is a floor no spec drops by writing a deny list of its own).
 
 use serde_saphyr::Location;
 
@@ -21,7 +21,7 @@ const NOT_MERGED: &[&str] = &["version"];
 const WHOLE: &[&[&str]] = &[&["model"]];
 
 /// Lists that are the union of both files' (the defaults' items first).
-const UNION: &[&[&str]] = &[&["permissions", "deny"]];
+const UNION: &[&[&str]] = &[&["permissions", "deny"], &["sandbox", "network", "deny"]];
 
 /// Which file a value was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

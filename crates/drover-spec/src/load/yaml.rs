@@ -75,25 +75,55 @@ pub(crate) fn from_yaml_every<T: DeserializeOwned>(
 fn yaml_error(path: &Path, text: &str, error: &YamlError) -> SpecError {
     let position = Position::at(path, error.location());
     // Budget and duplicate-key messages say what is wrong in their own words.
-    let message = own_message(error).unwrap_or_else(|| {
-        let message = plain_message(error);
-        match key_before(text, &position) {
-            Some(key) if !message.contains(&key) => format!("{key}: {message}"),
-            _ => message,
-        }
-    });
+    let message = own_message(error)
+        .or_else(|| star_message(error, text, &position))
+        .unwrap_or_else(|| {
+            let message = plain_message(error);
+            match key_before(text, &position) {
+                Some(key) if !message.contains(&key) => format!("{key}: {message}"),
+                _ => message,
+            }
+        });
     SpecError::Invalid { position, message }
 }
 
-/// drover's wording for parser errors whose own message names library internals (a
-/// budget breach's Rust variant, the parser option that would allow duplicate keys).
-fn own_message(error: &YamlError) -> Option<String> {
-    let mut error = error;
+/// The error an alias or snippet wrapper holds.
+fn innermost(mut error: &YamlError) -> &YamlError {
     while let YamlError::AliasError { error: inner, .. }
     | YamlError::WithSnippet { error: inner, .. } = error
     {
         error = inner;
     }
+    error
+}
+
+/// An unknown alias where a value starts with `*`: YAML reads an unquoted `*.example.org`
+/// (a host pattern of `sandbox.network`) as an alias, so say to quote it.
+fn star_message(error: &YamlError, text: &str, position: &Position) -> Option<String> {
+    let error = innermost(error);
+    if !matches!(error, YamlError::UnknownAnchor { .. }) {
+        return None;
+    }
+    let line = text
+        .lines()
+        .nth(usize::try_from(position.line).ok()?.checked_sub(1)?)?;
+    let column = usize::try_from(position.column).ok()?.saturating_sub(1);
+    let written: String = line
+        .chars()
+        .skip(column)
+        .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | ']' | '}'))
+        .collect();
+    written.starts_with('*').then(|| {
+        format!(
+            "{written} is read as a YAML alias (`*name` repeats the value marked `&name`); to write a value that starts with `*`, quote it: \"{written}\""
+        )
+    })
+}
+
+/// drover's wording for parser errors whose own message names library internals (a
+/// budget breach's Rust variant, the parser option that would allow duplicate keys).
+fn own_message(error: &YamlError) -> Option<String> {
+    let error = innermost(error);
     match error {
         YamlError::Budget { breach, .. } => Some(budget_message(breach)),
         YamlError::DuplicateMappingKey { key: Some(key), .. } => {

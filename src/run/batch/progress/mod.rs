@@ -323,6 +323,7 @@ mod tests {
             files_changed: Vec::new(),
             ignored_changes: 0,
             excluded_from_diff: None,
+            network: None,
             final_text: String::new(),
             todos: Vec::new(),
             artifacts_dir: PathBuf::from("drover-artifacts/refactor"),

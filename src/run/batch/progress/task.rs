@@ -89,6 +89,7 @@ impl TaskProgress {
             } => self.on_expectation(event),
             Event::Check { .. } => self.on_check(event),
             Event::ReplayDrift { .. } => self.on_replay_drift(event),
+            Event::Network(attempt) if attempt.denied() => self.on_network_denied(attempt),
             Event::AgentStart {
                 agent_type, depth, ..
             } => {
@@ -167,6 +168,23 @@ impl TaskProgress {
         let text = format!("✗ denied {tool}: {reason}");
         self.progress.line(&self.name, &text);
         self.failed = Some(format!("✗ denied {tool}"));
+        self.refresh();
+    }
+
+    /// A connection the task's network rules refused: shown at once, so a blocked
+    /// install is seen as the policy's doing while the task still runs.
+    fn on_network_denied(&mut self, attempt: &crate::record::network::NetworkAttempt) {
+        let by = match (&attempt.origin.name, &attempt.origin.tool_use_id) {
+            (Some(name), _) => format!("{} {name}", attempt.origin.source),
+            (None, Some(id)) => self
+                .tools
+                .get(id)
+                .map_or_else(|| attempt.origin.source.clone(), Clone::clone),
+            (None, None) => attempt.origin.source.clone(),
+        };
+        let why = attempt.reason.as_deref().unwrap_or("denied");
+        let text = format!("✗ network: {} blocked ({by}): {why}", attempt.target());
+        self.progress.line(&self.name, &text);
         self.refresh();
     }
 
