@@ -27,6 +27,7 @@ fn main() {
     probes.set("drover_has_gcc", program_runs("gcc"));
     probes.set("drover_has_python3", program_runs("python3"));
     probes.set("drover_has_xmllint", program_runs("xmllint"));
+    probes.set("drover_has_curl", program_runs("curl"));
     let node = program_runs("node");
     probes.set("drover_has_node", node);
     let node_servers = ["server-everything", "server-filesystem", "server-memory"]

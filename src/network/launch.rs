@@ -58,7 +58,8 @@ fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
     seen.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Count `attempt` as `origin`'s and record it (or, past the limit, count it only).
+/// Count `attempt` as `origin`'s and record it (or, past the limit, count it only: in
+/// the command's `network_omitted` event and the task's tally).
 fn take(seen: &Mutex<Seen>, recorder: &NetworkRecorder, attempt: NetworkAttempt) {
     let mut seen = lock(seen);
     let denied = attempt.denied();
@@ -78,11 +79,16 @@ fn take(seen: &Mutex<Seen>, recorder: &NetworkRecorder, attempt: NetworkAttempt)
         seen.recorded += 1;
         drop(seen);
         recorder.attempt(attempt);
-    } else if denied {
+        return;
+    }
+    if denied {
         seen.omitted_denied += 1;
     } else {
         seen.omitted_allowed += 1;
     }
+    drop(seen);
+    // Not written, but the task's report counts every attempt.
+    recorder.count(&attempt);
 }
 
 impl LaunchNetwork {
@@ -256,6 +262,42 @@ fn direct_target(line: &str) -> Option<(String, u16)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn denied(port: u16) -> NetworkAttempt {
+        NetworkAttempt {
+            origin: NetworkOrigin {
+                source: "bash".to_string(),
+                tool_use_id: Some("toolu_1".to_string()),
+                name: None,
+            },
+            host: "127.0.0.1".to_string(),
+            port,
+            protocol: "direct".to_string(),
+            decision: "denied".to_string(),
+            rule: None,
+            reason: Some("direct".to_string()),
+            address: None,
+            bytes_up: 0,
+            bytes_down: 0,
+            duration_ms: 0,
+        }
+    }
+
+    #[test]
+    fn attempts_past_the_limit_are_not_written_but_still_counted_in_the_tally() {
+        let seen = Mutex::new(Seen::default());
+        let recorder = NetworkRecorder::default();
+        for _ in 0..MAX_RECORDED + 100 {
+            take(&seen, &recorder, denied(9));
+        }
+        let seen = lock(&seen);
+        assert_eq!(seen.recorded, MAX_RECORDED);
+        assert_eq!((seen.omitted_allowed, seen.omitted_denied), (0, 100));
+        assert_eq!(seen.outcome.denied.len(), 1, "one target, named once");
+        let tally = recorder.tally();
+        assert_eq!((tally.allowed, tally.denied), (0, MAX_RECORDED + 100));
+        assert_eq!(tally.first_denied, ["127.0.0.1:9"]);
+    }
 
     #[test]
     fn report_lines_name_an_address_and_a_port() {

@@ -57,6 +57,13 @@ impl NetworkRecorder {
         recording.write(Event::Network(Box::new(attempt)));
     }
 
+    /// Count one attempt without writing it (a command's attempts past the ones it
+    /// records one by one, which its `network_omitted` event counts): the task's
+    /// report still counts every attempt.
+    pub(crate) fn count(&self, attempt: &NetworkAttempt) {
+        self.lock().tally.count(attempt);
+    }
+
     /// Record an event that is no attempt of its own (`network_omitted`).
     pub(crate) fn event(&self, event: Event) {
         self.lock().write(event);
