@@ -53,6 +53,7 @@ mod mcp_modern;
 mod mcp_registry_servers;
 mod network_bypass;
 mod network_egress;
+mod network_registries;
 mod network_sources;
 mod network_spec;
 mod notebook_cli;
