@@ -4,7 +4,8 @@
 //! resolves to loopback, not a direct connection around the proxy (TCP over IPv4 or
 //! IPv6, even to the proxy's port by another address), not UDP, raw or packet sockets —
 //! and every attempt is recorded, without a looping command flooding the transcript.
-//! Each as an unprivileged user and, in the `_as_root` twin, as root.
+//! Each as an unprivileged user and, in the `_as_root` twin, as root (the flood only as
+//! the unprivileged user: counting past the limit is drover's, the same for both).
 
 use crate::common::{self, events};
 use crate::network_egress::{Host, bash_spec, curl, require, run_as, scratch};
