@@ -27,8 +27,15 @@ fn main() {
     probes.set("drover_has_gcc", program_runs("gcc"));
     probes.set("drover_has_python3", program_runs("python3"));
     probes.set("drover_has_xmllint", program_runs("xmllint"));
+    probes.set("drover_has_curl", program_runs("curl"));
     let node = program_runs("node");
     probes.set("drover_has_node", node);
+    // The package clients of the registry install tests (tests/cli/network_registries.rs).
+    probes.set("drover_has_npm", node && program_runs("npm"));
+    probes.set(
+        "drover_has_pip",
+        probes::program("python3").is_some_and(|python| runs(&python, &["-m", "pip", "--version"])),
+    );
     let node_servers = ["server-everything", "server-filesystem", "server-memory"]
         .iter()
         .all(|package| {

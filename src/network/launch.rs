@@ -252,3 +252,59 @@ fn direct(origin: &NetworkOrigin, host: String, port: u16) -> NetworkAttempt {
         duration_ms: 0,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt_of(port: u16, decision: &str) -> NetworkAttempt {
+        NetworkAttempt {
+            origin: NetworkOrigin {
+                source: "bash".to_string(),
+                tool_use_id: Some("toolu_1".to_string()),
+                name: None,
+            },
+            host: "127.0.0.1".to_string(),
+            port,
+            protocol: "direct".to_string(),
+            decision: decision.to_string(),
+            rule: None,
+            reason: Some("why".to_string()),
+            address: None,
+            bytes_up: 1,
+            bytes_down: 2,
+            duration_ms: 0,
+        }
+    }
+
+    #[test]
+    fn attempts_past_the_limit_are_not_written_but_still_counted_in_the_tally() {
+        let seen = Mutex::new(Seen::default());
+        let recorder = NetworkRecorder::default();
+        for _ in 0..MAX_DENIED_RECORDED + 100 {
+            take(&seen, &recorder, attempt_of(9, "denied"));
+        }
+        // A flood of refusals does not push an allowed connection out of the record.
+        take(&seen, &recorder, attempt_of(8, "allowed"));
+        let seen = lock(&seen);
+        assert_eq!((seen.denied, seen.allowed), (MAX_DENIED_RECORDED + 100, 1));
+        assert_eq!((seen.omitted_allowed, seen.omitted_denied), (0, 100));
+        assert_eq!(seen.omitted_bytes, 300);
+        assert_eq!(seen.outcome.denied.len(), 1, "one target, named once");
+        let tally = recorder.tally();
+        assert_eq!(
+            (tally.allowed, tally.denied),
+            (1, MAX_DENIED_RECORDED + 100)
+        );
+        assert_eq!(tally.first_denied, ["127.0.0.1:9"]);
+    }
+
+    #[test]
+    fn a_refusal_that_named_no_host_is_not_called_a_blocked_host() {
+        let seen = Mutex::new(Seen::default());
+        let mut nothing = attempt_of(0, "denied");
+        nothing.host = String::new();
+        take(&seen, &NetworkRecorder::default(), nothing);
+        assert_eq!(lock(&seen).outcome.note(), None);
+    }
+}

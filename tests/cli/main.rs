@@ -10,6 +10,7 @@
 
 mod common;
 mod mock_server;
+mod users;
 
 mod action;
 mod action_examples;
@@ -50,6 +51,10 @@ mod mcp_headers_helper;
 mod mcp_http;
 mod mcp_modern;
 mod mcp_registry_servers;
+mod network_bypass;
+mod network_egress;
+mod network_registries;
+mod network_sources;
 mod network_spec;
 mod notebook_cli;
 mod output_cli;
