@@ -361,6 +361,7 @@ fn past_500_attempts_a_command_s_connections_are_counted_in_one_event() {
             "tool_use_id": id,
             "allowed": 0,
             "denied": 100,
+            "bytes": 0,
         })
         .as_object()
         .unwrap()
