@@ -112,6 +112,56 @@ fn nothing_outlives_the_task(sandbox: &str, variant: u32) {
     assert!(!patch.contains("late"), "{patch}");
 }
 
+/// A background command that is its launcher's main process (as root, process 1 of its
+/// PID namespace) and clears its parent-death signal survives only if the launcher is
+/// killed before it kills the tree: the task's end asks each command to stop more than
+/// once, and a second ask must not kill the launcher (it once did, at once).
+#[test]
+#[cfg_attr(
+    not(drover_has_sandbox),
+    ignore = "needs drover's sandbox (Landlock ABI 3+, Linux 6.2)"
+)]
+fn a_background_command_clearing_its_death_signal_does_not_outlive_the_task() {
+    common::require_sandbox();
+    common::require_program("python3");
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("73{}", std::process::id() % 10_000);
+    let survivor = format!(
+        "exec python3 -c 'import ctypes, time; ctypes.CDLL(None).prctl(1, 0); time.sleep({marker})'"
+    );
+    let mut turns = String::new();
+    let call =
+        json!([{ "name": "Bash", "input": { "command": survivor, "run_in_background": true } }]);
+    turns.push_str(&format!(
+        "    - tool_calls: {call}
+"
+    ));
+    let call = json!([{ "name": "Bash", "input": { "command": "sleep 0.5" } }]);
+    turns.push_str(&format!(
+        "    - tool_calls: {call}
+    - text: done
+"
+    ));
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let spec_path = write_spec(
+        dir.path(),
+        "task.yaml",
+        &format!(
+            "version: 1\nname: attack\nprompt: p\nworkspace: ws\nmodel:\n  provider: script\n  script:\n{turns}permissions:\n  allow: [Bash]\n"
+        ),
+    );
+    let output = run(dir.path(), &spec_path);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let left = running(&marker);
+    assert!(left.is_empty(), "still running: {left:?}");
+}
+
 /// A command has no controlling terminal, and terminal devices grant no ioctl (no
 /// `TIOCSTI` keystrokes into the user's shell).
 #[test]

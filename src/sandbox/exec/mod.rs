@@ -72,6 +72,9 @@ pub(crate) fn omitted_note(dropped: u64) -> String {
 pub(crate) struct Stopper {
     pgid: Option<Pid>,
     lifeline: Mutex<Option<std::io::PipeWriter>>,
+    /// The command was started through a launcher (it had a lifeline): stopping it again
+    /// must not kill the launcher's group, which would leave the tree it is killing.
+    launched: bool,
     stopped: tokio::sync::Notify,
     requested: std::sync::atomic::AtomicBool,
 }
@@ -103,6 +106,8 @@ impl Stopper {
         self.stopped.notify_waiters();
         match lifeline {
             Some(lifeline) => drop(lifeline),
+            // Asked again: the launcher is already killing the tree.
+            None if self.launched => {}
             None => {
                 if let Some(pgid) = self.pgid {
                     kill_group(pgid);
@@ -384,6 +389,7 @@ fn spawn_shell_with(
     }
     let stopper = Arc::new(Stopper {
         pgid: group_of(&child),
+        launched: lifeline.is_some(),
         lifeline: Mutex::new(lifeline),
         stopped: tokio::sync::Notify::new(),
         requested: std::sync::atomic::AtomicBool::new(false),
