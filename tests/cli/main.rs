@@ -19,6 +19,7 @@ mod artifacts_lock;
 mod attacker_artifacts;
 mod attacker_capabilities;
 mod attacker_config;
+mod attacker_egress;
 mod attacker_files;
 mod attacker_mcp_names;
 mod attacker_network;
