@@ -67,6 +67,10 @@ pub struct BenchArgs {
     /// ratio and the proxy process's peak RSS.
     #[arg(long, conflicts_with_all = ["workspace", "replay", "batch"])]
     pub proxy: bool,
+    /// With --proxy: send the body at this many MB/s (a network link's pace: 100 is
+    /// 800 Mbit/s) instead of as fast as loopback goes.
+    #[arg(long, value_name = "N", requires = "proxy", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub origin_mbps: Option<u64>,
     /// The size of the body --proxy downloads, in MB.
     #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub megabytes: u64,
@@ -84,7 +88,15 @@ pub struct BenchArgs {
 pub(crate) fn run(args: &BenchArgs) -> i32 {
     if args.proxy {
         return match own_executable() {
-            Ok(drover) => proxy::run(&drover, args.megabytes, usize::from(args.runs), args.check),
+            Ok(drover) => proxy::run(
+                &drover,
+                proxy::Settings {
+                    megabytes: args.megabytes,
+                    runs: usize::from(args.runs),
+                    check: args.check,
+                    origin_mbps: args.origin_mbps,
+                },
+            ),
             Err(code) => code,
         };
     }

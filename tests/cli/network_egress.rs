@@ -378,15 +378,15 @@ fn denied_host(user: User) {
     let commands = [
         format!(
             "{}; {}; {}; echo end",
-            curl("http://nowhere.example/"),
-            curl("http://blocked.example/page"),
-            curl("-p http://blocked.example/tunnel"),
+            curl("http://nowhere.invalid/"),
+            curl("http://blocked.invalid/page"),
+            curl("-p http://blocked.invalid/tunnel"),
         ),
         curl(&format!("http://localhost:{port}/ok")),
     ];
     let spec = bash_spec(
         dir.path(),
-        &format!("{{ allow: [\"localhost:{port}\", blocked.example], deny: [blocked.example] }}"),
+        &format!("{{ allow: [\"localhost:{port}\", blocked.invalid], deny: [blocked.invalid] }}"),
         &commands,
         "",
     );
@@ -400,8 +400,8 @@ fn denied_host(user: User) {
         "{user:?}: {refused}"
     );
     for denial in [
-        "nowhere.example:80 no allow rule",
-        "blocked.example:80 denied by blocked.example",
+        "nowhere.invalid:80 no allow rule",
+        "blocked.invalid:80 denied by blocked.invalid",
     ] {
         assert!(
             refused.contains(&format!(
@@ -412,7 +412,7 @@ fn denied_host(user: User) {
     }
     assert!(
         refused.contains(
-            "drover: the task's network policy blocked nowhere.example:80 (no allow rule); blocked.example:80 (denied by blocked.example). These hosts are not broken or down"
+            "drover: the task's network policy blocked nowhere.invalid:80 (no allow rule); blocked.invalid:80 (denied by blocked.invalid). These hosts are not broken or down"
         ),
         "{user:?}: {refused}"
     );
@@ -442,18 +442,18 @@ fn denied_host(user: User) {
     assert_eq!(
         network.iter().map(|e| decision(e)).collect::<Vec<_>>(),
         [
-            denied("nowhere.example", "http", Value::Null, "no allow rule"),
+            denied("nowhere.invalid", "http", Value::Null, "no allow rule"),
             denied(
-                "blocked.example",
+                "blocked.invalid",
                 "http",
-                json!("blocked.example"),
-                "denied by blocked.example"
+                json!("blocked.invalid"),
+                "denied by blocked.invalid"
             ),
             denied(
-                "blocked.example",
+                "blocked.invalid",
                 "connect",
-                json!("blocked.example"),
-                "denied by blocked.example"
+                json!("blocked.invalid"),
+                "denied by blocked.invalid"
             ),
             json!({
                 "source": "bash",
@@ -480,7 +480,7 @@ fn denied_host(user: User) {
             "allowed": 1,
             "denied": 3,
             "bytes": bytes,
-            "first_denied": ["nowhere.example:80", "blocked.example:80"],
+            "first_denied": ["nowhere.invalid:80", "blocked.invalid:80"],
         }),
         "{user:?}"
     );

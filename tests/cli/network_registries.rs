@@ -213,7 +213,12 @@ fn pip_install_downloads_through_the_proxy_with_the_pypi_preset() {
         .ok()
         .filter(|url| !url.is_empty())
         .or_else(|| config(&python, &["-m", "pip", "config", "get", "global.index-url"]))
-        .unwrap_or_else(|| "https://pypi.org/simple".to_string());
+        .or_else(|| {
+            // pip's own default index, as pip knows it.
+            let default = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)";
+            config(&python, &["-c", default])
+        })
+        .expect("pip names its default index");
     let pypi = ["pypi.org", "files.pythonhosted.org"];
     let (network, host, rule) = rules_for(&index, "pypi", &pypi);
     let mut rules = vec![(host.clone(), rule)];

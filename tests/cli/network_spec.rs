@@ -70,9 +70,9 @@ fn validate_refuses_a_bad_entry_at_its_line_and_column_with_exit_2() {
     let spec = dir.path().join("spec.yaml").display().to_string();
     for (body, at, says) in [
         (
-            "sandbox:\n  network:\n    allow:\n      - api.example.org\n      - https://x.org\n",
+            "sandbox:\n  network:\n    allow:\n      - api.example.org\n      - https://x.invalid\n",
             "10:9",
-            "sandbox.network.allow[1]: \"https://x.org\" must be a host name, not a URL: write \"x.org\"",
+            "sandbox.network.allow[1]: \"https://x.invalid\" must be a host name, not a URL: write \"x.invalid\"",
         ),
         (
             "checks:\n  - name: t\n    run: \"true\"\n    sandbox: { network: { deny: [a.example, \"*\"] } }\n",
@@ -195,8 +195,8 @@ fn exec_refuses_a_bad_host_or_registry_and_hosts_without_the_sandbox_with_exit_2
     let dir = tempfile::tempdir().unwrap();
     for (args, says) in [
         (
-            &["--allow-host", "https://x.org"][..],
-            "\"https://x.org\" must be a host name, not a URL: write \"x.org\"",
+            &["--allow-host", "https://x.invalid"][..],
+            "\"https://x.invalid\" must be a host name, not a URL: write \"x.invalid\"",
         ),
         (&["--allow-host", "x.org:0"][..], "port 0 names no port"),
         (

@@ -208,6 +208,49 @@ fn bench_batch_runs_both_isolations_and_leaves_nothing_behind() {
     }
 }
 
+/// `bench --proxy --origin-mbps`: the server sends at that pace, so 2 MB at 20 MB/s take
+/// at least 100 ms on every route, and the table says the pace.
+#[test]
+fn bench_proxy_paces_its_server_at_origin_mbps() {
+    let output = common::drover()
+        .args([
+            "bench",
+            "--proxy",
+            "--megabytes",
+            "2",
+            "--runs",
+            "1",
+            "--origin-mbps",
+            "20",
+        ])
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("sending at 20 MB/s"), "{stdout}");
+    for row in [
+        "direct ",
+        "proxy CONNECT ",
+        "proxy plain HTTP ",
+        "proxy SOCKS5 ",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|line| line.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row}: {stdout}"));
+        let ms: f64 = line[row.len()..]
+            .split_whitespace()
+            .next()
+            .and_then(|ms| ms.parse().ok())
+            .unwrap_or_else(|| panic!("no time in {line}"));
+        assert!(
+            ms >= 100.0,
+            "{row} took {ms} ms, faster than the pace: {stdout}"
+        );
+    }
+}
+
 /// `bench --proxy` in its small form (1 MB, one round after the warm-up), with drover's
 /// own client (no curl on PATH): every download through the proxy arrives whole and the
 /// proxy reports each one, allowed. The figures are not asserted.
@@ -241,6 +284,7 @@ fn bench_proxy_downloads_through_every_route_and_the_proxy_reports_each() {
             "no row {row}: {stdout}"
         );
     }
+    assert!(stdout.contains("as fast as loopback goes"), "{stdout}");
     // Two rounds (the warm-up and one) of three routes through the proxy.
     assert!(
         stdout.contains("the proxy reported 6 connections (6 expected), 6 allowed"),

@@ -37,10 +37,26 @@ struct Rounds {
 }
 
 /// Measure, print the table; the exit code as for `bench`.
-pub(super) fn run(drover: &Path, megabytes: u64, runs: usize, check: bool) -> i32 {
-    match measure(drover, megabytes, runs) {
+/// What `bench --proxy` was asked for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    pub megabytes: u64,
+    pub runs: usize,
+    pub check: bool,
+    /// The origin's pace in MB/s (a network link's speed), None for as fast as loopback.
+    pub origin_mbps: Option<u64>,
+}
+
+pub(super) fn run(drover: &Path, settings: Settings) -> i32 {
+    let Settings {
+        megabytes,
+        runs,
+        check,
+        origin_mbps,
+    } = settings;
+    match measure(drover, megabytes, runs, origin_mbps) {
         Ok((rounds, measured, events, client)) => {
-            print(&rounds, &measured, &events, &client, megabytes, runs, check)
+            print(&rounds, &measured, &events, &client, settings, check)
         }
         Err(error) => {
             crate::esay!("drover: bench --proxy: {error:#}");
@@ -55,9 +71,11 @@ fn measure(
     drover: &Path,
     megabytes: u64,
     runs: usize,
+    origin_mbps: Option<u64>,
 ) -> anyhow::Result<(Rounds, Measured, Vec<ConnectionEvent>, Client)> {
     let size = megabytes * 1_000_000;
-    let origin = origin::start(size).context("cannot start the loopback server")?;
+    let origin = origin::start(size, origin_mbps.map(|mbps| mbps * 1_000_000))
+        .context("cannot start the loopback server")?;
     let client = match super::on_path("curl") {
         Some(curl) => Client::Curl(curl),
         None => Client::Own,
@@ -134,11 +152,16 @@ fn print(
     measured: &Measured,
     events: &[ConnectionEvent],
     client: &Client,
-    megabytes: u64,
-    runs: usize,
+    settings: Settings,
     check: bool,
 ) -> i32 {
-    print_conditions(client, megabytes, runs);
+    let Settings {
+        megabytes,
+        runs,
+        origin_mbps,
+        ..
+    } = settings;
+    print_conditions(client, megabytes, runs, origin_mbps);
     let mut missed = print_times(rounds, megabytes);
     missed |= print_memory(measured, runs, megabytes);
     let failed = !rounds.short.is_empty() || !events_add_up(events, runs, megabytes);
@@ -155,14 +178,19 @@ fn print(
 }
 
 /// What the figures were measured under, and the table's header.
-fn print_conditions(client: &Client, megabytes: u64, runs: usize) {
+fn print_conditions(client: &Client, megabytes: u64, runs: usize, origin_mbps: Option<u64>) {
     if cfg!(debug_assertions) {
         crate::say!(
             "note: this drover is a debug build; build with --release for meaningful figures"
         );
     }
     crate::say!(
-        "body: {megabytes} MB from a server on 127.0.0.1; client: {}",
+        "body: {megabytes} MB from a server on 127.0.0.1 {}; client: {}",
+        match origin_mbps {
+            Some(mbps) => format!("sending at {mbps} MB/s (--origin-mbps: a network link's pace)"),
+            None => "as fast as loopback goes (CPU-bound: the proxy's hop competes for the cores)"
+                .to_string(),
+        },
         match client {
             Client::Curl(path) => format!("{} (one process per download)", path.display()),
             Client::Own => "drover's own (curl is not on PATH)".to_string(),
