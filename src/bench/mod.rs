@@ -82,21 +82,23 @@ pub struct BenchArgs {
     pub sizes: Vec<usize>,
 }
 
+/// What `--proxy` measures, from the command line.
+fn proxy_settings(args: &BenchArgs) -> proxy::Settings {
+    proxy::Settings {
+        megabytes: args.megabytes,
+        runs: usize::from(args.runs),
+        check: args.check,
+        origin_mbps: args.origin_mbps,
+    }
+}
+
 /// Run every case and print the table. Exits 0 when it could measure (a missing reference
 /// program only skips its cases), 2 for a bad tree, 3 when drover itself failed, and with
 /// `--check` 1 when a goal was missed.
 pub(crate) fn run(args: &BenchArgs) -> i32 {
     if args.proxy {
         return match own_executable() {
-            Ok(drover) => proxy::run(
-                &drover,
-                proxy::Settings {
-                    megabytes: args.megabytes,
-                    runs: usize::from(args.runs),
-                    check: args.check,
-                    origin_mbps: args.origin_mbps,
-                },
-            ),
+            Ok(drover) => proxy::run(&drover, proxy_settings(args)),
             Err(code) => code,
         };
     }
