@@ -75,9 +75,15 @@ fn take(seen: &Mutex<Seen>, recorder: &NetworkRecorder, attempt: NetworkAttempt)
     let mut seen = lock(seen);
     note_target(&mut seen.tried, attempt.target());
     let denied = attempt.denied();
-    if denied && !attempt.host.is_empty() {
+    // A refusal the command should hear of: of a named host, or of a connection the
+    // launcher could not look at (not a client that asked the proxy for nothing).
+    let told = !attempt.host.is_empty() || attempt.protocol == "direct";
+    if denied && told {
         let why = attempt.reason.as_deref().unwrap_or("denied");
-        let named = format!("{} ({why})", attempt.target());
+        let named = match attempt.host.is_empty() {
+            true => why.to_string(),
+            false => format!("{} ({why})", attempt.target()),
+        };
         let outcome = &mut seen.outcome;
         if !outcome.denied.contains(&named) {
             if outcome.denied.len() < MAX_NAMED {
@@ -134,6 +140,7 @@ impl LaunchNetwork {
             let proxies = Arc::clone(&proxies);
             move |report: Report| match report {
                 Report::Direct(host, port) => take(&seen, &recorder, direct(&origin, host, port)),
+                Report::Uninspectable => take(&seen, &recorder, uninspectable(&origin)),
                 // The same proxy, served in the command's network namespace too.
                 Report::Listener(listener) => {
                     if let Ok(handle) = proxy(&sink_for_reports).serve(listener) {
@@ -208,6 +215,17 @@ impl Drop for LaunchNetwork {
         }
     }
 }
+
+/// A connection the launcher refused because it could not read where it went.
+fn uninspectable(origin: &NetworkOrigin) -> NetworkAttempt {
+    NetworkAttempt {
+        reason: Some(UNINSPECTABLE.to_string()),
+        ..direct(origin, String::new(), 0)
+    }
+}
+
+/// Why an uninspectable connection was refused, in words for the model.
+const UNINSPECTABLE: &str = "a connection from a process that made itself undumpable (or runs a program it may not read), so drover could not see where it went; such a process has no network here";
 
 /// The transcript's account of a proxy's event.
 fn attempt(origin: &NetworkOrigin, event: ConnectionEvent) -> NetworkAttempt {
@@ -300,11 +318,19 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_that_named_no_host_is_not_called_a_blocked_host() {
+    fn a_client_that_asked_for_nothing_is_not_called_a_blocked_host() {
         let seen = Mutex::new(Seen::default());
         let mut nothing = attempt_of(0, "denied");
         nothing.host = String::new();
-        take(&seen, &NetworkRecorder::default(), nothing);
+        nothing.protocol = "unknown".to_string();
+        let recorder = NetworkRecorder::default();
+        take(&seen, &recorder, nothing);
         assert_eq!(lock(&seen).outcome.note(), None);
+        assert!(recorder.tally().first_denied.is_empty());
+        // A connection the launcher could not look at is told, with why.
+        take(&seen, &recorder, uninspectable(&NetworkOrigin::default()));
+        let note = lock(&seen).outcome.note().unwrap();
+        assert!(note.contains("undumpable"), "{note}");
+        assert!(recorder.tally().first_denied.is_empty());
     }
 }

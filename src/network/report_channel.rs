@@ -20,6 +20,9 @@ const MAX_LINE: usize = 1024;
 pub(super) enum Report {
     /// A refused direct connection: the address (IPv6 in brackets) and port.
     Direct(String, u16),
+    /// A connection refused because the launcher could not read where it went (the
+    /// command's process made itself undumpable).
+    Uninspectable,
     /// The proxy's listener in the command's network namespace.
     Listener(TcpListener),
 }
@@ -49,8 +52,8 @@ pub(super) async fn read(channel: UnixStream, mut on_report: impl FnMut(Report))
         pending.extend(buf[..read].iter().filter(|byte| **byte != 0));
         while let Some(end) = pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
-            if let Some((host, port)) = direct_target(&line) {
-                on_report(Report::Direct(host, port));
+            if let Some(report) = report_of(&line) {
+                on_report(report);
             }
         }
         if pending.len() > MAX_LINE {
@@ -79,9 +82,18 @@ fn receive(channel: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Vec<
     Ok((message.bytes, fds))
 }
 
-/// The address and port of a report line (IPv6 in brackets, as hosts are written).
-fn direct_target(line: &[u8]) -> Option<(String, u16)> {
+/// What a report line says, if it is one.
+fn report_of(line: &[u8]) -> Option<Report> {
     let value: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if value.get("uninspectable").is_some() {
+        return Some(Report::Uninspectable);
+    }
+    let (host, port) = direct_target(&value)?;
+    Some(Report::Direct(host, port))
+}
+
+/// The address and port of a `direct` report (IPv6 in brackets, as hosts are written).
+fn direct_target(value: &serde_json::Value) -> Option<(String, u16)> {
     let direct = value.get("direct")?;
     let address: std::net::IpAddr = direct.get("address")?.as_str()?.parse().ok()?;
     let port = u16::try_from(direct.get("port")?.as_u64()?).ok()?;
@@ -100,7 +112,11 @@ mod tests {
 
     #[test]
     fn report_lines_name_an_address_and_a_port() {
-        let target = |line: &str| direct_target(line.as_bytes());
+        let target = |line: &str| {
+            serde_json::from_str(line)
+                .ok()
+                .and_then(|value| direct_target(&value))
+        };
         assert_eq!(
             target(r#"{"direct":{"address":"93.184.216.34","port":443}}"#),
             Some(("93.184.216.34".to_string(), 443))
@@ -125,17 +141,26 @@ mod tests {
         theirs
             .write_all(b"{\"direct\":{\"address\":\"10.0.0.1\",\"port\":22}}\n")
             .unwrap();
+        theirs.write_all(b"{\"uninspectable\":{}}\n").unwrap();
         drop(theirs);
         let mut got = Vec::new();
         read(ours, |report| {
             got.push(match report {
                 Report::Direct(host, port) => format!("{host}:{port}"),
+                Report::Uninspectable => "uninspectable".to_string(),
                 Report::Listener(listener) => {
                     format!("listener {}", listener.local_addr().unwrap().port())
                 }
             })
         })
         .await;
-        assert_eq!(got, [format!("listener {port}"), "10.0.0.1:22".to_string()]);
+        assert_eq!(
+            got,
+            [
+                format!("listener {port}"),
+                "10.0.0.1:22".to_string(),
+                "uninspectable".to_string()
+            ]
+        );
     }
 }

@@ -140,3 +140,51 @@ fn every_thread_of_a_proxied_command_can_connect() {
     assert!(result.contains("thread 200"), "{result}");
     assert_eq!(target.accepted(), 2, "{result}");
 }
+
+/// Python that makes itself undumpable, so the launcher cannot read its calls, then
+/// tries to connect somewhere.
+const UNDUMPABLE: &str = r#"
+import ctypes, socket
+ctypes.CDLL(None).prctl(4, 0)  # PR_SET_DUMPABLE, 0
+try:
+    socket.create_connection(("10.1.2.3", 443), timeout=5)
+    print("connected")
+except OSError as e:
+    print("refused", e.errno)
+"#;
+
+/// A process the launcher cannot look at gets no network, and its attempt is still
+/// accounted for: a `direct` denied event, and a note in the command's result.
+#[test]
+#[cfg_attr(
+    not(all(drover_has_sandbox, drover_has_curl)),
+    ignore = "needs curl and drover's sandbox (Landlock ABI 3+)"
+)]
+fn an_undumpable_commands_connection_is_refused_and_accounted_for() {
+    require();
+    common::require_program("python3");
+    let dir = scratch();
+    std::fs::write(dir.path().join("ws/undump.py"), UNDUMPABLE).unwrap();
+    let spec = bash_spec(
+        dir.path(),
+        "{ allow: [\"localhost:1\"] }",
+        &["python3 undump.py".to_string()],
+        "",
+    );
+    let run = run_as(unprivileged(), dir.path(), &spec);
+    run.exited(0);
+    let result = &run.results()[0];
+    assert!(result.contains("refused 1"), "{result}");
+    assert!(result.contains("undumpable"), "the note says why: {result}");
+    let network = run.network();
+    assert_eq!(network.len(), 1, "{network:?}");
+    assert_eq!(network[0]["protocol"], "direct");
+    assert_eq!(network[0]["decision"], "denied");
+    assert!(
+        network[0]["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("undumpable")),
+        "{network:?}"
+    );
+    assert_eq!(run.tally()["denied"], 1);
+}

@@ -85,6 +85,11 @@ impl NetworkTally {
             return;
         }
         self.denied += 1;
+        if attempt.host.is_empty() {
+            // No host was named (a client that sent the proxy nothing readable, a
+            // connection the launcher could not look at): no target to list.
+            return;
+        }
         let target = attempt.target();
         if self.first_denied.len() < FIRST_DENIED && !self.first_denied.contains(&target) {
             self.first_denied.push(target);

@@ -105,8 +105,14 @@ pub(crate) fn serve(listener: OwnedFd, proxy_port: u16, mut report: Option<std::
         let request: libc::seccomp_notif =
             unsafe { std::ptr::read(buffers.request.as_ptr().cast()) };
         let handled = handle(&request, proxy_port, &listener);
-        if let (Some(target), Some(out)) = (handled.refused, report.as_mut()) {
-            let line = serde_json::json!({"direct": {"address": target.ip().to_string(), "port": target.port()}});
+        let line = match (handled.refused, handled.uninspectable) {
+            (Some(target), _) => Some(
+                serde_json::json!({"direct": {"address": target.ip().to_string(), "port": target.port()}}),
+            ),
+            (None, true) => Some(serde_json::json!({"uninspectable": {}})),
+            (None, false) => None,
+        };
+        if let (Some(line), Some(out)) = (line, report.as_mut()) {
             // drover reads the channel for as long as the command runs; if it stopped
             // reading, the attempt is still refused.
             let _ = writeln!(out, "{line}");
@@ -120,6 +126,7 @@ fn handle(request: &libc::seccomp_notif, proxy_port: u16, listener: &OwnedFd) ->
     let refuse = Handled {
         result: -libc::EPERM,
         refused: None,
+        uninspectable: false,
     };
     let Some(pid) = i32::try_from(request.pid).ok().and_then(Pid::from_raw) else {
         return refuse;

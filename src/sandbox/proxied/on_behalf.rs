@@ -33,20 +33,32 @@ pub(super) struct Handled {
     pub result: i32,
     /// A direct connection to an internet address, refused.
     pub refused: Option<SocketAddr>,
+    /// The call was refused because the launcher could not look at it: the caller made
+    /// itself undumpable (or runs a program it may not read), so neither its memory nor
+    /// its socket is the launcher's to take. Reported, so the attempt is accounted for.
+    pub uninspectable: bool,
 }
 
 impl Handled {
     fn ok() -> Handled {
-        Handled {
-            result: 0,
-            refused: None,
-        }
+        Handled::errno(Errno::from_raw_os_error(0))
     }
 
     fn errno(errno: Errno) -> Handled {
         Handled {
             result: -errno.raw_os_error(),
             refused: None,
+            uninspectable: false,
+        }
+    }
+
+    /// A failure to read the call or take its socket: a refusal of an uninspectable
+    /// caller when the kernel said no (EPERM, EACCES), else that error.
+    fn not_inspected(errno: Errno) -> Handled {
+        let uninspectable = matches!(errno, Errno::PERM | Errno::ACCESS);
+        Handled {
+            uninspectable,
+            ..Handled::errno(if uninspectable { Errno::PERM } else { errno })
         }
     }
 
@@ -132,12 +144,12 @@ pub(super) fn connect(
 ) -> Handled {
     let bytes = match read_address(caller.pid, address, len) {
         Ok(bytes) => bytes,
-        Err(errno) => return Handled::errno(errno),
+        Err(errno) => return Handled::not_inspected(errno),
     };
     // Checked after the read: what was read is the caller's.
     let socket = match caller.socket(fd) {
         Ok(socket) => socket,
-        Err(errno) => return Handled::errno(errno),
+        Err(errno) => return Handled::not_inspected(errno),
     };
     let family = match bytes.get(..2) {
         Some(family) => u16::from_ne_bytes([family[0], family[1]]),
@@ -159,8 +171,8 @@ fn connect_internet(socket: &OwnedFd, bytes: &[u8], proxy_port: u16) -> Handled 
     };
     if !is_proxy(target, proxy_port) {
         return Handled {
-            result: -Errno::ACCESS.raw_os_error(),
             refused: Some(target),
+            ..Handled::errno(Errno::ACCESS)
         };
     }
     // The launcher's own address of the proxy, in the socket's family.
