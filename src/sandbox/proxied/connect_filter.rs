@@ -76,7 +76,9 @@ impl ConnectFilter {
             jump_if(NATIVE_ARCH, 0, 0),
             stmt(LD_W_ABS, OFFSET_NR),
         ];
-        let mut to_refuse = Vec::new();
+        // Only x86_64 has calls to refuse here (its x32 ones).
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+        let mut to_refuse: Vec<usize> = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
             to_refuse.push(program.len());
