@@ -5,13 +5,14 @@
 //! dumpable: the command cannot reach it), but the reader takes nothing on trust: a
 //! line it cannot read is skipped, never the end of the reading.
 
-use std::mem::MaybeUninit;
 use std::net::TcpListener;
 use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+use rustix::net::RecvFlags;
 use tokio::io::Interest;
 use tokio::net::UnixStream;
+
+use crate::sandbox::proxied::receive_with_descriptors;
 
 /// The longest line the launcher writes; a longer one is skipped.
 const MAX_LINE: usize = 1024;
@@ -62,24 +63,10 @@ pub(super) async fn read(channel: UnixStream, mut on_report: impl FnMut(Report))
     }
 }
 
-/// One `recvmsg`: the bytes read and the descriptors that came with them.
+/// One `recvmsg` that does not wait: the bytes read and the descriptors that came with
+/// them.
 fn receive(channel: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Vec<OwnedFd>)> {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
-    let mut ancillary = RecvAncillaryBuffer::new(&mut space);
-    let mut iov = [std::io::IoSliceMut::new(buf)];
-    let message = rustix::net::recvmsg(
-        channel.as_fd(),
-        &mut iov,
-        &mut ancillary,
-        RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT,
-    )?;
-    let mut fds = Vec::new();
-    for message in ancillary.drain() {
-        if let RecvAncillaryMessage::ScmRights(rights) = message {
-            fds.extend(rights);
-        }
-    }
-    Ok((message.bytes, fds))
+    receive_with_descriptors(channel.as_fd(), buf, RecvFlags::DONTWAIT)
 }
 
 /// What a report line says, if it is one.

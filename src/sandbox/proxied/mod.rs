@@ -24,6 +24,7 @@ pub(crate) mod namespace;
 pub(crate) mod notify;
 mod on_behalf;
 mod pass_fd;
+pub(crate) use pass_fd::receive_with_descriptors;
 pub(crate) mod scoped;
 
 use std::os::fd::{AsRawFd, OwnedFd};

@@ -1,9 +1,13 @@
 //! Passing one descriptor over a Unix socket (`SCM_RIGHTS`): the command's process hands
-//! its seccomp listener to the launcher this way. The sending side runs between `fork`
-//! and `exec`, so it uses raw calls on stack buffers only.
+//! its seccomp listener to the launcher this way, and the launcher the proxy's listener
+//! in a network namespace to drover. The sending side runs between `fork` and `exec`, so
+//! it uses raw calls on stack buffers only.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::mem::MaybeUninit;
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+
+use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 
 /// Room for one `cmsghdr` carrying one descriptor, aligned for it.
 #[repr(C, align(8))]
@@ -50,49 +54,54 @@ pub(super) fn send(channel: RawFd, fd: RawFd) -> io::Result<()> {
 
 /// Receive the descriptor [`send`] sent over `channel` (blocking).
 pub(super) fn receive(channel: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: the caller owns `channel` for the duration of the call.
+    let channel = unsafe { BorrowedFd::borrow_raw(channel) };
     let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let mut control = ControlBuffer([0; 64]);
-    // SAFETY: as in `send`.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.0.as_mut_ptr().cast();
-    msg.msg_controllen = control.0.len() as _;
-    let received = loop {
-        // SAFETY: msg points at buffers valid for the call; received descriptors are
-        // close-on-exec.
-        let received = unsafe { libc::recvmsg(channel, &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if received >= 0 {
-            break received;
+    loop {
+        match receive_with_descriptors(channel, &mut byte, RecvFlags::empty()) {
+            Ok((0, _)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the command's process sent no descriptor",
+                ));
+            }
+            Ok((_, fds)) => {
+                return fds
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| io::Error::other("the command's process sent no descriptor"));
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
         }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
-        }
-    };
-    if received == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the command's process sent no descriptor",
-        ));
     }
-    // SAFETY: the kernel filled the control buffer; CMSG_FIRSTHDR/CMSG_DATA stay inside
-    // msg_controllen.
-    unsafe {
-        let header = libc::CMSG_FIRSTHDR(&msg);
-        if header.is_null()
-            || (*header).cmsg_level != libc::SOL_SOCKET
-            || (*header).cmsg_type != libc::SCM_RIGHTS
-        {
-            return Err(io::Error::other("the command's process sent no descriptor"));
+}
+
+/// One `recvmsg` on `channel` into `buf`: the bytes read and the descriptors that came
+/// with them (close-on-exec). Both ends of the launcher's channels read this way: the
+/// launcher the command's seccomp listener, drover the proxy's listener in a network
+/// namespace.
+pub(crate) fn receive_with_descriptors(
+    channel: BorrowedFd<'_>,
+    buf: &mut [u8],
+    flags: RecvFlags,
+) -> io::Result<(usize, Vec<OwnedFd>)> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+    let mut iov = [io::IoSliceMut::new(buf)];
+    let message = rustix::net::recvmsg(
+        channel,
+        &mut iov,
+        &mut ancillary,
+        flags | RecvFlags::CMSG_CLOEXEC,
+    )?;
+    let mut fds = Vec::new();
+    for message in ancillary.drain() {
+        if let RecvAncillaryMessage::ScmRights(rights) = message {
+            fds.extend(rights);
         }
-        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast::<RawFd>());
-        Ok(OwnedFd::from_raw_fd(fd))
     }
+    Ok((message.bytes, fds))
 }
 
 #[cfg(test)]
