@@ -148,3 +148,94 @@ impl Recording {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(path: &std::path::Path) -> Vec<Event> {
+        crate::record::TranscriptReader::read_scoped(path)
+            .unwrap()
+            .into_iter()
+            .map(|scoped| scoped.event)
+            .collect()
+    }
+
+    fn bash(id: &str) -> NetworkOrigin {
+        NetworkOrigin {
+            source: "bash".to_string(),
+            tool_use_id: Some(id.to_string()),
+            name: None,
+        }
+    }
+
+    fn recorded(id: &str, host: &str) -> Event {
+        Event::Network(Box::new(NetworkAttempt {
+            origin: bash(id),
+            host: host.to_string(),
+            port: 443,
+            protocol: "connect".to_string(),
+            decision: "allowed".to_string(),
+            rule: None,
+            reason: None,
+            address: None,
+            bytes_up: 0,
+            bytes_down: 0,
+            duration_ms: 0,
+        }))
+    }
+
+    #[test]
+    fn a_replayed_command_trying_other_hosts_is_a_network_drift() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("transcript.jsonl");
+        let recording = [recorded("a", "x.example"), recorded("b", "y.example")];
+        let recorder =
+            NetworkRecorder::replaying(RecordedNetwork::of(&recording).expect("rules recorded"));
+        recorder.record_to(TranscriptWriter::create(&path).unwrap());
+        // The same targets as recorded: nothing to report.
+        recorder.compare(&bash("a"), &["x.example:443".to_string()]);
+        assert_eq!(recorder.drift(), None);
+        // Another host: a drift naming the command, counted.
+        recorder.compare(&bash("b"), &["z.example:443".to_string()]);
+        let drift = recorder.drift().expect("a drift");
+        assert_eq!((drift.count, drift.tool.as_str()), (1, "network"));
+        assert_eq!(drift.tool_use_id, "bash b");
+        let events = read(&path);
+        let written: Vec<_> = events
+            .iter()
+            .filter_map(|event| match event {
+                Event::ReplayDrift {
+                    expected,
+                    actual,
+                    tool,
+                    ..
+                } => Some((expected.as_str(), actual.as_str(), tool.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(written, [("y.example:443", "z.example:443", "network")]);
+    }
+
+    #[test]
+    fn a_replay_refuses_with_its_own_reason_and_a_live_run_compares_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("transcript.jsonl");
+        let recorder = NetworkRecorder::replaying(RecordedNetwork::default());
+        recorder.record_to(TranscriptWriter::create(&path).unwrap());
+        let Event::Network(mut denied) = recorded("a", "x.example") else {
+            unreachable!("recorded() makes a network event");
+        };
+        denied.decision = "denied".to_string();
+        denied.reason = Some("no allow rule".to_string());
+        recorder.write_attempt(*denied);
+        let events = read(&path);
+        let Some(Event::Network(written)) = events.first() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(written.reason.as_deref(), Some(REPLAY_REASON));
+        let live = NetworkRecorder::default();
+        live.compare(&bash("a"), &["anything:1".to_string()]);
+        assert_eq!(live.drift(), None);
+    }
+}
