@@ -28,7 +28,7 @@ pub(crate) use subagent::{SubAgentModels, SubAgentType, SubAgents, without_usage
 
 use crate::message::{Message, ModelResponse, Role, StopReason, Usage};
 use crate::model::pricing::cost;
-use crate::model::{Model, ModelError, ModelRequest, OutputMode};
+use crate::model::{Model, ModelError, ModelRequest, OutputMode, ToolChoice};
 use crate::policy::Policy;
 use crate::record::transcript::TranscriptError;
 use crate::record::{Denial, EndReason, Event, Redactor, TranscriptWriter};
@@ -299,7 +299,11 @@ impl Agent<'_> {
             system: &config.system,
             messages: &session.messages,
             tools: &session.tools,
-            tool_choice: session.force_output.then_some(STRUCTURED_OUTPUT),
+            tool_choice: if session.force_output {
+                ToolChoice::Tool(STRUCTURED_OUTPUT)
+            } else {
+                ToolChoice::Auto
+            },
             output_schema: text_schema,
             web_search: config.web_search.as_ref(),
         };

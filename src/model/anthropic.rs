@@ -13,7 +13,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::anthropic_stream::AnthropicStream;
 use super::remote::RemoteConfig;
 use super::transport::{RetryNotice, Transport};
-use super::{Model, ModelError, ModelRequest};
+use super::{Model, ModelError, ModelRequest, ToolChoice};
 use crate::message::{Message, ModelResponse, ToolDefinition, WebSearch};
 
 /// The API version drover speaks.
@@ -100,8 +100,14 @@ pub(crate) fn request_body(
     if !request.tools.is_empty() || request.web_search.is_some() {
         body["tools"] = tools(request.tools, request.web_search);
     }
-    if let Some(name) = request.tool_choice {
-        body["tool_choice"] = json!({"type": "tool", "name": name});
+    match request.tool_choice {
+        ToolChoice::Auto => {}
+        ToolChoice::Tool(name) => body["tool_choice"] = json!({"type": "tool", "name": name}),
+        // Only with tools offered: the API knows no tool choice without them.
+        ToolChoice::Nothing if body.get("tools").is_some() => {
+            body["tool_choice"] = json!({"type": "none"});
+        }
+        ToolChoice::Nothing => {}
     }
     body["messages"] = messages(request.messages);
     body
@@ -324,7 +330,7 @@ mod tests {
             system: "be good",
             messages: &messages,
             tools: &tools,
-            tool_choice: None,
+            tool_choice: ToolChoice::Auto,
             output_schema: None,
             web_search: None,
         };

@@ -33,13 +33,27 @@ pub(crate) struct ModelRequest<'a> {
     pub system: &'a str,
     pub messages: &'a [Message],
     pub tools: &'a [ToolDefinition],
-    /// The tool the model must call this turn (the final `StructuredOutput`).
-    pub tool_choice: Option<&'a str>,
+    /// Which tools the model may call this turn.
+    pub tool_choice: ToolChoice<'a>,
     /// The final answer's JSON Schema, for providers that constrain the text to it.
     pub output_schema: Option<&'a serde_json::Value>,
     /// Anthropic's server-side web search, when the policy allows it (other providers
     /// have no such tool and leave it out).
     pub web_search: Option<&'a crate::message::WebSearch>,
+}
+
+/// Which tools the model may call in one turn. The tools are offered in every request
+/// all the same: the prefix of the request stays the same for the provider's cache, and
+/// a conversation with tool calls in it needs their definitions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum ToolChoice<'a> {
+    /// Any, or none: the model decides.
+    #[default]
+    Auto,
+    /// This one (the final `StructuredOutput`).
+    Tool(&'a str),
+    /// None: a turn of text only (a summary, a wrap-up).
+    Nothing,
 }
 
 /// How a provider gives a final answer that must match a schema.

@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::openai_stream::OpenAiStream;
 use super::remote::RemoteConfig;
 use super::transport::{RetryNotice, Transport};
-use super::{Model, ModelError, ModelRequest, OutputMode};
+use super::{Model, ModelError, ModelRequest, OutputMode, ToolChoice};
 use crate::message::{ContentBlock, Message, ModelResponse, Role};
 
 pub(crate) struct OpenAiModel {
@@ -159,6 +159,9 @@ pub(crate) fn request_body(
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        if request.tool_choice == ToolChoice::Nothing {
+            body["tool_choice"] = json!("none");
+        }
     }
     if let Some(schema) = request.output_schema {
         body["response_format"] = json!({
@@ -290,7 +293,7 @@ mod tests {
             system: "sys",
             messages: &messages,
             tools: &tools,
-            tool_choice: None,
+            tool_choice: ToolChoice::Auto,
             output_schema: None,
             web_search: None,
         };

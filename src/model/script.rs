@@ -126,7 +126,7 @@ mod tests {
             system: "",
             messages: &[],
             tools: &[],
-            tool_choice: None,
+            tool_choice: crate::model::ToolChoice::Auto,
             output_schema: None,
             web_search: None,
         }

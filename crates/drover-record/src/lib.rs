@@ -6,6 +6,7 @@
 //! `drover-output`.
 
 pub mod chain;
+pub mod context;
 pub mod drift;
 pub mod github;
 pub mod junit;

@@ -62,6 +62,9 @@ pub enum EndReason {
     InvalidOutput,
     /// A hook ended the run (`continue: false`, or a blocked prompt).
     HookStopped,
+    /// The model made the same call with the same result `limits.max_identical_calls`
+    /// times in a row after it was told it was repeating itself.
+    Loop,
 }
 
 impl EndReason {
@@ -98,6 +101,7 @@ impl EndReason {
             EndReason::McpUnavailable => "mcp_unavailable",
             EndReason::InvalidOutput => "invalid_output",
             EndReason::HookStopped => "hook_stopped",
+            EndReason::Loop => "loop",
         }
     }
 }
@@ -237,6 +241,14 @@ pub struct TaskReport {
     /// status and reason are (absent for a run or a resume).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<super::ReplayJudgement>,
+    /// How the conversation was kept inside the model's window (absent when it never
+    /// had to be compacted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<crate::context::ContextTally>,
+    /// What the model wrote in its wrap-up turn (`limits.wrap_up`) when a limit ended
+    /// the run: where the work stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrap_up: Option<String>,
 }
 
 fn is_zero(count: &u32) -> bool {

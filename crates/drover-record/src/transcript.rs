@@ -391,6 +391,20 @@ pub enum Event {
         #[serde(default)]
         bytes: u64,
     },
+    /// The conversation was made smaller to stay inside the model's window.
+    Compaction(Box<crate::context::Compaction>),
+    /// A limit is about to end the run: the model gets one last turn, without tools, to
+    /// say where the work stands (`limits.wrap_up`); its answer is the next
+    /// `model_response`, and the run then ends with `reason`.
+    WrapUp {
+        /// Model turns before it.
+        turn: u32,
+        reason: crate::EndReason,
+        /// What ends the run, in a sentence with figures.
+        message: String,
+        /// What the model was asked.
+        prompt: String,
+    },
     RunEnd {
         status: crate::Status,
         reason: crate::EndReason,

@@ -9,6 +9,7 @@
 mod agents;
 mod claude_permissions;
 mod connection;
+mod context;
 mod defaults;
 mod diff;
 mod exec_task;
@@ -40,6 +41,10 @@ pub use claude_permissions::{
     PermissionsFrom, SettingsPermissions, SettingsSource, permissions_of_claude_settings,
 };
 pub use connection::{RetrySpec, TimeoutsSpec};
+pub use context::{
+    ContextSettings, ContextSpec, ContextStrategy, ContextSwitch, ContextWindow,
+    DEFAULT_MAX_IDENTICAL_CALLS, IdenticalCalls, KeepResults, MIN_CONTEXT_WINDOW, Threshold,
+};
 pub use defaults::{
     DEFAULTS_FILE, Defaults, defaults_for_dir, defaults_for_dir_every, defaults_of_spec,
     is_defaults_file, merged_view, parse_defaults,

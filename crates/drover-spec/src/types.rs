@@ -359,6 +359,18 @@ pub struct Limits {
     /// How deep sub-agents may nest (1: sub-agents start none of their own); default 2.
     #[serde(default)]
     pub max_agent_depth: Option<Spanned<u32>>,
+    /// How the conversation is kept inside the model's window (default: old tool
+    /// results cleared at 70% of it).
+    #[serde(default)]
+    pub context: Option<super::ContextSpec>,
+    /// The same call with the same result this many times in a row is a loop (default
+    /// 5; `off`).
+    #[serde(default)]
+    pub max_identical_calls: Option<super::IdenticalCalls>,
+    /// A limit about to end the run gives the model one last turn, without tools, to
+    /// say where the work stands.
+    #[serde(default)]
+    pub wrap_up: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -245,6 +245,9 @@ fn replay_limits(limits: Limits) -> Limits {
         max_cost_usd,
         max_tokens,
         max_agent_depth,
+        context,
+        max_identical_calls,
+        wrap_up,
     } = limits;
     let timeout = match timeout {
         Some(TimeoutLimit::After(recorded)) if recorded < REPLAY_TIMEOUT => recorded,
@@ -256,6 +259,9 @@ fn replay_limits(limits: Limits) -> Limits {
         max_cost_usd,
         max_tokens,
         max_agent_depth,
+        context,
+        max_identical_calls,
+        wrap_up,
     }
 }
 

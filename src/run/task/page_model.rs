@@ -43,7 +43,7 @@ impl PageAnswerer for PageModel {
             system: SYSTEM,
             messages: &messages,
             tools: &[],
-            tool_choice: None,
+            tool_choice: crate::model::ToolChoice::Auto,
             output_schema: None,
             web_search: None,
         };

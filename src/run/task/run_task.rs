@@ -143,6 +143,8 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         drift: None,
         start: None,
         replay: plan.mode.replay_judgement().cloned(),
+        context: None,
+        wrap_up: None,
     }
 }
 

@@ -96,6 +96,14 @@ fn limits(merged: &Merged, own: Limits, defaults: Option<&Limits>) -> Limits {
             own.max_agent_depth,
             &defaults.max_agent_depth,
         ),
+        context: pick(merged, &at("context"), own.context, &defaults.context),
+        max_identical_calls: pick(
+            merged,
+            &at("max_identical_calls"),
+            own.max_identical_calls,
+            &defaults.max_identical_calls,
+        ),
+        wrap_up: pick(merged, &at("wrap_up"), own.wrap_up, &defaults.wrap_up),
     }
 }
 

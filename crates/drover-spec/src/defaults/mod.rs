@@ -244,6 +244,9 @@ fn mark(settings: &mut DefaultsSpec) {
         max_cost_usd,
         max_tokens,
         max_agent_depth,
+        context: _,
+        max_identical_calls: _,
+        wrap_up: _,
     }) = limits
     {
         max_turns.iter_mut().for_each(mark_one);
