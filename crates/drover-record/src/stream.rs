@@ -162,6 +162,8 @@ mod tests {
             excluded_from_diff: None,
             network: None,
             replay: None,
+            context: None,
+            wrap_up: None,
             start: None,
             final_text: "Fixed.".to_string(),
             todos: Vec::new(),

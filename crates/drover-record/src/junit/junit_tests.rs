@@ -46,6 +46,8 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         drift: None,
         start: None,
         replay: None,
+        context: None,
+        wrap_up: None,
     }
 }
 

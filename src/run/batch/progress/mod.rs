@@ -337,6 +337,8 @@ mod tests {
             drift: None,
             start: None,
             replay: None,
+            context: None,
+            wrap_up: None,
         }
     }
 
