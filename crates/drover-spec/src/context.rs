@@ -7,39 +7,41 @@ use serde::{Deserialize, Serialize};
 use super::values::InvalidValue;
 
 /// `limits.context`: `off`, or how the conversation is kept inside the window.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ContextSpec {
     /// `off` (or `false`): no management; `on` (or `true`): the defaults.
-    Switch(ContextSwitch),
+    Switch(bool),
     Settings(ContextSettings),
 }
 
-/// `on`/`off`, `true`/`false`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "SwitchText")]
-pub struct ContextSwitch(pub bool);
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum SwitchText {
-    Bool(bool),
-    Text(String),
-}
-
-impl TryFrom<SwitchText> for ContextSwitch {
-    type Error = InvalidValue;
-    fn try_from(value: SwitchText) -> Result<Self, Self::Error> {
-        match value {
-            SwitchText::Bool(on) => Ok(ContextSwitch(on)),
-            SwitchText::Text(text) => match text.trim() {
-                "on" => Ok(ContextSwitch(true)),
-                "off" => Ok(ContextSwitch(false)),
-                other => Err(InvalidValue(format!(
-                    "limits.context is {other:?}: write off, on, or a mapping such as {{ strategy: summarize, window: 200000 }}"
-                ))),
-            },
+impl<'de> Deserialize<'de> for ContextSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ContextSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("off, on, or a mapping such as { strategy: summarize, window: 200000 }")
+            }
+            // YAML 1.1 readers turn on/off into booleans; accept both spellings.
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<ContextSpec, E> {
+                Ok(ContextSpec::Switch(on))
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<ContextSpec, E> {
+                match value.trim() {
+                    "on" => Ok(ContextSpec::Switch(true)),
+                    "off" => Ok(ContextSpec::Switch(false)),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<ContextSpec, A::Error> {
+                ContextSettings::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ContextSpec::Settings)
+            }
         }
+        deserializer.deserialize_any(Visitor)
     }
 }
 
@@ -165,30 +167,45 @@ impl TryFrom<u32> for KeepResults {
 pub const DEFAULT_MAX_IDENTICAL_CALLS: u32 = 5;
 
 /// `limits.max_identical_calls`: a count of 2 or more, or `off`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "IdenticalText")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IdenticalCalls(pub Option<u32>);
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum IdenticalText {
-    Number(u32),
-    Text(String),
-}
-
-impl TryFrom<IdenticalText> for IdenticalCalls {
-    type Error = InvalidValue;
-    fn try_from(value: IdenticalText) -> Result<Self, Self::Error> {
-        match value {
-            IdenticalText::Number(count) if count >= 2 => Ok(IdenticalCalls(Some(count))),
-            IdenticalText::Text(text) if text.trim() == "off" => Ok(IdenticalCalls(None)),
-            IdenticalText::Number(count) => Err(InvalidValue(format!(
-                "limits.max_identical_calls is {count}; give 2 or more (the same call with the same result that many times in a row), or off"
-            ))),
-            IdenticalText::Text(text) => Err(InvalidValue(format!(
-                "limits.max_identical_calls is {text:?}; give a number of 2 or more, or off"
-            ))),
+impl<'de> Deserialize<'de> for IdenticalCalls {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = IdenticalCalls;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of 2 or more (the same call with the same result that many times in a row), or off")
+            }
+            fn visit_u64<E: serde::de::Error>(self, count: u64) -> Result<IdenticalCalls, E> {
+                match u32::try_from(count) {
+                    Ok(count) if count >= 2 => Ok(IdenticalCalls(Some(count))),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Unsigned(count), &self)),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, count: i64) -> Result<IdenticalCalls, E> {
+                match u64::try_from(count) {
+                    Ok(count) => self.visit_u64(count),
+                    Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(count), &self)),
+                }
+            }
+            // YAML 1.1 readers turn `off` into false.
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<IdenticalCalls, E> {
+                if on {
+                    Err(E::invalid_value(serde::de::Unexpected::Bool(on), &self))
+                } else {
+                    Ok(IdenticalCalls(None))
+                }
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<IdenticalCalls, E> {
+                match value.trim() {
+                    "off" => Ok(IdenticalCalls(None)),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
         }
+        deserializer.deserialize_any(Visitor)
     }
 }
 
@@ -206,8 +223,8 @@ impl ContextSpec {
     /// The strategy in force (`clear_tool_results` when the spec says nothing).
     pub fn strategy(spec: Option<&ContextSpec>) -> ContextStrategy {
         match spec {
-            None | Some(ContextSpec::Switch(ContextSwitch(true))) => ContextStrategy::default(),
-            Some(ContextSpec::Switch(ContextSwitch(false))) => ContextStrategy::Off,
+            None | Some(ContextSpec::Switch(true)) => ContextStrategy::default(),
+            Some(ContextSpec::Switch(false)) => ContextStrategy::Off,
             Some(ContextSpec::Settings(settings)) => settings.strategy.unwrap_or_default(),
         }
     }

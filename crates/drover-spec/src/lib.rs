@@ -42,7 +42,7 @@ pub use claude_permissions::{
 };
 pub use connection::{RetrySpec, TimeoutsSpec};
 pub use context::{
-    ContextSettings, ContextSpec, ContextStrategy, ContextSwitch, ContextWindow,
+    ContextSettings, ContextSpec, ContextStrategy, ContextWindow,
     DEFAULT_MAX_IDENTICAL_CALLS, IdenticalCalls, KeepResults, MIN_CONTEXT_WINDOW, Threshold,
 };
 pub use defaults::{
