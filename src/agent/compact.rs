@@ -6,7 +6,9 @@
 
 use serde_json::{Map, json};
 
-use super::context::{ContextConfig, Goal, SUMMARY_PROMPT, clear, kept, refusal_figures};
+use super::context::{
+    ContextConfig, Goal, SUMMARY_PROMPT, clear, compactable, kept, refusal_figures,
+};
 use super::session::Session;
 use super::{Agent, AgentConfig, Bounded, Stop, bounded, interrupted, limits, run_cost};
 use crate::message::Usage;
@@ -26,6 +28,17 @@ enum Summary {
     Failed {
         why: String,
         usage: Usage,
+    },
+    Stopped(Stop),
+}
+
+/// What a compaction came to.
+enum Compacted {
+    Done,
+    /// Nothing was left to take out.
+    Nothing {
+        tokens: u64,
+        window: u64,
     },
     Stopped(Stop),
 }
@@ -64,8 +77,15 @@ impl Agent<'_> {
         if session.context.size.tokens(bytes) <= config.context.threshold_tokens() {
             return Ok(None);
         }
-        self.compact(config, session, Trigger::Threshold, bytes, None)
-            .await
+        Ok(
+            match self
+                .compact(config, session, Trigger::Threshold, bytes, None)
+                .await?
+            {
+                Compacted::Stopped(stop) => Some(stop),
+                Compacted::Done | Compacted::Nothing { .. } => None,
+            },
+        )
     }
 
     /// The API refused the last request as too long: compact once so the next fits.
@@ -82,8 +102,22 @@ impl Agent<'_> {
             session.context.size.refused(tokens, bytes);
             window = Some(server_window);
         }
-        self.compact(config, session, Trigger::Refused, bytes, window)
-            .await
+        Ok(
+            match self
+                .compact(config, session, Trigger::Refused, bytes, window)
+                .await?
+            {
+                Compacted::Done => None,
+                Compacted::Stopped(stop) => Some(stop),
+                Compacted::Nothing { tokens, window } => Some((
+                    EndReason::ContextExhausted,
+                    format!(
+                        "the conversation no longer fits the model's context window; the API said: {refusal}; nothing was left to clear (the request of turn {} was ~{tokens} tokens by drover's estimate, window {window}): the task's prompt, tools and newest turns alone do not fit",
+                        session.turns + 1
+                    ),
+                )),
+            },
+        )
     }
 
     /// Compact the conversation of a request of `bytes` down to the target (of the
@@ -96,7 +130,16 @@ impl Agent<'_> {
         trigger: Trigger,
         bytes: u64,
         server_window: Option<u64>,
-    ) -> Result<Option<Stop>, TranscriptError> {
+    ) -> Result<Compacted, TranscriptError> {
+        let summarizable =
+            config.context.strategy == ContextStrategy::Summarize && session.messages.len() > 1;
+        if !summarizable && !compactable(&session.messages, config.context.keep_tool_results) {
+            // Nothing to take out: no hook, no record of a compaction that was not.
+            return Ok(Compacted::Nothing {
+                tokens: session.context.size.tokens(bytes),
+                window: server_window.unwrap_or(config.context.window),
+            });
+        }
         let mut fields = Map::new();
         fields.insert("trigger".into(), json!("auto"));
         fields.insert("custom_instructions".into(), json!(""));
@@ -105,7 +148,7 @@ impl Agent<'_> {
             .await?
         {
             Ok(answer) => answer.additional_context,
-            Err(stop) => return Ok(Some(stop)),
+            Err(stop) => return Ok(Compacted::Stopped(stop)),
         };
         let mut context = config.context;
         if let Some(window) = server_window.filter(|w| *w < context.window) {
@@ -137,12 +180,12 @@ impl Agent<'_> {
                     self.spent_on_summary(config, session, &mut record, usage);
                     clear_to(session, &context, bytes, target, &mut record);
                 }
-                Summary::Stopped(stop) => return Ok(Some(stop)),
+                Summary::Stopped(stop) => return Ok(Compacted::Stopped(stop)),
             }
         } else {
             clear_to(session, &context, bytes, target, &mut record);
         }
-        self.finish_compaction(config, session, record, trigger)
+        self.finish_compaction(config, session, record)
     }
 
     /// The record of a compaction about to be made of a request of `bytes`.
@@ -177,15 +220,13 @@ impl Agent<'_> {
         }
     }
 
-    /// Record a compaction that was made, or end the run when a refused request could
-    /// not be made any smaller.
+    /// Record a compaction that was made (none when nothing could be taken out).
     fn finish_compaction(
         &mut self,
         config: &AgentConfig,
         session: &mut Session,
         mut record: Compaction,
-        trigger: Trigger,
-    ) -> Result<Option<Stop>, TranscriptError> {
+    ) -> Result<Compacted, TranscriptError> {
         let bytes_after = session.request_bytes(&config.system);
         record.bytes_after = bytes_after;
         record.tokens_after = session.context.size.tokens(bytes_after);
@@ -193,22 +234,15 @@ impl Agent<'_> {
         let changed =
             record.summary.is_some() || record.cleared_results > 0 || record.removed_turns > 0;
         if !changed {
-            // Nothing was left to take out: no record of a compaction that was not.
-            return Ok((trigger == Trigger::Refused).then(|| {
-                (
-                    EndReason::ContextExhausted,
-                    format!(
-                        "the API refused the request of turn {} as too long (~{} tokens estimated, window {}), and nothing was left to clear: the task's prompt, tools and newest turns alone do not fit",
-                        session.turns + 1,
-                        record.tokens_before,
-                        record.window
-                    ),
-                )
-            }));
+            // No record of a compaction that was not.
+            return Ok(Compacted::Nothing {
+                tokens: record.tokens_before,
+                window: record.window,
+            });
         }
         session.context.tally.add(&record);
         self.transcript.write(Event::Compaction(Box::new(record)))?;
-        Ok(None)
+        Ok(Compacted::Done)
     }
 
     /// Ask the model for a summary of the conversation (with the PreCompact hooks'
