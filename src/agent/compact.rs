@@ -43,6 +43,14 @@ enum Compacted {
     Stopped(Stop),
 }
 
+/// What a summarizing compaction works from: the PreCompact hooks' instructions, the
+/// request's bytes, and the bytes a fallback clearing brings it down to.
+struct Summarized<'a> {
+    instructions: &'a [String],
+    bytes: u64,
+    target: u64,
+}
+
 /// What set a compaction off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Trigger {
@@ -163,29 +171,66 @@ impl Agent<'_> {
         };
         let mut record = self.compaction_record(&context, session, trigger, bytes);
         if context.strategy == ContextStrategy::Summarize {
-            match self
-                .summarize(config, session, &context, &instructions, bytes)
+            let summarized = Summarized {
+                instructions: &instructions,
+                bytes,
+                target,
+            };
+            if let Some(stop) = self
+                .compact_by_summary(config, session, &context, summarized, &mut record)
                 .await?
             {
-                Summary::Written { text, usage } => {
-                    record.removed_turns = assistant_turns(session);
-                    session
-                        .context
-                        .summarized(&mut session.messages, text.clone());
-                    record.summary = Some(text);
-                    self.spent_on_summary(config, session, &mut record, usage);
-                }
-                Summary::Failed { why, usage } => {
-                    record.fallback = Some(format!("{why}; drover cleared old results instead"));
-                    self.spent_on_summary(config, session, &mut record, usage);
-                    clear_to(session, &context, bytes, target, &mut record);
-                }
-                Summary::Stopped(stop) => return Ok(Compacted::Stopped(stop)),
+                return Ok(Compacted::Stopped(stop));
             }
         } else {
             clear_to(session, &context, bytes, target, &mut record);
         }
         self.finish_compaction(config, session, record)
+    }
+
+    /// `strategy: summarize`: the model's summary replaces the conversation, or, when
+    /// none can be had, old results are cleared down to `target` bytes. The summary
+    /// request must fit the window itself: when it would not, it is cleared first, and
+    /// what that took out is recorded with the fallback's clearing (a replay clears the
+    /// recorded counts in one go, which comes to the same: turns go only once every
+    /// result they could clear is cleared).
+    async fn compact_by_summary(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+        context: &ContextConfig,
+        summarized: Summarized<'_>,
+        record: &mut Compaction,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        let Summarized {
+            instructions,
+            bytes,
+            target,
+        } = summarized;
+        let turns = assistant_turns(session);
+        if session.context.size.tokens(bytes) > context.window / 10 * 9 {
+            let fits = session.context.size.bytes_for(context.threshold_tokens());
+            clear_to(session, context, bytes, fits, record);
+        }
+        match self.summarize(config, session, instructions).await? {
+            Summary::Written { text, usage } => {
+                record.cleared_results = 0;
+                record.removed_turns = turns;
+                session
+                    .context
+                    .summarized(&mut session.messages, text.clone());
+                record.summary = Some(text);
+                self.spent_on_summary(config, session, record, usage);
+            }
+            Summary::Failed { why, usage } => {
+                record.fallback = Some(format!("{why}; drover cleared old results instead"));
+                self.spent_on_summary(config, session, record, usage);
+                let now = session.request_bytes(&config.system);
+                clear_to(session, context, now, target, record);
+            }
+            Summary::Stopped(stop) => return Ok(Some(stop)),
+        }
+        Ok(None)
     }
 
     /// The record of a compaction about to be made of a request of `bytes`.
@@ -246,21 +291,13 @@ impl Agent<'_> {
     }
 
     /// Ask the model for a summary of the conversation (with the PreCompact hooks'
-    /// instructions), without tools; the conversation is cleared first when the summary
-    /// request itself would not fit.
+    /// instructions), without tools.
     async fn summarize(
         &mut self,
         config: &AgentConfig,
         session: &mut Session,
-        context: &ContextConfig,
         instructions: &[String],
-        bytes: u64,
     ) -> Result<Summary, TranscriptError> {
-        if session.context.size.tokens(bytes) > context.window / 10 * 9 {
-            let target = session.context.size.bytes_for(context.threshold_tokens());
-            let mut ignored = self.compaction_record(context, session, Trigger::Threshold, bytes);
-            clear_to(session, context, bytes, target, &mut ignored);
-        }
         let mut prompt = SUMMARY_PROMPT.to_string();
         for text in instructions {
             prompt.push_str("\n\nInstructions from the PreCompact hook:\n");
@@ -313,7 +350,8 @@ impl Agent<'_> {
         })
     }
 
-    /// A summary request's tokens count toward the task's budgets and figures.
+    /// A summary request's tokens count toward the task's budgets and figures, but it is
+    /// no model turn (the meter's turns less the task's are its sub-agents' turns).
     fn spent_on_summary(
         &self,
         config: &AgentConfig,
@@ -322,7 +360,7 @@ impl Agent<'_> {
         usage: Usage,
     ) {
         let cost = run_cost(config, &usage);
-        config.meter.add(&usage, cost);
+        config.meter.add_spent(&usage, cost);
         session.usage.add(&usage);
         record.usage = usage;
         record.cost_usd = cost;

@@ -79,8 +79,9 @@ impl Agent<'_> {
                 }
             }
         }
-        // What the recorded summary request spent counts as it did.
-        config.meter.add(&recorded.usage, recorded.cost_usd);
+        // What the recorded summary request spent counts as it did (no turn: a clearing
+        // spent nothing, and its missing cost makes no price unknown).
+        config.meter.add_spent(&recorded.usage, recorded.cost_usd);
         session.usage.add(&recorded.usage);
         let bytes_after = session.request_bytes(&config.system);
         let rebuilt = kept(&session.messages);

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_macros)]
 
 mod common;
+mod context_fixture;
 mod mock_server;
 mod users;
 
@@ -30,6 +31,8 @@ mod attacker_text;
 mod batch_cli;
 mod claude_code_corpus;
 mod claude_code_corpus_runs;
+mod context_clear;
+mod context_summarize;
 mod defaults;
 mod demo;
 mod diff_exclude;
