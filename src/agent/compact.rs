@@ -276,8 +276,12 @@ impl Agent<'_> {
         record.bytes_after = bytes_after;
         record.tokens_after = session.context.size.tokens(bytes_after);
         record.kept = kept(&session.messages);
-        let changed =
-            record.summary.is_some() || record.cleared_results > 0 || record.removed_turns > 0;
+        // A summary asked for is recorded even when nothing changed: its tokens were
+        // spent, and a resumed script must know the entry it took.
+        let changed = record.summary.is_some()
+            || record.fallback.is_some()
+            || record.cleared_results > 0
+            || record.removed_turns > 0;
         if !changed {
             // No record of a compaction that was not.
             return Ok(Compacted::Nothing {

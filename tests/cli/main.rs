@@ -32,6 +32,7 @@ mod batch_cli;
 mod claude_code_corpus;
 mod claude_code_corpus_runs;
 mod context_clear;
+mod context_replay;
 mod context_summarize;
 mod defaults;
 mod demo;

@@ -13,10 +13,15 @@ pub(super) fn build_model(plan: &TaskPlan) -> Box<dyn Model> {
         return model_of(&plan.model);
     };
     let live = match &plan.model {
-        // A script goes on with the turn after the recorded ones.
-        ModelSource::Script { name, turns } => {
-            Box::new(ScriptModel::new(name.as_deref(), turns.clone()).resumed_after(resume.turns))
-        }
+        // A script goes on with the entry after the recorded turns and the summaries
+        // asked for among them (each took an entry, as in a run never stopped).
+        ModelSource::Script { name, turns } => Box::new(
+            ScriptModel::new(name.as_deref(), turns.clone()).resumed_after(
+                resume
+                    .turns
+                    .saturating_add(summary_requests(&resume.events)),
+            ),
+        ),
         source => model_of(source),
     };
     Box::new(ResumedModel::new(
@@ -24,6 +29,19 @@ pub(super) fn build_model(plan: &TaskPlan) -> Box<dyn Model> {
         resume.turns,
         live,
     ))
+}
+
+/// The summary requests a recording made (`limits.context` `summarize`): each is one
+/// `compaction` event, written or not (a fallback), of drover's own (not the server's).
+fn summary_requests(events: &[crate::record::Event]) -> u32 {
+    let count = events
+        .iter()
+        .filter(|event| {
+            matches!(event, crate::record::Event::Compaction(compaction)
+                if compaction.strategy == "summarize" && compaction.trigger != "server")
+        })
+        .count();
+    u32::try_from(count).unwrap_or(u32::MAX)
 }
 
 /// The model whose turns come from `source`.
