@@ -260,6 +260,7 @@ impl Agent<'_> {
         session: &mut Session,
     ) -> Result<Stop, TranscriptError> {
         loop {
+            let turn_started = std::time::Instant::now();
             let response = match self.request_turn(config, session).await? {
                 Ok(response) => response,
                 Err(stop) => return Ok(stop),
@@ -297,6 +298,7 @@ impl Agent<'_> {
                 Some(stop) => return Ok(stop),
                 None => {}
             }
+            session.longest_turn = session.longest_turn.max(turn_started.elapsed());
             if let Some(stop) = self.watch_repeats(&calls, config, session)? {
                 return Ok(stop);
             }

@@ -61,6 +61,8 @@ pub(crate) struct Session {
     pub(super) wrap_up_text: Option<String>,
     /// The longest a model request took so far (how much time a turn needs).
     pub(super) longest_request: std::time::Duration,
+    /// The longest a working turn took so far, its request and its tools.
+    pub(super) longest_turn: std::time::Duration,
     /// The output tokens of the last turn (what the next one may write).
     pub(super) last_output_tokens: u64,
 }
@@ -110,6 +112,7 @@ impl Session {
             wrap_up: None,
             wrap_up_text: None,
             longest_request: std::time::Duration::ZERO,
+            longest_turn: std::time::Duration::ZERO,
             last_output_tokens: 0,
         }
     }

@@ -3,9 +3,10 @@
 //! with that limit's reason all the same.
 //!
 //! The wrap-up never spends past a budget or the clock knowingly: for `max_cost_usd`,
-//! `max_tokens` and `timeout` it is the last turn they allow (the next turn's cost,
-//! tokens and time projected from the turns so far). `max_turns` counts working turns:
-//! the wrap-up is one more, after them.
+//! `max_tokens` and `timeout` it is the last turn they allow. It comes when, after one
+//! more working turn (its cost, tokens and time projected from the turns so far), no
+//! turn would be left for it. `max_turns` counts working turns: the wrap-up is one
+//! more, after them.
 
 use std::time::Duration;
 
@@ -51,14 +52,22 @@ impl Agent<'_> {
         Ok(())
     }
 
-    /// The wrap-up turn was taken: its text kept, and the stop it was for.
+    /// The wrap-up turn was taken: its text kept (none when the model wrote nothing),
+    /// and the stop it was for.
     pub(super) fn end_wrap_up(&mut self, session: &mut Session) -> Option<Stop> {
         let (reason, message) = session.wrap_up.take()?;
-        session.wrap_up_text = Some(session.last_turn_text.clone());
+        let wrote = !session.last_turn_text.trim().is_empty();
+        session.wrap_up_text = wrote.then(|| session.last_turn_text.clone());
+        let what = if wrote {
+            "wrote its wrap-up"
+        } else {
+            "wrote no wrap-up"
+        };
+        let without = if wrote { ", without tools" } else { "" };
         Some((
             reason,
             format!(
-                "{message}; the model wrote its wrap-up in turn {}, without tools",
+                "{message}; the model {what} in turn {}{without}",
                 session.turns
             ),
         ))
@@ -73,9 +82,11 @@ fn why(reason: EndReason) -> &'static str {
     }
 }
 
-/// The limit the next working turn would pass, projected from the turns so far: its
-/// request's estimated tokens and the last turn's output for the budgets, twice the
-/// longest request so far (10 s at least, a quarter of the limit at most) for the clock.
+/// The limit that leaves no turn for a wrap-up after the next working turn, projected
+/// from the turns so far: the next request's estimated tokens and the last turn's
+/// output for the budgets (the wrap-up costs about as much as a working turn), the
+/// longest turn so far (request and tools) for the clock, and for the wrap-up itself
+/// twice the longest request (10 s at least, a quarter of the limit at most).
 pub(super) fn ahead(
     config: &AgentConfig,
     session: &mut Session,
@@ -95,22 +106,22 @@ pub(super) fn ahead(
         (config.max_cost_usd, spent.cost_usd, config.pricing)
     {
         let next_usd = cost(&next, &pricing);
-        if spent_usd + next_usd >= limit {
+        if spent_usd + 2.0 * next_usd >= limit {
             return Some((
                 EndReason::Budget,
                 format!(
-                    "spent ${spent_usd:.4} of limits.max_cost_usd ${limit} after {turns}; the next turn (~${next_usd:.4}) would have passed it"
+                    "spent ${spent_usd:.4} of limits.max_cost_usd ${limit} after {turns}; at ~${next_usd:.4} a turn, the next is the last the budget allows"
                 ),
             ));
         }
     }
     if let Some(limit) = config.max_tokens {
         let total = spent.usage.total();
-        if total.saturating_add(next.total()) >= limit {
+        if total.saturating_add(next.total().saturating_mul(2)) >= limit {
             return Some((
                 EndReason::Budget,
                 format!(
-                    "used {total} tokens of limits.max_tokens {limit} after {turns}; the next turn (~{} tokens) would have passed it",
+                    "used {total} tokens of limits.max_tokens {limit} after {turns}; at ~{} tokens a turn, the next is the last the limit allows",
                     next.total()
                 ),
             ));
@@ -121,7 +132,8 @@ pub(super) fn ahead(
     let reserve = (session.longest_request * 2)
         .max(LEAST_RESERVE)
         .min(limit / MOST_RESERVE_SHARE);
-    (limit.saturating_sub(elapsed) < reserve).then(|| {
+    let needed = session.longest_turn.saturating_add(reserve);
+    (limit.saturating_sub(elapsed) < needed).then(|| {
         (
             EndReason::Timeout,
             format!(

@@ -155,6 +155,9 @@ pub(super) fn redact_report(report: &mut TaskReport, redactor: &Redactor) {
     }
     report.message = redactor.redact_owned(std::mem::take(&mut report.message));
     report.final_text = redactor.redact_owned(std::mem::take(&mut report.final_text));
+    if let Some(wrap_up) = report.wrap_up.take() {
+        report.wrap_up = Some(redactor.redact_owned(wrap_up));
+    }
     for check in &mut report.checks {
         check.output_tail = redactor.redact_owned(std::mem::take(&mut check.output_tail));
         check.command = redactor.redact_owned(std::mem::take(&mut check.command));
