@@ -70,7 +70,7 @@ impl Agent<'_> {
         if self.replay.is_some() {
             return self.replay_compactions(config, session).await;
         }
-        if !drover_compacts(&config.context, session) {
+        if !drover_compacts(&config.context, session, self.model.provider()) {
             return Ok(None);
         }
         let bytes = session.request_bytes(&config.system);
@@ -330,11 +330,11 @@ impl Agent<'_> {
 }
 
 /// Whether drover itself compacts before requests: any strategy but `off`, and `server`
-/// only once the server refused its own editing.
-fn drover_compacts(context: &ContextConfig, session: &Session) -> bool {
+/// only where the provider has no editing of its own or the server refused it.
+fn drover_compacts(context: &ContextConfig, session: &Session, provider: &str) -> bool {
     match context.strategy {
         ContextStrategy::Off => false,
-        ContextStrategy::Server => session.context.server_refused,
+        ContextStrategy::Server => provider != "anthropic" || session.context.server_refused,
         ContextStrategy::ClearToolResults | ContextStrategy::Summarize => true,
     }
 }
