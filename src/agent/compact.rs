@@ -164,7 +164,7 @@ impl Agent<'_> {
         let mut record = self.compaction_record(&context, session, trigger, bytes);
         if context.strategy == ContextStrategy::Summarize {
             match self
-                .summarize(config, session, &context, &instructions, bytes)
+                .summarize(config, session, &context, &instructions, &mut record)
                 .await?
             {
                 Summary::Written { text, usage } => {
@@ -178,7 +178,8 @@ impl Agent<'_> {
                 Summary::Failed { why, usage } => {
                     record.fallback = Some(format!("{why}; drover cleared old results instead"));
                     self.spent_on_summary(config, session, &mut record, usage);
-                    clear_to(session, &context, bytes, target, &mut record);
+                    let now = session.request_bytes(&config.system);
+                    clear_to(session, &context, now, target, &mut record);
                 }
                 Summary::Stopped(stop) => return Ok(Compacted::Stopped(stop)),
             }
@@ -246,20 +247,20 @@ impl Agent<'_> {
     }
 
     /// Ask the model for a summary of the conversation (with the PreCompact hooks'
-    /// instructions), without tools; the conversation is cleared first when the summary
-    /// request itself would not fit.
+    /// instructions), without tools; the conversation is cleared first (counted in
+    /// `record`, as a replay clears it too) when the summary request would not fit.
     async fn summarize(
         &mut self,
         config: &AgentConfig,
         session: &mut Session,
         context: &ContextConfig,
         instructions: &[String],
-        bytes: u64,
+        record: &mut Compaction,
     ) -> Result<Summary, TranscriptError> {
+        let bytes = record.bytes_before;
         if session.context.size.tokens(bytes) > context.window / 10 * 9 {
             let target = session.context.size.bytes_for(context.threshold_tokens());
-            let mut ignored = self.compaction_record(context, session, Trigger::Threshold, bytes);
-            clear_to(session, context, bytes, target, &mut ignored);
+            clear_to(session, context, bytes, target, record);
         }
         let mut prompt = SUMMARY_PROMPT.to_string();
         for text in instructions {
