@@ -275,6 +275,7 @@ impl Agent<'_> {
             tool_choice: ToolChoice::Nothing,
             output_schema: None,
             web_search: config.web_search.as_ref(),
+            context_edit: None,
         };
         let answer = super::respond::respond_recorded(
             &mut *self.model,

@@ -123,6 +123,7 @@ impl Agent<'_> {
             tool_choice,
             output_schema: text_schema.filter(|_| session.wrap_up.is_none()),
             web_search: config.web_search.as_ref(),
+            context_edit: None,
         };
         let asked_at = StdInstant::now();
         let answer = super::respond::respond_recorded(
