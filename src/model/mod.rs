@@ -133,8 +133,6 @@ pub(crate) trait Model: Send {
     /// What the server reported it cleared for the last response (server-side context
     /// editing), taken: a second call returns `None` until another response reports
     /// edits. `None` from providers without it, and when the server cleared nothing.
-    // Only tests call it until the loop's server strategy (issue 36) does; remove then.
-    #[allow(dead_code)]
     fn applied_context_edits(&mut self) -> Option<AppliedContextEdits> {
         None
     }
