@@ -43,14 +43,6 @@ enum Compacted {
     Stopped(Stop),
 }
 
-/// What a summarizing compaction works from: the PreCompact hooks' instructions, the
-/// request's bytes, and the bytes a fallback clearing brings it down to.
-struct Summarized<'a> {
-    instructions: &'a [String],
-    bytes: u64,
-    target: u64,
-}
-
 /// What set a compaction off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Trigger {
@@ -78,7 +70,7 @@ impl Agent<'_> {
         if self.replay.is_some() {
             return self.replay_compactions(config, session).await;
         }
-        if !drover_compacts(&config.context, session) {
+        if !drover_compacts(&config.context, session, self.model.provider()) {
             return Ok(None);
         }
         let bytes = session.request_bytes(&config.system);
@@ -171,66 +163,30 @@ impl Agent<'_> {
         };
         let mut record = self.compaction_record(&context, session, trigger, bytes);
         if context.strategy == ContextStrategy::Summarize {
-            let summarized = Summarized {
-                instructions: &instructions,
-                bytes,
-                target,
-            };
-            if let Some(stop) = self
-                .compact_by_summary(config, session, &context, summarized, &mut record)
+            match self
+                .summarize(config, session, &context, &instructions, &mut record)
                 .await?
             {
-                return Ok(Compacted::Stopped(stop));
+                Summary::Written { text, usage } => {
+                    record.removed_turns = assistant_turns(session);
+                    session
+                        .context
+                        .summarized(&mut session.messages, text.clone());
+                    record.summary = Some(text);
+                    self.spent_on_summary(config, session, &mut record, usage);
+                }
+                Summary::Failed { why, usage } => {
+                    record.fallback = Some(format!("{why}; drover cleared old results instead"));
+                    self.spent_on_summary(config, session, &mut record, usage);
+                    let now = session.request_bytes(&config.system);
+                    clear_to(session, &context, now, target, &mut record);
+                }
+                Summary::Stopped(stop) => return Ok(Compacted::Stopped(stop)),
             }
         } else {
             clear_to(session, &context, bytes, target, &mut record);
         }
         self.finish_compaction(config, session, record)
-    }
-
-    /// `strategy: summarize`: the model's summary replaces the conversation, or, when
-    /// none can be had, old results are cleared down to `target` bytes. The summary
-    /// request must fit the window itself: when it would not, it is cleared first, and
-    /// what that took out is recorded with the fallback's clearing (a replay clears the
-    /// recorded counts in one go, which comes to the same: turns go only once every
-    /// result they could clear is cleared).
-    async fn compact_by_summary(
-        &mut self,
-        config: &AgentConfig,
-        session: &mut Session,
-        context: &ContextConfig,
-        summarized: Summarized<'_>,
-        record: &mut Compaction,
-    ) -> Result<Option<Stop>, TranscriptError> {
-        let Summarized {
-            instructions,
-            bytes,
-            target,
-        } = summarized;
-        let turns = assistant_turns(session);
-        if session.context.size.tokens(bytes) > context.window / 10 * 9 {
-            let fits = session.context.size.bytes_for(context.threshold_tokens());
-            clear_to(session, context, bytes, fits, record);
-        }
-        match self.summarize(config, session, instructions).await? {
-            Summary::Written { text, usage } => {
-                record.cleared_results = 0;
-                record.removed_turns = turns;
-                session
-                    .context
-                    .summarized(&mut session.messages, text.clone());
-                record.summary = Some(text);
-                self.spent_on_summary(config, session, record, usage);
-            }
-            Summary::Failed { why, usage } => {
-                record.fallback = Some(format!("{why}; drover cleared old results instead"));
-                self.spent_on_summary(config, session, record, usage);
-                let now = session.request_bytes(&config.system);
-                clear_to(session, context, now, target, record);
-            }
-            Summary::Stopped(stop) => return Ok(Some(stop)),
-        }
-        Ok(None)
     }
 
     /// The record of a compaction about to be made of a request of `bytes`.
@@ -295,13 +251,21 @@ impl Agent<'_> {
     }
 
     /// Ask the model for a summary of the conversation (with the PreCompact hooks'
-    /// instructions), without tools.
+    /// instructions), without tools; the conversation is cleared first (counted in
+    /// `record`, as a replay clears it too) when the summary request would not fit.
     async fn summarize(
         &mut self,
         config: &AgentConfig,
         session: &mut Session,
+        context: &ContextConfig,
         instructions: &[String],
+        record: &mut Compaction,
     ) -> Result<Summary, TranscriptError> {
+        let bytes = record.bytes_before;
+        if session.context.size.tokens(bytes) > context.window / 10 * 9 {
+            let target = session.context.size.bytes_for(context.threshold_tokens());
+            clear_to(session, context, bytes, target, record);
+        }
         let mut prompt = SUMMARY_PROMPT.to_string();
         for text in instructions {
             prompt.push_str("\n\nInstructions from the PreCompact hook:\n");
@@ -315,6 +279,7 @@ impl Agent<'_> {
             tool_choice: ToolChoice::Nothing,
             output_schema: None,
             web_search: config.web_search.as_ref(),
+            context_edit: None,
         };
         let answer = super::respond::respond_recorded(
             &mut *self.model,
@@ -372,11 +337,11 @@ impl Agent<'_> {
 }
 
 /// Whether drover itself compacts before requests: any strategy but `off`, and `server`
-/// only once the server refused its own editing.
-fn drover_compacts(context: &ContextConfig, session: &Session) -> bool {
+/// only where the provider has no editing of its own or the server refused it.
+fn drover_compacts(context: &ContextConfig, session: &Session, provider: &str) -> bool {
     match context.strategy {
         ContextStrategy::Off => false,
-        ContextStrategy::Server => session.context.server_refused,
+        ContextStrategy::Server => provider != "anthropic" || session.context.server_refused,
         ContextStrategy::ClearToolResults | ContextStrategy::Summarize => true,
     }
 }

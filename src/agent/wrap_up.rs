@@ -26,7 +26,7 @@ impl Agent<'_> {
     /// Whether a limit may give this agent a wrap-up turn: asked for, the main agent's,
     /// live (a replay's come from its recording), and not given yet.
     pub(super) fn may_wrap_up(&self, config: &AgentConfig, session: &Session) -> bool {
-        config.wrap_up && self.depth == 0 && self.replay.is_none() && session.wrap_up_text.is_none()
+        config.wrap_up && self.depth == 0 && self.replay.is_none() && !session.wrapped_up
     }
 
     /// Make the next request the wrap-up turn of a run `stop` ends.
@@ -56,20 +56,19 @@ impl Agent<'_> {
     /// and the stop it was for.
     pub(super) fn end_wrap_up(&mut self, session: &mut Session) -> Option<Stop> {
         let (reason, message) = session.wrap_up.take()?;
-        let wrote = !session.last_turn_text.trim().is_empty();
-        session.wrap_up_text = wrote.then(|| session.last_turn_text.clone());
-        let what = if wrote {
-            "wrote its wrap-up"
-        } else {
-            "wrote no wrap-up"
-        };
-        let without = if wrote { ", without tools" } else { "" };
+        session.wrapped_up = true;
+        let text = session.last_turn_text.trim();
+        let turn = session.turns;
+        if text.is_empty() {
+            return Some((
+                reason,
+                format!("{message}; the model was given turn {turn} for a wrap-up but wrote none"),
+            ));
+        }
+        session.wrap_up_text = Some(text.to_string());
         Some((
             reason,
-            format!(
-                "{message}; the model {what} in turn {}{without}",
-                session.turns
-            ),
+            format!("{message}; the model wrote its wrap-up in turn {turn}, without tools"),
         ))
     }
 }

@@ -523,7 +523,7 @@ fn an_empty_wrap_up_is_said_to_be_empty_and_gives_no_text() {
         end["message"]
             .as_str()
             .unwrap()
-            .ends_with("; the model wrote no wrap-up in turn 2"),
+            .ends_with("; the model was given turn 2 for a wrap-up but wrote none"),
         "{end}"
     );
     let report = summary(&artifacts);

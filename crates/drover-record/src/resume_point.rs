@@ -77,15 +77,7 @@ pub fn resume_point(events: &[ScopedEvent]) -> ResumePoint {
         match &scoped.event {
             // The wrap-up turn was the run's last word under a limit: a resumed run goes
             // on working from the turn before it.
-            Event::WrapUp { .. } => {
-                if let Some(turn) = open.take()
-                    && turn.whole()
-                {
-                    turns += 1;
-                    kept = turn.last + 1;
-                }
-                break;
-            }
+            Event::WrapUp { .. } => break,
             Event::ModelResponse {
                 content,
                 stop_reason,
