@@ -378,7 +378,9 @@ pub enum ReportCommand {
     /// Print the GitHub Action's step outputs from DIR/summary.json as lines for
     /// $GITHUB_OUTPUT: `output=` and the final answer of the run's task with
     /// `output.schema` as one line of JSON (DIR when several tasks have one, empty when
-    /// none has). Exits 2 when DIR has no summary.json drover wrote.
+    /// none has); `wrap-up=` and each task's wrap-up (`limits.wrap_up`) by task name as
+    /// one line of JSON (empty when none has one). Exits 2 when DIR has no summary.json
+    /// drover wrote.
     Outputs {
         /// An artifacts directory drover wrote (`--artifacts`, `--out`).
         #[arg(value_name = "DIR")]

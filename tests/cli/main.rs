@@ -33,6 +33,7 @@ mod claude_code_corpus;
 mod claude_code_corpus_runs;
 mod context_clear;
 mod context_replay;
+mod context_spec;
 mod context_summarize;
 mod defaults;
 mod demo;

@@ -20,7 +20,9 @@ impl<'de> Deserialize<'de> for ContextSpec {
         impl<'de> serde::de::Visitor<'de> for Visitor {
             type Value = ContextSpec;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("off, on, or a mapping such as { strategy: summarize, window: 200000 }")
+                f.write_str(
+                    "limits.context as off, on, or a mapping such as { strategy: summarize, window: 200000 }",
+                )
             }
             // YAML 1.1 readers turn on/off into booleans; accept both spellings.
             fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<ContextSpec, E> {
@@ -176,7 +178,7 @@ impl<'de> Deserialize<'de> for IdenticalCalls {
         impl serde::de::Visitor<'_> for Visitor {
             type Value = IdenticalCalls;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a number of 2 or more (the same call with the same result that many times in a row), or off")
+                f.write_str("limits.max_identical_calls as a number of 2 or more (the same call with the same result that many times in a row), or off")
             }
             fn visit_u64<E: serde::de::Error>(self, count: u64) -> Result<IdenticalCalls, E> {
                 match u32::try_from(count) {
