@@ -301,20 +301,10 @@ impl Agent<'_> {
                     why: format!("the summary request failed: {error}"),
                     usage: Usage::default(),
                 },
-                Ok(response) => {
-                    let text = response.text();
-                    if text.trim().is_empty() {
-                        Summary::Failed {
-                            why: "the model's summary was empty".to_string(),
-                            usage: response.usage,
-                        }
-                    } else {
-                        Summary::Written {
-                            text,
-                            usage: response.usage,
-                        }
-                    }
-                }
+                Ok(response) => summary_of(
+                    response,
+                    session.context.size.bytes_for(context.target_tokens()),
+                ),
             },
         })
     }
@@ -333,6 +323,32 @@ impl Agent<'_> {
         session.usage.add(&usage);
         record.usage = usage;
         record.cost_usd = cost;
+    }
+}
+
+/// What an answer to the summary request comes to: a summary, or none when it is empty
+/// or longer than `most` bytes (the size a compaction brings a request down to: a
+/// summary that large would not make the conversation smaller).
+fn summary_of(response: crate::message::ModelResponse, most: u64) -> Summary {
+    let text = response.text();
+    if text.trim().is_empty() {
+        return Summary::Failed {
+            why: "the model's summary was empty".to_string(),
+            usage: response.usage,
+        };
+    }
+    if text.len() as u64 > most {
+        return Summary::Failed {
+            why: format!(
+                "the model's summary was too long ({} bytes, more than the {most} a compaction leaves the whole request)",
+                text.len()
+            ),
+            usage: response.usage,
+        };
+    }
+    Summary::Written {
+        text,
+        usage: response.usage,
     }
 }
 

@@ -274,6 +274,11 @@ fn a_recording_whose_compaction_was_changed_drifts_with_tool_compaction() {
     let lines = transcript(&replayed.join("long/transcript.jsonl"));
     let event = events(&lines, "replay_drift")[0];
     assert_eq!(event["tool"], "compaction");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("(compaction): what was rebuilt differs from the recording"),
+        "{stderr}"
+    );
 
     let strict = dir.path().join("strict");
     let output = replay(&forged, &strict, &["--strict"]);

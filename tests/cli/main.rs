@@ -31,6 +31,7 @@ mod attacker_text;
 mod batch_cli;
 mod claude_code_corpus;
 mod claude_code_corpus_runs;
+mod context_attacks;
 mod context_clear;
 mod context_replay;
 mod context_spec;

@@ -75,19 +75,24 @@ pub struct ContextTally {
 
 impl ContextTally {
     /// Count one compaction.
+    /// Saturating: a replay adds the figures of a recording, which may be forged.
     pub fn add(&mut self, compaction: &Compaction) {
-        self.compactions += 1;
+        self.compactions = self.compactions.saturating_add(1);
         if compaction.trigger == "refused" {
-            self.refused += 1;
+            self.refused = self.refused.saturating_add(1);
         }
         if compaction.summary.is_some() {
-            self.summaries += 1;
+            self.summaries = self.summaries.saturating_add(1);
         }
-        self.cleared_results += compaction.cleared_results;
-        self.removed_turns += compaction.removed_turns;
-        self.tokens_saved += compaction
-            .tokens_before
-            .saturating_sub(compaction.tokens_after);
+        self.cleared_results = self
+            .cleared_results
+            .saturating_add(compaction.cleared_results);
+        self.removed_turns = self.removed_turns.saturating_add(compaction.removed_turns);
+        self.tokens_saved = self.tokens_saved.saturating_add(
+            compaction
+                .tokens_before
+                .saturating_sub(compaction.tokens_after),
+        );
     }
 
     /// summary.md's lines for the task: what was compacted, how often, and why.

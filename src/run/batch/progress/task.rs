@@ -315,9 +315,14 @@ impl TaskProgress {
         else {
             return;
         };
-        let text = format!(
-            "drift at call {call} ({tool} {tool_use_id}): the result differs from the recording"
-        );
+        // A compaction's drift names no call: the conversation it rebuilt differs.
+        let text = if tool_use_id.is_empty() {
+            format!("drift after call {call} ({tool}): what was rebuilt differs from the recording")
+        } else {
+            format!(
+                "drift at call {call} ({tool} {tool_use_id}): the result differs from the recording"
+            )
+        };
         self.progress.line(&self.name, &text);
         for line in diff.lines() {
             self.progress.line(&self.name, &format!("  {line}"));
