@@ -4,8 +4,6 @@
 //! that holds what a replay needs to rebuild the same conversation (a summary is never
 //! asked for twice).
 
-use serde_json::{Map, json};
-
 use super::context::{
     ContextConfig, Goal, SUMMARY_PROMPT, clear, compactable, kept, refusal_figures,
 };
@@ -140,9 +138,7 @@ impl Agent<'_> {
                 window: server_window.unwrap_or(config.context.window),
             });
         }
-        let mut fields = Map::new();
-        fields.insert("trigger".into(), json!("auto"));
-        fields.insert("custom_instructions".into(), json!(""));
+        let fields = super::compact_replay::pre_compact_fields();
         let instructions = match self
             .raise(config, session, HookEvent::PreCompact, "auto", None, fields)
             .await?

@@ -26,12 +26,39 @@ impl Agent<'_> {
                 .as_mut()
                 .and_then(|replay| replay.compaction(session.turns))
             else {
-                return Ok(None);
+                return self.replay_compaction_stop(config, session).await;
             };
             if let Some(stop) = self.replay_compaction(config, session, recorded).await? {
                 return Ok(Some(stop));
             }
         }
+    }
+
+    /// A PreCompact hook stopped the recorded run here: its recorded answer stops the
+    /// replay here too.
+    async fn replay_compaction_stop(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        let stopped = self
+            .replay
+            .as_ref()
+            .is_some_and(|replay| replay.compaction_stopped(session.turns));
+        if !stopped {
+            return Ok(None);
+        }
+        Ok(self
+            .raise(
+                config,
+                session,
+                HookEvent::PreCompact,
+                "auto",
+                None,
+                pre_compact_fields(),
+            )
+            .await?
+            .err())
     }
 
     async fn replay_compaction(
@@ -47,11 +74,15 @@ impl Agent<'_> {
                 .write(Event::Compaction(Box::new(recorded)))?;
             return Ok(None);
         }
-        let mut fields = Map::new();
-        fields.insert("trigger".into(), json!("auto"));
-        fields.insert("custom_instructions".into(), json!(""));
         if let Err(stop) = self
-            .raise(config, session, HookEvent::PreCompact, "auto", None, fields)
+            .raise(
+                config,
+                session,
+                HookEvent::PreCompact,
+                "auto",
+                None,
+                pre_compact_fields(),
+            )
             .await?
         {
             return Ok(Some(stop));
@@ -135,4 +166,13 @@ impl Agent<'_> {
         let strict = self.replay.as_ref().is_some_and(|replay| replay.strict());
         Ok(strict.then(|| (EndReason::ReplayDrift, format!("{diff} (--strict)"))))
     }
+}
+
+/// PreCompact's stdin fields beyond the common ones, as Claude Code gives them for an
+/// automatic compaction.
+pub(super) fn pre_compact_fields() -> Map<String, serde_json::Value> {
+    let mut fields = Map::new();
+    fields.insert("trigger".into(), json!("auto"));
+    fields.insert("custom_instructions".into(), json!(""));
+    fields
 }

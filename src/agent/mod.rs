@@ -101,6 +101,10 @@ pub(crate) trait ReplayCheck: Send {
     /// The wrap-up the recording asked for before the request of turn `turns + 1`: the
     /// reason and message the run then ended with.
     fn wrap_up(&mut self, turns: u32) -> Option<(EndReason, String)>;
+
+    /// Whether a PreCompact hook stopped the recorded run before the request of turn
+    /// `turns + 1` (the compaction was never made, so no `compaction` event says where).
+    fn compaction_stopped(&self, turns: u32) -> bool;
 }
 
 /// A replayed result that differs from the recording.

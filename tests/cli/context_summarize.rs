@@ -254,6 +254,27 @@ fn a_pre_compact_hook_that_says_continue_false_ends_the_run_hook_stopped() {
     );
     let diff = std::fs::read_to_string(artifacts.join("stopped/diff.patch")).unwrap();
     assert!(diff.is_empty(), "{diff}");
+
+    // A replay stops where the recording did, on the hook's recorded answer, and takes
+    // no other path.
+    let replayed = dir.path().join("replayed");
+    let output = common::drover()
+        .current_dir(dir.path())
+        .arg("replay")
+        .arg(artifacts.join("stopped/transcript.jsonl"))
+        .arg("--strict")
+        .arg("--artifacts")
+        .arg(&replayed)
+        .output()
+        .unwrap();
+    assert_exit(&output, 1);
+    let lines = transcript(&replayed.join("stopped/transcript.jsonl"));
+    let end = lines.last().unwrap();
+    assert_eq!(end["reason"], "hook_stopped");
+    let message = end["message"].as_str().unwrap();
+    assert!(!message.contains("replay_drift"), "{message}");
+    assert!(!message.contains("different path"), "{message}");
+    assert_eq!(events(&lines, "hook").len(), 1);
 }
 
 #[test]

@@ -81,6 +81,10 @@ impl ReplayCheck for RecordedResults {
     fn wrap_up(&mut self, turns: u32) -> Option<(EndReason, String)> {
         self.steering.wrap_up(turns)
     }
+
+    fn compaction_stopped(&self, turns: u32) -> bool {
+        self.steering.compaction_stopped(turns)
+    }
 }
 
 #[cfg(test)]

@@ -13,14 +13,27 @@ pub(crate) struct Steering {
     compactions: VecDeque<Compaction>,
     /// The turns before the wrap-up, its reason and message.
     wrap_up: Option<(u32, EndReason, String)>,
+    /// The turns before a PreCompact hook stopped the run (`continue: false`): the
+    /// compaction it came before was never made, so no `compaction` event says where.
+    compaction_stopped: Option<u32>,
 }
 
 impl Steering {
     /// The steering recorded among one agent's `events`.
     pub(crate) fn of(events: &[Event]) -> Steering {
         let mut steering = Steering::default();
+        let mut turns = 0u32;
         for event in events {
             match event {
+                Event::ModelResponse { .. } => turns = turns.saturating_add(1),
+                Event::Hook {
+                    event, decision, ..
+                } if event == "PreCompact"
+                    && decision == "stop"
+                    && steering.compaction_stopped.is_none() =>
+                {
+                    steering.compaction_stopped = Some(turns);
+                }
                 Event::Compaction(compaction) => {
                     steering.compactions.push_back((**compaction).clone());
                 }
@@ -48,6 +61,11 @@ impl Steering {
             return self.compactions.pop_front();
         }
         None
+    }
+
+    /// Whether a PreCompact hook stopped the run before the request of turn `turns + 1`.
+    pub(crate) fn compaction_stopped(&self, turns: u32) -> bool {
+        self.compaction_stopped == Some(turns)
     }
 
     /// The wrap-up recorded before the request of turn `turns + 1`.
@@ -113,5 +131,42 @@ mod tests {
             Some((EndReason::MaxTurns, "used 12 turns".to_string()))
         );
         assert!(steering.wrap_up(12).is_none());
+        assert!(!steering.compaction_stopped(12));
+    }
+
+    #[test]
+    fn a_pre_compact_hook_that_stopped_the_run_is_found_at_its_turn() {
+        let response = || Event::ModelResponse {
+            turn: 1,
+            content: Vec::new(),
+            stop_reason: crate::message::StopReason::ToolUse,
+            usage: Usage::default(),
+            cost_usd: None,
+        };
+        let hook = |event: &str, decision: &str| Event::Hook {
+            event: event.into(),
+            matcher: "auto".into(),
+            command: "./pre.sh".into(),
+            exit_code: Some(0),
+            timed_out: false,
+            duration_ms: 1,
+            decision: decision.into(),
+            reason: None,
+            tool_use_id: None,
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+        let events = vec![
+            response(),
+            hook("PreToolUse", "stop"),
+            response(),
+            hook("PreCompact", "none"),
+            compaction(2),
+            response(),
+            hook("PreCompact", "stop"),
+        ];
+        let steering = Steering::of(&events);
+        assert!(!steering.compaction_stopped(2));
+        assert!(steering.compaction_stopped(3));
     }
 }
