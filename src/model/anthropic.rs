@@ -240,7 +240,9 @@ fn keep_newest_images(messages: &mut [Value]) {
             continue;
         };
         for block in blocks.iter_mut().rev() {
-            let Some(parts) = block["content"].as_array_mut() else {
+            // `get_mut`, not indexing: indexing a block without `content` would add
+            // `"content": null` to it, a field the API does not take on text or calls.
+            let Some(parts) = block.get_mut("content").and_then(Value::as_array_mut) else {
                 continue;
             };
             for part in parts.iter_mut().rev() {

@@ -34,6 +34,40 @@ fn only_the_newest_images_are_sent() {
 }
 
 #[test]
+fn blocks_are_sent_with_only_their_own_fields() {
+    let messages = vec![
+        Message::user_text("fix it"),
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::Text {
+                    text: "reading".into(),
+                },
+                ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "a"}),
+                },
+            ],
+        },
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: "t1".into(),
+                content: "a".into(),
+                is_error: false,
+                images: Vec::new(),
+            }],
+        },
+    ];
+    let sent = super::messages(&messages);
+    assert_eq!(sent[0]["content"][0].get("content"), None, "{sent}");
+    assert_eq!(sent[1]["content"][0].get("content"), None, "{sent}");
+    assert_eq!(sent[1]["content"][1].get("content"), None, "{sent}");
+    assert_eq!(sent[2]["content"][0]["content"], "a");
+}
+
+#[test]
 fn the_body_carries_three_cache_breakpoints() {
     let tools = vec![
         ToolDefinition {

@@ -159,6 +159,13 @@ fn the_api_is_asked_for_the_summary_without_tools_and_then_sees_only_the_summary
     assert_exit(&output, 0);
     let requests: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
     assert_eq!(requests.len(), 5);
+    for request in &requests {
+        let body = serde_json::to_string(request).unwrap();
+        assert!(
+            !body.contains("\"content\":null"),
+            "no block gets a field it has not: {body:.500}"
+        );
+    }
 
     // The summary request: the whole conversation, then drover's prompt with the hook's
     // instructions, and no tool may be called.
@@ -375,4 +382,52 @@ fn what_a_summary_says_widens_nothing_and_its_secrets_are_redacted() {
         let text = std::fs::read_to_string(artifacts.join(file)).unwrap();
         assert!(!text.contains(SECRET), "{file}");
     }
+}
+
+#[test]
+fn drovers_words_for_the_next_turn_survive_a_summary_made_just_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    files(dir.path());
+    let read = |n: usize| {
+        Reply::sse(&anthropic_call(
+            &format!("toolu_{n}"),
+            "Read",
+            &json!({"file_path": format!("f{n}.txt")}),
+        ))
+    };
+    // max_turns 3 with wrap_up: the wrap-up's prompt is added before the request of
+    // turn 4, which is also where the conversation is summarized.
+    let server = MockServer::start(vec![
+        read(1),
+        read(2),
+        read(3),
+        Reply::sse(&anthropic_says(SUMMARY)),
+        Reply::sse(&anthropic_says(
+            "WRAP: three files read, notes.md not written",
+        )),
+    ]);
+    let spec = anthropic_task(
+        dir.path(),
+        "last",
+        &server.base_url,
+        "limits:\n  context: { strategy: summarize, window: 20000 }\n  max_turns: 3\n  wrap_up: true\n",
+    );
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_keyed(&spec, &artifacts), 1);
+    let requests: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(requests.len(), 5);
+    let wrap_up = &requests[4];
+    assert_eq!(wrap_up["tool_choice"], json!({"type": "none"}));
+    let sent = serde_json::to_string(&wrap_up["messages"]).unwrap();
+    assert!(sent.contains(SUMMARY), "{sent:.2000}");
+    assert!(
+        sent.contains("drover: this is your last turn"),
+        "the model is told it is its last turn: {sent:.3000}"
+    );
+    let lines = transcript(&artifacts.join("last/transcript.jsonl"));
+    assert_eq!(compactions(&lines)[0]["summary"], SUMMARY);
+    assert_eq!(
+        summary(&artifacts)["tasks"][0]["wrap_up"],
+        "WRAP: three files read, notes.md not written"
+    );
 }

@@ -87,11 +87,26 @@ impl ContextState {
     }
 
     /// The conversation is replaced by `summary`: the opening and the summary alone.
+    /// What drover said after the last turn (the wrap-up's prompt, a loop's warning, a
+    /// hook's reason, failed checks) is for the request the summary comes before: it
+    /// stays, after the summary.
     pub(super) fn summarized(&mut self, messages: &mut Vec<Message>, summary: String) {
         self.summary = Some(summary);
         self.removed = 0;
+        let notes: Vec<ContentBlock> = match messages.last() {
+            Some(last) if messages.len() > 1 && last.role == Role::User => last
+                .content
+                .iter()
+                .filter(|block| matches!(block, ContentBlock::Text { .. }))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         messages.truncate(1);
         self.write_opening(messages);
+        if let Some(first) = messages.first_mut() {
+            first.content.extend(notes);
+        }
     }
 
     /// Write the opening again: the task as it was given, then the summary and the note
