@@ -132,3 +132,52 @@ fn bad_values_are_refused_at_their_line_and_column_saying_what_to_write() {
         }
     }
 }
+
+#[test]
+fn a_defaults_file_gives_them_to_its_specs_and_its_errors_are_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let tasks = dir.path().join("tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    write_spec(
+        &tasks,
+        "drover.yaml",
+        "version: 1\nlimits:\n  context: { strategy: summarize, window: 50000 }\n  max_identical_calls: 3\n  wrap_up: true\n",
+    );
+    write_spec(
+        &tasks,
+        "t.yaml",
+        "version: 1\nname: t\nprompt: p\nworkspace: ../ws\nmodel: { provider: script, script: [{ text: done }] }\n",
+    );
+    let output = drover()
+        .arg("validate")
+        .arg(tasks.join("t.yaml"))
+        .arg("--show-merged")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let merged = String::from_utf8_lossy(&output.stdout);
+    for line in [
+        "strategy: summarize",
+        "window: 50000",
+        "max_identical_calls: 3",
+        "wrap_up: true",
+    ] {
+        assert!(merged.contains(line), "{line}: {merged}");
+    }
+
+    write_spec(
+        &tasks,
+        "drover.yaml",
+        "version: 1\nlimits:\n  context: { threshold: 5% }\n",
+    );
+    let output = drover()
+        .arg("validate")
+        .arg(tasks.join("t.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(text.contains("tasks/drover.yaml:3:25:"), "{text}");
+    assert!(text.contains("between 10% and 95%"), "{text}");
+}

@@ -532,3 +532,40 @@ fn an_empty_wrap_up_is_said_to_be_empty_and_gives_no_text() {
     assert!(!md.contains("where the work stands"), "{md}");
     assert_eq!(outputs(&artifacts), "output=\nwrap-up=\n");
 }
+
+#[test]
+fn a_wrapped_up_run_resumes_from_before_its_wrap_up_and_works_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // The third entry is the wrap-up turn of a run limited to two turns; resumed with
+    // more, it is the third working turn, whose write runs.
+    let script = read("a.txt")
+        + &read("b.txt")
+        + &format!(
+            "    - text: {WRAP:?}\n      tool_calls: [{{ name: Write, input: {{ file_path: notes.md, content: two files }} }}]\n"
+        )
+        + "    - text: done\n";
+    let spec = task(
+        dir.path(),
+        "wrap",
+        &script,
+        "",
+        "  max_turns: 2\n  wrap_up: true\n",
+    );
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_spec(&spec, &artifacts), 1);
+    assert_eq!(summary(&artifacts)["tasks"][0]["wrap_up"], WRAP);
+    let task_dir = artifacts.join("wrap");
+    let output = common::resume_with(&task_dir, &["--max-turns", "10", "--strict"]);
+    assert_exit(&output, 0);
+    let lines = transcript(&task_dir.join("transcript.jsonl"));
+    let end = lines.last().unwrap();
+    assert_eq!(end["reason"], "end_turn", "{end}");
+    assert_eq!(end["turns"], 4);
+    assert!(
+        events(&lines, "wrap_up").is_empty(),
+        "the wrap-up turn was left behind with the stop"
+    );
+    let diff = std::fs::read_to_string(task_dir.join("diff.patch")).unwrap();
+    assert!(diff.contains("+two files"), "{diff}");
+    assert!(summary(&artifacts)["tasks"][0].get("wrap_up").is_none());
+}
