@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_macros)]
 
 mod common;
+mod mock_model;
 mod mock_server;
 mod users;
 
@@ -45,6 +46,7 @@ mod install_script;
 mod interrupt;
 mod large_workspace;
 mod limits;
+mod long_run;
 mod mcp;
 mod mcp_bounds;
 mod mcp_faults;
