@@ -3,6 +3,9 @@
 //! written before the loop moves on.
 
 mod calls;
+mod compact;
+mod compact_replay;
+pub(crate) mod context;
 mod dispatch;
 mod end_turn;
 mod hooked;
@@ -10,9 +13,12 @@ mod limits;
 mod meter;
 mod output;
 mod prompt;
+mod repeats;
+mod request;
 mod respond;
 mod session;
 mod subagent;
+mod wrap_up;
 
 use std::time::Duration;
 
@@ -28,7 +34,7 @@ pub(crate) use subagent::{SubAgentModels, SubAgentType, SubAgents, without_usage
 
 use crate::message::{Message, ModelResponse, Role, StopReason, Usage};
 use crate::model::pricing::cost;
-use crate::model::{Model, ModelError, ModelRequest, OutputMode, ToolChoice};
+use crate::model::{Model, OutputMode};
 use crate::policy::Policy;
 use crate::record::transcript::TranscriptError;
 use crate::record::{Denial, EndReason, Event, Redactor, TranscriptWriter};
@@ -61,6 +67,12 @@ pub(crate) struct AgentConfig {
     pub meter: std::sync::Arc<Meter>,
     /// Anthropic's web search, offered when the policy allows `WebSearch`.
     pub web_search: Option<crate::message::WebSearch>,
+    /// How the conversation is kept inside the model's window.
+    pub context: context::ContextConfig,
+    /// The same call with the same result this many times in a row is a loop.
+    pub max_identical_calls: Option<u32>,
+    /// A limit about to end the run gives the model a last turn without tools.
+    pub wrap_up: bool,
 }
 
 /// What the loop asks of the recording it replays, supplied by the runner: the recorded
@@ -82,6 +94,13 @@ pub(crate) trait ReplayCheck: Send {
 
     /// A resumed run: where its recorded turns end and the live model takes over.
     fn handover(&self) -> Option<&Handover>;
+
+    /// The next compaction the recording made before the request of turn `turns + 1`.
+    fn compaction(&mut self, turns: u32) -> Option<crate::record::context::Compaction>;
+
+    /// The wrap-up the recording asked for before the request of turn `turns + 1`: the
+    /// reason and message the run then ended with.
+    fn wrap_up(&mut self, turns: u32) -> Option<(EndReason, String)>;
 }
 
 /// A replayed result that differs from the recording.
@@ -117,6 +136,10 @@ pub(crate) struct LoopOutcome {
     pub calls: std::collections::BTreeMap<String, u64>,
     /// Tool results that differed from the recording (replay only), and the first.
     pub drift: Option<crate::record::DriftReport>,
+    /// The compactions of the conversation (None when there were none).
+    pub context: Option<crate::record::context::ContextTally>,
+    /// What the model wrote in its wrap-up turn.
+    pub wrap_up: Option<String>,
 }
 
 /// The loop's collaborators.
@@ -139,6 +162,20 @@ pub(crate) struct Agent<'a> {
 
 /// Why tool dispatch ended the run, with a message for people.
 type Stop = (EndReason, String);
+
+/// The compactions of `session`, with the strategy and window they were made under;
+/// None when there were none.
+fn context_tally(
+    config: &AgentConfig,
+    session: &Session,
+) -> Option<crate::record::context::ContextTally> {
+    let tally = &session.context.tally;
+    (tally.compactions > 0).then(|| crate::record::context::ContextTally {
+        strategy: config.context.strategy.as_str().to_string(),
+        window: config.context.window,
+        ..tally.clone()
+    })
+}
 
 /// What `usage` cost; None when the model's price is unknown.
 fn run_cost(config: &AgentConfig, usage: &Usage) -> Option<f64> {
@@ -211,6 +248,8 @@ impl Agent<'_> {
             denials: session.denials.clone(),
             calls: session.calls.clone(),
             drift: session.drift.clone(),
+            context: context_tally(config, session),
+            wrap_up: session.wrap_up_text.clone(),
         })
     }
 
@@ -226,6 +265,11 @@ impl Agent<'_> {
                 Err(stop) => return Ok(stop),
             };
             let next = self.take_turn(response, config, session)?;
+            // The wrap-up turn is the last, whatever the model did in it.
+            if let Some(stop) = self.end_wrap_up(session) {
+                self.hand_over(session);
+                return Ok(stop);
+            }
             if !matches!(next, Next::Calls(_)) {
                 self.hand_over(session);
             }
@@ -253,6 +297,9 @@ impl Agent<'_> {
                 Some(stop) => return Ok(stop),
                 None => {}
             }
+            if let Some(stop) = self.watch_repeats(&calls, config, session)? {
+                return Ok(stop);
+            }
             // A valid StructuredOutput call is the model's last word: the loop ends as
             // if it had ended its turn.
             if !answered && session.output.is_some() {
@@ -266,73 +313,6 @@ impl Agent<'_> {
                 }
             }
         }
-    }
-
-    /// Ask the model for its next turn, unless a limit or a signal ends the loop first
-    /// (or while it waits: the request is cancelled).
-    async fn request_turn(
-        &mut self,
-        config: &AgentConfig,
-        session: &mut Session,
-    ) -> Result<Result<ModelResponse, Stop>, TranscriptError> {
-        let clock = session.clock;
-        self.hand_over(session);
-        if config.interrupt.is_cancelled() {
-            return Ok(Err(interrupted(session.turns)));
-        }
-        // Budgets are the task's: what every agent of it has spent.
-        let task_usage = config.meter.usage();
-        let spent = limits::Spent {
-            turns: session.turns,
-            usage: &task_usage,
-            cost_usd: config.meter.cost_usd(),
-        };
-        if let Some(stop) = limits::before_request(config, clock.started, &spent) {
-            return Ok(Err(stop));
-        }
-        let text_schema = config
-            .output
-            .as_ref()
-            .filter(|_| self.model.output_mode() == OutputMode::Text)
-            .map(|schema| &schema.schema);
-        let request = ModelRequest {
-            system: &config.system,
-            messages: &session.messages,
-            tools: &session.tools,
-            tool_choice: if session.force_output {
-                ToolChoice::Tool(STRUCTURED_OUTPUT)
-            } else {
-                ToolChoice::Auto
-            },
-            output_schema: text_schema,
-            web_search: config.web_search.as_ref(),
-        };
-        let answer = respond::respond_recorded(
-            &mut *self.model,
-            &mut session.notices,
-            &mut *self.transcript,
-            request,
-        );
-        let answer = match bounded(clock.deadline, &config.interrupt, answer).await {
-            Bounded::TimedOut => {
-                return Ok(Err(limits::timeout(config, clock.started, session.turns)));
-            }
-            Bounded::Interrupted => return Ok(Err(interrupted(session.turns))),
-            Bounded::Done(answer) => answer?,
-        };
-        session.force_output = false;
-        Ok(answer.map_err(|error| match error {
-            ModelError::ReplayExhausted { turn } => (
-                EndReason::ReplayDrift,
-                format!(
-                    "the recording has no model response for turn {turn}: the replay took a different path"
-                ),
-            ),
-            error @ ModelError::ContextExhausted(_) => {
-                (EndReason::ContextExhausted, error.to_string())
-            }
-            error => (EndReason::ProviderError, error.to_string()),
-        }))
     }
 
     /// Record a model turn and say what follows it: its tool calls, another request, or

@@ -51,6 +51,26 @@ pub(crate) struct Session {
     pub(super) force_output: bool,
     /// The model was already asked once for its `StructuredOutput` call.
     pub(super) force_output_asked: bool,
+    /// The sizes of its requests and its compactions (`limits.context`).
+    pub(super) context: super::context::ContextState,
+    /// The same call with the same result, in a row (`limits.max_identical_calls`).
+    pub(super) repeats: super::repeats::Repeats,
+    /// The next request is the wrap-up turn; the run then ends with this.
+    pub(super) wrap_up: Option<(crate::record::EndReason, String)>,
+    /// What the model wrote in its wrap-up turn.
+    pub(super) wrap_up_text: Option<String>,
+    /// The longest a model request took so far (how much time a turn needs).
+    pub(super) longest_request: std::time::Duration,
+    /// The output tokens of the last turn (what the next one may write).
+    pub(super) last_output_tokens: u64,
+}
+
+/// Text added to the conversation for one request only (the summary prompt).
+pub(super) enum Transient {
+    /// A block added to the last message, the user's.
+    Block,
+    /// A message of its own.
+    Message,
 }
 
 impl Session {
@@ -85,7 +105,42 @@ impl Session {
             invalid_outputs: 0,
             force_output: false,
             force_output_asked: false,
+            context: Default::default(),
+            repeats: Default::default(),
+            wrap_up: None,
+            wrap_up_text: None,
+            longest_request: std::time::Duration::ZERO,
+            last_output_tokens: 0,
         }
+    }
+
+    /// Add `text` as the user's for one request; [`Session::take_transient`] takes it
+    /// out again.
+    pub(super) fn push_transient(&mut self, text: String) -> Transient {
+        let added = match self.messages.last() {
+            Some(last) if last.role == Role::User => Transient::Block,
+            _ => Transient::Message,
+        };
+        self.push_user_text(text);
+        added
+    }
+
+    pub(super) fn take_transient(&mut self, added: Transient) {
+        match added {
+            Transient::Block => {
+                if let Some(last) = self.messages.last_mut() {
+                    last.content.pop();
+                }
+            }
+            Transient::Message => {
+                self.messages.pop();
+            }
+        }
+    }
+
+    /// The bytes of the next request as it stands (system prompt, tools, conversation).
+    pub(super) fn request_bytes(&mut self, system: &str) -> u64 {
+        self.context.size.bytes(system, &self.tools, &self.messages)
     }
 
     /// Add `text` to the conversation as the user's: to the last message when it is

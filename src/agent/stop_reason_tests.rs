@@ -12,6 +12,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use super::*;
 use crate::message::ContentBlock;
 use crate::model::RetryNotice;
+use crate::model::{ModelError, ModelRequest};
 use crate::policy::RuleSet;
 
 /// A model that answers with the queued responses, announcing the queued retry notices

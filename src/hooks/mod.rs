@@ -252,6 +252,7 @@ fn matching<'a>(
             | HookEvent::PostToolUseFailure
             | HookEvent::SessionStart
             | HookEvent::SessionEnd
+            | HookEvent::PreCompact
     );
     entries
         .iter()

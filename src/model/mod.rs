@@ -8,6 +8,7 @@
 
 pub(crate) mod anthropic;
 mod anthropic_stream;
+pub(crate) mod context_window;
 mod http_errors;
 mod not_a_stream;
 pub(crate) mod openai;

@@ -24,9 +24,14 @@ pub struct Compaction {
     /// `server`, as the API reports what it cleared).
     pub tokens_before: u64,
     pub tokens_after: u64,
-    /// The conversation's size in bytes before and after, as drover sends it.
+    /// The request's size in bytes before and after, as drover sends it.
     pub bytes_before: u64,
     pub bytes_after: u64,
+    /// A fingerprint of what the conversation kept: its turns by tool call id, which
+    /// results were cleared, whether a summary stands for the rest. A replay that
+    /// rebuilds a different conversation reports drift.
+    #[serde(default)]
+    pub kept: String,
     /// Tool results replaced by a placeholder naming their call.
     #[serde(default)]
     pub cleared_results: u64,
@@ -107,7 +112,10 @@ impl ContextTally {
             parts.push(format!("{} old turns removed", self.removed_turns));
         }
         if self.refused > 0 {
-            parts.push(format!("{} after the API refused a request as too long", self.refused));
+            parts.push(format!(
+                "{} after the API refused a request as too long",
+                self.refused
+            ));
         }
         parts.push(format!(
             "~{} tokens taken out, peak request ~{} tokens",
@@ -132,6 +140,7 @@ mod tests {
             tokens_after: 15_000,
             bytes_before: 92_000,
             bytes_after: 60_000,
+            kept: "3f2a".into(),
             cleared_results: 9,
             removed_turns: 0,
             summary: summary.map(str::to_string),
@@ -157,7 +166,10 @@ mod tests {
         assert_eq!(tally.cleared_results, 18);
         assert_eq!(tally.tokens_saved, 16_000);
         let line = tally.summary_section();
-        assert!(line.starts_with("2 compactions (clear_tool_results, window 32000 tokens)"), "{line}");
+        assert!(
+            line.starts_with("2 compactions (clear_tool_results, window 32000 tokens)"),
+            "{line}"
+        );
         assert!(line.contains("18 tool results cleared"), "{line}");
         assert!(line.contains("1 after the API refused"), "{line}");
         let json = serde_json::to_value(compaction("threshold", None)).unwrap();

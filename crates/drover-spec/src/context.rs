@@ -181,13 +181,19 @@ impl<'de> Deserialize<'de> for IdenticalCalls {
             fn visit_u64<E: serde::de::Error>(self, count: u64) -> Result<IdenticalCalls, E> {
                 match u32::try_from(count) {
                     Ok(count) if count >= 2 => Ok(IdenticalCalls(Some(count))),
-                    _ => Err(E::invalid_value(serde::de::Unexpected::Unsigned(count), &self)),
+                    _ => Err(E::invalid_value(
+                        serde::de::Unexpected::Unsigned(count),
+                        &self,
+                    )),
                 }
             }
             fn visit_i64<E: serde::de::Error>(self, count: i64) -> Result<IdenticalCalls, E> {
                 match u64::try_from(count) {
                     Ok(count) => self.visit_u64(count),
-                    Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(count), &self)),
+                    Err(_) => Err(E::invalid_value(
+                        serde::de::Unexpected::Signed(count),
+                        &self,
+                    )),
                 }
             }
             // YAML 1.1 readers turn `off` into false.
@@ -260,25 +266,51 @@ mod tests {
             ContextSpec::strategy(Some(&context("on").unwrap())),
             ContextStrategy::ClearToolResults
         );
-        assert_eq!(ContextSpec::strategy(None), ContextStrategy::ClearToolResults);
-        let spec = context("{ strategy: summarize, window: 32000, threshold: 60%, keep_tool_results: 2 }")
-            .unwrap();
-        assert_eq!(ContextSpec::strategy(Some(&spec)), ContextStrategy::Summarize);
+        assert_eq!(
+            ContextSpec::strategy(None),
+            ContextStrategy::ClearToolResults
+        );
+        let spec =
+            context("{ strategy: summarize, window: 32000, threshold: 60%, keep_tool_results: 2 }")
+                .unwrap();
+        assert_eq!(
+            ContextSpec::strategy(Some(&spec)),
+            ContextStrategy::Summarize
+        );
         let settings = ContextSpec::settings(Some(&spec));
         assert_eq!(settings.window, Some(ContextWindow(32_000)));
         assert_eq!(settings.threshold, Some(Threshold(0.6)));
         assert_eq!(settings.keep_tool_results, Some(KeepResults(2)));
         let spec = context("{ threshold: 0.8 }").unwrap();
-        assert_eq!(ContextSpec::settings(Some(&spec)).threshold, Some(Threshold(0.8)));
+        assert_eq!(
+            ContextSpec::settings(Some(&spec)).threshold,
+            Some(Threshold(0.8))
+        );
     }
 
     #[test]
     fn bad_context_values_say_what_to_write() {
         assert!(context("sometimes").is_err());
-        assert!(context("{ window: 100 }").unwrap_err().contains("at least 4096"));
-        assert!(context("{ threshold: 99% }").unwrap_err().contains("between 10% and 95%"));
-        assert!(context("{ threshold: 2 }").unwrap_err().contains("between 10% and 95%"));
-        assert!(context("{ keep_tool_results: 0 }").unwrap_err().contains("1 to 100"));
+        assert!(
+            context("{ window: 100 }")
+                .unwrap_err()
+                .contains("at least 4096")
+        );
+        assert!(
+            context("{ threshold: 99% }")
+                .unwrap_err()
+                .contains("between 10% and 95%")
+        );
+        assert!(
+            context("{ threshold: 2 }")
+                .unwrap_err()
+                .contains("between 10% and 95%")
+        );
+        assert!(
+            context("{ keep_tool_results: 0 }")
+                .unwrap_err()
+                .contains("1 to 100")
+        );
         assert!(context("{ strategy: forget }").is_err());
         assert!(context("{ windw: 9000 }").is_err());
     }
@@ -290,7 +322,10 @@ mod tests {
         assert_eq!(parse("off").unwrap(), IdenticalCalls(None));
         assert!(parse("1").unwrap_err().to_string().contains("2 or more"));
         assert!(parse("never").is_err());
-        assert_eq!(IdenticalCalls::effective(None), Some(DEFAULT_MAX_IDENTICAL_CALLS));
+        assert_eq!(
+            IdenticalCalls::effective(None),
+            Some(DEFAULT_MAX_IDENTICAL_CALLS)
+        );
         assert_eq!(IdenticalCalls::effective(Some(IdenticalCalls(None))), None);
     }
 }

@@ -18,10 +18,12 @@ pub enum HookEvent {
     PostToolUseFailure,
     Stop,
     SessionEnd,
+    /// Before drover compacts the conversation (`limits.context`); matcher `auto`.
+    PreCompact,
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 7] = [
+    pub const ALL: [HookEvent; 8] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -29,6 +31,7 @@ impl HookEvent {
         HookEvent::PostToolUseFailure,
         HookEvent::Stop,
         HookEvent::SessionEnd,
+        HookEvent::PreCompact,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -40,6 +43,7 @@ impl HookEvent {
             HookEvent::PostToolUseFailure => "PostToolUseFailure",
             HookEvent::Stop => "Stop",
             HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::PreCompact => "PreCompact",
         }
     }
 
@@ -53,15 +57,15 @@ impl HookEvent {
 pub(crate) const INTERACTIVE_ONLY_EVENTS: &[&str] = &[
     "Notification",
     "PermissionRequest",
-    "PreCompact",
     "SubagentStart",
     "SubagentStop",
 ];
 
 /// The other events Claude Code documents, with no moment in a drover run (no install
-/// phase, no settings reloaded mid-run, no compaction, no teammates, no worktrees the
+/// phase, no settings reloaded mid-run, no teammates, no worktrees the
 /// agent makes) or none drover raises (`InstructionsLoaded`: the instruction files are
-/// read when a task starts, without a hook event): a settings file's hooks for them are skipped with a note, never a
+/// read when a task starts, without a hook event; `PostCompact`: each compaction is a
+/// transcript event instead): a settings file's hooks for them are skipped with a note, never a
 /// reason to refuse the file's other hooks. A name on neither list is refused: it is a
 /// typo of a guard as likely as a newer event.
 const NO_EQUIVALENT_EVENTS: &[&str] = &[

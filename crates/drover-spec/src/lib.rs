@@ -42,8 +42,8 @@ pub use claude_permissions::{
 };
 pub use connection::{RetrySpec, TimeoutsSpec};
 pub use context::{
-    ContextSettings, ContextSpec, ContextStrategy, ContextWindow,
-    DEFAULT_MAX_IDENTICAL_CALLS, IdenticalCalls, KeepResults, MIN_CONTEXT_WINDOW, Threshold,
+    ContextSettings, ContextSpec, ContextStrategy, ContextWindow, DEFAULT_MAX_IDENTICAL_CALLS,
+    IdenticalCalls, KeepResults, MIN_CONTEXT_WINDOW, Threshold,
 };
 pub use defaults::{
     DEFAULTS_FILE, Defaults, defaults_for_dir, defaults_for_dir_every, defaults_of_spec,

@@ -10,7 +10,8 @@ use crate::record::ReplayJudgement;
 use crate::record::transcript::BorrowedRules;
 use crate::record::{Event, StartCommit};
 use crate::run::recording::{
-    RecordedPatch, RecordedResults, Recording, answers, artifacts_of, recorded_results, same_path,
+    RecordedPatch, RecordedResults, Recording, Steering, answers, artifacts_of, recorded_results,
+    same_path,
 };
 use crate::spec::Isolation;
 use crate::tools::recorded::RecordedAnswers;
@@ -270,6 +271,7 @@ fn replay_mode(
             strict: options.strict,
             masks: Arc::new(masks),
             handover: None,
+            steering: Steering::of(&recording.events),
         },
         answers: Arc::new(RecordedAnswers::replay(answers)),
         // Without `--mcp` no server runs: the recording answers the MCP tools it used.

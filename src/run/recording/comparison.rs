@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use crate::agent::{Difference, Handover, ReplayCheck, without_usage};
+use crate::record::EndReason;
+use crate::record::context::Compaction;
 use crate::record::drift::short_diff;
 use crate::record::volatile::Masks;
 use crate::tools::ToolOutput;
@@ -21,6 +23,8 @@ pub(crate) struct RecordedResults {
     pub masks: Arc<Masks>,
     /// A resumed run: where its recorded turns end and the live model takes over.
     pub handover: Option<Handover>,
+    /// Where the recording compacted its conversation and wrapped up.
+    pub steering: super::Steering,
 }
 
 impl ReplayCheck for RecordedResults {
@@ -68,6 +72,14 @@ impl ReplayCheck for RecordedResults {
 
     fn handover(&self) -> Option<&Handover> {
         self.handover.as_ref()
+    }
+
+    fn compaction(&mut self, turns: u32) -> Option<Compaction> {
+        self.steering.compaction(turns)
+    }
+
+    fn wrap_up(&mut self, turns: u32) -> Option<(EndReason, String)> {
+        self.steering.wrap_up(turns)
     }
 }
 

@@ -7,9 +7,11 @@ mod comparison;
 mod locations;
 mod recorded_patch;
 mod results;
+mod steering;
 
 pub(crate) use by_agent::Recording;
 pub(crate) use comparison::RecordedResults;
 pub(crate) use locations::{artifacts_of, same_path, transcript_of};
 pub(crate) use recorded_patch::RecordedPatch;
 pub(crate) use results::{answers, recorded_results};
+pub(crate) use steering::Steering;

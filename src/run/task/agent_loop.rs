@@ -6,12 +6,13 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::agent::context::{self, ContextConfig};
 use crate::agent::{
     Agent, AgentConfig, LoopOutcome, OutputSchema, ReplayCheck, Session, system_prompt,
 };
 use crate::mcp::McpSession;
 use crate::model::Model;
-use crate::model::pricing;
+use crate::model::{context_window, pricing};
 use crate::policy::Policy;
 use crate::record::{EndReason, Event, Redactor, TaskReport, TranscriptWriter};
 use crate::run::plan::{Mode, TaskPlan};
@@ -376,6 +377,8 @@ fn record_figures(
     report.agent_turns = config.meter.turns().saturating_sub(outcome.turns);
     report.drift = outcome.drift.clone();
     report.final_text = outcome.final_text.clone();
+    report.context = outcome.context.clone();
+    report.wrap_up = outcome.wrap_up.clone();
     report.denials = outcome.denials.clone();
     // A sub-agent's denials are the task's too.
     report.denials.extend(config.meter.agent_denials());
@@ -540,5 +543,26 @@ fn loop_config(
         output,
         meter: Default::default(),
         web_search: web_search(plan, model),
+        context: context_config(limits.context.as_ref(), model),
+        max_identical_calls: crate::spec::IdenticalCalls::effective(limits.max_identical_calls),
+        wrap_up: limits.wrap_up,
+    }
+}
+
+/// `limits.context` with its defaults: the model's window from the table, 70% of it,
+/// the newest three results kept.
+fn context_config(spec: Option<&crate::spec::ContextSpec>, model: &dyn Model) -> ContextConfig {
+    let settings = crate::spec::ContextSpec::settings(spec);
+    ContextConfig {
+        strategy: crate::spec::ContextSpec::strategy(spec),
+        window: settings
+            .window
+            .map_or_else(|| context_window::window(model.name()), |window| window.0),
+        threshold: settings
+            .threshold
+            .map_or(context::DEFAULT_THRESHOLD, |threshold| threshold.0),
+        keep_tool_results: settings
+            .keep_tool_results
+            .map_or(context::DEFAULT_KEEP_TOOL_RESULTS, |keep| keep.0 as usize),
     }
 }

@@ -46,6 +46,8 @@ pub(super) fn apply(workspace: &Path, patch: &RecordedPatch, commands: TaskComma
             denials: Vec::new(),
             calls: Default::default(),
             drift: None,
+            context: None,
+            wrap_up: None,
         },
         commands,
         settled: None,

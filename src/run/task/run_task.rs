@@ -399,6 +399,7 @@ fn replay_expectations(mode: &mut Mode) -> Option<RecordedResults> {
             strict: replay.expectations.strict,
             masks: Arc::clone(&replay.expectations.masks),
             handover: None,
+            steering: std::mem::take(&mut replay.expectations.steering),
         }),
         Mode::Resume(resume) => Some(RecordedResults {
             results: std::mem::take(&mut resume.results),
@@ -408,6 +409,7 @@ fn replay_expectations(mode: &mut Mode) -> Option<RecordedResults> {
                 turns: resume.turns,
                 answers: Arc::clone(&resume.answers),
             }),
+            steering: crate::run::recording::Steering::of(&resume.events),
         }),
         Mode::Live | Mode::DiffOnly(_) => None,
     }

@@ -11,7 +11,7 @@ use crate::model::replay::ReplayModel;
 use crate::model::script::ScriptModel;
 use crate::record::Event;
 use crate::run::plan::{Mode, ModelSource, TaskPlan};
-use crate::run::recording::{RecordedResults, recorded_results};
+use crate::run::recording::{RecordedResults, Steering, recorded_results};
 use crate::spec::{
     AgentModelSpec, AgentSpec, DEFAULT_MAX_AGENT_DEPTH, ModelSpec, Pricing, Provider, model_alias,
 };
@@ -265,6 +265,7 @@ impl SubAgentModels for TaskAgentModels {
                 strict: resumed.strict,
                 masks: std::sync::Arc::clone(&resumed.masks),
                 handover: None,
+                steering: Steering::of(events),
             }));
         }
         let Source::Replay {
@@ -274,12 +275,13 @@ impl SubAgentModels for TaskAgentModels {
         else {
             return None;
         };
-        let results = recorded_results(events.get(agent_id).map_or(&[][..], Vec::as_slice));
+        let events = events.get(agent_id).map_or(&[][..], Vec::as_slice);
         Some(Box::new(RecordedResults {
-            results,
+            results: recorded_results(events),
             strict: *strict,
             masks: std::sync::Arc::clone(masks),
             handover: None,
+            steering: Steering::of(events),
         }))
     }
 }

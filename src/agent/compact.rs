@@ -1,0 +1,338 @@
+//! When the loop compacts its conversation (`limits.context`): before a request that
+//! would pass the threshold, once more when the API refuses a request as too long, and
+//! in a replay exactly where the recording did. Each compaction is a `compaction` event
+//! that holds what a replay needs to rebuild the same conversation (a summary is never
+//! asked for twice).
+
+use serde_json::{Map, json};
+
+use super::context::{ContextConfig, Goal, SUMMARY_PROMPT, clear, kept, refusal_figures};
+use super::session::Session;
+use super::{Agent, AgentConfig, Bounded, Stop, bounded, interrupted, limits, run_cost};
+use crate::message::Usage;
+use crate::model::{ModelRequest, ToolChoice};
+use crate::record::context::Compaction;
+use crate::record::transcript::TranscriptError;
+use crate::record::{EndReason, Event};
+use crate::spec::{ContextStrategy, HookEvent};
+
+/// What a summary request came to.
+enum Summary {
+    Written {
+        text: String,
+        usage: Usage,
+    },
+    /// No summary: why, and what the attempt used.
+    Failed {
+        why: String,
+        usage: Usage,
+    },
+    Stopped(Stop),
+}
+
+/// What set a compaction off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Trigger {
+    Threshold,
+    Refused,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Threshold => "threshold",
+            Trigger::Refused => "refused",
+        }
+    }
+}
+
+impl Agent<'_> {
+    /// Before a request: a replay's recorded compactions of this turn, or one of the
+    /// loop's own when the request would pass the threshold.
+    pub(super) async fn fit_context(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        if self.replay.is_some() {
+            return self.replay_compactions(config, session).await;
+        }
+        if !drover_compacts(&config.context, session) {
+            return Ok(None);
+        }
+        let bytes = session.request_bytes(&config.system);
+        if session.context.size.tokens(bytes) <= config.context.threshold_tokens() {
+            return Ok(None);
+        }
+        self.compact(config, session, Trigger::Threshold, bytes, None)
+            .await
+    }
+
+    /// The API refused the last request as too long: compact once so the next fits.
+    /// None: compacted, ask again; else the run ends (nothing left to take out).
+    pub(super) async fn compact_refused(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+        refusal: &str,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        let bytes = session.request_bytes(&config.system);
+        let mut window = None;
+        if let Some((tokens, server_window)) = refusal_figures(refusal) {
+            session.context.size.refused(tokens, bytes);
+            window = Some(server_window);
+        }
+        self.compact(config, session, Trigger::Refused, bytes, window)
+            .await
+    }
+
+    /// Compact the conversation of a request of `bytes` down to the target (of the
+    /// window the API named, when it is smaller than the spec's): PreCompact first, then
+    /// the strategy's way, drover's clearing when a summary cannot be had.
+    async fn compact(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+        trigger: Trigger,
+        bytes: u64,
+        server_window: Option<u64>,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        let mut fields = Map::new();
+        fields.insert("trigger".into(), json!("auto"));
+        fields.insert("custom_instructions".into(), json!(""));
+        let instructions = match self
+            .raise(config, session, HookEvent::PreCompact, "auto", None, fields)
+            .await?
+        {
+            Ok(answer) => answer.additional_context,
+            Err(stop) => return Ok(Some(stop)),
+        };
+        let mut context = config.context;
+        if let Some(window) = server_window.filter(|w| *w < context.window) {
+            context.window = window;
+        }
+        session.context.keep_opening(&session.messages);
+        let target = session.context.size.bytes_for(context.target_tokens());
+        let target = if trigger == Trigger::Refused {
+            target.min(bytes / 2)
+        } else {
+            target
+        };
+        let mut record = self.compaction_record(&context, session, trigger, bytes);
+        if context.strategy == ContextStrategy::Summarize {
+            match self
+                .summarize(config, session, &context, &instructions, bytes)
+                .await?
+            {
+                Summary::Written { text, usage } => {
+                    record.removed_turns = assistant_turns(session);
+                    session
+                        .context
+                        .summarized(&mut session.messages, text.clone());
+                    record.summary = Some(text);
+                    self.spent_on_summary(config, session, &mut record, usage);
+                }
+                Summary::Failed { why, usage } => {
+                    record.fallback = Some(format!("{why}; drover cleared old results instead"));
+                    self.spent_on_summary(config, session, &mut record, usage);
+                    clear_to(session, &context, bytes, target, &mut record);
+                }
+                Summary::Stopped(stop) => return Ok(Some(stop)),
+            }
+        } else {
+            clear_to(session, &context, bytes, target, &mut record);
+        }
+        self.finish_compaction(config, session, record, trigger)
+    }
+
+    /// The record of a compaction about to be made of a request of `bytes`.
+    fn compaction_record(
+        &self,
+        context: &ContextConfig,
+        session: &Session,
+        trigger: Trigger,
+        bytes: u64,
+    ) -> Compaction {
+        let strategy = match context.strategy {
+            // Server-side editing is the API's; what drover does itself is clearing.
+            ContextStrategy::Server => ContextStrategy::ClearToolResults,
+            other => other,
+        };
+        Compaction {
+            turn: session.turns,
+            strategy: strategy.as_str().to_string(),
+            trigger: trigger.as_str().to_string(),
+            window: context.window,
+            tokens_before: session.context.size.tokens(bytes),
+            tokens_after: 0,
+            bytes_before: bytes,
+            bytes_after: 0,
+            kept: String::new(),
+            cleared_results: 0,
+            removed_turns: 0,
+            summary: None,
+            usage: Usage::default(),
+            cost_usd: None,
+            fallback: None,
+        }
+    }
+
+    /// Record a compaction that was made, or end the run when a refused request could
+    /// not be made any smaller.
+    fn finish_compaction(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+        mut record: Compaction,
+        trigger: Trigger,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        let bytes_after = session.request_bytes(&config.system);
+        record.bytes_after = bytes_after;
+        record.tokens_after = session.context.size.tokens(bytes_after);
+        record.kept = kept(&session.messages);
+        let changed =
+            record.summary.is_some() || record.cleared_results > 0 || record.removed_turns > 0;
+        if !changed {
+            // Nothing was left to take out: no record of a compaction that was not.
+            return Ok((trigger == Trigger::Refused).then(|| {
+                (
+                    EndReason::ContextExhausted,
+                    format!(
+                        "the API refused the request of turn {} as too long (~{} tokens estimated, window {}), and nothing was left to clear: the task's prompt, tools and newest turns alone do not fit",
+                        session.turns + 1,
+                        record.tokens_before,
+                        record.window
+                    ),
+                )
+            }));
+        }
+        session.context.tally.add(&record);
+        self.transcript.write(Event::Compaction(Box::new(record)))?;
+        Ok(None)
+    }
+
+    /// Ask the model for a summary of the conversation (with the PreCompact hooks'
+    /// instructions), without tools; the conversation is cleared first when the summary
+    /// request itself would not fit.
+    async fn summarize(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+        context: &ContextConfig,
+        instructions: &[String],
+        bytes: u64,
+    ) -> Result<Summary, TranscriptError> {
+        if session.context.size.tokens(bytes) > context.window / 10 * 9 {
+            let target = session.context.size.bytes_for(context.threshold_tokens());
+            let mut ignored = self.compaction_record(context, session, Trigger::Threshold, bytes);
+            clear_to(session, context, bytes, target, &mut ignored);
+        }
+        let mut prompt = SUMMARY_PROMPT.to_string();
+        for text in instructions {
+            prompt.push_str("\n\nInstructions from the PreCompact hook:\n");
+            prompt.push_str(text);
+        }
+        let added = session.push_transient(prompt);
+        let request = ModelRequest {
+            system: &config.system,
+            messages: &session.messages,
+            tools: &session.tools,
+            tool_choice: ToolChoice::Nothing,
+            output_schema: None,
+            web_search: config.web_search.as_ref(),
+        };
+        let answer = super::respond::respond_recorded(
+            &mut *self.model,
+            &mut session.notices,
+            &mut *self.transcript,
+            request,
+        );
+        let answer = bounded(session.clock.deadline, &config.interrupt, answer).await;
+        session.take_transient(added);
+        Ok(match answer {
+            Bounded::TimedOut => Summary::Stopped(limits::timeout(
+                config,
+                session.clock.started,
+                session.turns,
+            )),
+            Bounded::Interrupted => Summary::Stopped(interrupted(session.turns)),
+            Bounded::Done(answer) => match answer? {
+                Err(error) => Summary::Failed {
+                    why: format!("the summary request failed: {error}"),
+                    usage: Usage::default(),
+                },
+                Ok(response) => {
+                    let text = response.text();
+                    if text.trim().is_empty() {
+                        Summary::Failed {
+                            why: "the model's summary was empty".to_string(),
+                            usage: response.usage,
+                        }
+                    } else {
+                        Summary::Written {
+                            text,
+                            usage: response.usage,
+                        }
+                    }
+                }
+            },
+        })
+    }
+
+    /// A summary request's tokens count toward the task's budgets and figures.
+    fn spent_on_summary(
+        &self,
+        config: &AgentConfig,
+        session: &mut Session,
+        record: &mut Compaction,
+        usage: Usage,
+    ) {
+        let cost = run_cost(config, &usage);
+        config.meter.add(&usage, cost);
+        session.usage.add(&usage);
+        record.usage = usage;
+        record.cost_usd = cost;
+    }
+}
+
+/// Whether drover itself compacts before requests: any strategy but `off`, and `server`
+/// only once the server refused its own editing.
+fn drover_compacts(context: &ContextConfig, session: &Session) -> bool {
+    match context.strategy {
+        ContextStrategy::Off => false,
+        ContextStrategy::Server => session.context.server_refused,
+        ContextStrategy::ClearToolResults | ContextStrategy::Summarize => true,
+    }
+}
+
+/// Clear `session`'s conversation of a request of `bytes` down to `target` bytes, and
+/// count what went in `record`.
+fn clear_to(
+    session: &mut Session,
+    context: &ContextConfig,
+    bytes: u64,
+    target: u64,
+    record: &mut Compaction,
+) {
+    let cleared = clear(
+        &mut session.messages,
+        context.keep_tool_results,
+        bytes,
+        Goal::Bytes(target),
+    );
+    if cleared.turns > 0 {
+        session.context.removed(cleared.turns);
+        session.context.write_opening(&mut session.messages);
+    }
+    record.cleared_results += cleared.results;
+    record.removed_turns += cleared.turns;
+}
+
+/// The model turns the conversation holds.
+fn assistant_turns(session: &Session) -> u64 {
+    session
+        .messages
+        .iter()
+        .filter(|m| m.role == crate::message::Role::Assistant)
+        .count() as u64
+}

@@ -1,0 +1,183 @@
+//! Asking the model for its next turn: first what may end or shape the run (a signal,
+//! a limit, the wrap-up, a compaction), then the request, once more after a compaction
+//! when the API refuses it as too long.
+
+use std::time::Instant as StdInstant;
+
+use super::session::Session;
+use super::{Agent, AgentConfig, Bounded, STRUCTURED_OUTPUT, Stop, bounded, interrupted, limits};
+use crate::message::ModelResponse;
+use crate::model::{ModelError, ModelRequest, OutputMode, ToolChoice};
+use crate::record::EndReason;
+use crate::record::transcript::TranscriptError;
+use crate::spec::ContextStrategy;
+
+/// What one request came to.
+enum Asked {
+    Answer(ModelResponse),
+    Failed(ModelError),
+    Stopped(Stop),
+}
+
+impl Agent<'_> {
+    /// Ask the model for its next turn, unless a limit or a signal ends the loop first
+    /// (or while it waits: the request is cancelled).
+    pub(super) async fn request_turn(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+    ) -> Result<Result<ModelResponse, Stop>, TranscriptError> {
+        self.hand_over(session);
+        if config.interrupt.is_cancelled() {
+            return Ok(Err(interrupted(session.turns)));
+        }
+        if let Some(stop) = self.before_asking(config, session).await? {
+            return Ok(Err(stop));
+        }
+        let measured = config.context.strategy != ContextStrategy::Off;
+        let mut refused = false;
+        loop {
+            let bytes = measured.then(|| session.request_bytes(&config.system));
+            match self.ask(config, session).await? {
+                Asked::Stopped(stop) => return Ok(Err(stop)),
+                Asked::Answer(response) => {
+                    if let Some(bytes) = bytes {
+                        session.context.size.counted(&response.usage, bytes);
+                        let tally = &mut session.context.tally;
+                        let tokens = session.context.size.tokens(bytes);
+                        tally.peak_request_tokens = tally.peak_request_tokens.max(tokens);
+                    }
+                    session.last_output_tokens = response.usage.output_tokens;
+                    return Ok(Ok(response));
+                }
+                Asked::Failed(ModelError::ContextExhausted(message))
+                    if measured && !refused && self.replay.is_none() =>
+                {
+                    refused = true;
+                    if let Some(stop) = self.compact_refused(config, session, &message).await? {
+                        return Ok(Err(stop));
+                    }
+                }
+                Asked::Failed(error) => return Ok(Err(self.failure(config, session, error))),
+            }
+        }
+    }
+
+    /// What comes before a request: a wrap-up the recording made here (a replay), the
+    /// limits (with `wrap_up`, the one about to end the run gives the model a last turn
+    /// instead), and the conversation fitted to the window.
+    async fn before_asking(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+    ) -> Result<Option<Stop>, TranscriptError> {
+        let recorded = self
+            .replay
+            .as_mut()
+            .and_then(|replay| replay.wrap_up(session.turns));
+        if let Some(stop) = recorded {
+            self.begin_wrap_up(session, stop)?;
+        } else if session.wrap_up.is_none() {
+            let task_usage = config.meter.usage();
+            let spent = limits::Spent {
+                turns: session.turns,
+                usage: &task_usage,
+                cost_usd: config.meter.cost_usd(),
+            };
+            if let Some(stop) = limits::before_request(config, session.clock.started, &spent) {
+                if stop.0 != EndReason::MaxTurns || !self.may_wrap_up(config, session) {
+                    return Ok(Some(stop));
+                }
+                self.begin_wrap_up(session, stop)?;
+            } else if self.may_wrap_up(config, session)
+                && let Some(stop) = super::wrap_up::ahead(config, session, &spent)
+            {
+                self.begin_wrap_up(session, stop)?;
+            }
+        }
+        self.fit_context(config, session).await
+    }
+
+    /// One request, bounded by the task's deadline and drover's signals.
+    async fn ask(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+    ) -> Result<Asked, TranscriptError> {
+        let text_schema = config
+            .output
+            .as_ref()
+            .filter(|_| self.model.output_mode() == OutputMode::Text)
+            .map(|schema| &schema.schema);
+        let tool_choice = if session.wrap_up.is_some() {
+            ToolChoice::Nothing
+        } else if session.force_output {
+            ToolChoice::Tool(STRUCTURED_OUTPUT)
+        } else {
+            ToolChoice::Auto
+        };
+        let request = ModelRequest {
+            system: &config.system,
+            messages: &session.messages,
+            tools: &session.tools,
+            tool_choice,
+            output_schema: text_schema.filter(|_| session.wrap_up.is_none()),
+            web_search: config.web_search.as_ref(),
+        };
+        let asked_at = StdInstant::now();
+        let answer = super::respond::respond_recorded(
+            &mut *self.model,
+            &mut session.notices,
+            &mut *self.transcript,
+            request,
+        );
+        let answer = bounded(session.clock.deadline, &config.interrupt, answer).await;
+        session.longest_request = session.longest_request.max(asked_at.elapsed());
+        Ok(match answer {
+            Bounded::TimedOut => Asked::Stopped(limits::timeout(
+                config,
+                session.clock.started,
+                session.turns,
+            )),
+            Bounded::Interrupted => Asked::Stopped(interrupted(session.turns)),
+            Bounded::Done(answer) => match answer? {
+                Ok(response) => {
+                    session.force_output = false;
+                    Asked::Answer(response)
+                }
+                Err(error) => Asked::Failed(error),
+            },
+        })
+    }
+
+    /// How a failed request ends the run.
+    fn failure(&mut self, config: &AgentConfig, session: &mut Session, error: ModelError) -> Stop {
+        match error {
+            ModelError::ReplayExhausted { turn } => (
+                EndReason::ReplayDrift,
+                format!(
+                    "the recording has no model response for turn {turn}: the replay took a different path"
+                ),
+            ),
+            error @ ModelError::ContextExhausted(_) => {
+                let bytes = session.request_bytes(&config.system);
+                let tokens = session.context.size.tokens(bytes);
+                let management = match config.context.strategy {
+                    ContextStrategy::Off => "limits.context is off".to_string(),
+                    strategy => format!(
+                        "it was refused again after a compaction ({})",
+                        strategy.as_str()
+                    ),
+                };
+                (
+                    EndReason::ContextExhausted,
+                    format!(
+                        "{error} (the request of turn {} was ~{tokens} tokens, {bytes} bytes; {management})",
+                        session.turns + 1
+                    ),
+                )
+            }
+            error => (EndReason::ProviderError, error.to_string()),
+        }
+    }
+}
