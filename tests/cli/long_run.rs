@@ -83,3 +83,103 @@ fn without_context_management_a_run_ends_context_exhausted_at_the_window_after_t
     let diff = std::fs::read_to_string(artifacts.join("t/diff.patch")).unwrap();
     assert!(diff.contains("notes/010.txt"), "{diff}");
 }
+
+#[test]
+fn a_prompt_too_long_mid_run_is_recovered_by_one_compaction_and_the_run_replays_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let mock = MockModel::start(
+        &ws,
+        &["--window", "32000", "--turns", "14", "--refuse-at", "8"],
+    );
+    let spec = write_spec(
+        dir.path(),
+        "t.yaml",
+        &mock_model::spec(
+            "t",
+            &mock,
+            "{ max_turns: 30, context: { strategy: clear_tool_results, window: 32000 } }",
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    let output = mock_model::run(&spec, &artifacts);
+    let figures = mock.finish();
+    assert_exit(&output, 0);
+    // The request for turn 8 fit the window, but the mock refused it once: drover
+    // compacted, asked again, and the scenario went on to its end.
+    assert_eq!(figures["refusals"], 1, "{figures}");
+    assert_eq!(figures["turns"], 14, "{figures}");
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    let compactions = events(&lines, "compaction");
+    assert_eq!(compactions.len(), 1, "{compactions:?}");
+    let compaction = compactions[0];
+    assert_eq!(compaction["trigger"], "refused");
+    assert_eq!(compaction["turn"], 7);
+    let before = compaction["bytes_before"].as_u64().unwrap();
+    assert!(compaction["bytes_after"].as_u64().unwrap() < before);
+    let retried = figures["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|request| request["turn"] == 8)
+        .unwrap();
+    assert!(retried["bytes"].as_u64().unwrap() < before, "{retried}");
+    assert_eq!(lines.last().unwrap()["reason"], "end_turn");
+
+    // Replayed with no model: the compaction made where it was, the same diff, no drift.
+    let replayed = dir.path().join("replayed");
+    let replay = crate::common::drover()
+        .current_dir(dir.path())
+        .arg("replay")
+        .arg(artifacts.join("t/transcript.jsonl"))
+        .arg("--artifacts")
+        .arg(&replayed)
+        .output()
+        .unwrap();
+    assert_exit(&replay, 0);
+    let summary = crate::common::summary(&replayed);
+    assert!(summary["tasks"][0].get("drift").is_none(), "{summary}");
+    let recorded = std::fs::read(artifacts.join("t/diff.patch")).unwrap();
+    assert!(!recorded.is_empty());
+    assert_eq!(
+        recorded,
+        std::fs::read(replayed.join("t/diff.patch")).unwrap()
+    );
+}
+
+#[test]
+fn summarize_against_the_window_is_answered_by_the_mock_and_the_run_finishes_inside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let mock = MockModel::start(&ws, &["--window", "12000", "--turns", "24"]);
+    let spec = write_spec(
+        dir.path(),
+        "t.yaml",
+        &mock_model::spec(
+            "t",
+            &mock,
+            "{ max_turns: 40, context: { strategy: summarize, window: 12000 } }",
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    let output = mock_model::run(&spec, &artifacts);
+    let figures = mock.finish();
+    assert_exit(&output, 0);
+    assert_eq!(figures["turns"], 24, "{figures}");
+    assert_eq!(figures["refusals"], 0, "{figures}");
+    assert!(figures["peak_tokens"].as_u64().unwrap() <= 12000);
+    // Each summary request (no tools) was answered with where the work stood, used no
+    // scenario turn, and replaced the conversation.
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    let summaries: Vec<&str> = events(&lines, "compaction")
+        .iter()
+        .map(|compaction| compaction["summary"].as_str().unwrap())
+        .collect();
+    assert!(!summaries.is_empty());
+    assert_eq!(figures["text_answers"], summaries.len(), "{figures}");
+    for summary in &summaries {
+        assert!(summary.starts_with("Summary after turn "), "{summary}");
+        assert!(summary.contains("of 24: read "), "{summary}");
+    }
+    assert_eq!(lines.last().unwrap()["reason"], "end_turn");
+}

@@ -202,16 +202,18 @@ fn savings(unbounded: &Outcome, managed: &Outcome, off: Option<&Outcome>) -> Vec
     goals
 }
 
-/// drover's peak RSS stays under the goal in every run.
+/// drover's peak RSS stays under the goal in every managed run (an unmanaged run
+/// without a window holds requests that grow with the turns: shown, not judged).
 fn memory(outcomes: &[Outcome]) -> Goal {
     let largest = outcomes
         .iter()
+        .filter(|o| o.case.context != "off")
         .max_by_key(|o| o.measured.max_rss_kib)
         .map(|o| (mib(o.measured.max_rss_kib), o.case.label));
     let (peak, label) = largest.unwrap_or((0.0, "-"));
     Goal {
         text: format!(
-            "drover's peak RSS in every run under {RSS_GOAL_MIB} MiB: largest {peak:.1} MiB ({label})"
+            "drover's peak RSS in every managed run under {RSS_GOAL_MIB} MiB: largest {peak:.1} MiB ({label})"
         ),
         met: Some(peak < RSS_GOAL_MIB),
     }
