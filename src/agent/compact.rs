@@ -6,7 +6,9 @@
 
 use serde_json::{Map, json};
 
-use super::context::{ContextConfig, Goal, SUMMARY_PROMPT, clear, kept, refusal_figures};
+use super::context::{
+    ContextConfig, Goal, SUMMARY_PROMPT, clear, compactable, kept, refusal_figures,
+};
 use super::session::Session;
 use super::{Agent, AgentConfig, Bounded, Stop, bounded, interrupted, limits, run_cost};
 use crate::message::Usage;
@@ -26,6 +28,17 @@ enum Summary {
     Failed {
         why: String,
         usage: Usage,
+    },
+    Stopped(Stop),
+}
+
+/// What a compaction came to.
+enum Compacted {
+    Done,
+    /// Nothing was left to take out.
+    Nothing {
+        tokens: u64,
+        window: u64,
     },
     Stopped(Stop),
 }
@@ -57,15 +70,22 @@ impl Agent<'_> {
         if self.replay.is_some() {
             return self.replay_compactions(config, session).await;
         }
-        if !drover_compacts(&config.context, session) {
+        if !drover_compacts(&config.context, session, self.model.provider()) {
             return Ok(None);
         }
         let bytes = session.request_bytes(&config.system);
         if session.context.size.tokens(bytes) <= config.context.threshold_tokens() {
             return Ok(None);
         }
-        self.compact(config, session, Trigger::Threshold, bytes, None)
-            .await
+        Ok(
+            match self
+                .compact(config, session, Trigger::Threshold, bytes, None)
+                .await?
+            {
+                Compacted::Stopped(stop) => Some(stop),
+                Compacted::Done | Compacted::Nothing { .. } => None,
+            },
+        )
     }
 
     /// The API refused the last request as too long: compact once so the next fits.
@@ -82,8 +102,22 @@ impl Agent<'_> {
             session.context.size.refused(tokens, bytes);
             window = Some(server_window);
         }
-        self.compact(config, session, Trigger::Refused, bytes, window)
-            .await
+        Ok(
+            match self
+                .compact(config, session, Trigger::Refused, bytes, window)
+                .await?
+            {
+                Compacted::Done => None,
+                Compacted::Stopped(stop) => Some(stop),
+                Compacted::Nothing { tokens, window } => Some((
+                    EndReason::ContextExhausted,
+                    format!(
+                        "the conversation no longer fits the model's context window; the API said: {refusal}; nothing was left to clear (the request of turn {} was ~{tokens} tokens by drover's estimate, window {window}): the task's prompt, tools and newest turns alone do not fit",
+                        session.turns + 1
+                    ),
+                )),
+            },
+        )
     }
 
     /// Compact the conversation of a request of `bytes` down to the target (of the
@@ -96,7 +130,16 @@ impl Agent<'_> {
         trigger: Trigger,
         bytes: u64,
         server_window: Option<u64>,
-    ) -> Result<Option<Stop>, TranscriptError> {
+    ) -> Result<Compacted, TranscriptError> {
+        let summarizable =
+            config.context.strategy == ContextStrategy::Summarize && session.messages.len() > 1;
+        if !summarizable && !compactable(&session.messages, config.context.keep_tool_results) {
+            // Nothing to take out: no hook, no record of a compaction that was not.
+            return Ok(Compacted::Nothing {
+                tokens: session.context.size.tokens(bytes),
+                window: server_window.unwrap_or(config.context.window),
+            });
+        }
         let mut fields = Map::new();
         fields.insert("trigger".into(), json!("auto"));
         fields.insert("custom_instructions".into(), json!(""));
@@ -105,7 +148,7 @@ impl Agent<'_> {
             .await?
         {
             Ok(answer) => answer.additional_context,
-            Err(stop) => return Ok(Some(stop)),
+            Err(stop) => return Ok(Compacted::Stopped(stop)),
         };
         let mut context = config.context;
         if let Some(window) = server_window.filter(|w| *w < context.window) {
@@ -121,7 +164,7 @@ impl Agent<'_> {
         let mut record = self.compaction_record(&context, session, trigger, bytes);
         if context.strategy == ContextStrategy::Summarize {
             match self
-                .summarize(config, session, &context, &instructions, bytes)
+                .summarize(config, session, &context, &instructions, &mut record)
                 .await?
             {
                 Summary::Written { text, usage } => {
@@ -135,14 +178,15 @@ impl Agent<'_> {
                 Summary::Failed { why, usage } => {
                     record.fallback = Some(format!("{why}; drover cleared old results instead"));
                     self.spent_on_summary(config, session, &mut record, usage);
-                    clear_to(session, &context, bytes, target, &mut record);
+                    let now = session.request_bytes(&config.system);
+                    clear_to(session, &context, now, target, &mut record);
                 }
-                Summary::Stopped(stop) => return Ok(Some(stop)),
+                Summary::Stopped(stop) => return Ok(Compacted::Stopped(stop)),
             }
         } else {
             clear_to(session, &context, bytes, target, &mut record);
         }
-        self.finish_compaction(config, session, record, trigger)
+        self.finish_compaction(config, session, record)
     }
 
     /// The record of a compaction about to be made of a request of `bytes`.
@@ -177,15 +221,13 @@ impl Agent<'_> {
         }
     }
 
-    /// Record a compaction that was made, or end the run when a refused request could
-    /// not be made any smaller.
+    /// Record a compaction that was made (none when nothing could be taken out).
     fn finish_compaction(
         &mut self,
         config: &AgentConfig,
         session: &mut Session,
         mut record: Compaction,
-        trigger: Trigger,
-    ) -> Result<Option<Stop>, TranscriptError> {
+    ) -> Result<Compacted, TranscriptError> {
         let bytes_after = session.request_bytes(&config.system);
         record.bytes_after = bytes_after;
         record.tokens_after = session.context.size.tokens(bytes_after);
@@ -193,39 +235,32 @@ impl Agent<'_> {
         let changed =
             record.summary.is_some() || record.cleared_results > 0 || record.removed_turns > 0;
         if !changed {
-            // Nothing was left to take out: no record of a compaction that was not.
-            return Ok((trigger == Trigger::Refused).then(|| {
-                (
-                    EndReason::ContextExhausted,
-                    format!(
-                        "the API refused the request of turn {} as too long (~{} tokens estimated, window {}), and nothing was left to clear: the task's prompt, tools and newest turns alone do not fit",
-                        session.turns + 1,
-                        record.tokens_before,
-                        record.window
-                    ),
-                )
-            }));
+            // No record of a compaction that was not.
+            return Ok(Compacted::Nothing {
+                tokens: record.tokens_before,
+                window: record.window,
+            });
         }
         session.context.tally.add(&record);
         self.transcript.write(Event::Compaction(Box::new(record)))?;
-        Ok(None)
+        Ok(Compacted::Done)
     }
 
     /// Ask the model for a summary of the conversation (with the PreCompact hooks'
-    /// instructions), without tools; the conversation is cleared first when the summary
-    /// request itself would not fit.
+    /// instructions), without tools; the conversation is cleared first (counted in
+    /// `record`, as a replay clears it too) when the summary request would not fit.
     async fn summarize(
         &mut self,
         config: &AgentConfig,
         session: &mut Session,
         context: &ContextConfig,
         instructions: &[String],
-        bytes: u64,
+        record: &mut Compaction,
     ) -> Result<Summary, TranscriptError> {
+        let bytes = record.bytes_before;
         if session.context.size.tokens(bytes) > context.window / 10 * 9 {
             let target = session.context.size.bytes_for(context.threshold_tokens());
-            let mut ignored = self.compaction_record(context, session, Trigger::Threshold, bytes);
-            clear_to(session, context, bytes, target, &mut ignored);
+            clear_to(session, context, bytes, target, record);
         }
         let mut prompt = SUMMARY_PROMPT.to_string();
         for text in instructions {
@@ -240,6 +275,7 @@ impl Agent<'_> {
             tool_choice: ToolChoice::Nothing,
             output_schema: None,
             web_search: config.web_search.as_ref(),
+            context_edit: None,
         };
         let answer = super::respond::respond_recorded(
             &mut *self.model,
@@ -296,11 +332,11 @@ impl Agent<'_> {
 }
 
 /// Whether drover itself compacts before requests: any strategy but `off`, and `server`
-/// only once the server refused its own editing.
-fn drover_compacts(context: &ContextConfig, session: &Session) -> bool {
+/// only where the provider has no editing of its own or the server refused it.
+fn drover_compacts(context: &ContextConfig, session: &Session, provider: &str) -> bool {
     match context.strategy {
         ContextStrategy::Off => false,
-        ContextStrategy::Server => session.context.server_refused,
+        ContextStrategy::Server => provider != "anthropic" || session.context.server_refused,
         ContextStrategy::ClearToolResults | ContextStrategy::Summarize => true,
     }
 }

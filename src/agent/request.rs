@@ -7,9 +7,10 @@ use std::time::Instant as StdInstant;
 use super::session::Session;
 use super::{Agent, AgentConfig, Bounded, STRUCTURED_OUTPUT, Stop, bounded, interrupted, limits};
 use crate::message::ModelResponse;
-use crate::model::{ModelError, ModelRequest, OutputMode, ToolChoice};
-use crate::record::EndReason;
+use crate::model::{ModelError, ModelRequest, OutputMode, ServerContextEdit, ToolChoice};
+use crate::record::context::Compaction;
 use crate::record::transcript::TranscriptError;
+use crate::record::{EndReason, Event};
 use crate::spec::ContextStrategy;
 
 /// What one request came to.
@@ -41,6 +42,7 @@ impl Agent<'_> {
             match self.ask(config, session).await? {
                 Asked::Stopped(stop) => return Ok(Err(stop)),
                 Asked::Answer(response) => {
+                    self.record_server_edits(config, session, &response, bytes)?;
                     if let Some(bytes) = bytes {
                         session.context.size.counted(&response.usage, bytes);
                         let tally = &mut session.context.tally;
@@ -55,6 +57,18 @@ impl Agent<'_> {
                 {
                     refused = true;
                     if let Some(stop) = self.compact_refused(config, session, &message).await? {
+                        return Ok(Err(stop));
+                    }
+                }
+                Asked::Failed(ModelError::ContextEditRefused(message))
+                    if !session.context.server_refused =>
+                {
+                    // Asked again without it; drover clears from now on.
+                    session.context.server_refused = true;
+                    crate::esay!(
+                        "drover: warning: {message}; drover clears old tool results itself from now on (limits.context strategy server)"
+                    );
+                    if let Some(stop) = self.fit_context(config, session).await? {
                         return Ok(Err(stop));
                     }
                 }
@@ -116,6 +130,7 @@ impl Agent<'_> {
         } else {
             ToolChoice::Auto
         };
+        let edit = self.server_edit(config, session);
         let request = ModelRequest {
             system: &config.system,
             messages: &session.messages,
@@ -123,6 +138,7 @@ impl Agent<'_> {
             tool_choice,
             output_schema: text_schema.filter(|_| session.wrap_up.is_none()),
             web_search: config.web_search.as_ref(),
+            context_edit: edit.as_ref(),
         };
         let asked_at = StdInstant::now();
         let answer = super::respond::respond_recorded(
@@ -148,6 +164,60 @@ impl Agent<'_> {
                 Err(error) => Asked::Failed(error),
             },
         })
+    }
+
+    /// Anthropic's own context editing for this request (`strategy: server`), unless
+    /// the server refused it or this is a replay.
+    fn server_edit(&self, config: &AgentConfig, session: &Session) -> Option<ServerContextEdit> {
+        let context = &config.context;
+        let asked = context.strategy == ContextStrategy::Server
+            && self.model.provider() == "anthropic"
+            && !session.context.server_refused
+            && self.replay.is_none();
+        asked.then(|| ServerContextEdit {
+            trigger_tokens: context.threshold_tokens(),
+            keep_tool_uses: u32::try_from(context.keep_tool_results).unwrap_or(u32::MAX),
+            clear_at_least_tokens: context.threshold_tokens() - context.target_tokens(),
+        })
+    }
+
+    /// What the API's own editing cleared before the model saw the request: a
+    /// `compaction` event with trigger `server` (drover's conversation is unchanged).
+    fn record_server_edits(
+        &mut self,
+        config: &AgentConfig,
+        session: &mut Session,
+        response: &ModelResponse,
+        bytes: Option<u64>,
+    ) -> Result<(), TranscriptError> {
+        let Some(edits) = self.model.applied_context_edits() else {
+            return Ok(());
+        };
+        let usage = &response.usage;
+        let after = usage
+            .input_tokens
+            .saturating_add(usage.cache_creation_input_tokens)
+            .saturating_add(usage.cache_read_input_tokens);
+        let bytes = bytes.unwrap_or_default();
+        let record = Compaction {
+            turn: session.turns,
+            strategy: ContextStrategy::Server.as_str().to_string(),
+            trigger: "server".to_string(),
+            window: config.context.window,
+            tokens_before: after.saturating_add(edits.cleared_input_tokens),
+            tokens_after: after,
+            bytes_before: bytes,
+            bytes_after: bytes,
+            kept: super::context::kept(&session.messages),
+            cleared_results: edits.cleared_tool_uses,
+            removed_turns: 0,
+            summary: None,
+            usage: Default::default(),
+            cost_usd: None,
+            fallback: None,
+        };
+        session.context.tally.add(&record);
+        self.transcript.write(Event::Compaction(Box::new(record)))
     }
 
     /// How a failed request ends the run.

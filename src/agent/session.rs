@@ -59,6 +59,8 @@ pub(crate) struct Session {
     pub(super) wrap_up: Option<(crate::record::EndReason, String)>,
     /// What the model wrote in its wrap-up turn.
     pub(super) wrap_up_text: Option<String>,
+    /// The model had its wrap-up turn (one a run).
+    pub(super) wrapped_up: bool,
     /// The longest a model request took so far (how much time a turn needs).
     pub(super) longest_request: std::time::Duration,
     /// The output tokens of the last turn (what the next one may write).
@@ -109,6 +111,7 @@ impl Session {
             repeats: Default::default(),
             wrap_up: None,
             wrap_up_text: None,
+            wrapped_up: false,
             longest_request: std::time::Duration::ZERO,
             last_output_tokens: 0,
         }

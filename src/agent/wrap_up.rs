@@ -25,7 +25,7 @@ impl Agent<'_> {
     /// Whether a limit may give this agent a wrap-up turn: asked for, the main agent's,
     /// live (a replay's come from its recording), and not given yet.
     pub(super) fn may_wrap_up(&self, config: &AgentConfig, session: &Session) -> bool {
-        config.wrap_up && self.depth == 0 && self.replay.is_none() && session.wrap_up_text.is_none()
+        config.wrap_up && self.depth == 0 && self.replay.is_none() && !session.wrapped_up
     }
 
     /// Make the next request the wrap-up turn of a run `stop` ends.
@@ -54,13 +54,19 @@ impl Agent<'_> {
     /// The wrap-up turn was taken: its text kept, and the stop it was for.
     pub(super) fn end_wrap_up(&mut self, session: &mut Session) -> Option<Stop> {
         let (reason, message) = session.wrap_up.take()?;
-        session.wrap_up_text = Some(session.last_turn_text.clone());
+        session.wrapped_up = true;
+        let text = session.last_turn_text.trim();
+        let turn = session.turns;
+        if text.is_empty() {
+            return Some((
+                reason,
+                format!("{message}; the model was given turn {turn} for a wrap-up but wrote none"),
+            ));
+        }
+        session.wrap_up_text = Some(text.to_string());
         Some((
             reason,
-            format!(
-                "{message}; the model wrote its wrap-up in turn {}, without tools",
-                session.turns
-            ),
+            format!("{message}; the model wrote its wrap-up in turn {turn}, without tools"),
         ))
     }
 }

@@ -371,7 +371,10 @@ fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Whether plain stdout is context for the model (Claude Code: these two events only).
 fn plain_is_context(event: HookEvent) -> bool {
-    matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit)
+    matches!(
+        event,
+        HookEvent::SessionStart | HookEvent::UserPromptSubmit | HookEvent::PreCompact
+    )
 }
 
 fn take_recorded(

@@ -4,16 +4,21 @@
 //! the system prompt, on the last tool definition and on the last block of the newest
 //! message, so every turn re-reads the whole previous conversation from the cache and
 //! pays full price only for what is new.
+//!
+//! A request may ask for the API's own context editing (`anthropic_context`): its body
+//! and beta header are that request's alone, and the edits the server reports are kept
+//! for the loop until it takes them.
 
 use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use super::anthropic_context::{self, BETA_HEADER};
 use super::anthropic_stream::AnthropicStream;
 use super::remote::RemoteConfig;
-use super::transport::{RetryNotice, Transport};
-use super::{Model, ModelError, ModelRequest, ToolChoice};
+use super::transport::{PerRequest, RetryNotice, Transport};
+use super::{AppliedContextEdits, Model, ModelError, ModelRequest, ToolChoice};
 use crate::message::{Message, ModelResponse, ToolDefinition, WebSearch};
 
 /// The API version drover speaks.
@@ -25,6 +30,8 @@ pub(crate) struct AnthropicModel {
     temperature: Option<f64>,
     transport: Transport,
     notices: Option<UnboundedReceiver<RetryNotice>>,
+    /// The context edits the server reported for the last response, until taken.
+    applied: Option<AppliedContextEdits>,
 }
 
 impl AnthropicModel {
@@ -45,7 +52,20 @@ impl AnthropicModel {
             temperature: config.temperature,
             transport,
             notices: Some(notices),
+            applied: None,
         }
+    }
+
+    /// What this request adds to the model's headers: with context editing, the beta
+    /// (beside any the model sends already), and its refusals read as such.
+    fn per_request(&self, request: &ModelRequest<'_>) -> PerRequest {
+        let mut per_request = PerRequest::default();
+        if request.context_edit.is_some() {
+            let beta = anthropic_context::beta_header(self.transport.header(BETA_HEADER));
+            per_request.headers.insert(BETA_HEADER, beta);
+            per_request.refusal = Some(anthropic_context::refusal);
+        }
+        per_request
     }
 }
 
@@ -63,11 +83,24 @@ impl Model for AnthropicModel {
         self.notices.take()
     }
 
+    fn applied_context_edits(&mut self) -> Option<AppliedContextEdits> {
+        self.applied.take()
+    }
+
     async fn respond(&mut self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
+        // A report belongs to the response it came with, never to a later one.
+        self.applied = None;
         let body = request_body(&self.name, self.max_tokens, self.temperature, &request);
-        self.transport
-            .send(body.to_string().into_bytes(), AnthropicStream::new)
-            .await
+        let per_request = self.per_request(&request);
+        let context_edit = request.context_edit.is_some();
+        let (response, applied) = self
+            .transport
+            .send(body.to_string().into_bytes(), &per_request, || {
+                AnthropicStream::new(context_edit)
+            })
+            .await?;
+        self.applied = applied;
+        Ok(response)
     }
 }
 
@@ -75,7 +108,8 @@ fn ephemeral() -> Value {
     json!({"type": "ephemeral"})
 }
 
-/// The request body, with its three cache breakpoints.
+/// The request body, with its three cache breakpoints (and `context_management` when
+/// the request asks for the server's context editing).
 pub(crate) fn request_body(
     model: &str,
     max_tokens: u32,
@@ -96,6 +130,9 @@ pub(crate) fn request_body(
             "text": request.system,
             "cache_control": ephemeral(),
         }]);
+    }
+    if let Some(edit) = request.context_edit {
+        body["context_management"] = anthropic_context::body(edit);
     }
     if !request.tools.is_empty() || request.web_search.is_some() {
         body["tools"] = tools(request.tools, request.web_search);
@@ -248,115 +285,5 @@ fn attach_images(result: &mut Value) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::message::{ContentBlock, Role};
-
-    #[test]
-    fn only_the_newest_images_are_sent() {
-        let image = |n: usize| crate::message::Image {
-            media_type: "image/png".into(),
-            data: format!("iVBORw0K{n}"),
-        };
-        let messages: Vec<Message> = (0..25)
-            .map(|n| Message {
-                role: Role::User,
-                content: vec![ContentBlock::ToolResult {
-                    tool_use_id: format!("t{n}"),
-                    content: format!("result {n}"),
-                    is_error: false,
-                    images: vec![image(n)],
-                }],
-            })
-            .collect();
-        let sent = super::messages(&messages);
-        let sent = sent.as_array().unwrap();
-        let part = |m: usize| sent[m]["content"][0]["content"][1].clone();
-        assert_eq!(part(24)["type"], "image");
-        assert_eq!(part(5)["type"], "image");
-        assert_eq!(part(4)["type"], "text");
-        assert!(part(0)["text"].as_str().unwrap().contains("no longer sent"));
-    }
-
-    #[test]
-    fn the_body_carries_three_cache_breakpoints() {
-        let tools = vec![
-            ToolDefinition {
-                name: "Read".into(),
-                description: "read".into(),
-                input_schema: json!({"type": "object"}),
-            },
-            ToolDefinition {
-                name: "Write".into(),
-                description: "write".into(),
-                input_schema: json!({"type": "object"}),
-            },
-        ];
-        let messages = vec![
-            Message::user_text("fix it"),
-            Message {
-                role: Role::Assistant,
-                content: vec![
-                    ContentBlock::Text { text: "".into() },
-                    ContentBlock::ToolUse {
-                        id: "t1".into(),
-                        name: "Read".into(),
-                        input: json!("{\"file_pa"),
-                    },
-                ],
-            },
-            Message {
-                role: Role::User,
-                content: vec![
-                    ContentBlock::ToolResult {
-                        tool_use_id: "t0".into(),
-                        content: "[image 1: image/png, 12 bytes, attached]".into(),
-                        is_error: false,
-                        images: vec![crate::message::Image {
-                            media_type: "image/png".into(),
-                            data: "iVBORw0KGgpyZXN0".into(),
-                        }],
-                    },
-                    ContentBlock::ToolResult {
-                        tool_use_id: "t1".into(),
-                        content: "bad".into(),
-                        is_error: true,
-                        images: Vec::new(),
-                    },
-                ],
-            },
-        ];
-        let request = ModelRequest {
-            system: "be good",
-            messages: &messages,
-            tools: &tools,
-            tool_choice: ToolChoice::Auto,
-            output_schema: None,
-            web_search: None,
-        };
-        let body = request_body("claude-x", 1000, Some(0.0), &request);
-        assert_eq!(body["stream"], true);
-        assert_eq!(body["max_tokens"], 1000);
-        assert_eq!(body["temperature"], 0.0);
-        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
-        assert!(body["tools"][0].get("cache_control").is_none());
-        assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");
-        let sent = body["messages"].as_array().unwrap();
-        assert!(sent[0]["content"][0].get("cache_control").is_none());
-        assert_eq!(sent[1]["content"].as_array().unwrap().len(), 1);
-        assert_eq!(sent[1]["content"][0]["input"], json!({}));
-        // An MCP image goes as an image block inside the tool result.
-        let with_image = &sent[2]["content"][0];
-        assert_eq!(with_image["type"], "tool_result");
-        assert!(with_image.get("images").is_none(), "{with_image}");
-        assert_eq!(with_image["content"][0]["type"], "text");
-        assert_eq!(
-            with_image["content"][1],
-            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgpyZXN0"}})
-        );
-        assert_eq!(sent[2]["content"][1]["type"], "tool_result");
-        assert_eq!(sent[2]["content"][1]["content"], "bad");
-        assert_eq!(sent[2]["content"][1]["is_error"], true);
-        assert_eq!(sent[2]["content"][1]["cache_control"]["type"], "ephemeral");
-    }
-}
+#[path = "anthropic_tests.rs"]
+mod tests;

@@ -2,17 +2,18 @@
 //!
 //! `message_start` carries the input usage, each content block arrives as
 //! `content_block_start`, deltas and `content_block_stop`, `message_delta` carries the
-//! stop reason and the output usage, and `message_stop` ends it. Unknown events and block
-//! types (thinking, server tools, whatever comes next) are skipped, never fatal.
+//! stop reason, the output usage and (with server-side context editing) the edits the
+//! server applied, and `message_stop` ends it. Unknown events and block types
+//! (thinking, server tools, whatever comes next) are skipped, never fatal.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::ModelError;
 use super::http_errors::is_context_error;
 use super::sse::SseEvent;
 use super::transport::{Decoder, Failure};
+use super::{AppliedContextEdits, ModelError, anthropic_context};
 use crate::message::{ContentBlock, ModelResponse, StopReason, Usage};
 
 /// A content block being streamed.
@@ -50,11 +51,29 @@ pub(super) struct AnthropicStream {
     usage: Usage,
     stop_reason: Option<String>,
     done: bool,
+    /// The request asked for server-side context editing: an error event that names
+    /// it is a refusal of the editing.
+    context_edit: bool,
+    /// The edits the server reported (`context_management.applied_edits`).
+    applied: Option<AppliedContextEdits>,
 }
 
 impl AnthropicStream {
-    pub(super) fn new() -> Self {
-        Self::default()
+    /// The decoder for one response; `context_edit`: its request asked for server-side
+    /// context editing.
+    pub(super) fn new(context_edit: bool) -> Self {
+        AnthropicStream {
+            context_edit,
+            ..Self::default()
+        }
+    }
+
+    /// A `context_management` report, on the message of `message_start` or on
+    /// `message_delta` (where the API puts it when streaming); the latest one stands.
+    fn read_context_management(&mut self, report: Option<&Value>) {
+        if let Some(report) = report.filter(|report| !report.is_null()) {
+            self.applied = anthropic_context::applied(report);
+        }
     }
 
     fn read_usage(&mut self, usage: &Value) {
@@ -135,7 +154,7 @@ impl AnthropicStream {
         }
     }
 
-    fn error(data: &Value) -> Failure {
+    fn error(&self, data: &Value) -> Failure {
         let error = data.get("error").unwrap_or(data);
         let kind = error.get("type").and_then(Value::as_str).unwrap_or("error");
         let message = error
@@ -143,6 +162,12 @@ impl AnthropicStream {
             .and_then(Value::as_str)
             .unwrap_or("(no message)");
         let text = format!("{kind}: {message}");
+        if self.context_edit
+            && kind == "invalid_request_error"
+            && let Some(refused) = anthropic_context::refusal(400, &text)
+        {
+            return Failure::Fatal(refused);
+        }
         if is_context_error(400, &text) {
             return Failure::Fatal(ModelError::ContextExhausted(text));
         }
@@ -158,6 +183,8 @@ impl AnthropicStream {
 }
 
 impl Decoder for AnthropicStream {
+    type Extra = Option<AppliedContextEdits>;
+
     fn event(&mut self, event: SseEvent) -> Result<(), Failure> {
         if self.done {
             return Ok(());
@@ -175,9 +202,11 @@ impl Decoder for AnthropicStream {
             .unwrap_or(event.event.as_str());
         match kind {
             "message_start" => {
-                if let Some(usage) = data.get("message").and_then(|m| m.get("usage")) {
+                let message = data.get("message");
+                if let Some(usage) = message.and_then(|m| m.get("usage")) {
                     self.read_usage(usage);
                 }
+                self.read_context_management(message.and_then(|m| m.get("context_management")));
             }
             "content_block_start" => self.block_start(&data),
             "content_block_delta" => self.block_delta(&data),
@@ -192,9 +221,10 @@ impl Decoder for AnthropicStream {
                 if let Some(usage) = data.get("usage") {
                     self.read_usage(usage);
                 }
+                self.read_context_management(data.get("context_management"));
             }
             "message_stop" => self.done = true,
-            "error" => return Err(Self::error(&data)),
+            "error" => return Err(self.error(&data)),
             _ => {} // ping, content_block_stop, and events added after this was written
         }
         Ok(())
@@ -206,7 +236,7 @@ impl Decoder for AnthropicStream {
 
     /// `message_stop` without a `message_delta` carrying the stop reason is an
     /// incomplete response: retried like a cut stream, never taken as complete.
-    fn finish(self, _clean: bool) -> Result<ModelResponse, Failure> {
+    fn finish(self, _clean: bool) -> Result<(ModelResponse, Self::Extra), Failure> {
         if !self.done {
             return Err(Failure::retry(
                 "the response stream ended before message_stop",
@@ -261,11 +291,12 @@ impl Decoder for AnthropicStream {
             .iter()
             .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
         let stop_reason = stop_reason(self.stop_reason.as_deref(), has_calls);
-        Ok(ModelResponse {
+        let response = ModelResponse {
             content,
             stop_reason,
             usage: self.usage,
-        })
+        };
+        Ok((response, self.applied))
     }
 }
 

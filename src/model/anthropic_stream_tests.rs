@@ -43,13 +43,13 @@ const STREAM: &str = concat!(
 
 fn decode(chunks: &[&[u8]]) -> Result<ModelResponse, Failure> {
     let mut parser = SseParser::new();
-    let mut decoder = AnthropicStream::new();
+    let mut decoder = AnthropicStream::new(false);
     for chunk in chunks {
         for event in parser.push(chunk) {
             decoder.event(event)?;
         }
     }
-    decoder.finish(true)
+    decoder.finish(true).map(|(response, _)| response)
 }
 
 fn expected() -> ModelResponse {
@@ -153,7 +153,7 @@ fn error_events() {
         event: "error".into(),
         data: data.into(),
     };
-    let mut decoder = AnthropicStream::new();
+    let mut decoder = AnthropicStream::new(false);
     let overloaded = decoder.event(event(
         r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
     ));
@@ -167,4 +167,98 @@ fn error_events() {
     ));
     let garbage = decoder.event(event("not json"));
     assert!(matches!(garbage, Err(Failure::Retry { .. })));
+}
+
+/// A stream as the API sends it with context editing on: the edits it applied ride on
+/// `message_delta`, beside `delta` and `usage`.
+const EDITED: &str = concat!(
+    "event: message_start\n",
+    "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_2\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\",\"stop_reason\":null,\"context_management\":null,\"usage\":{\"input_tokens\":31000,\"output_tokens\":1}}}\n\n",
+    "event: content_block_start\n",
+    "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+    "event: content_block_delta\n",
+    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Still here.\"}}\n\n",
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+    "event: message_delta\n",
+    "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":4},\"context_management\":{\"applied_edits\":[{\"type\":\"clear_tool_uses_20250919\",\"cleared_tool_uses\":12,\"cleared_input_tokens\":48210}]}}\n\n",
+    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+);
+
+fn decode_with_edits(stream: &str) -> (ModelResponse, Option<AppliedContextEdits>) {
+    let mut parser = SseParser::new();
+    let mut decoder = AnthropicStream::new(true);
+    for event in parser.push(stream.as_bytes()) {
+        decoder.event(event).unwrap();
+    }
+    decoder.finish(true).unwrap()
+}
+
+#[test]
+fn the_edits_the_server_applied_are_read_from_message_delta() {
+    let (response, applied) = decode_with_edits(EDITED);
+    assert_eq!(response.text(), "Still here.");
+    assert_eq!(response.usage.input_tokens, 31000);
+    assert_eq!(
+        applied,
+        Some(AppliedContextEdits {
+            cleared_tool_uses: 12,
+            cleared_input_tokens: 48210,
+        })
+    );
+    // A stream that reports nothing, or an empty list, applied nothing.
+    let (_, applied) = decode_with_edits(STREAM);
+    assert_eq!(applied, None);
+    let empty = EDITED.replace(
+        "\"applied_edits\":[{\"type\":\"clear_tool_uses_20250919\",\"cleared_tool_uses\":12,\"cleared_input_tokens\":48210}]",
+        "\"applied_edits\":[]",
+    );
+    assert_ne!(empty, EDITED);
+    assert_eq!(decode_with_edits(&empty).1, None);
+}
+
+#[test]
+fn the_edits_may_come_on_the_message_of_message_start() {
+    let start = EDITED
+        .replace(
+            "\"context_management\":null",
+            "\"context_management\":{\"applied_edits\":[{\"type\":\"clear_tool_uses_20250919\",\"cleared_tool_uses\":2,\"cleared_input_tokens\":900}]}",
+        )
+        .replace(
+            ",\"context_management\":{\"applied_edits\":[{\"type\":\"clear_tool_uses_20250919\",\"cleared_tool_uses\":12,\"cleared_input_tokens\":48210}]}",
+            "",
+        );
+    assert!(!start.contains("48210"));
+    assert_eq!(
+        decode_with_edits(&start).1,
+        Some(AppliedContextEdits {
+            cleared_tool_uses: 2,
+            cleared_input_tokens: 900,
+        })
+    );
+}
+
+#[test]
+fn an_error_event_naming_the_editing_refuses_it_only_when_it_was_asked_for() {
+    let event = || {
+        SseEvent {
+        event: "error".into(),
+        data: r#"{"type":"error","error":{"type":"invalid_request_error","message":"context management is not supported for this model"}}"#.into(),
+    }
+    };
+    assert!(matches!(
+        AnthropicStream::new(true).event(event()),
+        Err(Failure::Fatal(ModelError::ContextEditRefused(_)))
+    ));
+    assert!(matches!(
+        AnthropicStream::new(false).event(event()),
+        Err(Failure::Fatal(ModelError::Provider(_)))
+    ));
+    let too_long = SseEvent {
+        event: "error".into(),
+        data: r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#.into(),
+    };
+    assert!(matches!(
+        AnthropicStream::new(true).event(too_long),
+        Err(Failure::Fatal(ModelError::ContextExhausted(_)))
+    ));
 }

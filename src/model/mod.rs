@@ -7,6 +7,7 @@
 //! server speaking their wire format) through a shared transport with retries.
 
 pub(crate) mod anthropic;
+pub(crate) mod anthropic_context;
 mod anthropic_stream;
 pub(crate) mod context_window;
 mod http_errors;
@@ -41,6 +42,30 @@ pub(crate) struct ModelRequest<'a> {
     /// Anthropic's server-side web search, when the policy allows it (other providers
     /// have no such tool and leave it out).
     pub web_search: Option<&'a crate::message::WebSearch>,
+    /// The provider's own context editing for this request (`limits.context: {strategy:
+    /// server}`): Anthropic's API then clears old tool results itself. Providers
+    /// without it leave it out; the loop asks only Anthropic.
+    pub context_edit: Option<&'a ServerContextEdit>,
+}
+
+/// Server-side context editing, as the loop asks for it: once the prompt passes
+/// `trigger_tokens`, the server clears the oldest tool uses and their results, keeping
+/// the newest `keep_tool_uses`, and (when above 0) at least `clear_at_least_tokens`
+/// tokens at a time, so each clearing is worth the prompt cache it breaks. The
+/// conversation drover sends stays whole: the server edits what the model sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ServerContextEdit {
+    pub trigger_tokens: u64,
+    pub keep_tool_uses: u32,
+    pub clear_at_least_tokens: u64,
+}
+
+/// What the server reported it cleared before it answered one request (the sum over
+/// the edits it applied), for the loop's `compaction` event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct AppliedContextEdits {
+    pub cleared_tool_uses: u64,
+    pub cleared_input_tokens: u64,
 }
 
 /// Which tools the model may call in one turn. The tools are offered in every request
@@ -82,6 +107,11 @@ pub(crate) enum ModelError {
     /// context window; retrying the same conversation cannot help.
     #[error("the conversation no longer fits the model's context window; the API said: {0}")]
     ContextExhausted(String),
+    /// The API refused the request because of the context editing it asked for (an
+    /// unknown beta or field, a model without it). Not retried: the same request would
+    /// be refused again; the loop asks again without it and clears results itself.
+    #[error("the API refused its server-side context editing; it said: {0}")]
+    ContextEditRefused(String),
 }
 
 /// A source of assistant turns.
@@ -99,6 +129,12 @@ pub(crate) trait Model: Send {
     /// How this provider gives a schema-valid final answer.
     fn output_mode(&self) -> OutputMode {
         OutputMode::Tool
+    }
+    /// What the server reported it cleared for the last response (server-side context
+    /// editing), taken: a second call returns `None` until another response reports
+    /// edits. `None` from providers without it, and when the server cleared nothing.
+    fn applied_context_edits(&mut self) -> Option<AppliedContextEdits> {
+        None
     }
     /// Produce the next assistant turn for the conversation so far.
     async fn respond(&mut self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError>;

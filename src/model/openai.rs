@@ -13,7 +13,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::openai_stream::OpenAiStream;
 use super::remote::RemoteConfig;
-use super::transport::{RetryNotice, Transport};
+use super::transport::{PerRequest, RetryNotice, Transport};
 use super::{Model, ModelError, ModelRequest, OutputMode, ToolChoice};
 use crate::message::{ContentBlock, Message, ModelResponse, Role};
 
@@ -82,16 +82,19 @@ impl Model for OpenAiModel {
         let request = ModelRequest {
             output_schema: schema,
             web_search: None,
+            context_edit: None,
             ..request
         };
         let tag = self.turn.to_string();
         let body = request_body(&self.name, self.max_tokens, self.temperature, &request);
+        let plain = PerRequest::default();
         let sent = self
             .transport
-            .send(body.to_string().into_bytes(), || {
+            .send(body.to_string().into_bytes(), &plain, || {
                 OpenAiStream::new(tag.clone())
             })
-            .await;
+            .await
+            .map(|(response, ())| response);
         match sent {
             // A server without JSON response formats refuses the request: the schema is
             // still in the system prompt and the final text is parsed and validated.
@@ -109,10 +112,11 @@ impl Model for OpenAiModel {
                 };
                 let body = request_body(&self.name, self.max_tokens, self.temperature, &request);
                 self.transport
-                    .send(body.to_string().into_bytes(), || {
+                    .send(body.to_string().into_bytes(), &plain, || {
                         OpenAiStream::new(tag.clone())
                     })
                     .await
+                    .map(|(response, ())| response)
             }
             sent => sent,
         }
@@ -296,6 +300,7 @@ mod tests {
             tool_choice: ToolChoice::Auto,
             output_schema: None,
             web_search: None,
+            context_edit: None,
         };
         let body = request_body("gpt-x", 500, None, &request);
         assert_eq!(body["stream_options"]["include_usage"], true);

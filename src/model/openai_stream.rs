@@ -115,6 +115,8 @@ impl OpenAiStream {
 }
 
 impl Decoder for OpenAiStream {
+    type Extra = ();
+
     fn event(&mut self, event: SseEvent) -> Result<(), Failure> {
         let data = event.data.trim();
         if data == "[DONE]" {
@@ -139,7 +141,7 @@ impl Decoder for OpenAiStream {
     /// A stream with `[DONE]` but no finish reason is cut too: an answer without its stop
     /// reason may miss its end (a tool call cut mid-arguments), so it is retried like a
     /// cut stream, never taken as complete.
-    fn finish(self, clean: bool) -> Result<ModelResponse, Failure> {
+    fn finish(self, clean: bool) -> Result<(ModelResponse, ()), Failure> {
         if self.finish_reason.is_none() {
             return Err(Failure::retry(
                 "incomplete_response: the response ended without a finish_reason",
@@ -167,11 +169,12 @@ impl Decoder for OpenAiStream {
             });
         }
         let has_calls = content.len() > usize::from(content.first().is_some_and(is_text));
-        Ok(ModelResponse {
+        let response = ModelResponse {
             content,
             stop_reason: stop_reason(self.finish_reason.as_deref(), has_calls),
             usage: self.usage,
-        })
+        };
+        Ok((response, ()))
     }
 }
 

@@ -29,7 +29,7 @@ fn decode(chunks: &[&[u8]], clean: bool) -> Result<ModelResponse, Failure> {
             decoder.event(event)?;
         }
     }
-    decoder.finish(clean)
+    decoder.finish(clean).map(|(response, ())| response)
 }
 
 fn expected() -> ModelResponse {

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::replay::ReplayModel;
-use super::{Model, ModelError, ModelRequest, OutputMode, RetryNotice};
+use super::{AppliedContextEdits, Model, ModelError, ModelRequest, OutputMode, RetryNotice};
 use crate::message::ModelResponse;
 
 pub(crate) struct ResumedModel {
@@ -42,6 +42,11 @@ impl Model for ResumedModel {
 
     fn output_mode(&self) -> OutputMode {
         self.live.output_mode()
+    }
+
+    /// The live model's: recorded turns bring their compactions from the recording.
+    fn applied_context_edits(&mut self) -> Option<AppliedContextEdits> {
+        self.live.applied_context_edits()
     }
 
     async fn respond(&mut self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError> {

@@ -129,6 +129,7 @@ mod tests {
             tool_choice: crate::model::ToolChoice::Auto,
             output_schema: None,
             web_search: None,
+            context_edit: None,
         }
     }
 

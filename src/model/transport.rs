@@ -9,7 +9,7 @@
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderValue};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::ModelError;
@@ -57,13 +57,28 @@ impl Failure {
 
 /// Turns a provider's event stream into one response.
 pub(crate) trait Decoder {
+    /// What the stream tells beside the turn (Anthropic: the context edits the server
+    /// applied), `()` when nothing.
+    type Extra;
     /// Take the next event; an error event or an unreadable one fails the attempt.
     fn event(&mut self, event: SseEvent) -> Result<(), Failure>;
     /// The stream has sent its final event: nothing more needs to be read.
     fn complete(&self) -> bool;
     /// The stream ended (`clean`: the server closed it normally rather than cutting it).
     /// A response that did not reach its end is a retryable failure.
-    fn finish(self, clean: bool) -> Result<ModelResponse, Failure>;
+    fn finish(self, clean: bool) -> Result<(ModelResponse, Self::Extra), Failure>;
+}
+
+/// What one request adds to the provider's own settings: an optional part that only
+/// some requests carry (Anthropic's context editing) brings its header and its way of
+/// being refused.
+#[derive(Debug, Default)]
+pub(crate) struct PerRequest {
+    /// Headers that replace the provider's headers of the same names for this request.
+    pub headers: HeaderMap,
+    /// Reads an HTTP error (status, the error's message) as a refusal of the optional
+    /// part: such an error is returned as given, not retried, before any other reading.
+    pub refusal: Option<fn(u16, &str) -> Option<ModelError>>,
 }
 
 /// Connect, first-byte, idle and whole-request timeouts.
@@ -140,22 +155,44 @@ impl Transport {
         }
     }
 
-    /// POST `body` and decode the streamed answer, retrying what can be retried.
+    /// The same transport with a client that ignores the environment's proxy, for tests
+    /// against a server on 127.0.0.1 (a proxy variable on the test machine would
+    /// otherwise stand in between).
+    #[cfg(test)]
+    pub(crate) fn without_proxy(mut self) -> Self {
+        self.client = crate::http_client::builder()
+            .connect_timeout(self.timeouts.connect)
+            .no_proxy()
+            .build()
+            .map_err(std::sync::Arc::new);
+        self
+    }
+
+    /// A header the provider sends with every request.
+    pub(crate) fn header(&self, name: &str) -> Option<&HeaderValue> {
+        self.headers.get(name)
+    }
+
+    /// POST `body` (with what `per_request` adds) and decode the streamed answer,
+    /// retrying what can be retried.
     pub(crate) async fn send<D: Decoder>(
         &self,
         body: Vec<u8>,
+        per_request: &PerRequest,
         decoder: impl Fn() -> D,
-    ) -> Result<ModelResponse, ModelError> {
+    ) -> Result<(ModelResponse, D::Extra), ModelError> {
         let mut retry = 0;
         loop {
-            let attempt =
-                tokio::time::timeout(self.timeouts.request, self.attempt(&body, decoder()));
+            let attempt = tokio::time::timeout(
+                self.timeouts.request,
+                self.attempt(&body, per_request, decoder()),
+            );
             let failure = match attempt.await {
-                Ok(Ok(mut response)) => {
+                Ok(Ok((mut response, extra))) => {
                     // Many OpenAI-compatible servers ignore include_usage: budgets must
                     // still hold, on an estimate.
                     crate::message::Usage::estimate_if_missing(&mut response, body.len());
-                    return Ok(response);
+                    return Ok((response, extra));
                 }
                 Ok(Err(failure)) => failure,
                 Err(_) => Failure::retry(format!(
@@ -196,22 +233,35 @@ impl Transport {
     }
 
     /// One request: sent, answered with success, and its stream decoded.
-    async fn attempt<D: Decoder>(&self, body: &[u8], decoder: D) -> Result<ModelResponse, Failure> {
-        let response = self.post(body).await?;
+    async fn attempt<D: Decoder>(
+        &self,
+        body: &[u8],
+        per_request: &PerRequest,
+        decoder: D,
+    ) -> Result<(ModelResponse, D::Extra), Failure> {
+        let response = self.post(body, per_request).await?;
         self.decode(response, decoder).await
     }
 
     /// The request sent, and its response once it starts with a success status; a
     /// failure (retried or not) for no response in time, a refused redirect or an error
     /// status.
-    async fn post(&self, body: &[u8]) -> Result<reqwest::Response, Failure> {
+    async fn post(
+        &self,
+        body: &[u8],
+        per_request: &PerRequest,
+    ) -> Result<reqwest::Response, Failure> {
         let client = self.client.as_ref().map_err(|e| {
             let why = format!("cannot set up the HTTP client: {}", chain(e.as_ref()));
             Failure::Fatal(ModelError::Provider(why))
         })?;
+        let mut headers = self.headers.clone();
+        for (name, value) in &per_request.headers {
+            headers.insert(name, value.clone());
+        }
         let request = client
             .post(&self.url)
-            .headers(self.headers.clone())
+            .headers(headers)
             .body(body.to_vec())
             .send();
         let response = match tokio::time::timeout(self.timeouts.first_byte, request).await {
@@ -256,7 +306,7 @@ impl Transport {
                 SystemTime::now(),
             );
             let text = self.error_body(response).await;
-            return Err(self.classify(status, &text, delay));
+            return Err(self.classify(status, &text, delay, per_request.refusal));
         }
         Ok(response)
     }
@@ -269,7 +319,7 @@ impl Transport {
         &self,
         response: reqwest::Response,
         mut decoder: D,
-    ) -> Result<ModelResponse, Failure> {
+    ) -> Result<(ModelResponse, D::Extra), Failure> {
         let answer = Answer {
             status: response.status().as_u16(),
             content_type: response
@@ -416,9 +466,19 @@ impl Transport {
         ))
     }
 
-    /// What an HTTP error status means for the run.
-    fn classify(&self, status: u16, body: &str, delay: Option<Duration>) -> Failure {
+    /// What an HTTP error status means for the run; `refusal` reads it first (see
+    /// [`PerRequest::refusal`]).
+    fn classify(
+        &self,
+        status: u16,
+        body: &str,
+        delay: Option<Duration>,
+        refusal: Option<fn(u16, &str) -> Option<ModelError>>,
+    ) -> Failure {
         let message = error_message(body);
+        if let Some(refused) = refusal.and_then(|refusal| refusal(status, &message)) {
+            return Failure::Fatal(refused);
+        }
         if is_context_error(status, &message) {
             return Failure::Fatal(ModelError::ContextExhausted(format!(
                 "HTTP {status}: {message}"
@@ -467,6 +527,9 @@ impl Transport {
         match error {
             ModelError::Provider(text) => ModelError::Provider(self.scrub(&text)),
             ModelError::ContextExhausted(text) => ModelError::ContextExhausted(self.scrub(&text)),
+            ModelError::ContextEditRefused(text) => {
+                ModelError::ContextEditRefused(self.scrub(&text))
+            }
             other => other,
         }
     }
@@ -490,6 +553,7 @@ mod tests {
             401,
             r#"{"error":{"message":"invalid key sk-secret-123"}}"#,
             None,
+            None,
         ) {
             Failure::Fatal(error) => {
                 let text = transport.scrub_error(error).to_string();
@@ -499,7 +563,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            transport.classify(429, "", Some(Duration::from_secs(2))),
+            transport.classify(429, "", Some(Duration::from_secs(2)), None),
             Failure::Retry {
                 status: Some(429),
                 server_delay: Some(_),
@@ -507,8 +571,43 @@ mod tests {
             }
         ));
         assert!(matches!(
-            transport.classify(400, "{}", None),
+            transport.classify(400, "{}", None, None),
             Failure::Fatal(ModelError::Provider(_))
+        ));
+    }
+
+    /// A request's own refusal reading comes first, and only for the requests that
+    /// carry it; a prompt too long is still a prompt too long.
+    #[test]
+    fn a_requests_refusal_is_read_before_the_usual_classes() {
+        let transport = Transport::new(
+            "http://127.0.0.1:9/v1/messages".into(),
+            HeaderMap::new(),
+            None,
+            RetryPolicy::default(),
+            TimeoutsSpec::default().into(),
+            None,
+        );
+        let refusal = Some(crate::model::anthropic_context::refusal as fn(u16, &str) -> _);
+        let named = r#"{"type":"error","error":{"type":"invalid_request_error","message":"context_management: Extra inputs are not permitted"}}"#;
+        assert!(matches!(
+            transport.classify(400, named, None, refusal),
+            Failure::Fatal(ModelError::ContextEditRefused(_))
+        ));
+        assert!(matches!(
+            transport.classify(400, named, None, None),
+            Failure::Fatal(ModelError::Provider(_))
+        ));
+        let too_long = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        assert!(matches!(
+            transport.classify(400, too_long, None, refusal),
+            Failure::Fatal(ModelError::ContextExhausted(_))
+        ));
+        // A server error that names it is still retried.
+        let overloaded = r#"{"type":"error","error":{"type":"overloaded_error","message":"context_management busy"}}"#;
+        assert!(matches!(
+            transport.classify(529, overloaded, None, refusal),
+            Failure::Retry { .. }
         ));
     }
 

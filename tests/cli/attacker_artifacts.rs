@@ -194,7 +194,7 @@ fn report_outputs_gives_the_answer_drover_recorded_and_nothing_planted() {
     assert_exit(&printed, 0);
     assert_eq!(
         String::from_utf8_lossy(&printed.stdout),
-        "output={\"verdict\":\"reject\"}\n"
+        "output={\"verdict\":\"reject\"}\nwrap-up=\n"
     );
     // A forged answer beside it changes nothing: only summary.json counts.
     std::fs::create_dir_all(out.join("zz")).unwrap();

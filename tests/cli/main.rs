@@ -79,6 +79,7 @@ mod resume_attacks;
 mod retry_cli;
 mod run_cli;
 mod sandbox;
+mod server_context_editing;
 mod setup_cli;
 mod sharding;
 mod subagents_cli;

@@ -75,6 +75,9 @@ pub fn resume_point(events: &[ScopedEvent]) -> ResumePoint {
             continue;
         }
         match &scoped.event {
+            // The wrap-up turn was the run's last word under a limit: a resumed run goes
+            // on working from the turn before it.
+            Event::WrapUp { .. } => break,
             Event::ModelResponse {
                 content,
                 stop_reason,

@@ -162,3 +162,29 @@ fn every_result_of_an_id_repeated_in_a_turn_is_kept() {
     assert_eq!(point.turns, 1);
     assert_eq!(point.kept, 4);
 }
+
+#[test]
+fn a_resumed_run_goes_on_from_before_the_wrap_up_turn() {
+    let events = vec![
+        start(),
+        response(&["a"], StopReason::ToolUse),
+        result("a", "one"),
+        response(&["b"], StopReason::ToolUse),
+        result("b", "two"),
+        main(Event::WrapUp {
+            turn: 2,
+            reason: EndReason::MaxTurns,
+            message: "used 2 turns of max_turns 2".into(),
+            prompt: "this is your last turn".into(),
+        }),
+        response(&[], StopReason::EndTurn),
+        run_end(EndReason::MaxTurns),
+    ];
+    let point = resume_point(&events);
+    assert_eq!(
+        point.turns, 2,
+        "the wrap-up turn is asked again as a working turn"
+    );
+    assert_eq!(point.kept, 5);
+    assert_eq!(point.end.map(|end| end.reason), Some(EndReason::MaxTurns));
+}

@@ -18,7 +18,11 @@ struct Summary {
 #[derive(Deserialize)]
 struct Task {
     #[serde(default)]
+    name: String,
+    #[serde(default)]
     output: Option<Value>,
+    #[serde(default)]
+    wrap_up: Option<String>,
 }
 
 /// Why there are no outputs to give (bad input, exit 2).
@@ -86,7 +90,23 @@ pub fn step_outputs(summary: &[u8], dir: &Path) -> Result<String, StepOutputsErr
             text
         }
     };
-    Ok(format!("output={value}\n"))
+    Ok(format!(
+        "output={value}\nwrap-up={}\n",
+        wrap_ups(&summary.tasks)
+    ))
+}
+
+/// `wrap-up=`: each wrap-up by task name, as one line of JSON; empty when no limit gave
+/// a task one.
+fn wrap_ups(tasks: &[Task]) -> String {
+    let by_task: serde_json::Map<String, Value> = tasks
+        .iter()
+        .filter_map(|task| Some((task.name.clone(), Value::from(task.wrap_up.clone()?))))
+        .collect();
+    if by_task.is_empty() {
+        return String::new();
+    }
+    one_line(&Value::Object(by_task).to_string())
 }
 
 #[cfg(test)]
@@ -114,9 +134,9 @@ mod tests {
         let answer = serde_json::json!({ "verdict": "approve", "note": "line\nsneaky=1" });
         let lines =
             step_outputs(&summary(&[None, Some(answer.clone())]), Path::new("out")).unwrap();
-        assert_eq!(lines.lines().count(), 1, "{lines}");
-        let value: Value =
-            serde_json::from_str(lines.trim_end().strip_prefix("output=").unwrap()).unwrap();
+        assert_eq!(lines.lines().count(), 2, "{lines}");
+        let first = lines.lines().next().unwrap();
+        let value: Value = serde_json::from_str(first.strip_prefix("output=").unwrap()).unwrap();
         assert_eq!(value, answer);
     }
 
@@ -124,9 +144,9 @@ mod tests {
     fn an_answer_with_unicode_line_separators_stays_on_one_line() {
         let answer = serde_json::json!({ "note": "a\u{2028}b\u{2029}c\u{85}d" });
         let lines = step_outputs(&summary(&[Some(answer.clone())]), Path::new("out")).unwrap();
-        assert!(!lines.trim_end().contains(LINE_BREAKS), "{lines:?}");
-        let value: Value =
-            serde_json::from_str(lines.trim_end().strip_prefix("output=").unwrap()).unwrap();
+        let first = lines.split('\n').next().unwrap();
+        assert!(!first.contains(LINE_BREAKS), "{lines:?}");
+        let value: Value = serde_json::from_str(first.strip_prefix("output=").unwrap()).unwrap();
         assert_eq!(value, answer);
     }
 
@@ -135,12 +155,33 @@ mod tests {
         let two = summary(&[Some(Value::from(1)), Some(Value::from(2))]);
         assert_eq!(
             step_outputs(&two, Path::new("/tmp/out")).unwrap(),
-            "output=/tmp/out\n"
+            "output=/tmp/out\nwrap-up=\n"
         );
         let none = summary(&[None, Some(Value::Null)]);
-        assert_eq!(step_outputs(&none, Path::new("out")).unwrap(), "output=\n");
+        assert_eq!(
+            step_outputs(&none, Path::new("out")).unwrap(),
+            "output=\nwrap-up=\n"
+        );
         let error = step_outputs(&two, Path::new("a\nb")).unwrap_err();
         assert!(error.to_string().contains("line break"), "{error}");
+    }
+
+    #[test]
+    fn wrap_ups_are_one_line_of_json_by_task() {
+        let summary = serde_json::json!({ "status": "failed", "tasks": [
+            { "name": "a", "status": "failed", "wrap_up": "done: x\nleft: y\u{2028}z" },
+            { "name": "b", "status": "passed" },
+        ]});
+        let lines = step_outputs(&serde_json::to_vec(&summary).unwrap(), Path::new("out")).unwrap();
+        let lines: Vec<&str> = lines.split('\n').collect();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        let wrap_up = lines[1].strip_prefix("wrap-up=").unwrap();
+        assert!(!wrap_up.contains(LINE_BREAKS), "{wrap_up:?}");
+        let value: Value = serde_json::from_str(wrap_up).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({ "a": "done: x\nleft: y\u{2028}z" })
+        );
     }
 
     #[test]

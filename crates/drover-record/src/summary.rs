@@ -131,6 +131,8 @@ pub fn summary_md(report: &RunReport) -> String {
     for task in &report.tasks {
         crate::network::summary_section(&mut out, task);
     }
+    context_lines(&mut out, &report.tasks);
+    wrap_up_sections(&mut out, &report.tasks);
     for task in &report.tasks {
         if let Some(value) = &task.output {
             let text = serde_json::to_string_pretty(value).unwrap_or_default();
@@ -264,6 +266,39 @@ fn retries_and_agents(out: &mut String, tasks: &[TaskReport]) {
             "\nSub-agents (included in the figures above): {}.",
             with_agents.join(", ")
         );
+    }
+}
+
+/// What the model wrote in each wrap-up turn.
+fn wrap_up_sections(out: &mut String, tasks: &[TaskReport]) {
+    for task in tasks {
+        if let Some(text) = &task.wrap_up {
+            let shown: String = text.chars().take(4000).collect();
+            let _ = write!(
+                out,
+                "\n### {}: where the work stands (wrap-up)\n\n{}",
+                code(&task.name),
+                fenced(&shown, "text", "")
+            );
+        }
+    }
+}
+
+/// How each task that had to compact its conversation did it, one line a task.
+fn context_lines(out: &mut String, tasks: &[TaskReport]) {
+    let lines: Vec<String> = tasks
+        .iter()
+        .filter_map(|task| {
+            let tally = task.context.as_ref()?;
+            Some(format!(
+                "- {}: {}",
+                code(&task.name),
+                tally.summary_section()
+            ))
+        })
+        .collect();
+    if !lines.is_empty() {
+        let _ = write!(out, "\n### Context\n\n{}\n", lines.join("\n"));
     }
 }
 

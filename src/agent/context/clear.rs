@@ -43,6 +43,25 @@ pub(crate) fn clear(messages: &mut Vec<Message>, keep: usize, bytes: u64, goal: 
     Cleared { results, turns }
 }
 
+/// Whether a clearing toward any goal would take something out: a result older than
+/// the newest `keep` that is not cleared yet, or a turn older than the newest `keep`.
+pub(crate) fn compactable(messages: &[Message], keep: usize) -> bool {
+    let results = messages
+        .iter()
+        .skip(1)
+        .flat_map(|m| &m.content)
+        .filter(|block| {
+            matches!(block, ContentBlock::ToolResult { content, .. } if !content.starts_with(CLEARED))
+        })
+        .count();
+    let turns = messages
+        .iter()
+        .skip(1)
+        .filter(|m| m.role == Role::Assistant)
+        .count();
+    results > keep || turns > keep.max(1)
+}
+
 /// Replace the oldest uncleared results but the newest `keep` with a placeholder, one at
 /// a time until the goal is met.
 fn clear_results(messages: &mut [Message], keep: usize, bytes: &mut u64, goal: Goal) -> u64 {

@@ -13,7 +13,7 @@ use crate::message::{ContentBlock, Message, Role};
 use crate::record::context::ContextTally;
 use crate::spec::ContextStrategy;
 
-pub(super) use clear::{Goal, clear};
+pub(super) use clear::{Goal, clear, compactable};
 pub(crate) use size::{RequestSize, refusal_figures};
 
 /// `limits.context` as the loop applies it.

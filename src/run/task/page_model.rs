@@ -46,6 +46,7 @@ impl PageAnswerer for PageModel {
             tool_choice: crate::model::ToolChoice::Auto,
             output_schema: None,
             web_search: None,
+            context_edit: None,
         };
         let mut model = self.model.lock().await;
         let response = model

@@ -90,6 +90,12 @@ impl TaskProgress {
             Event::Check { .. } => self.on_check(event),
             Event::ReplayDrift { .. } => self.on_replay_drift(event),
             Event::Network(attempt) if attempt.denied() => self.on_network_denied(attempt),
+            Event::Compaction(compaction) => self.on_compaction(compaction),
+            Event::WrapUp { message, .. } => {
+                self.say(&format!(
+                    "wrap-up: {message}; the model gets one last turn, without tools"
+                ));
+            }
             Event::AgentStart {
                 agent_type, depth, ..
             } => {
@@ -316,6 +322,45 @@ impl TaskProgress {
         for line in diff.lines() {
             self.progress.line(&self.name, &format!("  {line}"));
         }
+    }
+
+    fn on_compaction(&mut self, compaction: &crate::record::context::Compaction) {
+        self.tokens = self.tokens.saturating_add(compaction.usage.total());
+        if let Some(cost) = compaction.cost_usd {
+            *self.cost.get_or_insert(0.0) += cost;
+        }
+        let mut what = Vec::new();
+        if compaction.summary.is_some() {
+            what.push("summarized".to_string());
+        }
+        if compaction.cleared_results > 0 {
+            what.push(counted(
+                compaction.cleared_results,
+                "result cleared",
+                "results cleared",
+            ));
+        }
+        if compaction.removed_turns > 0 && compaction.summary.is_none() {
+            what.push(counted(
+                compaction.removed_turns,
+                "old turn removed",
+                "old turns removed",
+            ));
+        }
+        let why = if compaction.trigger == "refused" {
+            " after the API refused the request as too long"
+        } else {
+            ""
+        };
+        self.say(&format!(
+            "compacted before turn {}{why}: ~{} → ~{} tokens of a {} window ({}: {})",
+            compaction.turn + 1,
+            compaction.tokens_before,
+            compaction.tokens_after,
+            compaction.window,
+            compaction.strategy,
+            what.join(", ")
+        ));
     }
 
     fn on_agent_end(&mut self, event: &Event) {
