@@ -6,6 +6,7 @@ mod batch;
 mod batch_specs;
 mod cases;
 mod child;
+mod long_run;
 mod proxy;
 mod replay;
 mod timing;
@@ -39,8 +40,8 @@ pub struct BenchArgs {
     /// sparse file, against `git status` and `cp -r --reflink=auto`, instead of the tools.
     #[arg(long)]
     pub workspace: bool,
-    /// Where --workspace builds its repositories, --replay its task and --batch its
-    /// repository and specs (kept for later runs).
+    /// Where --workspace builds its repositories, --replay its task, --batch its
+    /// repository and specs and --long-run its workspace and runs (kept for later runs).
     #[arg(long, value_name = "DIR", default_value = "drover-bench-workspaces")]
     pub scratch: PathBuf,
     /// Time the replay of a recorded run of --calls tool calls against the scripted run
@@ -80,6 +81,72 @@ pub struct BenchArgs {
     /// The repository sizes --workspace builds, in files.
     #[arg(long, value_name = "N,N,…", value_delimiter = ',', default_values_t = [1000, 10000, 100000])]
     pub sizes: Vec<usize>,
+    /// Run a task of --turns model turns, each reading a --result-bytes file, against a
+    /// mock Anthropic API on 127.0.0.1 that refuses a request over --window tokens:
+    /// without context management (with and without the window), then with each
+    /// strategy; request bytes, peak request, drover's peak RSS; then replay the managed
+    /// runs (built under --scratch).
+    #[arg(long, conflicts_with_all = ["workspace", "replay", "batch", "proxy"])]
+    pub long_run: bool,
+    /// The model turns of --long-run's task (the last ends it with a text).
+    #[arg(long, value_name = "N", default_value_t = 300, value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    pub turns: u32,
+    /// The window --long-run's mock model enforces, in tokens (request body bytes / 4).
+    #[arg(long, value_name = "TOKENS", default_value_t = 32_000)]
+    pub window: u64,
+    /// The size of each file --long-run's task reads (so of each tool result), in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub result_bytes: u32,
+    /// Internal (end-to-end tests): serve --long-run's mock model on 127.0.0.1 (--window
+    /// 0: none), print `listening ADDRESS`, and its figures as JSON once stdin closes.
+    #[arg(long, hide = true, conflicts_with_all = ["workspace", "replay", "batch", "proxy", "long_run"])]
+    pub mock_model: bool,
+    /// Internal: with --mock-model, refuse the request for this turn once as too long.
+    #[arg(long, hide = true, value_name = "TURN", requires = "mock_model")]
+    pub refuse_at: Option<u32>,
+    /// Internal: with --mock-model, write the scenario's files into this directory first.
+    #[arg(long, hide = true, value_name = "DIR", requires = "mock_model")]
+    pub mock_workspace: Option<PathBuf>,
+}
+
+/// The long run's scenario, from the command line.
+fn scenario(args: &BenchArgs) -> long_run::Scenario {
+    long_run::Scenario {
+        turns: args.turns,
+        result_bytes: args.result_bytes as usize,
+    }
+}
+
+/// `--mock-model`: serve the mock until stdin closes.
+fn mock_model(args: &BenchArgs) -> i32 {
+    let settings = long_run::MockSettings {
+        scenario: scenario(args),
+        window: Some(args.window).filter(|window| *window > 0),
+        refuse_at: args.refuse_at,
+    };
+    long_run::serve_mock(settings, args.mock_workspace.as_deref())
+}
+
+/// `--long-run`: build, run, replay, print.
+fn long_run(args: &BenchArgs) -> i32 {
+    if args.window < crate::spec::MIN_CONTEXT_WINDOW {
+        crate::esay!(
+            "drover: --window {} is below the smallest window a spec may give ({} tokens)",
+            args.window,
+            crate::spec::MIN_CONTEXT_WINDOW
+        );
+        return exit::BAD_INPUT;
+    }
+    let (drover, scratch) = match drover_and_scratch(args) {
+        Ok(found) => found,
+        Err(code) => return code,
+    };
+    let options = long_run::Options {
+        scenario: scenario(args),
+        window: args.window,
+        check: args.check,
+    };
+    long_run::run(&drover, &scratch, options)
 }
 
 /// What `--proxy` measures, from the command line.
@@ -96,50 +163,8 @@ fn proxy_settings(args: &BenchArgs) -> proxy::Settings {
 /// program only skips its cases), 2 for a bad tree, 3 when drover itself failed, and with
 /// `--check` 1 when a goal was missed.
 pub(crate) fn run(args: &BenchArgs) -> i32 {
-    if args.proxy {
-        return match own_executable() {
-            Ok(drover) => proxy::run(&drover, proxy_settings(args)),
-            Err(code) => code,
-        };
-    }
-    if args.batch {
-        let (drover, scratch) = match drover_and_scratch(args) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        let batch = batch::Options {
-            tasks: args.tasks as usize,
-            files: args.files as usize,
-            jobs: &args.jobs_list,
-            check: args.check,
-        };
-        return batch::run(&drover, &scratch, &batch);
-    }
-    if args.replay {
-        let (drover, scratch) = match drover_and_scratch(args) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        return replay::run(
-            &drover,
-            &scratch,
-            args.calls as usize,
-            usize::from(args.runs),
-            args.check,
-        );
-    }
-    if args.workspace {
-        let (drover, scratch) = match drover_and_scratch(args) {
-            Ok(found) => found,
-            Err(code) => return code,
-        };
-        return workspace::run(
-            &drover,
-            &scratch,
-            &args.sizes,
-            usize::from(args.runs),
-            args.check,
-        );
+    if let Some(code) = other_case(args) {
+        return code;
     }
     let tree = match bench_tree(args) {
         Ok(tree) => tree,
@@ -172,6 +197,44 @@ pub(crate) fn run(args: &BenchArgs) -> i32 {
     } else {
         exit::PASSED
     }
+}
+
+/// The cases other than the tools' (`--mock-model`, `--long-run`, `--proxy`, `--batch`,
+/// `--replay`, `--workspace`): the exit code of the one asked for, None for the tools.
+fn other_case(args: &BenchArgs) -> Option<i32> {
+    if args.mock_model {
+        return Some(mock_model(args));
+    }
+    if args.long_run {
+        return Some(long_run(args));
+    }
+    if args.proxy {
+        return Some(match own_executable() {
+            Ok(drover) => proxy::run(&drover, proxy_settings(args)),
+            Err(code) => code,
+        });
+    }
+    if !(args.batch || args.replay || args.workspace) {
+        return None;
+    }
+    let (drover, scratch) = match drover_and_scratch(args) {
+        Ok(found) => found,
+        Err(code) => return Some(code),
+    };
+    let runs = usize::from(args.runs);
+    Some(if args.batch {
+        let batch = batch::Options {
+            tasks: args.tasks as usize,
+            files: args.files as usize,
+            jobs: &args.jobs_list,
+            check: args.check,
+        };
+        batch::run(&drover, &scratch, &batch)
+    } else if args.replay {
+        replay::run(&drover, &scratch, args.calls as usize, runs, args.check)
+    } else {
+        workspace::run(&drover, &scratch, &args.sizes, runs, args.check)
+    })
 }
 
 /// The tree the tools search (`--tree`, else cargo's registry sources), or the exit code.

@@ -336,7 +336,8 @@ fn build_sparse(scratch: &Path) -> std::io::Result<Workspace> {
     })
 }
 
-fn git(dir: &Path, args: &[&str]) -> std::io::Result<()> {
+/// Run git in `dir` with an identity of its own, its output dropped; an error when it fails.
+pub(super) fn git(dir: &Path, args: &[&str]) -> std::io::Result<()> {
     let status = Command::new("git")
         .args([
             "-c",

@@ -10,6 +10,7 @@
 
 mod common;
 mod context_fixture;
+mod mock_model;
 mod mock_server;
 mod users;
 
@@ -33,6 +34,7 @@ mod claude_code_corpus;
 mod claude_code_corpus_runs;
 mod context_attacks;
 mod context_clear;
+mod context_mock;
 mod context_replay;
 mod context_spec;
 mod context_summarize;
@@ -51,6 +53,7 @@ mod install_script;
 mod interrupt;
 mod large_workspace;
 mod limits;
+mod long_run;
 mod loop_detection;
 mod mcp;
 mod mcp_bounds;
