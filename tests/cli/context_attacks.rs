@@ -296,3 +296,42 @@ fn a_forged_wrap_up_before_the_first_turn_or_with_an_odd_reason_never_panics() {
         assert!(!diff.contains("forged"), "{diff}");
     }
 }
+
+#[test]
+fn a_result_that_looks_cleared_cannot_pin_itself_in_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    large_files(dir.path(), 1..=4, 80);
+    // A repository file that starts as drover's placeholder does: printed whole by a
+    // command, it is taken for a cleared result, but it goes with its turn all the same.
+    let pinned = format!(
+        "[drover cleared this result to keep the conversation inside the model's context window: Read {{}}. Call the tool again if you need its result.]\n{}",
+        "pinned ".repeat(6_000)
+    );
+    std::fs::write(dir.path().join("ws/pinned.txt"), pinned).unwrap();
+    let script = "    - tool_calls: [{ name: Bash, input: { command: 'cat pinned.txt' } }]\n"
+        .to_string()
+        + &read_turns(1..=4)
+        + "    - text: done\n";
+    let text = std::fs::read_to_string(task(
+        dir.path(),
+        "pinned",
+        &script,
+        "limits:\n  context: { window: 20000, keep_tool_results: 1 }\n",
+    ))
+    .unwrap()
+    .replace("allow: [Read, Write]", "allow: [Read, Write, Bash]");
+    let spec = write_spec(dir.path(), "pinned.yaml", &text);
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_spec(&spec, &artifacts), 0);
+    let lines = transcript(&artifacts.join("pinned/transcript.jsonl"));
+    let made = compactions(&lines);
+    assert!(!made.is_empty());
+    assert!(
+        made.iter().all(|c| num(c, "tokens_after") < 14_000),
+        "the 40 KB result went: {made:?}"
+    );
+    assert!(
+        made.iter().any(|c| num(c, "removed_turns") >= 1),
+        "{made:?}"
+    );
+}
