@@ -335,3 +335,88 @@ fn a_result_that_looks_cleared_cannot_pin_itself_in_the_conversation() {
         "{made:?}"
     );
 }
+
+/// An Anthropic request's conversation is one the API takes: it opens with the user,
+/// no two messages of the same role follow each other unless the first is the
+/// assistant's (a paused turn), and every tool result answers a call of the message
+/// just before it.
+fn assert_well_formed(request: &Value) {
+    let messages = request["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "user", "{request:.500}");
+    for pair in messages.windows(2) {
+        assert!(
+            !(pair[0]["role"] == "user" && pair[1]["role"] == "user"),
+            "two user messages in a row: {pair:?}"
+        );
+        let calls: Vec<&Value> = pair[0]["content"]
+            .as_array()
+            .map(|blocks| blocks.iter().filter(|b| b["type"] == "tool_use").collect())
+            .unwrap_or_default();
+        for block in pair[1]["content"].as_array().unwrap() {
+            if block["type"] == "tool_result" {
+                assert!(
+                    calls.iter().any(|call| call["id"] == block["tool_use_id"]),
+                    "a result without its call just before it: {block:.200}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_paused_turn_is_removed_whole_and_every_request_stays_well_formed() {
+    use crate::context_fixture::{anthropic_call, anthropic_says};
+    use crate::providers::{anthropic_end, anthropic_start, anthropic_text};
+    let dir = tempfile::tempdir().unwrap();
+    large_files(dir.path(), 1..=6, 80);
+    let read = |n: usize| {
+        Reply::sse(&anthropic_call(
+            &format!("toolu_{n}"),
+            "Read",
+            &json!({"file_path": format!("f{n}.txt")}),
+        ))
+    };
+    let paused = Reply::sse(
+        &(anthropic_start(0, 0, 0)
+            + &anthropic_text(0, "Searching the web, paused.")
+            + &anthropic_end("pause_turn", 5)),
+    );
+    let server = MockServer::start(vec![
+        read(1),
+        read(2),
+        paused,
+        read(3),
+        read(4),
+        read(5),
+        read(6),
+        Reply::sse(&anthropic_says("done")),
+    ]);
+    let spec = anthropic_task(
+        dir.path(),
+        "paused",
+        &server.base_url,
+        "limits:\n  context: { window: 12000, keep_tool_results: 1 }\n",
+    );
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_keyed(&spec, &artifacts), 0);
+    let requests: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(requests.len(), 8);
+    for request in &requests {
+        assert_well_formed(request);
+    }
+    let lines = transcript(&artifacts.join("paused/transcript.jsonl"));
+    let made = compactions(&lines);
+    assert!(
+        made.iter().any(|c| num(c, "removed_turns") >= 1),
+        "{made:?}"
+    );
+    let replayed = dir.path().join("replayed");
+    assert_exit(
+        &replay(
+            &artifacts.join("paused/transcript.jsonl"),
+            &replayed,
+            &["--strict"],
+        ),
+        0,
+    );
+}
