@@ -184,6 +184,7 @@ impl<'a> Launcher<'a> {
             pricing,
             output: None,
             web_search: self.config.web_search.clone().filter(|_| kind.web_search),
+            context: self.config.context.for_model(model.name()),
             ..self.config
         };
         let started = Instant::now();

@@ -420,3 +420,34 @@ fn a_paused_turn_is_removed_whole_and_every_request_stays_well_formed() {
         0,
     );
 }
+
+#[test]
+fn a_sub_agent_on_a_model_with_a_smaller_window_compacts_at_its_own_window() {
+    let dir = tempfile::tempdir().unwrap();
+    // 12 results of 40 KB: 480 KB, past 70% of gpt-4o's 128,000 tokens (~358 KB), far
+    // inside gpt-4.1's million.
+    large_files(dir.path(), 1..=12, 400);
+    let reads: String = read_turns(1..=12)
+        .lines()
+        .map(|line| format!("    {line}\n"))
+        .collect();
+    let spec = write_spec(
+        dir.path(),
+        "parent.yaml",
+        &format!(
+            "version: 1\nname: parent\nprompt: p\nworkspace: ws\nisolation: copy\nsandbox: off\nmodel:\n  provider: script\n  name: gpt-4.1\n  script:\n    - tool_calls: [{{ name: Agent, input: {{ description: read, prompt: Read every file., subagent_type: reader }} }}]\n    - text: done\npermissions:\n  allow: [Read]\nagents:\n  reader:\n    description: Reads.\n    prompt: You read.\n    tools: [Read]\n    max_turns: 20\n    model:\n      name: gpt-4o\n      script:\n{reads}        - text: read them all\n"
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_spec(&spec, &artifacts), 0);
+    let lines = transcript(&artifacts.join("parent/transcript.jsonl"));
+    let made = compactions(&lines);
+    assert!(
+        !made.is_empty(),
+        "the sub-agent compacted at gpt-4o's window"
+    );
+    for compaction in &made {
+        assert_eq!(compaction["window"], 128_000, "{compaction}");
+        assert!(compaction["agent_id"].is_string());
+    }
+}

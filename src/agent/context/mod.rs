@@ -26,6 +26,9 @@ pub(crate) struct ContextConfig {
     pub threshold: f64,
     /// The newest tool results (and turns) a clearing leaves whole.
     pub keep_tool_results: usize,
+    /// The spec gave the window (`limits.context.window`): it holds for every agent.
+    /// Otherwise each agent's is its own model's, from the table.
+    pub window_given: bool,
 }
 
 /// The newest results a clearing leaves whole when the spec does not say.
@@ -41,11 +44,24 @@ impl Default for ContextConfig {
             window: crate::model::context_window::UNKNOWN_MODEL_WINDOW,
             threshold: DEFAULT_THRESHOLD,
             keep_tool_results: DEFAULT_KEEP_TOOL_RESULTS,
+            window_given: false,
         }
     }
 }
 
 impl ContextConfig {
+    /// The settings for an agent on `model` (a sub-agent's may be another model, with
+    /// another window): the spec's window, else the model's from the table.
+    pub(crate) fn for_model(self, model: &str) -> ContextConfig {
+        if self.window_given {
+            return self;
+        }
+        ContextConfig {
+            window: crate::model::context_window::window(model),
+            ..self
+        }
+    }
+
     /// The tokens a request may hold before it is compacted.
     pub(crate) fn threshold_tokens(&self) -> u64 {
         (self.window as f64 * self.threshold) as u64
@@ -189,4 +205,26 @@ pub(super) fn kept(messages: &[Message]) -> String {
         .take(8)
         .map(|byte| format!("{byte:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_agent_has_its_models_window_unless_the_spec_gave_one() {
+        let table = ContextConfig {
+            strategy: ContextStrategy::ClearToolResults,
+            window: 1_047_576,
+            ..ContextConfig::default()
+        };
+        assert_eq!(table.for_model("gpt-4o-mini").window, 128_000);
+        assert_eq!(table.for_model("claude-haiku-4-5").window, 200_000);
+        let given = ContextConfig {
+            window_given: true,
+            window: 50_000,
+            ..table
+        };
+        assert_eq!(given.for_model("gpt-4o-mini").window, 50_000);
+    }
 }

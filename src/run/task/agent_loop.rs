@@ -564,5 +564,6 @@ fn context_config(spec: Option<&crate::spec::ContextSpec>, model: &dyn Model) ->
         keep_tool_results: settings
             .keep_tool_results
             .map_or(context::DEFAULT_KEEP_TOOL_RESULTS, |keep| keep.0 as usize),
+        window_given: settings.window.is_some(),
     }
 }
