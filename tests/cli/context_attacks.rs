@@ -6,9 +6,11 @@
 
 use crate::common;
 use crate::context_fixture::{
-    anthropic_task, compactions, large_files, num, read_turns, run_keyed, task, write_turn,
+    anthropic_call, anthropic_says, anthropic_task, compactions, large_files, num, read_turns,
+    run_keyed, task, write_turn,
 };
 use crate::mock_server::{MockServer, Reply};
+use crate::providers::{anthropic_end, anthropic_start, anthropic_text};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -365,8 +367,6 @@ fn assert_well_formed(request: &Value) {
 
 #[test]
 fn a_paused_turn_is_removed_whole_and_every_request_stays_well_formed() {
-    use crate::context_fixture::{anthropic_call, anthropic_says};
-    use crate::providers::{anthropic_end, anthropic_start, anthropic_text};
     let dir = tempfile::tempdir().unwrap();
     large_files(dir.path(), 1..=6, 80);
     let read = |n: usize| {

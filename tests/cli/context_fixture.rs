@@ -6,8 +6,9 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
+use crate::providers::{anthropic_end, anthropic_start, anthropic_text, sse};
 use common::write_spec;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// `dir/ws/f<n>.txt` for each `n` in `numbers`, `lines` lines of 100 bytes each
 /// (the Read tool gives a line about 105 bytes of JSON with its number).
@@ -89,8 +90,6 @@ pub(crate) fn called(response: &Value) -> Vec<String> {
 /// no token counts: drover then estimates request sizes at four bytes a token, as it
 /// does before a server has counted one.
 pub(crate) fn anthropic_call(id: &str, name: &str, input: &Value) -> String {
-    use crate::providers::{anthropic_end, anthropic_start, sse};
-    use serde_json::json;
     anthropic_start(0, 0, 0)
         + &sse(
             "content_block_start",
@@ -109,7 +108,6 @@ pub(crate) fn anthropic_call(id: &str, name: &str, input: &Value) -> String {
 
 /// An Anthropic stream of a turn that only writes `text`.
 pub(crate) fn anthropic_says(text: &str) -> String {
-    use crate::providers::{anthropic_end, anthropic_start, anthropic_text};
     anthropic_start(0, 0, 0) + &anthropic_text(0, text) + &anthropic_end("end_turn", 5)
 }
 

@@ -158,3 +158,37 @@ fn context_off_ends_context_exhausted_with_the_apis_words_and_drovers_figures() 
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("context_exhausted"), "{stderr}");
 }
+
+#[test]
+fn a_refusal_mid_run_under_summarize_is_met_by_one_summary_and_a_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockModel::start(
+        &dir.path().join("ws"),
+        &["--window", "32000", "--turns", "20", "--refuse-at", "6"],
+    );
+    let spec = write_spec(
+        dir.path(),
+        "t.yaml",
+        &mock_model::spec(
+            "t",
+            &mock,
+            "{ max_turns: 40, context: { strategy: summarize, window: 32000 } }",
+        ),
+    );
+    let output = mock_model::run(&spec, &dir.path().join("out"));
+    let figures = mock.finish();
+    assert_exit(&output, 0);
+    assert_eq!(figures["refusals"], 1, "{figures}");
+    assert_eq!(figures["turns"], 20, "{figures}");
+    let lines = transcript(&dir.path().join("out/t/transcript.jsonl"));
+    let compactions = events(&lines, "compaction");
+    let refused: Vec<&&Value> = compactions
+        .iter()
+        .filter(|c| c["trigger"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{compactions:?}");
+    assert_eq!(refused[0]["turn"], 5);
+    assert!(refused[0]["summary"].is_string(), "{}", refused[0]);
+    assert_eq!(lines.last().unwrap()["reason"], "end_turn");
+    assert_replays_the_same(dir.path(), &lines);
+}

@@ -11,6 +11,7 @@ use crate::context_fixture::{
 };
 use crate::mock_server::{MockServer, Reply};
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use common::{assert_exit, events, run_spec, summary, transcript};
@@ -32,7 +33,6 @@ fn files(dir: &Path) {
 /// A PreCompact hook `ws/pre.sh` that prints its stdin to stderr (recorded in the
 /// `hook` event) and answers `answer` on stdout.
 fn pre_compact_hook(dir: &Path, answer: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
     let path = dir.join("ws/pre.sh");
     std::fs::write(&path, format!("#!/bin/bash\ncat >&2\necho '{answer}'\n")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
