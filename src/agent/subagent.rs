@@ -145,6 +145,27 @@ impl<'a> Launcher<'a> {
         Box::pin(own.run(call_id, input, beside_others))
     }
 
+    /// A sub-agent's settings: its type's prompt, turns and web search, its own model's
+    /// prices and window, the task's other limits.
+    fn child_config(
+        &self,
+        kind: &SubAgentType,
+        request: &AgentRequest,
+        model: &dyn Model,
+        pricing: Option<Pricing>,
+    ) -> AgentConfig {
+        AgentConfig {
+            system: system_prompt(&self.ctx.workspace, &kind.project, Some(&kind.prompt)),
+            prompt: request.prompt.clone(),
+            max_turns: kind.max_turns,
+            pricing,
+            output: None,
+            web_search: self.config.web_search.clone().filter(|_| kind.web_search),
+            context: self.config.context.for_model(model.name()),
+            ..self.config.clone()
+        }
+    }
+
     /// The sub-agent's run: admitted, started, run and ended in the transcript, metered,
     /// and answered.
     async fn run(
@@ -177,16 +198,7 @@ impl<'a> Launcher<'a> {
         transcript
             .write(agent_start(&request, model.as_ref(), tools, depth))
             .map_err(fault)?;
-        let config = AgentConfig {
-            system: system_prompt(&self.ctx.workspace, &kind.project, Some(&kind.prompt)),
-            prompt: request.prompt.clone(),
-            max_turns: kind.max_turns,
-            pricing,
-            output: None,
-            web_search: self.config.web_search.clone().filter(|_| kind.web_search),
-            context: self.config.context.for_model(model.name()),
-            ..self.config
-        };
+        let config = self.child_config(kind, &request, model.as_ref(), pricing);
         let started = Instant::now();
         let mut child = Agent {
             model: model.as_mut(),
