@@ -16,6 +16,9 @@ use crate::record::transcript::TranscriptError;
 use crate::record::{EndReason, Event};
 use crate::spec::{ContextStrategy, HookEvent};
 
+/// The characters of PreCompact hooks' instructions a summary request carries at most.
+const HOOK_INSTRUCTIONS_MAX: usize = 8_000;
+
 /// What a summary request came to.
 enum Summary {
     Written {
@@ -129,9 +132,15 @@ impl Agent<'_> {
         bytes: u64,
         server_window: Option<u64>,
     ) -> Result<Compacted, TranscriptError> {
+        let mut context = config.context;
+        if trigger == Trigger::Refused {
+            // The API said no: the newest results are not kept whole any more (the newest
+            // turn still is), rather than end the task with results left to clear.
+            context.keep_tool_results = 0;
+        }
         let summarizable =
-            config.context.strategy == ContextStrategy::Summarize && session.messages.len() > 1;
-        if !summarizable && !compactable(&session.messages, config.context.keep_tool_results) {
+            context.strategy == ContextStrategy::Summarize && session.messages.len() > 1;
+        if !summarizable && !compactable(&session.messages, context.keep_tool_results) {
             // Nothing to take out: no hook, no record of a compaction that was not.
             return Ok(Compacted::Nothing {
                 tokens: session.context.size.tokens(bytes),
@@ -146,7 +155,6 @@ impl Agent<'_> {
             Ok(answer) => answer.additional_context,
             Err(stop) => return Ok(Compacted::Stopped(stop)),
         };
-        let mut context = config.context;
         if let Some(window) = server_window.filter(|w| *w < context.window) {
             context.window = window;
         }
@@ -263,9 +271,16 @@ impl Agent<'_> {
             clear_to(session, context, bytes, target, record);
         }
         let mut prompt = SUMMARY_PROMPT.to_string();
+        // A hook's words are bounded: a summary request must fit the window it is for.
+        let mut room = HOOK_INSTRUCTIONS_MAX;
         for text in instructions {
+            let taken: String = text.chars().take(room).collect();
+            room -= taken.chars().count();
             prompt.push_str("\n\nInstructions from the PreCompact hook:\n");
-            prompt.push_str(text);
+            prompt.push_str(&taken);
+            if taken.len() < text.len() {
+                prompt.push_str("\n[drover cut the hook's instructions here]");
+            }
         }
         let added = session.push_transient(prompt);
         let request = ModelRequest {

@@ -6,7 +6,7 @@ use serde_json::{Map, json};
 
 use super::context::{Goal, clear, kept};
 use super::session::Session;
-use super::{Agent, AgentConfig, Stop};
+use super::{Agent, AgentConfig, Stop, run_cost};
 use crate::record::context::Compaction;
 use crate::record::transcript::TranscriptError;
 use crate::record::{DriftReport, EndReason, Event};
@@ -68,7 +68,12 @@ impl Agent<'_> {
         recorded: Compaction,
     ) -> Result<Option<Stop>, TranscriptError> {
         // The API's own editing changed nothing drover sends: it is recorded again only.
-        if recorded.trigger == "server" {
+        // Only what such an edit can be (no summary, no turn removed) passes for one.
+        if recorded.trigger == "server"
+            && recorded.strategy == "server"
+            && recorded.summary.is_none()
+            && recorded.removed_turns == 0
+        {
             session.context.tally.add(&recorded);
             self.transcript
                 .write(Event::Compaction(Box::new(recorded)))?;
@@ -89,30 +94,17 @@ impl Agent<'_> {
         }
         session.context.keep_opening(&session.messages);
         let bytes_before = session.request_bytes(&config.system);
-        match &recorded.summary {
-            Some(summary) => session
-                .context
-                .summarized(&mut session.messages, summary.clone()),
-            None => {
-                let goal = Goal::Counts {
-                    results: recorded.cleared_results,
-                    turns: recorded.removed_turns,
-                };
-                let cleared = clear(
-                    &mut session.messages,
-                    config.context.keep_tool_results,
-                    bytes_before,
-                    goal,
-                );
-                if cleared.turns > 0 {
-                    session.context.removed(cleared.turns);
-                    session.context.write_opening(&mut session.messages);
-                }
-            }
-        }
+        rebuild(config, session, &recorded, bytes_before);
         // What the recorded summary request spent counts as it did (no turn: a clearing
-        // spent nothing, and its missing cost makes no price unknown).
-        config.meter.add_spent(&recorded.usage, recorded.cost_usd);
+        // spent nothing, and its missing cost makes no price unknown). Its cost is worked
+        // out again from its tokens, as a replayed turn's is: a recording's figure is
+        // not trusted with the budget.
+        let cost = if recorded.usage.is_zero() {
+            None
+        } else {
+            run_cost(config, &recorded.usage)
+        };
+        config.meter.add_spent(&recorded.usage, cost);
         session.usage.add(&recorded.usage);
         let bytes_after = session.request_bytes(&config.system);
         let rebuilt = kept(&session.messages);
@@ -123,6 +115,7 @@ impl Agent<'_> {
             tokens_before: session.context.size.tokens(bytes_before),
             tokens_after: session.context.size.tokens(bytes_after),
             kept: rebuilt.clone(),
+            cost_usd: cost,
             ..recorded
         };
         session.context.tally.add(&replayed);
@@ -175,4 +168,31 @@ pub(super) fn pre_compact_fields() -> Map<String, serde_json::Value> {
     fields.insert("trigger".into(), json!("auto"));
     fields.insert("custom_instructions".into(), json!(""));
     fields
+}
+
+/// Make the recorded compaction again on the conversation of a request of `bytes`:
+/// its summary put in place, or as many results cleared and turns removed.
+fn rebuild(config: &AgentConfig, session: &mut Session, recorded: &Compaction, bytes: u64) {
+    match &recorded.summary {
+        Some(summary) => session
+            .context
+            .summarized(&mut session.messages, summary.clone()),
+        None => {
+            let goal = Goal::Counts {
+                results: recorded.cleared_results,
+                turns: recorded.removed_turns,
+            };
+            // As the run cleared: a refused request's compaction keeps no result.
+            let keep = if recorded.trigger == "refused" {
+                0
+            } else {
+                config.context.keep_tool_results
+            };
+            let cleared = clear(&mut session.messages, keep, bytes, goal);
+            if cleared.turns > 0 {
+                session.context.removed(cleared.turns);
+                session.context.write_opening(&mut session.messages);
+            }
+        }
+    }
 }

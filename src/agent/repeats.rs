@@ -12,6 +12,9 @@ use crate::record::{EndReason, Event};
 use super::session::Session;
 use super::{Agent, AgentConfig, Call, Stop};
 
+/// The tool that waits on a background shell.
+const POLLING_TOOL: &str = "BashOutput";
+
 /// The streak of identical calls so far.
 #[derive(Debug, Default)]
 pub(crate) struct Repeats {
@@ -72,6 +75,11 @@ impl Agent<'_> {
             _ => return Ok(None),
         };
         for call in calls {
+            // Waiting on a background shell repeats itself by nature ("is running, no
+            // new output") while the world changes: neither a loop nor its end.
+            if call.name == POLLING_TOOL {
+                continue;
+            }
             let Some(result) = results.iter().find(|block| {
                 matches!(block, ContentBlock::ToolResult { tool_use_id, .. } if *tool_use_id == call.id)
             }) else {

@@ -109,7 +109,25 @@ impl Agent<'_> {
                 self.begin_wrap_up(session, stop)?;
             }
         }
-        self.fit_context(config, session).await
+        let before = config.meter.usage().total();
+        if let Some(stop) = self.fit_context(config, session).await? {
+            return Ok(Some(stop));
+        }
+        // A summary spends tokens too: a budget it used up stops the run before the
+        // turn's own request (the wrap-up, once decided, is still given).
+        if config.meter.usage().total() == before || session.wrap_up.is_some() {
+            return Ok(None);
+        }
+        let task_usage = config.meter.usage();
+        let spent = limits::Spent {
+            turns: session.turns,
+            usage: &task_usage,
+            cost_usd: config.meter.cost_usd(),
+        };
+        Ok(
+            limits::before_request(config, session.clock.started, &spent)
+                .filter(|(reason, _)| *reason == EndReason::Budget),
+        )
     }
 
     /// One request, bounded by the task's deadline and drover's signals.

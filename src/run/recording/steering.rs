@@ -23,9 +23,16 @@ impl Steering {
     pub(crate) fn of(events: &[Event]) -> Steering {
         let mut steering = Steering::default();
         let mut turns = 0u32;
+        // Model turns recorded after the wrap-up: one, its answer, or none.
+        let mut after_wrap_up = 0u32;
         for event in events {
             match event {
-                Event::ModelResponse { .. } => turns = turns.saturating_add(1),
+                Event::ModelResponse { .. } => {
+                    turns = turns.saturating_add(1);
+                    if steering.wrap_up.is_some() {
+                        after_wrap_up += 1;
+                    }
+                }
                 Event::Hook {
                     event, decision, ..
                 } if event == "PreCompact"
@@ -42,11 +49,16 @@ impl Steering {
                     reason,
                     message,
                     ..
-                } if steering.wrap_up.is_none() => {
+                } if steering.wrap_up.is_none() && *turn == turns && is_limit(*reason) => {
                     steering.wrap_up = Some((*turn, *reason, message.clone()));
                 }
                 _ => {}
             }
+        }
+        // A wrap-up is the last turn: one that more turns follow is no recording drover
+        // made, and is not followed (the replay goes on and compares every turn).
+        if after_wrap_up > 1 {
+            steering.wrap_up = None;
         }
         steering
     }
@@ -80,6 +92,14 @@ impl Steering {
     }
 }
 
+/// The limits a wrap-up comes before.
+fn is_limit(reason: EndReason) -> bool {
+    matches!(
+        reason,
+        EndReason::MaxTurns | EndReason::Budget | EndReason::Timeout
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,20 +125,45 @@ mod tests {
         }))
     }
 
+    fn response() -> Event {
+        Event::ModelResponse {
+            turn: 1,
+            content: Vec::new(),
+            stop_reason: crate::message::StopReason::ToolUse,
+            usage: Usage::default(),
+            cost_usd: None,
+        }
+    }
+
+    fn wrap_up(turn: u32, reason: EndReason) -> Event {
+        Event::WrapUp {
+            turn,
+            reason,
+            message: format!("used {turn} turns"),
+            prompt: "last turn".into(),
+        }
+    }
+
+    /// `turns` model responses, the compactions at their turns, then the wrap-up and
+    /// its answer.
+    fn recording(turns: u32, wrap: Event) -> Vec<Event> {
+        let mut events = Vec::new();
+        for turn in 0..turns {
+            if turn == 4 {
+                events.push(compaction(4));
+            }
+            if turn == 9 {
+                events.extend([compaction(9), compaction(9)]);
+            }
+            events.push(response());
+        }
+        events.extend([wrap, response()]);
+        events
+    }
+
     #[test]
     fn compactions_and_the_wrap_up_come_back_at_their_turns_once() {
-        let events = vec![
-            compaction(4),
-            compaction(9),
-            compaction(9),
-            Event::WrapUp {
-                turn: 12,
-                reason: EndReason::MaxTurns,
-                message: "used 12 turns".into(),
-                prompt: "last turn".into(),
-            },
-        ];
-        let mut steering = Steering::of(&events);
+        let mut steering = Steering::of(&recording(12, wrap_up(12, EndReason::MaxTurns)));
         assert!(steering.compaction(3).is_none());
         assert_eq!(steering.compaction(4).map(|c| c.turn), Some(4));
         assert!(steering.compaction(4).is_none());
@@ -135,14 +180,22 @@ mod tests {
     }
 
     #[test]
+    fn a_forged_wrap_up_is_not_followed() {
+        // Another reason than a limit's.
+        let mut steering = Steering::of(&recording(3, wrap_up(3, EndReason::EndTurn)));
+        assert!(steering.wrap_up(3).is_none());
+        // A turn that is not where it stands.
+        let mut steering = Steering::of(&recording(3, wrap_up(0, EndReason::Budget)));
+        assert!(steering.wrap_up(0).is_none());
+        // Moved before turns the recording goes on with.
+        let mut events = vec![response(), wrap_up(1, EndReason::Timeout)];
+        events.extend([response(), response(), response()]);
+        let mut steering = Steering::of(&events);
+        assert!(steering.wrap_up(1).is_none());
+    }
+
+    #[test]
     fn a_pre_compact_hook_that_stopped_the_run_is_found_at_its_turn() {
-        let response = || Event::ModelResponse {
-            turn: 1,
-            content: Vec::new(),
-            stop_reason: crate::message::StopReason::ToolUse,
-            usage: Usage::default(),
-            cost_usd: None,
-        };
         let hook = |event: &str, decision: &str| Event::Hook {
             event: event.into(),
             matcher: "auto".into(),
