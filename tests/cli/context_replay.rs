@@ -372,3 +372,55 @@ fn a_summarized_run_stopped_by_max_turns_resumes_with_the_script_where_it_was() 
     assert!(diff.contains("+after the summary"), "{diff}");
     assert_eq!(compactions(&lines)[0]["summary"], "SUMMARY: three read");
 }
+
+#[test]
+fn a_recordings_summary_cost_is_worked_out_again_not_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    // The third result takes the request past the threshold.
+    large_files(dir.path(), 1..=2, 10);
+    large_files(dir.path(), 3..=3, 500);
+    // The fourth entry answers the summary request, with tokens the price counts.
+    let script = read_turns(1..=3)
+        + "    - text: SUMMARY read three\n      usage: { input_tokens: 10000, output_tokens: 1000 }\n"
+        + &write_turn("notes.md", "three\n")
+        + "    - text: done\n";
+    let spec = task(
+        dir.path(),
+        "priced",
+        &script,
+        "limits:\n  context: { strategy: summarize, window: 20000 }\n",
+    );
+    let text = std::fs::read_to_string(&spec).unwrap().replace(
+        "  provider: script\n",
+        "  provider: script\n  pricing: { input: 3.0, output: 15.0 }\n",
+    );
+    std::fs::write(&spec, text).unwrap();
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_spec(&spec, &artifacts), 0);
+    let was = summary(&artifacts)["tasks"][0]["cost_usd"]
+        .as_f64()
+        .unwrap();
+    assert!((was - 0.045).abs() < 1e-9, "{was}");
+    // A fork's recording says the summary cost a negative fortune.
+    let mut lines = transcript(&artifacts.join("priced/transcript.jsonl"));
+    let compaction = lines
+        .iter_mut()
+        .find(|line| line["type"] == "compaction")
+        .unwrap();
+    assert_eq!(compaction["summary"], "SUMMARY read three");
+    compaction["cost_usd"] = json!(-1000.0);
+    let folder = dir.path().join("forged/priced");
+    std::fs::create_dir_all(&folder).unwrap();
+    let forged = folder.join("transcript.jsonl");
+    std::fs::write(&forged, common::rechained(&lines)).unwrap();
+    let replayed = dir.path().join("replayed");
+    assert_exit(&replay(&forged, &replayed, &[]), 0);
+    let is = summary(&replayed)["tasks"][0]["cost_usd"].as_f64().unwrap();
+    assert!(
+        (is - was).abs() < 1e-9,
+        "the replay's cost {is}, the run's {was}"
+    );
+    let lines = transcript(&replayed.join("priced/transcript.jsonl"));
+    let cost = compactions(&lines)[0]["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.045).abs() < 1e-9, "{cost}");
+}

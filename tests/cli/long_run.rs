@@ -183,3 +183,43 @@ fn summarize_against_the_window_is_answered_by_the_mock_and_the_run_finishes_ins
     }
     assert_eq!(lines.last().unwrap()["reason"], "end_turn");
 }
+
+#[test]
+fn results_too_large_to_keep_three_are_cleared_when_the_api_refuses_and_the_run_finishes() {
+    // Each result is about 9,000 tokens: the newest three do not fit a 32k window with
+    // the rest of the request. The API's refusal lets drover clear even the newest.
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let mock = MockModel::start(
+        &ws,
+        &[
+            "--window",
+            "32000",
+            "--turns",
+            "12",
+            "--result-bytes",
+            "36000",
+        ],
+    );
+    let spec = write_spec(
+        dir.path(),
+        "t.yaml",
+        &mock_model::spec(
+            "t",
+            &mock,
+            "{ max_turns: 30, context: { strategy: clear_tool_results, window: 32000 } }",
+        ),
+    );
+    let artifacts = dir.path().join("out");
+    let output = mock_model::run(&spec, &artifacts);
+    let figures = mock.finish();
+    assert_exit(&output, 0);
+    assert_eq!(figures["turns"], 12, "{figures}");
+    let lines = transcript(&artifacts.join("t/transcript.jsonl"));
+    let refused: Vec<_> = events(&lines, "compaction")
+        .into_iter()
+        .filter(|c| c["trigger"] == "refused")
+        .collect();
+    assert!(!refused.is_empty(), "{lines:?}");
+    assert_eq!(lines.last().unwrap()["reason"], "end_turn");
+}

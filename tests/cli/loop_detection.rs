@@ -209,3 +209,27 @@ fn a_replay_of_a_loop_ends_where_the_run_did() {
     assert_eq!(loop_messages(&lines).len(), 1);
     assert!(summary(&replayed)["tasks"][0].get("drift").is_none());
 }
+
+#[test]
+fn waiting_on_a_background_shell_is_no_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = "{ name: Bash, input: { command: 'sleep 30', run_in_background: true } }";
+    let poll = "{ name: BashOutput, input: { bash_id: bash_1 } }";
+    let mut calls = vec![start];
+    calls.extend([poll; 8]);
+    let spec = task(dir.path(), "waiting", &calls, "");
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_spec(&spec, &artifacts), 0);
+    let lines = transcript(&artifacts.join("waiting/transcript.jsonl"));
+    assert!(loop_messages(&lines).is_empty());
+    let results = events(&lines, "tool_result");
+    assert_eq!(results.len(), 9);
+    // Every poll said the same: the shell was still running, with nothing new.
+    let polls: Vec<&str> = results[1..]
+        .iter()
+        .map(|r| r["content"].as_str().unwrap())
+        .collect();
+    assert!(polls.iter().all(|p| *p == polls[0]), "{polls:?}");
+    assert!(polls[0].contains("is running"), "{}", polls[0]);
+    assert_eq!(lines.last().unwrap()["reason"], "end_turn");
+}
