@@ -71,11 +71,11 @@ impl Agent<'_> {
         if self.replay.is_some() {
             return self.replay_compactions(config, session).await;
         }
-        if !drover_compacts(&config.context, session, self.model.provider()) {
+        let Some(limit) = drover_limit(&config.context, session, self.model.provider()) else {
             return Ok(None);
-        }
+        };
         let bytes = session.request_bytes(&config.system);
-        if session.context.size.tokens(bytes) <= config.context.threshold_tokens() {
+        if session.context.size.tokens(bytes) <= limit {
             return Ok(None);
         }
         Ok(
@@ -363,13 +363,18 @@ fn summary_of(response: crate::message::ModelResponse, most: u64) -> Summary {
     }
 }
 
-/// Whether drover itself compacts before requests: any strategy but `off`, and `server`
-/// only where the provider has no editing of its own or the server refused it.
-fn drover_compacts(context: &ContextConfig, session: &Session, provider: &str) -> bool {
+/// The estimated tokens past which drover itself compacts before a request: the
+/// threshold, or with the API's own editing in force 95% of the window; None: `off`.
+fn drover_limit(context: &ContextConfig, session: &Session, provider: &str) -> Option<u64> {
     match context.strategy {
-        ContextStrategy::Off => false,
-        ContextStrategy::Server => provider != "anthropic" || session.context.server_refused,
-        ContextStrategy::ClearToolResults | ContextStrategy::Summarize => true,
+        ContextStrategy::Off => None,
+        // The server clears at the threshold; the estimate follows what it counted
+        // (its usage after its edits), so a request still near the window is one the
+        // server did not edit after all: drover clears then.
+        ContextStrategy::Server if provider == "anthropic" && !session.context.server_refused => {
+            Some(context.window / 20 * 19)
+        }
+        _ => Some(context.threshold_tokens()),
     }
 }
 

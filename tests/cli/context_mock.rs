@@ -110,9 +110,11 @@ fn clear_tool_results_and_summarize_finish_inside_the_window_without_a_refusal()
 }
 
 #[test]
-fn server_against_an_api_without_context_editing_finishes_by_compacting_at_each_refusal() {
-    // The mock does not edit the context itself: drover, trusting the server, compacts
-    // only when it refuses a request, once, and asks again.
+fn server_against_an_api_without_context_editing_finishes_by_drovers_own_clearing_near_the_window()
+{
+    // The mock does not edit the context itself: drover, trusting the server, leaves
+    // the threshold to it and clears only once a request reaches 95% of the window (or
+    // the server refuses one: once, and asks again).
     let dir = tempfile::tempdir().unwrap();
     let (output, figures, lines) = long_run(
         dir.path(),
@@ -131,6 +133,17 @@ fn server_against_an_api_without_context_editing_finishes_by_compacting_at_each_
         refusals,
         "each refusal met by one compaction: {figures}"
     );
+    let near_the_window: Vec<&Value> = events(&lines, "compaction")
+        .into_iter()
+        .filter(|c| c["trigger"] == "threshold")
+        .collect();
+    assert!(!near_the_window.is_empty(), "{figures}");
+    for compaction in near_the_window {
+        assert!(
+            compaction["tokens_before"].as_u64().unwrap() > 30_400,
+            "not before 95% of the window: {compaction}"
+        );
+    }
     assert_eq!(lines.last().unwrap()["reason"], "end_turn");
     assert_replays_the_same(dir.path(), &lines);
 }
