@@ -6,9 +6,9 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use crate::providers::{anthropic_end, anthropic_start, anthropic_text, sse};
+use crate::providers::{anthropic_end, anthropic_start, anthropic_text};
 use common::write_spec;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// `dir/ws/f<n>.txt` for each `n` in `numbers`, `lines` lines of 100 bytes each
 /// (the Read tool gives a line about 105 bytes of JSON with its number).
@@ -90,20 +90,7 @@ pub(crate) fn called(response: &Value) -> Vec<String> {
 /// no token counts: drover then estimates request sizes at four bytes a token, as it
 /// does before a server has counted one.
 pub(crate) fn anthropic_call(id: &str, name: &str, input: &Value) -> String {
-    anthropic_start(0, 0, 0)
-        + &sse(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-        )
-        + &sse(
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
-        )
-        + &sse(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": 0}),
-        )
-        + &anthropic_end("tool_use", 5)
+    crate::providers::anthropic_call_counted(0, id, name, input)
 }
 
 /// An Anthropic stream of a turn that only writes `text`.

@@ -558,7 +558,17 @@ fn provider_and_model_flags_override_the_spec() {
 
 /// An Anthropic turn with one tool call `name(input)` whose id is `id`.
 pub(crate) fn anthropic_call_turn(id: &str, name: &str, input: &Value) -> String {
-    anthropic_start(10, 0, 0)
+    anthropic_call_counted(10, id, name, input)
+}
+
+/// A turn that calls `name` with `input`, its request counted as `input_tokens`.
+pub(crate) fn anthropic_call_counted(
+    input_tokens: u64,
+    id: &str,
+    name: &str,
+    input: &Value,
+) -> String {
+    anthropic_start(input_tokens, 0, 0)
         + &sse(
             "content_block_start",
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
