@@ -172,7 +172,7 @@ impl Agent<'_> {
                 .await?
             {
                 Summary::Written { text, usage } => {
-                    record.removed_turns = assistant_turns(session);
+                    record.removed_turns += assistant_turns(session);
                     session
                         .context
                         .summarized(&mut session.messages, text.clone());
@@ -221,7 +221,7 @@ impl Agent<'_> {
             summary: None,
             usage: Usage::default(),
             cost_usd: None,
-            fallback: None,
+            fallback: session.context.fallback.clone(),
         }
     }
 
@@ -249,6 +249,8 @@ impl Agent<'_> {
                 window: record.window,
             });
         }
+        // The reason drover clears instead of the server is said once.
+        session.context.fallback = None;
         session.context.tally.add(&record);
         self.transcript.write(Event::Compaction(Box::new(record)))?;
         Ok(Compacted::Done)

@@ -110,7 +110,7 @@ impl Agent<'_> {
             }
             session.repeats.warned = Some(session.turns);
             let text = format!(
-                "drover: you have called {} with the same input {streak} times in a row and got the same result each time. Repeating it will not change the result: try a different approach, or end your turn and say what blocks you. If you make the same call with the same result {limit} times in a row again, the run ends.",
+                "drover: you have called {} with the same input {streak} times in a row and got the same result each time. Repeating it will not change the result: try a different approach, or end your turn and say what blocks you. If you make this call again with the same result (or repeat any other call {limit} times in a row), the run ends.",
                 call.name
             );
             self.transcript.write(Event::UserMessage {

@@ -42,9 +42,13 @@ impl Agent<'_> {
             match self.ask(config, session).await? {
                 Asked::Stopped(stop) => return Ok(Err(stop)),
                 Asked::Answer(response) => {
-                    self.record_server_edits(config, session, &response, bytes)?;
+                    let cleared = self.record_server_edits(config, session, &response, bytes)?;
                     if let Some(bytes) = bytes {
-                        session.context.size.counted(&response.usage, bytes);
+                        // What drover sends, the server's clearing put back: the rate
+                        // must size drover's own conversation, not what the model saw.
+                        let mut sent = response.usage;
+                        sent.input_tokens = sent.input_tokens.saturating_add(cleared);
+                        session.context.size.counted(&sent, bytes);
                         let tally = &mut session.context.tally;
                         let tokens = session.context.size.tokens(bytes);
                         tally.peak_request_tokens = tally.peak_request_tokens.max(tokens);
@@ -65,12 +69,28 @@ impl Agent<'_> {
                 {
                     // Asked again without it; drover clears from now on.
                     session.context.server_refused = true;
+                    session.context.fallback = Some(format!(
+                        "the server refused its own context editing ({message}); drover clears old tool results itself"
+                    ));
                     crate::esay!(
                         "drover: warning: {message}; drover clears old tool results itself from now on (limits.context strategy server)"
                     );
                     if let Some(stop) = self.fit_context(config, session).await? {
                         return Ok(Err(stop));
                     }
+                }
+                // The run was ending on a limit: it still does, whatever became of the
+                // wrap-up.
+                Asked::Failed(error) if session.wrap_up.is_some() => {
+                    let (reason, message) = session
+                        .wrap_up
+                        .take()
+                        .unwrap_or_else(|| (EndReason::InternalError, String::new()));
+                    session.wrapped_up = true;
+                    return Ok(Err((
+                        reason,
+                        format!("{message}; the wrap-up request failed: {error}"),
+                    )));
                 }
                 Asked::Failed(error) => return Ok(Err(self.failure(config, session, error))),
             }
@@ -101,6 +121,13 @@ impl Agent<'_> {
             if let Some(stop) = limits::before_request(config, session.clock.started, &spent) {
                 if stop.0 != EndReason::MaxTurns || !self.may_wrap_up(config, session) {
                     return Ok(Some(stop));
+                }
+                // The turns are used up: a budget or clock used up too gives no wrap-up.
+                let others = limits::Spent { turns: 0, ..spent };
+                if let Some(spent_too) =
+                    limits::before_request(config, session.clock.started, &others)
+                {
+                    return Ok(Some(spent_too));
                 }
                 self.begin_wrap_up(session, stop)?;
             } else if self.may_wrap_up(config, session)
@@ -200,17 +227,24 @@ impl Agent<'_> {
     }
 
     /// What the API's own editing cleared before the model saw the request: a
-    /// `compaction` event with trigger `server` (drover's conversation is unchanged).
+    /// `compaction` event with trigger `server` when it cleared other than last time
+    /// (the API edits every request past its trigger again: drover's conversation is
+    /// unchanged). The input tokens it cleared.
     fn record_server_edits(
         &mut self,
         config: &AgentConfig,
         session: &mut Session,
         response: &ModelResponse,
         bytes: Option<u64>,
-    ) -> Result<(), TranscriptError> {
+    ) -> Result<u64, TranscriptError> {
         let Some(edits) = self.model.applied_context_edits() else {
-            return Ok(());
+            session.context.server_edits = None;
+            return Ok(0);
         };
+        if session.context.server_edits == Some(edits) {
+            return Ok(edits.cleared_input_tokens);
+        }
+        session.context.server_edits = Some(edits);
         let usage = &response.usage;
         let after = usage
             .input_tokens
@@ -235,7 +269,8 @@ impl Agent<'_> {
             fallback: None,
         };
         session.context.tally.add(&record);
-        self.transcript.write(Event::Compaction(Box::new(record)))
+        self.transcript.write(Event::Compaction(Box::new(record)))?;
+        Ok(edits.cleared_input_tokens)
     }
 
     /// How a failed request ends the run.

@@ -170,6 +170,8 @@ impl Session {
         self.force_output = false;
         self.force_output_asked = false;
         self.stop_blocks = 0;
+        // The checks' message changes what the model knows: repeats count afresh.
+        self.repeats = Default::default();
         self.push_user_text(message);
     }
 

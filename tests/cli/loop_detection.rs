@@ -62,7 +62,7 @@ fn the_same_call_with_the_same_result_is_told_once_then_ends_the_run_with_reason
         "{text}"
     );
     assert!(
-        text.contains("5 times in a row again, the run ends"),
+        text.contains("If you make this call again with the same result (or repeat any other call 5 times in a row), the run ends."),
         "{text}"
     );
     let at = lines

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// One compaction: what was done before the request of turn `turn + 1`. A replay applies
 /// the recorded ones at the same places (a summary is taken from here, never asked for
-/// again), so it rebuilds the same requests; `bytes_after` lets it check that it did.
+/// again), so it rebuilds the same requests; `kept` lets it check that it did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Compaction {
     /// Model turns before it.

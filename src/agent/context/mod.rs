@@ -87,6 +87,11 @@ pub(crate) struct ContextState {
     pub tally: ContextTally,
     /// The server refused its own context editing (`strategy: server`): drover clears.
     pub server_refused: bool,
+    /// Why drover clears where the strategy asked for another way (the server refused
+    /// its editing): said in the next compaction's `fallback`.
+    pub fallback: Option<String>,
+    /// What the API's editing cleared in the last request, as it reported it.
+    pub server_edits: Option<crate::model::AppliedContextEdits>,
 }
 
 impl ContextState {
@@ -165,8 +170,8 @@ pub(crate) const SUMMARY_PROMPT: &str = "drover: this conversation is about to o
 Name files, functions and commands exactly. Answer with the summary only.";
 
 /// A fingerprint of what `messages` keep: each message's role and blocks by kind, call
-/// id and whether a result is cleared; texts by length only where drover wrote them
-/// (they may name paths that differ between a run and its replay).
+/// id and whether a result is cleared; texts only as being there (drover's may name
+/// paths that differ between a run and its replay).
 pub(super) fn kept(messages: &[Message]) -> String {
     let mut hash = Sha256::new();
     for message in messages {

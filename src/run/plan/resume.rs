@@ -73,7 +73,7 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     plan.instructions = InstructionsPlan::Recorded(run.project.instructions.clone());
     plan.skills = super::replay::recorded_skills(run.project.skills.clone(), &transcript)?;
     if let Some(end) = &point.end {
-        limits_raised(&plan, end, &transcript).map_err(PlanError::Resume)?;
+        limits_raised(&plan, end, point.turns, &transcript).map_err(PlanError::Resume)?;
     }
     let masks = spec_checks::replay_masks_with(&plan.spec, &options.ignore)?;
     let ReadRecording {
@@ -394,13 +394,15 @@ fn resumable_reason(reason: EndReason) -> bool {
 fn limits_raised(
     plan: &TaskPlan,
     end: &RecordedEnd,
+    replayed: u32,
     transcript: &Path,
 ) -> Result<(), Box<ResumeError>> {
     match end.reason {
+        // The working turns: a wrap-up turn after them is asked again as one.
         EndReason::MaxTurns => match plan.limits.max_turns {
-            Some(limit) if limit <= end.turns => Err(Box::new(ResumeError::TurnLimit {
+            Some(limit) if limit <= replayed => Err(Box::new(ResumeError::TurnLimit {
                 transcript: transcript.to_path_buf(),
-                turns: end.turns,
+                turns: replayed,
             })),
             _ => Ok(()),
         },

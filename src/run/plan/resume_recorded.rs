@@ -81,14 +81,19 @@ pub(super) fn recorded_settings(events: &[ScopedEvent], point: &ResumePoint) -> 
 }
 
 /// Tokens the replay will not spend again: an earlier resume's (it carries them on),
-/// every model turn of the dropped lines (a turn cut short was paid for), and, when the
+/// every model turn and summary of the dropped lines (a turn cut short was paid for;
+/// the kept lines' summaries the replay counts itself), and, when the
 /// run ended, what its `run_end` counts beyond every recorded turn (the page model's).
 fn spent_before(events: &[ScopedEvent], point: &ResumePoint, earlier: Usage) -> Usage {
     let turns = |events: &[ScopedEvent]| {
         let mut usage = Usage::default();
         for scoped in events {
-            if let Event::ModelResponse { usage: turn, .. } = &scoped.event {
-                usage.add(turn);
+            match &scoped.event {
+                Event::ModelResponse { usage: turn, .. } => usage.add(turn),
+                // A summary request's tokens, which the replay of a kept compaction
+                // counts again and `run_end` counts among its own.
+                Event::Compaction(compaction) => usage.add(&compaction.usage),
+                _ => {}
             }
         }
         usage

@@ -63,13 +63,11 @@ impl Steering {
         steering
     }
 
-    /// The next compaction recorded before the request of turn `turns + 1`; those of
-    /// earlier turns the replay passed without are dropped.
+    /// The next compaction recorded before the request of turn `turns + 1`, or one of an
+    /// earlier turn the replay passed without making it: made late, it rebuilds another
+    /// conversation, which is reported as drift rather than passed over in silence.
     pub(crate) fn compaction(&mut self, turns: u32) -> Option<Compaction> {
-        while self.compactions.front().is_some_and(|c| c.turn < turns) {
-            self.compactions.pop_front();
-        }
-        if self.compactions.front().is_some_and(|c| c.turn == turns) {
+        if self.compactions.front().is_some_and(|c| c.turn <= turns) {
             return self.compactions.pop_front();
         }
         None
@@ -177,6 +175,9 @@ mod tests {
         );
         assert!(steering.wrap_up(12).is_none());
         assert!(!steering.compaction_stopped(12));
+        // One the replay passed comes back late (and is then drift), never dropped.
+        let mut steering = Steering::of(&recording(12, wrap_up(12, EndReason::MaxTurns)));
+        assert_eq!(steering.compaction(6).map(|c| c.turn), Some(4));
     }
 
     #[test]
