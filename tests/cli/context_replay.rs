@@ -424,3 +424,42 @@ fn a_recordings_summary_cost_is_worked_out_again_not_taken() {
     let cost = compactions(&lines)[0]["cost_usd"].as_f64().unwrap();
     assert!((cost - 0.045).abs() < 1e-9, "{cost}");
 }
+
+#[test]
+fn a_resumed_run_counts_the_summary_it_replays_once() {
+    let dir = tempfile::tempdir().unwrap();
+    large_files(dir.path(), 1..=2, 10);
+    large_files(dir.path(), 3..=3, 500);
+    let script = read_turns(1..=3)
+        + "    - text: SUMMARY read three\n      usage: { input_tokens: 10000, output_tokens: 1000 }\n"
+        + &write_turn("notes.md", "three\n")
+        + &read_turns(1..=1)
+        + "    - text: done\n";
+    let spec = task(
+        dir.path(),
+        "again",
+        &script,
+        "limits:\n  max_turns: 4\n  context: { strategy: summarize, window: 20000 }\n",
+    );
+    let text = std::fs::read_to_string(&spec).unwrap().replace(
+        "  provider: script\n",
+        "  provider: script\n  pricing: { input: 3.0, output: 15.0 }\n",
+    );
+    std::fs::write(&spec, text).unwrap();
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_spec(&spec, &artifacts), 1);
+    let first = summary(&artifacts);
+    assert_eq!(first["tasks"][0]["reason"], "max_turns");
+    let spent = first["tasks"][0]["cost_usd"].as_f64().unwrap();
+    assert!((spent - 0.045).abs() < 1e-9, "{spent}");
+    // Resumed with more turns: the summary is replayed from the recording, and its
+    // tokens are the recorded run's, counted once.
+    let output = resume_with(&artifacts.join("again"), &["--max-turns", "10"]);
+    assert_exit(&output, 0);
+    let resumed = summary(&artifacts);
+    let task = &resumed["tasks"][0];
+    assert_eq!(task["reason"], "end_turn", "{task:#}");
+    let cost = task["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.045).abs() < 1e-9, "counted once: {cost}");
+    assert_eq!(task["usage"]["input_tokens"], 10_000, "{task:#}");
+}

@@ -213,6 +213,41 @@ fn the_api_gets_the_wrap_up_request_with_tool_choice_none() {
 }
 
 #[test]
+fn a_wrap_up_request_the_api_refuses_still_ends_the_run_with_the_limits_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let refusal = r#"{"type":"error","error":{"type":"invalid_request_error","message":"tool_choice: none is not supported here"}}"#;
+    let server = MockServer::start(vec![
+        Reply::sse(&anthropic_call(
+            "toolu_1",
+            "Read",
+            &json!({"file_path": "a.txt"}),
+        )),
+        Reply::status(400, refusal),
+    ]);
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::write(dir.path().join("ws/a.txt"), "x\n").unwrap();
+    let spec = anthropic_task(
+        dir.path(),
+        "refused",
+        &server.base_url,
+        "limits:\n  max_turns: 1\n  wrap_up: true\n",
+    );
+    let artifacts = dir.path().join("out");
+    assert_exit(&run_keyed(&spec, &artifacts), 1);
+    assert_eq!(server.requests().len(), 2);
+    let task = &summary(&artifacts)["tasks"][0];
+    assert_eq!(task["reason"], "max_turns", "{task:#}");
+    let message = task["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("used 1 turn of max_turns 1")
+            && message.contains("the wrap-up request failed")
+            && message.contains("tool_choice: none is not supported here"),
+        "{message}"
+    );
+    assert!(task.get("wrap_up").is_none_or(Value::is_null), "{task:#}");
+}
+
+#[test]
 fn without_wrap_up_a_limit_ends_the_run_as_before() {
     let dir = tempfile::tempdir().unwrap();
     let spec = task(
