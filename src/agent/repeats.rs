@@ -70,55 +70,57 @@ impl Agent<'_> {
         let Some(limit) = config.max_identical_calls else {
             return Ok(None);
         };
-        let results: Vec<ContentBlock> = match session.messages.last() {
-            Some(last) if last.role == Role::User => last.content.clone(),
-            _ => return Ok(None),
+        let Some(last) = session.messages.last().filter(|m| m.role == Role::User) else {
+            return Ok(None);
         };
+        // The first streak of the turn to reach the limit: (its tool, its length).
+        let mut reached: Option<(&str, u32)> = None;
         for call in calls {
             // Waiting on a background shell repeats itself by nature ("is running, no
             // new output") while the world changes: neither a loop nor its end.
             if call.name == POLLING_TOOL {
                 continue;
             }
-            let Some(result) = results.iter().find(|block| {
+            let Some(result) = last.content.iter().find(|block| {
                 matches!(block, ContentBlock::ToolResult { tool_use_id, .. } if *tool_use_id == call.id)
             }) else {
                 continue;
             };
             let streak = session.repeats.see(&call.name, &call.input, result);
-            if streak < limit {
-                continue;
+            if streak >= limit && reached.is_none() {
+                reached = Some((call.name.as_str(), streak));
             }
-            // The warning counts from the turn after it: calls of the same turn were
-            // made before the model could read it.
-            if session
-                .repeats
-                .warned
-                .is_some_and(|turn| turn < session.turns)
-            {
-                return Ok(Some((
-                    EndReason::Loop,
-                    format!(
-                        "the model called {} with the same input and got the same result {streak} times in a row (limits.max_identical_calls {limit}), after it was told it was repeating itself; the run was stopped after {}",
-                        call.name,
-                        crate::output::counted(session.turns, "turn", "turns")
-                    ),
-                )));
-            }
-            if session.repeats.warned.is_some() {
-                continue;
-            }
-            session.repeats.warned = Some(session.turns);
-            let text = format!(
-                "drover: you have called {} with the same input {streak} times in a row and got the same result each time. Repeating it will not change the result: try a different approach, or end your turn and say what blocks you. If you make this call again with the same result (or repeat any other call {limit} times in a row), the run ends.",
-                call.name
-            );
-            self.transcript.write(Event::UserMessage {
-                source: "loop".to_string(),
-                text: text.clone(),
-            })?;
-            session.push_user_text(text);
         }
+        let Some((tool, streak)) = reached else {
+            return Ok(None);
+        };
+        // The warning counts from the turn after it: calls of the same turn were made
+        // before the model could read it.
+        if session
+            .repeats
+            .warned
+            .is_some_and(|turn| turn < session.turns)
+        {
+            return Ok(Some((
+                EndReason::Loop,
+                format!(
+                    "the model called {tool} with the same input and got the same result {streak} times in a row (limits.max_identical_calls {limit}), after it was told it was repeating itself; the run was stopped after {}",
+                    crate::output::counted(session.turns, "turn", "turns")
+                ),
+            )));
+        }
+        if session.repeats.warned.is_some() {
+            return Ok(None);
+        }
+        session.repeats.warned = Some(session.turns);
+        let text = format!(
+            "drover: you have called {tool} with the same input {streak} times in a row and got the same result each time. Repeating it will not change the result: try a different approach, or end your turn and say what blocks you. If you make this call again with the same result (or repeat any other call {limit} times in a row), the run ends."
+        );
+        self.transcript.write(Event::UserMessage {
+            source: "loop".to_string(),
+            text: text.clone(),
+        })?;
+        session.push_user_text(text);
         Ok(None)
     }
 }
