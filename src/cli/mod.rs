@@ -161,11 +161,20 @@ pub struct RunArgs {
     /// Job's pod (JOB_COMPLETION_INDEX, with DROVER_SHARD_COUNT or JOB_COMPLETIONS).
     #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
+    /// Run only the tasks of these names (repeat, or separate with commas): one work
+    /// item of an orchestrator that runs and retries each task on its own.
+    #[arg(long, value_name = "NAME", value_delimiter = ',', conflicts_with_all = ["shard", "task_index"])]
+    pub only: Vec<String>,
+    /// Run only the N-th task (from 0) of every task the specs hold, sorted by name:
+    /// one task per Kubernetes Indexed Job pod or CI matrix cell (`auto`: the pod's
+    /// JOB_COMPLETION_INDEX).
+    #[arg(long, value_name = "N|auto", conflicts_with_all = ["shard"])]
+    pub task_index: Option<String>,
     #[command(flatten)]
     pub settings: TaskSettingsArgs,
     /// Continue the task recorded in DIR/TASK (an artifacts folder) instead of starting
     /// it anew: SPEC must be the one spec it recorded, unchanged. See `drover resume`.
-    #[arg(long, value_name = "DIR/TASK", conflicts_with_all = ["shard"])]
+    #[arg(long, value_name = "DIR/TASK", conflicts_with_all = ["shard", "only", "task_index"])]
     pub resume: Option<PathBuf>,
     /// With --resume: end the run at the first replayed result that differs from the
     /// recording (volatile output masked).

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use crate::cli::{ReplayArgs, ResumeArgs, RunArgs, TaskSettingsArgs};
 use crate::exit;
+use crate::run::batch::work_item::{self, WorkItem};
 use crate::run::batch::{Console, announce_orphans, run_plans, shard};
-use crate::run::plan::{self, Overrides, ReplayOptions, ResumeOptions};
+use crate::run::plan::{self, Overrides, ReplayOptions, ResumeOptions, TaskPlan};
 use crate::run::recording::{artifacts_of, transcript_of};
 use crate::run::task::{check_workspace, interrupt};
 use crate::spec;
@@ -56,6 +57,13 @@ pub(super) async fn run_command(args: RunArgs) -> i32 {
         Some(Ok(shard)) => Some(shard),
         None => None,
     };
+    let work_item = match work_item_of(&args.only, args.task_index.as_deref()) {
+        Ok(item) => item,
+        Err(error) => {
+            crate::esay!("drover: {error}");
+            return exit::BAD_INPUT;
+        }
+    };
     let console = console_of(args.quiet, args.json);
     let overrides = overrides_of(args.settings);
     if let Some(task) = args.resume {
@@ -91,12 +99,31 @@ pub(super) async fn run_command(args: RunArgs) -> i32 {
             return exit::BAD_INPUT;
         }
     };
+    let Some(plans) = chosen(plans, shard, work_item, &console, args.quiet) else {
+        return exit::BAD_INPUT;
+    };
+    let shard = shard.map(|shard| crate::record::ShardId {
+        index: shard.index,
+        count: shard.count,
+    });
+    run_new(plans, &artifacts, jobs, &console, shard).await.0
+}
+
+/// The tasks this run takes of every task planned: its shard's, or its work item's.
+/// None: the work item names no task (said on stderr).
+fn chosen(
+    plans: Vec<TaskPlan>,
+    shard: Option<shard::Shard>,
+    work_item: Option<WorkItem>,
+    console: &Console,
+    quiet: bool,
+) -> Option<Vec<TaskPlan>> {
     // Every shard plans every task, so a bad spec fails all shards alike.
     let plans = match shard {
         Some(shard) => {
             let total = plans.len();
             let plans = shard.select(plans, |plan| plan.spec.name());
-            if !args.quiet {
+            if !quiet {
                 console.say(&format!(
                     "drover: shard {shard}: {} of {total} tasks",
                     plans.len()
@@ -106,11 +133,27 @@ pub(super) async fn run_command(args: RunArgs) -> i32 {
         }
         None => plans,
     };
-    let shard = shard.map(|shard| crate::record::ShardId {
-        index: shard.index,
-        count: shard.count,
-    });
-    run_new(plans, &artifacts, jobs, &console, shard).await.0
+    match work_item {
+        None => Some(plans),
+        Some(item) => match item.select(plans, |plan| plan.spec.name()) {
+            Ok(plans) => Some(plans),
+            Err(error) => {
+                crate::esay!("drover: {error}");
+                None
+            }
+        },
+    }
+}
+
+/// The one work item `--only` or `--task-index` names, if either does.
+fn work_item_of(
+    only: &[String],
+    task_index: Option<&str>,
+) -> Result<Option<WorkItem>, work_item::WorkItemError> {
+    if let Some(text) = task_index {
+        return WorkItem::index(text, &|name| std::env::var(name).ok()).map(Some);
+    }
+    Ok((!only.is_empty()).then(|| WorkItem::Named(only.to_vec())))
 }
 
 /// The settings given on the command line.

@@ -423,3 +423,73 @@ fn shard_help_mentions_auto() {
     assert!(help.contains("--shard <K/N|auto>"), "{help}");
     assert!(help.contains("JOB_COMPLETION_INDEX"), "{help}");
 }
+
+#[test]
+fn each_task_index_runs_one_task_and_together_they_are_the_run() {
+    let dir = specs();
+    let (_, _) = run(dir.path(), "whole", &[]);
+    let whole = statuses(&dir.path().join("whole"));
+    let mut together = BTreeMap::new();
+    for index in 0..9 {
+        let out = format!("item{index}");
+        let (code, printed) = run(dir.path(), &out, &["--task-index", &index.to_string()]);
+        let ran = statuses(&dir.path().join(&out));
+        assert_eq!(ran.len(), 1, "{printed}");
+        let (name, status) = ran.into_iter().next().unwrap();
+        // The tasks sorted by name: t1 … t9.
+        assert_eq!(name, format!("t{}", index + 1));
+        assert_eq!(code, if status == "passed" { 0 } else { 1 }, "{printed}");
+        together.insert(name, status);
+    }
+    assert_eq!(together, whole);
+    // Out of range, or not a number: bad input, nothing run.
+    let (code, printed) = run(dir.path(), "beyond", &["--task-index", "9"]);
+    assert_eq!(code, 2, "{printed}");
+    assert!(
+        printed.contains("--task-index 9: the specs hold 9 tasks, so the index runs from 0 to 8"),
+        "{printed}"
+    );
+    assert!(!dir.path().join("beyond/summary.json").exists());
+    let (code, _) = run(dir.path(), "bad", &["--task-index", "two"]);
+    assert_eq!(code, 2);
+    // `auto`: a Kubernetes Indexed Job's pod index.
+    let output = drover()
+        .arg("run")
+        .arg(dir.path().join("specs"))
+        .args(["--artifacts"])
+        .arg(dir.path().join("pod"))
+        .args(["--task-index", "auto"])
+        .env("JOB_COMPLETION_INDEX", "6")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "t7 fails its check");
+    let ran = statuses(&dir.path().join("pod"));
+    assert_eq!(ran.keys().collect::<Vec<_>>(), ["t7"]);
+}
+
+#[test]
+fn only_runs_the_named_tasks_and_an_unknown_name_is_bad_input() {
+    let dir = specs();
+    let (code, printed) = run(dir.path(), "two", &["--only", "t2,t9"]);
+    assert_eq!(code, 0, "{printed}");
+    let ran = statuses(&dir.path().join("two"));
+    assert_eq!(ran.keys().collect::<Vec<_>>(), ["t2", "t9"]);
+    let (code, _) = run(dir.path(), "again", &["--only", "t3", "--only", "t4"]);
+    assert_eq!(code, 1, "t3 fails its check");
+    assert_eq!(
+        statuses(&dir.path().join("again"))
+            .keys()
+            .collect::<Vec<_>>(),
+        ["t3", "t4"]
+    );
+    let (code, printed) = run(dir.path(), "typo", &["--only", "t2,tt9"]);
+    assert_eq!(code, 2, "{printed}");
+    assert!(
+        printed.contains("--only tt9: no task has that name; the tasks are t1, t2"),
+        "{printed}"
+    );
+    assert!(!dir.path().join("typo/summary.json").exists());
+    // One way of choosing at a time.
+    let (code, printed) = run(dir.path(), "both", &["--only", "t2", "--shard", "1/2"]);
+    assert_eq!(code, 2, "{printed}");
+}

@@ -7,6 +7,7 @@ mod console;
 pub(crate) mod progress;
 mod run_plans;
 pub(crate) mod shard;
+pub(crate) mod work_item;
 
 pub(crate) use console::Console;
 pub(crate) use run_plans::{Finished, announce_orphans, run_plans};
