@@ -111,7 +111,7 @@ pub(super) fn finish_run(
         return exit::RUNNER_ERROR;
     }
     console.say(&format!(
-        "drover: artifacts in {} (junit.xml, summary.json, summary.md, <task>/transcript.jsonl, <task>/diff.patch)",
+        "drover: artifacts in {} (junit.xml, summary.json, summary.md, <task>/transcript.jsonl, <task>/diff.patch, <task>/result.json)",
         artifacts.display()
     ));
     console.say(&progress::outcome_line(report));

@@ -493,3 +493,32 @@ fn only_runs_the_named_tasks_and_an_unknown_name_is_bad_input() {
     let (code, printed) = run(dir.path(), "both", &["--only", "t2", "--shard", "1/2"]);
     assert_eq!(code, 2, "{printed}");
 }
+
+#[test]
+fn each_task_folder_has_a_result_json_an_orchestrator_can_act_on() {
+    let dir = specs();
+    let (code, printed) = run(dir.path(), "out", &["--only", "t2,t3"]);
+    assert_eq!(code, 1, "{printed}");
+    let result = |task: &str| -> Value {
+        let text =
+            std::fs::read_to_string(dir.path().join("out").join(task).join("result.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let passed = result("t2");
+    assert_eq!(passed["task"], "t2");
+    assert_eq!(passed["status"], "passed");
+    assert_eq!(passed["reason"], "end_turn");
+    assert_eq!(passed["exit_code"], 0);
+    assert_eq!(passed["retryable"], false);
+    assert_eq!(passed["attempts"], 1);
+    let failed = result("t3");
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["reason"], "checks_failed");
+    assert_eq!(failed["exit_code"], 1);
+    assert_eq!(failed["retryable"], false, "failed checks fail again");
+    assert!(failed["duration_ms"].is_u64());
+    assert!(
+        failed["message"].as_str().unwrap().contains("check 3"),
+        "{failed}"
+    );
+}

@@ -22,6 +22,7 @@ pub mod secret_names;
 pub mod step_outputs;
 pub mod stream;
 pub mod summary;
+pub mod task_result;
 pub mod transcript;
 pub mod volatile;
 

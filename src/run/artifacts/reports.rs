@@ -1,15 +1,19 @@
 //! The run-wide reports in the artifacts directory: junit.xml, summary.json and
-//! summary.md.
+//! summary.md, and each task folder's result.json.
 
 use std::path::Path;
 
 use crate::record::RunReport;
 use crate::record::junit::junit_xml;
 use crate::record::summary::{summary_json, summary_md};
+use crate::record::task_result::TaskResult;
 
 /// Files every run writes at the top of the artifacts directory; a task's directory
 /// (named after the task) must not take their place.
 pub(crate) const RUN_FILES: [&str; 3] = ["junit.xml", "summary.json", "summary.md"];
+
+/// Each task folder's outcome for orchestrators.
+pub(crate) const RESULT_FILE: &str = "result.json";
 
 /// Write junit.xml, summary.json and summary.md into the artifacts directory.
 ///
@@ -48,6 +52,34 @@ pub(crate) fn write_reports(report: &RunReport, artifacts: &Path) -> std::io::Re
             _ => {}
         }
         roots.write_atomic(&path, content.as_bytes())?;
+    }
+    write_results(report, &root, &roots)
+}
+
+/// Each task's `result.json`, in its folder, written with the run's reports (after the
+/// sweep, so the status is final). A task whose folder is not there (it could not be
+/// made) has none; a link or directory planted at the name is replaced, not followed.
+fn write_results(
+    report: &RunReport,
+    root: &Path,
+    roots: &crate::workspace::Roots,
+) -> std::io::Result<()> {
+    for task in &report.tasks {
+        let folder = root.join(&task.name);
+        match roots.symlink_metadata(&folder) {
+            Ok(meta) if meta.file_type().is_dir() => {}
+            _ => continue,
+        }
+        let path = folder.join(RESULT_FILE);
+        match roots.symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => roots.remove_file(&path)?,
+            Ok(meta) if meta.file_type().is_dir() => {
+                roots.clear_dir(&path)?;
+                std::fs::remove_dir(&path)?;
+            }
+            _ => {}
+        }
+        roots.write_atomic(&path, TaskResult::of(task).json().as_bytes())?;
     }
     Ok(())
 }
