@@ -44,6 +44,17 @@ pub enum Command {
         #[arg(long)]
         show_merged: bool,
     },
+    /// List the tasks the specs hold, sorted by name (a task's place is its
+    /// `--task-index`), without running them: no key or workspace is needed.
+    Plan {
+        /// Spec files or directories.
+        #[arg(required = true, value_name = "SPEC|DIR")]
+        specs: Vec<PathBuf>,
+        /// One line of JSON: `count`, `names` (for a CI matrix), and `tasks` with each
+        /// task's `index`, `name` and `spec`.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the tools offered to models.
     Tools {
         /// Print the Anthropic-format tool definitions (name, description, input_schema).

@@ -18,6 +18,7 @@ use crate::tools::Registry;
 mod artifacts;
 mod exec;
 mod finish;
+mod plan_list;
 mod runs;
 mod tools;
 
@@ -40,6 +41,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
             specs,
             show_merged: true,
         } => show_merged_command(&specs),
+        Command::Plan { specs, json } => plan_list::plan_command(&specs, json),
         Command::Tools { json, spec } => tools::tools_command(json, spec.as_deref()).await,
         Command::Policy {
             command: PolicyCommand::Check { spec, tool, input },

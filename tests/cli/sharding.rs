@@ -522,3 +522,53 @@ fn each_task_folder_has_a_result_json_an_orchestrator_can_act_on() {
         "{failed}"
     );
 }
+
+#[test]
+fn plan_lists_the_tasks_in_task_index_order_without_running_them() {
+    let dir = specs();
+    let output = drover()
+        .arg("plan")
+        .arg(dir.path().join("specs"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let plan: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(plan["count"], 9);
+    let names: Vec<String> = (1..=9).map(|i| format!("t{i}")).collect();
+    assert_eq!(plan["names"], serde_json::json!(names));
+    assert_eq!(plan["tasks"][3]["index"], 3);
+    assert_eq!(plan["tasks"][3]["name"], "t4");
+    assert!(
+        plan["tasks"][3]["spec"]
+            .as_str()
+            .unwrap()
+            .ends_with("t4.yaml"),
+        "{plan}"
+    );
+    // The task --task-index 3 runs is the one the plan puts at 3.
+    let (_, printed) = run(dir.path(), "third", &["--task-index", "3"]);
+    let ran = statuses(&dir.path().join("third"));
+    assert_eq!(ran.keys().collect::<Vec<_>>(), ["t4"], "{printed}");
+    assert!(!dir.path().join("plan-ran").exists());
+
+    // Two specs naming one task, or a spec with an error: bad input.
+    write_spec(
+        &dir.path().join("specs"),
+        "again.yaml",
+        "version: 1\nname: t4\nprompt: p\nworkspace: ../ws\nmodel: { provider: script, script: [{ text: hi }] }\n",
+    );
+    let output = drover()
+        .arg("plan")
+        .arg(dir.path().join("specs"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("task name \"t4\" is already used by"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
