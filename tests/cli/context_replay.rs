@@ -377,24 +377,7 @@ fn a_summarized_run_stopped_by_max_turns_resumes_with_the_script_where_it_was() 
 fn a_recordings_summary_cost_is_worked_out_again_not_taken() {
     let dir = tempfile::tempdir().unwrap();
     // The third result takes the request past the threshold.
-    large_files(dir.path(), 1..=2, 10);
-    large_files(dir.path(), 3..=3, 500);
-    // The fourth entry answers the summary request, with tokens the price counts.
-    let script = read_turns(1..=3)
-        + "    - text: SUMMARY read three\n      usage: { input_tokens: 10000, output_tokens: 1000 }\n"
-        + &write_turn("notes.md", "three\n")
-        + "    - text: done\n";
-    let spec = task(
-        dir.path(),
-        "priced",
-        &script,
-        "limits:\n  context: { strategy: summarize, window: 20000 }\n",
-    );
-    let text = std::fs::read_to_string(&spec).unwrap().replace(
-        "  provider: script\n",
-        "  provider: script\n  pricing: { input: 3.0, output: 15.0 }\n",
-    );
-    std::fs::write(&spec, text).unwrap();
+    let spec = priced_summary_task(dir.path(), "priced", "", "");
     let artifacts = dir.path().join("out");
     assert_exit(&run_spec(&spec, &artifacts), 0);
     let was = summary(&artifacts)["tasks"][0]["cost_usd"]
@@ -428,24 +411,7 @@ fn a_recordings_summary_cost_is_worked_out_again_not_taken() {
 #[test]
 fn a_resumed_run_counts_the_summary_it_replays_once() {
     let dir = tempfile::tempdir().unwrap();
-    large_files(dir.path(), 1..=2, 10);
-    large_files(dir.path(), 3..=3, 500);
-    let script = read_turns(1..=3)
-        + "    - text: SUMMARY read three\n      usage: { input_tokens: 10000, output_tokens: 1000 }\n"
-        + &write_turn("notes.md", "three\n")
-        + &read_turns(1..=1)
-        + "    - text: done\n";
-    let spec = task(
-        dir.path(),
-        "again",
-        &script,
-        "limits:\n  max_turns: 4\n  context: { strategy: summarize, window: 20000 }\n",
-    );
-    let text = std::fs::read_to_string(&spec).unwrap().replace(
-        "  provider: script\n",
-        "  provider: script\n  pricing: { input: 3.0, output: 15.0 }\n",
-    );
-    std::fs::write(&spec, text).unwrap();
+    let spec = priced_summary_task(dir.path(), "again", &read_turns(1..=1), "  max_turns: 4\n");
     let artifacts = dir.path().join("out");
     assert_exit(&run_spec(&spec, &artifacts), 1);
     let first = summary(&artifacts);
@@ -462,4 +428,30 @@ fn a_resumed_run_counts_the_summary_it_replays_once() {
     let cost = task["cost_usd"].as_f64().unwrap();
     assert!((cost - 0.045).abs() < 1e-9, "counted once: {cost}");
     assert_eq!(task["usage"]["input_tokens"], 10_000, "{task:#}");
+}
+
+/// A priced task whose third read takes the request past the threshold, so the fourth
+/// script entry answers the summary request (10,000 input and 1,000 output tokens:
+/// $0.045); then a write, the `more` script entries and done. `limits`: more `limits:`
+/// lines.
+fn priced_summary_task(dir: &Path, name: &str, more: &str, limits: &str) -> PathBuf {
+    large_files(dir, 1..=2, 10);
+    large_files(dir, 3..=3, 500);
+    let script = read_turns(1..=3)
+        + "    - text: SUMMARY read three\n      usage: { input_tokens: 10000, output_tokens: 1000 }\n"
+        + &write_turn("notes.md", "three\n")
+        + more
+        + "    - text: done\n";
+    let spec = task(
+        dir,
+        name,
+        &script,
+        &format!("limits:\n{limits}  context: {{ strategy: summarize, window: 20000 }}\n"),
+    );
+    let text = std::fs::read_to_string(&spec).unwrap().replace(
+        "  provider: script\n",
+        "  provider: script\n  pricing: { input: 3.0, output: 15.0 }\n",
+    );
+    std::fs::write(&spec, text).unwrap();
+    spec
 }
