@@ -386,14 +386,21 @@ pub enum PolicyCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ReportCommand {
-    /// Combine the artifacts of sharded runs into one junit.xml and summary.
+    /// Combine the artifacts of several runs (the shards of one run, one-task runs of an
+    /// orchestrator's pods, retries) into one junit.xml and summary. A task found more
+    /// than once counts as its latest run; the report lists the earlier ones.
     Merge {
-        /// The `--artifacts` directories of the shards (all N of them).
+        /// `--artifacts` directories of `drover run`, or task folders inside them (all N
+        /// shards of a sharded run).
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
         /// Where to write the merged artifacts (must be empty or absent).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// Merge the shards that are there when some of a run's shards are missing
+        /// (a warning names them; their tasks are not in the report).
+        #[arg(long)]
+        partial: bool,
     },
     /// Print the GitHub Action's step outputs from DIR/summary.json as lines for
     /// $GITHUB_OUTPUT: `output=` and the final answer of the run's task with

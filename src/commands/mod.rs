@@ -47,8 +47,8 @@ pub async fn dispatch(cli: Cli) -> i32 {
             command: PolicyCommand::Check { spec, tool, input },
         } => policy_check_command(&spec, &tool, &input),
         Command::Report {
-            command: ReportCommand::Merge { dirs, out },
-        } => merge_command(&dirs, &out),
+            command: ReportCommand::Merge { dirs, out, partial },
+        } => merge_command(&dirs, &out, crate::record::merge::MergeOptions { partial }),
         Command::Report {
             command: ReportCommand::Outputs { dir },
         } => outputs_command(&dir),
@@ -86,10 +86,15 @@ fn verify_command(transcript: &Path) -> i32 {
     }
 }
 
-/// `drover report merge`: one report from the artifacts of sharded runs; the exit code
-/// is the worst merged task's, as if the tasks had run in one `drover run`.
-fn merge_command(dirs: &[std::path::PathBuf], out: &Path) -> i32 {
-    match crate::record::merge::merge(dirs, out) {
+/// `drover report merge`: one report from the artifacts of several runs; the exit code
+/// is the worst merged task's (each task's latest run), as if the tasks had run in one
+/// `drover run`.
+fn merge_command(
+    dirs: &[std::path::PathBuf],
+    out: &Path,
+    options: crate::record::merge::MergeOptions,
+) -> i32 {
+    match crate::record::merge::merge(dirs, out, options) {
         // The shard jobs annotated their own tasks: the merge writes the step summary only.
         Ok(report) => finish_run(&report, out, false, &Console::for_people(false)),
         Err(error) => {

@@ -214,11 +214,12 @@ fn shards_together_equal_the_unsharded_run_and_merge_into_one_report() {
     assert_eq!(code, 2, "merging again into the same --out");
     assert!(stderr.contains("is not empty"), "{stderr}");
 
-    // The same shard twice is refused; so is a directory that is not drover's.
+    // The same directory twice is refused (it is not a retry); so is a directory that
+    // is not drover's.
     let twice = [shard_dirs[0].clone(), shard_dirs[0].clone()];
     let (code, stderr) = merge(&twice, &dir.path().join("twice"));
     assert_eq!(code, 2);
-    assert!(stderr.contains("is in both"), "{stderr}");
+    assert!(stderr.contains("is given twice"), "{stderr}");
     let (code, stderr) = merge(&[dir.path().join("specs")], &dir.path().join("bad"));
     assert_eq!(code, 2);
     assert!(stderr.contains("summary.json"), "{stderr}");
@@ -571,4 +572,89 @@ fn plan_lists_the_tasks_in_task_index_order_without_running_them() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[test]
+fn merge_of_retried_pods_keeps_each_task_latest_run_and_counts_the_attempts() {
+    let dir = specs();
+    // One pod per task, as a Kubernetes Indexed Job runs them.
+    let mut pods = Vec::new();
+    for index in 0..9 {
+        let out = format!("pod{index}");
+        run(dir.path(), &out, &["--task-index", &index.to_string()]);
+        pods.push(dir.path().join(out));
+    }
+    // t3 failed; it is fixed and only it is run again.
+    write_spec(
+        &dir.path().join("specs"),
+        "t3.yaml",
+        "version: 1\nname: t3\nprompt: p\nworkspace: ../ws\nmodel:\n  provider: script\n  script:\n    - text: Task 3 done.\nchecks:\n  - name: check 3\n    run: \"true\"\n",
+    );
+    let (code, printed) = run(dir.path(), "retry-t3", &["--only", "t3"]);
+    assert_eq!(code, 0, "{printed}");
+    // The retry is named first: which run is latest is when it started, not the order.
+    let mut inputs = vec![dir.path().join("retry-t3")];
+    inputs.extend(pods.iter().cloned());
+    let out = dir.path().join("merged");
+    let (code, printed) = merge(&inputs, &out);
+    // t7 still fails; t3's retry passed.
+    assert_eq!(code, 1, "{printed}");
+    let merged = statuses(&out);
+    assert_eq!(merged.len(), 9);
+    assert_eq!(merged["t3"], "passed");
+    assert_eq!(merged["t7"], "failed");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let t3 = summary["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|task| task["name"] == "t3")
+        .unwrap();
+    let earlier = t3["earlier_runs"].as_array().unwrap();
+    assert_eq!(earlier.len(), 1, "{t3}");
+    assert_eq!(earlier[0]["reason"], "checks_failed");
+    assert!(
+        earlier[0]["from"].as_str().unwrap().ends_with("pod2"),
+        "{t3}"
+    );
+    let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        markdown.contains("`t3` (2 runs; earlier: checks_failed)"),
+        "{markdown}"
+    );
+    // The kept folder is the retry's: its result.json says passed.
+    let result = std::fs::read_to_string(out.join("t3/result.json")).unwrap();
+    assert!(result.contains("\"status\": \"passed\""), "{result}");
+
+    // Task folders are inputs too: two tasks picked out of two pods.
+    let picked = dir.path().join("picked");
+    let (code, printed) = merge(&[pods[0].join("t1"), pods[6].join("t7")], &picked);
+    assert_eq!(code, 1, "{printed}");
+    assert_eq!(statuses(&picked).keys().collect::<Vec<_>>(), ["t1", "t7"]);
+}
+
+#[test]
+fn merge_of_an_incomplete_shard_set_needs_partial() {
+    let dir = specs();
+    run(dir.path(), "s1", &["--shard", "1/3"]);
+    run(dir.path(), "s3", &["--shard", "3/3"]);
+    let inputs = [dir.path().join("s1"), dir.path().join("s3")];
+    let (code, printed) = merge(&inputs, &dir.path().join("m"));
+    assert_eq!(code, 2, "{printed}");
+    assert!(printed.contains("shard 2/3 is missing"), "{printed}");
+    assert!(printed.contains("--partial"), "{printed}");
+    let output = drover()
+        .args(["report", "merge", "--partial"])
+        .args(&inputs)
+        .arg("--out")
+        .arg(dir.path().join("p"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("shard 2/3 not among the inputs"),
+        "{stderr}"
+    );
+    assert_eq!(statuses(&dir.path().join("p")).len(), 6);
 }

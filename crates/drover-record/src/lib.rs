@@ -30,7 +30,7 @@ pub use drift::DriftReport;
 pub use redact::Redactor;
 pub use replay_outcome::{ChecksRun, OutcomeFrom, RecordedOutcome, ReplayJudgement};
 pub use report::{
-    AgentRun, CheckReport, Denial, EXCLUDED_LISTED, EndReason, ExcludedFromDiff, McpServerReport,
-    RunReport, ShardId, Status, TaskReport, Todo, TodoStatus,
+    AgentRun, CheckReport, Denial, EXCLUDED_LISTED, EarlierRun, EndReason, ExcludedFromDiff,
+    McpServerReport, RunReport, ShardId, Status, TaskReport, Todo, TodoStatus,
 };
 pub use transcript::{Event, StartCommit, TranscriptReader, TranscriptWriter};

@@ -249,6 +249,26 @@ pub struct TaskReport {
     /// the run: where the work stands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wrap_up: Option<String>,
+    /// When the task started (RFC 3339, UTC): of a task run more than once, `report
+    /// merge` keeps the latest (absent in summaries older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// The task's other runs among the inputs of `report merge` (a retried pod, shard or
+    /// `--only` run), earliest first; this report is the latest. Absent when it ran once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_runs: Vec<EarlierRun>,
+}
+
+/// A run of a task that a later run of it replaced in `report merge`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EarlierRun {
+    pub status: Status,
+    pub reason: EndReason,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// The input of `report merge` it came from (its artifacts are not copied).
+    pub from: PathBuf,
 }
 
 fn is_zero(count: &u32) -> bool {

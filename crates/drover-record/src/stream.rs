@@ -164,6 +164,8 @@ mod tests {
             replay: None,
             context: None,
             wrap_up: None,
+            started_at: None,
+            earlier_runs: Vec::new(),
             start: None,
             final_text: "Fixed.".to_string(),
             todos: Vec::new(),

@@ -98,6 +98,7 @@ pub fn summary_md(report: &RunReport) -> String {
     task_table(&mut out, &report.tasks);
     replayed_outcomes(&mut out, &report.tasks);
     retries_and_agents(&mut out, &report.tasks);
+    earlier_runs_line(&mut out, &report.tasks);
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
         failed_section(&mut out, task);
     }
@@ -110,21 +111,7 @@ pub fn summary_md(report: &RunReport) -> String {
     {
         passed_denials_section(&mut out, task);
     }
-    for task in &report.tasks {
-        if let Some(drift) = &task.drift {
-            let _ = write!(
-                out,
-                "\n### {}: replay drift\n\n{} result{} differed from the recording (volatile output masked); the first at call {} ({} {}):\n\n{}",
-                code(&task.name),
-                drift.count,
-                if drift.count == 1 { "" } else { "s" },
-                drift.call,
-                code(&drift.tool),
-                code(&drift.tool_use_id),
-                fenced(&drift.diff, "diff", "")
-            );
-        }
-    }
+    drift_sections(&mut out, &report.tasks);
     for task in &report.tasks {
         excluded_from_diff_section(&mut out, task);
     }
@@ -265,6 +252,50 @@ fn retries_and_agents(out: &mut String, tasks: &[TaskReport]) {
             out,
             "\nSub-agents (included in the figures above): {}.",
             with_agents.join(", ")
+        );
+    }
+}
+
+/// Each replayed task whose results differed from the recording: how many, and the first.
+fn drift_sections(out: &mut String, tasks: &[TaskReport]) {
+    for task in tasks {
+        if let Some(drift) = &task.drift {
+            let _ = write!(
+                out,
+                "\n### {}: replay drift\n\n{} result{} differed from the recording (volatile output masked); the first at call {} ({} {}):\n\n{}",
+                code(&task.name),
+                drift.count,
+                if drift.count == 1 { "" } else { "s" },
+                drift.call,
+                code(&drift.tool),
+                code(&drift.tool_use_id),
+                fenced(&drift.diff, "diff", "")
+            );
+        }
+    }
+}
+
+/// The tasks `report merge` found more than once (a retried pod or shard): how many
+/// runs, and how the earlier ones ended; the table shows the latest.
+fn earlier_runs_line(out: &mut String, tasks: &[TaskReport]) {
+    let rerun: Vec<String> = tasks
+        .iter()
+        .filter(|t| !t.earlier_runs.is_empty())
+        .map(|t| {
+            let earlier: Vec<&str> = t.earlier_runs.iter().map(|r| r.reason.as_str()).collect();
+            format!(
+                "{} ({} runs; earlier: {})",
+                code(&t.name),
+                t.earlier_runs.len() + 1,
+                earlier.join(", ")
+            )
+        })
+        .collect();
+    if !rerun.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nRun more than once (the table shows each task's latest run): {}.",
+            rerun.join(", ")
         );
     }
 }

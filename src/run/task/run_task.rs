@@ -145,6 +145,10 @@ pub(crate) fn unfinished_report(plan: &TaskPlan, artifacts: &Path) -> TaskReport
         replay: plan.mode.replay_judgement().cloned(),
         context: None,
         wrap_up: None,
+        started_at: Some(
+            humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        ),
+        earlier_runs: Vec::new(),
     }
 }
 

@@ -48,6 +48,8 @@ pub(crate) fn task(name: &str, spec: &str, reason: EndReason, message: &str) -> 
         replay: None,
         context: None,
         wrap_up: None,
+        started_at: None,
+        earlier_runs: Vec::new(),
     }
 }
 

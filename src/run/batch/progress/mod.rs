@@ -339,6 +339,8 @@ mod tests {
             replay: None,
             context: None,
             wrap_up: None,
+            started_at: None,
+            earlier_runs: Vec::new(),
         }
     }
 
