@@ -54,6 +54,10 @@ fn main() {
         .iter()
         .all(|server| exists(&venv.join("bin").join(server)));
     probes.set("drover_has_python_servers", venv_python && python_servers);
+    let validators = ["kubernetes_validate", "argo_workflows", "yaml"]
+        .iter()
+        .all(|package| in_venv(venv, package));
+    probes.set("drover_has_fleet_validators", venv_python && validators);
     probes.finish();
 }
 

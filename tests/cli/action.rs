@@ -85,6 +85,7 @@ fn action_yml_has_the_documented_inputs_and_outputs() {
         ("artifact-name", Some("")),
         ("fail-on-task-failure", Some("true")),
         ("args", Some("")),
+        ("plan", Some("false")),
     ];
     for (name, default) in defaults {
         let input = action
@@ -108,6 +109,7 @@ fn action_yml_has_the_documented_inputs_and_outputs() {
         "summary",
         "artifacts",
         "output",
+        "plan",
     ] {
         let output = action
             .outputs
@@ -148,10 +150,11 @@ fn action_yml_is_a_composite_that_caches_runs_and_uploads() {
         save.condition.as_deref(),
         Some("steps.cache.outputs.cache-hit != 'true'")
     );
+    // Whatever the outcome, unless nothing ran (`plan: true` only lists the tasks).
     let upload = uses("actions/upload-artifact@v4");
     assert_eq!(
         upload.condition.as_deref(),
-        Some("always() && inputs.upload-artifacts == 'true'")
+        Some("always() && inputs.upload-artifacts == 'true' && inputs.plan != 'true'")
     );
     let with = upload.with.as_ref().unwrap();
     // The directory the first step chose ($RUNNER_TEMP/drover-artifacts by default).
@@ -267,6 +270,9 @@ fn docs_include_the_example_workflows_verbatim() {
         ),
         ("docs/scaling.md", "examples/kubernetes/shards.yaml"),
         ("docs/scaling.md", "examples/kubernetes/merge.yaml"),
+        ("docs/scaling.md", "examples/workflows/fleet.yml"),
+        ("docs/scaling.md", "examples/kubernetes/fleet.yaml"),
+        ("docs/scaling.md", "examples/argo/fleet.yaml"),
     ];
     for (doc, example) in cases {
         let doc_text = std::fs::read_to_string(repo.join(doc)).unwrap();

@@ -366,3 +366,29 @@ fn a_failed_task_sets_the_outputs_and_the_step_goes_on() {
     assert_eq!(ran.output("run", "exit-code"), Some("2"), "{}", ran.log);
     assert_eq!(ran.output("run", "output"), Some(""));
 }
+
+#[test]
+fn plan_mode_lists_the_tasks_as_one_line_of_json_and_runs_nothing() {
+    let job = Job::new();
+    let specs = job.workspace.join("fleet");
+    std::fs::create_dir_all(&specs).unwrap();
+    for name in ["svc-b", "svc-a"] {
+        common::write_spec(
+            &specs,
+            &format!("{name}.yaml"),
+            &format!(
+                "version: 1\nname: {name}\nprompt: p\nmodel:\n  provider: script\n  script:\n    - text: ran\n"
+            ),
+        );
+    }
+    let ran = run_action(&job, &[("tasks", "fleet"), ("plan", "true")]);
+    assert_eq!(ran.output("run", "exit-code"), Some("0"), "{}", ran.log);
+    let plan: Value = serde_json::from_str(ran.output("run", "plan").unwrap()).unwrap();
+    // What a later job's matrix takes: fromJSON(needs.plan.outputs.plan).names.
+    assert_eq!(plan["names"], json!(["svc-a", "svc-b"]));
+    assert_eq!(plan["count"], 2);
+    assert!(
+        !job.temp.join("drover-artifacts/summary.json").exists(),
+        "nothing ran"
+    );
+}
