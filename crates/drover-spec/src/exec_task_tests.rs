@@ -255,7 +255,7 @@ fn what_a_task_inherits_is_left_out_and_the_defaults_apply_as_to_a_spec() {
         assert!(!text.contains(key), "{key} in\n{text}");
     }
     let loaded =
-        crate::parse_with_defaults(Path::new("ws/drover-exec.yaml"), text, Some(&defaults))
+        crate::parse_with_defaults(Path::new("ws/drover-exec.yaml"), text, Some(&defaults), crate::Expansion::Written)
             .unwrap();
     let spec = &loaded.spec;
     assert_eq!(spec.model.value.provider, Provider::Script);
@@ -269,6 +269,7 @@ fn what_a_task_inherits_is_left_out_and_the_defaults_apply_as_to_a_spec() {
         Path::new("ws/drover-exec.yaml"),
         own.to_yaml(),
         Some(&defaults),
+        crate::Expansion::Written,
     )
     .unwrap();
     assert_eq!(
