@@ -17,6 +17,7 @@ use crate::spec::Isolation;
 use crate::tools::recorded::RecordedAnswers;
 
 use super::plan_error::{PlanError, ReplayError};
+use super::replay_inputs::RecordedSpec;
 use super::replay_inputs::ReplayOptions;
 use super::replay_inputs::{replay_servers, say_what_runs, source_spec, starting_workspace};
 use super::replay_spec::{Granted, replay_spec, unreadable_in_replays};
@@ -57,6 +58,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         spec_yaml,
         spec_sha256,
         defaults,
+        matrix,
         workspace,
         workspace_sha256,
         task,
@@ -74,7 +76,14 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         .into());
     };
     refuse_overwrite(options, &task)?;
-    let mut spec = source_spec(options, spec_path, spec_yaml, &spec_sha256, defaults)?;
+    let recorded_spec = RecordedSpec {
+        path: spec_path,
+        yaml: spec_yaml,
+        sha256: spec_sha256,
+        defaults,
+        matrix,
+    };
+    let mut spec = source_spec(options, recorded_spec)?;
     say_what_runs(&spec, options);
     let granted = Granted {
         checks: options.checks,
