@@ -54,11 +54,6 @@ fn mcp_tools_used(events: &[Event]) -> Vec<String> {
 pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError> {
     let recording = read_recording(&options.transcript)?;
     let Some(Event::RunStart {
-        spec_path,
-        spec_yaml,
-        spec_sha256,
-        defaults,
-        matrix,
         workspace,
         workspace_sha256,
         task,
@@ -76,13 +71,7 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         .into());
     };
     refuse_overwrite(options, &task)?;
-    let recorded_spec = RecordedSpec {
-        path: spec_path,
-        yaml: spec_yaml,
-        sha256: spec_sha256,
-        defaults,
-        matrix,
-    };
+    let recorded_spec = RecordedSpec::of(&recording.events[0]);
     let mut spec = source_spec(options, recorded_spec)?;
     say_what_runs(&spec, options);
     let granted = Granted {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::plan_error::{PlanError, ReplayError, defaults_change};
+use crate::record::Event;
 use crate::record::transcript::RunDefaults;
 use crate::spec;
 
@@ -49,6 +50,37 @@ pub(super) struct RecordedSpec {
     pub sha256: String,
     pub defaults: Option<Box<RunDefaults>>,
     pub matrix: Option<spec::MatrixValues>,
+}
+
+impl RecordedSpec {
+    /// What `run_start` (`event`) recorded of the spec; nothing of another event.
+    pub(super) fn of(event: &Event) -> RecordedSpec {
+        match event {
+            Event::RunStart {
+                spec_path,
+                spec_yaml,
+                spec_sha256,
+                defaults,
+                matrix,
+                ..
+            } => RecordedSpec {
+                path: spec_path.clone(),
+                yaml: spec_yaml.clone(),
+                sha256: spec_sha256.clone(),
+                defaults: defaults.clone(),
+                matrix: matrix.clone(),
+            },
+            // Asked only of a run_start (`plan_replay` matched it): another event
+            // records no spec, and a spec of nothing loads as none.
+            _ => RecordedSpec {
+                path: String::new(),
+                yaml: String::new(),
+                sha256: String::new(),
+                defaults: None,
+                matrix: None,
+            },
+        }
+    }
 }
 
 /// The spec the replay takes its data from: the file the user names with `--spec` (its

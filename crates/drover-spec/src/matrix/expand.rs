@@ -14,7 +14,7 @@ use super::template::{Insert, Template};
 use super::walk::Found;
 use crate::load::error::{Position, SpecError};
 use crate::types::TaskSpec;
-use crate::values::TaskName;
+use crate::values::{InvalidValue, TaskName};
 
 /// Whether the references of `found` can be filled from every entry: each key in each
 /// entry, a shell command's references outside quotes, and the name made of values.
@@ -98,9 +98,9 @@ pub(crate) fn expand(
                 named.insert(name, entry);
                 tasks.push((task, entry.values.clone()));
             }
-            Err(message) => errors.push(SpecError::Invalid {
+            Err(bad) => errors.push(SpecError::Invalid {
                 position: name_at.clone(),
-                message,
+                message: bad.to_string(),
             }),
         }
     }
@@ -111,13 +111,22 @@ pub(crate) fn expand(
     }
 }
 
+/// A task name an entry's values make that is no valid task name.
+#[derive(Debug, thiserror::Error)]
+#[error("name: {entry} makes the task name invalid: {error}")]
+struct BadName {
+    entry: String,
+    error: InvalidValue,
+}
+
 /// `spec` with `entry`'s values in its references' places; an error when the name it
 /// makes is no valid task name.
-fn task_of(spec: &TaskSpec, entry: &Entry) -> Result<TaskSpec, String> {
+fn task_of(spec: &TaskSpec, entry: &Entry) -> Result<TaskSpec, BadName> {
     let mut task = spec.clone();
     let name = fill(spec.name.value.as_str(), &entry.values, Insert::AsIs);
-    let name = TaskName::try_from(name).map_err(|error| {
-        format!("name: {} makes the task name invalid: {error}", entry.label)
+    let name = TaskName::try_from(name).map_err(|error| BadName {
+        entry: entry.label.clone(),
+        error,
     })?;
     task.name = Spanned::new(name, spec.name.referenced, spec.name.defined);
     fill_fields(&mut task, &entry.values);
