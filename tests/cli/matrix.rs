@@ -148,12 +148,21 @@ fn plan_lists_each_task_with_its_values_and_task_index_runs_each_once() {
         .collect();
     assert_eq!(
         names,
-        ["bump-billing", "bump-broken", "bump-search", "svc-alpha", "svc-beta"]
+        [
+            "bump-billing",
+            "bump-broken",
+            "bump-search",
+            "svc-alpha",
+            "svc-beta"
+        ]
     );
     let alpha = &plan["tasks"][3];
     assert_eq!(alpha["index"], 3);
     assert_eq!(alpha["spec"], "specs/from.yaml");
-    assert_eq!(alpha["matrix"], serde_json::json!({"service": "alpha", "port": "8080"}));
+    assert_eq!(
+        alpha["matrix"],
+        serde_json::json!({"service": "alpha", "port": "8080"})
+    );
 
     let whole = run(dir.path(), "whole", &[]);
     assert_eq!(whole.status.code(), Some(1), "{}", said(&whole));
@@ -164,7 +173,13 @@ fn plan_lists_each_task_with_its_values_and_task_index_runs_each_once() {
         let output = run(dir.path(), &out, &["--task-index", &index.to_string()]);
         let ran = statuses(&dir.path().join(&out));
         assert_eq!(ran.keys().collect::<Vec<_>>(), [name], "{}", said(&output));
-        assert!(dir.path().join(&out).join(name).join("result.json").is_file());
+        assert!(
+            dir.path()
+                .join(&out)
+                .join(name)
+                .join("result.json")
+                .is_file()
+        );
         together.extend(ran);
     }
     assert_eq!(together, whole);
@@ -177,7 +192,11 @@ fn plan_lists_each_task_with_its_values_and_task_index_runs_each_once() {
 #[test]
 fn a_task_replays_from_its_recording_after_the_matrix_file_is_gone() {
     let dir = fleet();
-    let output = run(dir.path(), "out", &["--only", "svc-alpha", "--only", "bump-billing"]);
+    let output = run(
+        dir.path(),
+        "out",
+        &["--only", "svc-alpha", "--only", "bump-billing"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
     std::fs::remove_file(dir.path().join("specs/services.yaml")).unwrap();
     for task in ["svc-alpha", "bump-billing"] {
@@ -196,7 +215,12 @@ fn a_task_replays_from_its_recording_after_the_matrix_file_is_gone() {
     // entry too: the matrix file is not read.
     let output = drover()
         .current_dir(dir.path())
-        .args(["replay", "out/svc-alpha/transcript.jsonl", "--spec", "specs/from.yaml"])
+        .args([
+            "replay",
+            "out/svc-alpha/transcript.jsonl",
+            "--spec",
+            "specs/from.yaml",
+        ])
         .args(["--artifacts", "replayed-spec"])
         .output()
         .unwrap();
@@ -223,7 +247,11 @@ fn a_task_replays_from_its_recording_after_the_matrix_file_is_gone() {
 fn a_stopped_task_of_a_matrix_resumes_without_its_matrix_file() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
-    write_spec(dir.path(), "list.json", "[{\"name\": \"one\"}, {\"name\": \"two\"}]");
+    write_spec(
+        dir.path(),
+        "list.json",
+        "[{\"name\": \"one\"}, {\"name\": \"two\"}]",
+    );
     let spec = write_spec(
         dir.path(),
         "task.yaml",
@@ -252,7 +280,12 @@ permissions:
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
     let lines = transcript(&task.join("transcript.jsonl"));
     assert_eq!(events(&lines, "resume").len(), 1);
-    assert_eq!(lines.last().unwrap()["status"], "passed", "{:?}", lines.last());
+    assert_eq!(
+        lines.last().unwrap()["status"],
+        "passed",
+        "{:?}",
+        lines.last()
+    );
     let diff = std::fs::read_to_string(task.join("diff.patch")).unwrap();
     assert!(diff.contains("+hi"), "{diff}");
 }
@@ -263,7 +296,9 @@ fn the_model_is_sent_each_tasks_own_prompt() {
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     let reply = || {
         Reply::sse(
-            &(anthropic_start(10, 0, 0) + &anthropic_text(0, "Done.") + &anthropic_end("end_turn", 5)),
+            &(anthropic_start(10, 0, 0)
+                + &anthropic_text(0, "Done.")
+                + &anthropic_end("end_turn", 5)),
         )
     };
     let server = MockServer::start(vec![reply(), reply(), reply()]);
@@ -301,7 +336,11 @@ model:
         .unwrap();
     // `${{ matrix.other }}` is a key no entry has: refused before any task runs.
     assert_eq!(output.status.code(), Some(2), "{}", said(&output));
-    assert!(said(&output).contains("has no key `other`"), "{}", said(&output));
+    assert!(
+        said(&output).contains("has no key `other`"),
+        "{}",
+        said(&output)
+    );
     assert!(server.requests().is_empty());
     let fixed = std::fs::read_to_string(&spec)
         .unwrap()

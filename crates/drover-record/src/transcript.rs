@@ -162,7 +162,7 @@ pub enum Event {
         /// substituted: a replay or resume expands the same task from `spec_yaml` with
         /// them, without the matrix's file.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        matrix: Option<std::collections::BTreeMap<String, String>>,
+        matrix: Option<Box<std::collections::BTreeMap<String, String>>>,
         /// The workspace the task started from (before any isolation copy).
         workspace: String,
         /// Fingerprint of the starting workspace; replay compares it with its own.

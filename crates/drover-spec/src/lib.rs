@@ -61,8 +61,7 @@ pub use instructions::{DEFAULT_INSTRUCTIONS, InstructionsSpec, instruction_path_
 pub use limits::LimitsSpec;
 pub use load::{
     LoadedSpec, Position, SpecError, SpecFile, collect_spec_files, load, load_every, load_recorded,
-    parse,
-    parse_every, parse_every_with_defaults, parse_with_defaults,
+    parse, parse_every, parse_every_with_defaults, parse_with_defaults,
 };
 pub use matrix::{
     Expansion, MAX_MATRIX_ENTRIES, MatrixScalar, MatrixSpec, MatrixValues, WrittenEntry,

@@ -60,7 +60,10 @@ pub(crate) fn plan_tasks(
                 Err(PlanError::Spec { problems: found }) => add_once(&mut problems, found),
                 Err(PlanError::Rules(found)) => add_once(&mut problems, vec![found]),
                 Err(error) => {
-                    if !other.iter().any(|seen: &PlanError| seen.to_string() == error.to_string()) {
+                    if !other
+                        .iter()
+                        .any(|seen: &PlanError| seen.to_string() == error.to_string())
+                    {
                         other.push(error);
                     }
                 }

@@ -68,7 +68,7 @@ impl RecordedSpec {
                 yaml: spec_yaml.clone(),
                 sha256: spec_sha256.clone(),
                 defaults: defaults.clone(),
-                matrix: matrix.clone(),
+                matrix: matrix.as_deref().cloned(),
             },
             // Asked only of a run_start (`plan_replay` matched it): another event
             // records no spec, and a spec of nothing loads as none.
@@ -108,10 +108,11 @@ pub(super) fn source_spec(
             .into()
         });
     };
-    let loaded = spec::load_recorded(named, expansion).map_err(|source| ReplayError::SpecUnreadable {
-        spec: named.clone(),
-        source,
-    })?;
+    let loaded =
+        spec::load_recorded(named, expansion).map_err(|source| ReplayError::SpecUnreadable {
+            spec: named.clone(),
+            source,
+        })?;
     if loaded.sha256 != spec_sha256 {
         return Err(ReplayError::SpecDiffers {
             spec: named.clone(),

@@ -232,7 +232,7 @@ impl RecordedRun {
             task: task.clone(),
             spec_sha256: spec_sha256.clone(),
             defaults: defaults.as_deref().cloned(),
-            matrix: matrix.clone(),
+            matrix: matrix.as_deref().cloned(),
             provider: provider.clone(),
             model: model.clone(),
             spec_path: spec_path.clone(),
@@ -257,9 +257,11 @@ fn resumed_spec(
         None => recorded_spec_here(transcript, PathBuf::from(&run.spec_path))?,
     };
     let expansion = spec::Expansion::Recorded(run.matrix.as_ref());
-    let spec = spec::load_recorded(&spec_path, expansion).map_err(|source| ResumeError::SpecUnreadable {
-        spec: spec_path.clone(),
-        source,
+    let spec = spec::load_recorded(&spec_path, expansion).map_err(|source| {
+        ResumeError::SpecUnreadable {
+            spec: spec_path.clone(),
+            source,
+        }
     })?;
     if spec.sha256 != run.spec_sha256 {
         return Err(Box::new(ResumeError::SpecChanged {

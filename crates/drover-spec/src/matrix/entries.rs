@@ -83,7 +83,10 @@ pub(crate) fn read_entries(
     let (path, text, written) = match &matrix.value {
         MatrixSpec::Entries(entries) => (spec_path.to_path_buf(), None, entries.clone()),
         MatrixSpec::From(file) => {
-            let path = spec_path.parent().unwrap_or(Path::new("")).join(&file.value);
+            let path = spec_path
+                .parent()
+                .unwrap_or(Path::new(""))
+                .join(&file.value);
             let text = spec_text(&path).map_err(|error| SpecError::Invalid {
                 position: Position::at(spec_path, Some(file.referenced)),
                 message: format!("matrix.from: {error}"),
@@ -238,7 +241,9 @@ struct ScalarVisitor;
 impl<'de> Visitor<'de> for ScalarVisitor {
     type Value = Scalar;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a matrix value: a string, a number or true/false (write nested data as a string)")
+        f.write_str(
+            "a matrix value: a string, a number or true/false (write nested data as a string)",
+        )
     }
     fn visit_str<E: de::Error>(self, value: &str) -> Result<Scalar, E> {
         Ok(Scalar::Text(value.to_string()))

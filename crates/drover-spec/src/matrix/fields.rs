@@ -21,7 +21,8 @@ pub(crate) const SUBSTITUTED: &[&str] = &[
 ];
 
 /// Where SUBSTITUTED's fields are listed for a person.
-pub(crate) const SUBSTITUTED_IN_WORDS: &str = "name, prompt, system, workspace, and the name and run of setup steps and checks";
+pub(crate) const SUBSTITUTED_IN_WORDS: &str =
+    "name, prompt, system, workspace, and the name and run of setup steps and checks";
 
 /// How a value is inserted into `field`: quoted as one word into a shell command.
 pub(crate) fn insert_into(field: &str) -> Insert {

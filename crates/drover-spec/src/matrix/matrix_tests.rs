@@ -1,8 +1,8 @@
 // Test-only module: its parent includes it under #[cfg(test)].
 use std::path::{Path, PathBuf};
 
-use super::fields::{SUBSTITUTED, string_fields};
 use super::entries::MatrixValues;
+use super::fields::{SUBSTITUTED, string_fields};
 use crate::{Expansion, SpecFile, load_every, parse_every, parse_with_defaults};
 
 const HEAD: &str = "version: 1
@@ -60,18 +60,30 @@ fn an_inline_matrix_makes_one_task_per_entry_with_its_values() {
     let names: Vec<&str> = file.specs.iter().map(|spec| spec.name()).collect();
     assert_eq!(names, ["bump-billing", "bump-search", "bump-it-s"]);
     let billing = &file.specs[0];
-    assert_eq!(billing.spec.prompt, "Bump serde in services/billing to 1.10.");
+    assert_eq!(
+        billing.spec.prompt,
+        "Bump serde in services/billing to 1.10."
+    );
     assert_eq!(billing.spec.system.as_deref(), Some("You work on billing."));
-    assert_eq!(billing.spec.workspace.as_ref().unwrap().value, "../services/billing");
+    assert_eq!(
+        billing.spec.workspace.as_ref().unwrap().value,
+        "../services/billing"
+    );
     assert_eq!(billing.spec.setup[0].name, "fetch-billing");
     assert_eq!(billing.spec.checks[0].name, "test-billing");
-    assert_eq!(billing.spec.checks[0].run, "cd 'services/billing' && cargo test");
+    assert_eq!(
+        billing.spec.checks[0].run,
+        "cd 'services/billing' && cargo test"
+    );
     let values = billing.matrix.as_ref().unwrap();
     assert_eq!(values["version"], "1.10");
     assert_eq!(values["path"], "services/billing");
     let search = &file.specs[1];
     assert_eq!(search.spec.prompt, "Bump serde in a b; rm -rf / to 2.");
-    assert_eq!(search.spec.checks[0].run, "cd 'a b; rm -rf /' && cargo test");
+    assert_eq!(
+        search.spec.checks[0].run,
+        "cd 'a b; rm -rf /' && cargo test"
+    );
     let odd = &file.specs[2];
     assert_eq!(odd.spec.checks[0].run, "cd 'it'\\''s $(id)' && cargo test");
     assert_eq!(odd.matrix.as_ref().unwrap()["version"], "true");
@@ -122,9 +134,8 @@ fn a_from_file_beside_the_spec_holds_the_entries() {
 #[test]
 fn a_from_file_is_read_as_a_spec_is_with_errors_at_its_own_place() {
     let dir = tempfile::tempdir().unwrap();
-    let body = |file: &str| {
-        format!("name: s-${{{{ matrix.a }}}}\nmatrix:\n  from: {file}\nprompt: p\n")
-    };
+    let body =
+        |file: &str| format!("name: s-${{{{ matrix.a }}}}\nmatrix:\n  from: {file}\nprompt: p\n");
     let file = file_of(dir.path(), &body("missing.yaml"));
     let error = file.errors[0].to_string();
     assert!(error.contains("spec.yaml:5:9: matrix.from:"), "{error}");
@@ -134,7 +145,10 @@ fn a_from_file_is_read_as_a_spec_is_with_errors_at_its_own_place() {
     assert!(error.contains("a matrix entry"), "{error}");
     write(dir.path(), "empty.yaml", "[]\n");
     let error = file_of(dir.path(), &body("empty.yaml")).errors[0].to_string();
-    assert!(error.contains("empty.yaml:1:1: the matrix has no entries"), "{error}");
+    assert!(
+        error.contains("empty.yaml:1:1: the matrix has no entries"),
+        "{error}"
+    );
     write(dir.path(), "map.yaml", "a: 1\n");
     let error = file_of(dir.path(), &body("map.yaml")).errors[0].to_string();
     assert!(error.contains("map.yaml:1:1"), "{error}");
@@ -183,7 +197,12 @@ fn entries_must_be_maps_of_scalars_and_the_list_neither_empty_nor_huge() {
 fn a_reference_is_refused_outside_the_substituted_fields() {
     one_error(
         "name: t-${{ matrix.a }}\nprompt: p\nmatrix: [ { a: x } ]\npermissions:\n  allow: [\"Bash(cd ${{ matrix.a }})\"]\n",
-        &["spec.yaml:7:11", "permissions.allow[0]", "not substituted here", "name, prompt"],
+        &[
+            "spec.yaml:7:11",
+            "permissions.allow[0]",
+            "not substituted here",
+            "name, prompt",
+        ],
     );
     one_error(
         "name: t-${{ matrix.a }}\nprompt: p\nmatrix: [ { a: x } ]\nenv: { pass: [\"${{ matrix.a }}\"] }\n",
@@ -207,11 +226,17 @@ fn a_key_no_entry_has_names_the_entry_and_its_keys() {
 fn references_without_a_matrix_and_malformed_ones_are_refused() {
     one_error(
         "name: t\nprompt: fix ${{ matrix.path }}\n",
-        &["spec.yaml:4:9", "prompt: ${{ matrix.path }} but the spec has no matrix:"],
+        &[
+            "spec.yaml:4:9",
+            "prompt: ${{ matrix.path }} but the spec has no matrix:",
+        ],
     );
     one_error(
         "name: t-${{ matrix.a }}\nmatrix: [ { a: x } ]\nprompt: fix ${{ matrix.a.b }}\n",
-        &["spec.yaml:5:9", "prompt: `${{ matrix.a.b }}` is not a matrix reference"],
+        &[
+            "spec.yaml:5:9",
+            "prompt: `${{ matrix.a.b }}` is not a matrix reference",
+        ],
     );
     one_error(
         "name: t-${{ matrix.a\nmatrix: [ { a: x } ]\nprompt: p\n",
@@ -224,7 +249,10 @@ fn references_without_a_matrix_and_malformed_ones_are_refused() {
         "name: t\nprompt: set ${{ github.ref }} and $${{ matrix.os }}\n",
     );
     assert!(file.errors.is_empty(), "{:?}", file.errors);
-    assert_eq!(file.specs[0].spec.prompt, "set ${{ github.ref }} and ${{ matrix.os }}");
+    assert_eq!(
+        file.specs[0].spec.prompt,
+        "set ${{ github.ref }} and ${{ matrix.os }}"
+    );
 }
 
 #[test]
@@ -235,7 +263,11 @@ fn task_names_must_use_a_value_be_valid_and_differ() {
     );
     one_error(
         "name: t-${{ matrix.a }}\nmatrix:\n  - { a: ok }\n  - { a: not ok }\nprompt: p\n",
-        &["spec.yaml:3:7", "matrix[1] (", "spec.yaml:6:5) makes the task name invalid"],
+        &[
+            "spec.yaml:3:7",
+            "matrix[1] (",
+            "spec.yaml:6:5) makes the task name invalid",
+        ],
     );
     one_error(
         "name: t-${{ matrix.a }}\nmatrix:\n  - { a: x, b: 1 }\n  - { a: x, b: 2 }\nprompt: p\n",
@@ -270,36 +302,55 @@ fn a_problem_every_task_shares_is_said_once() {
 
 #[test]
 fn a_recorded_entry_expands_one_task_without_reading_the_matrix_file() {
-    let text = format!("{HEAD}name: s-${{{{ matrix.a }}}}\nmatrix: {{ from: gone.yaml }}\nprompt: p ${{{{ matrix.a }}}}\n");
+    let text = format!(
+        "{HEAD}name: s-${{{{ matrix.a }}}}\nmatrix: {{ from: gone.yaml }}\nprompt: p ${{{{ matrix.a }}}}\n"
+    );
     let path = Path::new("/nowhere/spec.yaml");
     let values = MatrixValues::from([("a".to_string(), "one".to_string())]);
-    let loaded = parse_with_defaults(path, text.clone(), None, Expansion::Recorded(Some(&values)))
-        .unwrap();
+    let loaded =
+        parse_with_defaults(path, text.clone(), None, Expansion::Recorded(Some(&values))).unwrap();
     assert_eq!(loaded.name(), "s-one");
     assert_eq!(loaded.spec.prompt, "p one");
     assert_eq!(loaded.matrix, Some(values));
     let error = parse_with_defaults(path, text.clone(), None, Expansion::Recorded(None))
         .unwrap_err()
         .to_string();
-    assert!(error.contains("the recording names no matrix entry"), "{error}");
+    assert!(
+        error.contains("the recording names no matrix entry"),
+        "{error}"
+    );
     let error = parse_every(path, text).errors[0].to_string();
     assert!(error.contains("matrix.from:"), "{error}");
 }
 
 #[test]
 fn a_command_of_one_task_refuses_a_matrix_of_several() {
-    let text = format!("{HEAD}name: s-${{{{ matrix.a }}}}\nmatrix: [ {{ a: x }}, {{ a: y }} ]\nprompt: p\n");
-    let error = crate::parse(Path::new("spec.yaml"), text).unwrap_err().to_string();
-    assert!(error.contains("spec.yaml:4:9: this spec's matrix makes 2 tasks"), "{error}");
+    let text = format!(
+        "{HEAD}name: s-${{{{ matrix.a }}}}\nmatrix: [ {{ a: x }}, {{ a: y }} ]\nprompt: p\n"
+    );
+    let error = crate::parse(Path::new("spec.yaml"), text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("spec.yaml:4:9: this spec's matrix makes 2 tasks"),
+        "{error}"
+    );
 }
 
 #[test]
 fn a_defaults_file_holds_no_matrix_and_no_reference() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "drover.yaml", "version: 1\nmatrix: [ { a: x } ]\n");
+    write(
+        dir.path(),
+        "drover.yaml",
+        "version: 1\nmatrix: [ { a: x } ]\n",
+    );
     let file = file_of(dir.path(), "name: t\nprompt: p\n");
     let error = file.errors[0].to_string();
-    assert!(error.contains("drover.yaml:2:1: matrix: belongs in a spec"), "{error}");
+    assert!(
+        error.contains("drover.yaml:2:1: matrix: belongs in a spec"),
+        "{error}"
+    );
     write(
         dir.path(),
         "drover.yaml",
@@ -308,7 +359,10 @@ fn a_defaults_file_holds_no_matrix_and_no_reference() {
     let file = file_of(dir.path(), "name: t\nprompt: p\n");
     let error = file.errors[0].to_string();
     assert!(error.contains("drover.yaml:2:"), "{error}");
-    assert!(error.contains("a defaults file applies to every spec"), "{error}");
+    assert!(
+        error.contains("a defaults file applies to every spec"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -19,7 +19,9 @@ pub(crate) mod fields;
 pub(crate) mod template;
 pub(crate) mod walk;
 
-pub use entries::{MAX_MATRIX_ENTRIES, MatrixSpec, MatrixValues, Scalar as MatrixScalar, WrittenEntry};
+pub use entries::{
+    MAX_MATRIX_ENTRIES, MatrixSpec, MatrixValues, Scalar as MatrixScalar, WrittenEntry,
+};
 
 /// Which entries a spec is expanded with.
 #[derive(Debug, Clone, Copy)]

@@ -163,10 +163,7 @@ fn key_of(inner: &str) -> Result<&str, TemplateError> {
             "`${{{{{inner}}}}}` is not a matrix reference: write ${{{{ matrix.KEY }}}}, KEY made of letters, digits, '_' and '-' and starting with a letter or '_'"
         ))
     };
-    let key = inner
-        .trim()
-        .strip_prefix("matrix.")
-        .ok_or_else(malformed)?;
+    let key = inner.trim().strip_prefix("matrix.").ok_or_else(malformed)?;
     if valid_key(key) {
         Ok(key)
     } else {

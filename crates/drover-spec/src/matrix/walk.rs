@@ -78,7 +78,11 @@ impl Walker<'_> {
                 for entry in entries {
                     let key = &entry.key.value;
                     self.key(&entry.key, &format!("{at}.{key}"));
-                    self.node(&entry.value, &format!("{at}.{key}"), &format!("{field}.{key}"));
+                    self.node(
+                        &entry.value,
+                        &format!("{at}.{key}"),
+                        &format!("{field}.{key}"),
+                    );
                 }
             }
         }
@@ -89,7 +93,10 @@ impl Walker<'_> {
             Ok(template) if template.is_plain() => {}
             Ok(_) => self.error(
                 key.referenced,
-                format!("{at}: a key cannot hold ${{{{ matrix.KEY }}}}; {}", self.where_it_goes()),
+                format!(
+                    "{at}: a key cannot hold ${{{{ matrix.KEY }}}}; {}",
+                    self.where_it_goes()
+                ),
             ),
             Err(error) => self.error(key.referenced, format!("{at}: {error}")),
         }
@@ -113,7 +120,10 @@ impl Walker<'_> {
             }),
             _ => self.error(
                 location,
-                format!("{at}: ${{{{ matrix.KEY }}}} is not substituted here; {}", self.where_it_goes()),
+                format!(
+                    "{at}: ${{{{ matrix.KEY }}}} is not substituted here; {}",
+                    self.where_it_goes()
+                ),
             ),
         }
     }
