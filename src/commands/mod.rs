@@ -139,7 +139,7 @@ fn show_merged_command(inputs: &[std::path::PathBuf]) -> i32 {
     let mut shown = true;
     // A file with errors is not shown: its errors say what is wrong, below.
     let readable = files.iter().filter(|file| file.errors.is_empty());
-    for loaded in readable.filter_map(|file| file.spec.as_ref()) {
+    for loaded in readable.flat_map(|file| &file.specs) {
         match spec::merged_view(loaded) {
             Ok(lines) => lines.iter().for_each(|line| crate::say!("{line}")),
             Err(error) => {

@@ -9,6 +9,15 @@ use crate::exit;
 
 use super::runs::load_specs;
 
+/// One task as listed: sorted by name, then by spec.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Listed {
+    name: String,
+    spec: String,
+    /// The values of its matrix entry, for an engine's matrix to fan out on.
+    matrix: Option<crate::spec::MatrixValues>,
+}
+
 /// List the tasks of `inputs`; exit 2 when a spec has errors (two tasks sharing a
 /// name among them).
 pub(super) fn plan_command(inputs: &[std::path::PathBuf], as_json: bool) -> i32 {
@@ -16,14 +25,18 @@ pub(super) fn plan_command(inputs: &[std::path::PathBuf], as_json: bool) -> i32 
         return exit::BAD_INPUT;
     };
     let mut bad = false;
-    let mut tasks: Vec<(String, String)> = Vec::new();
+    let mut tasks: Vec<Listed> = Vec::new();
     for file in &files {
         for error in &file.errors {
             crate::esay!("drover: {error}");
             bad = true;
         }
-        if let Some(spec) = file.spec.as_ref().filter(|_| file.errors.is_empty()) {
-            tasks.push((spec.name().to_string(), file.path.display().to_string()));
+        if file.errors.is_empty() {
+            tasks.extend(file.specs.iter().map(|spec| Listed {
+                name: spec.name().to_string(),
+                spec: file.path.display().to_string(),
+                matrix: spec.matrix.clone(),
+            }));
         }
     }
     // Loading names a task two specs share as an error of the second.
@@ -35,14 +48,20 @@ pub(super) fn plan_command(inputs: &[std::path::PathBuf], as_json: bool) -> i32 
         let listed: Vec<_> = tasks
             .iter()
             .enumerate()
-            .map(|(index, (name, spec))| json!({"index": index, "name": name, "spec": spec}))
+            .map(|(index, task)| {
+                let mut listed = json!({"index": index, "name": task.name, "spec": task.spec});
+                if let Some(values) = &task.matrix {
+                    listed["matrix"] = json!(values);
+                }
+                listed
+            })
             .collect();
-        let names: Vec<&str> = tasks.iter().map(|(name, _)| name.as_str()).collect();
+        let names: Vec<&str> = tasks.iter().map(|task| task.name.as_str()).collect();
         let plan = json!({"count": tasks.len(), "names": names, "tasks": listed});
         crate::say!("{plan}");
     } else {
-        for (index, (name, spec)) in tasks.iter().enumerate() {
-            crate::say!("{index}\t{name}\t{spec}");
+        for (index, task) in tasks.iter().enumerate() {
+            crate::say!("{index}\t{}\t{}", task.name, task.spec);
         }
     }
     exit::PASSED

@@ -56,6 +56,7 @@ mod large_workspace;
 mod limits;
 mod long_run;
 mod loop_detection;
+mod matrix;
 mod mcp;
 mod mcp_bounds;
 mod mcp_faults;

@@ -158,6 +158,11 @@ pub enum Event {
         /// The defaults file merged into the spec, when its directory has one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         defaults: Option<Box<RunDefaults>>,
+        /// The matrix entry the task was expanded from (`matrix:`), its values as
+        /// substituted: a replay or resume expands the same task from `spec_yaml` with
+        /// them, without the matrix's file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        matrix: Option<Box<std::collections::BTreeMap<String, String>>>,
         /// The workspace the task started from (before any isolation copy).
         workspace: String,
         /// Fingerprint of the starting workspace; replay compares it with its own.

@@ -254,9 +254,13 @@ fn what_a_task_inherits_is_left_out_and_the_defaults_apply_as_to_a_spec() {
     for key in ["model:", "isolation:", "allow:", "sandbox:"] {
         assert!(!text.contains(key), "{key} in\n{text}");
     }
-    let loaded =
-        crate::parse_with_defaults(Path::new("ws/drover-exec.yaml"), text, Some(&defaults))
-            .unwrap();
+    let loaded = crate::parse_with_defaults(
+        Path::new("ws/drover-exec.yaml"),
+        text,
+        Some(&defaults),
+        crate::Expansion::Written,
+    )
+    .unwrap();
     let spec = &loaded.spec;
     assert_eq!(spec.model.value.provider, Provider::Script);
     assert_eq!(rules(&spec.permissions.allow), ["Read"]);
@@ -269,6 +273,7 @@ fn what_a_task_inherits_is_left_out_and_the_defaults_apply_as_to_a_spec() {
         Path::new("ws/drover-exec.yaml"),
         own.to_yaml(),
         Some(&defaults),
+        crate::Expansion::Written,
     )
     .unwrap();
     assert_eq!(

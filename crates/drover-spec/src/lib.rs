@@ -19,6 +19,7 @@ mod hooks;
 mod instructions;
 mod limits;
 mod load;
+mod matrix;
 mod mcp;
 mod model_check;
 mod network;
@@ -59,8 +60,11 @@ pub use hooks::{
 pub use instructions::{DEFAULT_INSTRUCTIONS, InstructionsSpec, instruction_path_problem};
 pub use limits::LimitsSpec;
 pub use load::{
-    LoadedSpec, Position, SpecError, SpecFile, collect_spec_files, load, load_every, parse,
-    parse_every, parse_every_with_defaults, parse_with_defaults,
+    LoadedSpec, Position, SpecError, SpecFile, collect_spec_files, load, load_every, load_recorded,
+    parse, parse_every, parse_every_with_defaults, parse_with_defaults,
+};
+pub use matrix::{
+    Expansion, MAX_MATRIX_ENTRIES, MatrixScalar, MatrixSpec, MatrixValues, WrittenEntry,
 };
 pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
 pub use network::{HostError, HostPattern, NetworkRules, NetworkSpec, Registry, UnknownRegistry};

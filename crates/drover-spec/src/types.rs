@@ -20,6 +20,9 @@ use super::values::{InvalidValue, SpecDuration, Switch, TaskName};
 pub struct TaskSpec<M = Spanned<ModelSpec>> {
     /// Required and checked when parsed: [`SpecVersion`] accepts only known versions.
     pub version: SpecVersion,
+    /// With `matrix:`, a template of names (`bump-${{ matrix.service }}`) until the spec
+    /// is expanded; each task's name is checked again then.
+    #[serde(deserialize_with = "super::values::task_name_template")]
     pub name: Spanned<TaskName>,
     pub prompt: String,
     #[serde(default)]
@@ -99,6 +102,10 @@ pub struct TaskSpec<M = Spanned<ModelSpec>> {
     /// model loads on demand with the `Skill` tool.
     #[serde(default)]
     pub skills_from: Option<Spanned<super::SkillsFrom>>,
+    /// One task per entry, its values substituted into the fields that reference them
+    /// (`${{ matrix.KEY }}`; see `matrix`).
+    #[serde(default)]
+    pub matrix: Option<Spanned<super::MatrixSpec>>,
 }
 
 /// A spec file as written: its `model:` may be left to its directory's defaults file.
@@ -136,6 +143,7 @@ impl<M> TaskSpec<M> {
             tools,
             instructions,
             skills_from,
+            matrix,
         } = self;
         TaskSpec {
             version,
@@ -165,6 +173,7 @@ impl<M> TaskSpec<M> {
             tools,
             instructions,
             skills_from,
+            matrix,
         }
     }
 }

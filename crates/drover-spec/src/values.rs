@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_saphyr::Spanned;
+
+use crate::matrix::template::{Insert, Template};
 
 /// The longest task name: it names a directory (255 bytes at most on every common file
 /// system), with room for drover's prefixes and suffixes (worktree labels, staging).
@@ -23,6 +26,44 @@ impl TaskName {
 impl std::fmt::Display for TaskName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+impl TaskName {
+    /// A spec's `name:`, which may reference matrix values: checked as a name with each
+    /// reference taken for one letter (the name of each expanded task is checked again).
+    fn template(value: String) -> Result<TaskName, InvalidValue> {
+        let template = Template::parse(&value).map_err(|error| InvalidValue(error.0))?;
+        if template.is_plain() {
+            return TaskName::try_from(value);
+        }
+        let keys: std::collections::BTreeMap<String, String> = template
+            .keys()
+            .into_iter()
+            .map(|key| (key.to_string(), "x".to_string()))
+            .collect();
+        TaskName::try_from(template.render(&keys, Insert::AsIs))?;
+        Ok(TaskName(value))
+    }
+}
+
+/// A spec's `name:`, where it was written: a task name, or a template of them.
+pub(crate) fn task_name_template<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Spanned<TaskName>, D::Error> {
+    let name = Spanned::<NameTemplate>::deserialize(deserializer)?;
+    Ok(Spanned::new(name.value.0, name.referenced, name.defined))
+}
+
+/// A task name that may reference matrix values.
+#[derive(Deserialize)]
+#[serde(try_from = "String")]
+struct NameTemplate(TaskName);
+
+impl TryFrom<String> for NameTemplate {
+    type Error = InvalidValue;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        TaskName::template(value).map(NameTemplate)
     }
 }
 

@@ -44,19 +44,28 @@ pub(crate) fn plan_tasks(
     let mut errors = Vec::new();
     for file in files {
         let mut problems = file.errors;
-        let mut other = None;
-        if let Some(spec) = file.spec {
-            problems.extend(spec_checks::check_every(&spec));
-            // A name another file took is no problem of this spec's parts.
-            if problems
-                .iter()
-                .all(|problem| matches!(problem, SpecError::DuplicateName { .. }))
-            {
-                match plan_task(spec, overrides) {
-                    Ok(plan) => plans.push(plan),
-                    Err(PlanError::Spec { problems: found }) => problems.extend(found),
-                    Err(PlanError::Rules(found)) => problems.push(found),
-                    Err(error) => other = Some(error),
+        let mut other = Vec::new();
+        // The tasks of a matrix share every part no value reaches: a problem there is
+        // said once, not once per task.
+        for spec in &file.specs {
+            add_once(&mut problems, spec_checks::check_every(spec));
+        }
+        // A name another file took is no problem of this spec's parts.
+        let plannable = problems
+            .iter()
+            .all(|problem| matches!(problem, SpecError::DuplicateName { .. }));
+        for spec in file.specs.into_iter().filter(|_| plannable) {
+            match plan_task(spec, overrides) {
+                Ok(plan) => plans.push(plan),
+                Err(PlanError::Spec { problems: found }) => add_once(&mut problems, found),
+                Err(PlanError::Rules(found)) => add_once(&mut problems, vec![found]),
+                Err(error) => {
+                    if !other
+                        .iter()
+                        .any(|seen: &PlanError| seen.to_string() == error.to_string())
+                    {
+                        other.push(error);
+                    }
                 }
             }
         }
@@ -80,6 +89,16 @@ pub(crate) fn plan_tasks(
         Ok(plans)
     } else {
         Err(errors)
+    }
+}
+
+/// `found` added to `problems`, each that is not said there already.
+fn add_once(problems: &mut Vec<SpecError>, found: Vec<SpecError>) {
+    for problem in found {
+        let said = problem.to_string();
+        if !problems.iter().any(|seen| seen.to_string() == said) {
+            problems.push(problem);
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use crate::spec::Isolation;
 use crate::tools::recorded::RecordedAnswers;
 
 use super::plan_error::{PlanError, ReplayError};
+use super::replay_inputs::RecordedSpec;
 use super::replay_inputs::ReplayOptions;
 use super::replay_inputs::{replay_servers, say_what_runs, source_spec, starting_workspace};
 use super::replay_spec::{Granted, replay_spec, unreadable_in_replays};
@@ -53,10 +54,6 @@ fn mcp_tools_used(events: &[Event]) -> Vec<String> {
 pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError> {
     let recording = read_recording(&options.transcript)?;
     let Some(Event::RunStart {
-        spec_path,
-        spec_yaml,
-        spec_sha256,
-        defaults,
         workspace,
         workspace_sha256,
         task,
@@ -74,7 +71,8 @@ pub(crate) fn plan_replay(options: &ReplayOptions) -> Result<TaskPlan, PlanError
         .into());
     };
     refuse_overwrite(options, &task)?;
-    let mut spec = source_spec(options, spec_path, spec_yaml, &spec_sha256, defaults)?;
+    let recorded_spec = RecordedSpec::of(&recording.events[0]);
+    let mut spec = source_spec(options, recorded_spec)?;
     say_what_runs(&spec, options);
     let granted = Granted {
         checks: options.checks,

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::plan_error::{PlanError, ReplayError, defaults_change};
+use crate::record::Event;
 use crate::record::transcript::RunDefaults;
 use crate::spec;
 
@@ -41,19 +42,65 @@ pub(crate) struct ReplayOptions {
     pub artifacts: PathBuf,
 }
 
+/// What `run_start` recorded of the spec: its path, text and hash, the defaults merged
+/// into it, the matrix entry it was expanded from.
+pub(super) struct RecordedSpec {
+    pub path: String,
+    pub yaml: String,
+    pub sha256: String,
+    pub defaults: Option<Box<RunDefaults>>,
+    pub matrix: Option<spec::MatrixValues>,
+}
+
+impl RecordedSpec {
+    /// What `run_start` (`event`) recorded of the spec; nothing of another event.
+    pub(super) fn of(event: &Event) -> RecordedSpec {
+        match event {
+            Event::RunStart {
+                spec_path,
+                spec_yaml,
+                spec_sha256,
+                defaults,
+                matrix,
+                ..
+            } => RecordedSpec {
+                path: spec_path.clone(),
+                yaml: spec_yaml.clone(),
+                sha256: spec_sha256.clone(),
+                defaults: defaults.clone(),
+                matrix: matrix.as_deref().cloned(),
+            },
+            // Asked only of a run_start (`plan_replay` matched it): another event
+            // records no spec, and a spec of nothing loads as none.
+            _ => RecordedSpec {
+                path: String::new(),
+                yaml: String::new(),
+                sha256: String::new(),
+                defaults: None,
+                matrix: None,
+            },
+        }
+    }
+}
+
 /// The spec the replay takes its data from: the file the user names with `--spec` (its
 /// SHA-256 must be the recorded one, and so must its defaults file's), else the recorded
 /// text merged with the recorded defaults, read as a spec at its recorded path: no
 /// defaults file is read again.
 pub(super) fn source_spec(
     options: &ReplayOptions,
-    spec_path: String,
-    spec_yaml: String,
-    spec_sha256: &str,
-    defaults: Option<Box<RunDefaults>>,
+    recorded: RecordedSpec,
 ) -> Result<spec::LoadedSpec, PlanError> {
+    let RecordedSpec {
+        path: spec_path,
+        yaml: spec_yaml,
+        sha256: spec_sha256,
+        defaults,
+        matrix,
+    } = recorded;
+    let expansion = spec::Expansion::Recorded(matrix.as_ref());
     let Some(named) = &options.spec else {
-        return recorded_spec(spec_path, spec_yaml, defaults).map_err(|source| {
+        return recorded_spec(spec_path, spec_yaml, defaults, expansion).map_err(|source| {
             ReplayError::SpecNoLongerLoads {
                 transcript: options.transcript.clone(),
                 source,
@@ -61,15 +108,16 @@ pub(super) fn source_spec(
             .into()
         });
     };
-    let loaded = spec::load(named).map_err(|source| ReplayError::SpecUnreadable {
-        spec: named.clone(),
-        source,
-    })?;
+    let loaded =
+        spec::load_recorded(named, expansion).map_err(|source| ReplayError::SpecUnreadable {
+            spec: named.clone(),
+            source,
+        })?;
     if loaded.sha256 != spec_sha256 {
         return Err(ReplayError::SpecDiffers {
             spec: named.clone(),
             transcript: options.transcript.clone(),
-            recorded: spec_sha256.to_string(),
+            recorded: spec_sha256,
             now: loaded.sha256,
         }
         .into());
@@ -91,11 +139,17 @@ fn recorded_spec(
     spec_path: String,
     spec_yaml: String,
     defaults: Option<Box<RunDefaults>>,
+    expansion: spec::Expansion,
 ) -> Result<spec::LoadedSpec, spec::SpecError> {
     let defaults = defaults
         .map(|defaults| spec::parse_defaults(Path::new(&defaults.path), defaults.yaml))
         .transpose()?;
-    spec::parse_with_defaults(Path::new(&spec_path), spec_yaml, defaults.as_ref())
+    spec::parse_with_defaults(
+        Path::new(&spec_path),
+        spec_yaml,
+        defaults.as_ref(),
+        expansion,
+    )
 }
 
 /// Say on stderr what of the spec's commands the replay runs and what it leaves out, and

@@ -129,6 +129,7 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         tools: _,
         instructions: _,
         skills_from: _,
+        matrix,
     } = source;
     TaskSpec {
         version,
@@ -180,6 +181,8 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         // answer `Skill` calls: no file of the replay's workspace or machine is read.
         instructions: None,
         skills_from: None,
+        // Expanded already, with the recorded entry (`run_start`'s `matrix`): data only.
+        matrix,
     }
 }
 

@@ -194,6 +194,8 @@ struct RecordedRun {
     spec_sha256: String,
     /// The defaults file merged into the spec, if any.
     defaults: Option<crate::record::transcript::RunDefaults>,
+    /// The matrix entry the task was expanded from, if any.
+    matrix: Option<spec::MatrixValues>,
     provider: String,
     model: String,
     spec_path: String,
@@ -211,6 +213,7 @@ impl RecordedRun {
                     task,
                     spec_sha256,
                     defaults,
+                    matrix,
                     provider,
                     model,
                     spec_path,
@@ -229,6 +232,7 @@ impl RecordedRun {
             task: task.clone(),
             spec_sha256: spec_sha256.clone(),
             defaults: defaults.as_deref().cloned(),
+            matrix: matrix.as_deref().cloned(),
             provider: provider.clone(),
             model: model.clone(),
             spec_path: spec_path.clone(),
@@ -252,9 +256,12 @@ fn resumed_spec(
         Some(spec) => spec.clone(),
         None => recorded_spec_here(transcript, PathBuf::from(&run.spec_path))?,
     };
-    let spec = spec::load(&spec_path).map_err(|source| ResumeError::SpecUnreadable {
-        spec: spec_path.clone(),
-        source,
+    let expansion = spec::Expansion::Recorded(run.matrix.as_ref());
+    let spec = spec::load_recorded(&spec_path, expansion).map_err(|source| {
+        ResumeError::SpecUnreadable {
+            spec: spec_path.clone(),
+            source,
+        }
     })?;
     if spec.sha256 != run.spec_sha256 {
         return Err(Box::new(ResumeError::SpecChanged {

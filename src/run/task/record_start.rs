@@ -91,6 +91,7 @@ pub(super) fn record_start(
                 yaml: defaults.text.clone(),
             })
         }),
+        matrix: plan.spec.matrix.clone().map(Box::new),
         workspace: absolute(&plan.workspace.origin),
         workspace_sha256: fingerprint.to_string(),
         max_turns: plan.limits.max_turns,

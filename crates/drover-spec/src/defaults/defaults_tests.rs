@@ -433,8 +433,13 @@ fn recorded_defaults_text_makes_the_same_spec_without_the_file() {
     let defaults = loaded.defaults.clone().unwrap();
     let again = parse_defaults(&defaults.path, defaults.text.clone()).unwrap();
     assert_eq!(again.sha256, defaults.sha256);
-    let replayed =
-        crate::load::parse_with_defaults(&path, loaded.text.clone(), Some(&again)).unwrap();
+    let replayed = crate::load::parse_with_defaults(
+        &path,
+        loaded.text.clone(),
+        Some(&again),
+        crate::Expansion::Written,
+    )
+    .unwrap();
     assert_eq!(format!("{:?}", replayed.spec), format!("{:?}", loaded.spec));
 }
 

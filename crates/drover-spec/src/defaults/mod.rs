@@ -19,6 +19,7 @@ use crate::load::checks::model_and_limits;
 use crate::load::error::SpecError;
 use crate::load::read::{sha256_hex, spec_text};
 use crate::load::yaml::from_yaml_every;
+use crate::matrix::walk::{Document, walk};
 use crate::sandbox::SandboxSpec;
 use crate::types::{EnvSpec, Isolation, Limits, ModelSpec, Permissions, SpecVersion};
 
@@ -26,7 +27,7 @@ mod apply;
 mod located;
 mod merged;
 mod shown;
-mod tree;
+pub(crate) mod tree;
 
 pub(crate) use apply::apply;
 pub(crate) use located::Files;
@@ -179,6 +180,7 @@ fn parse_defaults_every(path: &Path, text: String) -> Result<Defaults, Vec<SpecE
             return Err(errors);
         }
     };
+    errors.extend(walk(path, &tree, Document::Defaults).errors);
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -196,6 +198,14 @@ fn parse_defaults_every(path: &Path, text: String) -> Result<Defaults, Vec<SpecE
 /// saying which it may.
 fn with_hint(error: SpecError) -> SpecError {
     match error {
+        SpecError::Invalid { position, message }
+            if position.column == 1 && message.contains("unknown field `matrix`") =>
+        {
+            SpecError::Invalid {
+                message: "matrix: belongs in a spec, not in a defaults file (whose settings every spec beside it inherits): write matrix: in the spec it expands into tasks".to_string(),
+                position,
+            }
+        }
         SpecError::Invalid { position, message }
             if position.column == 1 && message.contains("unknown field") =>
         {

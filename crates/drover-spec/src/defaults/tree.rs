@@ -56,7 +56,7 @@ impl Node {
 }
 
 /// The one line of `source` a scalar at `at` was written as, if its span says.
-fn written<'a>(source: &'a str, at: &serde_saphyr::Location) -> Option<&'a str> {
+pub(crate) fn written<'a>(source: &'a str, at: &serde_saphyr::Location) -> Option<&'a str> {
     let span = at.span();
     let start = usize::try_from(span.byte_offset()?).ok()?;
     let len = usize::try_from(span.byte_len()?).ok()?;

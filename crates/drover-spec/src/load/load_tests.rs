@@ -348,7 +348,7 @@ fn every_unknown_key_and_every_bad_value_is_reported() {
     assert!(at("max_cost_usd must be a positive number").contains("bad.yaml:20:17:"));
     assert_eq!(errors.len(), 6, "{errors:#?}");
     // What remains is the spec as written, for the checks that come after.
-    let spec = file.spec.unwrap();
+    let spec = file.specs.into_iter().next().unwrap();
     assert_eq!(spec.spec.permissions.allow.len(), 3);
     assert_eq!(spec.text.lines().nth(4), Some("isolaton: copy"));
 }
@@ -366,7 +366,7 @@ fn a_wrong_type_after_an_unknown_key_ends_the_file_with_both() {
     assert_eq!(errors.len(), 2, "{errors:#?}");
     assert!(errors[0].contains("bad.yaml:5:1:") && errors[0].contains("isolaton"));
     assert!(errors[1].contains("bad.yaml:17:14:"), "{errors:#?}");
-    assert!(file.spec.is_none());
+    assert!(file.specs.is_empty());
     // A misspelled key's right spelling is missing, and both are said.
     let file = parse_every(
         &dir.path().join("bad.yaml"),

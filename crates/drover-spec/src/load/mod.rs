@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_saphyr::Location;
 
 use crate::defaults::{self, Defaults, Files, Node, apply, is_defaults_file, merge};
+use crate::matrix::{self, Expansion, MatrixValues};
 use crate::types::{TaskSpec, WrittenSpec};
 
 pub(crate) mod checks;
@@ -33,6 +34,9 @@ pub struct LoadedSpec {
     /// The defaults file of the spec's directory, merged into `spec` (recorded in the
     /// transcript beside the spec's text).
     pub defaults: Option<Defaults>,
+    /// The matrix entry this task was expanded from, its values as substituted
+    /// (recorded in the transcript, so a replay expands the same task again).
+    pub matrix: Option<MatrixValues>,
 }
 
 impl LoadedSpec {
@@ -84,46 +88,66 @@ impl LoadedSpec {
     }
 }
 
-/// Load and validate one spec file, with the defaults file of its directory; the first
-/// problem is the error.
+/// Load and validate the spec file of one task, with the defaults file of its
+/// directory; the first problem is the error (a matrix of several tasks is one).
 pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
+    load_recorded(path, Expansion::Written)
+}
+
+/// [`load`], the spec's matrix (if any) expanded as `expansion` says: with a recorded
+/// entry, the matrix's own entries are not read.
+pub fn load_recorded(path: &Path, expansion: Expansion) -> Result<LoadedSpec, SpecError> {
     let text = read::spec_text(path)?;
     let defaults = defaults::defaults_of_spec(path)?;
-    parse_with_defaults(path, text, defaults.as_ref())
+    parse_with_defaults(path, text, defaults.as_ref(), expansion)
 }
 
-/// Parse and validate spec text that came from `path` (errors name that path), alone;
-/// the first problem is the error.
+/// Parse and validate the spec text of one task that came from `path` (errors name
+/// that path), alone; the first problem is the error.
 pub fn parse(path: &Path, text: String) -> Result<LoadedSpec, SpecError> {
-    parse_with_defaults(path, text, None)
+    parse_with_defaults(path, text, None, Expansion::Written)
 }
 
-/// Parse and validate spec text that came from `path`, merged with `defaults` (the
-/// defaults file of its directory, or the one a recording holds); the first problem is
-/// the error, at the file that wrote the value.
+/// Parse and validate the spec text of one task that came from `path`, merged with
+/// `defaults` (the defaults file of its directory, or the one a recording holds), its
+/// matrix expanded as `expansion` says; the first problem is the error, at the file
+/// that wrote the value. A matrix that makes several tasks is an error: the caller
+/// wants one.
 pub fn parse_with_defaults(
     path: &Path,
     text: String,
     defaults: Option<&Defaults>,
+    expansion: Expansion,
 ) -> Result<LoadedSpec, SpecError> {
-    let mut file = parse_every_with_defaults(path, text, defaults);
-    match (file.spec, file.errors.is_empty()) {
-        (Some(spec), true) => Ok(spec),
-        _ => Err(file.errors.swap_remove(0)),
+    let mut file = parse_file(path, text, defaults, expansion);
+    if !file.errors.is_empty() {
+        return Err(file.errors.swap_remove(0));
+    }
+    let count = file.specs.len();
+    match file.specs.pop() {
+        Some(spec) if count == 1 => Ok(spec),
+        _ => Err(SpecError::Invalid {
+            position: Position::at(path, file.matrix_at),
+            message: format!(
+                "this spec's matrix makes {count} tasks, and this command takes the spec of one task: run them with drover run, list them with drover plan"
+            ),
+        }),
     }
 }
 
-/// One spec file as far as it could be read: the spec, when the parser could make one of
-/// it, and every problem found in it, in the order found.
+/// One spec file as far as it could be read: its tasks, when the parser could make them
+/// of it, and every problem found in it, in the order found.
 #[derive(Debug)]
 pub struct SpecFile {
     pub path: PathBuf,
-    /// The spec as written, merged with its defaults; with unknown keys left out when
-    /// `errors` names them. A spec with errors is for further checks only, never for a
-    /// run.
-    pub spec: Option<LoadedSpec>,
-    /// Never empty when `spec` is None.
+    /// The spec's tasks, merged with its defaults: one, or one per entry of its matrix
+    /// (in the matrix's order). With errors, the spec as written, with unknown keys left
+    /// out when `errors` names them: for further checks only, never for a run.
+    pub specs: Vec<LoadedSpec>,
+    /// Never empty when `specs` is.
     pub errors: Vec<SpecError>,
+    /// Where `matrix:` is written, when it is.
+    pub matrix_at: Option<Location>,
 }
 
 /// Parse spec text that came from `path` and validate it alone, collecting every
@@ -142,35 +166,56 @@ pub fn parse_every_with_defaults(
     text: String,
     defaults: Option<&Defaults>,
 ) -> SpecFile {
+    parse_file(path, text, defaults, Expansion::Written)
+}
+
+/// [`parse_every_with_defaults`], the matrix expanded as `expansion` says. A problem
+/// every task of a matrix has (a check of a field no value reaches) is said once.
+fn parse_file(
+    path: &Path,
+    text: String,
+    defaults: Option<&Defaults>,
+    expansion: Expansion,
+) -> SpecFile {
     let (parsed, mut errors) = from_yaml_every::<WrittenSpec>(path, &text);
-    let spec = parsed.and_then(
-        |(written, read)| match merged(path, written, &read, defaults) {
-            Ok(spec) => Some(spec),
-            Err(error) => {
-                errors.push(error);
-                None
+    let mut specs = Vec::new();
+    let mut matrix_at = None;
+    if let Some((written, read)) = parsed {
+        match merged(path, written, &read, defaults) {
+            Ok(spec) => {
+                matrix_at = spec.matrix.as_ref().map(|matrix| matrix.referenced);
+                let tasks = matrix::tasks(path, &read, spec, expansion);
+                errors.extend(tasks.errors);
+                let files = Files {
+                    spec: path,
+                    defaults: defaults.map(|d| d.path.as_path()),
+                };
+                let sha256 = read::sha256_hex(text.as_bytes());
+                for (spec, values) in tasks.tasks {
+                    for problem in cross_field::problems(&files, &spec) {
+                        let said = problem.to_string();
+                        if !errors.iter().any(|error| error.to_string() == said) {
+                            errors.push(problem);
+                        }
+                    }
+                    specs.push(LoadedSpec {
+                        path: path.to_path_buf(),
+                        text: text.clone(),
+                        sha256: sha256.clone(),
+                        spec,
+                        defaults: defaults.cloned(),
+                        matrix: values,
+                    });
+                }
             }
-        },
-    );
-    let spec = spec.map(|spec| {
-        let files = Files {
-            spec: path,
-            defaults: defaults.map(|d| d.path.as_path()),
-        };
-        errors.extend(cross_field::problems(&files, &spec));
-        let sha256 = read::sha256_hex(text.as_bytes());
-        LoadedSpec {
-            path: path.to_path_buf(),
-            text,
-            sha256,
-            spec,
-            defaults: defaults.cloned(),
+            Err(error) => errors.push(error),
         }
-    });
+    }
     SpecFile {
         path: path.to_path_buf(),
-        spec,
+        specs,
         errors,
+        matrix_at,
     }
 }
 
@@ -330,8 +375,9 @@ pub fn load_every(files: &[PathBuf]) -> Vec<SpecFile> {
                     Err((path, errors)) => {
                         loaded.push(SpecFile {
                             path,
-                            spec: None,
+                            specs: Vec::new(),
                             errors,
+                            matrix_at: None,
                         });
                         None
                     }
@@ -343,23 +389,25 @@ pub fn load_every(files: &[PathBuf]) -> Vec<SpecFile> {
             Ok(text) => parse_every_with_defaults(path, text, defaults.as_ref()),
             Err(error) => SpecFile {
                 path: path.clone(),
-                spec: None,
+                specs: Vec::new(),
                 errors: vec![error],
+                matrix_at: None,
             },
         });
     }
     let mut names: HashMap<String, Position> = HashMap::new();
     for file in &mut loaded {
-        let Some(spec) = &file.spec else { continue };
-        let position = Position::at(&spec.path, Some(spec.spec.name.referenced));
-        match names.get(spec.name()) {
-            Some(first) => file.errors.push(SpecError::DuplicateName {
-                name: spec.name().to_string(),
-                first: first.clone(),
-                second: position,
-            }),
-            None => {
-                names.insert(spec.name().to_string(), position);
+        for spec in &file.specs {
+            let position = Position::at(&spec.path, Some(spec.spec.name.referenced));
+            match names.get(spec.name()) {
+                Some(first) => file.errors.push(SpecError::DuplicateName {
+                    name: spec.name().to_string(),
+                    first: first.clone(),
+                    second: position,
+                }),
+                None => {
+                    names.insert(spec.name().to_string(), position);
+                }
             }
         }
     }
