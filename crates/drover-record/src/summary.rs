@@ -96,6 +96,7 @@ pub fn summary_md(report: &RunReport) -> String {
         return out;
     }
     task_table(&mut out, &report.tasks);
+    repositories(&mut out, &report.tasks);
     replayed_outcomes(&mut out, &report.tasks);
     retries_and_agents(&mut out, &report.tasks);
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
@@ -197,6 +198,30 @@ fn outcome_cell(task: &TaskReport) -> String {
             format!("{icon} {status} (as recorded)")
         }
         _ => format!("{} {status}", outcome_icon(task.status)),
+    }
+}
+
+/// For each task cloned from a repository (`repo:`): the repository and the commit it
+/// started from, so a reader can fetch that commit and apply the task's diff.
+fn repositories(out: &mut String, tasks: &[TaskReport]) {
+    for task in tasks {
+        let Some(start) = &task.start else {
+            continue;
+        };
+        let Some(repository) = &start.repository else {
+            continue;
+        };
+        let asked = repository
+            .git_ref
+            .as_deref()
+            .map_or_else(|| " (the remote's HEAD)".to_string(), |r| format!(" (ref {})", code(r)));
+        let _ = write!(
+            out,
+            "\n{} started from {} at commit {}{asked}.\n",
+            code(&task.name),
+            code(&repository.url),
+            code(&start.commit)
+        );
     }
 }
 

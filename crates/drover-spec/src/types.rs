@@ -27,6 +27,9 @@ pub struct TaskSpec<M = Spanned<ModelSpec>> {
     /// Relative to the spec file; default: the current directory.
     #[serde(default)]
     pub workspace: Option<Spanned<String>>,
+    /// A git repository cloned (or fetched) as the workspace, instead of `workspace:`.
+    #[serde(default)]
+    pub repo: Option<Spanned<super::RepoSpec>>,
     /// How the workspace is isolated ([`TaskSpec::isolation`]); where it is written, for
     /// an isolation the workspace cannot have.
     #[serde(default, rename = "isolation")]
@@ -114,6 +117,7 @@ impl<M> TaskSpec<M> {
             prompt,
             system,
             workspace,
+            repo,
             isolation_spec,
             model: _,
             permissions,
@@ -143,6 +147,7 @@ impl<M> TaskSpec<M> {
             prompt,
             system,
             workspace,
+            repo,
             isolation_spec,
             model,
             permissions,

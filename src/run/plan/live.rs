@@ -26,6 +26,8 @@ pub(crate) struct Overrides {
     /// `--timeout`: every spec's `limits.timeout`.
     pub timeout: Option<crate::spec::TimeoutLimit>,
     pub workspace: Option<PathBuf>,
+    /// `--repo-cache` (or `DROVER_REPO_CACHE`): the mirrors `repo:` tasks fetch through.
+    pub repo_cache: Option<PathBuf>,
 }
 
 /// Turn spec files into runnable plans, or say every reason they cannot run, at once:
@@ -153,11 +155,25 @@ pub(crate) fn plan_task(
     let mut errors = Vec::new();
     let limits = loop_limits(&spec, overrides);
     let (model, web_fetch_model) = models(&spec, overrides, &limits, &mut errors);
-    let origin = overrides
-        .workspace
-        .clone()
-        .unwrap_or_else(|| spec.workspace_dir());
-    errors.extend(workspace_problem(&spec, overrides, &origin));
+    // `--workspace` replaces `repo:` too: the task works in that directory, no clone.
+    let repo = match overrides.workspace {
+        Some(_) => None,
+        None => super::repo_plan::repo_request(&spec, overrides.repo_cache.as_deref())
+            .map_err(|found| errors.extend(found))
+            .ok()
+            .flatten(),
+    };
+    let cloned = spec.spec.repo.is_some() && overrides.workspace.is_none();
+    // A clone's directory is made when the task starts: until then its `path:` (or
+    // nothing, for a temp directory) stands for it.
+    let origin = match (&overrides.workspace, &repo) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(request)) => request.path.clone().unwrap_or_default(),
+        (None, None) => spec.workspace_dir(),
+    };
+    if !cloned {
+        errors.extend(workspace_problem(&spec, overrides, &origin));
+    }
     let Some(model) = model.filter(|_| errors.is_empty()) else {
         return Err(PlanError::Spec { problems: errors });
     };
@@ -180,7 +196,9 @@ pub(crate) fn plan_task(
         &agents.keys().map(String::as_str).collect::<Vec<_>>(),
         &skills.keys().map(String::as_str).collect::<Vec<_>>(),
     ));
-    spec_checks::missing_instructions(&spec, &origin)?;
+    if !cloned {
+        spec_checks::missing_instructions(&spec, &origin)?;
+    }
     notes.extend(spec.spec.network_notes());
     for note in &notes {
         crate::esay!("drover: note: {}: {note}", spec.name());
@@ -204,6 +222,7 @@ pub(crate) fn plan_task(
             own_outputs: Default::default(),
             saved_index: None,
             at_commit: None,
+            repo,
         },
         spec,
         model,

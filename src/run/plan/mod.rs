@@ -7,6 +7,7 @@ mod conflicts;
 mod live;
 mod plan_error;
 mod referenced_file;
+mod repo_plan;
 mod replay;
 mod replay_inputs;
 mod replay_spec;
