@@ -211,10 +211,10 @@ fn repositories(out: &mut String, tasks: &[TaskReport]) {
         let Some(repository) = &start.repository else {
             continue;
         };
-        let asked = repository
-            .git_ref
-            .as_deref()
-            .map_or_else(|| " (the remote's HEAD)".to_string(), |r| format!(" (ref {})", code(r)));
+        let asked = repository.git_ref.as_deref().map_or_else(
+            || " (the remote's HEAD)".to_string(),
+            |r| format!(" (ref {})", code(r)),
+        );
         let _ = write!(
             out,
             "\n{} started from {} at commit {}{asked}.\n",

@@ -148,14 +148,11 @@ impl StartCommit {
         match &self.repository {
             None => format!("commit {}{dirty}", self.commit),
             Some(repository) => {
-                let asked = repository
-                    .git_ref
-                    .as_deref()
-                    .map_or_else(|| " (the remote's HEAD)".to_string(), |r| format!(" (ref {r})"));
-                format!(
-                    "{} at commit {}{asked}{dirty}",
-                    repository.url, self.commit
-                )
+                let asked = repository.git_ref.as_deref().map_or_else(
+                    || " (the remote's HEAD)".to_string(),
+                    |r| format!(" (ref {r})"),
+                );
+                format!("{} at commit {}{asked}{dirty}", repository.url, self.commit)
             }
         }
     }

@@ -72,8 +72,8 @@ pub(super) fn repo_request(
 /// `path:` must be absent or an empty directory: drover never clobbers files.
 fn path_problem(dir: &Path) -> Option<String> {
     let meta = std::fs::symlink_metadata(dir).ok()?;
-    let empty = meta.is_dir()
-        && std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
+    let empty =
+        meta.is_dir() && std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
     (!empty).then(|| {
         format!(
             "repo.path {} is there and not an empty directory; drover clones only into a new or empty directory and never clobbers files: empty or remove it, or name another path",

@@ -25,10 +25,9 @@ pub(super) async fn clone_repo(
         return Ok(None);
     };
     let stop = interrupt.clone();
-    let cloned = tokio::task::spawn_blocking(move || {
-        check_out(&request, &move || stop.is_cancelled())
-    })
-    .await;
+    let cloned =
+        tokio::task::spawn_blocking(move || check_out(&request, &move || stop.is_cancelled()))
+            .await;
     let checkout = match cloned {
         Ok(Ok(checkout)) => checkout,
         Ok(Err(error)) => {

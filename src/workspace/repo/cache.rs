@@ -48,11 +48,15 @@ pub(super) fn fetch_through(
     let local = |what: &str, error: std::io::Error| RepoError::local(url, what, &error);
     std::fs::create_dir_all(cache).map_err(|e| local("--repo-cache", e))?;
     let (mirror, lock_path) = mirror_paths(cache, url);
-    let _lock = lock(&lock_path, git.deadline, git.stop).map_err(|e| local("the cache's lock", e))?;
+    let _lock =
+        lock(&lock_path, git.deadline, git.stop).map_err(|e| local("the cache's lock", e))?;
     let fail = |what: &'static str| move |failure| RepoError::of(url, what, failure);
     if !mirror.join("HEAD").is_file() {
-        git.run(None, &["init", "--quiet", "--bare", "--", &path_text(&mirror)])
-            .map_err(fail("making the cache's mirror"))?;
+        git.run(
+            None,
+            &["init", "--quiet", "--bare", "--", &path_text(&mirror)],
+        )
+        .map_err(fail("making the cache's mirror"))?;
     }
     git.run(Some(&mirror), &["config", "remote.origin.url", url])
         .map_err(fail("making the cache's mirror"))?;
@@ -66,8 +70,11 @@ pub(super) fn fetch_through(
             if commit_of(git, &mirror, &format!("{id}^{{commit}}")).is_none() {
                 // A commit no branch or tag reaches: fetched by id and kept by a ref.
                 let keep = format!("+{id}:refs/drover/commits/{id}");
-                git.run(Some(&mirror), &["fetch", "--quiet", "--no-tags", "--", url, &keep])
-                    .map_err(fail("fetching the commit into the cache"))?;
+                git.run(
+                    Some(&mirror),
+                    &["fetch", "--quiet", "--no-tags", "--", url, &keep],
+                )
+                .map_err(fail("fetching the commit into the cache"))?;
             }
             id.clone()
         }
@@ -95,7 +102,11 @@ fn path_text(path: &Path) -> String {
 
 /// Take the lock at `path`, waiting while another task or drover holds it, until the
 /// clone's deadline or an interrupt.
-fn lock(path: &Path, deadline: Instant, stop: &(dyn Fn() -> bool + Sync)) -> std::io::Result<OwnedFd> {
+fn lock(
+    path: &Path,
+    deadline: Instant,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> std::io::Result<OwnedFd> {
     let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::open(path, flags, Mode::from_raw_mode(0o600))?;
     loop {

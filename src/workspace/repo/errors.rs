@@ -69,9 +69,7 @@ impl RepoError {
             },
             GitFailure::Interrupted => RepoError {
                 kind: RepoErrorKind::Interrupted,
-                message: format!(
-                    "interrupted while repo {url} was cloned; the agent never ran"
-                ),
+                message: format!("interrupted while repo {url} was cloned; the agent never ran"),
             },
             GitFailure::Failed(stderr) => {
                 let said = git_said(&stderr);
@@ -161,7 +159,11 @@ mod tests {
             ),
         );
         assert_eq!(refused.kind, RepoErrorKind::Refused);
-        assert!(refused.message.starts_with("repo git://h/a.git: "), "{}", refused.message);
+        assert!(
+            refused.message.starts_with("repo git://h/a.git: "),
+            "{}",
+            refused.message
+        );
         let down = RepoError::of(
             "git://127.0.0.1:1/a.git",
             "listing its refs",
@@ -170,8 +172,16 @@ mod tests {
             ),
         );
         assert_eq!(down.kind, RepoErrorKind::Unavailable);
-        let slow = RepoError::of("u", "fetching", GitFailure::TimedOut(Duration::from_secs(5)));
+        let slow = RepoError::of(
+            "u",
+            "fetching",
+            GitFailure::TimedOut(Duration::from_secs(5)),
+        );
         assert_eq!(slow.kind, RepoErrorKind::Unavailable);
-        assert!(slow.message.contains("repo.timeout (5s)"), "{}", slow.message);
+        assert!(
+            slow.message.contains("repo.timeout (5s)"),
+            "{}",
+            slow.message
+        );
     }
 }

@@ -156,7 +156,13 @@ fn commit_of(git: &RemoteGit<'_>, dir: &Path, revision: &str) -> Option<String> 
     let output = git
         .run(
             Some(dir),
-            &["rev-parse", "--verify", "--quiet", "--end-of-options", revision],
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                revision,
+            ],
         )
         .ok()?;
     let id = String::from_utf8_lossy(&output).trim().to_string();
@@ -197,8 +203,7 @@ fn check_out_commit(
 fn empty_directory(path: &Path, url: &str) -> Result<PathBuf, RepoError> {
     match std::fs::symlink_metadata(path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(path)
-                .map_err(|e| RepoError::local(url, "repo.path", &e))?;
+            std::fs::create_dir_all(path).map_err(|e| RepoError::local(url, "repo.path", &e))?;
         }
         Err(error) => return Err(RepoError::local(url, "repo.path", &error)),
         Ok(meta) if !meta.is_dir() => return Err(RepoError::not_empty(url, path)),

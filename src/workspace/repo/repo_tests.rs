@@ -57,17 +57,32 @@ fn branches_tags_commits_and_head_are_checked_out() {
     let (origin, first, second) = origin();
     let head = check_out(&request(origin.path(), None), &never).unwrap();
     assert_eq!(head.commit, second);
-    assert_eq!(std::fs::read_to_string(head.dir.join("a.txt")).unwrap(), "two\n");
-    for (asked, commit) in [("dev", &first), ("v1", &first), (&first[..10], &first), (first.as_str(), &first)] {
+    assert_eq!(
+        std::fs::read_to_string(head.dir.join("a.txt")).unwrap(),
+        "two\n"
+    );
+    for (asked, commit) in [
+        ("dev", &first),
+        ("v1", &first),
+        (&first[..10], &first),
+        (first.as_str(), &first),
+    ] {
         let checkout = check_out(&request(origin.path(), Some(asked)), &never).unwrap();
         assert_eq!(&checkout.commit, commit, "{asked}");
-        assert_eq!(std::fs::read_to_string(checkout.dir.join("a.txt")).unwrap(), "one\n");
+        assert_eq!(
+            std::fs::read_to_string(checkout.dir.join("a.txt")).unwrap(),
+            "one\n"
+        );
     }
     let error = check_out(&request(origin.path(), Some("nope")), &never)
         .err()
         .unwrap();
     assert_eq!(error.kind, RepoErrorKind::Refused);
-    assert!(error.message.contains("nope") && error.message.contains("main"), "{}", error.message);
+    assert!(
+        error.message.contains("nope") && error.message.contains("main"),
+        "{}",
+        error.message
+    );
 }
 
 #[test]
@@ -82,8 +97,15 @@ fn a_temp_checkout_goes_with_its_task_and_a_path_must_be_empty() {
     let mut asked = request(origin.path(), None);
     asked.path = Some(place.path().to_path_buf());
     let error = check_out(&asked, &never).err().unwrap();
-    assert!(error.message.contains("not an empty directory"), "{}", error.message);
-    assert_eq!(std::fs::read_to_string(place.path().join("keep.txt")).unwrap(), "mine");
+    assert!(
+        error.message.contains("not an empty directory"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        std::fs::read_to_string(place.path().join("keep.txt")).unwrap(),
+        "mine"
+    );
 }
 
 /// Every inode of the regular files below `dir`.
@@ -121,7 +143,10 @@ fn a_cached_checkout_shares_no_file_with_the_mirror() {
     assert_eq!(checkout.commit, second);
     let (mirror, _) = cache::mirror_paths(cache.path(), &asked.url.clean);
     assert!(mirror.join("HEAD").is_file());
-    let shared: Vec<_> = inodes(&mirror).intersection(&inodes(&checkout.dir)).copied().collect();
+    let shared: Vec<_> = inodes(&mirror)
+        .intersection(&inodes(&checkout.dir))
+        .copied()
+        .collect();
     assert!(shared.is_empty(), "{shared:?}");
     let config = std::fs::read_to_string(checkout.dir.join(".git/config")).unwrap();
     assert!(config.contains(&asked.url.clean), "{config}");

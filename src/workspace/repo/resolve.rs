@@ -26,7 +26,10 @@ pub(super) enum Unresolved {
     /// The remote has no ref at all.
     Empty,
     /// No branch or tag of that name; some of the branches there.
-    NoSuchRef { asked: String, branches: Vec<String> },
+    NoSuchRef {
+        asked: String,
+        branches: Vec<String>,
+    },
 }
 
 /// The ref lines of `git ls-remote --symref`: (`name`, `id`), and HEAD's target.

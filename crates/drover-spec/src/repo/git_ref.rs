@@ -10,7 +10,9 @@ pub struct GitRef(String);
 impl GitRef {
     /// `text` checked ([`ref_problem`]).
     pub fn new(text: &str) -> Option<GitRef> {
-        ref_problem(text).is_none().then(|| GitRef(text.to_string()))
+        ref_problem(text)
+            .is_none()
+            .then(|| GitRef(text.to_string()))
     }
 
     pub fn as_str(&self) -> &str {

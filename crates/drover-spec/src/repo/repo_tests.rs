@@ -50,12 +50,39 @@ fn programs_options_and_other_schemes_are_refused() {
 
 #[test]
 fn refs_follow_check_ref_format() {
-    for good in ["main", "release/1.2", "v1.0.0", "refs/heads/x", "abc123", "deadbeef"] {
+    for good in [
+        "main",
+        "release/1.2",
+        "v1.0.0",
+        "refs/heads/x",
+        "abc123",
+        "deadbeef",
+    ] {
         assert_eq!(ref_problem(good), None, "{good}");
     }
     for bad in [
-        "", "-x", "--upload-pack=x", "a..b", "HEAD~1", "a^", "a:b", "x@{1}", "@", "a b", "a\tb",
-        "/a", "a/", "a//b", ".hidden", "a/.b", "x.lock", "a.", "a*", "a[", "a\\b", "a?",
+        "",
+        "-x",
+        "--upload-pack=x",
+        "a..b",
+        "HEAD~1",
+        "a^",
+        "a:b",
+        "x@{1}",
+        "@",
+        "a b",
+        "a\tb",
+        "/a",
+        "a/",
+        "a//b",
+        ".hidden",
+        "a/.b",
+        "x.lock",
+        "a.",
+        "a*",
+        "a[",
+        "a\\b",
+        "a?",
     ] {
         assert!(ref_problem(bad).is_some(), "{bad:?} was taken");
     }

@@ -141,7 +141,10 @@ fn parse_with_scheme(text: &str, scheme: &str) -> Result<RepoUrl, UrlProblem> {
             UrlProblem("the URL's user name or password is not UTF-8 once decoded".into())
         })
     };
-    let username = Some(url.username()).filter(|u| !u.is_empty()).map(decode).transpose()?;
+    let username = Some(url.username())
+        .filter(|u| !u.is_empty())
+        .map(decode)
+        .transpose()?;
     let password = url.password().map(decode).transpose()?;
     match scheme {
         RepoScheme::File => {
