@@ -96,9 +96,7 @@ pub fn summary_md(report: &RunReport) -> String {
         return out;
     }
     task_table(&mut out, &report.tasks);
-    repositories(&mut out, &report.tasks);
-    replayed_outcomes(&mut out, &report.tasks);
-    retries_and_agents(&mut out, &report.tasks);
+    notes_after_table(&mut out, &report.tasks);
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
         failed_section(&mut out, task);
     }
@@ -199,6 +197,14 @@ fn outcome_cell(task: &TaskReport) -> String {
         }
         _ => format!("{} {status}", outcome_icon(task.status)),
     }
+}
+
+/// What the table leaves out, for the tasks it concerns: where cloned tasks started,
+/// whose outcome a replay shows, retries and sub-agents.
+fn notes_after_table(out: &mut String, tasks: &[TaskReport]) {
+    repositories(out, tasks);
+    replayed_outcomes(out, tasks);
+    retries_and_agents(out, tasks);
 }
 
 /// For each task cloned from a repository (`repo:`): the repository and the commit it

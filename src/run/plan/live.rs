@@ -155,22 +155,7 @@ pub(crate) fn plan_task(
     let mut errors = Vec::new();
     let limits = loop_limits(&spec, overrides);
     let (model, web_fetch_model) = models(&spec, overrides, &limits, &mut errors);
-    // `--workspace` replaces `repo:` too: the task works in that directory, no clone.
-    let repo = match overrides.workspace {
-        Some(_) => None,
-        None => super::repo_plan::repo_request(&spec, overrides.repo_cache.as_deref())
-            .map_err(|found| errors.extend(found))
-            .ok()
-            .flatten(),
-    };
-    let cloned = spec.spec.repo.is_some() && overrides.workspace.is_none();
-    // A clone's directory is made when the task starts: until then its `path:` (or
-    // nothing, for a temp directory) stands for it.
-    let origin = match (&overrides.workspace, &repo) {
-        (Some(dir), _) => dir.clone(),
-        (None, Some(request)) => request.path.clone().unwrap_or_default(),
-        (None, None) => spec.workspace_dir(),
-    };
+    let (repo, cloned, origin) = task_origin(&spec, overrides, &mut errors);
     if !cloned {
         errors.extend(workspace_problem(&spec, overrides, &origin));
     }
@@ -229,6 +214,30 @@ pub(crate) fn plan_task(
         mode: Mode::Live,
         notes,
     })
+}
+
+/// Where the task starts: its clone (`repo:`), whether it has one, and its workspace
+/// (`--workspace`, else the clone's `path:` or nothing until the clone is made, else
+/// `workspace:`). `--workspace` replaces `repo:` too: the task works there, no clone.
+fn task_origin(
+    spec: &LoadedSpec,
+    overrides: &Overrides,
+    errors: &mut Vec<SpecError>,
+) -> (Option<crate::workspace::repo::RepoRequest>, bool, PathBuf) {
+    let repo = match overrides.workspace {
+        Some(_) => None,
+        None => super::repo_plan::repo_request(spec, overrides.repo_cache.as_deref())
+            .map_err(|found| errors.extend(found))
+            .ok()
+            .flatten(),
+    };
+    let cloned = spec.spec.repo.is_some() && overrides.workspace.is_none();
+    let origin = match (&overrides.workspace, &repo) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(request)) => request.path.clone().unwrap_or_default(),
+        (None, None) => spec.workspace_dir(),
+    };
+    (repo, cloned, origin)
 }
 
 /// Why the task cannot start from `origin`: not a directory, or no git repository for a

@@ -42,7 +42,7 @@ pub(super) fn repo_request(
     }
     let credential = match credential_of(written, url.as_ref()) {
         Ok(credential) => credential,
-        Err(message) => {
+        Err(CredentialProblem(message)) => {
             let location = written
                 .credentials
                 .as_ref()
@@ -82,9 +82,14 @@ fn path_problem(dir: &Path) -> Option<String> {
     })
 }
 
+/// Why the clone's credentials cannot be had, said at `credentials:`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct CredentialProblem(String);
+
 /// Where the clone's credentials come from: `credentials.env`'s variable (read now),
 /// a token in the URL, `credentials.helper`, or git's configuration.
-fn credential_of(repo: &RepoSpec, url: Option<&RepoUrl>) -> Result<Credential, String> {
+fn credential_of(repo: &RepoSpec, url: Option<&RepoUrl>) -> Result<Credential, CredentialProblem> {
     let credentials = repo.credentials.as_ref().map(|c| &c.value);
     if let Some(helper) = credentials.and_then(|c| c.helper.as_ref()) {
         return Ok(Credential::Helper(helper.clone()));
@@ -92,14 +97,14 @@ fn credential_of(repo: &RepoSpec, url: Option<&RepoUrl>) -> Result<Credential, S
     if let Some(name) = credentials.and_then(|c| c.env.as_ref()) {
         let token = std::env::var(name).unwrap_or_default();
         if token.trim().is_empty() {
-            return Err(format!(
+            return Err(CredentialProblem(format!(
                 "repo.credentials.env names {name}, which is not set (or empty) in drover's environment; set it to the token, or leave credentials out for git's own configuration"
-            ));
+            )));
         }
         if token.chars().any(char::is_control) {
-            return Err(format!(
+            return Err(CredentialProblem(format!(
                 "the value of {name} (repo.credentials.env) holds a line break or control character; a token has none"
-            ));
+            )));
         }
         let username = credentials
             .and_then(|c| c.username.clone())
@@ -110,7 +115,9 @@ fn credential_of(repo: &RepoSpec, url: Option<&RepoUrl>) -> Result<Credential, S
         && let Some(token) = &url.password
     {
         if token.chars().any(char::is_control) {
-            return Err("repo.url's password holds a control character".into());
+            return Err(CredentialProblem(
+                "repo.url's password holds a control character".into(),
+            ));
         }
         let username = url
             .username

@@ -57,10 +57,10 @@ pub(super) async fn clone_repo(
 /// start says, which is the same commit).
 pub(super) fn start_with_repository(
     plan: &TaskPlan,
-    checkout: &Checkout,
+    checkout: Option<&Checkout>,
     start: Option<StartCommit>,
 ) -> Option<StartCommit> {
-    let Some(request) = &plan.workspace.repo else {
+    let (Some(request), Some(checkout)) = (&plan.workspace.repo, checkout) else {
         return start;
     };
     Some(StartCommit {

@@ -238,9 +238,7 @@ async fn steps(
     // Held to the end of the task: a temp checkout goes with it.
     let checkout = clone_repo(&mut plan, &interrupt).await?;
     let mut started = workspace(&plan, artifacts, report, &stop)?;
-    if let Some(checkout) = &checkout {
-        started.start = start_with_repository(&plan, checkout, started.start.take());
-    }
+    started.start = start_with_repository(&plan, checkout.as_ref(), started.start.take());
     report.start = started.start.clone();
     let fingerprint = started.baseline.fingerprint();
     recorded_start_only(&plan, &fingerprint, &report.name)?;

@@ -146,18 +146,14 @@ fn parse_with_scheme(text: &str, scheme: &str) -> Result<RepoUrl, UrlProblem> {
         .map(decode)
         .transpose()?;
     let password = url.password().map(decode).transpose()?;
-    match scheme {
-        RepoScheme::File => {
-            if !matches!(url.host_str(), None | Some("" | "localhost")) {
-                return Err(UrlProblem(format!(
-                    "{text:?} names a host; a file:// URL is a path on this machine (file:///absolute/path)"
-                )));
-            }
-        }
-        _ if url.host_str().is_none_or(str::is_empty) => {
-            return Err(UrlProblem(format!("{text:?} names no host")));
-        }
-        _ => {}
+    let on_this_machine = matches!(url.host_str(), None | Some("" | "localhost"));
+    if scheme == RepoScheme::File && !on_this_machine {
+        return Err(UrlProblem(format!(
+            "{text:?} names a host; a file:// URL is a path on this machine (file:///absolute/path)"
+        )));
+    }
+    if scheme != RepoScheme::File && url.host_str().is_none_or(str::is_empty) {
+        return Err(UrlProblem(format!("{text:?} names no host")));
     }
     if url.host_str().is_some_and(|host| host.starts_with('-')) {
         return Err(UrlProblem(format!(
