@@ -28,6 +28,8 @@ fn main() {
     probes.set("drover_has_python3", program_runs("python3"));
     probes.set("drover_has_xmllint", program_runs("xmllint"));
     probes.set("drover_has_curl", program_runs("curl"));
+    // `repo:`'s tests serve repositories with `git daemon` (tests/cli/repo.rs).
+    probes.set("drover_has_git_daemon", git_program("git-daemon"));
     let node = program_runs("node");
     probes.set("drover_has_node", node);
     // The package clients of the registry install tests (tests/cli/network_registries.rs).
@@ -92,4 +94,16 @@ fn small_disk() -> bool {
             &["-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
         )
     })
+}
+
+/// Is `name` one of git's own programs (`git --exec-path`)?
+fn git_program(name: &str) -> bool {
+    let Ok(output) = std::process::Command::new("git")
+        .arg("--exec-path")
+        .output()
+    else {
+        return false;
+    };
+    let dir = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    output.status.success() && exists(&Path::new(&dir).join(name))
 }

@@ -266,6 +266,11 @@ pub struct TaskSettingsArgs {
     /// workspace; it must be in the recorded starting state].
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// A directory of bare mirrors for `repo:` tasks (also `DROVER_REPO_CACHE`): the next
+    /// run fetches what is new instead of cloning; safe to share between tasks and
+    /// drover processes.
+    #[arg(long, value_name = "DIR")]
+    pub repo_cache: Option<PathBuf>,
 }
 
 /// Why a flag's value was refused: clap prints it after the flag's name.

@@ -166,6 +166,11 @@ fn overrides_of(settings: TaskSettingsArgs) -> Overrides {
         max_tokens: settings.max_tokens,
         timeout: settings.timeout,
         workspace: settings.workspace,
+        repo_cache: settings.repo_cache.or_else(|| {
+            std::env::var_os("DROVER_REPO_CACHE")
+                .filter(|dir| !dir.is_empty())
+                .map(PathBuf::from)
+        }),
     }
 }
 

@@ -20,6 +20,7 @@ pub(crate) mod permissions_hold;
 pub(crate) use drover_paths as paths;
 pub(crate) mod plain_file;
 pub(crate) mod rel_path;
+pub(crate) mod repo;
 pub(crate) mod start_commit;
 #[cfg(test)]
 pub(crate) mod tree_in_memory;

@@ -44,7 +44,11 @@ pub(crate) fn start_of(workspace: &Path, excluded: &[PathBuf]) -> Option<StartCo
             .iter()
             .any(|path| !excluded.iter().any(|out| path.starts_with(out)))
     });
-    Some(StartCommit { commit, dirty })
+    Some(StartCommit {
+        commit,
+        dirty,
+        repository: None,
+    })
 }
 
 /// The paths `git status` reports in `workspace` (absolute), or None when git cannot

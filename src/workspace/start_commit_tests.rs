@@ -105,6 +105,7 @@ fn a_recorded_commit_is_used_only_when_it_is_a_clean_commit_of_this_repository()
     let start = |commit: &str, dirty: bool| StartCommit {
         commit: commit.to_string(),
         dirty,
+        repository: None,
     };
     assert_eq!(
         check_commit(repo.path(), &start(&head, false)).unwrap(),
@@ -138,6 +139,7 @@ fn a_forged_commit_never_reaches_git() {
         let start = StartCommit {
             commit: commit.to_string(),
             dirty: false,
+            repository: None,
         };
         let error = check_commit(repo.path(), &start).unwrap_err();
         assert!(matches!(error, CommitUnusable::NotAnObjectId(_)), "{error}");

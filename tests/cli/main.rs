@@ -84,6 +84,7 @@ mod replay_drift;
 mod replay_outcome;
 mod replay_start;
 mod replay_trust;
+mod repo;
 mod resume;
 mod resume_attacks;
 mod retry_cli;

@@ -33,4 +33,4 @@ pub use report::{
     AgentRun, CheckReport, Denial, EXCLUDED_LISTED, EarlierRun, EndReason, ExcludedFromDiff,
     McpServerReport, RunReport, ShardId, Status, TaskReport, Todo, TodoStatus,
 };
-pub use transcript::{Event, StartCommit, TranscriptReader, TranscriptWriter};
+pub use transcript::{Event, StartCommit, StartRepository, TranscriptReader, TranscriptWriter};

@@ -65,6 +65,13 @@ pub enum EndReason {
     /// The model made the same call with the same result `limits.max_identical_calls`
     /// times in a row after it was told it was repeating itself.
     Loop,
+    /// `repo:` could not be cloned or fetched for a reason that may pass (the host down
+    /// or unreachable, the connection refused or cut, the time limit); the agent never
+    /// ran.
+    RepoUnavailable,
+    /// The remote refused the clone or fetch for a reason that will come again (no such
+    /// ref, authentication refused, not a repository); the agent never ran.
+    RepoRefused,
 }
 
 impl EndReason {
@@ -77,7 +84,9 @@ impl EndReason {
             | EndReason::SandboxUnavailable
             | EndReason::Interrupted
             | EndReason::SetupFailed
-            | EndReason::McpUnavailable => Status::Error,
+            | EndReason::McpUnavailable
+            | EndReason::RepoUnavailable
+            | EndReason::RepoRefused => Status::Error,
             _ => Status::Failed,
         }
     }
@@ -102,6 +111,8 @@ impl EndReason {
             EndReason::InvalidOutput => "invalid_output",
             EndReason::HookStopped => "hook_stopped",
             EndReason::Loop => "loop",
+            EndReason::RepoUnavailable => "repo_unavailable",
+            EndReason::RepoRefused => "repo_refused",
         }
     }
 }

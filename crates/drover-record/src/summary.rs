@@ -96,9 +96,7 @@ pub fn summary_md(report: &RunReport) -> String {
         return out;
     }
     task_table(&mut out, &report.tasks);
-    replayed_outcomes(&mut out, &report.tasks);
-    retries_and_agents(&mut out, &report.tasks);
-    earlier_runs_line(&mut out, &report.tasks);
+    notes_after_table(&mut out, &report.tasks);
     for task in report.tasks.iter().filter(|t| t.status != Status::Passed) {
         failed_section(&mut out, task);
     }
@@ -184,6 +182,39 @@ fn outcome_cell(task: &TaskReport) -> String {
             format!("{icon} {status} (as recorded)")
         }
         _ => format!("{} {status}", outcome_icon(task.status)),
+    }
+}
+
+/// What the table leaves out, for the tasks it concerns: where cloned tasks started,
+/// whose outcome a replay shows, retries and sub-agents.
+fn notes_after_table(out: &mut String, tasks: &[TaskReport]) {
+    repositories(out, tasks);
+    replayed_outcomes(out, tasks);
+    retries_and_agents(out, tasks);
+    earlier_runs_line(out, tasks);
+}
+
+/// For each task cloned from a repository (`repo:`): the repository and the commit it
+/// started from, so a reader can fetch that commit and apply the task's diff.
+fn repositories(out: &mut String, tasks: &[TaskReport]) {
+    for task in tasks {
+        let Some(start) = &task.start else {
+            continue;
+        };
+        let Some(repository) = &start.repository else {
+            continue;
+        };
+        let asked = repository.git_ref.as_deref().map_or_else(
+            || " (the remote's HEAD)".to_string(),
+            |r| format!(" (ref {})", code(r)),
+        );
+        let _ = write!(
+            out,
+            "\n{} started from {} at commit {}{asked}.\n",
+            code(&task.name),
+            code(&repository.url),
+            code(&start.commit)
+        );
     }
 }
 

@@ -24,7 +24,8 @@ pub struct TaskResult {
     pub usage: Usage,
     pub cost_usd: Option<f64>,
     pub duration_ms: u64,
-    /// The commit the task's workspace started from (absent outside a git repository).
+    /// The commit the task's workspace started from (absent outside a git repository),
+    /// with the repository `repo:` cloned it from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<crate::StartCommit>,
     /// Rounds of the agent loop (`retry.max_attempts`).
@@ -33,8 +34,9 @@ pub struct TaskResult {
 
 /// Whether a task that ended for `reason` may end otherwise when run again: the
 /// provider failed after its retries, the run was interrupted, the machine could not
-/// sandbox, a required MCP server did not start, drover failed. A limit, failed checks,
-/// a loop or a refusal would come again.
+/// sandbox, a required MCP server did not start, the repository could not be reached,
+/// drover failed. A limit, failed checks, a loop, a refusal or a repository that refused
+/// the clone would come again.
 pub fn retryable(reason: EndReason) -> bool {
     matches!(
         reason,
@@ -42,6 +44,7 @@ pub fn retryable(reason: EndReason) -> bool {
             | EndReason::Interrupted
             | EndReason::SandboxUnavailable
             | EndReason::McpUnavailable
+            | EndReason::RepoUnavailable
             | EndReason::InternalError
     )
 }
@@ -82,6 +85,7 @@ mod tests {
             EndReason::ProviderError,
             EndReason::Interrupted,
             EndReason::SandboxUnavailable,
+            EndReason::RepoUnavailable,
         ] {
             assert!(retryable(reason), "{reason:?}");
         }
@@ -92,6 +96,7 @@ mod tests {
             EndReason::MaxTurns,
             EndReason::EndTurn,
             EndReason::ContextExhausted,
+            EndReason::RepoRefused,
         ] {
             assert!(!retryable(reason), "{reason:?}");
         }

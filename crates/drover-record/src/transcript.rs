@@ -123,6 +123,39 @@ pub struct StartCommit {
     pub commit: String,
     /// The starting workspace was not the commit alone.
     pub dirty: bool,
+    /// The repository `repo:` cloned the workspace from; absent for a workspace that was
+    /// already on disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<StartRepository>,
+}
+
+/// The repository a task's workspace was cloned from: its URL without credentials and
+/// the ref the spec asked for (the commit it resolved to is the [`StartCommit`]'s).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartRepository {
+    /// The credential-free URL (no password, no user name over HTTP).
+    pub url: String,
+    /// The branch, tag or commit asked for; absent: the remote's HEAD.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+}
+
+impl StartCommit {
+    /// The start in words: `commit abc…` or `https://host/a.git at commit abc… (ref
+    /// main)`, `, dirty` when the workspace was not the commit alone.
+    pub fn describe(&self) -> String {
+        let dirty = if self.dirty { ", dirty" } else { "" };
+        match &self.repository {
+            None => format!("commit {}{dirty}", self.commit),
+            Some(repository) => {
+                let asked = repository.git_ref.as_deref().map_or_else(
+                    || " (the remote's HEAD)".to_string(),
+                    |r| format!(" (ref {r})"),
+                );
+                format!("{} at commit {}{asked}{dirty}", repository.url, self.commit)
+            }
+        }
+    }
 }
 
 /// The rules one settings file gave a task (`permissions_from:`): those that applied,

@@ -27,6 +27,7 @@ mod output;
 mod pricing;
 mod referenced;
 mod replay;
+mod repo;
 mod sandbox;
 mod script;
 mod skills;
@@ -72,6 +73,10 @@ pub use output::{MAX_ATTEMPTS, output_problem};
 pub use pricing::Pricing;
 pub use referenced::JsonError;
 pub use replay::ReplaySpec;
+pub use repo::{
+    DEFAULT_REPO_TIMEOUT, DEFAULT_TOKEN_USERNAME, GitRef, MAX_REPO_DEPTH, RepoCredentials,
+    RepoScheme, RepoSpec, RepoUrl, UrlProblem, ref_problem,
+};
 pub use sandbox::{SandboxSettings, SandboxSpec};
 pub use script::{ScriptToolCall, ScriptTurn, ScriptUsage};
 pub use skills::{

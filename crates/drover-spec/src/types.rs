@@ -30,6 +30,9 @@ pub struct TaskSpec<M = Spanned<ModelSpec>> {
     /// Relative to the spec file; default: the current directory.
     #[serde(default)]
     pub workspace: Option<Spanned<String>>,
+    /// A git repository cloned (or fetched) as the workspace, instead of `workspace:`.
+    #[serde(default)]
+    pub repo: Option<Spanned<super::RepoSpec>>,
     /// How the workspace is isolated ([`TaskSpec::isolation`]); where it is written, for
     /// an isolation the workspace cannot have.
     #[serde(default, rename = "isolation")]
@@ -121,6 +124,7 @@ impl<M> TaskSpec<M> {
             prompt,
             system,
             workspace,
+            repo,
             isolation_spec,
             model: _,
             permissions,
@@ -151,6 +155,7 @@ impl<M> TaskSpec<M> {
             prompt,
             system,
             workspace,
+            repo,
             isolation_spec,
             model,
             permissions,

@@ -39,8 +39,18 @@ pub(super) fn shared_workspaces(plans: &[TaskPlan], jobs: usize) -> Vec<String> 
                 .unwrap_or_else(|_| plan.workspace.origin.clone())
         })
         .collect();
+    // A clone into a temp directory is the task's own.
+    let own_clone = |plan: &TaskPlan| {
+        plan.workspace
+            .repo
+            .as_ref()
+            .is_some_and(|repo| repo.path.is_none())
+    };
     let conflict = |i: usize, j: usize| {
         let (plan, other) = (&plans[i], &plans[j]);
+        if own_clone(plan) || own_clone(other) {
+            return false;
+        }
         let in_place = plan.workspace.isolation == Isolation::None
             || other.workspace.isolation == Isolation::None;
         let reads_live = plan.workspace.isolation != Isolation::Worktree

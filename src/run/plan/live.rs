@@ -26,6 +26,8 @@ pub(crate) struct Overrides {
     /// `--timeout`: every spec's `limits.timeout`.
     pub timeout: Option<crate::spec::TimeoutLimit>,
     pub workspace: Option<PathBuf>,
+    /// `--repo-cache` (or `DROVER_REPO_CACHE`): the mirrors `repo:` tasks fetch through.
+    pub repo_cache: Option<PathBuf>,
 }
 
 /// Turn spec files into runnable plans, or say every reason they cannot run, at once:
@@ -172,11 +174,10 @@ pub(crate) fn plan_task(
     let mut errors = Vec::new();
     let limits = loop_limits(&spec, overrides);
     let (model, web_fetch_model) = models(&spec, overrides, &limits, &mut errors);
-    let origin = overrides
-        .workspace
-        .clone()
-        .unwrap_or_else(|| spec.workspace_dir());
-    errors.extend(workspace_problem(&spec, overrides, &origin));
+    let (repo, cloned, origin) = task_origin(&spec, overrides, &mut errors);
+    if !cloned {
+        errors.extend(workspace_problem(&spec, overrides, &origin));
+    }
     let Some(model) = model.filter(|_| errors.is_empty()) else {
         return Err(PlanError::Spec { problems: errors });
     };
@@ -199,7 +200,9 @@ pub(crate) fn plan_task(
         &agents.keys().map(String::as_str).collect::<Vec<_>>(),
         &skills.keys().map(String::as_str).collect::<Vec<_>>(),
     ));
-    spec_checks::missing_instructions(&spec, &origin)?;
+    if !cloned {
+        spec_checks::missing_instructions(&spec, &origin)?;
+    }
     notes.extend(spec.spec.network_notes());
     for note in &notes {
         crate::esay!("drover: note: {}: {note}", spec.name());
@@ -223,12 +226,37 @@ pub(crate) fn plan_task(
             own_outputs: Default::default(),
             saved_index: None,
             at_commit: None,
+            repo,
         },
         spec,
         model,
         mode: Mode::Live,
         notes,
     })
+}
+
+/// Where the task starts: its clone (`repo:`), whether it has one, and its workspace
+/// (`--workspace`, else the clone's `path:` or nothing until the clone is made, else
+/// `workspace:`). `--workspace` replaces `repo:` too: the task works there, no clone.
+fn task_origin(
+    spec: &LoadedSpec,
+    overrides: &Overrides,
+    errors: &mut Vec<SpecError>,
+) -> (Option<crate::workspace::repo::RepoRequest>, bool, PathBuf) {
+    let repo = match overrides.workspace {
+        Some(_) => None,
+        None => super::repo_plan::repo_request(spec, overrides.repo_cache.as_deref())
+            .map_err(|found| errors.extend(found))
+            .ok()
+            .flatten(),
+    };
+    let cloned = spec.spec.repo.is_some() && overrides.workspace.is_none();
+    let origin = match (&overrides.workspace, &repo) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(request)) => request.path.clone().unwrap_or_default(),
+        (None, None) => spec.workspace_dir(),
+    };
+    (repo, cloned, origin)
 }
 
 /// Why the task cannot start from `origin`: not a directory, or no git repository for a

@@ -11,6 +11,7 @@ mod replay;
 mod replay_inputs;
 mod replay_spec;
 mod replay_start;
+mod repo_plan;
 mod resume;
 mod resume_error;
 mod resume_recorded;

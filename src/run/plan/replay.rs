@@ -194,6 +194,8 @@ fn replay_workspace(
             .collect(),
         own_outputs: Default::default(),
         saved_index: None,
+        // A replay never clones (see `replay_spec`).
+        repo: None,
     }
 }
 

@@ -107,6 +107,7 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         prompt,
         system,
         workspace: _,
+        repo: _,
         isolation_spec: _,
         model,
         permissions,
@@ -139,6 +140,10 @@ pub(super) fn replay_spec(source: TaskSpec, granted: &Granted) -> TaskSpec {
         // The starting workspace is the command line's (`--workspace`) or the recorded
         // one beneath the current directory (see `plan_replay`), never the spec's.
         workspace: None,
+        // A replay never clones: the recording is untrusted, and a URL it names would
+        // get this machine's credentials; it starts from `--workspace`, a checkout of the
+        // recorded commit (docs/replay.md).
+        repo: None,
         isolation_spec: Some(unwritten(Isolation::Copy)),
         model: Spanned::new(replay_model(model.value), model.referenced, model.defined),
         permissions: replay_permissions(permissions),

@@ -51,6 +51,8 @@ pub(crate) fn save_indexes(plans: &mut [TaskPlan]) {
     for plan in plans
         .iter_mut()
         .filter(|plan| plan.workspace.isolation == Isolation::None)
+        // A clone's index is saved when it is made (`run::task::repo`).
+        .filter(|plan| plan.workspace.repo.is_none())
     {
         let origin = plan
             .workspace

@@ -111,6 +111,8 @@ pub(crate) struct WorkspacePlan {
     /// A worktree's commit, checked (`workspace::start_commit::check_commit`): the one a
     /// replayed or resumed run started from. None: HEAD.
     pub at_commit: Option<String>,
+    /// `repo:`: the clone made when the task starts, whose checkout becomes `origin`.
+    pub repo: Option<crate::workspace::repo::RepoRequest>,
 }
 
 /// drover's own paths in the artifacts directory, each left out only as what drover

@@ -21,6 +21,7 @@ mod page_model;
 mod project;
 mod record_start;
 mod redaction;
+mod repo;
 mod resume_check;
 mod run_task;
 mod runner_hint;

@@ -19,12 +19,36 @@ pub(super) fn task_redactor(plan: &TaskPlan) -> Redactor {
         }),
         ModelSource::Script { .. } | ModelSource::Recorded(_) => None,
     };
-    redactor_with_mcp(
+    let redactor = redactor_with_mcp(
         api_key,
         &plan.spec.spec.env.pass,
         withheld_vars(plan),
         &plan.mcp_servers,
-    )
+    );
+    let skipped = redactor.add(repo_url_secrets(plan));
+    for secret in skipped {
+        crate::esay!("drover: warning: {}", secret.warning());
+    }
+    redactor
+}
+
+/// The password (a token) `repo.url` carries, decoded and as written: the spec's text,
+/// recorded in `run_start`, holds the one, git's messages the other.
+fn repo_url_secrets(plan: &TaskPlan) -> Vec<(String, String)> {
+    let mut secrets = Vec::new();
+    let label = || "the password in repo.url".to_string();
+    if let Some(repo) = &plan.spec.spec.repo
+        && let Ok(url) = url::Url::parse(&repo.value.url.value)
+        && let Some(written) = url.password()
+    {
+        secrets.push((label(), written.to_string()));
+    }
+    if let Some(request) = &plan.workspace.repo
+        && let Some(token) = &request.url.password
+    {
+        secrets.push((label(), token.clone()));
+    }
+    secrets
 }
 
 /// The redactor of drover's environment (less what `pass` passes on, plus `withheld`)
@@ -113,6 +137,16 @@ pub(super) fn withheld_vars(plan: &TaskPlan) -> Vec<String> {
         && !names.contains(name)
     {
         names.push(name.clone());
+    }
+    // `repo.credentials.env`: the clone's token, whatever the variable is called.
+    let repo_token = plan.spec.spec.repo.as_ref().and_then(|repo| {
+        let credentials = repo.value.credentials.as_ref()?;
+        credentials.value.env.clone()
+    });
+    if let Some(name) = repo_token
+        && !names.contains(&name)
+    {
+        names.push(name);
     }
     for name in mcp_credential_vars(&plan.mcp_servers) {
         if !names.contains(&name) {

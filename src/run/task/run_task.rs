@@ -27,6 +27,7 @@ use super::kept_recording::keep_recording;
 use super::model::build_model;
 use super::record_start::{record_start, recorded_start_only};
 use super::redaction::{redact_report, task_redactor};
+use super::repo::{clone_repo, start_with_repository};
 use super::setup::setup;
 use super::start::{Started, workspace};
 
@@ -238,7 +239,10 @@ async fn steps(
     transcript: &mut TranscriptWriter,
 ) -> Result<(), Halt> {
     let stop = || interrupt.is_cancelled();
+    // Held to the end of the task: a temp checkout goes with it.
+    let checkout = clone_repo(&mut plan, &interrupt).await?;
     let mut started = workspace(&plan, artifacts, report, &stop)?;
+    started.start = start_with_repository(&plan, checkout.as_ref(), started.start.take());
     report.start = started.start.clone();
     let fingerprint = started.baseline.fingerprint();
     recorded_start_only(&plan, &fingerprint, &report.name)?;

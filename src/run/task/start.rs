@@ -93,6 +93,7 @@ pub(super) fn workspace(
         Some(commit) => Some(StartCommit {
             commit: commit.to_string(),
             dirty: false,
+            repository: None,
         }),
         None => {
             let mut drovers: Vec<PathBuf> = copy_excluded;

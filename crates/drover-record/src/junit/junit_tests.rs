@@ -295,6 +295,7 @@ fn a_failure_replayed_as_recorded_is_a_failure_that_says_so() {
     lint.start = Some(crate::StartCommit {
         commit: "a".repeat(40),
         dirty: false,
+        repository: None,
     });
     let xml = junit_xml(&run);
     validate_with_xmllint(&xml);

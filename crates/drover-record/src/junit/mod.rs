@@ -105,8 +105,7 @@ fn agent_output(task: &TaskReport) -> String {
         out.push('\n');
     }
     if let Some(start) = &task.start {
-        let dirty = if start.dirty { ", dirty" } else { "" };
-        out.push_str(&format!("start: commit {}{dirty}\n", start.commit));
+        out.push_str(&format!("start: {}\n", start.describe()));
     }
     if task.attempts > 1 {
         out.push_str(&format!("attempts: {}\n", task.attempts));

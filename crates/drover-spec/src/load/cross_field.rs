@@ -16,6 +16,7 @@ pub(super) fn problems(files: &Files, spec: &TaskSpec) -> Vec<SpecError> {
     let path = files.spec;
     let mut errors = checks::model_and_limits(files, Some(&spec.model), &spec.limits);
     errors.extend(extension_problems(path, spec));
+    errors.extend(repo_problems(path, spec));
     for (list, what) in [(&spec.checks, "checks"), (&spec.setup, "setup steps")] {
         let mut seen = HashSet::new();
         for step in list {
@@ -75,6 +76,31 @@ fn extension_problems(path: &Path, spec: &TaskSpec) -> Vec<SpecError> {
         errors.push(SpecError::Invalid {
             position: at(location.unwrap_or(tools.referenced)),
             message,
+        });
+    }
+    errors
+}
+
+/// What is wrong with `repo:`: its own values ([`crate::RepoSpec::problems`]), and a
+/// `workspace:` beside it (which of the two is the task's workspace would be a guess).
+fn repo_problems(path: &Path, spec: &TaskSpec) -> Vec<SpecError> {
+    let Some(repo) = &spec.repo else {
+        return Vec::new();
+    };
+    let at = |location| Position::at(path, Some(location));
+    let mut errors: Vec<SpecError> = repo
+        .value
+        .problems()
+        .into_iter()
+        .map(|(location, message)| SpecError::Invalid {
+            position: at(location),
+            message,
+        })
+        .collect();
+    if spec.workspace.is_some() {
+        errors.push(SpecError::Invalid {
+            position: at(repo.referenced),
+            message: "repo: and workspace: both name the task's workspace; keep repo: to clone the repository, or workspace: for a directory already here".into(),
         });
     }
     errors

@@ -1,0 +1,129 @@
+//! `--repo-cache DIR`: a bare mirror per repository, so the second night fetches what
+//! is new instead of cloning it all. Each mirror is named by a hash of its
+//! credential-free URL and locked (`flock` on `<hash>.lock`) while a task fetches into it
+//! and fetches from it, so the tasks of a run and drover processes sharing the
+//! directory take turns. The mirror's `origin` is the credential-free URL, and the
+//! credentials go with each fetch (`remote_git`): the cache stores none.
+//!
+//! The checkout is fetched from the mirror through git's transport (`file://`), which
+//! copies objects into a pack of the checkout's own: no hard link and no alternates
+//! (`--shared`, `--reference` without `--dissociate`) tie the agent-writable checkout to
+//! the cache, so no task can change an object the next task's checkout is made from.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{FlockOperation, Mode, OFlags};
+use sha2::Digest as _;
+
+use super::errors::RepoError;
+use super::remote_git::RemoteGit;
+use super::resolve::Target;
+use super::{RepoRequest, commit_of, missing_commit};
+
+/// What a mirror fetches: every branch and tag, the whole history.
+const MIRROR_REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
+
+/// The mirror of `clean_url` in `cache`: `<hash>.git`, and its lock file.
+pub(crate) fn mirror_paths(cache: &Path, clean_url: &str) -> (PathBuf, PathBuf) {
+    let hash = crate::digest::hex(&sha2::Sha256::digest(clean_url.as_bytes()));
+    let key = hash.get(..32).unwrap_or(&hash);
+    (
+        cache.join(format!("{key}.git")),
+        cache.join(format!("{key}.lock")),
+    )
+}
+
+/// Bring the mirror of the request's repository up to date, then fetch `target`'s
+/// commit from it into `dir`; the commit fetched.
+pub(super) fn fetch_through(
+    cache: &Path,
+    request: &RepoRequest,
+    git: &RemoteGit<'_>,
+    dir: &Path,
+    target: &Target,
+) -> Result<String, RepoError> {
+    let url = &request.url.clean;
+    let local = |what: &str, error: std::io::Error| RepoError::local(url, what, &error);
+    std::fs::create_dir_all(cache).map_err(|e| local("--repo-cache", e))?;
+    let (mirror, lock_path) = mirror_paths(cache, url);
+    let _lock =
+        lock(&lock_path, git.deadline, git.stop).map_err(|e| local("the cache's lock", e))?;
+    let fail = |what: &'static str| move |failure| RepoError::of(url, what, failure);
+    if !mirror.join("HEAD").is_file() {
+        git.run(
+            None,
+            &["init", "--quiet", "--bare", "--", &path_text(&mirror)],
+        )
+        .map_err(fail("making the cache's mirror"))?;
+    }
+    git.run(Some(&mirror), &["config", "remote.origin.url", url])
+        .map_err(fail("making the cache's mirror"))?;
+    let mut args = vec!["fetch", "--quiet", "--prune", "--no-tags", "--", url];
+    args.extend(MIRROR_REFSPECS);
+    git.run(Some(&mirror), &args)
+        .map_err(fail("fetching into the cache"))?;
+    let commit = match target {
+        Target::Ref { commit, .. } => commit.clone(),
+        Target::Commit(id) => {
+            if commit_of(git, &mirror, &format!("{id}^{{commit}}")).is_none() {
+                // A commit no branch or tag reaches: fetched by id and kept by a ref.
+                let keep = format!("+{id}:refs/drover/commits/{id}");
+                git.run(
+                    Some(&mirror),
+                    &["fetch", "--quiet", "--no-tags", "--", url, &keep],
+                )
+                .map_err(fail("fetching the commit into the cache"))?;
+            }
+            id.clone()
+        }
+        Target::Abbreviated(prefix) => commit_of(git, &mirror, &format!("{prefix}^{{commit}}"))
+            .ok_or_else(|| missing_commit(url, target))?,
+    };
+    if commit_of(git, &mirror, &format!("{commit}^{{commit}}")).is_none() {
+        return Err(missing_commit(url, target));
+    }
+    let source = url::Url::from_file_path(&mirror)
+        .map(String::from)
+        .map_err(|()| local("the cache's path", std::io::Error::other("not absolute")))?;
+    let depth = request.depth.map(|depth| format!("--depth={depth}"));
+    let mut args = vec!["fetch", "--quiet", "--no-tags"];
+    args.extend(depth.as_deref());
+    args.extend(["--", &source, &commit]);
+    git.run(Some(dir), &args)
+        .map_err(fail("fetching from the cache"))?;
+    Ok(commit)
+}
+
+fn path_text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// Take the lock at `path`, waiting while another task or drover holds it, until the
+/// clone's deadline or an interrupt.
+fn lock(
+    path: &Path,
+    deadline: Instant,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> std::io::Result<OwnedFd> {
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::from_raw_mode(0o600))?;
+    loop {
+        match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(fd),
+            Err(rustix::io::Errno::WOULDBLOCK) => {}
+            Err(error) => return Err(error.into()),
+        }
+        if Instant::now() >= deadline || stop() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "another task or drover held {} until repo.timeout passed",
+                    path.display()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
