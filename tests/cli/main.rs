@@ -47,6 +47,7 @@ mod exec_cli;
 mod exec_corpus;
 mod exec_defaults;
 mod expect_cli;
+mod fleet;
 mod fleet_examples;
 mod full_disk;
 mod hooks_cli;

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::common::{drover, events, transcript, write_spec};
 
 /// `git -C dir args…` with a fixed author; its stdout, trimmed.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -32,7 +32,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A bare repository `<base>/<name>.git` with `main` (two commits), a branch `dev` and
 /// an annotated tag `v1` at the first commit; the two commits' ids.
-fn served_repo(base: &Path, name: &str) -> (PathBuf, String, String) {
+pub(crate) fn served_repo(base: &Path, name: &str) -> (PathBuf, String, String) {
     let work = base.join(format!("{name}-work"));
     std::fs::create_dir_all(&work).unwrap();
     git(&work, &["init", "--quiet", "--initial-branch=main"]);
@@ -66,13 +66,13 @@ fn free_port() -> u16 {
 }
 
 /// `git daemon` serving every repository under `base`, killed when dropped.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
     port: u16,
 }
 
 impl Daemon {
-    fn start(base: &Path) -> Daemon {
+    pub(crate) fn start(base: &Path) -> Daemon {
         let port = free_port();
         let child = Command::new("git")
             .arg("daemon")
@@ -92,7 +92,7 @@ impl Daemon {
         Daemon { child, port }
     }
 
-    fn url(&self, name: &str) -> String {
+    pub(crate) fn url(&self, name: &str) -> String {
         format!("git://127.0.0.1:{}/{name}.git", self.port)
     }
 }

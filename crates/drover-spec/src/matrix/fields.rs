@@ -7,8 +7,6 @@ use crate::types::TaskSpec;
 
 /// The fields that take `${{ matrix.KEY }}`, as the walk names a field (`[]` for any
 /// item of a list). `name` is substituted apart: it becomes a task name, checked.
-// repo (issue 37): when `repo:` exists, its string fields join here ("repo.url",
-// "repo.ref", "repo.path") and in `string_fields` below: three lines.
 pub(crate) const SUBSTITUTED: &[&str] = &[
     "name",
     "prompt",
@@ -18,11 +16,13 @@ pub(crate) const SUBSTITUTED: &[&str] = &[
     "setup[].run",
     "checks[].name",
     "checks[].run",
+    "repo.url",
+    "repo.ref",
+    "repo.path",
 ];
 
 /// Where SUBSTITUTED's fields are listed for a person.
-pub(crate) const SUBSTITUTED_IN_WORDS: &str =
-    "name, prompt, system, workspace, and the name and run of setup steps and checks";
+pub(crate) const SUBSTITUTED_IN_WORDS: &str = "name, prompt, system, workspace, repo's url, ref and path, and the name and run of setup steps and checks";
 
 /// How a value is inserted into `field`: quoted as one word into a shell command.
 pub(crate) fn insert_into(field: &str) -> Insert {
@@ -58,7 +58,19 @@ pub(crate) fn string_fields<M>(spec: &mut TaskSpec<M>) -> Vec<Field<'_>> {
         fields.push(field("checks[].name", &mut check.name));
         fields.push(field("checks[].run", &mut check.run));
     }
-    // repo (issue 37): if let Some(repo) = &mut spec.repo { fields.push(field("repo.url",
-    // &mut repo.url); … } for each of its string fields.
+    if let Some(repo) = &mut spec.repo {
+        let repo = &mut repo.value;
+        fields.push(field("repo.url", &mut repo.url.value));
+        fields.extend(
+            repo.git_ref
+                .as_mut()
+                .map(|git_ref| field("repo.ref", &mut git_ref.value)),
+        );
+        fields.extend(
+            repo.path
+                .as_mut()
+                .map(|path| field("repo.path", &mut path.value)),
+        );
+    }
     fields
 }
