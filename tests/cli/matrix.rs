@@ -436,10 +436,7 @@ fn no_value_runs_as_code_in_any_shell_context_and_setup_and_checks_get_it_intact
         ("quote", format!("'; touch {}/INJECTED #", marks.display())),
         (
             "subst",
-            format!(
-                "$(touch {0}/INJECTED)`touch {0}/INJECTED`",
-                marks.display()
-            ),
+            format!("$(touch {0}/INJECTED)`touch {0}/INJECTED`", marks.display()),
         ),
         (
             "heredoc",
@@ -491,7 +488,9 @@ fn validate_refuses_each_probe_at_its_place_saying_what_to_write() {
         ),
         (
             "quoted.yaml",
-            one("matrix: [ { a: x } ]\nchecks:\n  - name: c\n    run: |\n      cd x\n      echo \"${{ matrix.a }}\"\n"),
+            one(
+                "matrix: [ { a: x } ]\nchecks:\n  - name: c\n    run: |\n      cd x\n      echo \"${{ matrix.a }}\"\n",
+            ),
             vec!["quoted.yaml:10:13:", "inside quotes"],
         ),
         (
@@ -521,7 +520,10 @@ fn validate_refuses_each_probe_at_its_place_saying_what_to_write() {
         ),
         (
             "huge.yaml",
-            one(&format!("matrix: [ {{ a: x, b: {} }} ]\n", "y".repeat(33_000))),
+            one(&format!(
+                "matrix: [ {{ a: x, b: {} }} ]\n",
+                "y".repeat(33_000)
+            )),
             vec!["huge.yaml:5:", "33000 bytes, more than the 32768"],
         ),
         (
@@ -571,7 +573,11 @@ fn forged(from: &Path, to: &Path, edit: impl Fn(&mut Value)) {
 #[test]
 fn a_forged_matrix_entry_is_refused_by_replay_and_resume() {
     let dir = fleet();
-    let output = run(dir.path(), "out", &["--only", "bump-billing", "--only", "svc-alpha"]);
+    let output = run(
+        dir.path(),
+        "out",
+        &["--only", "bump-billing", "--only", "svc-alpha"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
     let replay = |args: &[&str]| {
         drover()
@@ -611,7 +617,8 @@ fn a_forged_matrix_entry_is_refused_by_replay_and_resume() {
     let output = replay(&["renamed.jsonl", "--artifacts", "r2"]);
     assert_eq!(output.status.code(), Some(2), "{}", said(&output));
     assert!(
-        said(&output).contains("makes the task \"svc-beta\", not the recording's task \"svc-alpha\""),
+        said(&output)
+            .contains("makes the task \"svc-beta\", not the recording's task \"svc-alpha\""),
         "{}",
         said(&output)
     );
@@ -631,7 +638,11 @@ fn a_forged_matrix_entry_is_refused_by_replay_and_resume() {
 fn resume_takes_the_spec_files_entry_and_refuses_a_forged_one() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
-    write_spec(dir.path(), "list.json", "[{\"name\": \"one\"}, {\"name\": \"two\"}]");
+    write_spec(
+        dir.path(),
+        "list.json",
+        "[{\"name\": \"one\"}, {\"name\": \"two\"}]",
+    );
     let spec = write_spec(
         dir.path(),
         "task.yaml",

@@ -17,7 +17,8 @@ use crate::sandbox::exec::CommandEnv;
 use crate::sandbox::launch_network::NetworkOpener;
 use crate::sandbox::{Launcher, ResourceLimits, SandboxError, SandboxPolicy, TaskSandbox};
 use crate::spec::{
-    CheckSpec, LimitsSpec, LoadedSpec, NetworkSpec, SandboxSpec, Switch, matrix_env as spec_matrix_env,
+    CheckSpec, LimitsSpec, LoadedSpec, NetworkSpec, SandboxSpec, Switch,
+    matrix_env as spec_matrix_env,
 };
 use crate::workspace::leftovers::HeldTempDir;
 
@@ -243,17 +244,18 @@ pub(super) async fn task_commands(
         .path()
         .canonicalize()
         .unwrap_or_else(|_| tmpdir.path().to_path_buf());
+    // No sandbox, network gate or variables yet: set below.
     let mut env = CommandEnv {
-        tracker: Default::default(),
-        sandbox: None,
         tmpdir: Some(tmp_path.clone()),
         pass: spec.spec.env.pass.clone(),
         withheld: api_key_vars(spec),
-        network: None,
-        origin: Default::default(),
-        vars: Vec::new(),
+        ..CommandEnv::default()
     };
-    let matrix_vars = spec.matrix.as_ref().map(spec_matrix_env).unwrap_or_default();
+    let matrix_vars = spec
+        .matrix
+        .as_ref()
+        .map(spec_matrix_env)
+        .unwrap_or_default();
     let setting = sandbox_setting(spec.spec.sandbox.as_ref());
     let limits = setting.unwrap_or_default();
     let (task_network, recorder) = task_network(spec, replayed);

@@ -209,7 +209,10 @@ fn entries_read(
         .flat_map(|entry| entry.value.0.iter().map(|(key, _)| key))
         .collect();
     if let Some((first, second)) = colliding(keys.iter().map(|key| key.value.as_str())) {
-        let at = keys.iter().find(|key| key.value == second).map(|key| key.referenced);
+        let at = keys
+            .iter()
+            .find(|key| key.value == second)
+            .map(|key| key.referenced);
         return Err(SpecError::Invalid {
             position: Position::at(path, at),
             message: collision(first, second).0,

@@ -88,7 +88,10 @@ fn an_inline_matrix_makes_one_task_per_entry_with_its_values() {
     assert_eq!(
         crate::matrix_env(search.matrix.as_ref().unwrap()),
         [
-            ("DROVER_MATRIX_path".to_string(), "a b; rm -rf /".to_string()),
+            (
+                "DROVER_MATRIX_path".to_string(),
+                "a b; rm -rf /".to_string()
+            ),
             ("DROVER_MATRIX_service".to_string(), "search".to_string()),
             ("DROVER_MATRIX_version".to_string(), "2".to_string()),
         ]
@@ -433,12 +436,17 @@ fn a_value_in_a_path_field_is_a_relative_path_within() {
         "name: t-${{ matrix.id }}\nmatrix: [ { id: a, dir: x..y/.z } ]\nprompt: p\nworkspace: ../${{ matrix.dir }}\n",
     );
     assert!(file.errors.is_empty(), "{:?}", file.errors);
-    assert_eq!(file.specs[0].spec.workspace.as_ref().unwrap().value, "../x..y/.z");
+    assert_eq!(
+        file.specs[0].spec.workspace.as_ref().unwrap().value,
+        "../x..y/.z"
+    );
 }
 
 #[test]
 fn yaml_1_1_booleans_and_null_are_refused_unless_quoted() {
-    for word in ["NO", "off", "yes", "True", "On", "y", "N", "oFf", "~", "null"] {
+    for word in [
+        "NO", "off", "yes", "True", "On", "y", "N", "oFf", "~", "null",
+    ] {
         let errors = errors_of(&format!(
             "name: t-${{{{ matrix.a }}}}\nprompt: p\nmatrix:\n  - {{ a: x, flag: {word} }}\n"
         ));
@@ -570,28 +578,52 @@ fn a_recorded_entry_is_checked_as_a_written_one_and_must_make_the_recorded_task(
     let good = entry(&[("id", "one"), ("dir", "a")]);
     for vouched in [true, false] {
         // The file is gone: the recorded entry, whose task is the recorded one.
-        let loaded = parse_with_defaults(&path, text.clone(), None, recorded_as(vouched, "s-one", Some(&good)));
+        let loaded = parse_with_defaults(
+            &path,
+            text.clone(),
+            None,
+            recorded_as(vouched, "s-one", Some(&good)),
+        );
         assert_eq!(loaded.unwrap().name(), "s-one");
-        let error = parse_with_defaults(&path, text.clone(), None, recorded_as(vouched, "s-two", Some(&good)))
-            .unwrap_err()
-            .to_string();
+        let error = parse_with_defaults(
+            &path,
+            text.clone(),
+            None,
+            recorded_as(vouched, "s-two", Some(&good)),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             error.contains("the recording's matrix entry makes the task \"s-one\", not the recording's task \"s-two\""),
             "{error}"
         );
         for (bad, says) in [
-            (entry(&[("id", "one"), ("dir", "a"), ("bad key", "x")]), "matrix key \"bad key\""),
+            (
+                entry(&[("id", "one"), ("dir", "a"), ("bad key", "x")]),
+                "matrix key \"bad key\"",
+            ),
             (entry(&[("id", "one"), ("dir", "a\0b")]), "NUL"),
             (
                 entry(&[("id", "one"), ("dir", &"x".repeat(40_000))]),
                 "more than the 32768",
             ),
-            (entry(&[("id", "one"), ("dir", "a"), ("d-x", "1"), ("d_x", "2")]), "both give"),
-            (entry(&[("id", "one"), ("dir", "/etc")]), "relative path without `..`"),
+            (
+                entry(&[("id", "one"), ("dir", "a"), ("d-x", "1"), ("d_x", "2")]),
+                "both give",
+            ),
+            (
+                entry(&[("id", "one"), ("dir", "/etc")]),
+                "relative path without `..`",
+            ),
         ] {
-            let error = parse_with_defaults(&path, text.clone(), None, recorded_as(vouched, "s-one", Some(&bad)))
-                .unwrap_err()
-                .to_string();
+            let error = parse_with_defaults(
+                &path,
+                text.clone(),
+                None,
+                recorded_as(vouched, "s-one", Some(&bad)),
+            )
+            .unwrap_err()
+            .to_string();
             assert!(error.contains(says), "{says}: {error}");
         }
     }

@@ -27,8 +27,8 @@ pub(crate) mod template;
 pub(crate) mod walk;
 
 pub use entries::{
-    MAX_MATRIX_ENTRIES, MAX_MATRIX_VALUE_BYTES, MatrixSpec, MatrixValues,
-    Scalar as MatrixScalar, WrittenEntry,
+    MAX_MATRIX_ENTRIES, MAX_MATRIX_VALUE_BYTES, MatrixSpec, MatrixValues, Scalar as MatrixScalar,
+    WrittenEntry,
 };
 pub use template::env_name as matrix_env_name;
 
