@@ -91,3 +91,7 @@ fn differing(a: &MatrixValues, b: &MatrixValues) -> String {
     let keys: Vec<String> = keys.iter().map(|key| format!("`{key}`")).collect();
     keys.join(", ")
 }
+
+#[cfg(test)]
+#[path = "recorded_tests.rs"]
+mod tests;
