@@ -58,6 +58,7 @@ mod limits;
 mod long_run;
 mod loop_detection;
 mod matrix;
+mod matrix_attacks;
 mod mcp;
 mod mcp_bounds;
 mod mcp_faults;

@@ -44,7 +44,7 @@ const SERVICES: &str = "- service: alpha\n  port: 8080\n- service: beta\n  port:
 
 /// The specs (`specs/inline.yaml`, `specs/from.yaml` and its `services.yaml`) and a
 /// workspace (`ws`).
-fn fleet() -> tempfile::TempDir {
+pub(crate) fn fleet() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     std::fs::write(dir.path().join("ws/README"), "fleet\n").unwrap();
@@ -56,7 +56,7 @@ fn fleet() -> tempfile::TempDir {
     dir
 }
 
-fn run(dir: &Path, out: &str, args: &[&str]) -> Output {
+pub(crate) fn run(dir: &Path, out: &str, args: &[&str]) -> Output {
     drover()
         .current_dir(dir)
         .arg("run")
@@ -66,7 +66,7 @@ fn run(dir: &Path, out: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn said(output: &Output) -> String {
+pub(crate) fn said(output: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),

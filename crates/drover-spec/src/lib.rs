@@ -65,7 +65,8 @@ pub use load::{
     parse, parse_every, parse_every_with_defaults, parse_with_defaults,
 };
 pub use matrix::{
-    Expansion, MAX_MATRIX_ENTRIES, MatrixScalar, MatrixSpec, MatrixValues, WrittenEntry,
+    Expansion, MAX_MATRIX_ENTRIES, MAX_MATRIX_VALUE_BYTES, MatrixScalar, MatrixSpec, MatrixValues,
+    RecordedTask, WrittenEntry, matrix_env, matrix_env_name,
 };
 pub use mcp::{McpServerSpec, McpSpec, McpTimeouts, server_problem, servers_of_claude_config};
 pub use network::{HostError, HostPattern, NetworkRules, NetworkSpec, Registry, UnknownRegistry};

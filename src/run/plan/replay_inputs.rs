@@ -43,8 +43,9 @@ pub(crate) struct ReplayOptions {
 }
 
 /// What `run_start` recorded of the spec: its path, text and hash, the defaults merged
-/// into it, the matrix entry it was expanded from.
+/// into it, the task and the matrix entry it was expanded from.
 pub(super) struct RecordedSpec {
+    pub task: String,
     pub path: String,
     pub yaml: String,
     pub sha256: String,
@@ -57,6 +58,7 @@ impl RecordedSpec {
     pub(super) fn of(event: &Event) -> RecordedSpec {
         match event {
             Event::RunStart {
+                task,
                 spec_path,
                 spec_yaml,
                 spec_sha256,
@@ -64,6 +66,7 @@ impl RecordedSpec {
                 matrix,
                 ..
             } => RecordedSpec {
+                task: task.clone(),
                 path: spec_path.clone(),
                 yaml: spec_yaml.clone(),
                 sha256: spec_sha256.clone(),
@@ -73,6 +76,7 @@ impl RecordedSpec {
             // Asked only of a run_start (`plan_replay` matched it): another event
             // records no spec, and a spec of nothing loads as none.
             _ => RecordedSpec {
+                task: String::new(),
                 path: String::new(),
                 yaml: String::new(),
                 sha256: String::new(),
@@ -84,22 +88,28 @@ impl RecordedSpec {
 }
 
 /// The spec the replay takes its data from: the file the user names with `--spec` (its
-/// SHA-256 must be the recorded one, and so must its defaults file's), else the recorded
+/// SHA-256 must be the recorded one, and so must its defaults file's; a matrix task is
+/// made of the spec's own entry, which the recorded one must be), else the recorded
 /// text merged with the recorded defaults, read as a spec at its recorded path: no
-/// defaults file is read again.
+/// defaults file is read again, and a matrix task is made of the recorded entry.
 pub(super) fn source_spec(
     options: &ReplayOptions,
     recorded: RecordedSpec,
 ) -> Result<spec::LoadedSpec, PlanError> {
     let RecordedSpec {
+        task,
         path: spec_path,
         yaml: spec_yaml,
         sha256: spec_sha256,
         defaults,
         matrix,
     } = recorded;
-    let expansion = spec::Expansion::Recorded(matrix.as_ref());
+    let task = spec::RecordedTask {
+        name: &task,
+        entry: matrix.as_ref(),
+    };
     let Some(named) = &options.spec else {
+        let expansion = spec::Expansion::Recorded(task);
         return recorded_spec(spec_path, spec_yaml, defaults, expansion).map_err(|source| {
             ReplayError::SpecNoLongerLoads {
                 transcript: options.transcript.clone(),
@@ -108,6 +118,7 @@ pub(super) fn source_spec(
             .into()
         });
     };
+    let expansion = spec::Expansion::Vouched(task);
     let loaded =
         spec::load_recorded(named, expansion).map_err(|source| ReplayError::SpecUnreadable {
             spec: named.clone(),

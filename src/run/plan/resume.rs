@@ -256,7 +256,12 @@ fn resumed_spec(
         Some(spec) => spec.clone(),
         None => recorded_spec_here(transcript, PathBuf::from(&run.spec_path))?,
     };
-    let expansion = spec::Expansion::Recorded(run.matrix.as_ref());
+    // The spec file is the user's: the task is made of its own entry (the recorded one
+    // must be it), of the recorded one only when the matrix's file is gone.
+    let expansion = spec::Expansion::Vouched(spec::RecordedTask {
+        name: &run.task,
+        entry: run.matrix.as_ref(),
+    });
     let spec = spec::load_recorded(&spec_path, expansion).map_err(|source| {
         ResumeError::SpecUnreadable {
             spec: spec_path.clone(),

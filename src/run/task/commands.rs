@@ -16,7 +16,10 @@ use crate::record::network::NetworkOrigin;
 use crate::sandbox::exec::CommandEnv;
 use crate::sandbox::launch_network::NetworkOpener;
 use crate::sandbox::{Launcher, ResourceLimits, SandboxError, SandboxPolicy, TaskSandbox};
-use crate::spec::{CheckSpec, LimitsSpec, LoadedSpec, NetworkSpec, SandboxSpec, Switch};
+use crate::spec::{
+    CheckSpec, LimitsSpec, LoadedSpec, NetworkSpec, SandboxSpec, Switch,
+    matrix_env as spec_matrix_env,
+};
 use crate::workspace::leftovers::HeldTempDir;
 
 /// The command environment of one task, alive as long as the task.
@@ -33,6 +36,10 @@ pub(super) struct TaskCommands {
     pub network: NetworkRecorder,
     /// The task's `sandbox:`, which its commands' own settings are judged against.
     task_sandbox: Option<SandboxSpec>,
+    /// The variables of its matrix entry (`DROVER_MATRIX_KEY`), for its setup steps and
+    /// checks only: their `run:` expands them. The agent's commands and hooks do not get
+    /// them (the prompt gives the agent its values; nothing else needs them).
+    matrix_vars: Vec<(String, String)>,
     /// The private `TMPDIR`, removed when the task ends.
     _tmpdir: HeldTempDir,
     /// Where hooks' inputs are written for them to read: made before the sandbox so its
@@ -126,7 +133,10 @@ impl TaskCommands {
     /// check runs code the agent wrote, so it is confined like the agent by default).
     pub(super) fn for_check(&self, check: &CheckSpec) -> Result<CommandEnv, SandboxError> {
         let env = self.for_command(check.sandbox.as_ref(), false)?;
-        Ok(env.for_origin(origin("check", &check.name)))
+        Ok(CommandEnv {
+            vars: self.matrix_vars.clone(),
+            ..env.for_origin(origin("check", &check.name))
+        })
     }
 
     /// The environment of a command with its own `sandbox:` setting (a hook, an MCP
@@ -145,7 +155,10 @@ impl TaskCommands {
     /// otherwise, and the package managers' caches writable.
     pub(super) fn for_setup(&self, step: &CheckSpec) -> Result<CommandEnv, SandboxError> {
         let env = self.for_command(step.sandbox.as_ref(), true)?;
-        Ok(env.for_origin(origin("setup", &step.name)))
+        Ok(CommandEnv {
+            vars: self.matrix_vars.clone(),
+            ..env.for_origin(origin("setup", &step.name))
+        })
     }
 
     /// A command's environment: `own` is its `sandbox:` (None: it writes none);
@@ -231,15 +244,18 @@ pub(super) async fn task_commands(
         .path()
         .canonicalize()
         .unwrap_or_else(|_| tmpdir.path().to_path_buf());
+    // No sandbox, network gate or variables yet: set below.
     let mut env = CommandEnv {
-        tracker: Default::default(),
-        sandbox: None,
         tmpdir: Some(tmp_path.clone()),
         pass: spec.spec.env.pass.clone(),
         withheld: api_key_vars(spec),
-        network: None,
-        origin: Default::default(),
+        ..CommandEnv::default()
     };
+    let matrix_vars = spec
+        .matrix
+        .as_ref()
+        .map(spec_matrix_env)
+        .unwrap_or_default();
     let setting = sandbox_setting(spec.spec.sandbox.as_ref());
     let limits = setting.unwrap_or_default();
     let (task_network, recorder) = task_network(spec, replayed);
@@ -269,6 +285,7 @@ pub(super) async fn task_commands(
             unavailable: None,
             network: recorder,
             task_sandbox: spec.spec.sandbox.clone(),
+            matrix_vars,
             _tmpdir: tmpdir,
             hook_dir,
         });
@@ -295,6 +312,7 @@ pub(super) async fn task_commands(
         unavailable,
         network: recorder,
         task_sandbox: spec.spec.sandbox.clone(),
+        matrix_vars,
         _tmpdir: tmpdir,
         hook_dir,
     })

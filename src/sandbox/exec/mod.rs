@@ -2,7 +2,7 @@
 //! merged in write order, memory bounded, and the whole process group killed on timeout,
 //! on exit and on cancellation, so no leftover child can hang drover.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -234,6 +234,10 @@ pub(crate) struct CommandEnv {
     pub network: Option<Arc<dyn NetworkOpener>>,
     /// What starts commands with this environment, as their network attempts name it.
     pub origin: NetworkOrigin,
+    /// Variables drover sets for these commands on top of its scrubbed environment (a
+    /// matrix task's values, for its setup steps and checks): data the command expands,
+    /// never text of the command.
+    pub vars: Vec<(String, String)>,
 }
 
 impl CommandEnv {
@@ -296,6 +300,11 @@ impl CommandEnv {
         if let Some(tmpdir) = &self.tmpdir {
             env.push(("TMPDIR".into(), tmpdir.into()));
         }
+        env.extend(
+            self.vars
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        );
         env.extend(
             extra_env
                 .iter()

@@ -47,6 +47,11 @@ pub(crate) fn spec_text(path: &Path) -> Result<String, SpecError> {
         },
         message,
     };
+    if meta.is_dir() {
+        return Err(at_start(
+            "is a directory; a spec (or a file it names) must be a file".to_string(),
+        ));
+    }
     if !meta.is_file() {
         return Err(at_start(
             "not a regular file (a FIFO, device or socket); a spec must be a file".to_string(),

@@ -21,10 +21,16 @@ pub(crate) const SUBSTITUTED: &[&str] = &[
     "repo.path",
 ];
 
+/// The fields of SUBSTITUTED that name a path: a value put into one must be a relative
+/// path without `..` (see `expand::path_problems`), so no entry of a generated file can
+/// point a task at `/etc` or out of the directory the spec writes.
+pub(crate) const PATH_FIELDS: &[&str] = &["workspace", "repo.path"];
+
 /// Where SUBSTITUTED's fields are listed for a person.
 pub(crate) const SUBSTITUTED_IN_WORDS: &str = "name, prompt, system, workspace, repo's url, ref and path, and the name and run of setup steps and checks";
 
-/// How a value is inserted into `field`: quoted as one word into a shell command.
+/// How a value is inserted into `field`: into a shell command as a reference to the
+/// variable that holds it, anywhere else as is.
 pub(crate) fn insert_into(field: &str) -> Insert {
     if field.ends_with(".run") {
         Insert::Shell

@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 
 use super::entries::MatrixValues;
 use super::fields::{SUBSTITUTED, string_fields};
-use crate::{Expansion, SpecFile, load_every, parse_every, parse_with_defaults};
+use crate::{Expansion, RecordedTask, SpecFile, load_every, parse_every, parse_with_defaults};
 
 const HEAD: &str = "version: 1
 model: { provider: script, script: [ { text: done } ] }
@@ -71,21 +71,31 @@ fn an_inline_matrix_makes_one_task_per_entry_with_its_values() {
     );
     assert_eq!(billing.spec.setup[0].name, "fetch-billing");
     assert_eq!(billing.spec.checks[0].name, "test-billing");
+    // In a shell command, drover's variable; the value is in the command's environment.
     assert_eq!(
         billing.spec.checks[0].run,
-        "cd 'services/billing' && cargo test"
+        "cd \"${DROVER_MATRIX_path}\" && cargo test"
     );
+    assert_eq!(billing.spec.setup[0].run, "cd \"${DROVER_MATRIX_path}\"");
     let values = billing.matrix.as_ref().unwrap();
     assert_eq!(values["version"], "1.10");
     assert_eq!(values["path"], "services/billing");
     let search = &file.specs[1];
     assert_eq!(search.spec.prompt, "Bump serde in a b; rm -rf / to 2.");
+    assert_eq!(search.spec.checks[0].run, billing.spec.checks[0].run);
     assert_eq!(
-        search.spec.checks[0].run,
-        "cd 'a b; rm -rf /' && cargo test"
+        crate::matrix_env(search.matrix.as_ref().unwrap()),
+        [
+            (
+                "DROVER_MATRIX_path".to_string(),
+                "a b; rm -rf /".to_string()
+            ),
+            ("DROVER_MATRIX_service".to_string(), "search".to_string()),
+            ("DROVER_MATRIX_version".to_string(), "2".to_string()),
+        ]
     );
     let odd = &file.specs[2];
-    assert_eq!(odd.spec.checks[0].run, "cd 'it'\\''s $(id)' && cargo test");
+    assert_eq!(odd.spec.checks[0].run, billing.spec.checks[0].run);
     assert_eq!(odd.matrix.as_ref().unwrap()["version"], "true");
     // Every task carries the file's text, as a run records it.
     assert!(file.specs.iter().all(|spec| spec.text == billing.text));
@@ -139,23 +149,32 @@ fn a_from_file_is_read_as_a_spec_is_with_errors_at_its_own_place() {
     let file = file_of(dir.path(), &body("missing.yaml"));
     let error = file.errors[0].to_string();
     assert!(error.contains("spec.yaml:5:9: matrix.from:"), "{error}");
+    // Every problem of the file after the spec's place that names it, then its own.
     write(dir.path(), "bad.yaml", "- { a: 1 }\n- [ 1, 2 ]\n");
     let error = file_of(dir.path(), &body("bad.yaml")).errors[0].to_string();
+    assert!(error.contains("spec.yaml:5:9: matrix.from: "), "{error}");
     assert!(error.contains("bad.yaml:2:3"), "{error}");
     assert!(error.contains("a matrix entry"), "{error}");
     write(dir.path(), "empty.yaml", "[]\n");
     let error = file_of(dir.path(), &body("empty.yaml")).errors[0].to_string();
     assert!(
-        error.contains("empty.yaml:1:1: the matrix has no entries"),
+        error.contains("spec.yaml:5:9: matrix.from: ")
+            && error.contains("empty.yaml:1:1: the matrix has no entries"),
         "{error}"
     );
     write(dir.path(), "map.yaml", "a: 1\n");
     let error = file_of(dir.path(), &body("map.yaml")).errors[0].to_string();
+    assert!(error.contains("spec.yaml:5:9: matrix.from: "), "{error}");
     assert!(error.contains("map.yaml:1:1"), "{error}");
+    write(dir.path(), "syntax.yaml", "- { a: 1\n");
+    let error = file_of(dir.path(), &body("syntax.yaml")).errors[0].to_string();
+    assert!(error.contains("spec.yaml:5:9: matrix.from: "), "{error}");
+    assert!(error.contains("syntax.yaml:"), "{error}");
     let dir_path = dir.path().join("adir");
     std::fs::create_dir(&dir_path).unwrap();
     let error = file_of(dir.path(), &body("adir")).errors[0].to_string();
-    assert!(error.contains("not a regular file"), "{error}");
+    assert!(error.contains("spec.yaml:5:9: matrix.from: "), "{error}");
+    assert!(error.contains("is a directory"), "{error}");
 }
 
 #[test]
@@ -199,8 +218,7 @@ fn a_reference_is_refused_outside_the_substituted_fields() {
         "name: t-${{ matrix.a }}\nprompt: p\nmatrix: [ { a: x } ]\npermissions:\n  allow: [\"Bash(cd ${{ matrix.a }})\"]\n",
         &[
             "spec.yaml:7:11",
-            "permissions.allow[0]",
-            "not substituted here",
+            "permissions.allow[0]: ${{ matrix.a }} is not substituted here",
             "name, prompt",
         ],
     );
@@ -213,7 +231,7 @@ fn a_reference_is_refused_outside_the_substituted_fields() {
 #[test]
 fn a_key_no_entry_has_names_the_entry_and_its_keys() {
     one_error(
-        "name: t-${{ matrix.a }}\nmatrix:\n  - { a: x, b: 1 }\n  - { a: y }\n  - { a: z }\nprompt: in ${{ matrix.b }}\n",
+        "name: t-${{ matrix.a }}\nmatrix:\n  - { a: x, b: 1 }\n  - { a: w }\n  - { a: z }\nprompt: in ${{ matrix.b }}\n",
         &[
             "spec.yaml:8:9",
             "prompt: ${{ matrix.b }}: matrix[1] (",
@@ -258,7 +276,7 @@ fn references_without_a_matrix_and_malformed_ones_are_refused() {
 #[test]
 fn task_names_must_use_a_value_be_valid_and_differ() {
     one_error(
-        "name: same\nmatrix: [ { a: x }, { a: y } ]\nprompt: ${{ matrix.a }}\n",
+        "name: same\nmatrix: [ { a: x }, { a: w } ]\nprompt: ${{ matrix.a }}\n",
         &["spec.yaml:3:7", "needs a name of its own"],
     );
     one_error(
@@ -285,17 +303,23 @@ fn task_names_must_use_a_value_be_valid_and_differ() {
 }
 
 #[test]
-fn a_reference_in_quotes_in_a_shell_command_is_refused() {
+fn a_reference_in_quotes_in_a_shell_command_is_refused_at_its_own_place() {
     one_error(
         "name: t-${{ matrix.a }}\nmatrix: [ { a: x } ]\nprompt: p\nchecks:\n  - name: c\n    run: cd \"${{ matrix.a }}\"\n",
-        &["spec.yaml:8:10", "checks[0].run", "inside quotes"],
+        &["spec.yaml:8:14", "checks[0].run", "inside quotes"],
+    );
+    // In a block, the line and column of the quoted one, not the block's start nor the
+    // first reference to the key.
+    one_error(
+        "name: t-${{ matrix.a }}\nmatrix: [ { a: x } ]\nprompt: p\nsetup:\n  - name: c\n    run: |\n      cd ${{ matrix.a }}\n      echo \"in ${{ matrix.a }}\"\n",
+        &["spec.yaml:10:16", "setup[0].run", "inside quotes"],
     );
 }
 
 #[test]
 fn a_problem_every_task_shares_is_said_once() {
     let errors = errors_of(
-        "name: t-${{ matrix.a }}\nmatrix: [ { a: x }, { a: y }, { a: z } ]\nprompt: p\nretry: { max_attempts: 0 }\n",
+        "name: t-${{ matrix.a }}\nmatrix: [ { a: x }, { a: w }, { a: z } ]\nprompt: p\nretry: { max_attempts: 0 }\n",
     );
     assert_eq!(errors.len(), 1, "{errors:?}");
 }
@@ -307,12 +331,21 @@ fn a_recorded_entry_expands_one_task_without_reading_the_matrix_file() {
     );
     let path = Path::new("/nowhere/spec.yaml");
     let values = MatrixValues::from([("a".to_string(), "one".to_string())]);
-    let loaded =
-        parse_with_defaults(path, text.clone(), None, Expansion::Recorded(Some(&values))).unwrap();
+    let task = |entry| RecordedTask {
+        name: "s-one",
+        entry,
+    };
+    let loaded = parse_with_defaults(
+        path,
+        text.clone(),
+        None,
+        Expansion::Recorded(task(Some(&values))),
+    )
+    .unwrap();
     assert_eq!(loaded.name(), "s-one");
     assert_eq!(loaded.spec.prompt, "p one");
-    assert_eq!(loaded.matrix, Some(values));
-    let error = parse_with_defaults(path, text.clone(), None, Expansion::Recorded(None))
+    assert_eq!(loaded.matrix.as_ref(), Some(&values));
+    let error = parse_with_defaults(path, text.clone(), None, Expansion::Recorded(task(None)))
         .unwrap_err()
         .to_string();
     assert!(
@@ -326,7 +359,7 @@ fn a_recorded_entry_expands_one_task_without_reading_the_matrix_file() {
 #[test]
 fn a_command_of_one_task_refuses_a_matrix_of_several() {
     let text = format!(
-        "{HEAD}name: s-${{{{ matrix.a }}}}\nmatrix: [ {{ a: x }}, {{ a: y }} ]\nprompt: p\n"
+        "{HEAD}name: s-${{{{ matrix.a }}}}\nmatrix: [ {{ a: x }}, {{ a: w }} ]\nprompt: p\n"
     );
     let error = crate::parse(Path::new("spec.yaml"), text)
         .unwrap_err()
@@ -377,4 +410,96 @@ fn the_walk_and_the_substitution_name_the_same_fields() {
     let mut listed = SUBSTITUTED.to_vec();
     listed.sort();
     assert_eq!(named, listed);
+}
+
+#[test]
+fn a_value_in_a_path_field_is_a_relative_path_within() {
+    for value in ["/etc", "../up", "a/../../b", "/"] {
+        one_error(
+            &format!(
+                "name: t-${{{{ matrix.id }}}}\nmatrix:\n  - {{ id: ok, dir: fine/sub }}\n  - {{ id: bad, dir: \"{value}\" }}\nprompt: p\nworkspace: ws/${{{{ matrix.dir }}}}\n"
+            ),
+            &[
+                "spec.yaml:8:12",
+                "workspace: matrix[1] (",
+                &format!("makes ${{{{ matrix.dir }}}} {value:?}"),
+                "relative path without `..`",
+            ],
+        );
+    }
+    // The spec itself may leave its directory; a value may not.
+    let dir = tempfile::tempdir().unwrap();
+    let file = file_of(
+        dir.path(),
+        "name: t-${{ matrix.id }}\nmatrix: [ { id: a, dir: x..y/.z } ]\nprompt: p\nworkspace: ../${{ matrix.dir }}\n",
+    );
+    assert!(file.errors.is_empty(), "{:?}", file.errors);
+    assert_eq!(
+        file.specs[0].spec.workspace.as_ref().unwrap().value,
+        "../x..y/.z"
+    );
+}
+
+#[test]
+fn yaml_1_1_booleans_and_null_are_refused_unless_quoted() {
+    for word in [
+        "NO", "off", "yes", "True", "On", "y", "N", "oFf", "~", "null",
+    ] {
+        let errors = errors_of(&format!(
+            "name: t-${{{{ matrix.a }}}}\nprompt: p\nmatrix:\n  - {{ a: x, flag: {word} }}\n"
+        ));
+        assert!(errors[0].contains("spec.yaml:6:"), "{word}: {errors:?}");
+        assert!(errors[0].contains("quote it"), "{word}: {errors:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = file_of(
+        dir.path(),
+        "name: t-${{ matrix.a }}\nprompt: p ${{ matrix.b }} ${{ matrix.c }} ${{ matrix.d }} ${{ matrix.e }}\nmatrix:\n  - { a: x, b: \"NO\", c: 'off', d: true, e: 1.10 }\n",
+    );
+    assert!(file.errors.is_empty(), "{:?}", file.errors);
+    assert_eq!(file.specs[0].spec.prompt, "p NO off true 1.10");
+}
+
+#[test]
+fn values_hold_no_nul_nor_more_than_32_kib_and_keys_name_one_variable_each() {
+    one_error(
+        "name: t-${{ matrix.a }}\nprompt: p\nmatrix:\n  - { a: x, b: \"one\\0two\" }\n",
+        &["spec.yaml:6:", "NUL"],
+    );
+    let big = "x".repeat(crate::MAX_MATRIX_VALUE_BYTES + 1);
+    one_error(
+        &format!("name: t-${{{{ matrix.a }}}}\nprompt: p\nmatrix:\n  - {{ a: x, b: {big} }}\n"),
+        &["spec.yaml:6:", "32769 bytes, more than the 32768"],
+    );
+    one_error(
+        "name: t-${{ matrix.a }}\nprompt: p\nmatrix:\n  - { a: x, b-c: 1 }\n  - { a: w, b_c: 2 }\n",
+        &[
+            "spec.yaml:7:",
+            "matrix keys `b-c` and `b_c` both give setup steps and checks the variable DROVER_MATRIX_b_c",
+        ],
+    );
+    // The same rules for a file's entries, after the spec's place that names it.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "nul.json", "[{\"a\": \"x\\u0000y\"}]");
+    let file = file_of(
+        dir.path(),
+        "name: t-${{ matrix.a }}\nprompt: p\nmatrix: { from: nul.json }\n",
+    );
+    let error = file.errors[0].to_string();
+    assert!(error.contains("matrix.from: "), "{error}");
+    assert!(error.contains("nul.json:1:"), "{error}");
+    assert!(error.contains("NUL"), "{error}");
+}
+
+#[test]
+fn names_that_differ_only_in_case_are_refused() {
+    one_error(
+        "name: t-${{ matrix.a }}\nmatrix:\n  - { a: Billing }\n  - { a: billing }\nprompt: p\n",
+        &[
+            "spec.yaml:3:7",
+            "makes the task name \"t-Billing\" and matrix[1] (",
+            "makes \"t-billing\"",
+            "differ only in case",
+        ],
+    );
 }

@@ -20,18 +20,37 @@ pub(crate) struct Template {
     pub pieces: Vec<Piece>,
 }
 
-/// How a value is inserted: as is, or quoted for bash as one word (`run:`).
+/// How a value is inserted: as is, or as a reference to its environment variable
+/// (`run:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Insert {
     AsIs,
     Shell,
 }
 
-/// A `${{ matrix … }}` that is not a reference drover can read, or one inside quotes in a
-/// shell command.
+/// A `${{ matrix … }}` that is not a reference drover can read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub(crate) struct TemplateError(pub String);
+
+/// A reference in a shell command where drover's `"${DROVER_MATRIX_KEY}"` would not be
+/// one quoted word: inside quotes, or after a `\`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct ShellPlacement {
+    pub key: String,
+    /// Which reference to `key` it is in the string (0: the first), to find where it is
+    /// written.
+    pub nth: usize,
+    pub message: String,
+}
+
+/// The environment variable a setup step or check gets `key`'s value in:
+/// `DROVER_MATRIX_` and the key, each `-` written `_` (`DROVER_MATRIX_base-url` is no
+/// name bash can expand).
+pub fn env_name(key: &str) -> String {
+    format!("DROVER_MATRIX_{}", key.replace('-', "_"))
+}
 
 const OPEN: &str = "${{";
 const CLOSE: &str = "}}";
@@ -118,37 +137,60 @@ impl Template {
         self.keys().is_empty()
     }
 
-    /// A shell command's references must stand outside quotes: drover quotes each value
-    /// as one word, and inside `"…"` or `'…'` those quotes would be part of the word.
-    pub(crate) fn check_shell(&self) -> Result<(), TemplateError> {
+    /// A shell command's references must stand outside quotes and not after a `\\`:
+    /// drover writes `"${DROVER_MATRIX_KEY}"` in a reference's place, whose quotes would
+    /// otherwise be part of the text. This keeps a command meaning what it says; it is no
+    /// safety boundary (the value is never in the text), so following the quoting as far
+    /// as quotes and backslashes is enough.
+    pub(crate) fn check_shell(&self) -> Result<(), ShellPlacement> {
         let mut quote = Quote::None;
+        let mut seen: Vec<&str> = Vec::new();
         for piece in &self.pieces {
             match piece {
                 Piece::Text(text) => quote = quote.after(text),
-                Piece::Value(key) if quote != Quote::None => {
-                    return Err(TemplateError(format!(
-                        "${{{{ matrix.{key} }}}} is inside quotes in a shell command: write it unquoted; drover inserts the value quoted as one word"
-                    )));
+                Piece::Value(key) => {
+                    let nth = seen.iter().filter(|seen| **seen == key).count();
+                    seen.push(key);
+                    let message = match quote {
+                        Quote::None => continue,
+                        Quote::Escaped => format!(
+                            "${{{{ matrix.{key} }}}} follows a `\\` in a shell command: remove the backslash; drover puts \"${{{}}}\" there, one word, the value in the environment",
+                            env_name(key)
+                        ),
+                        Quote::Single | Quote::Double => format!(
+                            "${{{{ matrix.{key} }}}} is inside quotes in a shell command: write it unquoted; drover puts \"${{{}}}\" there, one word, the value in the environment",
+                            env_name(key)
+                        ),
+                    };
+                    return Err(ShellPlacement {
+                        key: key.clone(),
+                        nth,
+                        message,
+                    });
                 }
-                Piece::Value(_) => {}
             }
         }
         Ok(())
     }
 
-    /// The string with `values` in the references' places; a key `values` lacks is
-    /// left to the caller, which checked every key before (it yields nothing here).
+    /// The string with `values` in the references' places (`Insert::AsIs`), or with
+    /// `"${DROVER_MATRIX_KEY}"` there (`Insert::Shell`: the value is given to the command
+    /// in its environment, see [`env_name`]); a key `values` lacks is left to the caller,
+    /// which checked every key before (it yields nothing here).
     pub(crate) fn render(&self, values: &BTreeMap<String, String>, insert: Insert) -> String {
         let mut out = String::new();
         for piece in &self.pieces {
-            match piece {
-                Piece::Text(text) => out.push_str(text),
-                Piece::Value(key) => {
-                    let value = values.get(key).map_or("", String::as_str);
-                    match insert {
-                        Insert::AsIs => out.push_str(value),
-                        Insert::Shell => out.push_str(&bash_word(value)),
-                    }
+            match (piece, insert) {
+                (Piece::Text(text), _) => out.push_str(text),
+                (Piece::Value(key), Insert::AsIs) => {
+                    out.push_str(values.get(key).map_or("", String::as_str));
+                }
+                // Drover's own text, never the value: bash expands the variable when the
+                // command runs, and never reads what it holds as shell syntax.
+                (Piece::Value(key), Insert::Shell) => {
+                    out.push_str("\"${");
+                    out.push_str(&env_name(key));
+                    out.push_str("}\"");
                 }
             }
         }
@@ -171,18 +213,14 @@ fn key_of(inner: &str) -> Result<&str, TemplateError> {
     }
 }
 
-/// `value` as one bash word: in single quotes, each `'` written `'\''`. Nothing in it is
-/// expanded (`$(…)`, `;`, newlines stay literal).
-pub(crate) fn bash_word(value: &str) -> String {
-    format!("'{}'", value.replace('\'', r"'\''"))
-}
-
 /// Where a shell command's text leaves the quoting, as far as drover follows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Quote {
     None,
     Single,
     Double,
+    /// Outside quotes, right after a `\\` (which escapes what comes next).
+    Escaped,
 }
 
 impl Quote {
@@ -191,7 +229,9 @@ impl Quote {
         let mut chars = text.chars();
         while let Some(c) = chars.next() {
             quote = match (quote, c) {
-                (Quote::None | Quote::Double, '\\') => {
+                (Quote::Escaped, _) => Quote::None,
+                (Quote::None, '\\') => Quote::Escaped,
+                (Quote::Double, '\\') => {
                     chars.next();
                     quote
                 }

@@ -29,8 +29,10 @@ fn a_value_is_never_read_for_references_again() {
 }
 
 #[test]
-fn in_a_shell_command_a_value_is_one_quoted_word() {
-    let template = Template::parse("cd ${{ matrix.path }} && echo x=${{ matrix.v }}").unwrap();
+fn in_a_shell_command_a_reference_becomes_drovers_variable_never_the_value() {
+    let template =
+        Template::parse("cd ${{ matrix.path }} && echo x=${{ matrix.v }} ${{ matrix.base-url }}")
+            .unwrap();
     template.check_shell().unwrap();
     let filled = template.render(
         &values(&[("path", "a b; rm -rf /"), ("v", "it's $(id)\nnext")]),
@@ -38,25 +40,57 @@ fn in_a_shell_command_a_value_is_one_quoted_word() {
     );
     assert_eq!(
         filled,
-        "cd 'a b; rm -rf /' && echo x='it'\\''s $(id)\nnext'"
+        "cd \"${DROVER_MATRIX_path}\" && echo x=\"${DROVER_MATRIX_v}\" \"${DROVER_MATRIX_base_url}\""
     );
-    assert_eq!(bash_word(""), "''");
+    assert_eq!(env_name("base-url"), "DROVER_MATRIX_base_url");
+}
+
+/// The attacker's shapes (issue 37): a heredoc, a comment, backticks, `$'…'`, an
+/// apostrophe in a comment flipping a quote tracker. Whatever the tracker makes of them,
+/// the command's text is the same for every value: no value is ever shell text.
+#[test]
+fn a_shell_commands_text_is_the_same_whatever_the_values() {
+    let hostile = values(&[("x", "'; touch INJECTED; '\n$(touch INJECTED)`id`\\\"")]);
+    let plain = values(&[("x", "plain")]);
+    for run in [
+        "cat <<EOF\n${{ matrix.x }}\nEOF",
+        "cat <<'EOF'\n${{ matrix.x }}\nEOF",
+        "echo hi # ${{ matrix.x }}",
+        "# don't\necho ${{ matrix.x }}",
+        "echo `echo ${{ matrix.x }}`",
+        "echo $'a' ${{ matrix.x }}",
+        "echo $(echo ${{ matrix.x }})",
+    ] {
+        let template = Template::parse(run).unwrap();
+        let filled = template.render(&hostile, Insert::Shell);
+        assert_eq!(filled, template.render(&plain, Insert::Shell), "{run}");
+        assert!(!filled.contains("INJECTED"), "{run}: {filled}");
+        assert!(filled.contains("\"${DROVER_MATRIX_x}\""), "{run}: {filled}");
+    }
 }
 
 #[test]
-fn a_reference_inside_quotes_in_a_shell_command_is_refused() {
+fn a_reference_inside_quotes_or_after_a_backslash_in_a_shell_command_is_refused() {
     for run in [
         "cd \"${{ matrix.path }}\"",
         "echo '${{ matrix.path }}'",
         "echo \"a \\\" ${{ matrix.path }}\"",
     ] {
         let error = Template::parse(run).unwrap().check_shell().unwrap_err();
-        assert!(error.0.contains("inside quotes"), "{run}: {error}");
+        assert!(error.message.contains("inside quotes"), "{run}: {error}");
+        assert_eq!(error.key, "path");
     }
+    let error = Template::parse("echo ${{ matrix.a }} ${{ matrix.path }} \\${{ matrix.path }}")
+        .unwrap()
+        .check_shell()
+        .unwrap_err();
+    assert!(error.message.contains("follows a `\\`"), "{error}");
+    assert_eq!((error.key.as_str(), error.nth), ("path", 1));
     for run in [
         "echo \"a\" ${{ matrix.path }}",
         "echo 'it''s' ${{ matrix.path }}",
         "echo \\\" ${{ matrix.path }}",
+        "echo \\\\${{ matrix.path }}",
     ] {
         Template::parse(run).unwrap().check_shell().unwrap();
     }

@@ -121,7 +121,8 @@ impl Walker<'_> {
             _ => self.error(
                 location,
                 format!(
-                    "{at}: ${{{{ matrix.KEY }}}} is not substituted here; {}",
+                    "{at}: ${{{{ matrix.{} }}}} is not substituted here; {}",
+                    template.keys().join(" }}, ${{ matrix."),
                     self.where_it_goes()
                 ),
             ),
