@@ -6,6 +6,7 @@ mod batch;
 mod batch_specs;
 mod cases;
 mod child;
+mod fleet;
 mod long_run;
 mod proxy;
 mod replay;
@@ -97,6 +98,20 @@ pub struct BenchArgs {
     /// The size of each file --long-run's task reads (so of each tool result), in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub result_bytes: u32,
+    /// Clone a fleet of --repos git repositories (--files files, --commits commits each)
+    /// served by `git daemon` on 127.0.0.1 with `git clone`, then run one matrix spec
+    /// over them with drover: on the clones as local workspaces, then with `repo:` and a
+    /// cold, then a warm `--repo-cache`; drover's added time per task against `git
+    /// clone` (built under --scratch).
+    #[arg(long, conflicts_with_all = ["workspace", "replay", "batch", "proxy", "long_run"])]
+    pub fleet: bool,
+    /// The repositories of --fleet.
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub repos: u16,
+    /// The commits of each --fleet repository (the first adds every file, each later one
+    /// rewrites a twentieth of them).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub commits: u32,
     /// Internal (end-to-end tests): serve --long-run's mock model on 127.0.0.1 (--window
     /// 0: none), print `listening ADDRESS`, and its figures as JSON once stdin closes.
     #[arg(long, hide = true, conflicts_with_all = ["workspace", "replay", "batch", "proxy", "long_run"])]
@@ -147,6 +162,17 @@ fn long_run(args: &BenchArgs) -> i32 {
         check: args.check,
     };
     long_run::run(&drover, &scratch, options)
+}
+
+/// What `--fleet` measures, from the command line.
+fn fleet_options(args: &BenchArgs) -> fleet::Options {
+    fleet::Options {
+        repos: usize::from(args.repos),
+        files: args.files as usize,
+        commits: args.commits as usize,
+        runs: usize::from(args.runs),
+        check: args.check,
+    }
 }
 
 /// What `--proxy` measures, from the command line.
@@ -207,6 +233,12 @@ fn other_case(args: &BenchArgs) -> Option<i32> {
     }
     if args.long_run {
         return Some(long_run(args));
+    }
+    if args.fleet {
+        return Some(match drover_and_scratch(args) {
+            Ok((drover, scratch)) => fleet::run(&drover, &scratch, fleet_options(args)),
+            Err(code) => code,
+        });
     }
     if args.proxy {
         return Some(match own_executable() {

@@ -154,14 +154,13 @@ fn one_matrix_spec_runs_a_fleet_of_repositories() {
         true,
         "a host comes back"
     );
-    for index in 0..SERVED + LOCAL {
+    for (index, bare) in repositories.iter().enumerate() {
         let task = format!("fleet-svc-{index:02}");
         assert_eq!(all[&task].0, "passed", "{task}: {printed}");
         // The diff applies to a fresh clone of the task's own repository at the commit
         // it started from, and makes the file the agent wrote.
         let started = result(&whole, &task);
         let commit = started["start"]["commit"].as_str().unwrap().to_string();
-        let bare = &repositories[index];
         let fresh = dir.path().join("fresh").join(&task);
         git(
             dir.path(),

@@ -95,6 +95,11 @@ pub(super) fn workspace(
             dirty: false,
             repository: None,
         }),
+        // A checkout drover has just made holds its commit and nothing else (its start,
+        // with the repository, is made by `repo::start_with_repository`). No `git
+        // status`: every file was written in the same second as the index, so git
+        // would read each one again to be sure it is unchanged.
+        None if workspace.repo.is_some() => None,
         None => {
             let mut drovers: Vec<PathBuf> = copy_excluded;
             drovers.extend(excluded.dirs.iter().cloned());

@@ -5,10 +5,13 @@
 //! directory take turns. The mirror's `origin` is the credential-free URL, and the
 //! credentials go with each fetch (`remote_git`): the cache stores none.
 //!
-//! The checkout is fetched from the mirror through git's transport (`file://`), which
-//! copies objects into a pack of the checkout's own: no hard link and no alternates
-//! (`--shared`, `--reference` without `--dissociate`) tie the agent-writable checkout to
-//! the cache, so no task can change an object the next task's checkout is made from.
+//! The checkout is a local clone of the mirror that copies its object files
+//! (`--local --no-hardlinks`): no pack is computed again (a `file://` fetch would run
+//! `pack-objects` over the whole history, costing about what the network clone did),
+//! and no hard link and no alternates (`--shared`, `--reference` without
+//! `--dissociate`) tie the agent-writable checkout to the cache, so no task can change
+//! an object the next task's checkout is made from. `depth:` does not apply to it: the
+//! history is copied, not transferred.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -35,8 +38,8 @@ pub(crate) fn mirror_paths(cache: &Path, clean_url: &str) -> (PathBuf, PathBuf) 
     )
 }
 
-/// Bring the mirror of the request's repository up to date, then fetch `target`'s
-/// commit from it into `dir`; the commit fetched.
+/// Bring the mirror of the request's repository up to date, then clone it into the
+/// empty `dir` (no checkout yet); the commit `target` names.
 pub(super) fn fetch_through(
     cache: &Path,
     request: &RepoRequest,
@@ -84,15 +87,20 @@ pub(super) fn fetch_through(
     if commit_of(git, &mirror, &format!("{commit}^{{commit}}")).is_none() {
         return Err(missing_commit(url, target));
     }
-    let source = url::Url::from_file_path(&mirror)
-        .map(String::from)
-        .map_err(|()| local("the cache's path", std::io::Error::other("not absolute")))?;
-    let depth = request.depth.map(|depth| format!("--depth={depth}"));
-    let mut args = vec!["fetch", "--quiet", "--no-tags"];
-    args.extend(depth.as_deref());
-    args.extend(["--", &source, &commit]);
-    git.run(Some(dir), &args)
-        .map_err(fail("fetching from the cache"))?;
+    git.run(
+        None,
+        &[
+            "clone",
+            "--quiet",
+            "--local",
+            "--no-hardlinks",
+            "--no-checkout",
+            "--",
+            &path_text(&mirror),
+            &path_text(dir),
+        ],
+    )
+    .map_err(fail("copying the cache's mirror"))?;
     Ok(commit)
 }
 

@@ -94,8 +94,15 @@ fn clone_into(request: &RepoRequest, git: &RemoteGit<'_>, dir: &Path) -> Result<
         }
     };
     let fail = |what: &'static str| move |failure| RepoError::of(url, what, failure);
-    git.run(Some(dir), &["init", "--quiet"])
-        .map_err(fail("making the checkout"))?;
+    let commit = match &request.cache {
+        Some(cache) => cache::fetch_through(cache, request, git, dir, &target)?,
+        None => {
+            git.run(Some(dir), &["init", "--quiet"])
+                .map_err(fail("making the checkout"))?;
+            fetch_direct(request, git, dir, &target)?
+        }
+    };
+    // `origin` is the repository, never the cache's mirror (a clone of it names it).
     git.run(Some(dir), &["config", "remote.origin.url", url])
         .map_err(fail("making the checkout"))?;
     git.run(
@@ -107,10 +114,6 @@ fn clone_into(request: &RepoRequest, git: &RemoteGit<'_>, dir: &Path) -> Result<
         ],
     )
     .map_err(fail("making the checkout"))?;
-    let commit = match &request.cache {
-        Some(cache) => cache::fetch_through(cache, request, git, dir, &target)?,
-        None => fetch_direct(request, git, dir, &target)?,
-    };
     let branch = match &target {
         Target::Ref { branch, .. } => branch
             .clone()
