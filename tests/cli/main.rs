@@ -85,6 +85,8 @@ mod replay_outcome;
 mod replay_start;
 mod replay_trust;
 mod repo;
+mod repo_attacks;
+mod repo_http;
 mod resume;
 mod resume_attacks;
 mod retry_cli;

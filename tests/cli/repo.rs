@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::common::{drover, events, transcript, write_spec};
 
 /// `git -C dir args…` with a fixed author; its stdout, trimmed.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -32,7 +32,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A bare repository `<base>/<name>.git` with `main` (two commits), a branch `dev` and
 /// an annotated tag `v1` at the first commit; the two commits' ids.
-fn served_repo(base: &Path, name: &str) -> (PathBuf, String, String) {
+pub(crate) fn served_repo(base: &Path, name: &str) -> (PathBuf, String, String) {
     let work = base.join(format!("{name}-work"));
     std::fs::create_dir_all(&work).unwrap();
     git(&work, &["init", "--quiet", "--initial-branch=main"]);
@@ -123,7 +123,7 @@ fn run(specs: &[&Path], artifacts: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-fn result(artifacts: &Path, task: &str) -> Value {
+pub(crate) fn result(artifacts: &Path, task: &str) -> Value {
     let text = std::fs::read_to_string(artifacts.join(task).join("result.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
