@@ -348,6 +348,7 @@ fn an_agent_in_a_worktree_cannot_plant_git_config_and_nothing_runs() {
     let output = run(&root, &attack, "out", &[]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert_eq!(result(&root.join("out"), "attack")["status"], "passed");
+    assert!(planted(&root.join("out"), "attack").contains("planted"));
     // The repository's own configuration (outside the worktree) is as it was.
     let config = std::fs::read_to_string(ws.join(".git/config")).unwrap();
     assert!(!config.contains("fsmonitor"), "{config}");

@@ -67,6 +67,15 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     let mut plan = plan_task(spec, &overrides)?;
     plan.workspace.at_commit =
         resumed_commit(&plan, run.start.as_ref(), options.strict, &transcript)?;
+    if let Some(request) = plan.workspace.repo.as_mut() {
+        // The spec names the repository; the recording only the commit, fetched by id
+        // from there (a commit it does not hold ends the task `repo_refused`).
+        request.at_commit = run
+            .start
+            .as_ref()
+            .map(|start| start.commit.clone())
+            .filter(|commit| is_object_id(commit));
+    }
     // The recorded turns were made with the recorded prompt and skills: the resumed run
     // goes on with them (the workspace is the recorded one, its fingerprint checked, but
     // a file it ignores may have changed, and `skills_from:` lies outside it).
@@ -132,7 +141,8 @@ fn resumed_commit(
     let Some(start) = recorded else {
         return Ok(None);
     };
-    if plan.workspace.isolation != Isolation::Worktree {
+    // A `repo:` task's checkout is cloned at the recorded commit (`RepoRequest`).
+    if plan.workspace.isolation != Isolation::Worktree || plan.workspace.repo.is_some() {
         return Ok(None);
     }
     match check_commit(&plan.workspace.origin, start) {
@@ -354,7 +364,11 @@ fn resume_overrides(
     overrides.provider = overrides.provider.or(recorded_provider);
     // The workspace is the spec's (or --workspace): a recording does not choose where
     // a live run works. One recorded elsewhere (a run given --workspace) must be named.
-    if overrides.workspace.is_none() && !same_path(&spec.workspace_dir(), Path::new(&run.workspace))
+    // A `repo:` task's is cloned again, at the recorded commit.
+    let cloned = spec.spec.repo.is_some();
+    if overrides.workspace.is_none()
+        && !cloned
+        && !same_path(&spec.workspace_dir(), Path::new(&run.workspace))
     {
         return Err(Box::new(ResumeError::OtherWorkspace {
             transcript: transcript.to_path_buf(),
