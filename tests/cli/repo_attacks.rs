@@ -139,7 +139,10 @@ fn assert_nothing_ran(markers: &Path, when: &str) {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(ran.is_empty(), "{when}: git ran the agent's programs: {ran:?}");
+    assert!(
+        ran.is_empty(),
+        "{when}: git ran the agent's programs: {ran:?}"
+    );
 }
 
 /// The planting is potent: git run plainly in `repo` (as drover does not) runs the
@@ -168,7 +171,10 @@ fn assert_potent(repo: &Path, markers: &Path) {
         "hook-post-index-change",
         "ext-origin",
     ] {
-        assert!(ran.iter().any(|r| r == wanted), "{wanted} did not run: {ran:?}");
+        assert!(
+            ran.iter().any(|r| r == wanted),
+            "{wanted} did not run: {ran:?}"
+        );
     }
 }
 
@@ -176,7 +182,10 @@ fn assert_potent(repo: &Path, markers: &Path) {
 fn planted(artifacts: &Path, task: &str) -> String {
     let lines = transcript(&artifacts.join(task).join("transcript.jsonl"));
     let results = events(&lines, "tool_result");
-    results[1]["content"].as_str().unwrap_or_default().to_string()
+    results[1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// A scratch root (canonical) with an empty `markers` directory outside every workspace.
@@ -242,7 +251,10 @@ fn a_planted_git_config_in_a_repo_checkout_runs_nothing_and_the_cache_takes_noth
     );
     let output = run(&root, &next, "out2", &cache_args);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    assert_eq!(result(&root.join("out2"), "next")["start"]["commit"], head.as_str());
+    assert_eq!(
+        result(&root.join("out2"), "next")["start"]["commit"],
+        head.as_str()
+    );
     assert_nothing_ran(&markers, "the next task");
     let mirror = std::fs::read_dir(&cache)
         .unwrap()
@@ -251,7 +263,14 @@ fn a_planted_git_config_in_a_repo_checkout_runs_nothing_and_the_cache_takes_noth
         .find(|p| p.extension().is_some_and(|e| e == "git"))
         .expect("a mirror");
     let mirror_config = std::fs::read_to_string(mirror.join("config")).unwrap();
-    for planted in ["fsmonitor", "ext::", "include", "filter", "hooksPath", "helper"] {
+    for planted in [
+        "fsmonitor",
+        "ext::",
+        "include",
+        "filter",
+        "hooksPath",
+        "helper",
+    ] {
         assert!(!mirror_config.contains(planted), "{mirror_config}");
     }
     let missing = std::process::Command::new("git")
@@ -260,14 +279,19 @@ fn a_planted_git_config_in_a_repo_checkout_runs_nothing_and_the_cache_takes_noth
         .args(["cat-file", "-e", &evil])
         .output()
         .unwrap();
-    assert!(!missing.status.success(), "the mirror took the agent's commit");
+    assert!(
+        !missing.status.success(),
+        "the mirror took the agent's commit"
+    );
     let refs = git(&mirror, &["for-each-ref", "--format=%(refname)"]);
     assert!(!refs.contains("evil"), "{refs}");
     let hooks: Vec<_> = std::fs::read_dir(mirror.join("hooks"))
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
     assert!(
-        hooks.iter().all(|h| h.to_string_lossy().ends_with(".sample")),
+        hooks
+            .iter()
+            .all(|h| h.to_string_lossy().ends_with(".sample")),
         "{hooks:?}"
     );
     assert_potent(&root.join("checkout"), &markers);

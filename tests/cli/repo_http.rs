@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    drover_without_proxy, events, repo, require_program, require_sandbox, transcript,
-    write_spec,
+    drover_without_proxy, events, repo, require_program, require_sandbox, transcript, write_spec,
 };
 use crate::repo::{result, served_repo};
 
@@ -42,7 +41,10 @@ impl HttpGit {
             if let Ok(text) = std::fs::read_to_string(&port_file) {
                 break text.trim().parse().unwrap();
             }
-            assert!(Instant::now() < deadline, "the HTTP git server never listened");
+            assert!(
+                Instant::now() < deadline,
+                "the HTTP git server never listened"
+            );
             std::thread::sleep(Duration::from_millis(50));
         };
         HttpGit { child, port }
