@@ -74,8 +74,10 @@ struct Daemon {
 impl Daemon {
     fn start(base: &Path) -> Daemon {
         let port = free_port();
-        let child = Command::new("git")
-            .arg("daemon")
+        // git-daemon itself, not `git daemon`: git would run it as a child of its own,
+        // which killing `git` leaves running, holding the test's output open.
+        let exec_path = git(base, &["--exec-path"]);
+        let child = Command::new(Path::new(&exec_path).join("git-daemon"))
             .arg("--reuseaddr")
             .arg(format!("--base-path={}", base.display()))
             .arg("--export-all")

@@ -67,15 +67,7 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     let mut plan = plan_task(spec, &overrides)?;
     plan.workspace.at_commit =
         resumed_commit(&plan, run.start.as_ref(), options.strict, &transcript)?;
-    if let Some(request) = plan.workspace.repo.as_mut() {
-        // The spec names the repository; the recording only the commit, fetched by id
-        // from there (a commit it does not hold ends the task `repo_refused`).
-        request.at_commit = run
-            .start
-            .as_ref()
-            .map(|start| start.commit.clone())
-            .filter(|commit| is_object_id(commit));
-    }
+    clone_at_recorded_commit(&mut plan, run.start.as_ref());
     // The recorded turns were made with the recorded prompt and skills: the resumed run
     // goes on with them (the workspace is the recorded one, its fingerprint checked, but
     // a file it ignores may have changed, and `skills_from:` lies outside it).
@@ -126,6 +118,17 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
         transcript,
     }));
     Ok(plan)
+}
+
+/// A resumed `repo:` task clones the recorded commit: the spec names the repository,
+/// the recording only the commit, fetched by id from there (a commit it does not hold
+/// ends the task `repo_refused`).
+fn clone_at_recorded_commit(plan: &mut TaskPlan, recorded: Option<&StartCommit>) {
+    if let Some(request) = plan.workspace.repo.as_mut() {
+        request.at_commit = recorded
+            .map(|start| start.commit.clone())
+            .filter(|commit| is_object_id(commit));
+    }
 }
 
 /// The commit a resumed `isolation: worktree` task's worktree is made at: the one the
