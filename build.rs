@@ -30,6 +30,10 @@ fn main() {
     probes.set("drover_has_curl", program_runs("curl"));
     // `repo:`'s tests serve repositories with `git daemon` (tests/cli/repo.rs).
     probes.set("drover_has_git_daemon", git_program("git-daemon"));
+    probes.set(
+        "drover_has_git_http_backend",
+        git_program("git-http-backend"),
+    );
     let node = program_runs("node");
     probes.set("drover_has_node", node);
     // The package clients of the registry install tests (tests/cli/network_registries.rs).

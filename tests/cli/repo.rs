@@ -74,8 +74,10 @@ pub(crate) struct Daemon {
 impl Daemon {
     pub(crate) fn start(base: &Path) -> Daemon {
         let port = free_port();
-        let child = Command::new("git")
-            .arg("daemon")
+        // git-daemon itself, not `git daemon`: git would run it as a child of its own,
+        // which killing `git` leaves running, holding the test's output open.
+        let exec_path = git(base, &["--exec-path"]);
+        let child = Command::new(Path::new(&exec_path).join("git-daemon"))
             .arg("--reuseaddr")
             .arg(format!("--base-path={}", base.display()))
             .arg("--export-all")
@@ -123,7 +125,7 @@ fn run(specs: &[&Path], artifacts: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-fn result(artifacts: &Path, task: &str) -> Value {
+pub(crate) fn result(artifacts: &Path, task: &str) -> Value {
     let text = std::fs::read_to_string(artifacts.join(task).join("result.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }

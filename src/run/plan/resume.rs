@@ -67,6 +67,7 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     let mut plan = plan_task(spec, &overrides)?;
     plan.workspace.at_commit =
         resumed_commit(&plan, run.start.as_ref(), options.strict, &transcript)?;
+    clone_at_recorded_commit(&mut plan, run.start.as_ref());
     // The recorded turns were made with the recorded prompt and skills: the resumed run
     // goes on with them (the workspace is the recorded one, its fingerprint checked, but
     // a file it ignores may have changed, and `skills_from:` lies outside it).
@@ -119,6 +120,17 @@ pub(crate) fn plan_resume(options: &ResumeOptions) -> Result<TaskPlan, PlanError
     Ok(plan)
 }
 
+/// A resumed `repo:` task clones the recorded commit: the spec names the repository,
+/// the recording only the commit, fetched by id from there (a commit it does not hold
+/// ends the task `repo_refused`).
+fn clone_at_recorded_commit(plan: &mut TaskPlan, recorded: Option<&StartCommit>) {
+    if let Some(request) = plan.workspace.repo.as_mut() {
+        request.at_commit = recorded
+            .map(|start| start.commit.clone())
+            .filter(|commit| is_object_id(commit));
+    }
+}
+
 /// The commit a resumed `isolation: worktree` task's worktree is made at: the one the
 /// recorded run started from, when it passes every check (`check_commit`). When it does
 /// not, the worktree is made at HEAD, said on stderr (and the fingerprint check still
@@ -132,7 +144,8 @@ fn resumed_commit(
     let Some(start) = recorded else {
         return Ok(None);
     };
-    if plan.workspace.isolation != Isolation::Worktree {
+    // A `repo:` task's checkout is cloned at the recorded commit (`RepoRequest`).
+    if plan.workspace.isolation != Isolation::Worktree || plan.workspace.repo.is_some() {
         return Ok(None);
     }
     match check_commit(&plan.workspace.origin, start) {
@@ -359,7 +372,11 @@ fn resume_overrides(
     overrides.provider = overrides.provider.or(recorded_provider);
     // The workspace is the spec's (or --workspace): a recording does not choose where
     // a live run works. One recorded elsewhere (a run given --workspace) must be named.
-    if overrides.workspace.is_none() && !same_path(&spec.workspace_dir(), Path::new(&run.workspace))
+    // A `repo:` task's is cloned again, at the recorded commit.
+    let cloned = spec.spec.repo.is_some();
+    if overrides.workspace.is_none()
+        && !cloned
+        && !same_path(&spec.workspace_dir(), Path::new(&run.workspace))
     {
         return Err(Box::new(ResumeError::OtherWorkspace {
             transcript: transcript.to_path_buf(),

@@ -111,13 +111,14 @@ async fn commands_of(
     probe: bool,
 ) -> Result<TaskCommands, TaskError> {
     let confinement = plan.mode.confinement();
-    let unreadable = confinement.map_or(&[][..], |c| c.unreadable.as_slice());
+    let mut unreadable = confinement.map_or_else(Vec::new, |c| c.unreadable.clone());
+    unreadable.extend(super::repo::files_holding_the_url_token(plan));
     let replayed_network = confinement.and_then(|c| c.network.clone());
     let mut commands = task_commands(
         &plan.spec,
         &plan.rules,
         workspace,
-        (unreadable, replayed_network),
+        (&unreadable, replayed_network),
         probe,
     )
     .await?;

@@ -3,6 +3,7 @@
 //! workspace. A clone that fails ends the task `repo_unavailable` (worth another try)
 //! or `repo_refused`, and the other tasks of the run go on.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::record::{EndReason, StartCommit, StartRepository};
@@ -71,4 +72,28 @@ pub(super) fn start_with_repository(
             git_ref: request.git_ref.as_ref().map(|r| r.as_str().to_string()),
         }),
     })
+}
+
+/// The files that hold the token of a `repo.url` with a password (the spec file and its
+/// directory's defaults file), kept unreadable to the task's commands and file tools:
+/// redaction takes the token out of what a command prints, not out of what it
+/// encodes (`base64 spec.yaml > out.txt` would carry it into the diff). A token from
+/// `credentials.env` lives in drover's environment only, which no command sees.
+pub(super) fn files_holding_the_url_token(plan: &TaskPlan) -> Vec<PathBuf> {
+    let carries_token = plan
+        .workspace
+        .repo
+        .as_ref()
+        .is_some_and(|request| request.url.password.is_some());
+    if !carries_token {
+        return Vec::new();
+    }
+    let spec = &plan.spec;
+    std::iter::once(&spec.path)
+        .chain(spec.defaults.as_ref().map(|defaults| &defaults.path))
+        .map(|path| {
+            let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            absolute.canonicalize().unwrap_or(absolute)
+        })
+        .collect()
 }

@@ -1,6 +1,6 @@
 //! Before a resumed task runs: its starting workspace made again as the task will make
 //! it, and the resume refused (before anything is written) unless it is in the recorded
-//! starting state.
+//! starting state. A `repo:` task's is checked when it is cloned, as the task starts.
 
 use std::path::Path;
 
@@ -18,6 +18,12 @@ pub(crate) fn check_workspace(plan: &mut TaskPlan, artifacts: &Path) -> Result<(
     let Mode::Resume(resume) = &plan.mode else {
         return Ok(());
     };
+    if plan.workspace.repo.is_some() {
+        // A `repo:` task's checkout is cloned (at the recorded commit) when the task
+        // starts; its fingerprint is checked then, a different one ending the task
+        // `replay_drift` before any turn (`Mode::expected_start`).
+        return Ok(());
+    }
     let transcript = resume.transcript.clone();
     let recorded = resume.fingerprint.clone();
     let started_at = super::record_start::started_at(resume.commit.as_ref());

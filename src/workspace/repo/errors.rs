@@ -33,6 +33,7 @@ const REFUSALS: &[&str] = &[
     "authentication failed",
     "could not read username",
     "could not read password",
+    "unable to get password",
     "terminal prompts disabled",
     "returned error: 401",
     "returned error: 403",
@@ -159,6 +160,13 @@ mod tests {
             ),
         );
         assert_eq!(refused.kind, RepoErrorKind::Refused);
+        // An HTTP remote asking for a password no credential gives is a refusal too.
+        let unasked = RepoError::of(
+            "http://h/a.git",
+            "listing its refs",
+            GitFailure::Failed("fatal: unable to get password from user\n".into()),
+        );
+        assert_eq!(unasked.kind, RepoErrorKind::Refused);
         assert!(
             refused.message.starts_with("repo git://h/a.git: "),
             "{}",
