@@ -36,6 +36,9 @@ pub(crate) struct Options {
 #[derive(Debug, Clone, Copy)]
 struct Round {
     clone: Duration,
+    /// `git checkout` alone of the same commits, from local clones made without one:
+    /// the floor of any checkout, warm or cold.
+    checkout: Duration,
     local: Duration,
     cold: Duration,
     warm: Duration,
@@ -113,6 +116,7 @@ fn measure_round(
         )?;
     }
     let clone = started.elapsed();
+    let checkout = checkouts(&round_dir, shape)?;
     write_specs(&round_dir, daemon, shape)?;
     let local = timed_run(drover, &round_dir, "local", None)?;
     let cache = round_dir.join("cache");
@@ -120,10 +124,38 @@ fn measure_round(
     let warm = timed_run(drover, &round_dir, "repo", Some(&cache))?;
     Ok(Round {
         clone,
+        checkout,
         local,
         cold,
         warm,
     })
+}
+
+/// The time `git checkout` of every repository's `main` takes on its own, each in a local
+/// clone made (untimed) without a checkout.
+fn checkouts(round_dir: &Path, shape: Shape) -> std::io::Result<Duration> {
+    let bare = round_dir.join("bare");
+    let served = round_dir.parent().unwrap_or(round_dir).join("served");
+    let mut total = Duration::ZERO;
+    for index in 0..shape.count {
+        let name = Shape::name(index);
+        let target = bare.join(&name);
+        run_ok(
+            Command::new("git")
+                .args(["clone", "-q", "--local", "--no-hardlinks", "--no-checkout"])
+                .arg(served.join(format!("{name}.git")))
+                .arg(&target),
+        )?;
+        let started = Instant::now();
+        run_ok(
+            Command::new("git")
+                .arg("-C")
+                .arg(&target)
+                .args(["checkout", "-q", "main"]),
+        )?;
+        total += started.elapsed();
+    }
+    Ok(total)
 }
 
 /// `local/fleet.yaml` (the clones as workspaces) and `repo/fleet.yaml` (each task
@@ -207,6 +239,7 @@ fn report(rounds: &[Round], tasks: usize, check: bool) -> i32 {
             .collect()
     };
     let clone = median(per_task(|r| r.clone));
+    let checkout = median(per_task(|r| r.checkout));
     let local = median(per_task(|r| r.local));
     let cold_added = median(
         rounds
@@ -225,6 +258,10 @@ fn report(rounds: &[Round], tasks: usize, check: bool) -> i32 {
         rounds.len()
     );
     crate::say!("  git clone                      {clone:>8.1} ms   (the reference)");
+    crate::say!(
+        "  git checkout alone             {checkout:>8.1} ms   ({:.2}× git clone: what any checkout pays, warm or cold)",
+        checkout / clone.max(f64::MIN_POSITIVE)
+    );
     crate::say!(
         "  drover, local workspace        {local:>8.1} ms   (drover's own cost, no repository)"
     );
