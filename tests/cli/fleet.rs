@@ -143,6 +143,9 @@ fn one_matrix_spec_runs_a_fleet_of_repositories() {
         all["fleet-down"],
         ("error".to_string(), "repo_unavailable".to_string())
     );
+    // Every field and end reason of a fleet run is in the documented schema.
+    let validator = crate::summary_schema::schema();
+    crate::summary_schema::assert_valid(&validator, &whole);
     let ghost = result(&whole, "fleet-ghost-ref");
     assert_eq!(ghost["retryable"], false, "a missing ref stays missing");
     assert!(
@@ -215,6 +218,7 @@ fn one_matrix_spec_runs_a_fleet_of_repositories() {
         .unwrap();
     assert_eq!(output.status.code(), Some(3), "{output:?}");
     assert_eq!(outcomes(&merged), all);
+    crate::summary_schema::assert_valid(&validator, &merged);
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(merged.join("summary.json")).unwrap())
             .unwrap();
@@ -233,4 +237,22 @@ fn one_matrix_spec_runs_a_fleet_of_repositories() {
         svc03["artifacts_dir"].as_str().unwrap(),
         merged.join("fleet-svc-03").to_str().unwrap()
     );
+}
+
+#[test]
+fn two_tasks_cloning_into_one_path_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("fleet.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1\nname: t-${{ matrix.id }}\nmatrix:\n  - { id: a }\n  - { id: b }\nprompt: p\nrepo: { url: \"file:///nonexistent/repo.git\", path: checkouts }\nmodel: { provider: script, script: [ { text: done } ] }\nisolation: copy\n",
+    )
+    .unwrap();
+    let (code, printed) = run(&spec, &dir.path().join("out"), &["--jobs", "2"]);
+    assert_eq!(code, 2, "{printed}");
+    assert!(
+        printed.contains("tasks t-a and t-b clone their repositories into"),
+        "{printed}"
+    );
+    assert!(!dir.path().join("out/summary.json").exists());
 }

@@ -120,3 +120,41 @@ fn the_argo_workflow_template_loads_with_the_sdk_models() {
     let (ok, printed) = argo_check(&mistyped);
     assert!(!ok, "{printed}");
 }
+
+#[test]
+fn the_example_fleet_spec_validates_and_plans_one_task_per_service() {
+    let spec = common::repo().join("examples/fleet/bump-serde.yaml");
+    let output = common::drover()
+        .arg("validate")
+        .arg(&spec)
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-only-for-validate")
+        .env("FLEET_TOKEN", "test-only-token")
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+    // The plan needs neither key nor token: a planning job holds no secret.
+    let output = common::drover()
+        .arg("plan")
+        .arg(&spec)
+        .arg("--json")
+        .env_remove("FLEET_TOKEN")
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let plan: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        plan["names"],
+        serde_json::json!([
+            "bump-serde-billing",
+            "bump-serde-ledger",
+            "bump-serde-search"
+        ])
+    );
+    assert_eq!(plan["tasks"][0]["matrix"]["service"], "billing");
+}

@@ -75,6 +75,9 @@ fn a_recorded_commit_the_repository_no_longer_holds_is_refused() {
     std::fs::remove_dir_all(dir.path().join("service-a-work")).unwrap();
     let other = dir.path().join("other");
     std::fs::create_dir(&other).unwrap();
+    // Commits made in the same second with the same content are the same commits: the
+    // new history starts a second later.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     let (remade, _, head) = served_repo(&other, "service-a");
     assert_ne!(head, second);
     std::fs::rename(&remade, &bare).unwrap();

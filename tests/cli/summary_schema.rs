@@ -10,13 +10,13 @@ use std::path::Path;
 use common::{drover, write_spec};
 use serde_json::Value;
 
-fn schema() -> jsonschema::Validator {
+pub(crate) fn schema() -> jsonschema::Validator {
     let text = std::fs::read_to_string(common::repo().join("docs/summary.schema.json")).unwrap();
     let schema: Value = serde_json::from_str(&text).unwrap();
     jsonschema::validator_for(&schema).expect("the schema compiles")
 }
 
-fn assert_valid(validator: &jsonschema::Validator, artifacts: &Path) {
+pub(crate) fn assert_valid(validator: &jsonschema::Validator, artifacts: &Path) {
     let summary = common::summary(artifacts);
     let errors: Vec<String> = validator
         .iter_errors(&summary)

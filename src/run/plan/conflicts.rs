@@ -83,3 +83,37 @@ pub(super) fn shared_workspaces(plans: &[TaskPlan], jobs: usize) -> Vec<String> 
     }
     errors
 }
+
+/// Two `repo:` tasks cloning into one `path:` (or one inside the other): the second
+/// would find the first's checkout there — or, running at once, both would clone into
+/// it and the one that failed would empty it under the other. Refused whatever `--jobs`.
+pub(super) fn shared_checkouts(plans: &[TaskPlan]) -> Vec<String> {
+    let paths: Vec<(usize, PathBuf)> = plans
+        .iter()
+        .enumerate()
+        .filter_map(|(i, plan)| {
+            let path = plan.workspace.repo.as_ref()?.path.as_ref()?;
+            Some((
+                i,
+                std::path::absolute(path).unwrap_or_else(|_| path.clone()),
+            ))
+        })
+        .collect();
+    let mut errors = Vec::new();
+    for (n, (j, path)) in paths.iter().enumerate() {
+        let earlier = paths[..n]
+            .iter()
+            .find(|(_, other)| other.starts_with(path) || path.starts_with(other));
+        if let Some((i, other)) = earlier {
+            errors.push(format!(
+                "{}: tasks {} and {} clone their repositories into {} and {}, one inside the other; give each task a repo.path of its own (with a matrix: `path: checkouts/${{{{ matrix.KEY }}}}`), or leave path: out for a temp directory",
+                plans[*j].spec.path.display(),
+                plans[*i].spec.name(),
+                plans[*j].spec.name(),
+                other.display(),
+                path.display()
+            ));
+        }
+    }
+    errors
+}

@@ -78,6 +78,7 @@ pub(crate) fn plan_tasks(
     errors.extend(
         conflicts::reserved_names(&plans)
             .into_iter()
+            .chain(conflicts::shared_checkouts(&plans))
             .map(PlanError::Conflict),
     );
     if jobs > 1 {

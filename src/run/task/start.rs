@@ -88,7 +88,26 @@ pub(super) fn workspace(
             names.join(", ")
         );
     }
-    let start = match prepared.worktree_commit() {
+    let mut drovers: Vec<PathBuf> = copy_excluded;
+    drovers.extend(excluded.dirs.iter().cloned());
+    drovers.extend(excluded.files.iter().cloned());
+    let start = start_commit(workspace, &prepared, &drovers);
+    Ok(Started {
+        workspace: prepared,
+        baseline,
+        excluded,
+        clock,
+        start,
+    })
+}
+
+/// Where the workspace starts in git, drover's own outputs (`drovers`) left out.
+fn start_commit(
+    workspace: &WorkspacePlan,
+    prepared: &PreparedWorkspace,
+    drovers: &[PathBuf],
+) -> Option<StartCommit> {
+    match prepared.worktree_commit() {
         // A worktree holds its commit and nothing else.
         Some(commit) => Some(StartCommit {
             commit: commit.to_string(),
@@ -100,20 +119,8 @@ pub(super) fn workspace(
         // status`: every file was written in the same second as the index, so git
         // would read each one again to be sure it is unchanged.
         None if workspace.repo.is_some() => None,
-        None => {
-            let mut drovers: Vec<PathBuf> = copy_excluded;
-            drovers.extend(excluded.dirs.iter().cloned());
-            drovers.extend(excluded.files.iter().cloned());
-            start_of(&workspace.origin, &drovers)
-        }
-    };
-    Ok(Started {
-        workspace: prepared,
-        baseline,
-        excluded,
-        clock,
-        start,
-    })
+        None => start_of(&workspace.origin, drovers),
+    }
 }
 
 /// A baseline that could not be taken: the task ends interrupted when a signal stopped

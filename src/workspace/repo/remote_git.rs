@@ -89,6 +89,8 @@ impl RemoteGit<'_> {
             "credential.interactive=false",
             "http.lowSpeedLimit=1000",
             "http.lowSpeedTime=30",
+            // A redirect could take the token to another host: the URL is the one given.
+            "http.followRedirects=false",
             "advice.detachedHead=false",
             "init.defaultBranch=drover",
         ] {

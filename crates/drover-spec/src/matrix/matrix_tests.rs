@@ -403,6 +403,13 @@ fn the_walk_and_the_substitution_name_the_same_fields() {
     let dir = tempfile::tempdir().unwrap();
     let file = file_of(dir.path(), THREE);
     let mut spec = file.specs[0].spec.clone();
+    // repo: (which takes the place of workspace:) brings its own fields.
+    let with_repo = file_of(
+        dir.path(),
+        "name: r-${{ matrix.id }}\nmatrix: [ { id: a } ]\nprompt: p\nrepo: { url: \"file:///srv/${{ matrix.id }}.git\", ref: main, path: co }\n",
+    );
+    assert!(with_repo.errors.is_empty(), "{:?}", with_repo.errors);
+    spec.repo = with_repo.specs[0].spec.repo.clone();
     let mut named: Vec<&str> = string_fields(&mut spec).iter().map(|f| f.field).collect();
     named.push("name");
     named.sort();

@@ -114,6 +114,13 @@ pub(crate) fn tasks(path: &Path, read: &str, spec: TaskSpec, expansion: Expansio
             return as_written(spec, errors);
         }
     };
+    if !from_spec && matches!(expansion, Expansion::Vouched(_)) && repo_takes_values(&spec) {
+        errors.push(SpecError::Invalid {
+            position: at_matrix,
+            message: "the matrix's file is gone and this spec's repo: takes its values: an entry from the recording cannot choose the repository drover fetches with this machine's credentials; put the matrix's file back".to_string(),
+        });
+        return as_written(spec, errors);
+    }
     let name_at = Position::at(path, Some(spec.name.referenced));
     errors.extend(expand::reference_problems(
         (path, read),
@@ -128,6 +135,10 @@ pub(crate) fn tasks(path: &Path, read: &str, spec: TaskSpec, expansion: Expansio
         Ok(tasks) => tasks,
         Err(found) => return as_written(spec, found),
     };
+    let credentials = credentials_in_values(path, &spec, &tasks);
+    if !credentials.is_empty() {
+        return as_written(spec, credentials);
+    }
     let tasks = match recorded {
         None => tasks,
         Some(task) => match recorded::the_recorded(tasks, task, from_spec, &at_matrix) {
@@ -142,6 +153,51 @@ pub(crate) fn tasks(path: &Path, read: &str, spec: TaskSpec, expansion: Expansio
             .collect(),
         errors,
     }
+}
+
+/// A user name or password a matrix value put into `repo.url`: refused, for the
+/// matrix's values are in the spec text every task records and in a file any task's
+/// commands may read, where no redaction of one task's own token covers the others'.
+fn credentials_in_values(
+    path: &Path,
+    spec: &TaskSpec,
+    tasks: &[(TaskSpec, MatrixValues)],
+) -> Vec<SpecError> {
+    let Some(written) = spec
+        .repo
+        .as_ref()
+        .filter(|repo| repo.value.url.value.contains("${{"))
+    else {
+        return Vec::new();
+    };
+    let with_credentials = tasks.iter().find(|(task, _)| {
+        task.repo.as_ref().is_some_and(|repo| {
+            crate::RepoUrl::parse(&repo.value.url.value)
+                .is_ok_and(|url| url.password.is_some() || url.username.is_some())
+        })
+    });
+    with_credentials
+        .map(|(task, _)| SpecError::Invalid {
+            position: Position::at(path, Some(written.value.url.referenced)),
+            message: format!(
+                "repo.url: the matrix puts a user name or password into the URL of task {}; a token in a matrix value would be in every task's recorded spec and readable by every task's commands: give it with credentials: {{ env: NAME }} instead",
+                task.name.value.as_str()
+            ),
+        })
+        .into_iter()
+        .collect()
+}
+
+/// Whether a matrix value reaches `repo:` (its URL, ref or path): then only the spec's
+/// own entries may make the task's repository, never a recording's.
+fn repo_takes_values(spec: &TaskSpec) -> bool {
+    spec.repo.as_ref().is_some_and(|repo| {
+        let repo = &repo.value;
+        std::iter::once(repo.url.value.as_str())
+            .chain(repo.git_ref.as_ref().map(|r| r.value.as_str()))
+            .chain(repo.path.as_ref().map(|p| p.value.as_str()))
+            .any(|text| text.contains("${{"))
+    })
 }
 
 /// The entries `spec`'s tasks are made of, as `expansion` says, and whether they are the

@@ -148,3 +148,60 @@ fn a_recorded_entry_is_checked_as_a_written_one_and_must_make_the_recorded_task(
     .to_string();
     assert!(error.contains("is not the spec's"), "{error}");
 }
+
+#[test]
+fn a_recording_never_chooses_the_repository_a_vouched_spec_clones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "spec.yaml",
+        &format!(
+            "{HEAD}name: s-${{{{ matrix.id }}}}\nmatrix: {{ from: gone.yaml }}\nprompt: p\nrepo: {{ url: \"${{{{ matrix.url }}}}\" }}\n"
+        ),
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let forged = entry(&[("id", "one"), ("url", "https://attacker.example/x.git")]);
+    // resume and replay --spec: the file is gone, so only the recording could say which
+    // repository to fetch (with this machine's credentials): refused.
+    let error = parse_with_defaults(
+        &path,
+        text.clone(),
+        None,
+        recorded_as(true, "s-one", Some(&forged)),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("an entry from the recording cannot choose the repository"),
+        "{error}"
+    );
+    // A plain replay never clones: the recorded entry makes its task as before.
+    let loaded = parse_with_defaults(
+        &path,
+        text,
+        None,
+        recorded_as(false, "s-one", Some(&forged)),
+    );
+    assert_eq!(loaded.unwrap().name(), "s-one");
+}
+
+#[test]
+fn a_credential_in_a_matrix_value_of_repo_url_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "spec.yaml",
+        &format!(
+            "{HEAD}name: s-${{{{ matrix.id }}}}\nmatrix:\n  - {{ id: a, url: \"file:///srv/a.git\" }}\n  - {{ id: b, url: \"https://alice:SECRET@example.com/b.git\" }}\nprompt: p\nrepo: {{ url: \"${{{{ matrix.url }}}}\" }}\n"
+        ),
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let error = parse_with_defaults(&path, text, None, Expansion::Written)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("the matrix puts a user name or password into the URL of task s-b"),
+        "{error}"
+    );
+    assert!(!error.contains("SECRET"), "{error}");
+}
