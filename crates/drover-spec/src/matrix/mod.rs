@@ -115,10 +115,7 @@ pub(crate) fn tasks(path: &Path, read: &str, spec: TaskSpec, expansion: Expansio
         }
     };
     if !from_spec && matches!(expansion, Expansion::Vouched(_)) && repo_takes_values(&spec) {
-        errors.push(SpecError::Invalid {
-            position: at_matrix,
-            message: "the matrix's file is gone and this spec's repo: takes its values: an entry from the recording cannot choose the repository drover fetches with this machine's credentials; put the matrix's file back".to_string(),
-        });
+        errors.push(recording_chooses_repository(at_matrix));
         return as_written(spec, errors);
     }
     let name_at = Position::at(path, Some(spec.name.referenced));
@@ -186,6 +183,14 @@ fn credentials_in_values(
         })
         .into_iter()
         .collect()
+}
+
+/// Why a recorded entry may not make a task whose `repo:` takes matrix values.
+fn recording_chooses_repository(at_matrix: Position) -> SpecError {
+    SpecError::Invalid {
+        position: at_matrix,
+        message: "the matrix's file is gone and this spec's repo: takes its values: an entry from the recording cannot choose the repository drover fetches with this machine's credentials; put the matrix's file back".to_string(),
+    }
 }
 
 /// Whether a matrix value reaches `repo:` (its URL, ref or path): then only the spec's
