@@ -243,17 +243,18 @@ fn a_task_replays_from_its_recording_after_the_matrix_file_is_gone() {
     );
 }
 
-#[test]
-fn a_stopped_task_of_a_matrix_resumes_without_its_matrix_file() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("ws")).unwrap();
+/// In `dir`: a matrix spec (`task.yaml`, entries from `list.json`: one, two) whose task
+/// `w-two` is run with one turn, too few, so it stops at its turn limit (exit 1) with
+/// its artifacts in `dir/out/w-two`: a task to resume.
+pub(crate) fn stopped_matrix_task(dir: &Path) {
+    std::fs::create_dir(dir.join("ws")).unwrap();
     write_spec(
-        dir.path(),
+        dir,
         "list.json",
         "[{\"name\": \"one\"}, {\"name\": \"two\"}]",
     );
     let spec = write_spec(
-        dir.path(),
+        dir,
         "task.yaml",
         "version: 1
 name: w-${{ matrix.name }}
@@ -272,8 +273,14 @@ permissions:
   allow: [Bash]
 ",
     );
-    let output = common::run_spec_with(&spec, &dir.path().join("out"), &["--only", "w-two"]);
+    let output = common::run_spec_with(&spec, &dir.join("out"), &["--only", "w-two"]);
     assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+}
+
+#[test]
+fn a_stopped_task_of_a_matrix_resumes_without_its_matrix_file() {
+    let dir = tempfile::tempdir().unwrap();
+    stopped_matrix_task(dir.path());
     std::fs::remove_file(dir.path().join("list.json")).unwrap();
     let task = dir.path().join("out/w-two");
     let output = resume_with(&task, &["--max-turns", "3"]);

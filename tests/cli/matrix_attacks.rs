@@ -278,34 +278,7 @@ fn a_forged_matrix_entry_is_refused_by_replay_and_resume() {
 #[test]
 fn resume_takes_the_spec_files_entry_and_refuses_a_forged_one() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("ws")).unwrap();
-    write_spec(
-        dir.path(),
-        "list.json",
-        "[{\"name\": \"one\"}, {\"name\": \"two\"}]",
-    );
-    let spec = write_spec(
-        dir.path(),
-        "task.yaml",
-        "version: 1
-name: w-${{ matrix.name }}
-matrix: { from: list.json }
-prompt: Write ${{ matrix.name }}.txt.
-workspace: ws
-isolation: copy
-sandbox: off
-limits: { max_turns: 1 }
-model:
-  provider: script
-  script:
-    - tool_calls: [ { name: Bash, input: { command: 'echo hi >> out.txt' } } ]
-    - text: done
-permissions:
-  allow: [Bash]
-",
-    );
-    let output = common::run_spec_with(&spec, &dir.path().join("out"), &["--only", "w-two"]);
-    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    crate::matrix::stopped_matrix_task(dir.path());
     let recording = dir.path().join("out/w-two/transcript.jsonl");
     let honest = std::fs::read_to_string(&recording).unwrap();
     forged(&recording, &recording, |entry| {
