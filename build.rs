@@ -24,6 +24,7 @@ fn main() {
     let root = is_root();
     probes.set("drover_has_root", root);
     probes.set("drover_has_mount_namespace", root && small_disk());
+    probes.set("drover_has_overlay", root && overlay());
     probes.set("drover_has_gcc", program_runs("gcc"));
     probes.set("drover_has_python3", program_runs("python3"));
     probes.set("drover_has_xmllint", program_runs("xmllint"));
@@ -98,6 +99,31 @@ fn small_disk() -> bool {
             &["-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
         )
     })
+}
+
+/// Whether an overlay can be mounted in the temp directory, as `--repo-cache` checkouts
+/// are (root with CAP_SYS_ADMIN, overlayfs in the kernel, a temp directory overlayfs
+/// can take as its layers). Tried in a mount namespace of its own, so nothing stays.
+fn overlay() -> bool {
+    let Ok(dir) = tempfile_dir() else {
+        return false;
+    };
+    let script = format!(
+        "cd '{}' && mkdir l u w m && mount -t overlay o -o lowerdir=l,upperdir=u,workdir=w m",
+        dir.display()
+    );
+    let mounted = probes::program("unshare")
+        .is_some_and(|unshare| runs(&unshare, &["-m", "sh", "-c", &script]));
+    let _ = std::fs::remove_dir_all(&dir);
+    mounted
+}
+
+/// A new empty directory in the temp directory.
+fn tempfile_dir() -> std::io::Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("drover-build-overlay-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
 }
 
 /// Is `name` one of git's own programs (`git --exec-path`)?

@@ -101,8 +101,8 @@ pub struct BenchArgs {
     /// Clone a fleet of --repos git repositories (--files files, --commits commits each)
     /// served by `git daemon` on 127.0.0.1 with `git clone`, then run one matrix spec
     /// over them with drover: on the clones as local workspaces, then with `repo:` and a
-    /// cold, then a warm `--repo-cache`; drover's added time per task against `git
-    /// clone` (built under --scratch).
+    /// cold, then a warm `--repo-cache`, then warm with `--repo-checkout copy`; drover's
+    /// added time per task against `git clone` (built under --scratch).
     #[arg(long, conflicts_with_all = ["workspace", "replay", "batch", "proxy", "long_run"])]
     pub fleet: bool,
     /// The repositories of --fleet.

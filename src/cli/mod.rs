@@ -271,6 +271,18 @@ pub struct TaskSettingsArgs {
     /// drover processes.
     #[arg(long, value_name = "DIR")]
     pub repo_cache: Option<PathBuf>,
+    /// How a `repo:` task's checkout is made from --repo-cache: `auto`, as root an
+    /// overlay of the cache's checkout of the commit where one can be mounted (else a
+    /// copy); `copy`, always a copy, no mount.
+    #[arg(long, value_enum, value_name = "HOW", default_value = "auto")]
+    pub repo_checkout: RepoCheckoutArg,
+}
+
+/// `--repo-checkout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RepoCheckoutArg {
+    Auto,
+    Copy,
 }
 
 /// Why a flag's value was refused: clap prints it after the flag's name.

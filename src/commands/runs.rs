@@ -171,6 +171,7 @@ fn overrides_of(settings: TaskSettingsArgs) -> Overrides {
                 .filter(|dir| !dir.is_empty())
                 .map(PathBuf::from)
         }),
+        repo_overlay: settings.repo_checkout == crate::cli::RepoCheckoutArg::Auto,
     }
 }
 

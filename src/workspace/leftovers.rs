@@ -12,7 +12,7 @@
 //! lock itself *and* its pid is no live drover's. On a filesystem without `flock` the
 //! pid alone decides, as before.
 
-use std::os::fd::{IntoRawFd, OwnedFd};
+use std::os::fd::{AsRawFd as _, IntoRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{FlockOperation, Mode, OFlags};
@@ -147,13 +147,27 @@ pub(crate) fn remove_stale_temp_dirs(dir: &Path, spared: &[PathBuf]) -> Vec<Path
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(stale) = claim_stale(entry.path(), &name)
-            && std::fs::remove_dir_all(&stale.path).is_ok()
-        {
+        let Some(stale) = claim_stale(entry.path(), &name) else {
+            continue;
+        };
+        unmount_checkout(&stale);
+        if std::fs::remove_dir_all(&stale.path).is_ok() {
             removed.push(stale.path);
         }
     }
     removed
+}
+
+/// Take down the overlay a `repo:` checkout from the cache left mounted at `checkout`
+/// in `stale` (root only; nothing where nothing is mounted), resolved through the
+/// claimed directory's descriptor so that no path swapped in since the claim is
+/// followed. Without it the removal would empty the mount and stop at its root.
+fn unmount_checkout(stale: &StaleDir) {
+    if let Some(claim) = &stale._claim {
+        let target = format!("/proc/self/fd/{}/checkout", claim.as_raw_fd());
+        let flags = rustix::mount::UnmountFlags::DETACH | rustix::mount::UnmountFlags::NOFOLLOW;
+        let _ = rustix::mount::unmount(target.as_str(), flags);
+    }
 }
 
 /// Is `name` the temp file of an atomic write by a drover process that is gone?

@@ -89,6 +89,7 @@ mod replay_trust;
 mod repo;
 mod repo_attacks;
 mod repo_http;
+mod repo_overlay;
 mod repo_resume;
 mod resume;
 mod resume_attacks;

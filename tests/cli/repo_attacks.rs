@@ -71,7 +71,7 @@ fn hostile_config(markers: &Path, suffix: &str, hooks: &str) -> String {
 /// repository's configuration (and again through `include.path`), `origin` pointed at
 /// an `ext::` URL, hooks of every name in `.git/hooks` and in `core.hooksPath`, and
 /// `.gitattributes` applying the filter and textconv to every file.
-fn plant(markers: &Path) -> String {
+pub(crate) fn plant(markers: &Path) -> String {
     let config = hostile_config(markers, "", "\"$d/evil-hooks\"");
     let included = hostile_config(markers, "-included", "\"$d/evil-hooks\"");
     let hook = format!(
@@ -107,7 +107,7 @@ git config --get core.fsmonitor 2>&1; echo planted"#,
 /// (none: it only answers), with a check, and `top` as more top-level spec lines. A
 /// script file, since the policy refuses a command line naming paths outside the
 /// workspace: the sandbox, not the policy, is what this suite puts to the test.
-fn spec_text(name: &str, script: Option<&str>, top: &str) -> String {
+pub(crate) fn spec_text(name: &str, script: Option<&str>, top: &str) -> String {
     let calls = script.map_or(String::new(), |script| {
         format!(
             "    - tool_calls: {}\n    - tool_calls: {}\n",
@@ -120,7 +120,12 @@ fn spec_text(name: &str, script: Option<&str>, top: &str) -> String {
     )
 }
 
-fn run(root: &Path, spec: &Path, artifacts: &str, extra: &[&str]) -> std::process::Output {
+pub(crate) fn run(
+    root: &Path,
+    spec: &Path,
+    artifacts: &str,
+    extra: &[&str],
+) -> std::process::Output {
     drover_without_proxy()
         .arg("run")
         .arg(spec)
@@ -133,7 +138,7 @@ fn run(root: &Path, spec: &Path, artifacts: &str, extra: &[&str]) -> std::proces
 }
 
 /// The markers left: nothing may have run.
-fn assert_nothing_ran(markers: &Path, when: &str) {
+pub(crate) fn assert_nothing_ran(markers: &Path, when: &str) {
     let ran: Vec<String> = std::fs::read_dir(markers)
         .unwrap()
         .flatten()
@@ -179,7 +184,7 @@ fn assert_potent(repo: &Path, markers: &Path) {
 }
 
 /// The task's Bash result (the planting's output).
-fn planted(artifacts: &Path, task: &str) -> String {
+pub(crate) fn planted(artifacts: &Path, task: &str) -> String {
     let lines = transcript(&artifacts.join(task).join("transcript.jsonl"));
     let results = events(&lines, "tool_result");
     results[1]["content"]
@@ -189,7 +194,7 @@ fn planted(artifacts: &Path, task: &str) -> String {
 }
 
 /// A scratch root (canonical) with an empty `markers` directory outside every workspace.
-fn scene() -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(crate) fn scene() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let markers = root.join("markers");

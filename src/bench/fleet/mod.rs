@@ -3,7 +3,9 @@
 //! reference and drover's runs interleaved: `git clone` of every repository (the
 //! reference), drover on the same tasks with the clones as local workspaces (drover's
 //! own cost, without repositories), then drover with `repo:` and an empty
-//! `--repo-cache` (cold) and again with the cache it filled (warm). drover's added time
+//! `--repo-cache` (cold), again with the cache it filled (warm), and warm once more with
+//! `--repo-checkout copy` (what a checkout costs where no overlay can be mounted, as
+//! without root; reported, no goal). drover's added time
 //! per task is a repo run's time less the local run's, divided by the tasks; it is
 //! compared with `git clone` of the same repositories in the same round. Figures are
 //! printed, never timed tests.
@@ -42,6 +44,9 @@ struct Round {
     local: Duration,
     cold: Duration,
     warm: Duration,
+    /// Warm with `--repo-checkout copy`: the checkout written file by file, as wherever
+    /// drover cannot mount an overlay (not root).
+    warm_copy: Duration,
 }
 
 /// Build, serve, measure, print; the exit code as for `bench`: 3 when a run could not be
@@ -105,6 +110,7 @@ fn measure_round(
     }
     let clones = round_dir.join("clones");
     std::fs::create_dir_all(&clones)?;
+    quiesce();
     let started = Instant::now();
     for index in 0..shape.count {
         let name = Shape::name(index);
@@ -120,14 +126,16 @@ fn measure_round(
     write_specs(&round_dir, daemon, shape)?;
     let local = timed_run(drover, &round_dir, "local", None)?;
     let cache = round_dir.join("cache");
-    let cold = timed_run(drover, &round_dir, "repo", Some(&cache))?;
-    let warm = timed_run(drover, &round_dir, "repo", Some(&cache))?;
+    let cold = timed_run(drover, &round_dir, "repo", Some((&cache, "auto")))?;
+    let warm = timed_run(drover, &round_dir, "repo", Some((&cache, "auto")))?;
+    let warm_copy = timed_run(drover, &round_dir, "repo", Some((&cache, "copy")))?;
     Ok(Round {
         clone,
         checkout,
         local,
         cold,
         warm,
+        warm_copy,
     })
 }
 
@@ -146,6 +154,7 @@ fn checkouts(round_dir: &Path, shape: Shape) -> std::io::Result<Duration> {
                 .arg(served.join(format!("{name}.git")))
                 .arg(&target),
         )?;
+        quiesce();
         let started = Instant::now();
         run_ok(
             Command::new("git")
@@ -189,17 +198,18 @@ fn write_specs(round_dir: &Path, daemon: &daemon::Daemon, shape: Shape) -> std::
     Ok(())
 }
 
-/// `drover run <variant>/ --jobs 1 [--repo-cache CACHE]`: its wall time; an error unless
-/// every task passed.
+/// `drover run <variant>/ --jobs 1 [--repo-cache CACHE --repo-checkout HOW]`: its wall
+/// time; an error unless every task passed.
 fn timed_run(
     drover: &Path,
     round_dir: &Path,
     variant: &str,
-    cache: Option<&Path>,
+    cache: Option<(&Path, &str)>,
 ) -> std::io::Result<Duration> {
     let artifacts = round_dir.join(format!(
-        "out-{variant}-{}",
-        cache.is_some_and(|c| c.exists())
+        "out-{variant}-{}-{}",
+        cache.is_some_and(|(c, _)| c.exists()),
+        cache.map_or("none", |(_, how)| how)
     ));
     let mut command = Command::new(drover);
     command
@@ -207,12 +217,22 @@ fn timed_run(
         .arg(round_dir.join(variant))
         .args(["--jobs", "1", "--quiet", "--artifacts"])
         .arg(&artifacts);
-    if let Some(cache) = cache {
-        command.arg("--repo-cache").arg(cache);
+    if let Some((cache, how)) = cache {
+        command
+            .arg("--repo-cache")
+            .arg(cache)
+            .args(["--repo-checkout", how]);
     }
+    quiesce();
     let started = Instant::now();
     run_ok(&mut command)?;
     Ok(started.elapsed())
+}
+
+/// Write every dirty page out before a timed phase, so that no phase pays for the
+/// writeback of the one before it (a clone's 30 MB land on disk after it ends).
+fn quiesce() {
+    rustix::fs::sync();
 }
 
 fn run_ok(command: &mut Command) -> std::io::Result<()> {
@@ -241,18 +261,17 @@ fn report(rounds: &[Round], tasks: usize, check: bool) -> i32 {
     let clone = median(per_task(|r| r.clone));
     let checkout = median(per_task(|r| r.checkout));
     let local = median(per_task(|r| r.local));
-    let cold_added = median(
-        rounds
-            .iter()
-            .map(|r| (r.cold.saturating_sub(r.local)).as_secs_f64() * 1000.0 / tasks as f64)
-            .collect(),
-    );
-    let warm_added = median(
-        rounds
-            .iter()
-            .map(|r| (r.warm.saturating_sub(r.local)).as_secs_f64() * 1000.0 / tasks as f64)
-            .collect(),
-    );
+    let added = |pick: fn(&Round) -> Duration| {
+        median(
+            rounds
+                .iter()
+                .map(|r| (pick(r).saturating_sub(r.local)).as_secs_f64() * 1000.0 / tasks as f64)
+                .collect(),
+        )
+    };
+    let cold_added = added(|r| r.cold);
+    let warm_added = added(|r| r.warm);
+    let copy_added = added(|r| r.warm_copy);
     crate::say!(
         "rounds: {} (median; one warm-up round before them), per task, --jobs 1",
         rounds.len()
@@ -282,6 +301,10 @@ fn report(rounds: &[Round], tasks: usize, check: bool) -> i32 {
             if met { "met" } else { "MISSED" }
         );
     }
+    crate::say!(
+        "  drover added, warm, copy        {copy_added:>8.1} ms   {:.2}× git clone (--repo-checkout copy, as without root: no goal)",
+        copy_added / clone.max(f64::MIN_POSITIVE)
+    );
     if missed && check {
         exit::FAILED
     } else {

@@ -28,6 +28,8 @@ pub(crate) struct Overrides {
     pub workspace: Option<PathBuf>,
     /// `--repo-cache` (or `DROVER_REPO_CACHE`): the mirrors `repo:` tasks fetch through.
     pub repo_cache: Option<PathBuf>,
+    /// `--repo-checkout auto` (the default): a checkout from the cache may be an overlay.
+    pub repo_overlay: bool,
 }
 
 /// Turn spec files into runnable plans, or say every reason they cannot run, at once:
@@ -246,10 +248,14 @@ fn task_origin(
 ) -> (Option<crate::workspace::repo::RepoRequest>, bool, PathBuf) {
     let repo = match overrides.workspace {
         Some(_) => None,
-        None => super::repo_plan::repo_request(spec, overrides.repo_cache.as_deref())
-            .map_err(|found| errors.extend(found))
-            .ok()
-            .flatten(),
+        None => super::repo_plan::repo_request(
+            spec,
+            overrides.repo_cache.as_deref(),
+            overrides.repo_overlay,
+        )
+        .map_err(|found| errors.extend(found))
+        .ok()
+        .flatten(),
     };
     let cloned = spec.spec.repo.is_some() && overrides.workspace.is_none();
     let origin = match (&overrides.workspace, &repo) {

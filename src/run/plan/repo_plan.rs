@@ -15,6 +15,7 @@ use crate::workspace::repo::{Credential, RepoRequest};
 pub(super) fn repo_request(
     spec: &LoadedSpec,
     cache: Option<&Path>,
+    overlay: bool,
 ) -> Result<Option<RepoRequest>, Vec<SpecError>> {
     let Some(repo) = &spec.spec.repo else {
         return Ok(None);
@@ -65,6 +66,7 @@ pub(super) fn repo_request(
         credential,
         timeout: written.timeout(),
         cache: cache.map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())),
+        overlay,
         at_commit: None,
     }))
 }

@@ -21,8 +21,10 @@ use rustix::fs::{FlockOperation, Mode, OFlags};
 use sha2::Digest as _;
 
 use super::errors::RepoError;
+use super::overlay;
 use super::remote_git::RemoteGit;
 use super::resolve::Target;
+use super::template::{self, OverlayCheckout, TemplateFailure};
 use super::{RepoRequest, commit_of, missing_commit};
 
 /// What a mirror fetches: every branch and tag, the whole history.
@@ -38,15 +40,26 @@ pub(crate) fn mirror_paths(cache: &Path, clean_url: &str) -> (PathBuf, PathBuf) 
     )
 }
 
-/// Bring the mirror of the request's repository up to date, then clone it into the
-/// empty `dir` (no checkout yet); the commit `target` names.
+/// What `fetch_through` made of the task's directory.
+pub(super) struct Prepared {
+    /// The commit `target` names.
+    pub commit: String,
+    /// The checkout is the commit's template mounted (and checked out already); None:
+    /// a copy of the mirror, not checked out yet.
+    pub overlay: Option<OverlayCheckout>,
+}
+
+/// Bring the mirror of the request's repository up to date, then make the empty `dir`
+/// the checkout: an overlay of the commit's template when `scratch` (the task's temp
+/// directory, for the overlay's own directories) is given and this process can mount
+/// one, else a copy of the mirror (no checkout yet).
 pub(super) fn fetch_through(
     cache: &Path,
     request: &RepoRequest,
     git: &RemoteGit<'_>,
-    dir: &Path,
+    (dir, scratch): (&Path, Option<&Path>),
     target: &Target,
-) -> Result<String, RepoError> {
+) -> Result<Prepared, RepoError> {
     let url = &request.url.clean;
     let local = |what: &str, error: std::io::Error| RepoError::local(url, what, &error);
     std::fs::create_dir_all(cache).map_err(|e| local("--repo-cache", e))?;
@@ -87,6 +100,22 @@ pub(super) fn fetch_through(
     if commit_of(git, &mirror, &format!("{commit}^{{commit}}")).is_none() {
         return Err(missing_commit(url, target));
     }
+    if let Some(scratch) = scratch.filter(|_| request.overlay && overlay::available()) {
+        let trees = trees_path(&mirror);
+        match template::overlay_checkout(&trees, &mirror, url, &commit, git, scratch, dir) {
+            Ok(overlay) => {
+                return Ok(Prepared {
+                    commit,
+                    overlay: Some(overlay),
+                });
+            }
+            Err(TemplateFailure::Git(failure)) => {
+                return Err(RepoError::of(url, "making the cache's checkout", failure));
+            }
+            // Not mountable here after all (the cache's filesystem, an odd path): a copy.
+            Err(TemplateFailure::Local) => {}
+        }
+    }
     git.run(
         None,
         &[
@@ -101,7 +130,15 @@ pub(super) fn fetch_through(
         ],
     )
     .map_err(fail("copying the cache's mirror"))?;
-    Ok(commit)
+    Ok(Prepared {
+        commit,
+        overlay: None,
+    })
+}
+
+/// `<key>.trees` beside `<key>.git`: the mirror's templates.
+fn trees_path(mirror: &Path) -> PathBuf {
+    mirror.with_extension("trees")
 }
 
 fn path_text(path: &Path) -> String {

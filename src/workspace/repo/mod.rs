@@ -12,13 +12,16 @@ use crate::workspace::leftovers::HeldTempDir;
 
 mod cache;
 mod errors;
+mod overlay;
 mod remote_git;
 mod resolve;
+mod template;
 
 pub(crate) use errors::{RepoError, RepoErrorKind};
 pub(crate) use remote_git::Credential;
 use remote_git::{GitFailure, RemoteGit};
 use resolve::{Target, Unresolved, resolve};
+use template::OverlayCheckout;
 
 /// One clone, as the task's plan asks for it.
 #[derive(Clone)]
@@ -33,6 +36,8 @@ pub(crate) struct RepoRequest {
     pub timeout: Duration,
     /// `--repo-cache`: the directory of bare mirrors.
     pub cache: Option<PathBuf>,
+    /// The checkout from the cache may be an overlay of its template (`--repo-checkout`).
+    pub overlay: bool,
     /// A commit to check out instead of `git_ref` (a resumed task's recorded start).
     pub at_commit: Option<String>,
 }
@@ -42,6 +47,8 @@ pub(crate) struct RepoRequest {
 pub(crate) struct Checkout {
     pub dir: PathBuf,
     pub commit: String,
+    /// Declared before `_temp`, so the mount is taken down before its directory goes.
+    _overlay: Option<OverlayCheckout>,
     _temp: Option<HeldTempDir>,
 }
 
@@ -68,20 +75,28 @@ pub(crate) fn check_out(
             (dir, Some(temp))
         }
     };
-    let cloned = clone_into(request, &git, &dir);
+    let scratch = temp.as_ref().map(HeldTempDir::path);
+    let cloned = clone_into(request, &git, (&dir, scratch));
     if cloned.is_err() && temp.is_none() {
         // `path:` is left as it was found: empty.
         empty_out(&dir);
     }
+    let (commit, overlay) = cloned?;
     Ok(Checkout {
-        commit: cloned?,
+        commit,
         dir,
+        _overlay: overlay,
         _temp: temp,
     })
 }
 
-/// Fetch and check out into the empty `dir`; the commit checked out.
-fn clone_into(request: &RepoRequest, git: &RemoteGit<'_>, dir: &Path) -> Result<String, RepoError> {
+/// Fetch and check out into the empty `dir` (with `scratch`, the task's temp directory,
+/// for an overlay from the cache); the commit checked out, and the overlay.
+fn clone_into(
+    request: &RepoRequest,
+    git: &RemoteGit<'_>,
+    (dir, scratch): (&Path, Option<&Path>),
+) -> Result<(String, Option<OverlayCheckout>), RepoError> {
     let url = &request.url.clean;
     let target = match &request.at_commit {
         Some(commit) => Target::Commit(commit.clone()),
@@ -94,35 +109,49 @@ fn clone_into(request: &RepoRequest, git: &RemoteGit<'_>, dir: &Path) -> Result<
         }
     };
     let fail = |what: &'static str| move |failure| RepoError::of(url, what, failure);
-    let commit = match &request.cache {
-        Some(cache) => cache::fetch_through(cache, request, git, dir, &target)?,
+    let (commit, overlay) = match &request.cache {
+        Some(cache) => {
+            let prepared = cache::fetch_through(cache, request, git, (dir, scratch), &target)?;
+            (prepared.commit, prepared.overlay)
+        }
         None => {
             git.run(Some(dir), &["init", "--quiet"])
                 .map_err(fail("making the checkout"))?;
-            fetch_direct(request, git, dir, &target)?
+            (fetch_direct(request, git, dir, &target)?, None)
         }
     };
-    // `origin` is the repository, never the cache's mirror (a clone of it names it).
-    git.run(Some(dir), &["config", "remote.origin.url", url])
-        .map_err(fail("making the checkout"))?;
-    git.run(
-        Some(dir),
-        &[
-            "config",
-            "remote.origin.fetch",
-            "+refs/heads/*:refs/remotes/origin/*",
-        ],
-    )
-    .map_err(fail("making the checkout"))?;
     let branch = match &target {
         Target::Ref { branch, .. } => branch
             .clone()
             .filter(|name| crate::spec::ref_problem(name).is_none()),
         Target::Commit(_) | Target::Abbreviated(_) => None,
     };
+    if overlay.is_some() {
+        // The template has `origin` and is checked out, detached at the commit.
+        if let Some(branch) = branch.as_deref() {
+            check_out_commit(git, dir, &commit, Some(branch))
+                .map_err(fail("checking out the commit"))?;
+        }
+        return Ok((commit, overlay));
+    }
+    // `origin` is the repository, never the cache's mirror (a clone of it names it,
+    // and has the fetch refspec already).
+    git.run(Some(dir), &["config", "remote.origin.url", url])
+        .map_err(fail("making the checkout"))?;
+    if request.cache.is_none() {
+        git.run(
+            Some(dir),
+            &[
+                "config",
+                "remote.origin.fetch",
+                "+refs/heads/*:refs/remotes/origin/*",
+            ],
+        )
+        .map_err(fail("making the checkout"))?;
+    }
     check_out_commit(git, dir, &commit, branch.as_deref())
         .map_err(fail("checking out the commit"))?;
-    Ok(commit)
+    Ok((commit, None))
 }
 
 /// Fetch `target` from the remote into `dir`; the commit fetched.
@@ -186,18 +215,10 @@ fn check_out_commit(
     };
     let tracking = format!("refs/remotes/origin/{branch}");
     git.run(Some(dir), &["update-ref", &tracking, commit])?;
-    git.run(Some(dir), &["checkout", "--quiet", "-B", branch, commit])?;
+    // `--track` writes `branch.<name>.remote` and `.merge` from the tracking ref.
     git.run(
         Some(dir),
-        &["config", &format!("branch.{branch}.remote"), "origin"],
-    )?;
-    git.run(
-        Some(dir),
-        &[
-            "config",
-            &format!("branch.{branch}.merge"),
-            &format!("refs/heads/{branch}"),
-        ],
+        &["checkout", "--quiet", "-B", branch, "--track", &tracking],
     )?;
     Ok(())
 }

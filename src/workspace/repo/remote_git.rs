@@ -8,6 +8,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read as _, Seek as _};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -92,6 +93,8 @@ impl RemoteGit<'_> {
             // A redirect could take the token to another host: the URL is the one given.
             "http.followRedirects=false",
             "advice.detachedHead=false",
+            // A checkout writes its files on every core.
+            "checkout.workers=0",
             "init.defaultBranch=drover",
         ] {
             command.arg("-c").arg(setting);
@@ -128,6 +131,7 @@ impl RemoteGit<'_> {
             .process_group(0)
             .spawn()
             .map_err(GitFailure::Spawn)?;
+        let exited = exit_signal(child.id());
         let status = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break status,
@@ -144,8 +148,9 @@ impl RemoteGit<'_> {
                     GitFailure::Interrupted
                 });
             }
-            std::thread::sleep(Duration::from_millis(20));
+            wait_a_tick(exited.as_ref());
         };
+        settle_group(child.id());
         let read = |file: &mut std::fs::File| {
             let mut bytes = Vec::new();
             let _ = file.rewind();
@@ -166,6 +171,60 @@ impl RemoteGit<'_> {
             text = text.replace(secret.as_str(), crate::record::redact::REDACTED);
         }
         text
+    }
+}
+
+/// How often a running git is checked against the deadline and an interrupt.
+const TICK: Duration = Duration::from_millis(20);
+
+/// A descriptor that becomes readable when process `pid` ends (Linux 5.3), so a git
+/// command of a few milliseconds is not waited on for a whole tick; None on an older
+/// kernel, which then waits tick by tick.
+fn exit_signal(pid: u32) -> Option<OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+}
+
+/// Until the process behind `exited` ends, or a tick passes.
+fn wait_a_tick(exited: Option<&OwnedFd>) {
+    let Some(exited) = exited else {
+        std::thread::sleep(TICK);
+        return;
+    };
+    let mut fds = [rustix::event::PollFd::new(
+        exited,
+        rustix::event::PollFlags::IN,
+    )];
+    let tick = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: i64::from(TICK.subsec_nanos()),
+    };
+    if rustix::event::poll(&mut fds, Some(&tick)).is_err() {
+        std::thread::sleep(TICK);
+    }
+}
+
+/// How long what git started (`upload-pack` of a `file://` remote, ssh) may go on
+/// writing to git's stderr after git itself ended, before it is killed.
+const GRACE: Duration = Duration::from_millis(200);
+
+/// Let the rest of process group `pid` end (git can die before the `upload-pack` it
+/// started has written its own words), then kill what is left: nothing git started
+/// outlives it, and its stderr is whole when it is read.
+fn settle_group(pid: u32) {
+    let Some(group) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    let until = Instant::now() + GRACE;
+    while rustix::process::test_kill_process_group(group).is_ok() {
+        if Instant::now() >= until {
+            kill_group(pid);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

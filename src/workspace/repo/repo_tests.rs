@@ -44,6 +44,7 @@ fn request(origin: &Path, git_ref: Option<&str>) -> RepoRequest {
         credential: Credential::GitConfig,
         timeout: Duration::from_secs(60),
         cache: None,
+        overlay: false,
         at_commit: None,
     }
 }
