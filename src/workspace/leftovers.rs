@@ -30,8 +30,23 @@ pub(crate) const WRITE_TEMP_MARK: &str = ".drover-";
 
 /// Is `pid` a live drover process? (A reused pid of another program does not count.)
 fn drover_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .is_ok_and(|comm| comm.trim_end().starts_with("drover"))
+    let named = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|comm| comm.trim_end().starts_with("drover"));
+    named && !ended(pid)
+}
+
+/// Has process `pid` ended, though not yet reaped (a zombie, `Z`, or dead, `X`)? A
+/// drover killed in a container with no init to reap it stays a zombie for good.
+fn ended(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) S …`: the state follows the last `)`, as comm may hold one.
+    let state = stat
+        .rfind(')')
+        .and_then(|at| stat.get(at + 1..))
+        .and_then(|rest| rest.trim_start().chars().next());
+    matches!(state, Some('Z' | 'X' | 'x'))
 }
 
 /// The pid in `drover-<kind>-<pid>-…`, when `name` has that shape.
@@ -163,11 +178,34 @@ pub(crate) fn remove_stale_temp_dirs(dir: &Path, spared: &[PathBuf]) -> Vec<Path
 /// claimed directory's descriptor so that no path swapped in since the claim is
 /// followed. Without it the removal would empty the mount and stop at its root.
 fn unmount_checkout(stale: &StaleDir) {
-    if let Some(claim) = &stale._claim {
-        let target = format!("/proc/self/fd/{}/checkout", claim.as_raw_fd());
-        let flags = rustix::mount::UnmountFlags::DETACH | rustix::mount::UnmountFlags::NOFOLLOW;
-        let _ = rustix::mount::unmount(target.as_str(), flags);
+    let Some(claim) = &stale._claim else {
+        return;
+    };
+    unmount_at(claim);
+    // A checkouts directory (`drover-repos-…`) holds a directory per task, each with its
+    // `checkout`. Only one this user owns is searched, and only its real directories
+    // (no symlink is followed), so no other user's planted entry leads anywhere.
+    let owned = rustix::fs::fstat(claim)
+        .is_ok_and(|stat| stat.st_uid == rustix::process::geteuid().as_raw());
+    let Ok(entries) = std::fs::read_dir(format!("/proc/self/fd/{}", claim.as_raw_fd())) else {
+        return;
+    };
+    if !owned {
+        return;
     }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    for entry in entries.flatten() {
+        if let Ok(child) = rustix::fs::openat(claim, entry.file_name(), flags, Mode::empty()) {
+            unmount_at(&child);
+        }
+    }
+}
+
+/// Take down what is mounted at `checkout` in directory `dir`, through its descriptor.
+fn unmount_at(dir: &OwnedFd) {
+    let target = format!("/proc/self/fd/{}/checkout", dir.as_raw_fd());
+    let flags = rustix::mount::UnmountFlags::DETACH | rustix::mount::UnmountFlags::NOFOLLOW;
+    let _ = rustix::mount::unmount(target.as_str(), flags);
 }
 
 /// Is `name` the temp file of an atomic write by a drover process that is gone?
@@ -239,6 +277,23 @@ mod tests {
         assert_eq!(take(&path).unwrap_err(), Errno::WOULDBLOCK);
         drop(held);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_zombie_has_ended_though_its_pid_is_still_listed() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not reaped yet: a zombie, as a killed drover with no init to reap it stays.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !ended(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never became a zombie"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!ended(std::process::id()), "this process runs");
+        child.wait().unwrap();
     }
 
     #[test]

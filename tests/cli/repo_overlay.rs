@@ -168,6 +168,10 @@ lower=$(grep " $PWD " /proc/self/mountinfo | grep -o 'lowerdir=[^,]*' | head -1 
 echo "lower=$lower"
 echo poison > "$lower/app.txt" 2>&1; echo "wrote=$?"
 echo poison > "$lower/.git/config" 2>&1; echo "config=$?"
+cat "$lower/app.txt" 2>&1; echo "read-template=$?"
+cache=${lower%/*.trees/*}
+cat "$cache"/*.git/config 2>&1; echo "read-mirror=$?"
+cat "$PWD/../upper/app.txt" 2>&1; echo "read-upper=$?"
 "#;
 
 #[test]
@@ -209,6 +213,11 @@ fn what_a_task_writes_in_its_overlay_never_reaches_the_template_the_next_task_st
         !said.contains("wrote=0") && !said.contains("config=0"),
         "{said}"
     );
+    // The cache, its mirror and the task's own layers are out of the commands' reach.
+    for unread in ["read-template=0", "read-mirror=0", "read-upper=0"] {
+        assert!(!said.contains(unread), "{unread}: {said}");
+    }
+    assert!(said.contains("read-mirror=1"), "{said}");
     assert!(output.status.code().is_some(), "{output:?}");
     assert_eq!(fingerprint(&template), before, "the template changed");
     assert_eq!(
@@ -253,8 +262,10 @@ fn what_a_task_writes_in_its_overlay_never_reaches_the_template_the_next_task_st
 fn the_overlay_a_killed_drover_left_mounted_is_taken_down_by_the_next_run() {
     let (_dir, root, _markers) = scene();
     let tmp = root.join("tmp");
-    // As a drover killed with SIGKILL mid-task leaves it: a pid no process has.
-    let stale = tmp.join("drover-repo-4999999-abcdef");
+    // As a drover killed with SIGKILL mid-task leaves it: a pid no process has, its
+    // checkouts directory, and in it a task's directory with its layers and mount.
+    let stale_root = tmp.join("drover-repos-4999999-abcdef");
+    let stale = stale_root.join("drover-repo-4999999-ghijkl");
     for name in ["lower", "upper", "work", "checkout"] {
         std::fs::create_dir_all(stale.join(name)).unwrap();
     }
@@ -292,7 +303,7 @@ fn the_overlay_a_killed_drover_left_mounted_is_taken_down_by_the_next_run() {
         "{:?}",
         mounts_naming(&stale)
     );
-    assert!(!stale.exists(), "{stderr}");
+    assert!(!stale_root.exists(), "{stderr}");
     assert!(stderr.contains("removed 1 leftover directory"), "{stderr}");
     assert_eq!(std::fs::metadata(&tmp).unwrap().ino(), before);
 }
@@ -340,4 +351,76 @@ fn repo_checkout_copy_writes_the_checkout_and_mounts_nothing() {
         .filter(|e| e.path().extension().is_some_and(|x| x == "trees"))
         .collect();
     assert!(trees.is_empty(), "no template was made: {trees:?}");
+}
+
+/// What a task on `main` prints of the repository's other refs.
+const OTHER_REFS: &str = r#"echo "dev=$(git rev-parse origin/dev)"
+echo "tags=$(git tag | tr '\n' ' ')"
+echo "status=[$(git status --porcelain -- . ':!plant.sh')]"
+echo done"#;
+
+#[test]
+#[cfg_attr(not(drover_has_overlay), ignore = "needs root and overlayfs")]
+#[cfg_attr(not(drover_has_sandbox), ignore = "needs the sandbox")]
+fn a_template_shows_the_mirrors_refs_of_now_and_a_half_removed_one_is_never_used() {
+    let (_dir, root, _markers) = scene();
+    let served = root.join("served");
+    let (bare, first, _) = served_repo(&served, "service-a");
+    let url = format!("file://{}", bare.display());
+    let cache = root.join("cache");
+    let cache_arg = cache.to_string_lossy().into_owned();
+    let on_main = write_spec(
+        &root,
+        "main.yaml",
+        &spec_text("main", Some(OTHER_REFS), &format!("repo:\n  url: {url}\n")),
+    );
+    let on_tag = write_spec(
+        &root,
+        "tag.yaml",
+        &spec_text("tag", None, &format!("repo:\n  url: {url}\n  ref: v1\n")),
+    );
+    let output = run(&root, &on_main, "out1", &["--repo-cache", &cache_arg]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let output = run(&root, &on_tag, "out2", &["--repo-cache", &cache_arg]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    // Both commits are tips of the mirror's refs (main; the tag v1): both kept.
+    let made = templates(&cache);
+    assert_eq!(made.len(), 2, "{made:?}");
+    assert!(made.iter().any(|t| t.ends_with(&first)), "{made:?}");
+
+    // Upstream, `dev` moves and a tag appears; `main` does not move, so its template
+    // stays, yet the task sees the refs as they are now.
+    let work = served.join("service-a-work");
+    git(&work, &["checkout", "--quiet", "dev"]);
+    std::fs::write(work.join("dev.txt"), "dev\n").unwrap();
+    git(&work, &["add", "dev.txt"]);
+    git(&work, &["commit", "--quiet", "-m", "dev"]);
+    git(&work, &["tag", "v2"]);
+    let bare_text = bare.to_string_lossy().into_owned();
+    git(&work, &["push", "--quiet", &bare_text, "dev", "v2"]);
+    let dev = git(&bare, &["rev-parse", "dev"]);
+    let output = run(&root, &on_main, "out3", &["--repo-cache", &cache_arg]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let said = planted(&root.join("out3"), "main");
+    assert!(said.contains(&format!("dev={dev}")), "{said}");
+    assert!(said.contains("v1 v2"), "{said}");
+
+    // A template a killed drover left half removed (its marker gone first) is made
+    // again, never used as it is.
+    let main_template = templates(&cache)
+        .into_iter()
+        .find(|t| !t.ends_with(&first))
+        .unwrap();
+    let name = main_template
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    std::fs::remove_file(main_template.with_file_name(format!("{name}.ready"))).unwrap();
+    std::fs::remove_file(main_template.join("app.txt")).unwrap();
+    let output = run(&root, &on_main, "out4", &["--repo-cache", &cache_arg]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let said = planted(&root.join("out4"), "main");
+    assert!(said.contains("status=[]"), "{said}");
+    assert!(main_template.join("app.txt").is_file(), "made again");
 }

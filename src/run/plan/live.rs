@@ -246,6 +246,10 @@ fn task_origin(
     overrides: &Overrides,
     errors: &mut Vec<SpecError>,
 ) -> (Option<crate::workspace::repo::RepoRequest>, bool, PathBuf) {
+    if let Some(cache) = &overrides.repo_cache {
+        // Every repository's mirror is there: no task of the run may read it.
+        crate::workspace::repo::keep_private(cache);
+    }
     let repo = match overrides.workspace {
         Some(_) => None,
         None => super::repo_plan::repo_request(

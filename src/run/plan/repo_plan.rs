@@ -58,6 +58,11 @@ pub(super) fn repo_request(
     if written.git_ref.is_some() && git_ref.is_none() {
         return Err(errors);
     }
+    // Made now, before any task's sandbox is drawn, so that each leaves it out.
+    let checkouts = match &path {
+        None => crate::workspace::repo::checkouts_dir().ok(),
+        Some(_) => None,
+    };
     Ok(Some(RepoRequest {
         url,
         git_ref,
@@ -67,6 +72,7 @@ pub(super) fn repo_request(
         timeout: written.timeout(),
         cache: cache.map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())),
         overlay,
+        checkouts,
         at_commit: None,
     }))
 }

@@ -113,6 +113,9 @@ async fn commands_of(
     let confinement = plan.mode.confinement();
     let mut unreadable = confinement.map_or_else(Vec::new, |c| c.unreadable.clone());
     unreadable.extend(super::repo::files_holding_the_url_token(plan));
+    // The repository cache and the other tasks' checkouts (this task's own is its
+    // workspace, which the sandbox grants).
+    unreadable.extend(crate::workspace::repo::private_dirs());
     let replayed_network = confinement.and_then(|c| c.network.clone());
     let mut commands = task_commands(
         &plan.spec,

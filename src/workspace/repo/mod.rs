@@ -13,11 +13,13 @@ use crate::workspace::leftovers::HeldTempDir;
 mod cache;
 mod errors;
 mod overlay;
+mod private;
 mod remote_git;
 mod resolve;
 mod template;
 
 pub(crate) use errors::{RepoError, RepoErrorKind};
+pub(crate) use private::{checkouts_dir, keep_private, private_dirs};
 pub(crate) use remote_git::Credential;
 use remote_git::{GitFailure, RemoteGit};
 use resolve::{Target, Unresolved, resolve};
@@ -38,6 +40,9 @@ pub(crate) struct RepoRequest {
     pub cache: Option<PathBuf>,
     /// The checkout from the cache may be an overlay of its template (`--repo-checkout`).
     pub overlay: bool,
+    /// Where a checkout without `path:` is made: this process's checkouts directory,
+    /// held from planning on (see `private`); None: taken when the clone starts.
+    pub checkouts: Option<std::sync::Arc<HeldTempDir>>,
     /// A commit to check out instead of `git_ref` (a resumed task's recorded start).
     pub at_commit: Option<String>,
 }
@@ -50,6 +55,8 @@ pub(crate) struct Checkout {
     /// Declared before `_temp`, so the mount is taken down before its directory goes.
     _overlay: Option<OverlayCheckout>,
     _temp: Option<HeldTempDir>,
+    /// The directory `_temp` is in, held at least as long (declared after it).
+    _checkouts: Option<std::sync::Arc<HeldTempDir>>,
 }
 
 /// Clone (or fetch) `request` and check it out. `stop` says drover was interrupted.
@@ -66,13 +73,18 @@ pub(crate) fn check_out(
         secrets: secrets_of(&request.credential),
         stop,
     };
-    let (dir, temp) = match &request.path {
-        Some(path) => (empty_directory(path, url)?, None),
+    let (dir, temp, checkouts) = match &request.path {
+        Some(path) => (empty_directory(path, url)?, None, None),
         None => {
-            let temp = HeldTempDir::new("repo").map_err(|e| local("a temp directory", e))?;
+            let checkouts = match &request.checkouts {
+                Some(dir) => dir.clone(),
+                None => checkouts_dir().map_err(|e| local("the checkouts directory", e))?,
+            };
+            let temp = HeldTempDir::new_in("repo", Some(checkouts.path()))
+                .map_err(|e| local("a temp directory", e))?;
             let dir = temp.path().join("checkout");
             std::fs::create_dir(&dir).map_err(|e| local("the checkout directory", e))?;
-            (dir, Some(temp))
+            (dir, Some(temp), Some(checkouts))
         }
     };
     let scratch = temp.as_ref().map(HeldTempDir::path);
@@ -87,6 +99,7 @@ pub(crate) fn check_out(
         dir,
         _overlay: overlay,
         _temp: temp,
+        _checkouts: checkouts,
     })
 }
 

@@ -45,6 +45,7 @@ fn request(origin: &Path, git_ref: Option<&str>) -> RepoRequest {
         timeout: Duration::from_secs(60),
         cache: None,
         overlay: false,
+        checkouts: None,
         at_commit: None,
     }
 }
