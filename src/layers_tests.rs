@@ -37,6 +37,9 @@ const LAYERS: &[(&str, u8)] = &[
     // Tasks, batches, artifacts; the benchmark harness.
     ("run", 6),
     ("bench", 6),
+    // After a run, outside it: pushes what a run's artifacts hold (git through
+    // `workspace::repo`'s hardened runner, the spec's ref rules).
+    ("publish", 6),
     // The command line.
     ("cli", 7),
     ("commands", 8),

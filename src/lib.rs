@@ -17,6 +17,7 @@ mod http_client;
 mod mcp;
 mod model;
 mod network;
+mod publish;
 mod run;
 mod sandbox;
 mod tools;

@@ -88,6 +88,9 @@ pub enum Command {
     Tool(ToolArgs),
     /// Time Grep and Glob as whole processes against rg and fd on a large tree.
     Bench(crate::bench::BenchArgs),
+    /// Push what passed tasks changed as commits on a branch, after the run and outside
+    /// the agent, through gates (docs/publish.md).
+    Publish(PublishArgs),
     /// Internal: serve the egress proxy for `drover bench --proxy` on 127.0.0.1, allowing
     /// these `host:port` entries; print its port and its events until stdin closes.
     #[command(name = "__egress-proxy-bench", hide = true)]
@@ -276,6 +279,58 @@ pub struct TaskSettingsArgs {
     /// copy); `copy`, always a copy, no mount.
     #[arg(long, value_enum, value_name = "HOW", default_value = "auto")]
     pub repo_checkout: RepoCheckoutArg,
+}
+
+/// `drover publish`'s arguments.
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// The artifacts directory of a `drover run`.
+    #[arg(value_name = "ARTIFACTS_DIR")]
+    pub artifacts: PathBuf,
+    /// The branch to push to; `{task}` in it makes one branch per task (without it, one
+    /// commit holds every task's change).
+    #[arg(long, value_name = "NAME")]
+    pub branch: String,
+    /// Only this task (repeatable; default: every task of the run).
+    #[arg(long = "task", value_name = "NAME")]
+    pub tasks: Vec<String>,
+    /// The repository to push to (default: `$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git`).
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+    /// A branch that must still be at the commit the tasks started from.
+    #[arg(long, value_name = "BRANCH")]
+    pub base: Option<String>,
+    /// Replace the branch's head when the new commit does not contain it (only if it is
+    /// still the head publish saw).
+    #[arg(long)]
+    pub force: bool,
+    /// Make and gate the commits, push nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Let a change to CI configuration (`.github/workflows/`, …) through.
+    #[arg(long)]
+    pub allow_workflow_changes: bool,
+    /// The most files one commit may change.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_files: usize,
+    /// The most lines (added plus deleted) one commit may change.
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub max_lines: u64,
+    /// The largest binary file one commit may add or change, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1_048_576)]
+    pub max_blob_bytes: u64,
+    /// The commit message; `{task}`, `{summary}` (the final answer) and `{run}` are filled in.
+    #[arg(long, value_name = "TEXT")]
+    pub message: Option<String>,
+    /// The commits' author and committer, `Name <email>`.
+    #[arg(long, value_name = "NAME <EMAIL>")]
+    pub author: Option<String>,
+    /// The environment variable holding the push token (default GITHUB_TOKEN).
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+    /// How long git may take in all.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub timeout: std::time::Duration,
 }
 
 /// `--repo-checkout`.

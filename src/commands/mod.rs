@@ -61,6 +61,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
         }
         Command::Tool(args) => tool_command(args).await,
         Command::Bench(args) => crate::bench::run(&args),
+        Command::Publish(args) => publish_command(args),
         Command::EgressProxyBench { allow } => crate::bench::egress_proxy_child(&allow).await,
     }
 }
@@ -387,4 +388,34 @@ async fn tool_command(args: ToolArgs) -> i32 {
     } else {
         exit::PASSED
     }
+}
+
+fn publish_command(args: crate::cli::PublishArgs) -> i32 {
+    let author = match args.author.as_deref().map(crate::publish::parse_author) {
+        Some(Err(error)) => {
+            crate::esay!("drover: publish: {error}");
+            return crate::exit::BAD_INPUT;
+        }
+        Some(Ok(identity)) => Some(identity),
+        None => None,
+    };
+    crate::publish::run(&crate::publish::PublishOptions {
+        artifacts: args.artifacts,
+        tasks: args.tasks,
+        branch: args.branch,
+        remote: args.remote,
+        base: args.base,
+        force: args.force,
+        dry_run: args.dry_run,
+        allow_workflow_changes: args.allow_workflow_changes,
+        limits: crate::publish::Limits {
+            max_files: args.max_files,
+            max_lines: args.max_lines,
+            max_blob_bytes: args.max_blob_bytes,
+        },
+        message: args.message,
+        author,
+        token_env: args.token_env,
+        timeout: args.timeout,
+    })
 }

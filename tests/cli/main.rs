@@ -80,6 +80,7 @@ mod progress_cli;
 mod project_cli;
 mod provider_pages;
 mod providers;
+mod publish;
 mod redaction;
 mod redaction_safety;
 mod replay_drift;

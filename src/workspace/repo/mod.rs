@@ -20,8 +20,7 @@ mod template;
 
 pub(crate) use errors::{RepoError, RepoErrorKind};
 pub(crate) use private::{checkouts_dir, keep_private, private_dirs};
-pub(crate) use remote_git::Credential;
-use remote_git::{GitFailure, RemoteGit};
+pub(crate) use remote_git::{Credential, GitFailure, RemoteGit};
 use resolve::{Target, Unresolved, resolve};
 use template::OverlayCheckout;
 
