@@ -61,7 +61,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
         }
         Command::Tool(args) => tool_command(args).await,
         Command::Bench(args) => crate::bench::run(&args),
-        Command::Publish(args) => publish_command(args),
+        Command::Publish(args) => publish_command(args).await,
         Command::EgressProxyBench { allow } => crate::bench::egress_proxy_child(&allow).await,
     }
 }
@@ -390,7 +390,7 @@ async fn tool_command(args: ToolArgs) -> i32 {
     }
 }
 
-fn publish_command(args: crate::cli::PublishArgs) -> i32 {
+async fn publish_command(args: crate::cli::PublishArgs) -> i32 {
     let author = match args.author.as_deref().map(crate::publish::parse_author) {
         Some(Err(error)) => {
             crate::esay!("drover: publish: {error}");
@@ -399,7 +399,7 @@ fn publish_command(args: crate::cli::PublishArgs) -> i32 {
         Some(Ok(identity)) => Some(identity),
         None => None,
     };
-    crate::publish::run(&crate::publish::PublishOptions {
+    let options = crate::publish::PublishOptions {
         artifacts: args.artifacts,
         tasks: args.tasks,
         branch: args.branch,
@@ -417,5 +417,28 @@ fn publish_command(args: crate::cli::PublishArgs) -> i32 {
         author,
         token_env: args.token_env,
         timeout: args.timeout,
-    })
+    };
+    // SIGINT or SIGTERM stops git (its whole process group) and publishes nothing more.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let watcher = tokio::spawn(async move {
+        let kinds = [
+            tokio::signal::unix::SignalKind::interrupt(),
+            tokio::signal::unix::SignalKind::terminate(),
+        ];
+        let [Ok(mut interrupt), Ok(mut terminate)] = kinds.map(tokio::signal::unix::signal) else {
+            return;
+        };
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let stopped = move || stop.load(std::sync::atomic::Ordering::SeqCst);
+    let code = tokio::task::spawn_blocking(move || crate::publish::run(&options, &stopped))
+        .await
+        .unwrap_or(crate::exit::RUNNER_ERROR);
+    watcher.abort();
+    code
 }

@@ -55,6 +55,21 @@ impl PublishedTask {
             }),
             Some(_) => {}
         }
+        let noted = self
+            .patch
+            .split(|byte| *byte == b'\n')
+            .any(|line| line.starts_with(b"# drover: "));
+        let excluded = self
+            .report
+            .excluded_from_diff
+            .as_ref()
+            .is_some_and(|excluded| excluded.count > 0);
+        if noted || excluded {
+            refusals.push(Refusal {
+                gate: Gate::Incomplete,
+                why: "its diff.patch does not hold all it changed (files left out by diff.exclude, too large or unreadable; see the notes at the top of diff.patch), so a commit of it would not be the task's work; publish such a task by hand".to_string(),
+            });
+        }
         refusals
     }
 }

@@ -6,14 +6,22 @@
 
 use std::fmt;
 
-/// One path the commit changes (`git diff-tree --numstat`), with its new size.
+/// One path the commit changes (`git diff-tree --numstat`), with its new size and mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Change {
-    pub path: String,
-    /// Lines added and deleted; None for a binary file.
+    /// As git stores it: bytes, not necessarily UTF-8.
+    pub path: Vec<u8>,
+    /// Lines added and deleted; None for a file git counts as binary.
     pub lines: Option<(u64, u64)>,
     /// The size of the file after the change, in bytes (0: deleted).
     pub size: u64,
+}
+
+impl Change {
+    /// The path for people (bytes that are not UTF-8 shown as U+FFFD).
+    pub(crate) fn shown(&self) -> String {
+        String::from_utf8_lossy(&self.path).into_owned()
+    }
 }
 
 /// The publish-time limits (`--max-files`, `--max-lines`, `--max-blob-bytes`).
@@ -35,6 +43,8 @@ pub(crate) enum Gate {
     Binary,
     Base,
     FastForward,
+    Incomplete,
+    Applies,
 }
 
 impl fmt::Display for Gate {
@@ -48,6 +58,8 @@ impl fmt::Display for Gate {
             Gate::Binary => "binary",
             Gate::Base => "base",
             Gate::FastForward => "fast-forward",
+            Gate::Incomplete => "incomplete",
+            Gate::Applies => "applies",
         })
     }
 }
@@ -71,6 +83,7 @@ const CI_DIRECTORIES: &[&str] = &[
     ".drone/",
     ".azure-pipelines/",
     ".tekton/",
+    ".semaphore/",
 ];
 const CI_FILES: &[&str] = &[
     ".gitlab-ci.yml",
@@ -85,22 +98,34 @@ const CI_FILES: &[&str] = &[
     "cloudbuild.yaml",
     "cloudbuild.yml",
     ".github/dependabot.yml",
+    ".github/dependabot.yaml",
     ".github/CODEOWNERS",
     "CODEOWNERS",
+    "docs/CODEOWNERS",
+    ".gitmodules",
+    ".cirrus.yml",
+    "buildspec.yml",
+    "buildspec.yaml",
 ];
 
-/// Is `path` CI configuration (see the lists above; case as git stores it, compared
-/// case-insensitively, since a case-insensitive checkout would read it anyway)?
+/// Is `path` CI configuration (see the lists above), or the directory of some (a
+/// symlink or submodule there could stand for a whole workflows directory)? Compared
+/// case-insensitively, as a case-insensitive checkout would read it.
 pub(crate) fn is_ci_config(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
-    CI_DIRECTORIES
-        .iter()
-        .any(|dir| lower.starts_with(&dir.to_ascii_lowercase()))
-        || CI_FILES
-            .iter()
-            .any(|file| lower == file.to_ascii_lowercase())
-        || lower.ends_with("/jenkinsfile")
-        || lower.ends_with("/.gitlab-ci.yml")
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    CI_DIRECTORIES.iter().any(|dir| {
+        let dir = dir.to_ascii_lowercase();
+        let bare = dir.trim_end_matches('/');
+        lower.starts_with(&dir) || bare == lower || bare.starts_with(&format!("{lower}/"))
+    }) || CI_FILES.iter().any(|file| lower == file.to_ascii_lowercase())
+        || lower == ".github"
+        || name == "jenkinsfile"
+        || name.starts_with("jenkinsfile.")
+        || name == ".gitlab-ci.yml"
+        // A local action (`uses: ./tools/lint`) runs with the workflow's token.
+        || name == "action.yml"
+        || name == "action.yaml"
 }
 
 /// The refusals of the change gates for `changes`.
@@ -110,9 +135,9 @@ pub(crate) fn judge_changes(
     allow_workflow_changes: bool,
 ) -> Vec<Refusal> {
     let mut refusals = Vec::new();
-    let ci: Vec<&str> = changes
+    let ci: Vec<String> = changes
         .iter()
-        .map(|change| change.path.as_str())
+        .map(Change::shown)
         .filter(|path| is_ci_config(path))
         .collect();
     if !ci.is_empty() && !allow_workflow_changes {
@@ -148,16 +173,17 @@ pub(crate) fn judge_changes(
             ),
         });
     }
+    // Every file counts, text or not: a one-line text file of 50 MB is no smaller.
     let big: Vec<String> = changes
         .iter()
-        .filter(|change| change.lines.is_none() && change.size > limits.max_blob_bytes)
-        .map(|change| format!("{} ({} bytes)", change.path, change.size))
+        .filter(|change| change.size > limits.max_blob_bytes)
+        .map(|change| format!("{} ({} bytes)", change.shown(), change.size))
         .collect();
     if !big.is_empty() {
         refusals.push(Refusal {
             gate: Gate::Binary,
             why: format!(
-                "binary files over --max-blob-bytes {}: {}",
+                "files over --max-blob-bytes {}: {}",
                 limits.max_blob_bytes,
                 big.join(", ")
             ),
@@ -178,7 +204,7 @@ mod tests {
 
     fn text(path: &str, added: u64) -> Change {
         Change {
-            path: path.to_string(),
+            path: path.as_bytes().to_vec(),
             lines: Some((added, 0)),
             size: 10,
         }
@@ -196,10 +222,24 @@ mod tests {
             "ci/jenkinsfile",
             ".circleci/config.yml",
             "CODEOWNERS",
+            "docs/CODEOWNERS",
+            ".github",
+            ".github/workflows",
+            ".circleci",
+            "tools/lint/action.yml",
+            "Jenkinsfile.release",
+            ".gitmodules",
+            ".github/dependabot.yaml",
         ] {
             assert!(is_ci_config(path), "{path}");
         }
-        for path in ["src/workflows/x.yml", "github/workflows/x.yml", "README.md"] {
+        for path in [
+            "src/workflows/x.yml",
+            "github/workflows/x.yml",
+            "README.md",
+            ".g",
+            "docs",
+        ] {
             assert!(!is_ci_config(path), "{path}");
         }
     }
@@ -216,13 +256,21 @@ mod tests {
         let long = judge_changes(&[text("a", 11)], LIMITS, false);
         assert_eq!(long[0].gate, Gate::Lines);
         let blob = Change {
-            path: "big.bin".into(),
+            path: b"big.bin".to_vec(),
             lines: None,
             size: 101,
         };
         let binary = judge_changes(&[blob], LIMITS, false);
         assert_eq!(binary[0].gate, Gate::Binary);
         assert!(binary[0].why.contains("big.bin (101 bytes)"));
+        let long_line = Change {
+            size: 101,
+            ..text("one-line.txt", 1)
+        };
+        assert_eq!(
+            judge_changes(&[long_line], LIMITS, false)[0].gate,
+            Gate::Binary
+        );
         assert_eq!(Gate::FastForward.to_string(), "fast-forward");
     }
 }

@@ -24,7 +24,7 @@ use artifacts::PublishedTask;
 pub(crate) use gates::Limits;
 use gates::{Gate, Refusal};
 pub(crate) use options::{PublishOptions, parse_author};
-use workbench::Workbench;
+use workbench::{Made, Workbench};
 
 /// How one task (or the tasks of one commit) fared.
 enum Outcome {
@@ -43,7 +43,7 @@ enum Outcome {
 /// Publish what `options` names; the exit code: 0 when every task was pushed (or had
 /// nothing to push), 1 when a gate refused one, 2 on bad input, 3 when git or the
 /// remote failed.
-pub(crate) fn run(options: &PublishOptions) -> i32 {
+pub(crate) fn run(options: &PublishOptions, stop: &(dyn Fn() -> bool + Sync)) -> i32 {
     let remote = match options.remote() {
         Ok(remote) => remote,
         Err(message) => {
@@ -62,26 +62,40 @@ pub(crate) fn run(options: &PublishOptions) -> i32 {
             return exit::BAD_INPUT;
         }
     };
-    let credential = options.credential();
+    let credential = options.credential(&remote);
     let secrets = match &credential {
-        Credential::Token { token, .. } => vec![token.clone()],
+        // The token, and as HTTP Basic auth carries it (a server echoing the header).
+        Credential::Token { username, token } => vec![
+            token.clone(),
+            base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                format!("{username}:{token}"),
+            ),
+        ],
         Credential::GitConfig | Credential::Helper(_) => Vec::new(),
     };
-    let never = || false;
+    let shown_remote = without_userinfo(&remote);
+    let Some(deadline) = Instant::now().checked_add(options.timeout) else {
+        crate::esay!("drover: publish: --timeout is too long; give one under a century");
+        return exit::BAD_INPUT;
+    };
     let git = RemoteGit {
         credential: &credential,
-        deadline: Instant::now() + options.timeout,
+        deadline,
         timeout: options.timeout,
         secrets,
-        stop: &never,
+        stop,
     };
     let groups = options.groups(&tasks);
     let mut planned = Vec::new();
     for group in &groups {
         let names: Vec<&str> = group.iter().map(|task| task.report.name.as_str()).collect();
         let branch = options.branch_for(&names);
-        // Every branch is checked before anything is pushed.
-        if let Some(problem) = crate::spec::ref_problem(&branch) {
+        // Every branch is checked before anything is pushed; `HEAD` is a valid ref name
+        // that every clone would then find ambiguous.
+        let problem = crate::spec::ref_problem(&branch)
+            .or_else(|| (branch == "HEAD").then(|| "HEAD is not a branch name".to_string()));
+        if let Some(problem) = problem {
             crate::esay!(
                 "drover: publish: --branch gives {branch:?} for {}: {problem}",
                 names.join(", ")
@@ -93,7 +107,14 @@ pub(crate) fn run(options: &PublishOptions) -> i32 {
     let mut code = exit::PASSED;
     for (group, branch, label) in planned {
         let outcome = publish_group(options, &git, &remote, group, &branch);
-        let said = say_outcome(options, (&label, &branch, &remote), outcome);
+        let interrupted = matches!(outcome, Err(GitFailure::Interrupted));
+        let said = say_outcome(options, (&label, &branch, &shown_remote), outcome);
+        if interrupted {
+            crate::esay!(
+                "drover: publish: interrupted; the push of {label} may or may not have landed, and no later task was published"
+            );
+            return exit::RUNNER_ERROR;
+        }
         code = if said == exit::RUNNER_ERROR {
             said
         } else {
@@ -173,43 +194,96 @@ fn publish_group(
         return Ok(Outcome::Unchanged);
     }
     let bench = Workbench::new(git)?;
-    let head = bench.remote_head(git, remote, branch)?;
-    if let Some(base_branch) = &options.base {
-        let at = bench.remote_head(git, remote, base_branch)?;
-        if at.as_deref() != Some(base) {
-            refusals.push(Refusal {
-                gate: Gate::Base,
-                why: format!(
-                    "--base {base_branch} is at {}, not at {base} where the task started; run the task again on the branch as it is now",
-                    at.as_deref().unwrap_or("nothing (no such branch)")
-                ),
-            });
-            return Ok(Outcome::Refused(refusals));
-        }
+    if let Some(refusal) = moved_base(options, git, &bench, remote, base)? {
+        return Ok(Outcome::Refused(vec![refusal]));
     }
+    let head = bench.remote_head(git, remote, branch)?;
     let mut wanted = vec![base];
     wanted.extend(head.as_deref());
     bench.fetch(git, remote, &wanted)?;
     let patches: Vec<&[u8]> = group.iter().map(|task| task.patch.as_slice()).collect();
     let message = options.message_for(group);
-    let commit = bench.commit(git, base, &patches, &message, &options.identity())?;
+    let commit = match bench.commit(git, base, &patches, &message, &options.identity())? {
+        Made::Commit(commit) => commit,
+        Made::NotApplied(said) => {
+            return Ok(Outcome::Refused(vec![Refusal {
+                gate: Gate::Applies,
+                why: format!(
+                    "its diff.patch does not apply to the commit it started from: {}",
+                    said.trim()
+                ),
+            }]));
+        }
+    };
     let changes = bench.changes(git, base, &commit)?;
-    refusals.extend(gates::judge_changes(
-        &changes,
-        options.limits,
-        options.allow_workflow_changes,
-    ));
+    let refusals = gates::judge_changes(&changes, options.limits, options.allow_workflow_changes);
     if !refusals.is_empty() {
         return Ok(Outcome::Refused(refusals));
     }
-    if let Some(head) = head.as_deref()
+    push(
+        options,
+        git,
+        &bench,
+        (remote, branch),
+        head.as_deref(),
+        commit,
+    )
+}
+
+/// The `base` gate: the base branch (`--base`, else the remote's default branch) must
+/// still be at `start`, the commit the tasks started from — so a start that is no
+/// branch's head (a pull request's, a fork's, a commit since replaced) publishes
+/// nothing the base branch does not hold already.
+fn moved_base(
+    options: &PublishOptions,
+    git: &RemoteGit<'_>,
+    bench: &Workbench,
+    remote: &str,
+    start: &str,
+) -> Result<Option<Refusal>, GitFailure> {
+    let base_branch = match &options.base {
+        Some(branch) => branch.clone(),
+        None => match bench.default_branch(git, remote)? {
+            Some(branch) => branch,
+            None => {
+                return Ok(Some(Refusal {
+                    gate: Gate::Base,
+                    why: "the remote names no default branch to check the start against; pass --base BRANCH".to_string(),
+                }));
+            }
+        },
+    };
+    let at = bench.remote_head(git, remote, &base_branch)?;
+    if at.as_deref() == Some(start) {
+        return Ok(None);
+    }
+    Ok(Some(Refusal {
+        gate: Gate::Base,
+        why: format!(
+            "{base_branch} is at {}, not at {start} where the task started; run the task again on {base_branch} as it is now, or name the branch it ran on with --base",
+            at.as_deref().unwrap_or("nothing (no such branch)")
+        ),
+    }))
+}
+
+/// Push `commit` to `branch`, whose head is `head`: nothing when it holds the same
+/// change, a fast-forward, or with `--force` a replacement of exactly `head`.
+fn push(
+    options: &PublishOptions,
+    git: &RemoteGit<'_>,
+    bench: &Workbench,
+    (remote, branch): (&str, &str),
+    head: Option<&str>,
+    commit: String,
+) -> Result<Outcome, GitFailure> {
+    if let Some(head) = head
         && bench.same_change(git, head, &commit)
     {
         return Ok(Outcome::AlreadyThere {
             head: head.to_string(),
         });
     }
-    let lease = match head.as_deref() {
+    let lease = match head {
         Some(head) if !bench.is_ancestor(git, head, &commit) => {
             if !options.force {
                 return Ok(Outcome::Refused(vec![Refusal {
@@ -240,6 +314,18 @@ fn branch_problem(options: &PublishOptions) -> Option<String> {
         let problem = crate::spec::ref_problem(name.as_deref()?)?;
         Some(format!("{flag}: {problem}"))
     })
+}
+
+/// `remote` without a user name or password in it, for messages.
+fn without_userinfo(remote: &str) -> String {
+    match url::Url::parse(remote) {
+        Ok(mut url) if !url.username().is_empty() || url.password().is_some() => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.to_string()
+        }
+        _ => remote.to_string(),
+    }
 }
 
 /// git's failure, said for a person.

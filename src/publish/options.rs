@@ -54,20 +54,24 @@ impl PublishOptions {
         let Some(repository) = repository else {
             return Err(NoRemote);
         };
-        let server = std::env::var("GITHUB_SERVER_URL")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "https://github.com".to_string());
-        Ok(format!("{}/{repository}.git", server.trim_end_matches('/')))
+        Ok(format!(
+            "{}/{repository}.git",
+            github_server().trim_end_matches('/')
+        ))
     }
 
-    /// The token of `--token-env` (default `GITHUB_TOKEN` when set) as the push's
-    /// credential; without one, git's own configuration.
-    pub(crate) fn credential(&self) -> Credential {
-        let name = self
-            .token_env
-            .clone()
-            .unwrap_or_else(|| "GITHUB_TOKEN".to_string());
+    /// The token of `--token-env` as the push's credential; without the flag,
+    /// `GITHUB_TOKEN` — but only for the GitHub server of the run (`GITHUB_SERVER_URL`,
+    /// default github.com), never for another host `--remote` names; else git's own
+    /// configuration.
+    pub(crate) fn credential(&self, remote: &str) -> Credential {
+        let name = match &self.token_env {
+            Some(name) => name.clone(),
+            None if self.remote.is_none() || same_host(remote, &github_server()) => {
+                "GITHUB_TOKEN".to_string()
+            }
+            None => return Credential::GitConfig,
+        };
         match std::env::var(&name).ok().filter(|token| !token.is_empty()) {
             Some(token) => Credential::Token {
                 username: "x-access-token".to_string(),
@@ -110,9 +114,10 @@ impl PublishOptions {
             .join("\n\n");
         let summary: String = summary
             .chars()
-            .filter(|c| !c.is_control() || *c == '\n')
+            .filter(|c| (!c.is_control() || *c == '\n') && !is_invisible(*c))
             .take(SUMMARY_CHARS)
             .collect();
+        let summary = quote_trailer_lines(&summary);
         let run = run_link().unwrap_or_else(|| self.artifacts.display().to_string());
         let template = self
             .message
@@ -166,6 +171,51 @@ pub(crate) fn parse_author(text: &str) -> Result<Identity, BadAuthor> {
     })
 }
 
+/// `$GITHUB_SERVER_URL`, default `https://github.com`.
+fn github_server() -> String {
+    std::env::var("GITHUB_SERVER_URL")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "https://github.com".to_string())
+}
+
+/// Do URLs `a` and `b` name the same host, both over HTTPS?
+fn same_host(a: &str, b: &str) -> bool {
+    let host = |text: &str| {
+        url::Url::parse(text)
+            .ok()
+            .filter(|url| url.scheme() == "https")
+            .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+    };
+    host(a).is_some() && host(a) == host(b)
+}
+
+/// Characters that change how text is shown without being seen: zero-width ones and
+/// bidirectional controls.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}')
+}
+
+/// The model's text with each line a parser of trailers would take (`Token: value`,
+/// `---`) quoted (`> `), so `git interpret-trailers` and the bots that read a message's
+/// last paragraph find only drover's own trailers.
+fn quote_trailer_lines(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let token = line.split_once(':').map(|(token, _)| token);
+            let trailer_like = token.is_some_and(|token| {
+                !token.is_empty() && token.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+            if trailer_like || line.trim_start().starts_with("---") {
+                format!("> {line}")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The GitHub Actions run's page, when this is one.
 fn run_link() -> Option<String> {
     let var = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
@@ -176,4 +226,24 @@ fn run_link() -> Option<String> {
         "{}/{repository}/actions/runs/{run}",
         server.trim_end_matches('/')
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_models_trailer_lines_are_quoted_and_invisible_characters_dropped() {
+        let text = "Fixed it.\n\nCo-authored-by: Evil <e@x>\nDrover-Task: deploy\n---\nSee: notes";
+        let quoted = quote_trailer_lines(text);
+        assert_eq!(
+            quoted,
+            "Fixed it.\n\n> Co-authored-by: Evil <e@x>\n> Drover-Task: deploy\n> ---\n> See: notes"
+        );
+        assert!(is_invisible('\u{202E}') && is_invisible('\u{200B}') && !is_invisible('a'));
+        assert!(parse_author("Bot <bot@example.com>").is_ok());
+        for bad in ["nobody", "<x@y>", "A <no-at>", "A <a@b> <c@d>"] {
+            assert!(parse_author(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -6,12 +6,23 @@
 //! there. git runs as for a `repo:` clone (`workspace::repo::RemoteGit`): no prompt,
 //! a wall clock, a scrubbed environment, the token through a credential helper.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::workspace::leftovers::HeldTempDir;
 use crate::workspace::repo::{GitFailure, RemoteGit};
 
 use super::gates::Change;
+
+/// The id of the empty tree, which every SHA-1 repository knows without storing it.
+const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+/// What `Workbench::commit` made.
+pub(crate) enum Made {
+    Commit(String),
+    /// A patch did not apply to the start: git's words.
+    NotApplied(String),
+}
 
 /// A commit's author and committer.
 #[derive(Debug, Clone)]
@@ -70,8 +81,26 @@ impl Workbench {
             .map(|(id, _)| id.to_string()))
     }
 
-    /// The commit of `patches` (contents) applied in order to `base`'s tree, with
-    /// `message` by `who`. A patch that does not apply is git's failure.
+    /// The branch `remote`'s HEAD names (its default branch), if it names one.
+    pub(crate) fn default_branch(
+        &self,
+        git: &RemoteGit<'_>,
+        remote: &str,
+    ) -> Result<Option<String>, GitFailure> {
+        let listed = git.run(
+            Some(&self.dir),
+            &["ls-remote", "--symref", "--", remote, "HEAD"],
+        )?;
+        let listed = String::from_utf8_lossy(&listed);
+        Ok(listed.lines().find_map(|line| {
+            let target = line.strip_prefix("ref: refs/heads/")?;
+            let (branch, name) = target.split_once('\t')?;
+            (name == "HEAD").then(|| branch.to_string())
+        }))
+    }
+
+    /// The commit of `patches` (contents; empty ones skipped) applied in order to
+    /// `base`'s tree, with `message` by `who`; or git's words when one does not apply.
     pub(crate) fn commit(
         &self,
         git: &RemoteGit<'_>,
@@ -79,13 +108,13 @@ impl Workbench {
         patches: &[&[u8]],
         message: &str,
         who: &Identity,
-    ) -> Result<String, GitFailure> {
+    ) -> Result<Made, GitFailure> {
         git.run(Some(&self.dir), &["read-tree", "--end-of-options", base])?;
-        for (index, patch) in patches.iter().enumerate() {
+        for (index, patch) in patches.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
             // Copied in, so git reads what drover read, never a path swapped since.
             let file = self.temp.path().join(format!("{index}.patch"));
             std::fs::write(&file, patch).map_err(GitFailure::Spawn)?;
-            git.run(
+            let applied = git.run(
                 Some(&self.dir),
                 &[
                     "apply",
@@ -94,10 +123,18 @@ impl Workbench {
                     "--",
                     &text(&file),
                 ],
-            )?;
+            );
+            match applied {
+                Ok(_) => {}
+                Err(GitFailure::Failed(said)) => return Ok(Made::NotApplied(said)),
+                Err(failure) => return Err(failure),
+            }
         }
         let tree = git.run(Some(&self.dir), &["write-tree"])?;
         let tree = String::from_utf8_lossy(&tree).trim().to_string();
+        // From a file: a message of many tasks can outgrow a command line.
+        let message_file = self.temp.path().join("message");
+        std::fs::write(&message_file, message).map_err(GitFailure::Spawn)?;
         let name = format!("user.name={}", who.name);
         let email = format!("user.email={}", who.email);
         let commit = git.run(
@@ -111,23 +148,32 @@ impl Workbench {
                 &tree,
                 "-p",
                 base,
-                "-m",
-                message,
+                "-F",
+                &text(&message_file),
             ],
         )?;
-        Ok(String::from_utf8_lossy(&commit).trim().to_string())
+        Ok(Made::Commit(
+            String::from_utf8_lossy(&commit).trim().to_string(),
+        ))
     }
 
-    /// What `commit` changes against `base`, as the gates judge it.
+    /// What `commit` changes against `base`, as the gates judge it: counted with no
+    /// attributes at all, so a `.gitattributes` of the change itself (`*.txt -diff`)
+    /// cannot make text look binary, and sized from the commit's own tree by each
+    /// path's exact bytes.
     pub(crate) fn changes(
         &self,
         git: &RemoteGit<'_>,
         base: &str,
         commit: &str,
     ) -> Result<Vec<Change>, GitFailure> {
+        let attr_source = format!("--attr-source={EMPTY_TREE}");
         let listed = git.run(
             Some(&self.dir),
             &[
+                &attr_source,
+                "-c",
+                "core.attributesFile=/dev/null",
                 "diff-tree",
                 "-r",
                 "-z",
@@ -137,49 +183,47 @@ impl Workbench {
                 commit,
             ],
         )?;
+        let sizes = self.sizes(git, commit)?;
         let mut changes = Vec::new();
         for record in listed.split(|byte| *byte == 0).filter(|r| !r.is_empty()) {
-            let record = String::from_utf8_lossy(record);
-            let mut fields = record.splitn(3, '\t');
+            let mut fields = record.splitn(3, |byte| *byte == b'\t');
             let (Some(added), Some(deleted), Some(path)) =
                 (fields.next(), fields.next(), fields.next())
             else {
                 continue;
             };
-            let lines = added.parse().ok().zip(deleted.parse().ok());
+            let number = |field: &[u8]| String::from_utf8_lossy(field).parse::<u64>().ok();
             changes.push(Change {
-                path: path.to_string(),
-                lines,
-                size: 0,
+                path: path.to_vec(),
+                lines: number(added).zip(number(deleted)),
+                // Not in the commit's tree: deleted.
+                size: sizes.get(path).copied().unwrap_or(0),
             });
-        }
-        for change in changes.iter_mut().filter(|change| change.lines.is_none()) {
-            change.size = self.size_of(git, commit, &change.path)?;
         }
         Ok(changes)
     }
 
-    /// The size of `path` in `commit` (0 when it is not there: deleted).
-    fn size_of(&self, git: &RemoteGit<'_>, commit: &str, path: &str) -> Result<u64, GitFailure> {
-        let listed = git.run(
-            Some(&self.dir),
-            &[
-                "--literal-pathspecs",
-                "ls-tree",
-                "-l",
-                "-z",
-                commit,
-                "--",
-                path,
-            ],
-        )?;
-        let listed = String::from_utf8_lossy(&listed);
-        Ok(listed
-            .split('\t')
-            .next()
-            .and_then(|meta| meta.split_whitespace().nth(3))
-            .and_then(|size| size.parse().ok())
-            .unwrap_or(0))
+    /// Every file of `commit`'s tree and its size, by the path's exact bytes.
+    fn sizes(
+        &self,
+        git: &RemoteGit<'_>,
+        commit: &str,
+    ) -> Result<HashMap<Vec<u8>, u64>, GitFailure> {
+        let listed = git.run(Some(&self.dir), &["ls-tree", "-r", "-l", "-z", commit])?;
+        let mut sizes = HashMap::new();
+        for record in listed.split(|byte| *byte == 0).filter(|r| !r.is_empty()) {
+            let Some(tab) = record.iter().position(|byte| *byte == b'\t') else {
+                continue;
+            };
+            let (meta, path) = (&record[..tab], &record[tab + 1..]);
+            let size = String::from_utf8_lossy(meta)
+                .split_whitespace()
+                .nth(3)
+                .and_then(|size| size.parse().ok())
+                .unwrap_or(0);
+            sizes.insert(path.to_vec(), size);
+        }
+        Ok(sizes)
     }
 
     /// Do `head` and `commit` make the same change: the same tree on the same parent?

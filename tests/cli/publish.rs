@@ -303,6 +303,7 @@ fn bad_publish_input_is_exit_2_before_anything_is_pushed() {
         (&["--branch", "a..b"][..], "--branch"),
         (&["--branch", "x", "--author", "nobody"], "--author"),
         (&["--branch", "x", "--task", "nope"], "no task named nope"),
+        (&["--branch", "HEAD"], "HEAD is not a branch name"),
     ] {
         let output = scene.publish(&out, args);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
@@ -311,4 +312,114 @@ fn bad_publish_input_is_exit_2_before_anything_is_pushed() {
     let output = scene.publish(&scene.root.join("nothing"), &["--branch", "x"]);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert!(scene.head("x").is_none());
+}
+
+#[test]
+fn a_start_that_is_not_the_base_branch_head_and_an_incomplete_diff_are_refused() {
+    let scene = Scene::new();
+    // A task on `dev` (the first commit; `main`, the default branch, is past it).
+    let dir = scene.root.join("specs-dev");
+    std::fs::create_dir_all(&dir).unwrap();
+    let on_dev = task_spec("ondev", &scene.url, &[("dev.txt", "dev\n")], "true")
+        .replace("repo:\n", "repo:\n  ref: dev\n");
+    write_spec(&dir, "ondev.yaml", &on_dev);
+    // A task whose diff leaves a file out (diff.exclude).
+    let partial = task_spec(
+        "partial",
+        &scene.url,
+        &[("skip.txt", "x\n"), ("kept.txt", "y\n")],
+        "true",
+    ) + "diff:\n  exclude: [skip.txt]\n";
+    write_spec(&dir, "partial.yaml", &partial);
+    let out = scene.root.join("out");
+    let output = drover()
+        .arg("run")
+        .arg(&dir)
+        .arg("--artifacts")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+
+    let output = scene.publish(&out, &["--branch", "drover/{task}"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let said = stderr(&output);
+    assert!(
+        said.contains("publish ondev: refused by the base gate: main is at"),
+        "{said}"
+    );
+    assert!(
+        said.contains("publish partial: refused by the incomplete gate"),
+        "{said}"
+    );
+    assert_eq!(scene.head("drover/ondev"), None);
+    assert_eq!(scene.head("drover/partial"), None);
+    // Named as the branch it ran on, the task is published.
+    let output = scene.publish(
+        &out,
+        &[
+            "--branch",
+            "drover/{task}",
+            "--task",
+            "ondev",
+            "--base",
+            "dev",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(scene.head("drover/ondev").is_some());
+}
+
+#[test]
+fn attributes_of_the_change_do_not_steer_the_gates_and_empty_patches_join_one_commit() {
+    let scene = Scene::new();
+    let many: String = (0..300).map(|i| format!("line {i}\n")).collect();
+    let out = scene.run(
+        "out",
+        &[
+            // `-diff` would make git count the file as binary: zero lines.
+            (
+                "hidden",
+                &[(".gitattributes", "*.txt -diff\n"), ("many.txt", &many)],
+                "true",
+            ),
+            ("quiet", &[], "true"),
+            ("small", &[("small.txt", "small\n")], "true"),
+        ],
+    );
+    let output = scene.publish(
+        &out,
+        &[
+            "--branch",
+            "drover/{task}",
+            "--task",
+            "hidden",
+            "--max-lines",
+            "100",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        stderr(&output).contains("refused by the max-lines gate: it changes 301 lines"),
+        "{output:?}"
+    );
+    // One commit for two tasks, one of which changed nothing.
+    let output = scene.publish(
+        &out,
+        &[
+            "--branch",
+            "drover/together",
+            "--task",
+            "quiet",
+            "--task",
+            "small",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let commit = scene.head("drover/together").unwrap();
+    let message = git(&scene.bare, &["log", "-1", "--format=%B", &commit]);
+    assert!(
+        message.contains("Drover-Task: quiet\nDrover-Task: small"),
+        "{message}"
+    );
 }
