@@ -86,6 +86,10 @@ pub(crate) fn run(options: &PublishOptions, stop: &(dyn Fn() -> bool + Sync)) ->
         secrets,
         stop,
     };
+    if tasks.is_empty() {
+        crate::say!("drover: publish: the run has no task to publish");
+        return exit::PASSED;
+    }
     let groups = options.groups(&tasks);
     let mut planned = Vec::new();
     for group in &groups {

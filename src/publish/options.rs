@@ -118,7 +118,10 @@ impl PublishOptions {
             .take(SUMMARY_CHARS)
             .collect();
         let summary = quote_trailer_lines(&summary);
-        let run = run_link().unwrap_or_else(|| self.artifacts.display().to_string());
+        let run = run_link().unwrap_or_else(|| {
+            let artifacts = std::path::absolute(&self.artifacts).unwrap_or(self.artifacts.clone());
+            artifacts.display().to_string()
+        });
         let template = self
             .message
             .clone()

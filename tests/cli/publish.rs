@@ -423,3 +423,37 @@ fn attributes_of_the_change_do_not_steer_the_gates_and_empty_patches_join_one_co
         "{message}"
     );
 }
+
+#[test]
+fn a_file_name_that_is_not_utf8_is_sized_like_any_other() {
+    let scene = Scene::new();
+    let dir = scene.root.join("specs-odd");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Bash makes a 3,000-byte file whose name holds the byte 0xff.
+    let call = serde_json::json!([{ "name": "Bash", "input": { "command": "printf '%3000s' x > $'big\\xff.txt'" } }]);
+    let spec = format!(
+        "version: 1\nname: odd\nprompt: p\nrepo:\n  url: {}\nmodel:\n  provider: script\n  script:\n    - tool_calls: {call}\n    - text: done\npermissions:\n  allow: [Bash]\n",
+        scene.url
+    );
+    write_spec(&dir, "odd.yaml", &spec);
+    let out = scene.root.join("out");
+    let output = drover()
+        .arg("run")
+        .arg(&dir)
+        .arg("--artifacts")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let output = scene.publish(
+        &out,
+        &["--branch", "drover/{task}", "--max-blob-bytes", "1000"],
+    );
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        stderr(&output).contains("refused by the binary gate")
+            && stderr(&output).contains("(3000 bytes)"),
+        "{output:?}"
+    );
+    assert_eq!(scene.head("drover/odd"), None);
+}
