@@ -63,17 +63,7 @@ pub(crate) fn run(options: &PublishOptions, stop: &(dyn Fn() -> bool + Sync)) ->
         }
     };
     let credential = options.credential(&remote);
-    let secrets = match &credential {
-        // The token, and as HTTP Basic auth carries it (a server echoing the header).
-        Credential::Token { username, token } => vec![
-            token.clone(),
-            base64::Engine::encode(
-                &base64::engine::general_purpose::STANDARD,
-                format!("{username}:{token}"),
-            ),
-        ],
-        Credential::GitConfig | Credential::Helper(_) => Vec::new(),
-    };
+    let secrets = secrets_of(&credential);
     let shown_remote = without_userinfo(&remote);
     let Some(deadline) = Instant::now().checked_add(options.timeout) else {
         crate::esay!("drover: publish: --timeout is too long; give one under a century");
@@ -318,6 +308,21 @@ fn branch_problem(options: &PublishOptions) -> Option<String> {
         let problem = crate::spec::ref_problem(name.as_deref()?)?;
         Some(format!("{flag}: {problem}"))
     })
+}
+
+/// What no message may quote: the token, and the token as HTTP Basic auth carries it
+/// (a server echoing the header back).
+fn secrets_of(credential: &Credential) -> Vec<String> {
+    match credential {
+        Credential::Token { username, token } => vec![
+            token.clone(),
+            base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                format!("{username}:{token}"),
+            ),
+        ],
+        Credential::GitConfig | Credential::Helper(_) => Vec::new(),
+    }
 }
 
 /// `remote` without a user name or password in it, for messages.
