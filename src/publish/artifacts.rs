@@ -129,7 +129,7 @@ pub(crate) fn read(dir: &Path, only: &[String]) -> Result<Vec<PublishedTask>, Ar
         if !only.is_empty() && !only.contains(&report.name) {
             continue;
         }
-        if !is_plain_name(&report.name) {
+        if !crate::record::is_plain_task_name(&report.name) {
             return Err(ArtifactsError::BadName { name: report.name });
         }
         let patch = read_file(&dir.join(&report.name).join("diff.patch"))?;
@@ -164,14 +164,4 @@ fn status_text(status: Status) -> &'static str {
         Status::Failed => "failed",
         Status::Error => "error",
     }
-}
-
-/// Task names as specs allow them (`[A-Za-z0-9._-]`, not `.`/`..`): one path part.
-fn is_plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }

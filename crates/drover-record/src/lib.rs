@@ -31,6 +31,6 @@ pub use redact::Redactor;
 pub use replay_outcome::{ChecksRun, OutcomeFrom, RecordedOutcome, ReplayJudgement};
 pub use report::{
     AgentRun, CheckReport, Denial, EXCLUDED_LISTED, EarlierRun, EndReason, ExcludedFromDiff,
-    McpServerReport, RunReport, ShardId, Status, TaskReport, Todo, TodoStatus,
+    McpServerReport, RunReport, ShardId, Status, TaskReport, Todo, TodoStatus, is_plain_task_name,
 };
 pub use transcript::{Event, StartCommit, StartRepository, TranscriptReader, TranscriptWriter};

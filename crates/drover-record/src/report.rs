@@ -388,3 +388,15 @@ mod duration_ms {
         Ok(Duration::from_millis(u64::deserialize(deserializer)?))
     }
 }
+
+/// Is `name` a task name as specs allow them (`[A-Za-z0-9._-]`, not `.` or `..`), so
+/// safe as one part of a path? Every reader of an artifacts directory from elsewhere
+/// checks a task's name with it before using it as a folder's.
+pub fn is_plain_task_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}

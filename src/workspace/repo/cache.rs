@@ -116,20 +116,7 @@ pub(super) fn fetch_through(
             Err(TemplateFailure::Local) => {}
         }
     }
-    git.run(
-        None,
-        &[
-            "clone",
-            "--quiet",
-            "--local",
-            "--no-hardlinks",
-            "--no-checkout",
-            "--",
-            &path_text(&mirror),
-            &path_text(dir),
-        ],
-    )
-    .map_err(fail("copying the cache's mirror"))?;
+    copy_of(git, &mirror, dir).map_err(fail("copying the cache's mirror"))?;
     Ok(Prepared {
         commit,
         overlay: None,
@@ -139,6 +126,28 @@ pub(super) fn fetch_through(
 /// `<key>.trees` beside `<key>.git`: the mirror's templates.
 fn trees_path(mirror: &Path) -> PathBuf {
     mirror.with_extension("trees")
+}
+
+/// Clone `mirror` into `dir`, copying its object files (see the module's comment), no
+/// checkout yet.
+pub(super) fn copy_of(
+    git: &RemoteGit<'_>,
+    mirror: &Path,
+    dir: &Path,
+) -> Result<Vec<u8>, super::GitFailure> {
+    git.run(
+        None,
+        &[
+            "clone",
+            "--quiet",
+            "--local",
+            "--no-hardlinks",
+            "--no-checkout",
+            "--",
+            &path_text(mirror),
+            &path_text(dir),
+        ],
+    )
 }
 
 fn path_text(path: &Path) -> String {

@@ -120,21 +120,7 @@ fn build(
 ) -> Result<(), TemplateFailure> {
     std::fs::create_dir_all(trees).map_err(|_| TemplateFailure::Local)?;
     let building = trees.join(format!(".new-{commit}"));
-    let source = mirror.to_string_lossy().into_owned();
-    let destination = building.to_string_lossy().into_owned();
-    let cloned = git.run(
-        None,
-        &[
-            "clone",
-            "--quiet",
-            "--local",
-            "--no-hardlinks",
-            "--no-checkout",
-            "--",
-            &source,
-            &destination,
-        ],
-    );
+    let cloned = super::cache::copy_of(git, mirror, &building);
     let made = cloned
         .and_then(|_| git.run(Some(&building), &["config", "remote.origin.url", url]))
         .and_then(|_| {

@@ -88,7 +88,11 @@ pub(super) fn read_summary(dir: &Path) -> Result<SummaryFile, MergeError> {
         }
     }
     // A task directory outside the input could be anything; names are checked at load.
-    if let Some(task) = summary.tasks.iter().find(|task| !is_plain_name(&task.name)) {
+    if let Some(task) = summary
+        .tasks
+        .iter()
+        .find(|task| !crate::is_plain_task_name(&task.name))
+    {
         return Err(MergeError::BadTaskName {
             path,
             task: task.name.clone(),
@@ -128,14 +132,4 @@ fn read_regular_file(path: &Path) -> Result<String, MergeError> {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut &file, &mut text).map_err(unreadable)?;
     Ok(text)
-}
-
-/// Task names as specs allow them (`[A-Za-z0-9._-]`, not `.`/`..`): safe as one path part.
-fn is_plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
