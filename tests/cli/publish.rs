@@ -58,14 +58,24 @@ impl Scene {
 
     /// Run the specs (each `(name, files, check)`) into `artifacts`; drover's output.
     fn run(&self, artifacts: &str, tasks: &[Task<'_>]) -> PathBuf {
+        let specs: Vec<(String, String)> = tasks
+            .iter()
+            .map(|(name, files, check)| {
+                (name.to_string(), task_spec(name, &self.url, files, check))
+            })
+            .collect();
+        let (out, output) = self.run_specs(artifacts, &specs);
+        assert!(output.status.code().is_some_and(|c| c <= 1), "{output:?}");
+        out
+    }
+
+    /// Run `specs` (name, text) into `artifacts`: the artifacts directory, and how
+    /// drover ended.
+    fn run_specs(&self, artifacts: &str, specs: &[(String, String)]) -> (PathBuf, Output) {
         let dir = self.root.join(format!("specs-{artifacts}"));
         std::fs::create_dir_all(&dir).unwrap();
-        for (name, files, check) in tasks {
-            write_spec(
-                &dir,
-                &format!("{name}.yaml"),
-                &task_spec(name, &self.url, files, check),
-            );
+        for (name, text) in specs {
+            write_spec(&dir, &format!("{name}.yaml"), text);
         }
         let out = self.root.join(artifacts);
         let output = drover()
@@ -75,8 +85,7 @@ impl Scene {
             .arg(&out)
             .output()
             .unwrap();
-        assert!(output.status.code().is_some_and(|c| c <= 1), "{output:?}");
-        out
+        (out, output)
     }
 
     fn publish(&self, artifacts: &Path, extra: &[&str]) -> Output {
@@ -318,11 +327,8 @@ fn bad_publish_input_is_exit_2_before_anything_is_pushed() {
 fn a_start_that_is_not_the_base_branch_head_and_an_incomplete_diff_are_refused() {
     let scene = Scene::new();
     // A task on `dev` (the first commit; `main`, the default branch, is past it).
-    let dir = scene.root.join("specs-dev");
-    std::fs::create_dir_all(&dir).unwrap();
     let on_dev = task_spec("ondev", &scene.url, &[("dev.txt", "dev\n")], "true")
         .replace("repo:\n", "repo:\n  ref: dev\n");
-    write_spec(&dir, "ondev.yaml", &on_dev);
     // A task whose diff leaves a file out (diff.exclude).
     let partial = task_spec(
         "partial",
@@ -330,15 +336,11 @@ fn a_start_that_is_not_the_base_branch_head_and_an_incomplete_diff_are_refused()
         &[("skip.txt", "x\n"), ("kept.txt", "y\n")],
         "true",
     ) + "diff:\n  exclude: [skip.txt]\n";
-    write_spec(&dir, "partial.yaml", &partial);
-    let out = scene.root.join("out");
-    let output = drover()
-        .arg("run")
-        .arg(&dir)
-        .arg("--artifacts")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let specs = [
+        ("ondev".to_string(), on_dev),
+        ("partial".to_string(), partial),
+    ];
+    let (out, output) = scene.run_specs("out", &specs);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
 
     let output = scene.publish(&out, &["--branch", "drover/{task}"]);
@@ -427,23 +429,13 @@ fn attributes_of_the_change_do_not_steer_the_gates_and_empty_patches_join_one_co
 #[test]
 fn a_file_name_that_is_not_utf8_is_sized_like_any_other() {
     let scene = Scene::new();
-    let dir = scene.root.join("specs-odd");
-    std::fs::create_dir_all(&dir).unwrap();
     // Bash makes a 3,000-byte file whose name holds the byte 0xff.
     let call = serde_json::json!([{ "name": "Bash", "input": { "command": "printf '%3000s' x > $'big\\xff.txt'" } }]);
     let spec = format!(
         "version: 1\nname: odd\nprompt: p\nrepo:\n  url: {}\nmodel:\n  provider: script\n  script:\n    - tool_calls: {call}\n    - text: done\npermissions:\n  allow: [Bash]\n",
         scene.url
     );
-    write_spec(&dir, "odd.yaml", &spec);
-    let out = scene.root.join("out");
-    let output = drover()
-        .arg("run")
-        .arg(&dir)
-        .arg("--artifacts")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let (out, output) = scene.run_specs("out", &[("odd".to_string(), spec)]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let output = scene.publish(
         &out,

@@ -14,6 +14,43 @@ use crate::common::write_spec;
 use crate::repo::{git, result, served_repo};
 use crate::repo_attacks::{assert_nothing_ran, plant, planted, run, scene, spec_text};
 
+/// A scene with a served repository (`served/service-a.git`, two commits) and the path
+/// of a cache for it.
+struct Cached {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    markers: PathBuf,
+    served: PathBuf,
+    bare: PathBuf,
+    /// The first and second commits (`main` is at the second).
+    first: String,
+    second: String,
+    url: String,
+    cache: PathBuf,
+    cache_arg: String,
+}
+
+fn cached() -> Cached {
+    let (dir, root, markers) = scene();
+    let served = root.join("served");
+    let (bare, first, second) = served_repo(&served, "service-a");
+    let url = format!("file://{}", bare.display());
+    let cache = root.join("cache");
+    let cache_arg = cache.to_string_lossy().into_owned();
+    Cached {
+        _dir: dir,
+        root,
+        markers,
+        served,
+        bare,
+        first,
+        second,
+        url,
+        cache,
+        cache_arg,
+    }
+}
+
 /// The templates of the cache's one repository: their commits, and their paths.
 fn templates(cache: &Path) -> Vec<PathBuf> {
     let trees = std::fs::read_dir(cache)
@@ -83,12 +120,17 @@ echo done"#;
 #[cfg_attr(not(drover_has_overlay), ignore = "needs root and overlayfs")]
 #[cfg_attr(not(drover_has_sandbox), ignore = "needs the sandbox")]
 fn a_cached_checkout_is_an_overlay_that_works_as_a_clone_and_goes_with_the_task() {
-    let (_dir, root, _markers) = scene();
-    let served = root.join("served");
-    let (bare, _, second) = served_repo(&served, "service-a");
-    let url = format!("file://{}", bare.display());
-    let cache = root.join("cache");
-    let cache_arg = cache.to_string_lossy().into_owned();
+    let Cached {
+        _dir,
+        root,
+        served,
+        bare,
+        second,
+        url,
+        cache,
+        cache_arg,
+        ..
+    } = cached();
     let spec = write_spec(
         &root,
         "task.yaml",
@@ -178,11 +220,16 @@ cat "$PWD/../upper/app.txt" 2>&1; echo "read-upper=$?"
 #[cfg_attr(not(drover_has_overlay), ignore = "needs root and overlayfs")]
 #[cfg_attr(not(drover_has_sandbox), ignore = "needs the sandbox")]
 fn what_a_task_writes_in_its_overlay_never_reaches_the_template_the_next_task_starts_from() {
-    let (_dir, root, markers) = scene();
-    let (bare, _, head) = served_repo(&root.join("served"), "service-a");
-    let url = format!("file://{}", bare.display());
-    let cache = root.join("cache");
-    let cache_arg = cache.to_string_lossy().into_owned();
+    let Cached {
+        _dir,
+        root,
+        markers,
+        second: head,
+        url,
+        cache,
+        cache_arg,
+        ..
+    } = cached();
     let top = format!("repo:\n  url: {url}\n");
     let first = write_spec(&root, "first.yaml", &spec_text("first", None, &top));
     let output = run(&root, &first, "out1", &["--repo-cache", &cache_arg]);
@@ -312,11 +359,15 @@ fn the_overlay_a_killed_drover_left_mounted_is_taken_down_by_the_next_run() {
 #[cfg_attr(not(drover_has_overlay), ignore = "needs root and overlayfs")]
 #[cfg_attr(not(drover_has_sandbox), ignore = "needs the sandbox")]
 fn repo_checkout_copy_writes_the_checkout_and_mounts_nothing() {
-    let (_dir, root, _markers) = scene();
-    let (bare, _, second) = served_repo(&root.join("served"), "service-a");
-    let url = format!("file://{}", bare.display());
-    let cache = root.join("cache");
-    let cache_arg = cache.to_string_lossy().into_owned();
+    let Cached {
+        _dir,
+        root,
+        second,
+        url,
+        cache,
+        cache_arg,
+        ..
+    } = cached();
     let spec = write_spec(
         &root,
         "task.yaml",
@@ -363,12 +414,17 @@ echo done"#;
 #[cfg_attr(not(drover_has_overlay), ignore = "needs root and overlayfs")]
 #[cfg_attr(not(drover_has_sandbox), ignore = "needs the sandbox")]
 fn a_template_shows_the_mirrors_refs_of_now_and_a_half_removed_one_is_never_used() {
-    let (_dir, root, _markers) = scene();
-    let served = root.join("served");
-    let (bare, first, _) = served_repo(&served, "service-a");
-    let url = format!("file://{}", bare.display());
-    let cache = root.join("cache");
-    let cache_arg = cache.to_string_lossy().into_owned();
+    let Cached {
+        _dir,
+        root,
+        served,
+        bare,
+        first,
+        url,
+        cache,
+        cache_arg,
+        ..
+    } = cached();
     let on_main = write_spec(
         &root,
         "main.yaml",
